@@ -1,0 +1,72 @@
+# Ringmaster: the commands a person (and CI) runs. `make help` lists them.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+SANITIZE ?=
+JOBS ?= $(shell nproc)
+CLUSTER_DIR ?= $(BUILD_DIR)/cluster
+CTEST_ARGS ?=
+CMAKE_FLAGS ?=
+
+CLUSTER := tests/harness/cluster/cluster.sh
+CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
+
+.PHONY: help deps build configure test test-unit test-integration test-e2e test-gpu \
+        cluster-up cluster-down cluster-status demo bench clean
+
+help:
+	@echo "make demo          see it work (a local cluster and an elastic job; not built yet, see README)"
+	@echo "make test          install deps, build, run every test tier on CPU (unit, integration, e2e)"
+	@echo "make deps          install build and test dependencies (idempotent; seconds when present)"
+	@echo "make build         configure and build into $(BUILD_DIR)/ (SANITIZE=address|thread)"
+	@echo "make test-unit | test-integration | test-e2e | test-gpu   one tier"
+	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
+	@echo "make cluster-down  stop it (safe to run twice)"
+	@echo "make bench         run the benchmarks"
+
+deps:
+	@tests/harness/deps.sh all
+
+configure:
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DRINGMASTER_SANITIZE=$(SANITIZE) $(CMAKE_FLAGS) >/dev/null \
+	  || { echo "ringmaster: error: cmake configure failed -- run 'make deps' first, then see the message above"; exit 1; }
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Every CPU tier. GPU tests carry the label `gpu` and run with `make test-gpu` on a machine with a GPU.
+test: deps build
+	$(CTEST) -LE gpu
+
+test-unit: build
+	$(CTEST) -L unit
+
+test-integration: build
+	$(CTEST) -L integration
+
+test-e2e: build
+	$(CTEST) -L e2e
+
+test-gpu: build
+	$(CTEST) -L gpu
+
+cluster-up:
+	@tests/harness/deps.sh tools
+	@$(CLUSTER) up --dir $(CLUSTER_DIR)
+
+cluster-down:
+	@$(CLUSTER) down --dir $(CLUSTER_DIR)
+
+cluster-status:
+	@$(CLUSTER) status --dir $(CLUSTER_DIR)
+
+demo:
+	@echo "ringmaster: 'make demo' is not built yet: it needs the operator (issue 4) and the worker runtime (issues 5-6)."
+	@echo "Today you can start the local control plane with 'make cluster-up' (see README.md)."
+	@exit 1
+
+bench:
+	@echo "ringmaster: no benchmarks exist yet; they arrive with the client, operator and runtime."
+	@exit 1
+
+clean:
+	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt

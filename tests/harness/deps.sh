@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# make deps: installs everything the build and the tests need, non-interactively and idempotently.
+#   deps.sh [all|apt|cuda|tools]      (default: all)
+# A second run on a machine that has it all only checks, and finishes in seconds.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+APT_PACKAGES=(
+  # toolchain
+  cmake ninja-build g++ make pkg-config git
+  # libraries the code links
+  libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgloo-dev
+  # tests, fuzzing (libFuzzer ships in clang's runtime), sanitizers
+  libgtest-dev libgmock-dev googletest clang-14 libclang-rt-14-dev
+  # the local control plane harness
+  openssl curl ca-certificates procps iproute2 unzip
+)
+
+install_apt() {
+  local missing=() pkg
+  for pkg in "${APT_PACKAGES[@]}"; do
+    [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" == "install ok installed" ]] || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "apt: all ${#APT_PACKAGES[@]} Debian packages present"
+    return
+  fi
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null || die "apt: need root to install ${missing[*]}" "run make deps as root or install sudo"
+    sudo=(sudo)
+  fi
+  log "apt: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -q >/dev/null || die "apt-get update failed" "check that Debian's package mirror is reachable"
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" \
+    || die "apt-get install failed for: ${missing[*]}" "see apt's message above"
+}
+
+# NCCL + CUDA runtime headers and libraries from NVIDIA's PyPI wheels, unpacked into a cache directory
+# keyed by version and linked at build/deps/cuda (the prefix CMake looks in).
+install_cuda() {
+  local key dir link="$RINGMASTER_ROOT/build/deps/cuda"
+  key="${NCCL_WHEEL//==/-}_${CUDA_RUNTIME_WHEEL//==/-}_${CUDA_NVCC_WHEEL//==/-}_${CUDA_CCCL_WHEEL//==/-}"
+  dir="$RINGMASTER_CACHE/cuda/$key"
+  if [[ ! -f "$dir/.complete" ]]; then
+    local python; python="$(command -v python3 || true)"
+    [[ -n "$python" ]] || die "python3 not found; it is needed to fetch the NCCL wheels with pip" "install python3 with pip"
+    "$python" -m pip --version >/dev/null 2>&1 || die "pip is not available for $python" "install pip (python3 -m ensurepip)"
+    mkdir -p "$RINGMASTER_CACHE/cuda"
+    rm -rf "$dir" "$RINGMASTER_CACHE"/cuda/.tmp.*   # a half-unpacked prefix is never reused
+    local tmp; tmp="$(mktemp -d "$RINGMASTER_CACHE/cuda/.tmp.XXXXXX")"
+    log "cuda: downloading $NCCL_WHEEL, $CUDA_RUNTIME_WHEEL, $CUDA_NVCC_WHEEL, $CUDA_CCCL_WHEEL from PyPI (~400 MB, cached by pip)"
+    "$python" -m pip download --no-deps --disable-pip-version-check --progress-bar off -q -d "$tmp/wheels" \
+      "$NCCL_WHEEL" "$CUDA_RUNTIME_WHEEL" "$CUDA_NVCC_WHEEL" "$CUDA_CCCL_WHEEL" \
+      || die "pip could not download the NCCL/CUDA wheels" "check that PyPI is reachable and the versions in tests/harness/versions.env exist"
+    log "cuda: unpacking headers and libraries"
+    mkdir -p "$tmp/prefix/include" "$tmp/prefix/lib" "$tmp/x"
+    local whl
+    for whl in "$tmp"/wheels/*.whl; do unzip -q -o "$whl" 'nvidia/*' -d "$tmp/x"; done
+    cp -a "$tmp"/x/nvidia/nccl/include/. "$tmp/prefix/include/"
+    cp -a "$tmp"/x/nvidia/nccl/lib/. "$tmp/prefix/lib/"
+    cp -a "$tmp"/x/nvidia/cuda_runtime/include/. "$tmp/prefix/include/"
+    cp -a "$tmp"/x/nvidia/cuda_runtime/lib/. "$tmp/prefix/lib/"
+    cp -a "$tmp"/x/nvidia/cuda_nvcc/include/crt "$tmp/prefix/include/"
+    cp -a "$tmp"/x/nvidia/cuda_cccl/include/nv "$tmp/prefix/include/"
+    ln -sf libnccl.so.2 "$tmp/prefix/lib/libnccl.so"
+    ln -sf libcudart.so.12 "$tmp/prefix/lib/libcudart.so"
+    [[ -f "$tmp/prefix/include/nccl.h" && -f "$tmp/prefix/include/cuda_runtime.h" ]] \
+      || die "the wheels did not contain nccl.h and cuda_runtime.h" "check the wheel names in tests/harness/versions.env"
+    touch "$tmp/prefix/.complete"
+    mv "$tmp/prefix" "$dir"
+    rm -rf "$tmp"
+  fi
+  mkdir -p "$(dirname "$link")"
+  ln -sfn "$dir" "$link"
+  log "cuda: NCCL $(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' "$dir/include/nccl.h" | paste -sd.) at $link"
+}
+
+check_go() {
+  need_cmd go "install Go >= $GO_MIN_VERSION (Kubernetes $KUBERNETES_VERSION needs it)"
+  local have; have="$(go env GOVERSION)"; have="${have#go}"
+  if [[ "$(printf '%s\n%s\n' "$GO_MIN_VERSION" "$have" | sort -V | head -n1)" != "$GO_MIN_VERSION" ]]; then
+    die "Go $have is too old" "install Go >= $GO_MIN_VERSION"
+  fi
+}
+
+# build_tool NAME LOGNAME CMD...: runs CMD with $OUT set to a scratch directory, then publishes it as the
+# tool's cache directory. The directory appears whole or not at all, so a half-built cache cannot be used.
+build_tool() {
+  local name="$1"; shift
+  local dir; dir="$(tool_dir "$name")"
+  if [[ -f "$dir/.complete" ]]; then
+    log "tools: $name present ($dir)"
+    return
+  fi
+  mkdir -p "$RINGMASTER_CACHE/tools"
+  rm -rf "$dir" "$dir".tmp.*
+  OUT="$(mktemp -d "$dir.tmp.XXXXXX")"
+  export OUT
+  run_with_heartbeat "tools: building $name" "$OUT.log" "$@" || die "building $name failed (log: $OUT.log)" \
+    "if a module could not be downloaded, check that the Go module proxy is reachable and rerun make deps"
+  touch "$OUT/.complete"
+  mv "$OUT" "$dir"
+  rm -f "$OUT.log"
+}
+
+build_kubernetes() {
+  local v="$KUBERNETES_VERSION" minor
+  minor="$(cut -d. -f2 <<<"$v")"
+  local ldflags="-s -w"
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  cd "$HARNESS_DIR/gomod/kubernetes"
+  echo "downloading modules for k8s.io/kubernetes $v"
+  go mod download -x 2>&1 | grep -E '^# get .*\.zip$' || true
+  echo "compiling kube-apiserver kube-controller-manager kube-scheduler kubectl"
+  go build -v -trimpath -ldflags "$ldflags" -o "$OUT/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+}
+
+build_etcd() {
+  cd "$HARNESS_DIR/gomod/etcd"
+  go build -v -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3
+}
+
+build_kwok() {
+  GOBIN="$OUT" go install -v -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.PreRelease=GA" \
+    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+}
+
+build_helm() {
+  GOBIN="$OUT" go install -v -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
+install_tools() {
+  check_go
+  local start=$SECONDS
+  build_tool kubernetes build_kubernetes
+  build_tool etcd build_etcd
+  build_tool kwok build_kwok
+  build_tool helm build_helm
+  log "tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
+}
+
+main() {
+  local what="${1:-all}" start=$SECONDS
+  case "$what" in
+    all) install_apt; install_cuda; install_tools ;;
+    apt) install_apt ;;
+    cuda) install_cuda ;;
+    tools) install_tools ;;
+    *) die "unknown deps target '$what'" "use one of: all apt cuda tools" ;;
+  esac
+  log "deps ($what): done in $((SECONDS - start))s"
+}
+
+main "$@"

@@ -1,0 +1,78 @@
+# Shared helpers for the harness scripts: logging, failing with one clear line, the tool cache.
+# Source it; it defines functions and a few read-only paths, and changes no shell options.
+
+RINGMASTER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HARNESS_DIR="$RINGMASTER_ROOT/tests/harness"
+# Built tools live outside the repository, keyed by version, so a fresh clone rebuilds nothing.
+RINGMASTER_CACHE="${RINGMASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmaster}"
+
+# shellcheck source=versions.env
+source "$HARNESS_DIR/versions.env"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# die "what failed" "what to do": one line on stderr, exit 1.
+die() {
+  printf 'ringmaster: error: %s' "$1" >&2
+  [[ -n "${2:-}" ]] && printf ' -- %s' "$2" >&2
+  printf '\n' >&2
+  exit 1
+}
+
+need_cmd() {
+  command -v "$1" >/dev/null 2>&1 || die "required command '$1' not found" "${2:-run make deps}"
+}
+
+# run_with_heartbeat LABEL LOGFILE CMD...: runs CMD with output to LOGFILE and prints a progress line
+# every 30 s (with the log's last line), so a long build never sits silent. On failure, prints the
+# log's tail and returns CMD's status.
+run_with_heartbeat() {
+  local label="$1" logfile="$2"; shift 2
+  local start=$SECONDS
+  "$@" >"$logfile" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    local i
+    for ((i = 0; i < 30; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      local lines; lines=$(wc -l <"$logfile")
+      log "$label: still running after $((SECONDS - start))s ($lines log lines; last: $(tail -n 1 "$logfile" | cut -c1-100))"
+    fi
+  done
+  local rc=0
+  wait "$pid" || rc=$?
+  if ((rc != 0)); then
+    log "$label failed after $((SECONDS - start))s; last lines of $logfile:"
+    tail -n 25 "$logfile" >&2
+    return "$rc"
+  fi
+  log "$label: done in $((SECONDS - start))s"
+}
+
+# tool_dir NAME: the cache directory holding the built binaries of tool NAME at its pinned version.
+tool_dir() {
+  local name="$1" key
+  case "$name" in
+    kubernetes) key="kubernetes-$KUBERNETES_VERSION-$(gomod_hash kubernetes)" ;;
+    etcd) key="etcd-$ETCD_VERSION-$(gomod_hash etcd)" ;;
+    kwok) key="kwok-$KWOK_VERSION" ;;
+    helm) key="helm-$HELM_VERSION" ;;
+    *) die "unknown tool '$name'" "this is a bug in tests/harness/lib.sh" ;;
+  esac
+  printf '%s/tools/%s\n' "$RINGMASTER_CACHE" "$key"
+}
+
+# A short hash of a wrapper module's go.mod and go.sum, so editing them rebuilds the tool.
+gomod_hash() {
+  cat "$HARNESS_DIR/gomod/$1/go.mod" "$HARNESS_DIR/gomod/$1/go.sum" | sha256sum | cut -c1-10
+}
+
+# tool_bin NAME BINARY: absolute path of an installed binary; dies with advice when it is missing.
+tool_bin() {
+  local dir; dir="$(tool_dir "$1")"
+  [[ -f "$dir/.complete" && -x "$dir/$2" ]] || die "$2 is not built (expected in $dir)" "run make deps"
+  printf '%s/%s\n' "$dir" "$2"
+}

@@ -1,0 +1,28 @@
+// Running a command to completion with a deadline, capturing what it prints.
+// Test support only: production code never shells out.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ringmaster::testing {
+
+struct CommandResult {
+  int exit_code = -1;  // the exit status, or 128+signal when it was killed
+  std::string out;     // standard output
+  std::string err;     // standard error
+  bool ok() const { return exit_code == 0; }
+};
+
+// Runs argv[0] (looked up in PATH) with `input` on its standard input. A command still running at
+// `timeout` is killed (SIGKILL) and reported as DeadlineExceeded; failing to start it is Internal.
+// A command that runs and exits non-zero is not an error here: look at exit_code.
+// Thread-safe (no shared state).
+StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                                   const std::string& input = "");
+
+}  // namespace ringmaster::testing
