@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one Kubernetes
+# release, built by `make deps`) and KWOK simulating GPU nodes, all on 127.0.0.1.
+#
+#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--fresh]
+#   cluster.sh down   --dir DIR
+#   cluster.sh status --dir DIR
+#
+# up: reuses a healthy cluster already running in DIR (or, with --fresh, replaces it); refuses a
+#     half-running one with advice. Ports are chosen free, so clusters in different DIRs run side by side.
+# DIR holds everything: kubeconfig (admin), cluster.env (addresses and files, KEY=VALUE), pki/, logs/,
+#     pids/, bin/ (kubectl, helm, ...), etcd/.
+set -euo pipefail
+CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$CLUSTER_SCRIPT_DIR/../lib.sh"
+source "$CLUSTER_SCRIPT_DIR/pki.sh"
+
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+STARTUP_TIMEOUT=120
+
+usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+# ---------------------------------------------------------------------------------------------------
+# processes
+
+pid_of() { local f="$DIR/pids/$1.pid"; [[ -f "$f" ]] && cat "$f"; }
+
+is_running() {
+  local pid; pid="$(pid_of "$1")" || return 1
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+}
+
+running_components() {
+  local c out=()
+  for c in "${COMPONENTS[@]}"; do is_running "$c" && out+=("$c"); done
+  echo "${out[*]:-}"
+}
+
+# start NAME BINARY ARGS...: runs detached (own session, no terminal, output to logs/NAME.log).
+start() {
+  local name="$1" bin="$2"; shift 2
+  mkdir -p "$DIR/logs" "$DIR/pids"
+  setsid "$bin" "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$DIR/pids/$name.pid"
+}
+
+# wait_healthy NAME CHECK-COMMAND...: waits until the check passes; fails fast if the process died.
+wait_healthy() {
+  local name="$1"; shift
+  local deadline=$((SECONDS + STARTUP_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    if ! is_running "$name"; then
+      log "$name exited during startup; last lines of $DIR/logs/$name.log:"
+      tail -n 20 "$DIR/logs/$name.log" >&2
+      fail_up "$name did not start" "see $DIR/logs/$name.log"
+    fi
+    ((SECONDS < deadline)) || fail_up "$name not healthy after ${STARTUP_TIMEOUT}s" "see $DIR/logs/$name.log"
+    sleep 0.5
+  done
+  log "  $name is up (pid $(pid_of "$name"))"
+}
+
+# Stops everything this DIR started, then dies: `up` leaves a full cluster or nothing.
+fail_up() {
+  stop_all >/dev/null 2>&1 || true
+  die "cluster up failed: $1" "$2"
+}
+
+# Every process of ours in DIR: the recorded pids, plus any orphan of our binaries whose command line
+# names DIR (e.g. after a pid file was lost).
+our_pids() {
+  local c pid
+  for c in "${COMPONENTS[@]}"; do
+    pid="$(pid_of "$c" || true)"
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+  done
+  ps -eo pid=,comm=,args= | awk -v dir="$DIR/" '
+    ($2 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok)$/) && index($0, dir) { print $1 }'
+}
+
+# alive PIDS...: prints those of PIDS that still exist.
+alive() {
+  local p
+  for p in "$@"; do
+    if kill -0 "$p" 2>/dev/null; then echo "$p"; fi
+  done
+}
+
+# Stops every process of this cluster: SIGTERM, up to 15 s for a clean exit, then SIGKILL.
+stop_all() {
+  local pids=() i
+  mapfile -t pids < <(our_pids | sort -u)
+  if ((${#pids[@]} > 0)); then
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for ((i = 0; i < 150; i++)); do
+      mapfile -t pids < <(alive "${pids[@]}")
+      ((${#pids[@]} == 0)) && break
+      sleep 0.1
+    done
+    if ((${#pids[@]} > 0)); then
+      log "  killing ${#pids[@]} processes that ignored SIGTERM: ${pids[*]}"
+      kill -KILL "${pids[@]}" 2>/dev/null || true
+      sleep 0.2
+    fi
+  fi
+  rm -rf "$DIR/pids"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# ports: chosen among those nobody listens on; each cluster gets its own.
+
+listening_ports() { ss -Htln 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}'; }
+
+pick_ports() {
+  local taken; taken=" $(listening_ports | tr '\n' ' ') "
+  local ports=() p tries=0
+  while ((${#ports[@]} < $1)); do
+    ((tries++ < 1000)) || die "could not find $1 free TCP ports on 127.0.0.1" "free some ports and retry"
+    p=$((20000 + RANDOM % 30000))
+    [[ "$taken" == *" $p "* || " ${ports[*]} " == *" $p "* ]] && continue
+    ports+=("$p")
+  done
+  echo "${ports[@]}"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# up
+
+api_ready() {
+  curl -sf --max-time 5 --cacert "$DIR/pki/ca.crt" --cert "$DIR/pki/admin.crt" --key "$DIR/pki/admin.key" \
+    "https://127.0.0.1:$API_PORT/readyz"
+}
+https_healthz() { curl -skf --max-time 5 "https://127.0.0.1:$1/healthz"; }
+http_health() { curl -sf --max-time 5 "http://127.0.0.1:$1/$2"; }
+
+write_env() {
+  cat >"$DIR/cluster.env" <<ENV
+# Written by tests/harness/cluster/cluster.sh up; read by tests and by people.
+KUBECONFIG=$DIR/kubeconfig
+APISERVER_URL=https://127.0.0.1:$API_PORT
+CA_FILE=$DIR/pki/ca.crt
+ADMIN_CERT=$DIR/pki/admin.crt
+ADMIN_KEY=$DIR/pki/admin.key
+KUBECTL=$DIR/bin/kubectl
+HELM=$DIR/bin/helm
+KUBERNETES_VERSION=$KUBERNETES_VERSION
+ETCD_URL=http://127.0.0.1:$ETCD_PORT
+KWOK_SERVER=http://127.0.0.1:$KWOK_PORT
+POD_CIDR=$POD_CIDR
+POD_IP_PREFIX=$POD_IP_PREFIX
+SERVICE_CIDR=10.96.0.0/16
+DEFAULT_NODES=$NODES
+DEFAULT_GPUS_PER_NODE=$GPUS
+ENV
+}
+
+load_env() {
+  [[ -f "$DIR/cluster.env" ]] || return 1
+  API_PORT="$(sed -n 's|^APISERVER_URL=https://127.0.0.1:||p' "$DIR/cluster.env")"
+}
+
+# add_gpu_nodes FIRST COUNT GPUS: fake nodes named ringmaster-gpu-<i>, managed by KWOK.
+add_gpu_nodes() {
+  local first="$1" count="$2" gpus="$3" i manifest=""
+  for ((i = first; i < first + count; i++)); do
+    manifest+="---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ringmaster-gpu-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: \"0\"
+  labels:
+    type: kwok
+    kubernetes.io/hostname: ringmaster-gpu-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    nvidia.com/gpu.present: \"true\"
+    ringmaster.io/default-node: \"true\"
+status:
+  allocatable: {cpu: \"64\", memory: 512Gi, pods: \"110\", nvidia.com/gpu: \"$gpus\"}
+  capacity: {cpu: \"64\", memory: 512Gi, pods: \"110\", nvidia.com/gpu: \"$gpus\"}
+"
+  done
+  "$KUBECTL" --kubeconfig "$DIR/kubeconfig" apply -f - <<<"$manifest" >/dev/null \
+    || fail_up "could not create the fake GPU nodes" "see the kubectl message above"
+}
+
+cmd_up() {
+  local running; running="$(running_components)"
+  if [[ -n "$running" ]]; then
+    if [[ "$FRESH" == 1 ]]; then
+      log "replacing the cluster running in $DIR (--fresh)"
+      stop_all
+    elif [[ "$running" == "${COMPONENTS[*]}" ]] && load_env && api_ready >/dev/null 2>&1; then
+      log "a healthy cluster is already running in $DIR; reusing it (make cluster-down stops it)"
+      print_usage
+      return 0
+    else
+      die "a half-running cluster is in $DIR (running: $running)" "run: $0 down --dir $DIR, then up again"
+    fi
+  fi
+  # Orphans of an earlier run (pid files lost) would hold etcd's data dir: stop them too.
+  stop_all
+  rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/kubeconfigs" "$DIR/bin" "$DIR/cluster.env" "$DIR/kubeconfig"
+  mkdir -p "$DIR"
+
+  local k8s etcd_bin kwok_bin
+  k8s="$(tool_dir kubernetes)"; etcd_bin="$(tool_bin etcd etcd)"; kwok_bin="$(tool_bin kwok kwok)"
+  tool_bin kubernetes kube-apiserver >/dev/null
+  need_cmd openssl; need_cmd curl; need_cmd ss "install iproute2 (make deps does)"
+  mkdir -p "$DIR/bin"
+  local b
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do ln -sf "$k8s/$b" "$DIR/bin/$b"; done
+  ln -sf "$etcd_bin" "$DIR/bin/etcd"; ln -sf "$kwok_bin" "$DIR/bin/kwok"
+  if [[ -f "$(tool_dir helm)/.complete" ]]; then ln -sf "$(tool_dir helm)/helm" "$DIR/bin/helm"; fi
+  KUBECTL="$DIR/bin/kubectl"
+
+  local start_time=$SECONDS
+  read -r ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT KWOK_PORT <<<"$(pick_ports 6)"
+  # Pod IPs come from a /16 inside 127.0.0.0/8, distinct per cluster, so an e2e harness can run each
+  # pod's process on its own loopback address.
+  local octet=$((64 + API_PORT % 128))
+  POD_CIDR="127.$octet.0.0/16"
+  POD_IP_PREFIX="127.$octet."
+  log "starting a local control plane in $DIR (Kubernetes $KUBERNETES_VERSION, apiserver on 127.0.0.1:$API_PORT)"
+
+  log "  creating certificates"
+  make_pki "$DIR/pki"
+  local pki="$DIR/pki" server="https://127.0.0.1:$API_PORT"
+  mkdir -p "$DIR/kubeconfigs"
+  write_kubeconfig "$DIR/kubeconfig" "$server" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key"
+  local c
+  for c in controller-manager scheduler kwok; do
+    write_kubeconfig "$DIR/kubeconfigs/$c.kubeconfig" "$server" "$pki/ca.crt" "$pki/$c.crt" "$pki/$c.key"
+  done
+
+  start etcd "$etcd_bin" --name=default --data-dir="$DIR/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --quota-backend-bytes=4294967296 \
+    --log-level=warn
+  wait_healthy etcd http_health "$ETCD_PORT" health
+
+  start kube-apiserver "$DIR/bin/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
+    --authorization-mode=Node,RBAC \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --api-audiences=https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none --allow-privileged=true \
+    --profiling=false --event-ttl=1h --max-requests-inflight=800 --max-mutating-requests-inflight=400
+  wait_healthy kube-apiserver api_ready
+
+  local kc="$DIR/kubeconfigs"
+  start kube-controller-manager "$DIR/bin/kube-controller-manager" \
+    --kubeconfig="$kc/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$kc/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$kc/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
+    --use-service-account-credentials=true \
+    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+  start kube-scheduler "$DIR/bin/kube-scheduler" \
+    --kubeconfig="$kc/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$kc/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$kc/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false \
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+  start kwok "$kwok_bin" --kubeconfig="$kc/kwok.kubeconfig" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr="$POD_CIDR" --node-ip=127.0.0.1 --node-lease-duration-seconds=40 \
+    --server-address="127.0.0.1:$KWOK_PORT" --config="$CLUSTER_SCRIPT_DIR/kwok-stages.yaml"
+  wait_healthy kube-controller-manager https_healthz "$KCM_PORT"
+  wait_healthy kube-scheduler https_healthz "$SCHED_PORT"
+  wait_healthy kwok http_health "$KWOK_PORT" healthz
+
+  write_env
+  log "  creating $NODES fake GPU nodes with $GPUS nvidia.com/gpu each"
+  add_gpu_nodes 0 "$NODES" "$GPUS"
+  local deadline=$((SECONDS + STARTUP_TIMEOUT)) ready=0
+  while ((SECONDS < deadline)); do
+    ready="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l ringmaster.io/default-node=true \
+      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)"
+    ((ready == NODES)) && break
+    sleep 0.5
+  done
+  ((ready == NODES)) || fail_up "only $ready of $NODES fake nodes became Ready" "see $DIR/logs/kwok.log"
+  # Pods need their namespace's default ServiceAccount, which the controller-manager creates.
+  deadline=$((SECONDS + STARTUP_TIMEOUT))
+  until "$KUBECTL" --kubeconfig "$DIR/kubeconfig" get serviceaccount default -n default >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || fail_up "the default ServiceAccount never appeared" "see $DIR/logs/kube-controller-manager.log"
+    sleep 0.5
+  done
+  log "cluster ready in $((SECONDS - start_time))s"
+  print_usage
+}
+
+print_usage() {
+  cat >&2 <<USAGE
+
+  Local control plane in $DIR (Kubernetes $KUBERNETES_VERSION; nodes are KWOK fakes with nvidia.com/gpu)
+    export KUBECONFIG=$DIR/kubeconfig PATH=$DIR/bin:\$PATH
+    kubectl get nodes
+    kubectl label node ringmaster-gpu-0 node-not-ready.stage.kwok.x-k8s.io=true     # make a node NotReady
+    kubectl label pod NAME pod-container-running-failed.stage.kwok.x-k8s.io=true   # make a pod fail
+  Logs: $DIR/logs/   Stop: make cluster-down (or $0 down --dir $DIR)
+
+USAGE
+}
+
+# ---------------------------------------------------------------------------------------------------
+
+cmd_down() {
+  if [[ ! -d "$DIR" ]]; then
+    log "no cluster in $DIR"
+    return 0
+  fi
+  local before; before="$(our_pids | sort -u | wc -l)"
+  stop_all
+  local left; left="$(our_pids | sort -u | wc -l)"
+  ((left == 0)) || die "$left cluster processes in $DIR survived SIGKILL" "check 'ps aux | grep $DIR'"
+  rm -rf "$DIR/etcd"
+  log "stopped $before cluster processes in $DIR"
+}
+
+cmd_status() {
+  local c any=0
+  for c in "${COMPONENTS[@]}"; do
+    if is_running "$c"; then printf '%-24s running (pid %s)\n' "$c" "$(pid_of "$c")"; any=1
+    else printf '%-24s stopped\n' "$c"; fi
+  done
+  if ((any)) && load_env && api_ready >/dev/null 2>&1; then
+    echo "apiserver https://127.0.0.1:$API_PORT ready; KUBECONFIG=$DIR/kubeconfig"
+  fi
+}
+
+main() {
+  local cmd="${1:-}"; shift || true
+  DIR="" NODES=4 GPUS=8 FRESH=0
+  while (($#)); do
+    case "$1" in
+      --dir) DIR="${2:-}"; shift 2 ;;
+      --nodes) NODES="${2:-}"; shift 2 ;;
+      --gpus-per-node) GPUS="${2:-}"; shift 2 ;;
+      --fresh) FRESH=1; shift ;;
+      -h|--help) usage; exit 0 ;;
+      *) die "unknown option '$1'" "see $0 --help" ;;
+    esac
+  done
+  [[ -n "$DIR" ]] || die "--dir is required" "e.g. $0 $cmd --dir build/cluster"
+  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ ]] || die "--nodes and --gpus-per-node take whole numbers" ""
+  mkdir -p "$DIR"
+  DIR="$(cd "$DIR" && pwd)"
+  case "$cmd" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    *) usage; die "unknown command '$cmd'" "use up, down or status" ;;
+  esac
+}
+
+main "$@"
