@@ -1,0 +1,220 @@
+// cpprestsdk implementation of Transport. Every cpprestsdk/Boost exception is caught here.
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include <cpprest/http_client.h>
+
+#include "kube/transport.h"
+
+namespace ringmaster::kube {
+
+LogFn StderrLog() {
+  return [](LogLevel level, std::string_view message) {
+    const char* tag = level == LogLevel::kError ? "E" : level == LogLevel::kWarning ? "W" : "I";
+    std::string line = std::string(tag) + " ringmaster-kube: " + std::string(message) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  };
+}
+
+namespace {
+
+namespace http = web::http;
+
+Status CheckPem(const std::string& pem, bool is_key, const char* what) {
+  if (pem.empty()) return Status::Ok();
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return InternalError("BIO_new_mem_buf failed");
+  bool ok;
+  if (is_key) {
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+    ok = key != nullptr;
+    EVP_PKEY_free(key);
+  } else {
+    X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    ok = cert != nullptr;
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  ERR_clear_error();
+  if (!ok) return InvalidArgumentError(std::string(what) + " is not valid PEM");
+  return Status::Ok();
+}
+
+std::map<std::string, std::string> Headers(const http::http_headers& h) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : h) {
+    std::string key = k;
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out[key] = v;
+  }
+  return out;
+}
+
+class CppRestBodyStream : public BodyStream {
+ public:
+  CppRestBodyStream(std::shared_ptr<http::client::http_client> client, http::http_response response,
+                    pplx::cancellation_token_source cts)
+      : client_(std::move(client)), response_(std::move(response)), stream_(response_.body()), cts_(std::move(cts)) {}
+
+  ~CppRestBodyStream() override {
+    Cancel();
+    try {
+      // Let the in-flight request task observe the cancellation before the client goes away.
+      response_.content_ready().wait();
+    } catch (...) {
+    }
+  }
+
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (cancelled_.load()) return CancelledError("watch stream cancelled");
+    try {
+      // Return what is available; block for one byte only when nothing is (istream::read would wait
+      // for all n bytes, which a watch may never send).
+      auto sb = stream_.streambuf();
+      auto* out = reinterpret_cast<uint8_t*>(buf);
+      size_t got = 0;
+      size_t avail = sb.in_avail();
+      if (avail == 0) {
+        auto c = sb.bumpc().get();
+        if (cancelled_.load()) return CancelledError("watch stream cancelled");
+        if (c == concurrency::streams::streambuf<uint8_t>::traits::eof()) return size_t{0};
+        out[got++] = static_cast<uint8_t>(c);
+        avail = sb.in_avail();
+      }
+      if (avail > 0 && got < n) got += sb.getn(out + got, std::min(avail, n - got)).get();
+      if (cancelled_.load()) return CancelledError("watch stream cancelled");
+      return got;
+    } catch (const std::exception& e) {
+      if (cancelled_.load()) return CancelledError("watch stream cancelled");
+      return UnavailableError(std::string("reading response body: ") + e.what());
+    } catch (...) {
+      return UnavailableError("reading response body: unknown error");
+    }
+  }
+
+  void Cancel() override {
+    if (cancelled_.exchange(true)) return;
+    try {
+      cts_.cancel();
+      // Wakes a reader blocked on the producer/consumer buffer.
+      stream_.streambuf().close(std::ios_base::out).wait();
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::shared_ptr<http::client::http_client> client_;  // keeps the connection alive
+  http::http_response response_;
+  concurrency::streams::istream stream_;
+  pplx::cancellation_token_source cts_;
+  std::atomic<bool> cancelled_{false};
+};
+
+class CppRestTransport : public Transport {
+ public:
+  CppRestTransport(ClientConfig config, LogFn log)
+      : config_(std::move(config)), log_(std::move(log)), tokens_(config_.bearer_token, config_.bearer_token_file) {
+    client_ = NewClient(config_.timeout);
+  }
+
+  StatusOr<HttpResponse> Send(const HttpRequest& request) override {
+    try {
+      RINGMASTER_ASSIGN_OR_RETURN(http::http_request req, Build(request));
+      std::shared_ptr<http::client::http_client> client = client_;
+      if (request.timeout.count() > 0 && request.timeout != config_.timeout) client = NewClient(request.timeout);
+      http::http_response resp = client->request(req).get();
+      HttpResponse out;
+      out.code = resp.status_code();
+      out.headers = Headers(resp.headers());
+      std::vector<unsigned char> body = resp.extract_vector().get();
+      out.body.assign(body.begin(), body.end());
+      return out;
+    } catch (const std::exception& e) {
+      return UnavailableError(request.method + " " + config_.server + request.path + ": " + e.what());
+    } catch (...) {
+      return UnavailableError(request.method + " " + config_.server + request.path + ": unknown error");
+    }
+  }
+
+  StatusOr<StreamedResponse> Open(const HttpRequest& request) override {
+    try {
+      RINGMASTER_ASSIGN_OR_RETURN(http::http_request req, Build(request));
+      auto client = NewClient(request.timeout.count() > 0 ? request.timeout : config_.timeout);
+      pplx::cancellation_token_source cts;
+      http::http_response resp = client->request(req, cts.get_token()).get();
+      StreamedResponse out;
+      out.code = resp.status_code();
+      out.headers = Headers(resp.headers());
+      out.body = std::make_unique<CppRestBodyStream>(std::move(client), std::move(resp), std::move(cts));
+      return out;
+    } catch (const std::exception& e) {
+      return UnavailableError(request.method + " " + config_.server + request.path + ": " + e.what());
+    } catch (...) {
+      return UnavailableError(request.method + " " + config_.server + request.path + ": unknown error");
+    }
+  }
+
+ private:
+  std::shared_ptr<http::client::http_client> NewClient(std::chrono::milliseconds timeout) {
+    http::client::http_client_config cc;
+    cc.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    cc.set_validate_certificates(!config_.insecure_skip_tls_verify);
+    std::string ca = config_.ca_pem, cert = config_.client_cert_pem, key = config_.client_key_pem;
+    cc.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
+      // Errors here surface as a failed handshake (kUnavailable); PEMs were validated up front.
+      boost::system::error_code ec;
+      if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca.data(), ca.size()), ec);
+      if (!cert.empty()) {
+        ctx.use_certificate_chain(boost::asio::buffer(cert.data(), cert.size()), ec);
+        ctx.use_private_key(boost::asio::buffer(key.data(), key.size()), boost::asio::ssl::context::pem, ec);
+      }
+    });
+    return std::make_shared<http::client::http_client>(utility::conversions::to_string_t(config_.server), cc);
+  }
+
+  StatusOr<http::http_request> Build(const HttpRequest& request) {
+    http::http_request req(utility::conversions::to_string_t(request.method));
+    req.set_request_uri(utility::conversions::to_string_t(request.path));
+    req.headers().add("Accept", request.accept);
+    req.headers().add("User-Agent", config_.user_agent);
+    auto token = tokens_.Token();
+    if (!token.ok()) return token.status();
+    if (!token->empty()) req.headers().add("Authorization", "Bearer " + *token);
+    if (!request.content_type.empty()) {
+      req.set_body(request.body, request.content_type);
+    }
+    return req;
+  }
+
+  // Constant after construction.
+  const ClientConfig config_;
+  const LogFn log_;
+  std::shared_ptr<http::client::http_client> client_;  // thread-safe, shared by all requests
+  BearerTokenSource tokens_;                           // thread-safe
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogFn log) {
+  if (config.server.empty()) return InvalidArgumentError("client config has no server");
+  RINGMASTER_RETURN_IF_ERROR(CheckPem(config.ca_pem, false, "certificate authority"));
+  RINGMASTER_RETURN_IF_ERROR(CheckPem(config.client_cert_pem, false, "client certificate"));
+  RINGMASTER_RETURN_IF_ERROR(CheckPem(config.client_key_pem, true, "client key"));
+  for (const auto& w : config.warnings) log(LogLevel::kWarning, w);
+  if (config.insecure_skip_tls_verify && config.warnings.empty()) {
+    log(LogLevel::kWarning, "TLS verification of " + config.server + " is disabled (insecure-skip-tls-verify)");
+  }
+  try {
+    return std::unique_ptr<Transport>(std::make_unique<CppRestTransport>(config, std::move(log)));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("cannot create HTTP client for ") + config.server + ": " + e.what());
+  }
+}
+
+}  // namespace ringmaster::kube

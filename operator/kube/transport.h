@@ -1,0 +1,65 @@
+// The HTTP transport under the REST client: one request → one response, or a streamed body.
+//
+// Transport is a seam: the cpprestsdk implementation (NewHttpTransport) talks TLS to the apiserver
+// and adds authentication; tests substitute a fake to inject failures. A transport applies no
+// retries and no rate limits (RestClient does, in one place).
+// Errors: kUnavailable when no HTTP answer arrived (connection refused/reset, TLS failure, timeout),
+// kCancelled when a stream was cancelled. A non-2xx answer is NOT an error at this layer.
+// Thread-safety: Transport is thread-safe; a BodyStream is read by one thread, Cancel() from any.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "kube/config.h"
+#include "kube/log.h"
+
+namespace ringmaster::kube {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string path;  // path plus encoded query, e.g. "/api/v1/pods?limit=500"
+  std::string body;
+  std::string content_type;  // "" when there is no body
+  std::string accept = "application/json";
+  std::chrono::milliseconds timeout{0};  // 0: the transport's default
+};
+
+struct HttpResponse {
+  int code = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-case names
+};
+
+class BodyStream {
+ public:
+  virtual ~BodyStream() = default;
+  // Reads up to `n` bytes; 0 at the end of the body. Blocks until data, end, error or Cancel().
+  virtual StatusOr<size_t> Read(char* buf, size_t n) = 0;
+  // Makes a blocked or later Read() return kCancelled. Thread-safe, idempotent.
+  virtual void Cancel() = 0;
+};
+
+struct StreamedResponse {
+  int code = 0;
+  std::map<std::string, std::string> headers;
+  std::unique_ptr<BodyStream> body;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
+  // Returns once headers arrived; the body is read incrementally from `body`.
+  virtual StatusOr<StreamedResponse> Open(const HttpRequest& request) = 0;
+};
+
+// A cpprestsdk transport for `config`: TLS verification on (CA from the config, else system roots)
+// unless insecure_skip_tls_verify, which is logged as a warning through `log`; client certificate;
+// bearer token (re-read from its file as it rotates). kInvalidArgument for unusable PEM data.
+StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogFn log = StderrLog());
+
+}  // namespace ringmaster::kube
