@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "support/test_cluster.h"
@@ -215,6 +216,69 @@ TEST_F(ClusterHarnessTest, NodeMadeNotReadyStaysNotReadyUntilReleased) {
   ASSERT_TRUE(u.ok() && u->ok());
   EXPECT_TRUE(WaitFor("node " + node + " Ready again", seconds(60), ready_is("True")).ok());
   (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
+}
+
+// cluster.sh's lifecycle: `up` on a healthy cluster reuses it, a second cluster runs beside the first,
+// a half-running one is refused with advice, and `down` leaves no process behind and can run twice.
+class ClusterLifecycleTest : public ClusterHarnessTest {
+ protected:
+  const std::string script_ = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh";
+
+  StatusOr<CommandResult> Script(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {script_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, seconds(240));
+  }
+
+  // Processes whose command line names `dir`.
+  static int ProcessesIn(const std::string& dir) {
+    auto r = RunCommand({"pgrep", "-c", "-f", dir + "/"});
+    return r.ok() ? std::atoi(r->out.c_str()) : -1;
+  }
+};
+
+TEST_F(ClusterLifecycleTest, UpOnTheRunningTestClusterReusesIt) {
+  auto r = Script({"up", "--dir", cluster_.dir()});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_NE(r->err.find("reusing it"), std::string::npos) << r->err;
+}
+
+TEST_F(ClusterLifecycleTest, SecondClusterRunsBesideAndStopsCleanly) {
+  std::string dir = ::testing::TempDir() + UniqueName("second-cluster");
+  auto up = Script({"up", "--dir", dir, "--nodes", "1", "--gpus-per-node", "2"});
+  ASSERT_TRUE(up.ok()) << up.status();
+  ASSERT_EQ(up->exit_code, 0) << up->err;
+  EXPECT_GE(ProcessesIn(dir), 5);
+
+  // Its apiserver is not ours: different port, its own single node.
+  auto nodes = RunCommand({cluster_.Get("KUBECTL"), "--kubeconfig", dir + "/kubeconfig", "get", "nodes", "-o", "name"});
+  ASSERT_TRUE(nodes.ok() && nodes->ok()) << (nodes.ok() ? nodes->err : nodes.status().ToString());
+  EXPECT_EQ(nodes->out, "node/ringmaster-gpu-0\n");
+
+  // Kill one component: the cluster is half-running, and `up` refuses it with advice.
+  auto kill = RunCommand({"pkill", "-f", "kube-scheduler.*" + dir + "/"});
+  ASSERT_TRUE(kill.ok() && kill->ok());
+  Status gone = WaitFor("the scheduler to exit", seconds(30), [&](std::string*) {
+    auto r = RunCommand({"pgrep", "-f", "kube-scheduler.*" + dir + "/"});
+    return r.ok() && r->exit_code == 1;
+  });
+  ASSERT_TRUE(gone.ok()) << gone;
+  auto refused = Script({"up", "--dir", dir});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_NE(refused->exit_code, 0);
+  EXPECT_NE(refused->err.find("half-running cluster"), std::string::npos) << refused->err;
+  EXPECT_NE(refused->err.find("down --dir"), std::string::npos) << refused->err;
+
+  for (int i = 0; i < 2; ++i) {
+    auto down = Script({"down", "--dir", dir});
+    ASSERT_TRUE(down.ok());
+    EXPECT_EQ(down->exit_code, 0) << down->err;
+    EXPECT_EQ(ProcessesIn(dir), 0);
+  }
+  // The test cluster was not touched.
+  auto v = cluster_.KubectlJson({"version"});
+  EXPECT_TRUE(v.ok()) << v.status();
 }
 
 }  // namespace

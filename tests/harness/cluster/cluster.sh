@@ -25,9 +25,17 @@ usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 pid_of() { local f="$DIR/pids/$1.pid"; [[ -f "$f" ]] && cat "$f"; }
 
+# proc_alive PID: the process exists and is not a zombie. Our daemons outlive the script that started
+# them, and the init process of a container may never reap them, so a dead one can linger as a zombie.
+proc_alive() {
+  local state
+  state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" || return 1
+  [[ -n "$state" && "$state" != Z ]]
+}
+
 is_running() {
   local pid; pid="$(pid_of "$1")" || return 1
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+  [[ -n "$pid" ]] && proc_alive "$pid"
 }
 
 running_components() {
@@ -72,17 +80,17 @@ our_pids() {
   local c pid
   for c in "${COMPONENTS[@]}"; do
     pid="$(pid_of "$c" || true)"
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+    if [[ -n "$pid" ]] && proc_alive "$pid"; then echo "$pid"; fi
   done
-  ps -eo pid=,comm=,args= | awk -v dir="$DIR/" '
-    ($2 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok)$/) && index($0, dir) { print $1 }'
+  ps -eo pid=,stat=,comm=,args= | awk -v dir="$DIR/" '
+    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok)$/) && index($0, dir) { print $1 }'
 }
 
 # alive PIDS...: prints those of PIDS that still exist.
 alive() {
   local p
   for p in "$@"; do
-    if kill -0 "$p" 2>/dev/null; then echo "$p"; fi
+    if proc_alive "$p"; then echo "$p"; fi
   done
 }
 

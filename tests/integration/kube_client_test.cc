@@ -1,0 +1,456 @@
+// The Kubernetes client against the real local control plane: CRUD on core objects and a CRD, patch
+// flavours, optimistic concurrency, watch ordering, 410 Gone → relist, watch resumption, RBAC denial,
+// and token-file rotation.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "kube/api_error.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+#include "kube/workqueue.h"
+#include "support/test_cluster.h"
+
+namespace ringmaster::kube {
+namespace {
+
+using ringmaster::testing::TestCluster;
+using ringmaster::testing::UniqueName;
+using ringmaster::testing::WaitFor;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+json ConfigMap(const std::string& ns, const std::string& name, json data = json::object(), json labels = json::object()) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", labels}}},
+          {"data", data}};
+}
+
+class KubeClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = TestCluster::FromEnvironment();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(cluster).value();
+    auto cfg = LoadConfig(cluster_.kubeconfig(), "", ProcessEnvironment());
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    config_ = *cfg;
+    auto client = NewClient(config_);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *client;
+    ns_ = UniqueName("kube");
+    auto created = client_->Create(resources::Namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
+    ASSERT_TRUE(created.ok()) << created.status();
+  }
+
+  void TearDown() override {
+    if (client_) {
+      DeleteOptions o;
+      o.propagation_policy = "Background";
+      (void)client_->Delete(resources::Namespaces(), "", ns_, o);
+    }
+  }
+
+  // A client authenticated only by `token` (no client certificate).
+  std::shared_ptr<Client> ClientWithToken(const std::string& token, const std::string& token_file = "") {
+    ClientConfig c = config_;
+    c.client_cert_pem.clear();
+    c.client_key_pem.clear();
+    c.bearer_token = token;
+    c.bearer_token_file = token_file;
+    auto client = NewClient(c);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *client : nullptr;
+  }
+
+  std::string TokenFor(const std::string& sa) {
+    auto created = client_->Create(resources::ServiceAccounts(), ns_,
+                                   {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", sa}}}});
+    EXPECT_TRUE(created.ok()) << created.status();
+    TokenRequestOptions o;
+    o.expiration_seconds = 600;
+    auto token = client_->CreateToken(ns_, sa, o);
+    EXPECT_TRUE(token.ok()) << token.status();
+    return token.ok() ? *token : "";
+  }
+
+  TestCluster cluster_;
+  ClientConfig config_;
+  std::shared_ptr<Client> client_;
+  std::string ns_;
+};
+
+TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
+  auto gvr = resources::ConfigMaps();
+  auto created = client_->Create(gvr, ns_, ConfigMap(ns_, "cm", {{"a", "1"}}, {{"app", "x"}}));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_FALSE(UidOf(*created).empty());
+
+  auto dup = client_->Create(gvr, ns_, ConfigMap(ns_, "cm"));
+  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists) << dup.status();
+  auto dup_err = ApiErrorFromStatus(dup.status());
+  ASSERT_TRUE(dup_err.has_value());
+  EXPECT_EQ(dup_err->http_code, 409);
+  EXPECT_EQ(dup_err->reason, "AlreadyExists");
+
+  auto got = client_->Get(gvr, ns_, "cm");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)["data"]["a"], "1");
+
+  json updated_obj = *got;
+  updated_obj["data"]["b"] = "2";
+  auto updated = client_->Update(gvr, ns_, updated_obj);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ((*updated)["data"]["b"], "2");
+
+  auto merged = client_->Patch(gvr, ns_, "cm", PatchType::kMerge, {{"data", {{"c", "3"}, {"a", nullptr}}}});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_FALSE((*merged)["data"].contains("a"));
+  EXPECT_EQ((*merged)["data"]["c"], "3");
+
+  auto jsonpatch = client_->Patch(gvr, ns_, "cm", PatchType::kJson,
+                                  json::array({{{"op", "replace"}, {"path", "/data/c"}, {"value", "33"}}}));
+  ASSERT_TRUE(jsonpatch.ok()) << jsonpatch.status();
+  EXPECT_EQ((*jsonpatch)["data"]["c"], "33");
+
+  auto bad_patch = client_->Patch(gvr, ns_, "cm", PatchType::kJson,
+                                  json::array({{{"op", "test"}, {"path", "/data/c"}, {"value", "nope"}}}));
+  EXPECT_FALSE(bad_patch.ok());
+
+  auto applied = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "v"}}), "ringmaster-test");
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  bool managed = false;
+  for (const auto& mf : (*applied)["metadata"]["managedFields"]) managed |= mf.value("manager", "") == "ringmaster-test";
+  EXPECT_TRUE(managed) << (*applied)["metadata"].dump();
+  // A second manager changing the same field conflicts unless it forces.
+  auto conflict = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "other"}}), "someone-else");
+  EXPECT_EQ(conflict.status().code(), StatusCode::kConflict) << conflict.status();
+  auto forced = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "other"}}), "someone-else", /*force=*/true);
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_EQ((*forced)["data"]["k"], "other");
+
+  DeleteOptions wrong_uid;
+  wrong_uid.precondition_uid = "00000000-0000-0000-0000-000000000000";
+  EXPECT_EQ(client_->Delete(gvr, ns_, "cm", wrong_uid).code(), StatusCode::kConflict);
+  DeleteOptions right;
+  right.precondition_uid = UidOf(*created);
+  right.propagation_policy = "Foreground";
+  ASSERT_TRUE(client_->Delete(gvr, ns_, "cm", right).ok());
+  Status gone = WaitFor("cm to be deleted", seconds(10), [&](std::string* last) {
+    auto g = client_->Get(gvr, ns_, "cm");
+    *last = g.status().ToString();
+    return g.status().code() == StatusCode::kNotFound;
+  });
+  EXPECT_TRUE(gone.ok()) << gone;
+  auto missing = client_->Get(gvr, ns_, "cm");
+  auto err = ApiErrorFromStatus(missing.status());
+  ASSERT_TRUE(err.has_value()) << missing.status();
+  EXPECT_EQ(err->http_code, 404);
+  EXPECT_EQ(err->reason, "NotFound");
+  EXPECT_EQ(client_->Delete(gvr, ns_, "cm").code(), StatusCode::kNotFound);
+}
+
+TEST_F(KubeClientTest, ListWithSelectorsAndPagination) {
+  auto gvr = resources::ConfigMaps();
+  for (int i = 0; i < 7; ++i) {
+    auto c = client_->Create(gvr, ns_, ConfigMap(ns_, "page-" + std::to_string(i), {}, {{"parity", i % 2 ? "odd" : "even"}}));
+    ASSERT_TRUE(c.ok()) << c.status();
+  }
+  ListOptions page;
+  page.label_selector = "parity in (odd,even)";
+  page.limit = 3;
+  auto first = client_->List(gvr, ns_, page);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)["items"].size(), 3u);
+  EXPECT_FALSE((*first)["metadata"].value("continue", "").empty());
+  auto all = client_->ListAll(gvr, ns_, page);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ((*all)["items"].size(), 7u);
+  EXPECT_FALSE((*all)["metadata"].value("resourceVersion", "").empty());
+  ListOptions odd;
+  odd.label_selector = "parity=odd";
+  auto odds = client_->List(gvr, ns_, odd);
+  ASSERT_TRUE(odds.ok());
+  EXPECT_EQ((*odds)["items"].size(), 3u);
+  ListOptions by_name;
+  by_name.field_selector = "metadata.name=page-4";
+  auto one = client_->List(gvr, ns_, by_name);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ((*one)["items"].size(), 1u);
+  EXPECT_EQ(NameOf((*one)["items"][0]), "page-4");
+  ListOptions bad;
+  bad.label_selector = "===";
+  EXPECT_EQ(client_->List(gvr, ns_, bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(KubeClientTest, StaleResourceVersionOnUpdateIsConflict) {
+  auto gvr = resources::ConfigMaps();
+  auto created = client_->Create(gvr, ns_, ConfigMap(ns_, "occ", {{"v", "0"}}));
+  ASSERT_TRUE(created.ok()) << created.status();
+  json a = *created, b = *created;
+  a["data"]["v"] = "a";
+  ASSERT_TRUE(client_->Update(gvr, ns_, a).ok());
+  b["data"]["v"] = "b";
+  auto stale = client_->Update(gvr, ns_, b);
+  ASSERT_EQ(stale.status().code(), StatusCode::kConflict) << stale.status();
+  auto e = ApiErrorFromStatus(stale.status());
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->http_code, 409);
+  EXPECT_EQ(e->reason, "Conflict");
+}
+
+TEST_F(KubeClientTest, CustomResourceWithStatusAndScaleSubresources) {
+  const std::string group = "kubetest.ringmaster.io";
+  const std::string plural = "widgets" + std::to_string(::getpid());
+  json crd = {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", plural + "." + group}}},
+      {"spec",
+       {{"group", group},
+        {"scope", "Namespaced"},
+        {"names", {{"plural", plural}, {"singular", "widget" + std::to_string(::getpid())}, {"kind", "Widget" + std::to_string(::getpid())}}},
+        {"versions",
+         json::array({{{"name", "v1"},
+                       {"served", true},
+                       {"storage", true},
+                       {"subresources", {{"status", json::object()}, {"scale", {{"specReplicasPath", ".spec.replicas"}, {"statusReplicasPath", ".status.replicas"}}}}},
+                       {"schema",
+                        {{"openAPIV3Schema",
+                          {{"type", "object"},
+                           {"properties",
+                            {{"spec", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}, {"minimum", 0}}}}}}},
+                             {"status", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}}}, {"phase", {{"type", "string"}}}}}}}}}}}}}}})}}}};
+  auto crds = resources::CustomResourceDefinitions();
+  auto created = client_->Create(crds, "", crd);
+  ASSERT_TRUE(created.ok()) << created.status();
+  struct CrdCleanup {
+    Client* c;
+    std::string name;
+    ~CrdCleanup() { (void)c->Delete(resources::CustomResourceDefinitions(), "", name); }
+  } cleanup{client_.get(), plural + "." + group};
+  GroupVersionResource gvr{group, "v1", plural, true};
+  Status established = WaitFor("the CRD to be served", seconds(30), [&](std::string* last) {
+    auto l = client_->List(gvr, ns_);
+    *last = l.status().ToString();
+    return l.ok();
+  });
+  ASSERT_TRUE(established.ok()) << established;
+
+  json widget = {{"apiVersion", group + "/v1"}, {"kind", "Widget" + std::to_string(::getpid())},
+                 {"metadata", {{"name", "w"}}}, {"spec", {{"replicas", 2}}}};
+  auto w = client_->Create(gvr, ns_, widget);
+  ASSERT_TRUE(w.ok()) << w.status();
+  json invalid = widget;
+  invalid["metadata"]["name"] = "bad";
+  invalid["spec"]["replicas"] = -1;
+  auto rejected = client_->Create(gvr, ns_, invalid);
+  EXPECT_EQ(rejected.status().code(), StatusCode::kInvalidArgument) << rejected.status();
+  EXPECT_EQ(ApiErrorFromStatus(rejected.status())->http_code, 422);
+
+  // The status subresource ignores spec changes and the main resource ignores status changes.
+  json with_status = *w;
+  with_status["status"] = {{"replicas", 2}, {"phase", "Running"}};
+  with_status["spec"]["replicas"] = 9;
+  auto st = client_->UpdateStatus(gvr, ns_, with_status);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ((*st)["status"]["phase"], "Running");
+  EXPECT_EQ((*st)["spec"]["replicas"], 2);
+
+  auto scale = client_->GetScale(gvr, ns_, "w");
+  ASSERT_TRUE(scale.ok()) << scale.status();
+  EXPECT_EQ((*scale)["kind"], "Scale");
+  EXPECT_EQ((*scale)["spec"]["replicas"], 2);
+  EXPECT_EQ((*scale)["status"]["replicas"], 2);
+  auto scaled = client_->UpdateScale(gvr, ns_, "w", 5);
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  auto after = client_->Get(gvr, ns_, "w");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)["spec"]["replicas"], 5);
+  ASSERT_TRUE(client_->Delete(gvr, ns_, "w").ok());
+}
+
+TEST_F(KubeClientTest, WatchSeesAddUpdateDeleteInOrder) {
+  auto gvr = resources::ConfigMaps();
+  auto list = client_->List(gvr, ns_);
+  ASSERT_TRUE(list.ok()) << list.status();
+  WatchOptions wo;
+  wo.resource_version = (*list)["metadata"]["resourceVersion"];
+  wo.timeout_seconds = 30;
+  auto watch = client_->Watch(gvr, ns_, wo);
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "w1")).ok());
+  ASSERT_TRUE(client_->Patch(gvr, ns_, "w1", PatchType::kMerge, {{"data", {{"x", "1"}}}}).ok());
+  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "w2")).ok());
+  ASSERT_TRUE(client_->Delete(gvr, ns_, "w1").ok());
+  std::vector<std::string> seen;
+  std::string last_rv;
+  while (seen.size() < 4) {
+    auto ev = (*watch)->Next();
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_TRUE(ev->has_value()) << "watch ended early";
+    if ((*ev)->type == WatchEventType::kBookmark) continue;
+    seen.push_back(std::string(WatchEventTypeName((*ev)->type)) + " " + NameOf((*ev)->object));
+    std::string rv = ResourceVersionOf((*ev)->object);
+    EXPECT_GT(std::stoll(rv), last_rv.empty() ? 0 : std::stoll(last_rv));
+    last_rv = rv;
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED w1", "MODIFIED w1", "ADDED w2", "DELETED w1"}));
+  // Stop from another thread unblocks a waiting Next() promptly.
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    (*watch)->Stop();
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto ev = (*watch)->Next();
+  stopper.join();
+  EXPECT_EQ(ev.status().code(), StatusCode::kCancelled) << ev.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
+}
+
+TEST_F(KubeClientTest, WatchFromACompactedResourceVersionIsGone) {
+  // The watch cache starts at the apiserver's start revision; "1" is far older than that.
+  WatchOptions wo;
+  wo.resource_version = "1";
+  wo.timeout_seconds = 10;
+  auto watch = client_->Watch(resources::ConfigMaps(), ns_, wo);
+  Status s = watch.ok() ? Status::Ok() : watch.status();
+  if (watch.ok()) {
+    auto ev = (*watch)->Next();
+    s = ev.ok() ? InternalError("got an event instead of an error") : ev.status();
+  }
+  EXPECT_EQ(s.code(), StatusCode::kGone) << s;
+  auto e = ApiErrorFromStatus(s);
+  ASSERT_TRUE(e.has_value()) << s;
+  EXPECT_EQ(e->http_code, 410);
+}
+
+TEST_F(KubeClientTest, InformerRelistsOnGoneAndIndexes) {
+  auto gvr = resources::ConfigMaps();
+  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "pre-1", {}, {{"team", "a"}})).ok());
+  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "pre-2", {}, {{"team", "b"}})).ok());
+  InformerOptions o;
+  o.ns = ns_;
+  o.start_resource_version = "1";  // expired: must relist
+  o.indexers["team"] = IndexByLabel("team");
+  Informer informer(client_, gvr, o);
+  WorkQueue queue;
+  informer.AddEventHandler(EnqueueHandler(&queue));
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(seconds(20)));
+  Status listed = WaitFor("the informer to relist", seconds(20), [&](std::string* last) {
+    *last = "lists=" + std::to_string(informer.lists());
+    return informer.lists() >= 1 && informer.store().Size() >= 2;
+  });
+  ASSERT_TRUE(listed.ok()) << listed;
+  EXPECT_EQ(informer.lists(), 1);
+  EXPECT_NE(informer.store().Get(ns_ + "/pre-1"), nullptr);
+  ASSERT_EQ(informer.store().ByIndex("team", "b").size(), 1u);
+  EXPECT_EQ(NameOf(*informer.store().ByIndex("team", "b")[0]), "pre-2");
+  EXPECT_EQ(informer.store().ByIndex(kNamespaceIndex, ns_).size(), informer.store().Size());
+  // The handler enqueued keys.
+  std::set<std::string> keys;
+  while (queue.Len() > 0) {
+    auto k = queue.Get();
+    keys.insert(*k);
+    queue.Done(*k);
+  }
+  EXPECT_TRUE(keys.count(ns_ + "/pre-1") && keys.count(ns_ + "/pre-2"));
+  informer.Stop();
+}
+
+TEST_F(KubeClientTest, InformerResumesWatchesWithoutRelistingOrLosingEvents) {
+  auto gvr = resources::ConfigMaps();
+  InformerOptions o;
+  o.ns = ns_;
+  o.watch_timeout_seconds = 1;  // the server ends every watch after 1 s
+  o.resync_period = milliseconds(300);
+  Informer informer(client_, gvr, o);
+  std::mutex mu;
+  std::vector<std::string> adds, deletes;
+  std::atomic<int> resync_updates{0};
+  EventHandler h;
+  h.on_add = [&](const json& obj) {
+    std::lock_guard<std::mutex> lock(mu);
+    adds.push_back(NameOf(obj));
+  };
+  h.on_update = [&](const json& a, const json& b) {
+    if (ResourceVersionOf(a) == ResourceVersionOf(b)) resync_updates++;
+  };
+  h.on_delete = [&](const json& obj) {
+    std::lock_guard<std::mutex> lock(mu);
+    deletes.push_back(NameOf(obj));
+  };
+  informer.AddEventHandler(h);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(seconds(20)));
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "r" + std::to_string(i))).ok());
+    std::this_thread::sleep_for(milliseconds(500));  // spans several watch windows
+  }
+  ASSERT_TRUE(client_->Delete(gvr, ns_, "r0").ok());
+  Status all = WaitFor("all events", seconds(20), [&](std::string* last) {
+    std::lock_guard<std::mutex> lock(mu);
+    *last = std::to_string(adds.size()) + " adds, " + std::to_string(deletes.size()) + " deletes";
+    return adds.size() >= 7 && deletes.size() >= 1;  // kube-root-ca.crt plus our six
+  });
+  ASSERT_TRUE(all.ok()) << all;
+  EXPECT_EQ(informer.lists(), 1) << "a server-side watch timeout must not cause a relist";
+  EXPECT_GE(informer.watches(), 3);
+  EXPECT_GT(resync_updates.load(), 0);
+  EXPECT_EQ(informer.store().Get(ns_ + "/r0"), nullptr);
+  EXPECT_NE(informer.store().Get(ns_ + "/r5"), nullptr);
+  informer.Stop();
+}
+
+TEST_F(KubeClientTest, TokenWithoutRbacGetsPermissionDenied403) {
+  std::string token = TokenFor("nobody");
+  ASSERT_FALSE(token.empty());
+  auto nobody = ClientWithToken(token);
+  ASSERT_NE(nobody, nullptr);
+  auto denied = nobody->List(resources::Pods(), ns_);
+  ASSERT_EQ(denied.status().code(), StatusCode::kPermissionDenied) << denied.status();
+  auto e = ApiErrorFromStatus(denied.status());
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->http_code, 403);
+  EXPECT_EQ(e->reason, "Forbidden");
+  auto anon = ClientWithToken("not-a-token");
+  EXPECT_EQ(anon->List(resources::Pods(), ns_).status().code(), StatusCode::kUnauthenticated);
+}
+
+TEST_F(KubeClientTest, RotatedTokenFileIsPickedUp) {
+  ASSERT_TRUE(client_->Create(resources::Roles(), ns_,
+                              {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "Role"}, {"metadata", {{"name", "cm-reader"}}},
+                               {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "list"}}}})}})
+                  .ok());
+  ASSERT_TRUE(client_->Create(resources::RoleBindings(), ns_,
+                              {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"}, {"metadata", {{"name", "reader"}}},
+                               {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "cm-reader"}}},
+                               {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns_}}})}})
+                  .ok());
+  std::string nobody = TokenFor("nobody"), reader = TokenFor("reader");
+  ASSERT_FALSE(nobody.empty());
+  ASSERT_FALSE(reader.empty());
+  std::string dir = cluster_.dir() + "/" + UniqueName("tokens");
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/token";
+  std::ofstream(path) << nobody;
+  auto client = ClientWithToken("", path);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->List(resources::ConfigMaps(), ns_).status().code(), StatusCode::kPermissionDenied);
+  // Rotate the way the kubelet does: write a new file, rename it into place.
+  std::ofstream(path + ".tmp") << reader;
+  std::filesystem::rename(path + ".tmp", path);
+  auto allowed = client->List(resources::ConfigMaps(), ns_);
+  EXPECT_TRUE(allowed.ok()) << allowed.status();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ringmaster::kube
