@@ -1,0 +1,313 @@
+#include "gloo/gloo_communicator.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "comm/validate.h"
+#include "gloo/gloo_store.h"
+
+namespace ringmaster::runtime {
+namespace {
+
+// Gloo's typed options only use sizeof(T); these stand in for any element type
+// of that width (reduction itself goes through our own ReduceBuffers).
+template <size_t N> struct Storage;
+template <> struct Storage<1> { using type = uint8_t; };
+template <> struct Storage<2> { using type = uint16_t; };
+template <> struct Storage<4> { using type = uint32_t; };
+template <> struct Storage<8> { using type = uint64_t; };
+
+template <typename F>
+void WithStorage(DataType type, F&& f) {
+  switch (DataTypeSize(type)) {
+    case 1: return f(Storage<1>::type{});
+    case 2: return f(Storage<2>::type{});
+    case 4: return f(Storage<4>::type{});
+    default: return f(Storage<8>::type{});
+  }
+}
+
+bool Overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + bn && pb < pa + an;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(std::shared_ptr<Store> store, std::string prefix,
+                                                                 int rank, int size, GlooOptions options) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
+  }
+  try {
+    gloo::transport::tcp::attr attr(options.host.c_str());
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options.timeout);
+    GlooStore gloo_store(store, prefix, options.timeout);
+    context->connectFullMesh(gloo_store, device);
+    return std::unique_ptr<Communicator>(
+        new GlooCommunicator(std::move(store), std::move(prefix), rank, size, options, device, context));
+  } catch (const std::exception& e) {
+    return AbortedError("gloo rendezvous of '" + prefix + "' (rank " + std::to_string(rank) + " of " +
+                        std::to_string(size) + ") failed: " + e.what());
+  } catch (...) {
+    return AbortedError("gloo rendezvous of '" + prefix + "' failed with an unknown exception");
+  }
+}
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
+                                   GlooOptions options, std::shared_ptr<gloo::transport::Device> device,
+                                   std::shared_ptr<gloo::Context> context)
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(size),
+      options_(std::move(options)),
+      device_(std::move(device)),
+      context_(std::move(context)) {}
+
+GlooCommunicator::~GlooCommunicator() {
+  try {
+    context_.reset();
+  } catch (...) {
+  }
+}
+
+void GlooCommunicator::Abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' aborted: " + reason);
+}
+
+Status GlooCommunicator::health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+
+template <typename F>
+Status GlooCommunicator::Guard(const char* what, F&& fn) {
+  RINGMASTER_RETURN_IF_ERROR(health());
+  std::string error;
+  try {
+    fn();
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
+  }
+  Abort(std::string(what) + " failed on rank " + std::to_string(rank_) + ": " + error);
+  // Closing our sockets makes peers blocked on us fail now instead of at their timeout.
+  try {
+    context_.reset();
+  } catch (...) {
+  }
+  return health();
+}
+
+Status GlooCommunicator::Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "allreduce"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  const size_t bytes = count * DataTypeSize(type);
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    if (in != out) std::memmove(out, in, bytes);
+    return Status::Ok();
+  }
+  return Guard("allreduce", [&] {
+    WithStorage(type, [&](auto tag) {
+      using T = decltype(tag);
+      gloo::AllreduceOptions opts(context_);
+      if (in != out) opts.setInput<T>(static_cast<T*>(const_cast<void*>(in)), count);
+      opts.setOutput<T>(static_cast<T*>(out), count);
+      opts.setReduceFunction([type, op](void* o, const void* a, const void* b, size_t n) {
+        ReduceBuffers(type, op, o, a, b, n);
+      });
+      opts.setTimeout(options_.timeout);
+      gloo::allreduce(opts);
+    });
+    if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
+  });
+}
+
+Status GlooCommunicator::Allgather(const void* in, void* out, size_t count, DataType type) {
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "allgather"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  const size_t bytes = count * DataTypeSize(type);
+  if (count == 0) return Status::Ok();
+  auto* o = static_cast<uint8_t*>(out);
+  if (size_ == 1) {
+    if (in != out) std::memmove(out, in, bytes);
+    return Status::Ok();
+  }
+  // In-place (in is this rank's block of out) or any other overlap: gather from a copy.
+  std::vector<uint8_t> copy;
+  const void* src = in;
+  if (Overlaps(in, bytes, out, bytes * size_)) {
+    copy.assign(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + bytes);
+    src = copy.data();
+  }
+  return Guard("allgather", [&] {
+    gloo::AllgatherOptions opts(context_);
+    opts.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(src)), bytes);
+    opts.setOutput<uint8_t>(o, bytes * size_);
+    opts.setTimeout(options_.timeout);
+    gloo::allgather(opts);
+  });
+}
+
+Status GlooCommunicator::Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
+  if (counts.size() != static_cast<size_t>(size_)) {
+    return InvalidArgumentError("allgatherv: " + std::to_string(counts.size()) + " counts for " +
+                                std::to_string(size_) + " ranks");
+  }
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, in, counts[rank_], "allgatherv input"));
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(out, out, total, "allgatherv output"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  const size_t esize = DataTypeSize(type);
+  const size_t my_bytes = counts[rank_] * esize;
+  if (size_ == 1) {
+    if (in != out && my_bytes > 0) std::memmove(out, in, my_bytes);
+    return Status::Ok();
+  }
+  // Gather from a copy (in may alias out); never from a null pointer, even for 0 bytes.
+  std::vector<uint8_t> copy(std::max<size_t>(my_bytes, 1));
+  if (my_bytes > 0) std::memcpy(copy.data(), in, my_bytes);
+  std::vector<size_t> byte_counts;
+  for (size_t c : counts) byte_counts.push_back(c * esize);
+  if (total == 0) return Status::Ok();
+  return Guard("allgatherv", [&] {
+    gloo::AllgathervOptions opts(context_);
+    opts.setInput<uint8_t>(copy.data(), my_bytes);
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(out), byte_counts);
+    opts.setTimeout(options_.timeout);
+    gloo::allgatherv(opts);
+  });
+}
+
+Status GlooCommunicator::Broadcast(const void* in, void* out, size_t count, DataType type, int root) {
+  RINGMASTER_RETURN_IF_ERROR(CheckRoot(root, size_));
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(rank_ == root ? in : out, out, count, "broadcast"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  const size_t bytes = count * DataTypeSize(type);
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    if (in != out) std::memmove(out, in, bytes);
+    return Status::Ok();
+  }
+  return Guard("broadcast", [&] {
+    gloo::BroadcastOptions opts(context_);
+    if (rank_ == root && in != out) opts.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(in)), bytes);
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(out), bytes);
+    opts.setRoot(root);
+    opts.setTimeout(options_.timeout);
+    gloo::broadcast(opts);
+  });
+}
+
+Status GlooCommunicator::ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "reduce-scatter"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    if (in != out) std::memmove(out, in, count * DataTypeSize(type));
+    return Status::Ok();
+  }
+  return Guard("reduce-scatter", [&] {
+    Status s = RingReduceScatter(in, out, count, type, op);
+    if (!s.ok()) throw gloo::Exception(s.ToString());
+  });
+}
+
+// Ring reduce-scatter: in step s, rank r sends its partial sum of block
+// (r-s-1) mod n to the right and folds the left's partial sum of block
+// (r-s-2) mod n into its own. After n-1 steps block r holds the full result.
+// Each rank sends (n-1)/n of the buffer, the optimum.
+Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  const size_t esize = DataTypeSize(type);
+  const size_t block = count * esize;
+  const int n = size_;
+  std::vector<uint8_t> acc(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + block * n);
+  std::vector<uint8_t> tmp(block);
+  auto acc_buf = context_->createUnboundBuffer(acc.data(), acc.size());
+  auto tmp_buf = context_->createUnboundBuffer(tmp.data(), tmp.size());
+  const int right = (rank_ + 1) % n;
+  const int left = (rank_ + n - 1) % n;
+  const uint64_t slot = static_cast<uint64_t>(context_->nextSlot());
+  for (int s = 0; s < n - 1; ++s) {
+    const size_t send_block = static_cast<size_t>((rank_ - s - 1 + 2 * n) % n);
+    const size_t recv_block = static_cast<size_t>((rank_ - s - 2 + 2 * n) % n);
+    acc_buf->send(right, slot, send_block * block, block);
+    tmp_buf->recv(left, slot, 0, block);
+    if (!tmp_buf->waitRecv(options_.timeout)) return AbortedError("reduce-scatter receive aborted");
+    ReduceBuffers(type, op, acc.data() + recv_block * block, acc.data() + recv_block * block, tmp.data(), count);
+    if (!acc_buf->waitSend(options_.timeout)) return AbortedError("reduce-scatter send aborted");
+  }
+  std::memcpy(out, acc.data() + static_cast<size_t>(rank_) * block, block);
+  if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
+  return Status::Ok();
+}
+
+Status GlooCommunicator::Alltoall(const void* in, void* out, size_t count, DataType type) {
+  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "alltoall"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  const size_t bytes = count * DataTypeSize(type) * size_;
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    if (in != out) std::memmove(out, in, bytes);
+    return Status::Ok();
+  }
+  std::vector<uint8_t> copy;
+  const void* src = in;
+  if (Overlaps(in, bytes, out, bytes)) {
+    copy.assign(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + bytes);
+    src = copy.data();
+  }
+  return Guard("alltoall", [&] {
+    gloo::AlltoallOptions opts(context_);
+    opts.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(src)), bytes);
+    opts.setOutput<uint8_t>(static_cast<uint8_t*>(out), bytes);
+    opts.setTimeout(options_.timeout);
+    gloo::alltoall(opts);
+  });
+}
+
+Status GlooCommunicator::Barrier() {
+  RINGMASTER_RETURN_IF_ERROR(health());
+  if (size_ == 1) return Status::Ok();
+  return Guard("barrier", [&] {
+    gloo::BarrierOptions opts(context_);
+    opts.setTimeout(options_.timeout);
+    gloo::barrier(opts);
+  });
+}
+
+StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Split(const std::vector<int>& ranks,
+                                                                const std::string& name) {
+  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  // Gloo needs no collective over the parent: members rendezvous among themselves.
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == rank_) {
+      return Create(store_, prefix_ + "/set/" + name, static_cast<int>(i), static_cast<int>(ranks.size()), options_);
+    }
+  }
+  return std::unique_ptr<Communicator>();
+}
+
+}  // namespace ringmaster::runtime

@@ -1,0 +1,83 @@
+// The CPU backend: a Communicator over a Gloo TCP context.
+//
+// Every Gloo call runs under the communicator's timeout; Gloo exceptions
+// (IoException, EnforceNotMet, anything else) are caught here and become
+// Aborted. After the first failure the Gloo context is torn down, which closes
+// its sockets so that peers still blocked on this rank fail fast too.
+//
+// Thread-safety: as Communicator (one caller at a time; Abort from any thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "comm/communicator.h"
+#include "store/store.h"
+
+namespace gloo {
+class Context;
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace ringmaster::runtime {
+
+struct GlooOptions {
+  std::string host = "127.0.0.1";  // address this rank listens on for peers
+  std::chrono::milliseconds timeout{30000};  // per collective and for rendezvous
+};
+
+class GlooCommunicator : public Communicator {
+ public:
+  // Rendezvous of `size` ranks under store key prefix `prefix` (unique per
+  // communicator within a generation). Errors: Aborted or DeadlineExceeded
+  // (peers did not show up), InvalidArgument.
+  static StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<Store> store, std::string prefix, int rank,
+                                                        int size, GlooOptions options);
+  ~GlooCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Backend backend() const override { return Backend::kGloo; }
+  MemoryKind memory() const override { return MemoryKind::kHost; }
+
+  Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status Allgather(const void* in, void* out, size_t count, DataType type) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
+  Status Broadcast(const void* in, void* out, size_t count, DataType type, int root) override;
+  Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status Alltoall(const void* in, void* out, size_t count, DataType type) override;
+  Status Barrier() override;
+  StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) override;
+  void Abort(const std::string& reason) override;
+  Status health() const override;
+
+ private:
+  GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size, GlooOptions options,
+                   std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::Context> context);
+  // Runs fn (which calls into Gloo) unless broken; converts exceptions to Aborted.
+  template <typename F>
+  Status Guard(const char* what, F&& fn);
+  Status RingReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+
+  // Constant after construction.
+  const std::shared_ptr<Store> store_;
+  const std::string prefix_;
+  const int rank_;
+  const int size_;
+  const GlooOptions options_;
+  const std::shared_ptr<gloo::transport::Device> device_;
+
+  // Used only by the calling thread (see class comment); reset on failure.
+  std::shared_ptr<gloo::Context> context_;
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  Status broken_;  // OK while usable
+};
+
+}  // namespace ringmaster::runtime

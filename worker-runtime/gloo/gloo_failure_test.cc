@@ -1,0 +1,114 @@
+// Failure semantics of the Gloo backend: a peer that dies (kill -9) or stalls
+// mid-collective makes every survivor's call return Aborted within the
+// configured timeout, and the communicator stays unusable afterwards.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "gloo/gloo_communicator.h"
+#include "testing/multiprocess.h"
+#include "testing/status_macros.h"
+
+namespace ringmaster::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RankContext;
+
+constexpr auto kTimeout = 1500ms;
+// Generous slack for a loaded 2-core CI machine and sanitizers; the point is "bounded", not "fast".
+constexpr auto kSlack = 3000ms;
+
+std::unique_ptr<Communicator> MakeWorld(RankContext& ctx) {
+  GlooOptions options;
+  options.timeout = kTimeout;
+  auto comm = GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options);
+  EXPECT_TRUE(comm.ok()) << comm.status();
+  return comm.ok() ? std::move(comm).value() : nullptr;
+}
+
+// Survivors loop on a large allreduce until it fails, then check how it failed.
+void SurviveUntilAborted(Communicator& comm, std::vector<float>& buf) {
+  Status failed;
+  Clock::duration failed_after{};
+  for (int i = 0; i < 1000 && failed.ok(); ++i) {
+    auto start = Clock::now();
+    failed = comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+    failed_after = Clock::now() - start;
+  }
+  ASSERT_EQ(failed.code(), StatusCode::kAborted) << failed;
+  EXPECT_LT(failed_after, kTimeout + kSlack) << "took "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(failed_after).count() << " ms";
+  // Unusable until rebuilt: every later call fails at once with Aborted.
+  auto start = Clock::now();
+  EXPECT_EQ(comm.Allreduce(buf.data(), buf.data(), 1, DataType::kFloat32, ReduceOp::kSum).code(),
+            StatusCode::kAborted);
+  EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
+  EXPECT_FALSE(comm.health().ok());
+  EXPECT_LT(Clock::now() - start, 100ms);
+}
+
+TEST(GlooFailureTest, KilledPeerMidAllreduceAbortsSurvivorsWithinTimeout) {
+  testing::WorldOptions options;
+  options.size = 3;
+  options.wait_for_all_at_exit = false;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto comm = MakeWorld(ctx);
+    ASSERT_NE(comm, nullptr);
+    std::vector<float> buf(8u << 20, 1.0f);  // 32 MiB: long enough to be killed in the middle
+    if (ctx.rank == 2) {
+      ASSERT_TRUE(comm->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum).ok());
+      std::thread killer([] {
+        std::this_thread::sleep_for(15ms);
+        ::raise(SIGKILL);
+      });
+      for (;;) (void)comm->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+    }
+    SurviveUntilAborted(*comm, buf);
+  });
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_TRUE(outcomes[0].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_TRUE(outcomes[1].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_EQ(outcomes[2].signal, SIGKILL);
+}
+
+TEST(GlooFailureTest, StalledPeerTimesOutAsAborted) {
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto comm = MakeWorld(ctx);
+    ASSERT_NE(comm, nullptr);
+    std::vector<float> buf(1024, 1.0f);
+    if (ctx.rank == 1) {  // never joins the collective, but stays alive until the others are done
+      EXPECT_OK(ctx.store->Wait({"survivor/0", "survivor/2"}, 30s));
+      return;
+    }
+    auto start = Clock::now();
+    Status s = comm->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+    auto took = Clock::now() - start;
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+    EXPECT_LT(took, kTimeout + kSlack);
+    EXPECT_EQ(comm->Barrier().code(), StatusCode::kAborted);
+    EXPECT_OK(ctx.store->Set("survivor/" + std::to_string(ctx.rank), "done"));
+  });
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+}
+
+TEST(GlooFailureTest, AbortFromAnotherThreadMakesLaterCallsFail) {
+  testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto comm = MakeWorld(ctx);
+    ASSERT_NE(comm, nullptr);
+    ASSERT_TRUE(comm->Barrier().ok());
+    std::thread([&] { comm->Abort("membership changed"); }).join();
+    Status s = comm->Barrier();
+    EXPECT_EQ(s.code(), StatusCode::kAborted);
+    EXPECT_NE(s.message().find("membership changed"), std::string::npos) << s;
+  });
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+}
+
+}  // namespace
+}  // namespace ringmaster::runtime
