@@ -1,0 +1,137 @@
+// The TrainingJob CRD on the real apiserver: samples are accepted, bad manifests are refused with the
+// CEL message that tells a person what to fix, and `kubectl scale` drives spec.replicas.desired.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/test_cluster.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+const std::string kCrdDir = std::string(RINGMASTER_SOURCE_DIR) + "/crds";
+
+class TrainingJobCrdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = TestCluster::FromEnvironment();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(cluster).value();
+    auto applied = cluster_.Kubectl({"apply", "-f", kCrdDir + "/ringmaster.io_trainingjobs.yaml"});
+    ASSERT_TRUE(applied.ok() && applied->ok()) << (applied.ok() ? applied->err : applied.status().ToString());
+    Status established = WaitFor("the TrainingJob CRD to be Established", seconds(30), [&](std::string* last) {
+      auto r = cluster_.Kubectl({"wait", "--for=condition=Established", "--timeout=5s", "crd/trainingjobs.ringmaster.io"});
+      if (r.ok()) *last = r->err;
+      return r.ok() && r->ok();
+    });
+    ASSERT_TRUE(established.ok()) << established;
+    namespace_ = UniqueName("crd");
+    auto ns = cluster_.Kubectl({"create", "namespace", namespace_});
+    ASSERT_TRUE(ns.ok() && ns->ok());
+  }
+  void TearDown() override { (void)cluster_.Kubectl({"delete", "namespace", namespace_, "--wait=false"}); }
+
+  // Applies `manifest` in this test's namespace; returns kubectl's result.
+  CommandResult ApplyHere(const std::string& manifest) {
+    auto r = cluster_.Kubectl({"apply", "-n", namespace_, "-f", "-"}, manifest);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult{};
+  }
+
+  static std::string Job(const std::string& name, const std::string& replicas, const std::string& container) {
+    return "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+           "\nspec:\n  replicas: " + replicas + "\n  template:\n    spec:\n      containers:\n" + container;
+  }
+  static std::string Container(const std::string& gpus) {
+    return "      - name: trainer\n        image: example/trainer:1\n        resources:\n          limits:\n"
+           "            nvidia.com/gpu: " + gpus + "\n";
+  }
+
+  // Expects `manifest` to be refused with `message` in kubectl's error.
+  void ExpectRefused(const std::string& manifest, const std::string& message) {
+    CommandResult r = ApplyHere(manifest);
+    EXPECT_NE(r.exit_code, 0) << "accepted:\n" << manifest;
+    EXPECT_NE(r.err.find("is invalid"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << "wanted '" << message << "' in: " << r.err;
+  }
+
+  TestCluster cluster_;
+  std::string namespace_;
+};
+
+TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
+  for (const char* sample : {"minimal", "elastic-gpu", "with-checkpoints"}) {
+    auto r = cluster_.Kubectl({"apply", "-n", namespace_, "-f", kCrdDir + "/samples/" + sample + ".yaml"});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->ok()) << sample << ": " << r->err;
+  }
+  // Reachable by its short name, with defaults filled in by the schema.
+  auto tj = cluster_.KubectlJson({"get", "tj", "with-checkpoints", "-n", namespace_});
+  ASSERT_TRUE(tj.ok()) << tj.status();
+  EXPECT_EQ((*tj)["spec"]["checkpoint"].value("keep", 0), 3);
+  EXPECT_EQ((*tj)["spec"]["runPolicy"].value("cleanPodPolicy", ""), "Running");
+}
+
+TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
+  ASSERT_TRUE(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))).ok());
+  auto r = cluster_.Kubectl({"get", "trainingjobs", "-n", namespace_});
+  ASSERT_TRUE(r.ok() && r->ok());
+  std::string header = r->out.substr(0, r->out.find('\n'));
+  for (const char* column : {"NAME", "READY", "DESIRED", "GENERATION", "WORLD", "PHASE", "AGE"}) {
+    EXPECT_NE(header.find(column), std::string::npos) << column << " missing from: " << header;
+  }
+}
+
+TEST_F(TrainingJobCrdTest, MinBelowOneIsRefused) {
+  ExpectRefused(Job("j", "{min: 0, max: 2}", Container("1")), "spec.replicas.min must be at least 1");
+}
+
+TEST_F(TrainingJobCrdTest, MinAboveMaxIsRefused) {
+  ExpectRefused(Job("j", "{min: 3, max: 2}", Container("1")),
+                "spec.replicas.min must not be greater than spec.replicas.max");
+}
+
+TEST_F(TrainingJobCrdTest, DesiredOutsideBoundsIsRefused) {
+  ExpectRefused(Job("j", "{min: 2, max: 4, desired: 5}", Container("1")),
+                "spec.replicas.desired must lie between spec.replicas.min and spec.replicas.max");
+}
+
+TEST_F(TrainingJobCrdTest, JobWithoutContainersIsRefused) {
+  std::string job = Job("j", "{min: 1, max: 1}", "");
+  job.replace(job.find("containers:\n"), 12, "containers: []\n");
+  ExpectRefused(job, "spec.template.spec.containers must list at least one container");
+}
+
+TEST_F(TrainingJobCrdTest, FractionalOrZeroGpuLimitIsRefused) {
+  ExpectRefused(Job("j", "{min: 1, max: 1}", Container("\"0.5\"")),
+                "limits[\"nvidia.com/gpu\"] must be a positive whole number of GPUs");
+  ExpectRefused(Job("j", "{min: 1, max: 1}", Container("0")),
+                "limits[\"nvidia.com/gpu\"] must be a positive whole number of GPUs");
+  CommandResult ok = ApplyHere(Job("string-gpus", "{min: 1, max: 1}", Container("\"2\"")));
+  EXPECT_TRUE(ok.ok()) << ok.err;
+}
+
+TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
+  std::string job = Job("j", "{min: 1, max: 1}", Container("1"));
+  job.insert(job.find("  template:"), "  checkpoint: {volumeName: ckpt, path: checkpoints}\n");
+  ExpectRefused(job, "spec.checkpoint.path must be an absolute path");
+}
+
+TEST_F(TrainingJobCrdTest, KubectlScaleDrivesDesiredWithinBounds) {
+  ASSERT_TRUE(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))).ok());
+  auto r = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=4"});
+  ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString());
+  auto tj = cluster_.KubectlJson({"get", "tj", "scaled", "-n", namespace_});
+  ASSERT_TRUE(tj.ok());
+  EXPECT_EQ((*tj)["spec"]["replicas"].value("desired", 0), 4);
+  auto refused = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=9"});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_NE(refused->exit_code, 0);
+  EXPECT_NE(refused->err.find("spec.replicas.desired must lie between"), std::string::npos) << refused->err;
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
