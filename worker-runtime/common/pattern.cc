@@ -1,8 +1,8 @@
-#include "testing/reference.h"
+#include "common/pattern.h"
 
 #include <algorithm>
 
-namespace ringmaster::runtime::testing {
+namespace ringmaster::runtime {
 
 double InputValue(ReduceOp op, int rank, size_t i) {
   switch (op) {
@@ -48,4 +48,4 @@ size_t CountMismatches(DataType type, const void* a, const void* b, size_t count
   return bad;
 }
 
-}  // namespace ringmaster::runtime::testing
+}  // namespace ringmaster::runtime

@@ -1,4 +1,4 @@
-// Test support: deterministic per-rank inputs whose reductions are exact in
+// Deterministic per-rank inputs whose reductions are exact in
 // every data type (small integers), and the reference results they must give.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include "common/dtype.h"
 
-namespace ringmaster::runtime::testing {
+namespace ringmaster::runtime {
 
 // Value of element i on `rank` for a test of `op` (exact in every dtype).
 double InputValue(ReduceOp op, int rank, size_t i);
@@ -22,4 +22,4 @@ std::vector<uint8_t> ReferenceReduce(DataType type, ReduceOp op, int size, size_
 // Number of elements of `type` that differ between a and b (as values; NaN != NaN).
 size_t CountMismatches(DataType type, const void* a, const void* b, size_t count);
 
-}  // namespace ringmaster::runtime::testing
+}  // namespace ringmaster::runtime

@@ -7,16 +7,16 @@
 
 #include "gloo/gloo_communicator.h"
 #include "testing/multiprocess.h"
-#include "testing/reference.h"
+#include "common/pattern.h"
 #include "testing/status_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
 
-using testing::CountMismatches;
-using testing::MakeInput;
+
+
 using testing::RankContext;
-using testing::ReferenceReduce;
+
 
 constexpr size_t kCounts[] = {1, 37, 4099};
 

@@ -1,0 +1,86 @@
+// The GPU backend: a Communicator over an NCCL communicator and one CUDA
+// stream on a chosen device. Buffers are CUDA device pointers.
+//
+// NCCL has no collective timeout, so every NCCL communicator here is
+// non-blocking (config.blocking = 0) and every call is followed by a poll of
+// cudaStreamQuery and ncclCommGetAsyncError against our own deadline. On an
+// asynchronous error, a deadline, or Abort(), the polling thread calls
+// ncclCommAbort (never ncclCommDestroy on a failed communicator) and the
+// communicator answers Aborted from then on. Init uses ncclCommInitRankConfig
+// with the unique id carried by the rendezvous store; Split uses ncclCommSplit.
+//
+// Thread-safety: as Communicator. Abort() only sets a flag; the thread inside
+// the communicator performs ncclCommAbort, so NCCL is never entered by two
+// threads at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "comm/communicator.h"
+#include "store/store.h"
+
+struct ncclComm;
+struct CUstream_st;
+
+namespace ringmaster::runtime {
+
+struct NcclOptions {
+  int device = 0;                            // CUDA device of this rank
+  std::chrono::milliseconds timeout{60000};  // init and per collective
+};
+
+class NcclCommunicator : public Communicator {
+ public:
+  // Errors: Aborted (init failed or timed out; the half-built communicator
+  // is aborted), Unavailable (no GPU / CUDA error), as Store::Get.
+  static StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<Store> store, std::string prefix, int rank,
+                                                        int size, NcclOptions options);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Backend backend() const override { return Backend::kNccl; }
+  MemoryKind memory() const override { return MemoryKind::kCuda; }
+
+  Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status Allgather(const void* in, void* out, size_t count, DataType type) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
+  Status Broadcast(const void* in, void* out, size_t count, DataType type, int root) override;
+  Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status Alltoall(const void* in, void* out, size_t count, DataType type) override;
+  Status Barrier() override;
+  StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) override;
+  void Abort(const std::string& reason) override;
+  Status health() const override;
+
+ private:
+  NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, ncclComm* comm, CUstream_st* stream);
+  // Polls until the communicator is idle (init/split done) or the deadline.
+  Status WaitComm(const char* what);
+  // Polls until the stream has drained every enqueued operation.
+  Status WaitStream(const char* what);
+  // Checks an NCCL return code of an enqueue call; failures abort.
+  Status Check(int result, const char* what);
+  Status Fail(const std::string& why);
+
+  // Constant after construction.
+  const std::string prefix_;
+  const int rank_;
+  const int size_;
+  const NcclOptions options_;
+  ncclComm* const comm_;
+  CUstream_st* const stream_;
+
+  std::atomic<bool> abort_requested_{false};
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  Status broken_;
+  bool nccl_aborted_ = false;
+  void* scratch_ = nullptr;  // 4 bytes of device memory for Barrier (used by the calling thread)
+};
+
+}  // namespace ringmaster::runtime

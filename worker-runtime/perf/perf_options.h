@@ -1,0 +1,46 @@
+// Command-line options of ringmaster-perf, parsed once into a struct.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "comm/communicator.h"
+#include "common/dtype.h"
+
+namespace ringmaster::runtime::perf {
+
+enum class Collective { kAllreduce, kAllgather, kBroadcast, kReduceScatter };
+std::string_view CollectiveName(Collective c);
+
+struct PerfOptions {
+  Collective collective = Collective::kAllreduce;
+  int np = 2;
+  Backend backend = Backend::kGloo;
+  uint64_t min_bytes = 1024;
+  uint64_t max_bytes = 64ull << 20;
+  double step_factor = 2.0;
+  int iters = 0;   // 0: chosen per size
+  int warmup = 1;
+  bool check = false;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  std::chrono::milliseconds timeout{60000};
+  bool help = false;
+};
+
+// The --help text.
+std::string Usage();
+
+// Parses argv[1..]. Errors: InvalidArgument with a message naming the bad flag or value.
+StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args);
+
+// "1K" -> 1024, "256M", "1G", "4096". Errors: InvalidArgument.
+StatusOr<uint64_t> ParseByteSize(const std::string& text);
+// 1536 -> "1.5K"-style human form used in the output ("1K", "64M").
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace ringmaster::runtime::perf

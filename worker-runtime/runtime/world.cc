@@ -1,0 +1,36 @@
+#include "runtime/world.h"
+
+#include "gloo/gloo_communicator.h"
+#include "nccl/gpu_probe.h"
+#include "nccl/nccl_communicator.h"
+
+namespace ringmaster::runtime {
+
+Backend ResolveBackend(Backend requested) {
+  if (requested != Backend::kAuto) return requested;
+  return nccl::VisibleGpuCount() > 0 ? Backend::kNccl : Backend::kGloo;
+}
+
+StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<Store> store, int rank, int size,
+                                                                const WorldOptions& options) {
+  switch (ResolveBackend(options.backend)) {
+    case Backend::kNccl: {
+      int gpus = nccl::VisibleGpuCount();
+      if (gpus == 0) return UnavailableError("backend nccl requested but no GPU is visible");
+      NcclOptions no;
+      no.device = options.local_rank % gpus;
+      no.timeout = options.timeout;
+      return NcclCommunicator::Create(std::move(store), "world", rank, size, no);
+    }
+    case Backend::kGloo:
+    case Backend::kAuto: {
+      GlooOptions go;
+      go.host = options.host;
+      go.timeout = options.timeout;
+      return GlooCommunicator::Create(std::move(store), "world", rank, size, go);
+    }
+  }
+  return InternalError("unreachable");
+}
+
+}  // namespace ringmaster::runtime

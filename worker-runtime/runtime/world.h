@@ -1,0 +1,29 @@
+// Creating the world communicator of a generation: picks the backend
+// (auto = NCCL when a GPU is visible, else Gloo) and runs its rendezvous
+// through the store.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "store/store.h"
+
+namespace ringmaster::runtime {
+
+struct WorldOptions {
+  Backend backend = Backend::kAuto;
+  std::chrono::milliseconds timeout{60000};  // rendezvous and per collective
+  int local_rank = 0;                        // NCCL: CUDA device = local_rank % visible GPUs
+  std::string host = "127.0.0.1";            // Gloo: address peers reach this rank on
+};
+
+// The backend `auto` resolves to on this machine (never kAuto).
+Backend ResolveBackend(Backend requested);
+
+// Errors: Unavailable (NCCL requested without a GPU), and those of the backend's Create.
+StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<Store> store, int rank, int size,
+                                                                const WorldOptions& options);
+
+}  // namespace ringmaster::runtime
