@@ -32,6 +32,30 @@ json ConfigMap(const std::string& ns, const std::string& name, json data = json:
           {"data", data}};
 }
 
+// Compacts etcd's history up to its current revision (what the apiserver does every 5 minutes), so
+// that resourceVersions older than now are truly gone.
+Status CompactEtcd(const TestCluster& cluster) {
+  const std::string url = cluster.Get("ETCD_URL");
+  if (url.empty()) return FailedPreconditionError("cluster.env has no ETCD_URL");
+  auto post = [&](const std::string& path, const std::string& body) -> StatusOr<json> {
+    RINGMASTER_ASSIGN_OR_RETURN(ringmaster::testing::CommandResult r,
+                                ringmaster::testing::RunCommand({"curl", "-sS", "-X", "POST", url + path, "-d", body}, seconds(30)));
+    if (!r.ok()) return UnknownError("curl " + path + ": " + r.err);
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) return DataLossError("etcd answered " + r.out);
+    return j;
+  };
+  RINGMASTER_ASSIGN_OR_RETURN(json range, post("/v3/kv/range", R"({"key":"AA=="})"));
+  std::string rev = range["header"].value("revision", "");
+  if (rev.empty()) return DataLossError("no revision in " + range.dump());
+  RINGMASTER_ASSIGN_OR_RETURN(json compacted, post("/v3/kv/compaction", R"({"revision":")" + rev + R"(","physical":true})"));
+  if (compacted.contains("error") || compacted.contains("code")) {
+    // "required revision has been compacted" means someone compacted at least this far already: fine.
+    if (compacted.dump().find("compacted") == std::string::npos) return UnknownError("etcd compaction: " + compacted.dump());
+  }
+  return Status::Ok();
+}
+
 class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,6 +74,7 @@ class KubeClientTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    for (const auto& crd : crds_) (void)client_->Delete(resources::CustomResourceDefinitions(), "", crd);
     if (client_) {
       DeleteOptions o;
       o.propagation_policy = "Background";
@@ -80,7 +105,52 @@ class KubeClientTest : public ::testing::Test {
     return token.ok() ? *token : "";
   }
 
+  // Creates a namespaced CRD "<plural>.kubetest.ringmaster.io" with status and scale subresources and
+  // waits until it is served; it is deleted in TearDown.
+  GroupVersionResource CreateWidgetCrd(const std::string& suffix) {
+    const std::string group = "kubetest.ringmaster.io";
+    const std::string plural = "widgets" + suffix;
+    json crd = {
+        {"apiVersion", "apiextensions.k8s.io/v1"},
+        {"kind", "CustomResourceDefinition"},
+        {"metadata", {{"name", plural + "." + group}}},
+        {"spec",
+         {{"group", group},
+          {"scope", "Namespaced"},
+          {"names", {{"plural", plural}, {"singular", "widget" + suffix}, {"kind", "Widget" + suffix}}},
+          {"versions",
+           json::array({{{"name", "v1"},
+                         {"served", true},
+                         {"storage", true},
+                         {"subresources", {{"status", json::object()}, {"scale", {{"specReplicasPath", ".spec.replicas"}, {"statusReplicasPath", ".status.replicas"}}}}},
+                         {"schema",
+                          {{"openAPIV3Schema",
+                            {{"type", "object"},
+                             {"properties",
+                              {{"spec", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}, {"minimum", 0}}}}}}},
+                               {"status", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}}}, {"phase", {{"type", "string"}}}}}}}}}}}}}}})}}}};
+    auto created = client_->Create(resources::CustomResourceDefinitions(), "", crd);
+    EXPECT_TRUE(created.ok()) << created.status();
+    crds_.push_back(plural + "." + group);
+    GroupVersionResource gvr{group, "v1", plural, true};
+    Status served = WaitFor("the CRD to be served", seconds(30), [&](std::string* last) {
+      ListOptions from_cache;
+      from_cache.resource_version = "0";
+      auto l = client_->List(gvr, ns_, from_cache);
+      *last = l.status().ToString();
+      return l.ok();
+    });
+    EXPECT_TRUE(served.ok()) << served;
+    return gvr;
+  }
+
+  static json Widget(const std::string& suffix, const std::string& name, int replicas) {
+    return {{"apiVersion", "kubetest.ringmaster.io/v1"}, {"kind", "Widget" + suffix},
+            {"metadata", {{"name", name}}}, {"spec", {{"replicas", replicas}}}};
+  }
+
   TestCluster cluster_;
+  std::vector<std::string> crds_;
   ClientConfig config_;
   std::shared_ptr<Client> client_;
   std::string ns_;
@@ -206,45 +276,9 @@ TEST_F(KubeClientTest, StaleResourceVersionOnUpdateIsConflict) {
 }
 
 TEST_F(KubeClientTest, CustomResourceWithStatusAndScaleSubresources) {
-  const std::string group = "kubetest.ringmaster.io";
-  const std::string plural = "widgets" + std::to_string(::getpid());
-  json crd = {
-      {"apiVersion", "apiextensions.k8s.io/v1"},
-      {"kind", "CustomResourceDefinition"},
-      {"metadata", {{"name", plural + "." + group}}},
-      {"spec",
-       {{"group", group},
-        {"scope", "Namespaced"},
-        {"names", {{"plural", plural}, {"singular", "widget" + std::to_string(::getpid())}, {"kind", "Widget" + std::to_string(::getpid())}}},
-        {"versions",
-         json::array({{{"name", "v1"},
-                       {"served", true},
-                       {"storage", true},
-                       {"subresources", {{"status", json::object()}, {"scale", {{"specReplicasPath", ".spec.replicas"}, {"statusReplicasPath", ".status.replicas"}}}}},
-                       {"schema",
-                        {{"openAPIV3Schema",
-                          {{"type", "object"},
-                           {"properties",
-                            {{"spec", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}, {"minimum", 0}}}}}}},
-                             {"status", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}}}, {"phase", {{"type", "string"}}}}}}}}}}}}}}})}}}};
-  auto crds = resources::CustomResourceDefinitions();
-  auto created = client_->Create(crds, "", crd);
-  ASSERT_TRUE(created.ok()) << created.status();
-  struct CrdCleanup {
-    Client* c;
-    std::string name;
-    ~CrdCleanup() { (void)c->Delete(resources::CustomResourceDefinitions(), "", name); }
-  } cleanup{client_.get(), plural + "." + group};
-  GroupVersionResource gvr{group, "v1", plural, true};
-  Status established = WaitFor("the CRD to be served", seconds(30), [&](std::string* last) {
-    auto l = client_->List(gvr, ns_);
-    *last = l.status().ToString();
-    return l.ok();
-  });
-  ASSERT_TRUE(established.ok()) << established;
-
-  json widget = {{"apiVersion", group + "/v1"}, {"kind", "Widget" + std::to_string(::getpid())},
-                 {"metadata", {{"name", "w"}}}, {"spec", {{"replicas", 2}}}};
+  const std::string suffix = std::to_string(::getpid()) + "a";
+  GroupVersionResource gvr = CreateWidgetCrd(suffix);
+  json widget = Widget(suffix, "w", 2);
   auto w = client_->Create(gvr, ns_, widget);
   ASSERT_TRUE(w.ok()) << w.status();
   json invalid = widget;
@@ -314,55 +348,77 @@ TEST_F(KubeClientTest, WatchSeesAddUpdateDeleteInOrder) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
 }
 
-TEST_F(KubeClientTest, WatchFromACompactedResourceVersionIsGone) {
-  // The watch cache starts at the apiserver's start revision; "1" is far older than that.
+// A resourceVersion from before a resource's watch cache was initialized is "too old" for that
+// cache, and compacting etcd makes it too old for etcd as well: either way the answer is 410.
+TEST_F(KubeClientTest, WatchFromAnExpiredResourceVersionIsGone) {
+  auto old = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "old-rv"));
+  ASSERT_TRUE(old.ok()) << old.status();
+  const std::string suffix = std::to_string(::getpid()) + "b";
+  GroupVersionResource gvr = CreateWidgetCrd(suffix);
+  ASSERT_TRUE(client_->Create(gvr, ns_, Widget(suffix, "w", 1)).ok());
+  Status compacted = CompactEtcd(cluster_);
+  ASSERT_TRUE(compacted.ok()) << compacted;
   WatchOptions wo;
-  wo.resource_version = "1";
-  wo.timeout_seconds = 10;
-  auto watch = client_->Watch(resources::ConfigMaps(), ns_, wo);
+  wo.resource_version = ResourceVersionOf(*old);
+  wo.timeout_seconds = 5;
+  auto watch = client_->Watch(gvr, ns_, wo);
   Status s = watch.ok() ? Status::Ok() : watch.status();
   if (watch.ok()) {
     auto ev = (*watch)->Next();
-    s = ev.ok() ? InternalError("got an event instead of an error") : ev.status();
+    s = !ev.ok() ? ev.status() : ev->has_value() ? InternalError("got a " + std::string(WatchEventTypeName((*ev)->type)) + " event instead of an error")
+                                                 : InternalError("the watch ended without an error");
   }
   EXPECT_EQ(s.code(), StatusCode::kGone) << s;
   auto e = ApiErrorFromStatus(s);
   ASSERT_TRUE(e.has_value()) << s;
   EXPECT_EQ(e->http_code, 410);
+  EXPECT_EQ(e->reason, "Expired");
 }
 
 TEST_F(KubeClientTest, InformerRelistsOnGoneAndIndexes) {
-  auto gvr = resources::ConfigMaps();
-  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "pre-1", {}, {{"team", "a"}})).ok());
-  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "pre-2", {}, {{"team", "b"}})).ok());
+  auto old = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "old-rv"));
+  ASSERT_TRUE(old.ok()) << old.status();
+  const std::string suffix = std::to_string(::getpid()) + "c";
+  GroupVersionResource gvr = CreateWidgetCrd(suffix);
+  json w1 = Widget(suffix, "pre-1", 1), w2 = Widget(suffix, "pre-2", 2);
+  w1["metadata"]["labels"] = {{"team", "a"}};
+  w2["metadata"]["labels"] = {{"team", "b"}};
+  auto c1 = client_->Create(gvr, ns_, w1);
+  ASSERT_TRUE(c1.ok()) << c1.status();
+  ASSERT_TRUE(client_->Create(gvr, ns_, w2).ok());
+  Status compacted = CompactEtcd(cluster_);
+  ASSERT_TRUE(compacted.ok()) << compacted;
   InformerOptions o;
   o.ns = ns_;
-  o.start_resource_version = "1";  // expired: must relist
+  o.start_resource_version = ResourceVersionOf(*old);  // expired: the informer must relist
   o.indexers["team"] = IndexByLabel("team");
   Informer informer(client_, gvr, o);
   WorkQueue queue;
   informer.AddEventHandler(EnqueueHandler(&queue));
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(seconds(20)));
-  Status listed = WaitFor("the informer to relist", seconds(20), [&](std::string* last) {
-    *last = "lists=" + std::to_string(informer.lists());
-    return informer.lists() >= 1 && informer.store().Size() >= 2;
-  });
-  ASSERT_TRUE(listed.ok()) << listed;
   EXPECT_EQ(informer.lists(), 1);
+  EXPECT_EQ(informer.store().Size(), 2u);
   EXPECT_NE(informer.store().Get(ns_ + "/pre-1"), nullptr);
   ASSERT_EQ(informer.store().ByIndex("team", "b").size(), 1u);
   EXPECT_EQ(NameOf(*informer.store().ByIndex("team", "b")[0]), "pre-2");
-  EXPECT_EQ(informer.store().ByIndex(kNamespaceIndex, ns_).size(), informer.store().Size());
-  // The handler enqueued keys.
+  EXPECT_EQ(informer.store().ByIndex(kNamespaceIndex, ns_).size(), 2u);
+  // Later changes flow through the watch that follows the relist.
+  ASSERT_TRUE(client_->Delete(gvr, ns_, "pre-1").ok());
+  Status deleted = WaitFor("pre-1 to leave the cache", seconds(10), [&](std::string*) {
+    return informer.store().Get(ns_ + "/pre-1") == nullptr;
+  });
+  EXPECT_TRUE(deleted.ok()) << deleted;
+  EXPECT_EQ(informer.lists(), 1);
+  informer.Stop();
+  // The handler only enqueued keys, collapsed per key.
   std::set<std::string> keys;
   while (queue.Len() > 0) {
     auto k = queue.Get();
     keys.insert(*k);
     queue.Done(*k);
   }
-  EXPECT_TRUE(keys.count(ns_ + "/pre-1") && keys.count(ns_ + "/pre-2"));
-  informer.Stop();
+  EXPECT_EQ(keys, (std::set<std::string>{ns_ + "/pre-1", ns_ + "/pre-2"}));
 }
 
 TEST_F(KubeClientTest, InformerResumesWatchesWithoutRelistingOrLosingEvents) {

@@ -1,0 +1,65 @@
+// Store: the informer's thread-safe, indexed cache of objects (client-go's ThreadSafeStore + Indexer).
+//
+// Objects are immutable snapshots shared with readers (ObjectPtr); a reader may keep one as long as it
+// likes. Keys are "namespace/name" (ObjectKey). Every Store has the "namespace" index; more come from
+// the indexers passed at construction (e.g. pods by owner uid).
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ringmaster::kube {
+
+using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+// Returns the index values of an object (may be empty). Must be pure and thread-safe.
+using IndexFunc = std::function<std::vector<std::string>(const nlohmann::json&)>;
+
+inline constexpr char kNamespaceIndex[] = "namespace";
+// metadata.namespace.
+IndexFunc IndexByNamespace();
+// The uid of every metadata.ownerReferences entry (pods by their job's uid).
+IndexFunc IndexByOwnerUid();
+// The value of one label ("" values are not indexed).
+IndexFunc IndexByLabel(std::string label);
+
+class Store {
+ public:
+  explicit Store(std::map<std::string, IndexFunc> indexers = {});
+
+  // Inserts or replaces; returns the previous object (nullptr when new).
+  ObjectPtr Upsert(const std::string& key, ObjectPtr object);
+  // Removes; returns the removed object (nullptr when absent).
+  ObjectPtr Erase(const std::string& key);
+  // Replaces the whole content.
+  void Replace(std::unordered_map<std::string, ObjectPtr> objects);
+
+  ObjectPtr Get(const std::string& key) const;
+  std::vector<ObjectPtr> List() const;
+  std::vector<std::string> Keys() const;
+  size_t Size() const;
+  // Objects whose index `index` yields `value`; empty for an unknown index.
+  std::vector<ObjectPtr> ByIndex(const std::string& index, const std::string& value) const;
+  std::vector<std::string> IndexKeys(const std::string& index, const std::string& value) const;
+
+ private:
+  void IndexLocked(const std::string& key, const nlohmann::json& obj);
+  void UnindexLocked(const std::string& key, const nlohmann::json& obj);
+
+  // Constant after construction.
+  const std::map<std::string, IndexFunc> indexers_;
+  // Guarded by mu_.
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, ObjectPtr> items_;
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indices_;  // index → value → keys
+};
+
+}  // namespace ringmaster::kube
