@@ -1,0 +1,192 @@
+#include "controller/membership.h"
+
+#include <algorithm>
+#include <map>
+
+#include "controller/time_format.h"
+
+namespace ringmaster::controller {
+
+using json = nlohmann::json;
+using Clock = std::chrono::system_clock;
+
+std::string ReasonName(ChangeReason reason) {
+  switch (reason) {
+    case ChangeReason::kJobStarted: return "JobStarted";
+    case ChangeReason::kWorkerJoined: return "WorkerJoined";
+    case ChangeReason::kScaledUp: return "ScaledUp";
+    case ChangeReason::kWorkerFailed: return "WorkerFailed";
+    case ChangeReason::kWorkerRemoved: return "WorkerRemoved";
+    case ChangeReason::kNodeLost: return "NodeLost";
+    case ChangeReason::kScaledDown: return "ScaledDown";
+  }
+  return "Unknown";
+}
+
+const Member* Membership::Find(const std::string& pod) const {
+  for (const auto& m : members)
+    if (m.pod == pod) return &m;
+  return nullptr;
+}
+
+json MembershipToJson(const Membership& m) {
+  json members = json::array();
+  for (const auto& x : m.members) {
+    members.push_back({{"pod", x.pod}, {"uid", x.uid}, {"rank", x.rank}, {"address", x.address}, {"node", x.node}});
+  }
+  json j = {{"generation", m.generation}, {"worldSize", m.world_size()}, {"coordinator", m.coordinator},
+            {"members", members}};
+  if (!m.reason.empty()) j["reason"] = m.reason;
+  if (!m.message.empty()) j["message"] = m.message;
+  if (!m.changed_at.empty()) j["changedAt"] = m.changed_at;
+  return j;
+}
+
+StatusOr<Membership> MembershipFromJson(const json& j) {
+  Membership m;
+  if (j.is_null()) return m;
+  if (!j.is_object()) return InvalidArgumentError("status.membership is not an object");
+  auto str = [&](const json& o, const char* key) { return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : ""; };
+  if (j.contains("generation")) {
+    if (!j["generation"].is_number_integer()) return InvalidArgumentError("status.membership.generation is not an integer");
+    m.generation = j["generation"].get<int64_t>();
+  }
+  m.coordinator = str(j, "coordinator");
+  m.reason = str(j, "reason");
+  m.message = str(j, "message");
+  m.changed_at = str(j, "changedAt");
+  if (j.contains("members")) {
+    if (!j["members"].is_array()) return InvalidArgumentError("status.membership.members is not a list");
+    for (const auto& x : j["members"]) {
+      if (!x.is_object() || !x.contains("rank") || !x["rank"].is_number_integer()) {
+        return InvalidArgumentError("status.membership.members[] needs an integer rank");
+      }
+      m.members.push_back(Member{str(x, "pod"), str(x, "uid"), x["rank"].get<int32_t>(), str(x, "address"), str(x, "node")});
+    }
+  }
+  std::sort(m.members.begin(), m.members.end(), [](const Member& a, const Member& b) { return a.rank < b.rank; });
+  return m;
+}
+
+namespace {
+
+// Removal reasons in order of urgency: the first one present names the change.
+constexpr ChangeReason kRemovalPriority[] = {ChangeReason::kNodeLost, ChangeReason::kWorkerFailed,
+                                             ChangeReason::kWorkerRemoved, ChangeReason::kScaledDown};
+
+ChangeReason RemovalReason(const WorkerObservation* w) {
+  if (w == nullptr) return ChangeReason::kWorkerRemoved;  // the pod is gone
+  if (w->node_lost) return ChangeReason::kNodeLost;
+  if (w->failed) return ChangeReason::kWorkerFailed;
+  if (w->beyond_desired) return ChangeReason::kScaledDown;
+  return ChangeReason::kWorkerRemoved;  // no longer Ready, or being deleted
+}
+
+bool Eligible(const WorkerObservation& w) { return w.ready && !w.failed && !w.node_lost && !w.beyond_desired; }
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+MembershipDecision DecideMembership(const Membership& current, const std::vector<WorkerObservation>& workers,
+                                    const MembershipPolicy& policy, Clock::time_point now) {
+  MembershipDecision decision;
+  std::map<std::string, const WorkerObservation*> by_pod;
+  for (const auto& w : workers) by_pod[w.pod] = &w;
+
+  // Survivors keep their relative order; everyone else in the current record leaves, with a reason.
+  std::vector<Member> survivors;
+  std::map<ChangeReason, std::vector<std::string>> removed;
+  for (const auto& m : current.members) {
+    auto it = by_pod.find(m.pod);
+    const WorkerObservation* w = it == by_pod.end() ? nullptr : it->second;
+    if (w != nullptr && w->uid != m.uid) w = nullptr;  // same name, new pod: the old worker is gone
+    if (w != nullptr && Eligible(*w)) {
+      Member kept = m;
+      kept.address = w->address;
+      kept.node = w->node;
+      survivors.push_back(kept);
+    } else {
+      removed[RemovalReason(w)].push_back(m.pod);
+    }
+  }
+
+  // Joiners: eligible workers not in the record, in worker-index order.
+  std::vector<const WorkerObservation*> joiners;
+  bool someone_still_starting = false;
+  for (const auto& w : workers) {
+    bool member = false;
+    for (const auto& s : survivors) member |= (s.pod == w.pod && s.uid == w.uid);
+    if (member) continue;
+    if (Eligible(w)) joiners.push_back(&w);
+    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.ready) someone_still_starting = true;
+  }
+  std::sort(joiners.begin(), joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });
+
+  const bool started = current.generation > 0;
+  const int32_t ready_total = static_cast<int32_t>(survivors.size() + joiners.size());
+  if (!started && ready_total < policy.min_workers) {
+    decision.waiting_for = "waiting for " + std::to_string(policy.min_workers) + " Ready workers to start (gang minimum); " +
+                           std::to_string(ready_total) + " Ready";
+    return decision;
+  }
+
+  // Joins are batched: they wait until the batch window has passed since the earliest joiner became
+  // Ready (for the first generation: since the gang minimum was reached), unless nobody else is coming.
+  bool admit_joiners = !joiners.empty();
+  if (admit_joiners && removed.empty() && someone_still_starting) {
+    std::vector<Clock::time_point> since;
+    for (auto* j : joiners) since.push_back(j->ready_since);
+    std::sort(since.begin(), since.end());
+    size_t pivot = started ? 0 : static_cast<size_t>(std::max<int32_t>(0, policy.min_workers - 1 - static_cast<int32_t>(survivors.size())));
+    pivot = std::min(pivot, since.size() - 1);
+    Clock::time_point due = since[pivot] + policy.join_batch_window;
+    if (now < due) {
+      admit_joiners = false;
+      decision.recheck_at = due;
+      if (!started) decision.waiting_for = "gang minimum reached; starting when the join window ends or every worker is Ready";
+    }
+  }
+  if (removed.empty() && !admit_joiners) return decision;
+
+  Membership next;
+  next.generation = current.generation + 1;
+  next.members = std::move(survivors);
+  std::vector<std::string> joined;
+  if (admit_joiners) {
+    for (auto* j : joiners) {
+      next.members.push_back(Member{j->pod, j->uid, 0, j->address, j->node});
+      joined.push_back(j->pod);
+    }
+  }
+  for (size_t i = 0; i < next.members.size(); ++i) next.members[i].rank = static_cast<int32_t>(i);
+  if (!next.members.empty()) {
+    next.coordinator = next.members[0].address + ":" + std::to_string(policy.coordinator_port);
+  }
+
+  std::optional<ChangeReason> reason;
+  for (ChangeReason r : kRemovalPriority) {
+    if (!reason && removed.count(r)) reason = r;
+  }
+  if (!reason) {
+    reason = !started ? ChangeReason::kJobStarted
+                      : (policy.desired_increased ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined);
+  }
+  next.reason = ReasonName(*reason);
+  std::vector<std::string> parts;
+  for (ChangeReason r : kRemovalPriority) {
+    if (removed.count(r)) parts.push_back(ReasonName(r) + ": " + JoinNames(removed[r]));
+  }
+  if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));
+  next.message = "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
+                 " (" + JoinNames(parts) + ")";
+  next.changed_at = FormatRfc3339(now);
+  decision.next = std::move(next);
+  return decision;
+}
+
+}  // namespace ringmaster::controller

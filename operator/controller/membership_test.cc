@@ -1,0 +1,186 @@
+#include "controller/membership.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/time_format.h"
+
+namespace ringmaster::controller {
+namespace {
+
+using Clock = std::chrono::system_clock;
+using std::chrono::seconds;
+
+const Clock::time_point kT0 = Clock::from_time_t(1'800'000'000);
+
+WorkerObservation Ready(int index, Clock::time_point since = kT0) {
+  WorkerObservation w;
+  w.pod = "job-worker-" + std::to_string(index);
+  w.uid = "uid-" + std::to_string(index);
+  w.index = index;
+  w.address = "127.64.0." + std::to_string(index + 1);
+  w.node = "node-" + std::to_string(index % 2);
+  w.ready = true;
+  w.ready_since = since;
+  return w;
+}
+
+WorkerObservation Starting(int index) {
+  WorkerObservation w = Ready(index);
+  w.ready = false;
+  return w;
+}
+
+std::vector<std::string> Pods(const Membership& m) {
+  std::vector<std::string> out;
+  for (const auto& x : m.members) out.push_back(x.pod);
+  return out;
+}
+
+MembershipPolicy Policy(int min = 2, int window_s = 10) {
+  MembershipPolicy p;
+  p.min_workers = min;
+  p.join_batch_window = seconds(window_s);
+  return p;
+}
+
+TEST(DecideMembershipTest, GangWaitsForMinimumWithAClearSentence) {
+  MembershipDecision d = DecideMembership({}, {Ready(0), Starting(1)}, Policy(2), kT0);
+  EXPECT_FALSE(d.next.has_value());
+  EXPECT_EQ(d.waiting_for, "waiting for 2 Ready workers to start (gang minimum); 1 Ready");
+}
+
+TEST(DecideMembershipTest, GangStartsAtOnceWhenEveryWorkerIsReady) {
+  MembershipDecision d = DecideMembership({}, {Ready(1), Ready(0)}, Policy(2), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->generation, 1);
+  EXPECT_EQ(d.next->reason, "JobStarted");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1"}));
+  EXPECT_EQ(d.next->members[0].rank, 0);
+  EXPECT_EQ(d.next->members[1].rank, 1);
+  EXPECT_EQ(d.next->coordinator, "127.64.0.1:29500");
+}
+
+TEST(DecideMembershipTest, GangWithStragglersStartsWhenTheWindowEnds) {
+  std::vector<WorkerObservation> w = {Ready(0, kT0), Ready(1, kT0 + seconds(2)), Starting(2)};
+  MembershipDecision early = DecideMembership({}, w, Policy(2, 10), kT0 + seconds(5));
+  EXPECT_FALSE(early.next.has_value());
+  ASSERT_TRUE(early.recheck_at.has_value());
+  EXPECT_EQ(*early.recheck_at, kT0 + seconds(12));  // window counted from when the minimum was reached
+  MembershipDecision late = DecideMembership({}, w, Policy(2, 10), kT0 + seconds(12));
+  ASSERT_TRUE(late.next.has_value());
+  EXPECT_EQ(late.next->world_size(), 2);
+}
+
+TEST(DecideMembershipTest, NothingChangesWhenEveryMemberIsStillReady) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  MembershipDecision d = DecideMembership(current, {Ready(0), Ready(1)}, Policy(), kT0 + seconds(100));
+  EXPECT_FALSE(d.next.has_value());
+  EXPECT_FALSE(d.recheck_at.has_value());
+}
+
+TEST(DecideMembershipTest, FailedWorkerLeavesAtOnceAndSurvivorsKeepOrder) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Policy(), kT0).next;
+  WorkerObservation failed = Ready(1);
+  failed.ready = false;
+  failed.failed = true;
+  MembershipDecision d = DecideMembership(current, {Ready(0), failed, Ready(2), Ready(3)}, Policy(), kT0 + seconds(1));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->generation, 2);
+  EXPECT_EQ(d.next->reason, "WorkerFailed");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-2", "job-worker-3"}));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(d.next->members[i].rank, i);
+  EXPECT_NE(d.next->message.find("WorkerFailed: job-worker-1"), std::string::npos) << d.next->message;
+}
+
+TEST(DecideMembershipTest, LosingRankZeroPromotesTheNextSurvivorAndMovesTheCoordinator) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  // Rank 0's pod is gone entirely.
+  MembershipDecision d = DecideMembership(current, {Ready(1), Ready(2)}, Policy(), kT0 + seconds(1));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "WorkerRemoved");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-1", "job-worker-2"}));
+  EXPECT_EQ(d.next->coordinator, "127.64.0.2:29500");
+}
+
+TEST(DecideMembershipTest, NodeLostOutranksOtherReasons) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  WorkerObservation lost = Ready(0);
+  lost.node_lost = true;
+  WorkerObservation failed = Ready(1);
+  failed.ready = false;
+  failed.failed = true;
+  MembershipDecision d = DecideMembership(current, {lost, failed, Ready(2)}, Policy(), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "NodeLost");
+  EXPECT_EQ(d.next->world_size(), 1);
+}
+
+TEST(DecideMembershipTest, ReplacementPodWithSameNameIsANewWorker) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  WorkerObservation recreated = Ready(0, kT0 + seconds(30));
+  recreated.uid = "uid-0-second";
+  MembershipDecision d = DecideMembership(current, {recreated, Ready(1)}, Policy(), kT0 + seconds(31));
+  ASSERT_TRUE(d.next.has_value());
+  // The old job-worker-0 left; the new one joins in the same generation, after the survivor.
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-1", "job-worker-0"}));
+  EXPECT_EQ(d.next->members[1].uid, "uid-0-second");
+  EXPECT_EQ(d.next->reason, "WorkerRemoved");
+}
+
+TEST(DecideMembershipTest, JoinersAreBatchedThenAppendedAfterSurvivors) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  std::vector<WorkerObservation> w = {Ready(0), Ready(1), Ready(3, kT0 + seconds(100)), Ready(2, kT0 + seconds(103)),
+                                      Starting(4)};
+  MembershipDecision wait = DecideMembership(current, w, Policy(2, 10), kT0 + seconds(104));
+  EXPECT_FALSE(wait.next.has_value());
+  ASSERT_TRUE(wait.recheck_at.has_value());
+  EXPECT_EQ(*wait.recheck_at, kT0 + seconds(110));
+  MembershipDecision d = DecideMembership(current, w, Policy(2, 10), kT0 + seconds(110));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "WorkerJoined");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3"}));
+  EXPECT_EQ(d.next->generation, 2);
+}
+
+TEST(DecideMembershipTest, ScaleDownRemovesWorkersBeyondDesired) {
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  WorkerObservation extra = Ready(2);
+  extra.beyond_desired = true;
+  MembershipDecision d = DecideMembership(current, {Ready(0), Ready(1), extra}, Policy(), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "ScaledDown");
+  EXPECT_EQ(d.next->world_size(), 2);
+}
+
+TEST(DecideMembershipTest, RemovalBelowMinimumIsStillPublished) {
+  // Survivors must learn that their peer is gone (or they hang in a collective), even below min.
+  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(2), kT0).next;
+  MembershipDecision d = DecideMembership(current, {Ready(0)}, Policy(2), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->world_size(), 1);
+}
+
+TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
+  Membership m = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  nlohmann::json j = MembershipToJson(m);
+  EXPECT_EQ(j["worldSize"], 2);
+  EXPECT_EQ(j["members"][1]["rank"], 1);
+  auto back = MembershipFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->members, m.members);
+  EXPECT_EQ(back->generation, m.generation);
+  EXPECT_EQ(MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MembershipFromJson(nlohmann::json{{"members", {{{"pod", "x"}}}}}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(TimeFormatTest, RoundTrips) {
+  EXPECT_EQ(FormatRfc3339(kT0), "2027-01-15T08:00:00Z");
+  EXPECT_EQ(ParseRfc3339("2027-01-15T08:00:00Z"), kT0);
+  EXPECT_EQ(ParseRfc3339("2027-01-15T08:00:00.123456Z"), kT0);
+  EXPECT_FALSE(ParseRfc3339("yesterday").has_value());
+  EXPECT_FALSE(ParseRfc3339("2027-01-15T08:00:00+01:00").has_value());
+}
+
+}  // namespace
+}  // namespace ringmaster::controller
