@@ -1,0 +1,180 @@
+#include "controller/worker_objects.h"
+
+#include <charconv>
+
+namespace ringmaster::controller {
+
+using json = nlohmann::json;
+
+namespace {
+
+const json& At(const json& j, std::initializer_list<const char*> path) {
+  static const json kNull;
+  const json* cur = &j;
+  for (const char* key : path) {
+    if (!cur->is_object() || !cur->contains(key)) return kNull;
+    cur = &(*cur)[key];
+  }
+  return *cur;
+}
+
+std::string Str(const json& j, std::initializer_list<const char*> path) {
+  const json& v = At(j, path);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+struct JobIdentity {
+  std::string name, ns, uid;
+};
+
+StatusOr<JobIdentity> Identify(const json& job) {
+  JobIdentity id{Str(job, {"metadata", "name"}), Str(job, {"metadata", "namespace"}), Str(job, {"metadata", "uid"})};
+  if (id.name.empty() || id.uid.empty()) {
+    return InvalidArgumentError("TrainingJob object lacks metadata.name or metadata.uid");
+  }
+  return id;
+}
+
+json OwnerReference(const JobIdentity& id) {
+  return json::array({{{"apiVersion", "ringmaster.io/v1alpha1"},
+                       {"kind", "TrainingJob"},
+                       {"name", id.name},
+                       {"uid", id.uid},
+                       {"controller", true},
+                       {"blockOwnerDeletion", true}}});
+}
+
+json OwnedMetadata(const JobIdentity& id, const std::string& name) {
+  return {{"name", name},
+          {"namespace", id.ns},
+          {"labels", {{kJobNameLabel, id.name}, {kManagedByLabel, kManagedByValue}}},
+          {"ownerReferences", OwnerReference(id)}};
+}
+
+json FieldEnv(const char* name, const char* field) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}};
+}
+
+// Appends `vars` to a container's env, leaving any variable the template already sets alone.
+void AddEnv(json& container, const json& vars) {
+  if (!container.contains("env") || !container["env"].is_array()) container["env"] = json::array();
+  for (const auto& v : vars) {
+    bool present = false;
+    for (const auto& e : container["env"]) present |= e.value("name", "") == v["name"].get<std::string>();
+    if (!present) container["env"].push_back(v);
+  }
+}
+
+}  // namespace
+
+std::string WorkerPodName(const std::string& job, int32_t index) { return job + "-worker-" + std::to_string(index); }
+std::string HeadlessServiceName(const std::string& job) { return job + "-workers"; }
+std::string WorkerServiceAccountName(const std::string& job) { return job + "-worker"; }
+std::string WorkerRoleName(const std::string& job) { return job + "-worker"; }
+std::string WorkerSelector(const std::string& job) { return std::string(kJobNameLabel) + "=" + job; }
+
+std::optional<int32_t> WorkerIndexOf(const json& pod) {
+  std::string s = Str(pod, {"metadata", "labels", kWorkerIndexLabel});
+  int32_t index = -1;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), index);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || index < 0) return std::nullopt;
+  return index;
+}
+
+std::string WorkerServiceAccountFor(const json& job) {
+  std::string named = Str(job, {"spec", "template", "spec", "serviceAccountName"});
+  return named.empty() ? WorkerServiceAccountName(Str(job, {"metadata", "name"})) : named;
+}
+
+StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  const json& tmpl = At(job, {"spec", "template"});
+  if (!At(tmpl, {"spec"}).is_object() || !At(tmpl, {"spec", "containers"}).is_array() ||
+      At(tmpl, {"spec", "containers"}).empty()) {
+    return InvalidArgumentError("TrainingJob " + id.name + " has no spec.template.spec.containers");
+  }
+  const std::string name = WorkerPodName(id.name, index);
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", OwnedMetadata(id, name)}, {"spec", tmpl["spec"]}};
+  json& meta = pod["metadata"];
+  if (At(tmpl, {"metadata", "labels"}).is_object()) {
+    json labels = tmpl["metadata"]["labels"];
+    labels.update(meta["labels"]);  // ours win
+    meta["labels"] = labels;
+  }
+  meta["labels"][kWorkerIndexLabel] = std::to_string(index);
+  if (At(tmpl, {"metadata", "annotations"}).is_object()) meta["annotations"] = tmpl["metadata"]["annotations"];
+
+  json& spec = pod["spec"];
+  spec["restartPolicy"] = "Never";  // a failed worker is replaced by the operator, never restarted in place
+  spec["hostname"] = name;
+  spec["subdomain"] = HeadlessServiceName(id.name);
+  spec["serviceAccountName"] = WorkerServiceAccountFor(job);
+  spec["automountServiceAccountToken"] = true;  // workers watch their own job with this token
+  if (std::string s = Str(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
+  if (std::string s = Str(job, {"spec", "scheduling", "priorityClassName"}); !s.empty()) spec["priorityClassName"] = s;
+
+  json env = json::array({
+      {{"name", "RINGMASTER_JOB_NAME"}, {"value", id.name}},
+      FieldEnv("RINGMASTER_JOB_NAMESPACE", "metadata.namespace"),
+      FieldEnv("RINGMASTER_POD_NAME", "metadata.name"),
+      FieldEnv("RINGMASTER_POD_UID", "metadata.uid"),
+      FieldEnv("RINGMASTER_POD_IP", "status.podIP"),
+      FieldEnv("RINGMASTER_NODE_NAME", "spec.nodeName"),
+      {{"name", "RINGMASTER_WORKER_INDEX"}, {"value", std::to_string(index)}},
+      {{"name", "RINGMASTER_COORDINATOR_PORT"}, {"value", std::to_string(kCoordinatorPort)}},
+      {{"name", "RINGMASTER_HEALTH_PORT"}, {"value", std::to_string(kWorkerHealthPort)}},
+  });
+  if (std::string dir = Str(job, {"spec", "checkpoint", "path"}); !dir.empty()) {
+    env.push_back({{"name", "RINGMASTER_CHECKPOINT_DIR"}, {"value", dir}});
+  }
+  for (auto& c : spec["containers"]) AddEnv(c, env);
+  // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.
+  json& main = spec["containers"][0];
+  if (!main.contains("readinessProbe")) {
+    main["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", kWorkerHealthPort}}},
+                              {"periodSeconds", 2},
+                              {"failureThreshold", 1}};
+  }
+  return pod;
+}
+
+StatusOr<json> BuildHeadlessService(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  json svc = {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", OwnedMetadata(id, HeadlessServiceName(id.name))}};
+  svc["spec"] = {{"clusterIP", "None"},
+                 {"publishNotReadyAddresses", true},  // rank 0 is reachable while the world is being built
+                 {"selector", {{kJobNameLabel, id.name}}},
+                 {"ports", json::array({{{"name", "rendezvous"}, {"port", kCoordinatorPort}, {"protocol", "TCP"}}})}};
+  return svc;
+}
+
+StatusOr<json> BuildWorkerServiceAccount(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  return json{{"apiVersion", "v1"},
+              {"kind", "ServiceAccount"},
+              {"metadata", OwnedMetadata(id, WorkerServiceAccountName(id.name))}};
+}
+
+StatusOr<json> BuildWorkerRole(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+              {"kind", "Role"},
+              {"metadata", OwnedMetadata(id, WorkerRoleName(id.name))},
+              {"rules", json::array({{{"apiGroups", {"ringmaster.io"}},
+                                      {"resources", {"trainingjobs"}},
+                                      {"resourceNames", {id.name}},
+                                      {"verbs", {"get", "list", "watch"}}}})}};
+}
+
+StatusOr<json> BuildWorkerRoleBinding(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+              {"kind", "RoleBinding"},
+              {"metadata", OwnedMetadata(id, WorkerRoleName(id.name))},
+              {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", WorkerRoleName(id.name)}}},
+              {"subjects", json::array({{{"kind", "ServiceAccount"},
+                                         {"name", WorkerServiceAccountFor(job)},
+                                         {"namespace", id.ns}}})}};
+}
+
+}  // namespace ringmaster::controller

@@ -1,0 +1,50 @@
+// The Kubernetes objects the operator owns for a TrainingJob, built from the job alone: worker pods,
+// the headless Service, and the per-job ServiceAccount/Role/RoleBinding that let workers read their
+// own job (and nothing else). Pure functions over JSON; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace ringmaster::controller {
+
+// Labels and names shared by the operator, its tests and the worker runtime.
+inline constexpr char kJobNameLabel[] = "ringmaster.io/job-name";
+inline constexpr char kWorkerIndexLabel[] = "ringmaster.io/worker-index";
+inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
+inline constexpr char kManagedByValue[] = "ringmaster";
+inline constexpr int32_t kCoordinatorPort = 29500;  // the rendezvous store served by rank 0
+inline constexpr int32_t kWorkerHealthPort = 9400;  // the worker runtime's /metrics and /readyz
+
+std::string WorkerPodName(const std::string& job, int32_t index);  // "<job>-worker-<index>"
+std::string HeadlessServiceName(const std::string& job);            // "<job>-workers"
+std::string WorkerServiceAccountName(const std::string& job);       // "<job>-worker"
+std::string WorkerRoleName(const std::string& job);                 // "<job>-worker"
+// The worker index encoded in a pod's label; nullopt when absent or malformed.
+std::optional<int32_t> WorkerIndexOf(const nlohmann::json& pod);
+// The label selector that picks this job's workers ("ringmaster.io/job-name=<job>").
+std::string WorkerSelector(const std::string& job);
+
+// A worker pod for `job` (a TrainingJob object) at `index`: the template's spec with restartPolicy
+// Never, hostname/subdomain for the headless Service, the pod's identity in its environment (downward
+// API), a readiness probe on the runtime's /readyz when the template has none, and an owner reference
+// to the job. InvalidArgument when the job lacks metadata.name/uid or spec.template.spec.
+StatusOr<nlohmann::json> BuildWorkerPod(const nlohmann::json& job, int32_t index);
+
+// The headless Service that gives workers stable DNS names.
+StatusOr<nlohmann::json> BuildHeadlessService(const nlohmann::json& job);
+
+// ServiceAccount (only when the template names none), Role (get/list/watch on this one TrainingJob by
+// name) and RoleBinding to the template's service account or the per-job one.
+StatusOr<nlohmann::json> BuildWorkerServiceAccount(const nlohmann::json& job);
+StatusOr<nlohmann::json> BuildWorkerRole(const nlohmann::json& job);
+StatusOr<nlohmann::json> BuildWorkerRoleBinding(const nlohmann::json& job);
+// The service account workers run as: the template's, or the per-job one.
+std::string WorkerServiceAccountFor(const nlohmann::json& job);
+
+}  // namespace ringmaster::controller
