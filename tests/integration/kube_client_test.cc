@@ -12,7 +12,9 @@
 #include "kube/api_error.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/event_recorder.h"
 #include "kube/informer.h"
+#include "kube/leader_election.h"
 #include "kube/workqueue.h"
 #include "support/test_cluster.h"
 
@@ -506,6 +508,114 @@ TEST_F(KubeClientTest, RotatedTokenFileIsPickedUp) {
   auto allowed = client->List(resources::ConfigMaps(), ns_);
   EXPECT_TRUE(allowed.ok()) << allowed.status();
   std::filesystem::remove_all(dir);
+}
+
+// Runs a LeaderElector on its own thread.
+class Candidate {
+ public:
+  Candidate(std::shared_ptr<Client> client, const std::string& ns, const std::string& id, bool release) {
+    LeaderElectionConfig c;
+    c.lease_namespace = ns;
+    c.lease_name = "election";
+    c.identity = id;
+    c.lease_duration = seconds(3);
+    c.renew_deadline = seconds(2);
+    c.retry_period = milliseconds(250);
+    c.release_on_cancel = release;
+    c.on_started_leading = [this] { started = std::chrono::steady_clock::now(); };
+    c.on_stopped_leading = [this] { stopped_leading++; };
+    auto e = LeaderElector::Create(std::move(client), c);
+    EXPECT_TRUE(e.ok()) << e.status();
+    elector = std::move(e).value();
+    thread = std::thread([this] { elector->Run(); });
+  }
+  ~Candidate() { Stop(); }
+  void Stop() {
+    elector->Stop();
+    if (thread.joinable()) thread.join();
+  }
+  std::unique_ptr<LeaderElector> elector;
+  std::atomic<int> stopped_leading{0};
+  std::atomic<std::chrono::steady_clock::time_point> started{};
+  std::thread thread;
+};
+
+TEST_F(KubeClientTest, LeaderElectionHandsOverWithinTheLeaseDurationWhenTheLeaderDies) {
+  Candidate a(client_, ns_, "a", /*release=*/false);
+  ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
+  Candidate b(client_, ns_, "b", false);
+  std::this_thread::sleep_for(seconds(1));
+  EXPECT_FALSE(b.elector->IsLeader()) << "two leaders at once";
+  EXPECT_EQ(b.elector->GetLeader(), "a");
+  // a "dies" without releasing: b must take over once the lease expires (3 s), not much later.
+  auto died = std::chrono::steady_clock::now();
+  a.Stop();
+  ASSERT_TRUE(WaitFor("b to lead", seconds(10), [&](std::string*) { return b.elector->IsLeader(); }).ok());
+  auto handover = std::chrono::steady_clock::now() - died;
+  EXPECT_LE(handover, seconds(3) + milliseconds(1500)) << "lease duration 3 s";
+  EXPECT_GE(handover, seconds(2)) << "b took a lease that had not expired";
+  EXPECT_EQ(a.stopped_leading, 1);
+  auto lease = client_->Get(resources::Leases(), ns_, "election");
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "b");
+  EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 1);
+}
+
+TEST_F(KubeClientTest, LeaderElectionReleasesOnStopForAFastHandover) {
+  Candidate a(client_, ns_, "a", /*release=*/true);
+  ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
+  Candidate b(client_, ns_, "b", true);
+  std::this_thread::sleep_for(milliseconds(500));
+  auto stopped = std::chrono::steady_clock::now();
+  a.Stop();
+  ASSERT_TRUE(WaitFor("b to lead", seconds(10), [&](std::string*) { return b.elector->IsLeader(); }).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, milliseconds(1500)) << "a released lease is free at once";
+}
+
+TEST_F(KubeClientTest, LeaderLosingTheLeaseIsToldWithinTheRenewDeadline) {
+  Candidate a(client_, ns_, "a", false);
+  ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
+  // Someone else takes the lease (as an admin might, or a partitioned leader would observe).
+  auto lease = client_->Get(resources::Leases(), ns_, "election");
+  ASSERT_TRUE(lease.ok());
+  (*lease)["spec"]["holderIdentity"] = "usurper";
+  (*lease)["spec"]["leaseDurationSeconds"] = 60;
+  ASSERT_TRUE(client_->Update(resources::Leases(), ns_, *lease).ok());
+  auto taken = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor("a to notice", seconds(10), [&](std::string*) { return a.stopped_leading.load() == 1; }).ok());
+  EXPECT_LE(std::chrono::steady_clock::now() - taken, seconds(2) + milliseconds(1000));
+  EXPECT_FALSE(a.elector->IsLeader());
+}
+
+TEST_F(KubeClientTest, EventRecorderAggregatesRepeatsAndRateLimitsFloods) {
+  auto cm = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "subject"));
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  EventRecorderOptions o;
+  o.component = "ringmaster-test";
+  o.host = "test-host";
+  o.burst_per_object = 15;
+  EventRecorder recorder(client_, o);
+  for (int i = 0; i < 10; ++i) recorder.Event(*cm, "Warning", "BackOff", "restarting failed container");
+  for (int i = 0; i < 20; ++i) recorder.Event(*cm, "Normal", "Flood", "message " + std::to_string(i));
+  ASSERT_TRUE(recorder.Flush(seconds(30)));
+  EXPECT_EQ(recorder.dropped(), 15);  // 10 + 20 events against a burst of 15
+  ListOptions lo;
+  lo.field_selector = "involvedObject.name=subject";
+  auto events = client_->List(resources::Events(), ns_, lo);
+  ASSERT_TRUE(events.ok()) << events.status();
+  int backoff = 0, flood = 0;
+  for (const auto& ev : (*events)["items"]) {
+    if (ev.value("reason", "") == "BackOff") {
+      ++backoff;
+      EXPECT_EQ(ev.value("count", 0), 10) << ev.dump();
+      EXPECT_EQ(ev["involvedObject"].value("uid", ""), UidOf(*cm));
+      EXPECT_EQ(ev["source"].value("component", ""), "ringmaster-test");
+    } else if (ev.value("reason", "") == "Flood") {
+      ++flood;
+    }
+  }
+  EXPECT_EQ(backoff, 1) << "repeats must bump count on one Event";
+  EXPECT_EQ(flood, 5);
 }
 
 }  // namespace

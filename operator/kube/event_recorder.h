@@ -1,0 +1,84 @@
+// EventRecorder: records core/v1 Events about objects, aggregated and rate limited like client-go's
+// recorder, so a crash loop cannot flood the apiserver.
+//
+// Aggregation: an event identical to an earlier one (same object, type, reason, message, component)
+// bumps count and lastTimestamp on the existing Event (a PATCH) instead of creating a new object.
+// Rate limit: a token bucket per involved object (burst, then qps); events over it are dropped and
+// counted. Recording never blocks the caller: events go through a bounded queue to one writer thread
+// (events beyond the queue are dropped too).
+// Thread-safety: thread-safe. Ownership: shares the Client; the destructor flushes briefly and stops.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "kube/client.h"
+#include "kube/rate_limiter.h"
+
+namespace ringmaster::kube {
+
+struct EventRecorderOptions {
+  std::string component = "ringmaster-operator";
+  std::string host;              // source.host / reportingInstance
+  double qps_per_object = 1.0 / 300;  // client-go's spam filter: 1 per 5 minutes...
+  int burst_per_object = 25;          // ...after a burst of 25
+  size_t queue_size = 1000;
+  size_t cache_size = 4096;           // aggregation entries remembered (LRU)
+  LogFn log = StderrLog();
+};
+
+class EventRecorder {
+ public:
+  EventRecorder(std::shared_ptr<Client> client, EventRecorderOptions options);
+  ~EventRecorder();
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  // Records an event about `object` (which needs apiVersion, kind, metadata.name; namespace and uid
+  // when it has them). `type` is "Normal" or "Warning". Never blocks on the apiserver.
+  void Event(const json& object, const std::string& type, const std::string& reason, const std::string& message);
+  // Waits until every queued event was written (or `timeout` passed); true when drained.
+  bool Flush(Duration timeout);
+  int64_t dropped() const { return dropped_.load(); }
+  int64_t written() const { return written_.load(); }
+
+ private:
+  struct Pending {
+    json involved;  // ObjectReference
+    std::string ns, type, reason, message;
+  };
+  struct Aggregate {
+    std::string name;  // the Event object's name
+    int64_t count = 0;
+    std::list<std::string>::iterator lru;
+  };
+  void Loop();
+  void Write(const Pending& e);
+
+  // Constant after construction.
+  const std::shared_ptr<Client> client_;
+  const EventRecorderOptions options_;
+
+  std::atomic<int64_t> dropped_{0}, written_{0};
+  // Guarded by mu_.
+  std::mutex mu_;
+  std::condition_variable cv_, drained_cv_;
+  std::deque<Pending> queue_;
+  bool writing_ = false;
+  bool stopping_ = false;
+  std::unordered_map<std::string, std::unique_ptr<TokenBucket>> limiters_;  // per involved object
+  // Used only by the writer thread.
+  std::unordered_map<std::string, Aggregate> aggregates_;
+  std::list<std::string> lru_;
+  std::thread thread_;
+};
+
+}  // namespace ringmaster::kube
