@@ -1,0 +1,117 @@
+// The objects the operator creates for a job, applied to the real apiserver: the worker pod is accepted,
+// scheduled by its GPU limit and runs with its identity in its environment; the worker's service-account
+// token can read and watch its own TrainingJob and is refused (403) on another job.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "controller/worker_objects.h"
+#include "support/test_cluster.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+class WorkerAccessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = TestCluster::FromEnvironment();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(cluster).value();
+    auto crd = cluster_.Kubectl({"apply", "-f", std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml"});
+    ASSERT_TRUE(crd.ok() && crd->ok()) << (crd.ok() ? crd->err : crd.status().ToString());
+    auto established = cluster_.Kubectl({"wait", "--for=condition=Established", "--timeout=30s", "crd/trainingjobs.ringmaster.io"});
+    ASSERT_TRUE(established.ok() && established->ok());
+    ns_ = UniqueName("access");
+    auto ns = cluster_.Kubectl({"create", "namespace", ns_});
+    ASSERT_TRUE(ns.ok() && ns->ok());
+  }
+  void TearDown() override { (void)cluster_.Kubectl({"delete", "namespace", ns_, "--wait=false"}); }
+
+  // Creates a TrainingJob and returns it as stored (with its uid).
+  json CreateJob(const std::string& name) {
+    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+                           "\n  namespace: " + ns_ +
+                           "\nspec:\n  replicas: {min: 1, max: 2}\n  template:\n    spec:\n      containers:\n"
+                           "      - name: trainer\n        image: example/trainer:1\n"
+                           "        resources: {limits: {nvidia.com/gpu: 1}}\n";
+    EXPECT_TRUE(cluster_.Apply(manifest).ok());
+    auto job = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : json();
+  }
+
+  void ApplyJson(const StatusOr<json>& object) {
+    ASSERT_TRUE(object.ok()) << object.status();
+    auto r = cluster_.Kubectl({"apply", "-f", "-"}, object->dump());
+    ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString()) << "\n" << object->dump(2);
+  }
+
+  // GET `path` with a bearer token; returns the HTTP status code.
+  std::string HttpCode(const std::string& token, const std::string& path) {
+    auto r = RunCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--cacert",
+                         cluster_.ca_file(), "-H", "Authorization: Bearer " + token, cluster_.server() + path},
+                        seconds(20));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->out : "";
+  }
+
+  TestCluster cluster_;
+  std::string ns_;
+};
+
+TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
+  json alpha = CreateJob("alpha");
+  CreateJob("beta");
+  ApplyJson(controller::BuildWorkerServiceAccount(alpha));
+  ApplyJson(controller::BuildWorkerRole(alpha));
+  ApplyJson(controller::BuildWorkerRoleBinding(alpha));
+  auto token = cluster_.Kubectl({"create", "token", controller::WorkerServiceAccountFor(alpha), "-n", ns_});
+  ASSERT_TRUE(token.ok() && token->ok()) << (token.ok() ? token->err : token.status().ToString());
+  std::string t = token->out.substr(0, token->out.find('\n'));
+
+  const std::string jobs = "/apis/ringmaster.io/v1alpha1/namespaces/" + ns_ + "/trainingjobs";
+  EXPECT_EQ(HttpCode(t, jobs + "/alpha"), "200");
+  // The watch the runtime uses: its own job, by name.
+  EXPECT_EQ(HttpCode(t, jobs + "?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dalpha"), "200");
+  EXPECT_EQ(HttpCode(t, jobs + "/beta"), "403");
+  EXPECT_EQ(HttpCode(t, jobs), "403");  // listing every job is not allowed
+  EXPECT_EQ(HttpCode(t, "/api/v1/namespaces/" + ns_ + "/pods"), "403");
+}
+
+TEST_F(WorkerAccessTest, WorkerPodIsAcceptedScheduledByGpuAndRuns) {
+  json job = CreateJob("gamma");
+  ApplyJson(controller::BuildWorkerServiceAccount(job));
+  ApplyJson(controller::BuildHeadlessService(job));
+  ApplyJson(controller::BuildWorkerPod(job, 0));
+  json pod;
+  Status running = WaitFor("gamma-worker-0 Running", seconds(60), [&](std::string* last) {
+    auto p = cluster_.KubectlJson({"get", "pod", "gamma-worker-0", "-n", ns_});
+    if (!p.ok()) {
+      *last = p.status().ToString();
+      return false;
+    }
+    pod = *p;
+    *last = pod["status"].dump();
+    return pod["status"].value("phase", "") == "Running";
+  });
+  ASSERT_TRUE(running.ok()) << running;
+  EXPECT_FALSE(pod["spec"].value("nodeName", "").empty());
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
+  EXPECT_EQ(pod["spec"]["serviceAccountName"], "gamma-worker");
+  // Deleting the job garbage-collects its pod through the owner reference (the controller-manager's GC).
+  auto del = cluster_.Kubectl({"delete", "tj", "gamma", "-n", ns_, "--wait=false"});
+  ASSERT_TRUE(del.ok() && del->ok());
+  Status collected = WaitFor("gamma-worker-0 garbage-collected", seconds(60), [&](std::string* last) {
+    auto p = cluster_.Kubectl({"get", "pod", "gamma-worker-0", "-n", ns_});
+    if (p.ok()) *last = p->out + p->err;
+    return p.ok() && p->exit_code != 0 && p->err.find("NotFound") != std::string::npos;
+  });
+  EXPECT_TRUE(collected.ok()) << collected;
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
