@@ -11,7 +11,10 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <mutex>
 #include <cstring>
 #include <exception>
 #include <vector>
@@ -40,6 +43,20 @@ void WithStorage(DataType type, F&& f) {
   }
 }
 
+// Gloo's TCP transport writes with plain writev(): a peer that died makes the
+// write raise SIGPIPE, whose default action kills this process instead of
+// letting the error surface as an exception. Ignore it (as Python, gRPC and
+// every server do) unless the program installed its own handler.
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
 bool Overlaps(const void* a, size_t an, const void* b, size_t bn) {
   auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
   return pa < pb + bn && pb < pa + an;
@@ -52,6 +69,7 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(std::shared_ptr
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
   }
+  IgnoreSigpipeOnce();
   try {
     gloo::transport::tcp::attr attr(options.host.c_str());
     std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);

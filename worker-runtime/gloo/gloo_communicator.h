@@ -5,6 +5,9 @@
 // Aborted. After the first failure the Gloo context is torn down, which closes
 // its sockets so that peers still blocked on this rank fail fast too.
 //
+// Signals: Gloo writes to sockets without MSG_NOSIGNAL, so the first Create
+// sets SIGPIPE to SIG_IGN when it still has the default (killing) action.
+//
 // Thread-safety: as Communicator (one caller at a time; Abort from any thread).
 #pragma once
 

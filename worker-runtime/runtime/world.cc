@@ -20,14 +20,14 @@ StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<
       NcclOptions no;
       no.device = options.local_rank % gpus;
       no.timeout = options.timeout;
-      return NcclCommunicator::Create(std::move(store), "world", rank, size, no);
+      return NcclCommunicator::Create(std::move(store), options.prefix, rank, size, no);
     }
     case Backend::kGloo:
     case Backend::kAuto: {
       GlooOptions go;
       go.host = options.host;
       go.timeout = options.timeout;
-      return GlooCommunicator::Create(std::move(store), "world", rank, size, go);
+      return GlooCommunicator::Create(std::move(store), options.prefix, rank, size, go);
     }
   }
   return InternalError("unreachable");

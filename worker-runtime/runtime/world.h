@@ -17,6 +17,7 @@ struct WorldOptions {
   std::chrono::milliseconds timeout{60000};  // rendezvous and per collective
   int local_rank = 0;                        // NCCL: CUDA device = local_rank % visible GPUs
   std::string host = "127.0.0.1";            // Gloo: address peers reach this rank on
+  std::string prefix = "world";              // store key prefix, unique per communicator in a generation
 };
 
 // The backend `auto` resolves to on this machine (never kAuto).

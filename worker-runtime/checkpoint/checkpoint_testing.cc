@@ -1,0 +1,60 @@
+#include "checkpoint/checkpoint_testing.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "checkpoint/file_io.h"
+
+namespace ringmaster::runtime::checkpoint::testing {
+
+std::string FreshTestDir() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string dir = ::testing::TempDir();
+  if (!dir.empty() && dir.back() != '/') dir += '/';
+  dir += "rm-ckpt-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" + std::to_string(::getpid());
+  for (char& c : dir) {
+    if (c == '\\') c = '_';
+  }
+  EXPECT_TRUE(RemoveTree(dir).ok());
+  return dir;
+}
+
+std::vector<std::byte> PatternBytes(int64_t step, int blob, size_t size) {
+  std::vector<std::byte> out(size);
+  uint64_t x = static_cast<uint64_t>(step) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(blob) * 0x632be59bd9b4e019ULL;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x += i;
+    std::memcpy(out.data() + i, &x, 8);
+  }
+  for (; i < size; ++i) out[i] = static_cast<std::byte>(step + blob + static_cast<int64_t>(i));
+  return out;
+}
+
+LogFn LogCapture::fn() {
+  return [this](std::string_view line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.emplace_back(line);
+  };
+}
+
+std::vector<std::string> LogCapture::lines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lines_;
+}
+
+bool LogCapture::Contains(const std::vector<std::string>& parts) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& line : lines_) {
+    bool all = true;
+    for (const std::string& part : parts) all = all && line.find(part) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
+}  // namespace ringmaster::runtime::checkpoint::testing

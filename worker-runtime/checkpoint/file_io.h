@@ -1,0 +1,64 @@
+// Durable-file primitives for the checkpoint store: POSIX calls wrapped so that
+// every failure comes back as a Status naming the path and the errno text.
+//
+// Errors (from errno): ENOSPC/EDQUOT -> ResourceExhausted, ENOENT -> NotFound,
+// EEXIST -> AlreadyExists, EACCES/EPERM/EROFS -> PermissionDenied,
+// EINTR/EAGAIN -> Unavailable, anything else -> Unknown.
+// Thread-safety: the functions share no state; call from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ringmaster::runtime::checkpoint {
+
+// Status for errno `err` with "what path: strerror" as its message.
+Status ErrnoStatus(int err, const std::string& what, const std::string& path);
+
+// Creates `path` (which must not exist), writes `data`, fsyncs and closes it.
+// Stores the CRC32C of the data in *crc (computed while writing, so each byte
+// is read once).
+Status WriteFileDurably(const std::string& path, std::span<const std::byte> data, uint32_t* crc);
+
+// fsyncs a directory, making the entries created/renamed in it durable.
+Status SyncDirectory(const std::string& path);
+
+// An owned byte buffer without the zero-fill of std::vector.
+struct ByteBuffer {
+  std::unique_ptr<std::byte[]> data;
+  size_t size = 0;
+
+  std::span<const std::byte> span() const { return {data.get(), size}; }
+};
+
+// Reads the regular file at `path`. Refuses (never hangs on) FIFOs, devices and
+// directories. When expected_size >= 0 the file must have exactly that size;
+// otherwise it must be at most max_size bytes. Errors: NotFound when absent,
+// DataLoss naming the file when it has the wrong type or size (a truncated or
+// extended file), else as ErrnoStatus.
+StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size);
+
+// The names in a directory (without "." and ".."). Errors: as ErrnoStatus.
+StatusOr<std::vector<std::string>> ListDirectory(const std::string& path);
+
+// Size of a regular file, or an error (NotFound when absent).
+StatusOr<uint64_t> RegularFileSize(const std::string& path);
+
+// The newest modification time of a directory and its direct entries (the age
+// of a writer's activity in it). Errors: as ErrnoStatus.
+StatusOr<std::time_t> NewestMtime(const std::string& dir);
+
+// Deletes a directory tree (not following symlinks). Errors: as ErrnoStatus.
+Status RemoveTree(const std::string& path);
+
+// Creates the directory and its parents (like mkdir -p).
+Status MakeDirectories(const std::string& path);
+
+}  // namespace ringmaster::runtime::checkpoint

@@ -1,0 +1,221 @@
+#include "fusion/engine.h"
+
+#include "fusion/negotiation.h"
+
+namespace ringmaster::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+Engine::Engine(std::shared_ptr<Communicator> data, std::shared_ptr<Communicator> control, EngineOptions options)
+    : data_(std::move(data)),
+      control_(std::move(control)),
+      options_(std::move(options)),
+      can_fuse_(data_->memory() == MemoryKind::kHost && options_.fusion_threshold > 0),
+      thread_([this] { Loop(); }) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Handle Engine::Submit(Request request) {
+  auto item = std::make_unique<Item>();
+  item->request = std::move(request);
+  item->request.submitted = Clock::now();
+  Handle handle(item->request.completion);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_ || !broken_.ok()) {
+    Status s = broken_.ok() ? AbortedError("process set '" + options_.name + "' is shutting down") : broken_;
+    lock.unlock();
+    item->request.completion->Finish(s);
+    return handle;
+  }
+  queued_bytes_ += item->request.bytes();
+  queue_.push_back(std::move(item));
+  lock.unlock();
+  cv_.notify_all();
+  return handle;
+}
+
+Handle Engine::SubmitTask(std::string name, std::function<Status(Communicator&, Communicator&)> fn) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kBarrier;  // counts as a control step in the fingerprint
+  r.count = 0;
+  auto item = std::make_unique<Item>();
+  item->request = std::move(r);
+  item->request.submitted = Clock::now();
+  item->task = std::move(fn);
+  Handle handle(item->request.completion);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_ || !broken_.ok()) {
+    Status s = broken_.ok() ? AbortedError("process set '" + options_.name + "' is shutting down") : broken_;
+    lock.unlock();
+    item->request.completion->Finish(s);
+    return handle;
+  }
+  queue_.push_back(std::move(item));
+  lock.unlock();
+  cv_.notify_all();
+  return handle;
+}
+
+void Engine::Abort(const std::string& reason) {
+  data_->Abort(reason);
+  if (control_ != data_) control_->Abort(reason);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = AbortedError("process set '" + options_.name + "' aborted: " + reason);
+}
+
+void Engine::FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& status) {
+  for (auto& item : items) item->request.completion->Finish(status);
+  items.clear();
+}
+
+void Engine::Loop() {
+  for (;;) {
+    size_t local_pending = 0;
+    Status broken;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full.
+      auto until = queue_.front()->request.submitted + options_.cycle_time;
+      cv_.wait_until(lock, until, [&] { return stopping_ || queued_bytes_ >= options_.fusion_threshold; });
+      if (stopping_) break;
+      local_pending = queue_.size();
+      broken = broken_;
+    }
+    auto negotiate_start = Clock::now();
+    StatusOr<size_t> agreed = broken.ok() ? AgreeOnCount(*control_, local_pending) : StatusOr<size_t>(broken);
+    std::vector<std::unique_ptr<Item>> items;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!agreed.ok() && broken_.ok()) {
+        broken_ = agreed.status().code() == StatusCode::kAborted ? agreed.status()
+                                                                 : AbortedError(agreed.status().ToString());
+      }
+      size_t take = agreed.ok() ? *agreed : queue_.size();
+      for (size_t i = 0; i < take && !queue_.empty(); ++i) {
+        queued_bytes_ -= queue_.front()->request.bytes();
+        items.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    if (!agreed.ok()) {
+      FailAll(items, agreed.status().code() == StatusCode::kAborted ? agreed.status()
+                                                                    : AbortedError(agreed.status().ToString()));
+      continue;
+    }
+    std::vector<Request*> requests;
+    for (auto& item : items) requests.push_back(&item->request);
+    Status same = VerifySameRequests(*control_, requests, options_.name);
+    auto negotiate_end = Clock::now();
+    if (options_.timeline) {
+      for (Request* r : requests) {
+        options_.timeline->Record(r->name, "QUEUE", options_.id, r->submitted, negotiate_start);
+        options_.timeline->Record(r->name, "NEGOTIATE", options_.id, negotiate_start, negotiate_end);
+      }
+    }
+    if (!same.ok()) {
+      if (same.code() == StatusCode::kAborted) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (broken_.ok()) broken_ = same;
+      }
+      FailAll(items, same);
+      continue;
+    }
+    RunCycle(std::move(items));
+  }
+  // Stopping: fail whatever is left.
+  std::deque<std::unique_ptr<Item>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left.swap(queue_);
+  }
+  for (auto& item : left) {
+    item->request.completion->Finish(AbortedError("process set '" + options_.name + "' was shut down"));
+  }
+}
+
+void Engine::RunCycle(std::vector<std::unique_ptr<Item>> items) {
+  // Tasks split the stream: plan and run the collectives between them in order.
+  std::vector<Request*> run;
+  auto flush = [&] {
+    for (const Batch& batch : PlanBatches(run, can_fuse_ ? options_.fusion_threshold : 0)) {
+      Status s;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        s = broken_;
+      }
+      if (s.ok()) s = RunBatch(batch);
+      if (s.code() == StatusCode::kAborted) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (broken_.ok()) broken_ = s;
+      }
+      for (Request* r : batch.requests) r->completion->Finish(s);
+    }
+    run.clear();
+  };
+  for (auto& item : items) {
+    if (!item->task) {
+      run.push_back(&item->request);
+      continue;
+    }
+    flush();
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = broken_;
+    }
+    if (s.ok()) s = item->task(*data_, *control_);
+    item->request.completion->Finish(s);
+  }
+  flush();
+}
+
+Status Engine::RunBatch(const Batch& batch) {
+  Timeline* tl = options_.timeline;
+  Request& first = *batch.requests.front();
+  if (batch.fused()) {
+    auto t0 = Clock::now();
+    PackBatch(batch, fusion_buffer_);
+    auto t1 = Clock::now();
+    size_t count = batch.bytes() / DataTypeSize(first.type);
+    Status s = data_->Allreduce(fusion_buffer_.data(), fusion_buffer_.data(), count, first.type, first.op);
+    auto t2 = Clock::now();
+    if (s.ok()) UnpackBatch(batch, fusion_buffer_);
+    auto t3 = Clock::now();
+    if (tl) {
+      std::string detail = "fused " + std::to_string(batch.requests.size()) + " tensors, " +
+                           std::to_string(batch.bytes()) + " bytes";
+      for (Request* r : batch.requests) {
+        tl->Record(r->name, "FUSE", options_.id, t0, t1, detail);
+        tl->Record(r->name, "RUN", options_.id, t1, t2, detail);
+        tl->Record(r->name, "UNFUSE", options_.id, t2, t3, detail);
+      }
+    }
+    return s;
+  }
+  auto t0 = Clock::now();
+  Status s;
+  switch (first.kind) {
+    case CollectiveKind::kAllreduce: s = data_->Allreduce(first.in, first.out, first.count, first.type, first.op); break;
+    case CollectiveKind::kAllgather: s = data_->Allgather(first.in, first.out, first.count, first.type); break;
+    case CollectiveKind::kBroadcast: s = data_->Broadcast(first.in, first.out, first.count, first.type, first.root); break;
+    case CollectiveKind::kReduceScatter:
+      s = data_->ReduceScatter(first.in, first.out, first.count, first.type, first.op);
+      break;
+    case CollectiveKind::kAlltoall: s = data_->Alltoall(first.in, first.out, first.count, first.type); break;
+    case CollectiveKind::kBarrier: s = data_->Barrier(); break;
+  }
+  if (tl) tl->Record(first.name, "RUN", options_.id, t0, Clock::now(), std::string(CollectiveKindName(first.kind)));
+  return s;
+}
+
+}  // namespace ringmaster::runtime

@@ -1,0 +1,98 @@
+// The per-process-set execution engine (Horovod's background loop without its
+// globals): callers submit collectives from any thread and get a Handle; one
+// background thread, every cycle, negotiates with the peers (negotiation.h),
+// fuses small allreduces into the fusion buffer (fusion_planner.h), runs the
+// collectives on the data communicator and completes the handles.
+//
+// Errors reported through handles: those of the communicator (Aborted makes
+// the engine fail every queued and later request with Aborted until the
+// runtime is rebuilt), FailedPrecondition on an order mismatch (the engine
+// stays usable).
+//
+// Note: a rank that never submits a collective its peers submitted makes the
+// peers' negotiation time out after the communicator's timeout (Aborted).
+//
+// Thread-safety: Submit and Abort are safe from any thread. The destructor
+// fails whatever is still queued and joins the thread (if a collective is in
+// flight it waits for it, at most the communicator's timeout).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "fusion/fusion_planner.h"
+#include "fusion/request.h"
+#include "timeline/timeline.h"
+
+namespace ringmaster::runtime {
+
+struct EngineOptions {
+  std::string name = "world";     // process set name, for messages
+  int id = 0;                     // process set id, the timeline track
+  size_t fusion_threshold = 64u << 20;  // 0 disables fusion
+  std::chrono::microseconds cycle_time{3500};
+  Timeline* timeline = nullptr;   // not owned; may be null; must outlive the engine
+};
+
+class Engine {
+ public:
+  // data runs the collectives; control (host memory) runs the negotiation.
+  // They may be the same communicator. Both must outlive nothing: shared.
+  Engine(std::shared_ptr<Communicator> data, std::shared_ptr<Communicator> control, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues the request. Never blocks on the network.
+  Handle Submit(Request request);
+
+  // Runs fn on the engine thread, ordered with (and negotiated like) the
+  // collectives: every rank must submit it at the same position. Used for
+  // process-set creation, which must not race the world's collectives.
+  Handle SubmitTask(std::string name, std::function<Status(Communicator& data, Communicator& control)> fn);
+
+  void Abort(const std::string& reason);
+  int rank() const { return data_->rank(); }
+  int size() const { return data_->size(); }
+  const std::shared_ptr<Communicator>& data() const { return data_; }
+  const std::shared_ptr<Communicator>& control() const { return control_; }
+
+ private:
+  struct Item {
+    Request request;
+    std::function<Status(Communicator&, Communicator&)> task;  // set for SubmitTask
+  };
+  void Loop();
+  void RunCycle(std::vector<std::unique_ptr<Item>> items);
+  Status RunBatch(const Batch& batch);
+  void FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& status);
+
+  // Constant after construction.
+  const std::shared_ptr<Communicator> data_;
+  const std::shared_ptr<Communicator> control_;
+  const EngineOptions options_;
+  const bool can_fuse_;  // host memory only: the fusion buffer lives on the host
+
+  // Used only by the engine thread.
+  std::vector<uint8_t> fusion_buffer_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  bool stopping_ = false;
+  std::deque<std::unique_ptr<Item>> queue_;
+  size_t queued_bytes_ = 0;
+  Status broken_;
+
+  std::thread thread_;  // last: starts after everything above is initialized
+};
+
+}  // namespace ringmaster::runtime

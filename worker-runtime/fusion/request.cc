@@ -1,0 +1,62 @@
+#include "fusion/request.h"
+
+namespace ringmaster::runtime {
+
+std::string_view CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce: return "allreduce";
+    case CollectiveKind::kAllgather: return "allgather";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAlltoall: return "alltoall";
+    case CollectiveKind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+void Completion::Finish(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    status_ = std::move(status);
+  }
+  cv_.notify_all();
+}
+
+bool Completion::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status Completion::Wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    return DeadlineExceededError("collective still running after " + std::to_string(timeout.count()) + " ms");
+  }
+  return status_;
+}
+
+uint64_t Request::Fingerprint() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  mix(name.data(), name.size());
+  uint64_t fields[] = {static_cast<uint64_t>(kind), static_cast<uint64_t>(type), static_cast<uint64_t>(op), count,
+                       static_cast<uint64_t>(root)};
+  mix(fields, sizeof fields);
+  return h;
+}
+
+std::string Request::Describe() const {
+  std::string d = "'" + name + "' (" + std::string(CollectiveKindName(kind)) + " " + std::string(DataTypeName(type)) +
+                  " x" + std::to_string(count);
+  if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReduceScatter) {
+    d += " " + std::string(ReduceOpName(op));
+  }
+  return d + ")";
+}
+
+}  // namespace ringmaster::runtime

@@ -1,0 +1,74 @@
+// A collective submitted to the runtime, and the handle its caller waits on.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "common/dtype.h"
+
+namespace ringmaster::runtime {
+
+enum class CollectiveKind : uint8_t { kAllreduce, kAllgather, kBroadcast, kReduceScatter, kAlltoall, kBarrier };
+std::string_view CollectiveKindName(CollectiveKind kind);
+
+// Completion state shared by the runtime (writer) and the caller (reader).
+// Thread-safety: all methods are safe from any thread.
+class Completion {
+ public:
+  void Finish(Status status);
+  bool done() const;
+  // Waits for completion. Errors: the collective's status; DeadlineExceeded
+  // when it did not finish within timeout (it keeps running).
+  Status Wait(std::chrono::milliseconds timeout) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  // Guarded by mu_.
+  bool done_ = false;
+  Status status_;
+};
+
+// The caller's view of an asynchronous collective. Copyable; cheap.
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<Completion> c) : completion_(std::move(c)) {}
+  // True once the collective finished (successfully or not). Never blocks.
+  bool Poll() const { return completion_ == nullptr || completion_->done(); }
+  // Blocks until done; returns the collective's status.
+  Status Wait(std::chrono::milliseconds timeout = std::chrono::hours(24)) const {
+    return completion_ ? completion_->Wait(timeout) : FailedPreconditionError("empty handle");
+  }
+
+ private:
+  std::shared_ptr<Completion> completion_;
+};
+
+// One submitted collective. Buffers are borrowed from the caller until the
+// handle completes.
+struct Request {
+  std::string name;
+  CollectiveKind kind = CollectiveKind::kAllreduce;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  size_t count = 0;
+  int root = 0;
+  const void* in = nullptr;
+  void* out = nullptr;
+  std::chrono::steady_clock::time_point submitted;
+  std::shared_ptr<Completion> completion = std::make_shared<Completion>();
+
+  size_t bytes() const { return count * DataTypeSize(type); }
+  // What every rank must agree on: name, kind, type, op, count, root (not buffers).
+  uint64_t Fingerprint() const;
+  std::string Describe() const;  // "'grad.3' (allreduce float32 x1024 sum)"
+};
+
+}  // namespace ringmaster::runtime

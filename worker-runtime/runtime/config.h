@@ -1,0 +1,41 @@
+// The runtime's configuration, parsed once from the environment (or any
+// key/value map) into a struct. Nothing else in the runtime reads getenv.
+//
+//   RINGMASTER_BACKEND                 auto | gloo | nccl           (auto)
+//   RINGMASTER_COLLECTIVE_TIMEOUT_MS   per collective and rendezvous (60000)
+//   RINGMASTER_FUSION_THRESHOLD_BYTES  fusion buffer size, 0 = off   (67108864)
+//   RINGMASTER_CYCLE_TIME_MS           fusion cycle, may be fractional (3.5)
+//   RINGMASTER_TIMELINE                Chrome-trace path; "{rank}" is replaced by the
+//                                      rank, otherwise only rank 0 writes (unset = off)
+//   RINGMASTER_PROCESS_SETS            static sets, "0,2;1,2,3"      (none)
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "comm/communicator.h"
+
+namespace ringmaster::runtime {
+
+struct RuntimeConfig {
+  Backend backend = Backend::kAuto;
+  std::chrono::milliseconds timeout{60000};
+  size_t fusion_threshold_bytes = 64u << 20;
+  std::chrono::microseconds cycle_time{3500};
+  std::string timeline_path;
+  std::vector<std::vector<int>> process_sets;
+  std::string host = "127.0.0.1";  // Gloo listen address
+  int local_rank = 0;              // NCCL device selection
+  std::string name = "rt";         // store key prefix of this runtime's communicators
+};
+
+// Errors: InvalidArgument naming the variable and the bad value.
+StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::string>& env);
+
+// A snapshot of the process environment, taken once.
+std::map<std::string, std::string> EnvironmentSnapshot();
+
+}  // namespace ringmaster::runtime

@@ -1,0 +1,202 @@
+#include "runtime/runtime.h"
+
+#include <algorithm>
+
+#include "comm/validate.h"
+#include "gloo/gloo_communicator.h"
+#include "runtime/world.h"
+
+namespace ringmaster::runtime {
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                   int rank, int size) {
+  std::unique_ptr<Timeline> timeline;
+  if (!config.timeline_path.empty()) {
+    std::string path = config.timeline_path;
+    size_t pos = path.find("{rank}");
+    if (pos != std::string::npos) path.replace(pos, 6, std::to_string(rank));
+    if (pos != std::string::npos || rank == 0) {
+      RINGMASTER_ASSIGN_OR_RETURN(timeline, Timeline::Open(path, rank));
+    }
+  }
+  WorldOptions wo;
+  wo.backend = config.backend;
+  wo.timeout = config.timeout;
+  wo.local_rank = config.local_rank;
+  wo.host = config.host;
+  wo.prefix = config.name + "/world";
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, CreateWorldCommunicator(store, rank, size, wo));
+  std::shared_ptr<Communicator> data(std::move(world));
+  std::shared_ptr<Communicator> control = data;
+  if (data->memory() != MemoryKind::kHost) {
+    // Negotiation runs on the host (Horovod's controller/ops split): a Gloo side channel.
+    GlooOptions go;
+    go.host = config.host;
+    go.timeout = config.timeout;
+    RINGMASTER_ASSIGN_OR_RETURN(auto c, GlooCommunicator::Create(store, config.name + "/control", rank, size, go));
+    control = std::move(c);
+  }
+  std::unique_ptr<Runtime> rt(new Runtime(config, rank, size, data->backend(), std::move(timeline)));
+  RINGMASTER_RETURN_IF_ERROR(rt->sets_.Add(
+      ProcessSet{kWorldSet, "world", [&] {
+                   std::vector<int> all(size);
+                   for (int i = 0; i < size; ++i) all[i] = i;
+                   return all;
+                 }(),
+                 std::make_shared<Engine>(data, control, rt->EngineOptionsFor(kWorldSet, "world"))}));
+  for (const auto& ranks : config.process_sets) {
+    auto id = rt->AddProcessSet(ranks);
+    if (!id.ok()) return id.status().WithContext("static process set");
+  }
+  return rt;
+}
+
+Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::unique_ptr<Timeline> timeline)
+    : config_(config), rank_(rank), size_(size), backend_(backend), timeline_(std::move(timeline)), sets_(rank) {}
+
+Runtime::~Runtime() {
+  std::vector<ProcessSet> all = sets_.TakeAll();
+  // Sets first (their engines may use the world's stores), the world last.
+  std::stable_partition(all.begin(), all.end(), [](const ProcessSet& s) { return s.id != kWorldSet; });
+  for (auto& s : all) s.engine.reset();
+}
+
+EngineOptions Runtime::EngineOptionsFor(int id, const std::string& name) const {
+  EngineOptions o;
+  o.id = id;
+  o.name = name;
+  o.fusion_threshold = config_.fusion_threshold_bytes;
+  o.cycle_time = config_.cycle_time;
+  o.timeline = timeline_.get();
+  return o;
+}
+
+Handle Runtime::Submit(int set, Request request) {
+  auto engine = sets_.EngineFor(set);
+  if (!engine.ok()) {
+    request.completion->Finish(engine.status().WithContext(std::string(CollectiveKindName(request.kind)) + " '" +
+                                                           request.name + "'"));
+    return Handle(request.completion);
+  }
+  return (*engine)->Submit(std::move(request));
+}
+
+Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+                               int set) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kAllreduce;
+  r.in = in;
+  r.out = out;
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  return Submit(set, std::move(r));
+}
+
+Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kAllgather;
+  r.in = in;
+  r.out = out;
+  r.count = count;
+  r.type = type;
+  return Submit(set, std::move(r));
+}
+
+Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
+                               int set) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kBroadcast;
+  r.in = in;
+  r.out = out;
+  r.count = count;
+  r.type = type;
+  r.root = root;
+  return Submit(set, std::move(r));
+}
+
+Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, DataType type,
+                                   ReduceOp op, int set) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kReduceScatter;
+  r.in = in;
+  r.out = out;
+  r.count = count;
+  r.type = type;
+  r.op = op;
+  return Submit(set, std::move(r));
+}
+
+Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kAlltoall;
+  r.in = in;
+  r.out = out;
+  r.count = count;
+  r.type = type;
+  return Submit(set, std::move(r));
+}
+
+Handle Runtime::BarrierAsync(int set) {
+  Request r;
+  r.name = "barrier";
+  r.kind = CollectiveKind::kBarrier;
+  return Submit(set, std::move(r));
+}
+
+StatusOr<int> Runtime::AddProcessSet(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
+  int id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_set_id_++;
+  }
+  const std::string name = "ps" + std::to_string(id);
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, sets_.EngineFor(kWorldSet));
+  // Split on the world engine's thread, ordered with the world's collectives.
+  std::shared_ptr<Communicator> data, control;
+  std::string fingerprint = "process-set/add/" + std::to_string(id) + ":";
+  for (int r : ranks) fingerprint += std::to_string(r) + ",";
+  Handle h = world->SubmitTask(fingerprint, [&](Communicator& d, Communicator& c) -> Status {
+    RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> sub, d.Split(ranks, name));
+    data = std::move(sub);
+    if (&c == &d) {
+      control = data;
+    } else {
+      RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> sub_control, c.Split(ranks, name + "-control"));
+      control = std::move(sub_control);
+    }
+    return Status::Ok();
+  });
+  RINGMASTER_RETURN_IF_ERROR(h.Wait());
+  ProcessSet set{id, name, ranks, nullptr};
+  if (data) set.engine = std::make_shared<Engine>(data, control, EngineOptionsFor(id, name));
+  RINGMASTER_RETURN_IF_ERROR(sets_.Add(std::move(set)));
+  return id;
+}
+
+Status Runtime::RemoveProcessSet(int id) {
+  RINGMASTER_ASSIGN_OR_RETURN(ProcessSet set, sets_.Remove(id));
+  set.engine.reset();  // stops its thread once in-flight handles' engine work ends
+  return Status::Ok();
+}
+
+StatusOr<int> Runtime::ProcessSetRank(int id) const {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(id));
+  return engine->rank();
+}
+
+void Runtime::Abort(const std::string& reason) {
+  for (int id : sets_.Ids()) {
+    auto engine = sets_.EngineFor(id);
+    if (engine.ok()) (*engine)->Abort(reason);
+  }
+}
+
+}  // namespace ringmaster::runtime

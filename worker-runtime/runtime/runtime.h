@@ -1,0 +1,98 @@
+// The worker runtime's front door, Horovod style but without globals: one
+// Runtime object per membership generation owns the world communicator, the
+// process sets and their engines, and the optional timeline.
+//
+//   auto rt = Runtime::Create(config, store, rank, size);     // collective
+//   rt->Allreduce("grad.0", in, out, n, DataType::kFloat32, ReduceOp::kAvg);
+//   Handle h = rt->AllreduceAsync("grad.1", ...); h.Wait();
+//   int evens = rt->AddProcessSet({0, 2}).value();             // collective over the world
+//   rt->Allreduce("x", in, out, n, t, op, evens);              // members only
+//
+// Collectives take an optional process set id (0 = world). A rank outside the
+// set gets FailedPrecondition naming the set; an unknown id InvalidArgument.
+// After Aborted (a peer died, a timeout) the runtime is unusable: destroy it
+// and create the next generation's.
+//
+// Thread-safety: every method may be called from any thread; collectives are
+// ordered per process set in submission order, which must match across ranks.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fusion/engine.h"
+#include "process_sets/process_set_table.h"
+#include "runtime/config.h"
+#include "store/store.h"
+#include "timeline/timeline.h"
+
+namespace ringmaster::runtime {
+
+inline constexpr int kWorldSet = 0;
+
+class Runtime {
+ public:
+  // Builds the world communicator and the static process sets of config.
+  // Errors: those of the backend's rendezvous (Aborted, DeadlineExceeded),
+  // Unavailable (timeline file), InvalidArgument (bad static sets).
+  static StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                   int rank, int size);
+  ~Runtime();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Backend backend() const { return backend_; }
+
+  Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+                        int set = kWorldSet);
+  Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set = kWorldSet);
+  Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
+                        int set = kWorldSet);
+  Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+                            int set = kWorldSet);
+  Handle AlltoallAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set = kWorldSet);
+  Handle BarrierAsync(int set = kWorldSet);
+
+  // Blocking forms: submit and wait.
+  Status Allreduce(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+                   int set = kWorldSet) {
+    return AllreduceAsync(std::move(name), in, out, count, type, op, set).Wait();
+  }
+  Status Barrier(int set = kWorldSet) { return BarrierAsync(set).Wait(); }
+
+  // Adds a process set of the given world ranks; every world rank must call it
+  // in the same order with the same ranks. Returns its id (>0).
+  // Errors: InvalidArgument (bad ranks), Aborted.
+  StatusOr<int> AddProcessSet(std::vector<int> ranks);
+  // Removes a set (every rank should call it). Errors: InvalidArgument.
+  Status RemoveProcessSet(int id);
+  // Errors: InvalidArgument (no such set).
+  StatusOr<std::vector<int>> ProcessSetRanks(int id) const { return sets_.Ranks(id); }
+  // This rank's rank inside the set. Errors: InvalidArgument, FailedPrecondition.
+  StatusOr<int> ProcessSetRank(int id) const;
+
+  // Aborts every communicator (e.g. on a membership change). Later calls fail with Aborted.
+  void Abort(const std::string& reason);
+
+ private:
+  Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::unique_ptr<Timeline> timeline);
+  Handle Submit(int set, Request request);
+  EngineOptions EngineOptionsFor(int id, const std::string& name) const;
+
+  // Constant after construction.
+  const RuntimeConfig config_;
+  const int rank_;
+  const int size_;
+  const Backend backend_;
+  const std::unique_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
+
+  ProcessSetTable sets_;  // thread-safe itself
+
+  std::mutex mu_;
+  // Guarded by mu_.
+  int next_set_id_ = 1;
+};
+
+}  // namespace ringmaster::runtime

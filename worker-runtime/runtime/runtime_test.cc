@@ -1,0 +1,234 @@
+// The runtime end to end on forked ranks: async handles, tensor fusion (1,000
+// small tensors, fused == unfused == reference), order-mismatch detection,
+// static/dynamic/overlapping process sets, the timeline, and a killed peer.
+#include "runtime/runtime.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/pattern.h"
+#include "testing/multiprocess.h"
+#include "testing/status_macros.h"
+
+namespace ringmaster::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RankContext;
+
+RuntimeConfig GlooConfig() {
+  RuntimeConfig c;
+  c.backend = Backend::kGloo;
+  c.timeout = 20s;
+  return c;
+}
+
+std::unique_ptr<Runtime> MakeRuntime(RankContext& ctx, const RuntimeConfig& config) {
+  auto rt = Runtime::Create(config, ctx.store, ctx.rank, ctx.size);
+  EXPECT_TRUE(rt.ok()) << rt.status();
+  return rt.ok() ? std::move(rt).value() : nullptr;
+}
+
+void ExpectAllRanksOk(const std::vector<testing::RankOutcome>& outcomes) {
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+}
+
+std::string TempPath(const std::string& stem) {
+  return ::testing::TempDir() + "/" + stem + "-" + std::to_string(::getpid()) + "-{rank}.json";
+}
+
+// 1,000 small tensors of mixed sizes, types and ops, all in flight at once.
+struct SmallTensors {
+  std::vector<std::vector<uint8_t>> in, out;
+  std::vector<DataType> types;
+  std::vector<ReduceOp> ops;
+  std::vector<size_t> counts;
+
+  SmallTensors(int rank, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      DataType t = i % 7 == 3 ? DataType::kBFloat16 : i % 5 == 1 ? DataType::kInt32 : DataType::kFloat32;
+      ReduceOp op = i % 11 == 4 ? ReduceOp::kMax : i % 13 == 6 ? ReduceOp::kAvg : ReduceOp::kSum;
+      size_t count = 1 + (i * 37) % 1024;  // about 2 KiB on average, at most 4 KiB
+      types.push_back(t);
+      ops.push_back(op);
+      counts.push_back(count);
+      in.push_back(MakeInput(t, op, rank, count, i));
+      out.emplace_back(in.back().size(), 0);
+    }
+  }
+  void Submit(Runtime& rt, std::vector<Handle>& handles) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      handles.push_back(
+          rt.AllreduceAsync("t" + std::to_string(i), in[i].data(), out[i].data(), counts[i], types[i], ops[i]));
+    }
+  }
+};
+
+size_t CountEvents(const std::string& path, const std::string& phase, const std::string& detail_substr) {
+  std::ifstream f(path);
+  auto events = nlohmann::json::parse(f);
+  size_t n = 0;
+  for (const auto& e : events) {
+    if (e["name"] == phase && e["args"].value("detail", "").find(detail_substr) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(RuntimeTest, ThousandSmallFusedTensorsMatchUnfusedAndReference) {
+  testing::WorldOptions options;
+  options.size = 3;
+  const std::string timeline = TempPath("fused");
+  auto outcomes = testing::RunWorld(options, [&](RankContext& ctx) {
+    const size_t n = 1000;
+    std::vector<std::vector<uint8_t>> results[2];
+    for (int fused = 1; fused >= 0; --fused) {
+      RuntimeConfig config = GlooConfig();
+      config.name = fused ? "fused" : "unfused";
+      config.fusion_threshold_bytes = fused ? (64u << 20) : 0;
+      if (fused) config.timeline_path = timeline;
+      auto rt = MakeRuntime(ctx, config);
+      ASSERT_NE(rt, nullptr);
+      SmallTensors tensors(ctx.rank, n);
+      std::vector<Handle> handles;
+      tensors.Submit(*rt, handles);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_OK(handles[i].Wait(30s));
+        EXPECT_TRUE(handles[i].Poll());
+        auto want = ReferenceReduce(tensors.types[i], tensors.ops[i], ctx.size, tensors.counts[i], i);
+        ASSERT_EQ(tensors.out[i], want) << "tensor " << i << (fused ? " fused" : " unfused");
+      }
+      results[fused] = std::move(tensors.out);
+    }
+    EXPECT_EQ(results[0], results[1]);
+    // The timeline shows that fusion really happened (and is valid JSON).
+    std::string path = timeline;
+    path.replace(path.find("{rank}"), 6, std::to_string(ctx.rank));
+    EXPECT_GT(CountEvents(path, "RUN", "fused"), 0u);
+    EXPECT_GE(CountEvents(path, "QUEUE", ""), n);
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
+TEST(RuntimeTest, SubmissionOrderMismatchIsAnErrorNotADeadlock) {
+  testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto rt = MakeRuntime(ctx, GlooConfig());
+    ASSERT_NE(rt, nullptr);
+    std::vector<float> a(16, 1), b(16, 2);
+    std::vector<Handle> hs;
+    if (ctx.rank == 0) {
+      hs.push_back(rt->AllreduceAsync("a", a.data(), a.data(), a.size(), DataType::kFloat32, ReduceOp::kSum));
+      hs.push_back(rt->AllreduceAsync("b", b.data(), b.data(), b.size(), DataType::kFloat32, ReduceOp::kSum));
+    } else {
+      hs.push_back(rt->AllreduceAsync("b", b.data(), b.data(), b.size(), DataType::kFloat32, ReduceOp::kSum));
+      hs.push_back(rt->AllreduceAsync("a", a.data(), a.data(), a.size(), DataType::kFloat32, ReduceOp::kSum));
+    }
+    for (auto& h : hs) {
+      Status s = h.Wait(10s);
+      EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+      EXPECT_NE(s.message().find("mismatch"), std::string::npos) << s;
+    }
+    // The runtime stays usable.
+    std::vector<float> c(8, 1);
+    ASSERT_OK(rt->Allreduce("c", c.data(), c.data(), c.size(), DataType::kFloat32, ReduceOp::kSum));
+    EXPECT_EQ(c[0], 2.0f);
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
+float SumOfMembers(const std::vector<int>& ranks) {
+  float s = 0;
+  for (int r : ranks) s += static_cast<float>(r + 1);
+  return s;
+}
+
+TEST(RuntimeTest, StaticDynamicAndOverlappingProcessSets) {
+  testing::WorldOptions options;
+  options.size = 4;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    RuntimeConfig config = GlooConfig();
+    config.process_sets = {{0, 2}, {1, 2, 3}};  // overlapping on rank 2
+    auto rt = MakeRuntime(ctx, config);
+    ASSERT_NE(rt, nullptr);
+    const int evens = 1, upper = 2;
+    EXPECT_EQ(rt->ProcessSetRanks(evens).value(), (std::vector<int>{0, 2}));
+    auto run = [&](int set, const std::vector<int>& members) {
+      std::vector<float> v(1000, static_cast<float>(ctx.rank + 1));
+      Status s = rt->Allreduce("v" + std::to_string(set), v.data(), v.data(), v.size(), DataType::kFloat32,
+                               ReduceOp::kSum, set);
+      bool member = std::find(members.begin(), members.end(), ctx.rank) != members.end();
+      if (member) {
+        ASSERT_OK(s);
+        EXPECT_EQ(v[999], SumOfMembers(members)) << "set " << set;
+      } else {
+        EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+        EXPECT_NE(s.message().find("ps" + std::to_string(set)), std::string::npos) << s;
+      }
+    };
+    // Sets run concurrently with each other and with the world.
+    std::thread t1([&] { run(evens, {0, 2}); });
+    std::thread t2([&] { run(upper, {1, 2, 3}); });
+    run(kWorldSet, {0, 1, 2, 3});
+    t1.join();
+    t2.join();
+    if (ctx.rank == 0 || ctx.rank == 2) {
+      EXPECT_EQ(rt->ProcessSetRank(evens).value(), ctx.rank / 2);
+    }
+
+    auto dynamic = rt->AddProcessSet({3, 0});
+    ASSERT_OK(dynamic);
+    run(*dynamic, {0, 3});
+    ASSERT_OK(rt->RemoveProcessSet(*dynamic));
+    std::vector<float> v(4, 1);
+    EXPECT_EQ(rt->Allreduce("gone", v.data(), v.data(), 4, DataType::kFloat32, ReduceOp::kSum, *dynamic).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ(rt->AddProcessSet({0, 9}).status().code(), StatusCode::kInvalidArgument);
+    run(upper, {1, 2, 3});  // the others still work
+    ASSERT_OK(rt->Barrier());
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
+TEST(RuntimeTest, KilledPeerFailsPendingHandlesWithAborted) {
+  testing::WorldOptions options;
+  options.size = 3;
+  options.wait_for_all_at_exit = false;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    RuntimeConfig config = GlooConfig();
+    config.timeout = 1500ms;
+    auto rt = MakeRuntime(ctx, config);
+    ASSERT_NE(rt, nullptr);
+    std::vector<float> big(4u << 20, 1.0f);
+    ASSERT_OK(rt->Allreduce("warm", big.data(), big.data(), 16, DataType::kFloat32, ReduceOp::kSum));
+    if (ctx.rank == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(10ms);
+        ::raise(SIGKILL);
+      }).detach();
+      for (;;) (void)rt->Allreduce("big", big.data(), big.data(), big.size(), DataType::kFloat32, ReduceOp::kSum);
+    }
+    Status s;
+    auto start = Clock::now();
+    for (int i = 0; i < 1000 && s.ok(); ++i) {
+      start = Clock::now();
+      s = rt->Allreduce("big", big.data(), big.data(), big.size(), DataType::kFloat32, ReduceOp::kSum);
+    }
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+    EXPECT_LT(Clock::now() - start, 1500ms + 3000ms);
+    std::vector<float> small(4, 1);
+    EXPECT_EQ(rt->Allreduce("after", small.data(), small.data(), 4, DataType::kFloat32, ReduceOp::kSum).code(),
+              StatusCode::kAborted);
+  });
+  EXPECT_TRUE(outcomes[0].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_TRUE(outcomes[2].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_EQ(outcomes[1].signal, SIGKILL);
+}
+
+}  // namespace
+}  // namespace ringmaster::runtime
