@@ -88,7 +88,9 @@ StatusOr<SaveResult> CheckpointStore::Save(int64_t step, uint32_t world_size, st
   std::lock_guard<std::mutex> lock(write_mu_);
   const auto start = std::chrono::steady_clock::now();
   const std::string tmp = options_.dir + "/" + std::string(kTmpPrefix) + std::to_string(step) + "-" + UniqueSuffix();
-  if (::mkdir(tmp.c_str(), 0755) != 0) return ErrnoStatus(errno, "create directory", tmp);
+  if (::mkdir(tmp.c_str(), 0755) != 0) {
+    return ErrnoStatus(errno, "create directory", tmp).WithContext("checkpoint save of step " + std::to_string(step));
+  }
 
   Manifest manifest;
   manifest.step = step;

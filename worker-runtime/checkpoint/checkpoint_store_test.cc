@@ -192,13 +192,18 @@ TEST(CheckpointStoreTest, ConcurrentReadersDuringWrites) {
   ASSERT_TRUE(SaveStep(*store, 0, 64 << 10).ok());
   std::atomic<bool> done{false};
   std::atomic<int> loads{0};
+  std::atomic<bool> failed{false};
   auto reader = [&] {
     // A separate store object, as another process would have.
     auto mine = OpenStore(dir, 2, nullptr);
     int64_t last = -1;
     while (!done.load()) {
       StatusOr<LoadedCheckpoint> loaded = mine->LoadLatest();
-      ASSERT_TRUE(loaded.ok()) << loaded.status();
+      if (!loaded.ok()) {
+        ADD_FAILURE() << loaded.status();
+        failed = true;
+        return;
+      }
       EXPECT_TRUE(MatchesStep(*loaded, 64 << 10));
       EXPECT_GE(loaded->manifest.step, last) << "the newest complete checkpoint never goes back";
       last = loaded->manifest.step;
@@ -206,8 +211,8 @@ TEST(CheckpointStoreTest, ConcurrentReadersDuringWrites) {
     }
   };
   std::thread r1(reader), r2(reader);
-  for (int64_t step = 1; step <= 30; ++step) ASSERT_TRUE(SaveStep(*store, step, 64 << 10).ok());
-  while (loads.load() < 4) std::this_thread::yield();
+  for (int64_t step = 1; step <= 30; ++step) EXPECT_TRUE(SaveStep(*store, step, 64 << 10).ok());
+  while (loads.load() < 4 && !failed.load()) std::this_thread::yield();
   done = true;
   r1.join();
   r2.join();

@@ -36,7 +36,9 @@ TEST(ManifestTest, EveryTruncationAndByteFlipIsRejectedOrHarmless) {
     std::string bad = text;
     bad[i] ^= 0x41;
     StatusOr<Manifest> m = ParseManifest(bad, "f");
-    if (!m.ok()) EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
+    if (!m.ok()) {
+      EXPECT_EQ(m.status().code(), StatusCode::kDataLoss);
+    }
   }
 }
 
