@@ -127,7 +127,8 @@ MembershipDecision DecideMembership(const Membership& current, const std::vector
   }
   std::sort(joiners.begin(), joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });
 
-  const bool started = current.generation > 0;
+  // A job whose world emptied (suspended, or every worker lost) starts again under the gang rule.
+  const bool started = current.world_size() > 0;
   const int32_t ready_total = static_cast<int32_t>(survivors.size() + joiners.size());
   if (!started && ready_total < policy.min_workers) {
     decision.waiting_for = "waiting for " + std::to_string(policy.min_workers) + " Ready workers to start (gang minimum); " +

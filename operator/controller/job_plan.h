@@ -1,0 +1,66 @@
+// The heart of the controller: from one TrainingJob, its pods and the nodes they run on, decide what
+// should change — pods to create and delete, the status to write, the events to record, and when to
+// look again. Level-based and idempotent: the same observations give the same plan, and a plan that
+// was carried out yields an empty one. Pure (no I/O, the time is an input); thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "controller/job_spec.h"
+
+namespace ringmaster::controller {
+
+using Clock = std::chrono::system_clock;
+
+struct NodeState {
+  bool ready = true;
+  // When its Ready condition last left True (valid when !ready).
+  Clock::time_point not_ready_since{};
+};
+
+struct PodDeletion {
+  std::string name;
+  std::string uid;  // precondition: delete only this incarnation
+  bool force = false;  // grace period 0: its node is gone or it overstayed the grace
+  std::string why;
+};
+
+struct JobEvent {
+  std::string type;  // Normal or Warning
+  std::string reason;
+  std::string message;
+};
+
+struct JobPlan {
+  std::vector<nlohmann::json> creates;  // worker pods to create
+  std::vector<PodDeletion> deletes;
+  std::optional<nlohmann::json> status;  // the new .status, when it differs from the job's
+  std::vector<JobEvent> events;
+  bool delete_job = false;  // TTL after finish has passed
+  std::optional<Clock::time_point> requeue_at;  // look again then, even if nothing changes
+
+  bool empty() const { return creates.empty() && deletes.empty() && !status && events.empty() && !delete_job; }
+};
+
+struct PlanInput {
+  nlohmann::json job;
+  std::vector<nlohmann::json> pods;         // this job's worker pods (by label), any phase
+  std::map<std::string, NodeState> nodes;   // by name; a node absent here does not exist
+  Clock::time_point now;
+};
+
+// Errors: InvalidArgument when the job's spec or status cannot be read (not retryable; the reconciler
+// records it as a condition and waits for the object to change).
+StatusOr<JobPlan> PlanJob(const PlanInput& input);
+
+// The replacement backoff after `restarts` failure-driven restarts: 1 s, 2 s, 4 s, ... capped at 60 s.
+std::chrono::seconds ReplacementBackoff(int32_t restarts);
+
+}  // namespace ringmaster::controller

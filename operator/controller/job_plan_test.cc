@@ -1,0 +1,224 @@
+#include "controller/job_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "controller/time_format.h"
+
+namespace ringmaster::controller {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+const Clock::time_point kT0 = Clock::from_time_t(1'800'000'000);
+
+json Job(int min, int max, json extra_spec = json::object()) {
+  json job = {{"apiVersion", "ringmaster.io/v1alpha1"},
+              {"kind", "TrainingJob"},
+              {"metadata", {{"name", "j"}, {"namespace", "ns"}, {"uid", "job-uid"}, {"generation", 1}}},
+              {"spec",
+               {{"replicas", {{"min", min}, {"max", max}}},
+                {"elasticPolicy", {{"joinBatchWindowSeconds", 5}, {"nodeUnresponsiveSeconds", 20}, {"maxRestarts", 2}}},
+                {"template", {{"spec", {{"containers", {{{"name", "t"}, {"image", "i"}}}}}}}}}}};
+  job["spec"].update(extra_spec);
+  return job;
+}
+
+json Pod(int index, const std::string& phase, bool ready, const std::string& node = "n0", Clock::time_point since = kT0) {
+  json pod = {{"metadata",
+               {{"name", "j-worker-" + std::to_string(index)},
+                {"uid", "pod-uid-" + std::to_string(index)},
+                {"labels", {{"ringmaster.io/job-name", "j"}, {"ringmaster.io/worker-index", std::to_string(index)}}}}},
+              {"spec", {{"nodeName", node}}},
+              {"status", {{"phase", phase}, {"podIP", "127.64.0." + std::to_string(index + 1)}}}};
+  if (ready) {
+    pod["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", FormatRfc3339(since)}}};
+  }
+  return pod;
+}
+
+json FailedPod(int index, int exit_code) {
+  json pod = Pod(index, "Failed", false);
+  pod["status"]["containerStatuses"] = {{{"name", "t"}, {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}}}}};
+  return pod;
+}
+
+PlanInput Input(json job, std::vector<json> pods, Clock::time_point now = kT0) {
+  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now};
+}
+
+// Applies a plan's status to the job, as the apiserver would.
+json WithStatus(json job, const JobPlan& plan) {
+  if (plan.status) job["status"] = *plan.status;
+  return job;
+}
+
+std::vector<std::string> Names(const std::vector<json>& pods) {
+  std::vector<std::string> out;
+  for (const auto& p : pods) out.push_back(p["metadata"]["name"]);
+  return out;
+}
+
+TEST(PlanJobTest, NewJobCreatesMaxWorkersAndWaitsForTheGang) {
+  auto plan = PlanJob(Input(Job(2, 3), {}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2"}));
+  ASSERT_TRUE(plan->status.has_value());
+  EXPECT_EQ((*plan->status)["phase"], "Pending");
+  EXPECT_EQ((*plan->status)["selector"], "ringmaster.io/job-name=j");
+  EXPECT_FALSE(plan->status->contains("membership"));
+}
+
+TEST(PlanJobTest, SteadyStateIsAnEmptyPlan) {
+  json job = Job(2, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  auto first = PlanJob(Input(job, pods));
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->status.has_value());
+  EXPECT_EQ((*first->status)["membership"]["generation"], 1);
+  EXPECT_EQ((*first->status)["phase"], "Running");
+  auto second = PlanJob(Input(WithStatus(job, *first), pods, kT0 + seconds(100)));
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->empty()) << (second->status ? second->status->dump(2) : "");
+}
+
+TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+
+  pods[1] = FailedPod(1, 137);
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->deletes.size(), 1u);
+  EXPECT_EQ(plan->deletes[0].name, "j-worker-1");
+  EXPECT_EQ((*plan->status)["restartCount"], 1);
+  EXPECT_EQ((*plan->status)["membership"]["generation"], 2);
+  EXPECT_EQ((*plan->status)["membership"]["reason"], "WorkerFailed");
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 1);
+  EXPECT_TRUE(plan->creates.empty());  // its name is still taken
+
+  // Seen again before the deletion lands: not counted twice.
+  job = WithStatus(job, *plan);
+  auto again = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->status ? (*again->status)["restartCount"].get<int>() : 1, 1);
+
+  // Gone: replaced at the same index once the backoff (1 s after one restart) has passed.
+  pods.pop_back();
+  auto early = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_TRUE(early.ok());
+  EXPECT_TRUE(early->creates.empty());
+  ASSERT_TRUE(early->requeue_at.has_value());
+  auto later = PlanJob(Input(job, pods, kT0 + seconds(12)));
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));
+}
+
+TEST(PlanJobTest, TooManyFailuresFailTheJob) {
+  json job = Job(1, 1);
+  job["status"] = {{"restartCount", 2}, {"recentFailures", json::array()}};
+  auto plan = PlanJob(Input(job, {FailedPod(0, 1)}));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan->status)["phase"], "Failed");
+  bool found = false;
+  for (const auto& c : (*plan->status)["conditions"])
+    if (c["type"] == "Failed") found = c["reason"] == "RestartLimitExceeded";
+  EXPECT_TRUE(found) << plan->status->dump(2);
+}
+
+TEST(PlanJobTest, NodeNotReadyPastTheWindowDropsItsWorkers) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true, "n0"), Pod(1, "Running", true, "n1")};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  PlanInput in = Input(job, pods, kT0 + seconds(10));
+  in.nodes["n1"] = NodeState{false, kT0 + seconds(5)};
+  auto within = PlanJob(in);
+  ASSERT_TRUE(within.ok());
+  EXPECT_TRUE(within->deletes.empty());
+  ASSERT_TRUE(within->requeue_at.has_value());
+  EXPECT_EQ(*within->requeue_at, kT0 + seconds(25));
+  in.now = kT0 + seconds(25);
+  auto past = PlanJob(in);
+  ASSERT_TRUE(past.ok());
+  EXPECT_EQ((*past->status)["membership"]["reason"], "NodeLost");
+  EXPECT_EQ((*past->status)["membership"]["worldSize"], 1);
+  ASSERT_EQ(past->deletes.size(), 1u);
+  EXPECT_FALSE(past->deletes[0].force);
+  EXPECT_EQ(Names(past->creates), (std::vector<std::string>{"j-worker-2"}));  // a replacement, not waiting
+  // A node that no longer exists: its pods are force-deleted.
+  in.nodes.erase("n1");
+  auto gone = PlanJob(in);
+  ASSERT_TRUE(gone.ok());
+  ASSERT_EQ(gone->deletes.size(), 1u);
+  EXPECT_TRUE(gone->deletes[0].force);
+}
+
+TEST(PlanJobTest, ScaleDownRemovesHighestRanksFirstThenDeletesTheirPods) {
+  json job = Job(1, 3);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  job["spec"]["replicas"]["desired"] = 2;
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(1)));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan->status)["membership"]["reason"], "ScaledDown");
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 2);
+  ASSERT_EQ(plan->deletes.size(), 1u);
+  EXPECT_EQ(plan->deletes[0].name, "j-worker-2");
+}
+
+TEST(PlanJobTest, Rank0ExitingZeroCompletesTheJob) {
+  json job = Job(2, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  pods[0] = Pod(0, "Succeeded", false);
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(60)));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ((*plan->status)["phase"], "Succeeded");
+  EXPECT_TRUE(plan->status->contains("completionTime"));
+  // The next pass cleans the still-running worker (cleanPodPolicy Running).
+  auto cleanup = PlanJob(Input(WithStatus(job, *plan), pods, kT0 + seconds(61)));
+  ASSERT_TRUE(cleanup.ok());
+  ASSERT_EQ(cleanup->deletes.size(), 1u);
+  EXPECT_EQ(cleanup->deletes[0].name, "j-worker-1");
+}
+
+TEST(PlanJobTest, SuspendDeletesWorkersAndResumeRecreatesThem) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  job["spec"]["runPolicy"] = {{"suspend", true}};
+  auto plan = PlanJob(Input(job, pods));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->deletes.size(), 2u);
+  EXPECT_EQ((*plan->status)["phase"], "Suspended");
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 0);
+  EXPECT_EQ((*plan->status)["membership"]["generation"], 2);
+  job = WithStatus(job, *plan);
+  job["spec"]["runPolicy"]["suspend"] = false;
+  auto resumed = PlanJob(Input(job, {}, kT0 + seconds(5)));
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed->creates.size(), 2u);
+  EXPECT_EQ((*resumed->status)["phase"], "Pending");
+}
+
+TEST(PlanJobTest, TtlAfterFinishDeletesTheJob) {
+  json job = Job(1, 1, {{"runPolicy", {{"ttlSecondsAfterFinished", 30}}}});
+  job["status"] = {{"phase", "Succeeded"}, {"completionTime", FormatRfc3339(kT0)}};
+  auto early = PlanJob(Input(job, {}, kT0 + seconds(10)));
+  ASSERT_TRUE(early.ok());
+  EXPECT_FALSE(early->delete_job);
+  EXPECT_EQ(*early->requeue_at, kT0 + seconds(30));
+  auto late = PlanJob(Input(job, {}, kT0 + seconds(30)));
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late->delete_job);
+}
+
+TEST(PlanJobTest, UnreadableSpecIsInvalidArgument) {
+  json job = Job(1, 1);
+  job["spec"]["replicas"]["min"] = "one";
+  EXPECT_EQ(PlanJob(Input(job, {})).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringmaster::controller
