@@ -186,12 +186,12 @@ StatusOr<LoadedCheckpoint> CheckpointStore::Load(int64_t step) const {
   loaded.path = path;
   for (const BlobInfo& blob : manifest.blobs) {
     const std::string blob_path = path + "/" + blob.name;
-    StatusOr<ByteBuffer> bytes = ReadRegularFile(blob_path, static_cast<int64_t>(blob.size), 0);
+    uint32_t crc = 0;
+    StatusOr<ByteBuffer> bytes = ReadRegularFile(blob_path, static_cast<int64_t>(blob.size), 0, &crc);
     if (!bytes.ok()) {
       if (bytes.status().code() == StatusCode::kNotFound) return missing(bytes.status(), "blob \"" + blob.name + "\"");
       return bytes.status();
     }
-    const uint32_t crc = Crc32c(bytes->data.get(), bytes->size);
     if (crc != blob.crc32c) {
       char buf[96];
       std::snprintf(buf, sizeof buf, ": CRC32C %08x, manifest says %08x (corrupt)", crc, blob.crc32c);

@@ -42,8 +42,10 @@ struct ByteBuffer {
 // directories. When expected_size >= 0 the file must have exactly that size;
 // otherwise it must be at most max_size bytes. Errors: NotFound when absent,
 // DataLoss naming the file when it has the wrong type or size (a truncated or
-// extended file), else as ErrnoStatus.
-StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size);
+// extended file), else as ErrnoStatus. When `crc` is not null it receives the
+// CRC32C of the bytes read (computed chunk by chunk while they are cache-hot).
+StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size,
+                                     uint32_t* crc = nullptr);
 
 // The names in a directory (without "." and ".."). Errors: as ErrnoStatus.
 StatusOr<std::vector<std::string>> ListDirectory(const std::string& path);

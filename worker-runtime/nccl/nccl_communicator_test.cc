@@ -1,0 +1,106 @@
+// The NCCL backend on a real GPU (LABEL gpu: CI without GPUs skips it by label).
+// Two ranks share one GPU when only one is visible (NCCL >= 2.30 with
+// NCCL_MULTI_RANK_GPU_ENABLE=1); each rank is a forked process, and the parent
+// never touches CUDA before forking.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/pattern.h"
+#include "nccl/gpu_probe.h"
+#include "nccl/nccl_communicator.h"
+#include "testing/multiprocess.h"
+#include "testing/status_macros.h"
+
+namespace ringmaster::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RankContext;
+
+bool GpuDeviceNodePresent() { return ::access("/dev/nvidia0", F_OK) == 0 || ::access("/dev/nvidiactl", F_OK) == 0; }
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  explicit DeviceBuffer(size_t bytes) { EXPECT_EQ(cudaMalloc(&ptr, bytes ? bytes : 1), cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(ptr); }
+};
+
+std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& host, size_t out_bytes,
+                               const std::function<Status(void*, void*)>& run) {
+  DeviceBuffer in(host.size()), out(out_bytes);
+  EXPECT_EQ(cudaMemcpy(in.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  Status s = run(in.ptr, out.ptr);
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<uint8_t> result(out_bytes);
+  EXPECT_EQ(cudaMemcpy(result.data(), out.ptr, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return result;
+}
+
+class NcclCommunicatorTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!GpuDeviceNodePresent()) GTEST_SKIP() << "no GPU on this machine";
+    ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  }
+};
+
+TEST_P(NcclCommunicatorTest, CollectivesMatchTheReference) {
+  testing::WorldOptions options;
+  options.size = GetParam();
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    int gpus = nccl::VisibleGpuCount();
+    ASSERT_GT(gpus, 0);
+    NcclOptions no;
+    no.device = ctx.rank % gpus;
+    no.timeout = 60s;
+    auto made = NcclCommunicator::Create(ctx.store, "nccl-world", ctx.rank, ctx.size, no);
+    ASSERT_OK(made);
+    Communicator& comm = **made;
+    const int n = ctx.size;
+    const size_t count = 1031;
+    for (DataType t : kAllDataTypes) {
+      const size_t es = DataTypeSize(t);
+      for (ReduceOp op : kAllReduceOps) {
+        auto in = MakeInput(t, op, ctx.rank, count);
+        auto got = RoundTrip(in, in.size(), [&](void* i, void* o) { return comm.Allreduce(i, o, count, t, op); });
+        auto want = ReferenceReduce(t, op, n, count);
+        // NCCL's avg on integers and 16-bit floats may round differently from our host reference.
+        if (op == ReduceOp::kAvg && t != DataType::kFloat32 && t != DataType::kFloat64) continue;
+        EXPECT_EQ(CountMismatches(t, got.data(), want.data(), count), 0u)
+            << DataTypeName(t) << " " << ReduceOpName(op);
+
+        auto rs_in = MakeInput(t, op, ctx.rank, count * n);
+        auto rs = RoundTrip(rs_in, count * es,
+                            [&](void* i, void* o) { return comm.ReduceScatter(i, o, count, t, op); });
+        auto rs_want = ReferenceReduce(t, op, n, count, count * ctx.rank);
+        EXPECT_EQ(CountMismatches(t, rs.data(), rs_want.data(), count), 0u) << "reduce-scatter";
+      }
+      auto in = MakeInput(t, ReduceOp::kSum, ctx.rank, count);
+      auto gathered = RoundTrip(in, count * es * n, [&](void* i, void* o) { return comm.Allgather(i, o, count, t); });
+      for (int r = 0; r < n; ++r) {
+        auto want = MakeInput(t, ReduceOp::kSum, r, count);
+        EXPECT_EQ(std::memcmp(gathered.data() + r * count * es, want.data(), want.size()), 0) << "allgather";
+      }
+      auto bc = RoundTrip(in, in.size(), [&](void* i, void* o) { return comm.Broadcast(i, o, count, t, n - 1); });
+      EXPECT_EQ(bc, MakeInput(t, ReduceOp::kSum, n - 1, count)) << "broadcast";
+    }
+    EXPECT_OK(comm.Barrier());
+    // A process set of rank 0 only, split from the world.
+    auto sub = comm.Split({0}, "first");
+    ASSERT_OK(sub);
+    EXPECT_EQ(*sub != nullptr, ctx.rank == 0);
+    comm.Abort("test done");
+    EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
+  });
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, NcclCommunicatorTest, ::testing::Values(1, 2),
+                         [](const auto& info) { return "np" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace ringmaster::runtime
