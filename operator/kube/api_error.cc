@@ -74,20 +74,23 @@ Status StatusFromHttpResponse(int http_code, std::string_view body) {
 std::optional<ApiError> ApiErrorFromStatus(const Status& status) {
   const std::string& m = status.message();
   if (status.ok()) return std::nullopt;
-  // Context may have been prepended ("creating pod x: HTTP 409 ..."): find the marker.
-  size_t at = m.rfind("HTTP ");
-  if (at == std::string::npos) return std::nullopt;
-  ApiError e;
-  const char* begin = m.data() + at + 5;
-  const char* end = m.data() + m.size();
-  auto [p, ec] = std::from_chars(begin, end, e.http_code);
-  if (ec != std::errc() || p == end || *p != ' ') return std::nullopt;
-  size_t reason_start = static_cast<size_t>(p - m.data()) + 1;
-  size_t colon = m.find(": ", reason_start);
-  if (colon == std::string::npos) return std::nullopt;
-  e.reason = m.substr(reason_start, colon - reason_start);
-  e.message = m.substr(colon + 2);
-  return e;
+  // Context may have been prepended ("creating pod x: HTTP 409 ..."), and the apiserver's message may
+  // itself mention "HTTP": take the first marker that parses.
+  for (size_t at = m.find("HTTP "); at != std::string::npos; at = m.find("HTTP ", at + 1)) {
+    ApiError e;
+    const char* begin = m.data() + at + 5;
+    const char* end = m.data() + m.size();
+    auto [p, ec] = std::from_chars(begin, end, e.http_code);
+    if (ec != std::errc() || p == end || *p != ' ') continue;
+    size_t reason_start = static_cast<size_t>(p - m.data()) + 1;
+    size_t colon = m.find(": ", reason_start);
+    if (colon == std::string::npos) continue;
+    e.reason = m.substr(reason_start, colon - reason_start);
+    if (e.reason.empty() || e.reason.find(' ') != std::string::npos) continue;
+    e.message = m.substr(colon + 2);
+    return e;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ringmaster::kube

@@ -49,6 +49,15 @@ TEST(ApiErrorTest, NonStatusBodyKeepsCodeAndDefaultReason) {
   EXPECT_EQ(e->message, "<html>upstream down</html>");
 }
 
+TEST(ApiErrorTest, MessageMentioningHttpDoesNotConfuseTheParse) {
+  Status s = StatusFromApiError({500, "InternalError", "upstream said HTTP 404 NotFound: nope"});
+  auto e = ApiErrorFromStatus(s.WithContext("HTTP client"));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->http_code, 500);
+  EXPECT_EQ(e->reason, "InternalError");
+  EXPECT_EQ(e->message, "upstream said HTTP 404 NotFound: nope");
+}
+
 TEST(ApiErrorTest, NonHttpStatusHasNoApiError) {
   EXPECT_FALSE(ApiErrorFromStatus(Status::Ok()).has_value());
   EXPECT_FALSE(ApiErrorFromStatus(UnavailableError("connection refused")).has_value());

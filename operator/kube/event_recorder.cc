@@ -48,6 +48,7 @@ void EventRecorder::Event(const json& object, const std::string& type, const std
                                  p.involved.value("uid", "");
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
+  if (limiters_.size() >= options_.cache_size && !limiters_.count(object_key)) limiters_.erase(limiters_.begin());
   auto& bucket = limiters_[object_key];
   if (!bucket) bucket = std::make_unique<TokenBucket>(options_.qps_per_object, options_.burst_per_object);
   if (!bucket->TryAccept() || queue_.size() >= options_.queue_size) {

@@ -31,7 +31,7 @@ struct EventRecorderOptions {
   double qps_per_object = 1.0 / 300;  // client-go's spam filter: 1 per 5 minutes...
   int burst_per_object = 25;          // ...after a burst of 25
   size_t queue_size = 1000;
-  size_t cache_size = 4096;           // aggregation entries remembered (LRU)
+  size_t cache_size = 4096;           // aggregation entries (LRU) and per-object limiters remembered
   LogFn log = StderrLog();
 };
 

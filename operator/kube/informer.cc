@@ -16,6 +16,11 @@ EventHandler EnqueueHandler(WorkQueue* queue) {
   return h;
 }
 
+void StripManagedFields(json* object) {
+  auto m = object->find("metadata");
+  if (m != object->end() && m->is_object()) m->erase("managedFields");
+}
+
 Informer::Informer(std::shared_ptr<Client> client, GroupVersionResource gvr, InformerOptions options)
     : client_(std::move(client)), gvr_(std::move(gvr)), options_(std::move(options)), store_(options_.indexers) {}
 
@@ -83,6 +88,7 @@ StatusOr<std::string> Informer::ListAndReplace() {
   auto& items = list["items"];
   fresh.reserve(items.size());
   for (auto& item : items) {
+    if (options_.transform) options_.transform(&item);
     std::string key = KeyOf(item);
     fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
   }
@@ -142,6 +148,7 @@ Status Informer::WatchFrom(std::string* rv) {
     std::string new_rv = ResourceVersionOf(ev.object);
     if (ev.type != WatchEventType::kBookmark) {
       events_++;
+      if (options_.transform) options_.transform(&ev.object);
       auto obj = std::make_shared<const json>(std::move(ev.object));
       std::string key = KeyOf(*obj);
       if (ev.type == WatchEventType::kDeleted) {

@@ -47,9 +47,15 @@ struct InformerOptions {
   std::string start_resource_version;
   Duration min_backoff = std::chrono::milliseconds(100);
   Duration max_backoff = std::chrono::seconds(30);
+  // Applied to every object before it is cached and handed to handlers (client-go's TransformFunc),
+  // e.g. StripManagedFields to save memory. Must be thread-safe. Empty: objects are kept as received.
+  std::function<void(json* object)> transform;
   LogFn log = StderrLog();
   std::shared_ptr<ClientMetrics> metrics;  // optional: watch restarts
 };
+
+// A transform that drops metadata.managedFields (large, and rarely needed by controllers).
+void StripManagedFields(json* object);
 
 class Informer {
  public:
