@@ -171,7 +171,9 @@ StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const GroupVersionResource&
   if (o.timeout_seconds > 0) AddQuery(&path, "timeoutSeconds", std::to_string(o.timeout_seconds));
   HttpRequest req;
   req.path = path;
-  req.timeout = std::chrono::seconds(o.timeout_seconds > 0 ? o.timeout_seconds + 30 : 3600);
+  req.timeout = o.client_idle_timeout.count() > 0
+                    ? o.client_idle_timeout
+                    : std::chrono::milliseconds(std::chrono::seconds(o.timeout_seconds > 0 ? o.timeout_seconds + 30 : 3600));
   RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, rest_->Stream(req, {"watch", gvr.ToString()}));
   return std::make_unique<WatchStream>(std::move(resp.body));
 }

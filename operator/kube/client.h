@@ -39,7 +39,9 @@ struct WatchOptions {
   std::string field_selector;
   std::string resource_version;  // start after this version ("" = now, with no initial events)
   bool allow_bookmarks = true;
-  int timeout_seconds = 300;     // the server ends the watch after this; the client gives up 30 s later
+  int timeout_seconds = 300;     // the server ends the watch after this
+  // The client gives up (kUnavailable) when no byte arrives for this long. 0: timeout_seconds + 30 s.
+  std::chrono::milliseconds client_idle_timeout{0};
 };
 
 struct WriteOptions {

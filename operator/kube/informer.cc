@@ -129,6 +129,7 @@ Status Informer::WatchFrom(std::string* rv) {
   wo.resource_version = *rv;
   wo.allow_bookmarks = true;
   wo.timeout_seconds = options_.watch_timeout_seconds;
+  wo.client_idle_timeout = options_.watch_idle_timeout;
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<WatchStream> watch, client_->Watch(gvr_, options_.ns, wo));
   watches_++;
   {

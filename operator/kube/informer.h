@@ -41,6 +41,7 @@ struct InformerOptions {
   Duration resync_period = Duration::zero();  // zero: no resync
   int64_t page_size = 500;
   int watch_timeout_seconds = 300;             // the server ends each watch after about this long
+  std::chrono::milliseconds watch_idle_timeout{0};  // see WatchOptions::client_idle_timeout
   std::map<std::string, IndexFunc> indexers;
   // Resume a watch from this resourceVersion instead of listing first (e.g. one persisted earlier).
   // If it has expired the informer relists. "" : list first.
