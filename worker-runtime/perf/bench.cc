@@ -50,6 +50,8 @@ Shape ShapeFor(Collective c, uint64_t bytes, size_t esize, int n) {
       s.count = elements / n;
       s = {s.count * n, s.count, s.count};
       break;
+    case Collective::kFusion:
+      break;
   }
   return s;
 }
@@ -60,6 +62,7 @@ Status RunOnce(const PerfOptions& o, Communicator& comm, void* in, void* out, co
     case Collective::kAllgather: return comm.Allgather(in, out, s.count, o.type);
     case Collective::kBroadcast: return comm.Broadcast(in, out, s.count, o.type, o.root);
     case Collective::kReduceScatter: return comm.ReduceScatter(in, out, s.count, o.type, o.op);
+    case Collective::kFusion: break;
   }
   return InternalError("unknown collective");
 }
@@ -75,6 +78,7 @@ std::vector<uint8_t> ExpectedChunk(const PerfOptions& o, int rank, int size, con
     case Collective::kAllreduce: return ReferenceReduce(o.type, o.op, size, n, begin);
     case Collective::kReduceScatter: return ReferenceReduce(o.type, o.op, size, n, s.count * rank + begin);
     case Collective::kBroadcast: return MakeInput(o.type, ReduceOp::kSum, o.root, n, begin);
+    case Collective::kFusion: return {};
     case Collective::kAllgather: {
       std::vector<uint8_t> out;
       const size_t es = DataTypeSize(o.type);
@@ -132,6 +136,7 @@ double BusBandwidthFactor(Collective collective, int n) {
     case Collective::kAllgather:
     case Collective::kReduceScatter: return n > 1 ? static_cast<double>(n - 1) / n : 0.0;
     case Collective::kBroadcast: return 1.0;
+    case Collective::kFusion: return n > 1 ? 2.0 * (n - 1) / n : 0.0;
   }
   return 1.0;
 }

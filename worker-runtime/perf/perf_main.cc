@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "perf/bench.h"
+#include "perf/fusion_bench.h"
 #include "perf/local_launcher.h"
 #include "perf/perf_options.h"
 #include "nccl/gpu_probe.h"
@@ -13,6 +14,7 @@ namespace ringmaster::runtime::perf {
 namespace {
 
 int RankMain(const PerfOptions& options, LocalRank& lr) {
+  if (options.collective == Collective::kFusion) return RunFusionBenchmark(options, lr, stdout);
   WorldOptions wo;
   wo.backend = options.backend;
   wo.timeout = options.timeout;

@@ -12,6 +12,7 @@ std::string_view CollectiveName(Collective c) {
     case Collective::kAllgather: return "allgather";
     case Collective::kBroadcast: return "broadcast";
     case Collective::kReduceScatter: return "reduce-scatter";
+    case Collective::kFusion: return "fusion";
   }
   return "?";
 }
@@ -25,7 +26,10 @@ algorithm bandwidth and bus bandwidth (nccl-tests formulas) and, with --check,
 the number of wrong result elements. Exits non-zero when any result is wrong
 or a rank fails.
 
-COLLECTIVE: allreduce | allgather | broadcast | reduce-scatter
+COLLECTIVE: allreduce | allgather | broadcast | reduce-scatter | fusion
+
+`fusion` submits --tensors allreduces of --tensor-bytes each asynchronously
+through the runtime, once with tensor fusion and once without, and prints both.
 
 flags:
   --np N             number of local ranks (default 2)
@@ -40,6 +44,9 @@ flags:
   --op OP            sum avg min max product (allreduce, reduce-scatter; default sum)
   --root R           broadcast root (default 0)
   --timeout-ms MS    per-collective timeout; a hung peer fails the run after it (default 60000)
+  --tensors N        fusion: allreduces per round (default 1000)
+  --tensor-bytes S   fusion: bytes per tensor (default 4K)
+  --fusion-threshold S  fusion: fusion buffer size (default 64M)
   --help             this text
 
 Size is the buffer a rank holds: allreduce and broadcast count*size(T); allgather
@@ -115,7 +122,7 @@ StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
       if (size_t eq = a.find('='); eq != std::string::npos) flag = a.substr(0, eq);
       static const char* const kValueFlags[] = {"--np",    "--backend", "--min-bytes", "--max-bytes", "--step-factor",
                                                 "--iters", "--warmup",  "--dtype",     "--op",        "--root",
-                                                "--timeout-ms"};
+                                                "--timeout-ms", "--tensors", "--tensor-bytes", "--fusion-threshold"};
       bool known = false;
       for (const char* f : kValueFlags) known = known || flag == f;
       if (!known) return InvalidArgumentError("unknown flag '" + flag + "' (see --help)");
@@ -154,6 +161,13 @@ StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
       } else if (flag == "--root") {
         RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 0, 255));
         o.root = static_cast<int>(v);
+      } else if (flag == "--tensors") {
+        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 1, 1000000));
+        o.tensors = static_cast<int>(v);
+      } else if (flag == "--tensor-bytes") {
+        RINGMASTER_ASSIGN_OR_RETURN(o.tensor_bytes, ParseByteSize(value));
+      } else if (flag == "--fusion-threshold") {
+        RINGMASTER_ASSIGN_OR_RETURN(o.fusion_threshold, ParseByteSize(value));
       } else if (flag == "--timeout-ms") {
         RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 1, 24L * 3600 * 1000));
         o.timeout = std::chrono::milliseconds(v);
@@ -168,7 +182,8 @@ StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
     else if (a == "allgather") o.collective = Collective::kAllgather;
     else if (a == "broadcast") o.collective = Collective::kBroadcast;
     else if (a == "reduce-scatter" || a == "reducescatter") o.collective = Collective::kReduceScatter;
-    else return InvalidArgumentError("unknown collective '" + a + "' (want allreduce, allgather, broadcast or reduce-scatter)");
+    else if (a == "fusion") o.collective = Collective::kFusion;
+    else return InvalidArgumentError("unknown collective '" + a + "' (want allreduce, allgather, broadcast, reduce-scatter or fusion)");
   }
   if (!have_collective) return InvalidArgumentError("missing COLLECTIVE (see --help)");
   if (o.min_bytes > o.max_bytes) return InvalidArgumentError("--min-bytes is larger than --max-bytes");

@@ -12,7 +12,7 @@
 
 namespace ringmaster::runtime::perf {
 
-enum class Collective { kAllreduce, kAllgather, kBroadcast, kReduceScatter };
+enum class Collective { kAllreduce, kAllgather, kBroadcast, kReduceScatter, kFusion };
 std::string_view CollectiveName(Collective c);
 
 struct PerfOptions {
@@ -29,6 +29,9 @@ struct PerfOptions {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
   std::chrono::milliseconds timeout{60000};
+  int tensors = 1000;                  // fusion: allreduces per round
+  uint64_t tensor_bytes = 4096;        // fusion: bytes per tensor
+  uint64_t fusion_threshold = 64ull << 20;
   bool help = false;
 };
 
