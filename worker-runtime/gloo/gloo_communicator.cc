@@ -66,13 +66,24 @@ bool Overlaps(const void* a, size_t an, const void* b, size_t bn) {
 
 StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(std::shared_ptr<Store> store, std::string prefix,
                                                                  int rank, int size, GlooOptions options) {
+  IgnoreSigpipeOnce();
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    gloo::transport::tcp::attr attr(options.host.c_str());
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return UnavailableError("gloo: cannot create a TCP device on " + options.host + ": " + e.what());
+  }
+  return CreateOnDevice(std::move(store), std::move(prefix), rank, size, std::move(options), std::move(device));
+}
+
+StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::CreateOnDevice(
+    std::shared_ptr<Store> store, std::string prefix, int rank, int size, GlooOptions options,
+    std::shared_ptr<gloo::transport::Device> device) {
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
   }
-  IgnoreSigpipeOnce();
   try {
-    gloo::transport::tcp::attr attr(options.host.c_str());
-    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(options.timeout);
     GlooStore gloo_store(store, prefix, options.timeout);
@@ -322,7 +333,9 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Split(const std::vecto
   // Gloo needs no collective over the parent: members rendezvous among themselves.
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == rank_) {
-      return Create(store_, prefix_ + "/set/" + name, static_cast<int>(i), static_cast<int>(ranks.size()), options_);
+      // Same TCP device (and its event loop thread) as the parent.
+      return CreateOnDevice(store_, prefix_ + "/set/" + name, static_cast<int>(i), static_cast<int>(ranks.size()),
+                            options_, device_);
     }
   }
   return std::unique_ptr<Communicator>();

@@ -60,6 +60,9 @@ class GlooCommunicator : public Communicator {
   Status health() const override;
 
  private:
+  static StatusOr<std::unique_ptr<Communicator>> CreateOnDevice(std::shared_ptr<Store> store, std::string prefix,
+                                                                int rank, int size, GlooOptions options,
+                                                                std::shared_ptr<gloo::transport::Device> device);
   GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size, GlooOptions options,
                    std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::Context> context);
   // Runs fn (which calls into Gloo) unless broken; converts exceptions to Aborted.
