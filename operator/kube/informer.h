@@ -43,8 +43,9 @@ struct InformerOptions {
   int watch_timeout_seconds = 300;             // the server ends each watch after about this long
   std::chrono::milliseconds watch_idle_timeout{0};  // see WatchOptions::client_idle_timeout
   std::map<std::string, IndexFunc> indexers;
-  // Resume a watch from this resourceVersion instead of listing first (e.g. one persisted earlier).
-  // If it has expired the informer relists. "" : list first.
+  // Start by watching from this resourceVersion instead of listing (e.g. one persisted earlier); the
+  // store then holds only objects changed since, until a relist (which an expired version forces).
+  // "" (the normal case): list first.
   std::string start_resource_version;
   Duration min_backoff = std::chrono::milliseconds(100);
   Duration max_backoff = std::chrono::seconds(30);
