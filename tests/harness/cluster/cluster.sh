@@ -272,7 +272,9 @@ cmd_up() {
     --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
     --use-service-account-credentials=true \
     --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false \
+    --controllers='*,-endpoint,-endpointslice,-endpointslicemirroring'
+  # (KWOK gives pods loopback IPs, which Endpoints/EndpointSlices refuse; nothing here routes Services.)
   start kube-scheduler "$DIR/bin/kube-scheduler" \
     --kubeconfig="$kc/scheduler.kubeconfig" \
     --authentication-kubeconfig="$kc/scheduler.kubeconfig" \

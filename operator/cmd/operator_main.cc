@@ -1,0 +1,183 @@
+// ringmaster-operator: runs TrainingJobs as elastic sets of GPU worker pods. See --help.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cmd/logging.h"
+#include "cmd/options.h"
+#include "controller/controller.h"
+#include "controller/operator_metrics.h"
+#include "kube/client.h"
+#include "kube/client_metrics.h"
+#include "kube/config.h"
+#include "kube/event_recorder.h"
+#include "kube/leader_election.h"
+#include "metrics/http_server.h"
+#include "metrics/metrics.h"
+
+namespace rm = ringmaster;
+using rm::kube::LogLevel;
+
+namespace {
+
+std::string DefaultIdentity() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "_" + std::to_string(getpid());
+}
+
+// Waits for SIGTERM or SIGINT, which main() blocked in every thread before starting any.
+int WaitForSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);  // raised by ourselves when leadership is lost
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+int Run(const rm::operator_cmd::OperatorOptions& opts) {
+  rm::kube::LogFn log = rm::operator_cmd::MakeLogger(opts.log_format);
+  const std::string identity = opts.identity.empty() ? DefaultIdentity() : opts.identity;
+
+  auto config = rm::kube::LoadConfig(opts.kubeconfig, opts.context, rm::kube::ProcessEnvironment());
+  if (!config.ok()) {
+    log(LogLevel::kError, "cannot load the Kubernetes client configuration: " + config.status().ToString());
+    return 1;
+  }
+  for (const auto& w : config->warnings) log(LogLevel::kWarning, w);
+  config->qps = opts.kube_api_qps;
+  config->burst = opts.kube_api_burst;
+
+  rm::metrics::Registry registry;
+  auto client_metrics = std::make_shared<rm::kube::ClientMetrics>(&registry);
+  rm::controller::OperatorMetrics operator_metrics(registry);
+  auto client = rm::kube::NewClient(*config, client_metrics, log);
+  if (!client.ok()) {
+    log(LogLevel::kError, "cannot create the Kubernetes client: " + client.status().ToString());
+    return 1;
+  }
+
+  rm::kube::EventRecorderOptions ro;
+  ro.host = identity;
+  ro.log = log;
+  rm::kube::EventRecorder recorder(*client, ro);
+
+  rm::controller::ControllerOptions co;
+  co.watch_namespace = opts.watch_namespace;
+  co.workers = opts.workers;
+  co.resync_period = opts.resync_period;
+  co.client_metrics = client_metrics;
+  co.log = log;
+  rm::controller::TrainingJobController controller(*client, &recorder, &operator_metrics, co);
+
+  std::atomic<bool> leading{!opts.leader_elect};
+  rm::metrics::HttpServer metrics_server, health_server;
+  if (opts.metrics_bind_address != "0") {
+    metrics_server.HandleMetrics(&registry);
+    if (rm::Status s = metrics_server.Start(opts.metrics_bind_address); !s.ok()) {
+      log(LogLevel::kError, "cannot serve metrics on " + opts.metrics_bind_address + ": " + s.ToString());
+      return 1;
+    }
+    log(LogLevel::kInfo, "serving metrics on " + opts.metrics_bind_address + " (port " + std::to_string(metrics_server.port()) + ")");
+  }
+  if (opts.health_probe_bind_address != "0") {
+    health_server.HandleCheck("/healthz", [] { return true; });
+    // Ready once the caches are synced; a standby replica (not leading) is ready to take over.
+    health_server.HandleCheck("/readyz", [&] { return !leading.load() || controller.Synced(); });
+    if (rm::Status s = health_server.Start(opts.health_probe_bind_address); !s.ok()) {
+      log(LogLevel::kError, "cannot serve health probes on " + opts.health_probe_bind_address + ": " + s.ToString());
+      return 1;
+    }
+  }
+
+  int exit_code = 0;
+  std::unique_ptr<rm::kube::LeaderElector> elector;
+  std::thread election;
+  if (opts.leader_elect) {
+    rm::kube::LeaderElectionConfig lc;
+    lc.lease_namespace = opts.leader_election_namespace;
+    lc.lease_name = opts.leader_election_id;
+    lc.identity = identity;
+    lc.lease_duration = opts.lease_duration;
+    lc.renew_deadline = opts.renew_deadline;
+    lc.retry_period = opts.retry_period;
+    lc.log = log;
+    lc.on_started_leading = [&] {
+      log(LogLevel::kInfo, identity + " is the leader; starting the controller");
+      leading = true;
+      if (rm::Status s = controller.Start(); !s.ok()) {
+        log(LogLevel::kError, s.ToString());
+        exit_code = 1;
+        kill(getpid(), SIGUSR1);
+      }
+    };
+    lc.on_stopped_leading = [&] {
+      if (leading.exchange(false)) {
+        log(LogLevel::kError, identity + " lost leadership; exiting so a restart rejoins as a candidate");
+        exit_code = exit_code == 0 ? 1 : exit_code;
+        kill(getpid(), SIGUSR1);
+      }
+    };
+    lc.on_new_leader = [&](const std::string& who) {
+      if (who != identity) log(LogLevel::kInfo, "the leader is " + who);
+    };
+    auto created = rm::kube::LeaderElector::Create(*client, lc);
+    if (!created.ok()) {
+      log(LogLevel::kError, "leader election: " + created.status().ToString());
+      return 1;
+    }
+    elector = std::move(created).value();
+    log(LogLevel::kInfo, identity + " is a candidate for lease " + opts.leader_election_namespace + "/" + opts.leader_election_id);
+    election = std::thread([&] { elector->Run(); });
+  } else if (rm::Status s = controller.Start(); !s.ok()) {
+    log(LogLevel::kError, s.ToString());
+    return 1;
+  }
+
+  int sig = WaitForSignal();
+  if (sig != SIGUSR1) log(LogLevel::kInfo, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; shutting down");
+  leading = false;
+  controller.Stop();  // in-flight reconciles finish first
+  if (elector) {
+    elector->Stop();  // releases the Lease so a standby takes over at once
+    election.join();
+  }
+  recorder.Flush(std::chrono::seconds(5));
+  metrics_server.Stop();
+  health_server.Stop();
+  log(LogLevel::kInfo, "stopped");
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto opts = rm::operator_cmd::ParseOperatorFlags(args);
+  if (!opts.ok()) {
+    std::fprintf(stderr, "ringmaster-operator: %s\n", opts.status().message().c_str());
+    return 2;
+  }
+  if (opts->help) {
+    std::fputs(rm::operator_cmd::UsageText().c_str(), stdout);
+    return 0;
+  }
+  // Every thread inherits this mask; WaitForSignal() is the one place these signals are taken.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return Run(*opts);
+}

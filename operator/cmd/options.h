@@ -1,0 +1,42 @@
+// ringmaster-operator's command line: parsed once, at start, into OperatorOptions.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ringmaster::operator_cmd {
+
+enum class LogFormat { kText, kJson };
+
+struct OperatorOptions {
+  std::string kubeconfig;               // --kubeconfig; "" = $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string context;                  // --context
+  std::string watch_namespace;          // --namespace; "" = every namespace
+  std::string metrics_bind_address = "127.0.0.1:8080";       // --metrics-bind-address; "0" disables
+  std::string health_probe_bind_address = "127.0.0.1:8081";  // --health-probe-bind-address; "0" disables
+  bool leader_elect = false;            // --leader-elect
+  std::string leader_election_namespace = "default";  // --leader-election-namespace
+  std::string leader_election_id = "ringmaster-operator";  // --leader-election-id (the Lease's name)
+  std::chrono::seconds lease_duration{15};
+  std::chrono::seconds renew_deadline{10};
+  std::chrono::seconds retry_period{2};
+  int workers = 4;                      // --workers: concurrent reconciles (never two for one job)
+  std::chrono::seconds resync_period{300};  // --resync-period
+  double kube_api_qps = 50;             // --kube-api-qps
+  int kube_api_burst = 100;             // --kube-api-burst
+  LogFormat log_format = LogFormat::kText;  // --log-format text|json
+  std::string identity;                 // --identity; "" = hostname_pid
+  bool help = false;
+};
+
+// Parses argv (argv[0] is skipped). InvalidArgument with a message that names the flag and what it
+// accepts. `--help` sets help and stops parsing.
+StatusOr<OperatorOptions> ParseOperatorFlags(const std::vector<std::string>& args);
+
+// The text `--help` prints: every flag with what it does and its default.
+std::string UsageText();
+
+}  // namespace ringmaster::operator_cmd

@@ -1,0 +1,127 @@
+#include "controller/controller.h"
+
+#include "controller/worker_objects.h"
+#include "kube/resource.h"
+
+namespace ringmaster::controller {
+
+using json = nlohmann::json;
+
+namespace {
+
+// The Ready condition's status of a node ("" when it has none).
+std::string NodeReady(const json& node) {
+  for (const auto& c : node.value("status", json::object()).value("conditions", json::array()))
+    if (c.value("type", "") == "Ready") return c.value("status", "");
+  return "";
+}
+
+}  // namespace
+
+TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> client, kube::EventRecorder* recorder,
+                                             OperatorMetrics* metrics, ControllerOptions options)
+    : options_(std::move(options)), client_(std::move(client)) {
+  kube::WorkQueueOptions qo;
+  qo.name = "trainingjob";
+  qo.metrics = options_.client_metrics;
+  queue_ = std::make_unique<kube::WorkQueue>(std::move(qo));
+
+  kube::InformerOptions jo;
+  jo.ns = options_.watch_namespace;
+  jo.resync_period = options_.resync_period;
+  jo.log = options_.log;
+  jo.metrics = options_.client_metrics;
+  jobs_ = std::make_unique<kube::Informer>(client_, TrainingJobs(), jo);
+
+  kube::InformerOptions po = jo;
+  po.resync_period = std::chrono::seconds(0);
+  po.label_selector = kJobNameLabel;  // only worker pods: the label exists
+  po.indexers = {{kPodsByJobIndex, IndexPodsByJob()}, {kPodsByNodeIndex, IndexPodsByNode()}};
+  pods_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), po);
+
+  kube::InformerOptions no;
+  no.log = options_.log;
+  no.metrics = options_.client_metrics;
+  nodes_ = std::make_unique<kube::Informer>(client_, kube::resources::Nodes(), no);
+
+  reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
+                                                        recorder, metrics, options_.log);
+
+  auto job_key = [](const json& obj) { return kube::KeyOf(obj); };
+  jobs_->AddEventHandler({[this, job_key](const json& o) { Enqueue(job_key(o)); },
+                          [this, job_key](const json&, const json& o) { Enqueue(job_key(o)); },
+                          [this, job_key](const json& o) { Enqueue(job_key(o)); }});
+  auto pod_job = [this](const json& pod) {
+    for (const auto& key : IndexPodsByJob()(pod)) Enqueue(key);
+  };
+  pods_->AddEventHandler({pod_job, [pod_job](const json&, const json& o) { pod_job(o); }, pod_job});
+  // Nodes matter only when their readiness changes or they vanish: then the jobs with pods there.
+  auto node_name = [](const json& n) { return n.value("metadata", json::object()).value("name", ""); };
+  nodes_->AddEventHandler({[this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); },
+                           [this, node_name](const json& old_node, const json& n) {
+                             if (NodeReady(old_node) != NodeReady(n)) EnqueueJobsOnNode(node_name(n));
+                           },
+                           [this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); }});
+}
+
+TrainingJobController::~TrainingJobController() { Stop(); }
+
+void TrainingJobController::Enqueue(const std::string& key) {
+  reconciler_->NoteDirty(key);
+  queue_->Add(key);
+}
+
+void TrainingJobController::EnqueueJobsOnNode(const std::string& node) {
+  for (const auto& pod : pods_->store().ByIndex(kPodsByNodeIndex, node)) {
+    for (const auto& key : IndexPodsByJob()(*pod)) Enqueue(key);
+  }
+}
+
+Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
+  nodes_->Start();
+  pods_->Start();
+  jobs_->Start();
+  for (kube::Informer* informer : {nodes_.get(), pods_.get(), jobs_.get()}) {
+    if (!informer->WaitForSync(sync_timeout)) {
+      return DeadlineExceededError(
+          "informer caches did not sync within " + std::to_string(sync_timeout.count()) +
+          " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this identity list trainingjobs, pods and nodes?");
+    }
+  }
+  synced_ = true;
+  options_.log(kube::LogLevel::kInfo, "caches synced: " + std::to_string(jobs_->store().Size()) + " jobs, " +
+                                          std::to_string(pods_->store().Size()) + " worker pods, " +
+                                          std::to_string(nodes_->store().Size()) + " nodes; starting " +
+                                          std::to_string(options_.workers) + " workers");
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Work(); });
+  return Status::Ok();
+}
+
+void TrainingJobController::Work() {
+  while (auto key = queue_->Get()) {
+    ReconcileResult r = reconciler_->Reconcile(*key);
+    if (r.invalid) {
+      queue_->Forget(*key);
+    } else if (!r.status.ok()) {
+      // The one retry rule: an error requeues with per-key exponential backoff under a global bucket.
+      options_.log(kube::LogLevel::kWarning, "reconcile " + *key + " failed (will retry): " + r.status.ToString());
+      queue_->AddRateLimited(*key);
+    } else {
+      queue_->Forget(*key);
+      if (r.requeue_after) queue_->AddAfter(*key, *r.requeue_after);
+    }
+    queue_->Done(*key);
+  }
+}
+
+void TrainingJobController::Stop() {
+  if (stopped_.exchange(true)) return;
+  queue_->ShutDownWithDrain();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  jobs_->Stop();
+  pods_->Stop();
+  nodes_->Stop();
+}
+
+}  // namespace ringmaster::controller

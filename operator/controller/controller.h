@@ -1,0 +1,65 @@
+// TrainingJobController: the informers (TrainingJobs, their pods, nodes), the work queue and the
+// worker threads that run TrainingJobReconciler — controller-runtime's Controller for one kind.
+// Event handlers only enqueue job keys; the work loop applies the one retry rule.
+// Thread-safety: Start/Stop from one thread; Synced() from any. Ownership: shares the client; borrows
+// the recorder and metrics, which must outlive it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/operator_metrics.h"
+#include "controller/reconciler.h"
+#include "kube/client.h"
+#include "kube/client_metrics.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "kube/log.h"
+#include "kube/workqueue.h"
+
+namespace ringmaster::controller {
+
+struct ControllerOptions {
+  std::string watch_namespace;  // "" = every namespace
+  int workers = 4;
+  std::chrono::seconds resync_period{300};
+  std::shared_ptr<kube::ClientMetrics> client_metrics;  // optional
+  kube::LogFn log = kube::StderrLog();
+};
+
+class TrainingJobController {
+ public:
+  TrainingJobController(std::shared_ptr<kube::Client> client, kube::EventRecorder* recorder, OperatorMetrics* metrics,
+                        ControllerOptions options);
+  ~TrainingJobController();  // Stop()s
+  TrainingJobController(const TrainingJobController&) = delete;
+  TrainingJobController& operator=(const TrainingJobController&) = delete;
+
+  // Starts the informers, waits for their caches, then starts the workers. Errors: DeadlineExceeded
+  // when the caches do not sync within `sync_timeout` (e.g. the CRD is not installed).
+  Status Start(std::chrono::seconds sync_timeout = std::chrono::seconds(60));
+  // Drains the queue (work in progress finishes), stops the workers and informers. Idempotent.
+  void Stop();
+  bool Synced() const { return synced_.load(); }
+
+ private:
+  void Enqueue(const std::string& key);
+  void EnqueueJobsOnNode(const std::string& node);
+  void Work();
+
+  // Constant after construction.
+  const ControllerOptions options_;
+  std::shared_ptr<kube::Client> client_;
+  std::unique_ptr<kube::WorkQueue> queue_;
+  std::unique_ptr<kube::Informer> jobs_, pods_, nodes_;
+  std::unique_ptr<TrainingJobReconciler> reconciler_;
+
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> stopped_{false};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ringmaster::controller

@@ -1,0 +1,214 @@
+#include "controller/reconciler.h"
+
+#include <map>
+
+#include "controller/job_plan.h"
+#include "controller/time_format.h"
+#include "controller/worker_objects.h"
+#include "kube/api_error.h"
+
+namespace ringmaster::controller {
+
+using json = nlohmann::json;
+
+kube::GroupVersionResource TrainingJobs() { return {"ringmaster.io", "v1alpha1", "trainingjobs", true}; }
+
+kube::IndexFunc IndexPodsByJob() {
+  return [](const json& pod) -> std::vector<std::string> {
+    const json& meta = pod.value("metadata", json::object());
+    const json& labels = meta.value("labels", json::object());
+    auto it = labels.find(kJobNameLabel);
+    if (it == labels.end() || !it->is_string()) return {};
+    return {kube::ObjectKey(meta.value("namespace", ""), it->get<std::string>())};
+  };
+}
+
+kube::IndexFunc IndexPodsByNode() {
+  return [](const json& pod) -> std::vector<std::string> {
+    std::string node = pod.value("spec", json::object()).value("nodeName", "");
+    if (node.empty()) return {};
+    return {node};
+  };
+}
+
+TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs,
+                                             const kube::Store* pods, const kube::Store* nodes,
+                                             kube::EventRecorder* recorder, OperatorMetrics* metrics, kube::LogFn log,
+                                             NowFn now)
+    : client_(std::move(client)),
+      jobs_(jobs),
+      pods_(pods),
+      nodes_(nodes),
+      recorder_(recorder),
+      metrics_(metrics),
+      log_(std::move(log)),
+      now_(std::move(now)) {}
+
+void TrainingJobReconciler::NoteDirty(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dirty_since_.try_emplace(key, std::chrono::steady_clock::now());
+}
+
+namespace {
+
+std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes, std::chrono::system_clock::time_point now) {
+  std::map<std::string, NodeState> out;
+  for (const auto& node : nodes.List()) {
+    NodeState state;
+    state.ready = false;  // a node without a Ready condition has never been ready
+    state.not_ready_since = now;
+    for (const auto& c : node->value("status", json::object()).value("conditions", json::array())) {
+      if (c.value("type", "") != "Ready") continue;
+      state.ready = c.value("status", "") == "True";
+      state.not_ready_since = ParseRfc3339(c.value("lastTransitionTime", "")).value_or(now);
+    }
+    out[node->value("metadata", json::object()).value("name", "")] = state;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
+  const std::string uid = kube::UidOf(job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ensured_uids_.count(uid)) return Status::Ok();
+  }
+  const std::string ns = kube::NamespaceOf(job);
+  struct Owned {
+    kube::GroupVersionResource gvr;
+    StatusOr<json> object;
+  };
+  std::vector<Owned> owned = {{kube::resources::Services(), BuildHeadlessService(job)},
+                              {kube::resources::Roles(), BuildWorkerRole(job)},
+                              {kube::resources::RoleBindings(), BuildWorkerRoleBinding(job)}};
+  if (WorkerServiceAccountFor(job) == WorkerServiceAccountName(kube::NameOf(job))) {
+    owned.push_back({kube::resources::ServiceAccounts(), BuildWorkerServiceAccount(job)});
+  }
+  for (auto& o : owned) {
+    if (!o.object.ok()) return o.object.status();
+    auto created = client_->Create(o.gvr, ns, *o.object);
+    if (!created.ok() && !kube::IsAlreadyExists(created.status())) {
+      return created.status().WithContext("creating " + o.gvr.resource + " " + kube::NameOf(*o.object));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ensured_uids_.insert(uid);
+  return Status::Ok();
+}
+
+void TrainingJobReconciler::UpdatePhaseGauge() {
+  std::map<std::string, int> counts = {{"Pending", 0}, {"Running", 0}, {"Suspended", 0}, {"Succeeded", 0}, {"Failed", 0}};
+  for (const auto& job : jobs_->List()) {
+    std::string phase = job->value("status", json::object()).value("phase", "Pending");
+    counts[phase]++;
+  }
+  for (const auto& [phase, n] : counts) metrics_->jobs_by_phase.Add({{"phase", phase}}).Set(n);
+}
+
+ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
+  const auto started = std::chrono::steady_clock::now();
+  ReconcileResult result;
+  auto finish = [&](const char* outcome) {
+    metrics_->reconciles.Add({{"result", outcome}}).Increment();
+    metrics_->reconcile_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return result;
+  };
+
+  kube::ObjectPtr job = jobs_->Get(key);
+  if (!job) {  // deleted: its pods and owned objects go by garbage collection
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_since_.erase(key);
+    return finish("success");
+  }
+  PlanInput input;
+  input.job = *job;
+  for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
+  input.now = now_();
+  input.nodes = ObserveNodes(*nodes_, input.now);
+
+  StatusOr<JobPlan> planned = PlanJob(input);
+  if (!planned.ok()) {
+    recorder_->Event(*job, "Warning", "InvalidSpec", planned.status().message());
+    log_(kube::LogLevel::kWarning, "job " + key + " cannot be reconciled: " + planned.status().ToString());
+    result.invalid = true;
+    return finish("invalid");
+  }
+  JobPlan& plan = *planned;
+  const std::string ns = kube::NamespaceOf(*job);
+
+  if (!kube::NamespaceOf(*job).empty() && !plan.delete_job) {
+    Status ensured = EnsureOwnedObjects(*job);
+    if (!ensured.ok()) {
+      result.status = ensured;
+      return finish("error");
+    }
+  }
+
+  // Status first: if it conflicts (someone wrote the job since our cache saw it) nothing else happens
+  // and the reconcile repeats on fresh data, so a membership generation is published exactly once.
+  if (plan.status) {
+    json updated = *job;
+    updated["status"] = *plan.status;
+    auto written = client_->UpdateStatus(TrainingJobs(), ns, updated);
+    if (!written.ok()) {
+      result.status = written.status().WithContext("updating status of " + key);
+      return finish(kube::IsConflict(written.status()) ? "requeue" : "error");
+    }
+    const json& old_membership = job->value("status", json::object()).value("membership", json::object());
+    const json& new_membership = plan.status->value("membership", json::object());
+    if (new_membership.value("generation", 0) != old_membership.value("generation", 0)) {
+      metrics_->membership_changes.Add({{"reason", new_membership.value("reason", "")}}).Increment();
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = dirty_since_.find(key);
+      if (it != dirty_since_.end()) {
+        metrics_->publish_latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
+      }
+      log_(kube::LogLevel::kInfo, "job " + key + ": " + new_membership.value("reason", "") + ", " +
+                                      new_membership.value("message", ""));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_since_.erase(key);
+  }
+
+  Status first_error;
+  for (const auto& pod : plan.creates) {
+    auto created = client_->Create(kube::resources::Pods(), ns, pod);
+    // AlreadyExists: our cache lags a create we made earlier; the stable name keeps it single.
+    if (!created.ok() && !kube::IsAlreadyExists(created.status()) && first_error.ok()) {
+      first_error = created.status().WithContext("creating pod " + kube::NameOf(pod));
+    }
+  }
+  for (const auto& d : plan.deletes) {
+    kube::DeleteOptions options;
+    options.precondition_uid = d.uid;
+    if (d.force) options.grace_period_seconds = 0;
+    Status deleted = client_->Delete(kube::resources::Pods(), ns, d.name, options);
+    if (!deleted.ok() && !kube::IsNotFound(deleted) && !kube::IsConflict(deleted) && first_error.ok()) {
+      first_error = deleted.WithContext("deleting pod " + d.name);
+    } else if (deleted.ok()) {
+      log_(kube::LogLevel::kInfo, "job " + key + ": deleted pod " + d.name + (d.force ? " (forced)" : "") + ": " + d.why);
+    }
+  }
+  for (const auto& e : plan.events) recorder_->Event(*job, e.type, e.reason, e.message);
+  if (plan.delete_job) {
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    options.precondition_uid = kube::UidOf(*job);
+    Status deleted = client_->Delete(TrainingJobs(), ns, kube::NameOf(*job), options);
+    if (!deleted.ok() && !kube::IsNotFound(deleted) && first_error.ok()) first_error = deleted;
+  }
+  UpdatePhaseGauge();
+
+  result.status = first_error;
+  if (plan.requeue_at) {
+    auto delay = *plan.requeue_at - input.now;
+    result.requeue_after = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(10), delay);
+  }
+  return finish(first_error.ok() ? "success" : "error");
+}
+
+}  // namespace ringmaster::controller
