@@ -1,6 +1,8 @@
 // WorkQueue semantics, including under concurrency (run these under TSan too).
 #include "kube/workqueue.h"
 
+#include "kube/client_metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -201,6 +203,28 @@ TEST(WorkQueueTest, ConcurrentRateLimitedRequeues) {
   for (auto& t : workers) t.join();
   EXPECT_EQ(finished, 20);
   EXPECT_EQ(attempts, 80);
+}
+
+TEST(WorkQueueTest, ReportsDepthAddsLatencyAndRetries) {
+  metrics::Registry registry;
+  WorkQueueOptions o = NoLimit();
+  o.name = "jobs";
+  o.metrics = std::make_shared<ClientMetrics>(&registry);
+  WorkQueue q(std::move(o));
+  q.Add("a");
+  q.Add("b");
+  q.Add("a");
+  std::string text = registry.Render();
+  EXPECT_NE(text.find("workqueue_depth{name=\"jobs\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("workqueue_adds_total{name=\"jobs\"} 3\n"), std::string::npos) << text;
+  auto k = q.Get();
+  q.AddRateLimited(*k);
+  q.Done(*k);
+  text = registry.Render();
+  EXPECT_NE(text.find("workqueue_depth{name=\"jobs\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("workqueue_queue_duration_seconds_count{name=\"jobs\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("workqueue_work_duration_seconds_count{name=\"jobs\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("workqueue_retries_total{name=\"jobs\"} 1\n"), std::string::npos) << text;
 }
 
 }  // namespace

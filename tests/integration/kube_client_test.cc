@@ -467,6 +467,29 @@ TEST_F(KubeClientTest, InformerResumesWatchesWithoutRelistingOrLosingEvents) {
   informer.Stop();
 }
 
+TEST_F(KubeClientTest, TlsVerificationIsOnUnlessTheKubeconfigSaysInsecure) {
+  ClientConfig untrusted = config_;
+  untrusted.ca_pem.clear();  // system roots do not include the cluster's CA
+  auto strict = NewClient(untrusted);
+  ASSERT_TRUE(strict.ok()) << strict.status();
+  auto refused = (*strict)->Get(resources::Namespaces(), "", ns_);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status();
+  EXPECT_FALSE(ApiErrorFromStatus(refused.status()).has_value()) << "no HTTP answer may come over an unverified TLS connection";
+
+  ClientConfig insecure = untrusted;
+  insecure.insecure_skip_tls_verify = true;
+  std::vector<std::string> warnings;
+  std::mutex mu;
+  auto lax = NewClient(insecure, nullptr, [&](LogLevel level, std::string_view m) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (level == LogLevel::kWarning) warnings.emplace_back(m);
+  });
+  ASSERT_TRUE(lax.ok()) << lax.status();
+  EXPECT_TRUE((*lax)->Get(resources::Namespaces(), "", ns_).ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("insecure-skip-tls-verify"), std::string::npos) << warnings[0];
+}
+
 TEST_F(KubeClientTest, TokenWithoutRbacGetsPermissionDenied403) {
   std::string token = TokenFor("nobody");
   ASSERT_FALSE(token.empty());
