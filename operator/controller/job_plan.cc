@@ -25,6 +25,7 @@ struct PodView {
   Clock::time_point ready_since{};
   int exit_code = 0;
   std::string exit_reason;
+  bool for_scale_up = false;
 };
 
 std::string Str(const json& j, const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; }
@@ -42,6 +43,7 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
   v.node = Str(spec, "nodeName");
   v.ip = Str(status, "podIP");
   v.phase = Str(status, "phase");
+  v.for_scale_up = meta.value("annotations", json::object()).value(kCreatedForAnnotation, "") == "ScaleUp";
   if (meta.contains("deletionTimestamp")) {
     v.deleting = true;
     v.deleting_since = TimeOr(Str(meta, "deletionTimestamp"), now);
@@ -235,6 +237,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         w.node = p.node;
         w.ready = p.ready;
         w.ready_since = p.ready_since;
+        w.for_scale_up = p.for_scale_up;
         w.failed = p.phase == "Failed" || p.phase == "Succeeded";
         if (!p.node.empty() && !w.failed) {
           auto node = in.nodes.find(p.node);
@@ -279,7 +282,6 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       policy.min_workers = spec.min_workers;
       policy.join_batch_window = spec.join_batch_window;
       policy.coordinator_port = kCoordinatorPort;
-      policy.desired_increased = spec.desired_workers > current_status.value("replicas", json::object()).value("desired", spec.desired_workers);
       MembershipDecision decision = DecideMembership(membership, observed, policy, in.now);
       if (decision.recheck_at) EarliestRequeue(plan, *decision.recheck_at);
       if (decision.next) {
@@ -304,9 +306,13 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         if (restarts > 0 && in.now < allowed) {
           EarliestRequeue(plan, allowed);
         } else {
+          const bool scale_up =
+              spec.desired_workers > current_status.value("replicas", json::object()).value("desired", spec.desired_workers);
+          const char* created_for = scale_up ? "ScaleUp" : (membership.generation == 0 ? "Start" : "Replacement");
           for (int32_t index = 0; missing > 0; ++index) {
             if (used_indices.count(index)) continue;
             RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(in.job, index));
+            pod["metadata"]["annotations"][kCreatedForAnnotation] = created_for;
             plan.creates.push_back(std::move(pod));
             --missing;
           }

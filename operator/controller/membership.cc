@@ -174,8 +174,9 @@ MembershipDecision DecideMembership(const Membership& current, const std::vector
     if (!reason && removed.count(r)) reason = r;
   }
   if (!reason) {
-    reason = !started ? ChangeReason::kJobStarted
-                      : (policy.desired_increased ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined);
+    bool scale_up = false;
+    for (auto* j : joiners) scale_up |= j->for_scale_up;
+    reason = !started ? ChangeReason::kJobStarted : (scale_up ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined);
   }
   next.reason = ReasonName(*reason);
   std::vector<std::string> parts;

@@ -66,6 +66,7 @@ struct WorkerObservation {
   bool failed = false;         // phase Failed
   bool node_lost = false;      // its node has been NotReady/Unknown past the detection window
   bool beyond_desired = false; // its index is not wanted any more (scale down)
+  bool for_scale_up = false;   // created because the desired count rose (joins as ScaledUp)
   // When it became Ready (for batching joins); ignored unless ready.
   std::chrono::system_clock::time_point ready_since{};
 };
@@ -74,7 +75,6 @@ struct MembershipPolicy {
   int32_t min_workers = 1;
   std::chrono::seconds join_batch_window{10};
   int32_t coordinator_port = 29500;
-  bool desired_increased = false;  // joins are reported as ScaledUp rather than WorkerJoined
 };
 
 // The outcome of one evaluation: a new record to publish, or why none is.

@@ -16,6 +16,8 @@ namespace ringmaster::controller {
 // Labels and names shared by the operator, its tests and the worker runtime.
 inline constexpr char kJobNameLabel[] = "ringmaster.io/job-name";
 inline constexpr char kWorkerIndexLabel[] = "ringmaster.io/worker-index";
+// Why a worker pod was created: "Start", "Replacement" or "ScaleUp".
+inline constexpr char kCreatedForAnnotation[] = "ringmaster.io/created-for";
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "ringmaster";
 inline constexpr int32_t kCoordinatorPort = 29500;  // the rendezvous store served by rank 0

@@ -20,14 +20,8 @@ class TrainingJobCrdTest : public ::testing::Test {
     auto cluster = TestCluster::FromEnvironment();
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(cluster).value();
-    auto applied = cluster_.Kubectl({"apply", "-f", kCrdDir + "/ringmaster.io_trainingjobs.yaml"});
-    ASSERT_TRUE(applied.ok() && applied->ok()) << (applied.ok() ? applied->err : applied.status().ToString());
-    Status established = WaitFor("the TrainingJob CRD to be Established", seconds(30), [&](std::string* last) {
-      auto r = cluster_.Kubectl({"wait", "--for=condition=Established", "--timeout=5s", "crd/trainingjobs.ringmaster.io"});
-      if (r.ok()) *last = r->err;
-      return r.ok() && r->ok();
-    });
-    ASSERT_TRUE(established.ok()) << established;
+    Status crd = cluster_.EnsureCrd(kCrdDir + "/ringmaster.io_trainingjobs.yaml", "trainingjobs.ringmaster.io");
+    ASSERT_TRUE(crd.ok()) << crd;
     namespace_ = UniqueName("crd");
     auto ns = cluster_.Kubectl({"create", "namespace", namespace_});
     ASSERT_TRUE(ns.ok() && ns->ok());

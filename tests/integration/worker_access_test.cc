@@ -20,10 +20,9 @@ class WorkerAccessTest : public ::testing::Test {
     auto cluster = TestCluster::FromEnvironment();
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(cluster).value();
-    auto crd = cluster_.Kubectl({"apply", "-f", std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml"});
-    ASSERT_TRUE(crd.ok() && crd->ok()) << (crd.ok() ? crd->err : crd.status().ToString());
-    auto established = cluster_.Kubectl({"wait", "--for=condition=Established", "--timeout=30s", "crd/trainingjobs.ringmaster.io"});
-    ASSERT_TRUE(established.ok() && established->ok());
+    Status crd = cluster_.EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
+                                    "trainingjobs.ringmaster.io");
+    ASSERT_TRUE(crd.ok()) << crd;
     ns_ = UniqueName("access");
     auto ns = cluster_.Kubectl({"create", "namespace", ns_});
     ASSERT_TRUE(ns.ok() && ns->ok());

@@ -64,6 +64,20 @@ Status TestCluster::Apply(const std::string& manifest) const {
   return Status::Ok();
 }
 
+Status TestCluster::EnsureCrd(const std::string& path, const std::string& crd_name) const {
+  std::string last;
+  Status applied = WaitFor("CRD " + crd_name + " to apply", std::chrono::seconds(30), [&](std::string* seen) {
+    auto r = Kubectl({"apply", "-f", path});
+    if (r.ok()) *seen = r->err;
+    return r.ok() && r->ok();
+  });
+  RINGMASTER_RETURN_IF_ERROR(applied);
+  auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=30s", "crd/" + crd_name}, "", std::chrono::seconds(40));
+  if (!r.ok()) return r.status();
+  if (!r->ok()) return UnknownError("CRD " + crd_name + " not Established: " + r->err);
+  return Status::Ok();
+}
+
 Status WaitFor(const std::string& what, std::chrono::milliseconds timeout,
                const std::function<bool(std::string* last)>& check, std::chrono::milliseconds interval) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

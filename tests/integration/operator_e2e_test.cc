@@ -1,0 +1,309 @@
+// ringmaster-operator end to end on the real control plane: a real apiserver, scheduler and
+// controller-manager, KWOK GPU nodes, and the operator binary as its own process (one per test,
+// watching only that test's namespace). Every assertion reads the live API with a bounded wait.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "support/background_process.h"
+#include "support/test_cluster.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+class OperatorE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = TestCluster::FromEnvironment();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(cluster).value();
+    Status crd = cluster_.EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
+                                    "trainingjobs.ringmaster.io");
+    ASSERT_TRUE(crd.ok()) << crd;
+    ns_ = UniqueName("op");
+    auto created = cluster_.Kubectl({"create", "namespace", ns_});
+    ASSERT_TRUE(created.ok() && created->ok());
+    ASSERT_TRUE(WaitFor("default ServiceAccount", seconds(30), [&](std::string*) {
+                  auto sa = cluster_.Kubectl({"get", "sa", "default", "-n", ns_});
+                  return sa.ok() && sa->ok();
+                }).ok());
+  }
+
+  void TearDown() override {
+    for (size_t i = 0; i < operators_.size(); ++i) {
+      if (HasFailure()) std::cerr << "---- operator " << i << " log ----\n" << operators_[i]->Log() << "\n";
+      operators_[i]->Stop(seconds(5));
+    }
+    (void)cluster_.Kubectl({"delete", "namespace", ns_, "--wait=false"});
+    for (const auto& node : nodes_) (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
+  }
+
+  BackgroundProcess* StartOperator(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster_.kubeconfig(), "--namespace", ns_,
+                                     "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<BackgroundProcess>();
+    std::string log = ::testing::TempDir() + ns_ + "-operator-" + std::to_string(operators_.size()) + ".log";
+    Status s = p->Start(argv, log);
+    EXPECT_TRUE(s.ok()) << s;
+    operators_.push_back(std::move(p));
+    return operators_.back().get();
+  }
+
+  // A fake GPU node in this test's own pool (jobs select it with `pool`), so GPU capacity is exact.
+  void AddNode(const std::string& name, int gpus) {
+    nodes_.push_back(name);
+    std::string g = std::to_string(gpus);
+    ASSERT_TRUE(cluster_
+                    .Apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name +
+                           "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, ringmaster.io/test-pool: " + ns_ +
+                           "}\nstatus:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g +
+                           "\"}\n  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n")
+                    .ok());
+  }
+
+  // A job of workers with one GPU each; `pool` pins it to this test's nodes.
+  void ApplyJob(const std::string& name, int min, int max, const std::string& extra_spec = "", bool pool = false) {
+    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+                           "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
+                           ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
+                           "  template:\n    spec:\n" +
+                           (pool ? "      nodeSelector: {ringmaster.io/test-pool: " + ns_ + "}\n" : "") +
+                           "      containers:\n      - name: trainer\n        image: example/trainer:1\n"
+                           "        resources: {limits: {nvidia.com/gpu: 1}}\n";
+    Status s = cluster_.Apply(manifest);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  json Job(const std::string& name) {
+    auto j = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
+    return j.ok() ? *j : json::object();
+  }
+  static json Membership(const json& job) { return job.value("status", json::object()).value("membership", json::object()); }
+  static int64_t Generation(const json& job) { return Membership(job).value("generation", int64_t{0}); }
+  static int WorldSize(const json& job) { return Membership(job).value("worldSize", 0); }
+  static std::vector<std::string> MemberPods(const json& job) {
+    std::vector<std::string> out;
+    for (const auto& m : Membership(job).value("members", json::array())) out.push_back(m.value("pod", ""));
+    return out;
+  }
+  static json Condition(const json& job, const std::string& type) {
+    for (const auto& c : job.value("status", json::object()).value("conditions", json::array()))
+      if (c.value("type", "") == type) return c;
+    return json::object();
+  }
+
+  // Waits until `pred(job)` holds; returns the job as then seen.
+  json WaitForJob(const std::string& name, const std::string& what, seconds timeout,
+                  const std::function<bool(const json&)>& pred) {
+    json job;
+    Status s = WaitFor(what, timeout, [&](std::string* last) {
+      job = Job(name);
+      *last = job.value("status", json::object()).dump();
+      return pred(job);
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return job;
+  }
+
+  std::vector<json> Pods(const std::string& job) {
+    auto r = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", "ringmaster.io/job-name=" + job});
+    std::vector<json> out;
+    if (r.ok())
+      for (const auto& p : (*r)["items"]) out.push_back(p);
+    return out;
+  }
+
+  Status Kubectl(const std::vector<std::string>& args) {
+    auto r = cluster_.Kubectl(args);
+    if (!r.ok()) return r.status();
+    return r->ok() ? Status::Ok() : UnknownError(r->err);
+  }
+
+  TestCluster cluster_;
+  std::string ns_;
+  std::vector<std::unique_ptr<BackgroundProcess>> operators_;
+  std::vector<std::string> nodes_;
+};
+
+TEST_F(OperatorE2eTest, GangWaitsWithAClearConditionThenGrowsAsGpusArrive) {
+  AddNode(ns_ + "-a", 1);
+  StartOperator();
+  ApplyJob("gang", 2, 3, "", /*pool=*/true);
+  json waiting = WaitForJob("gang", "a WaitingForWorkers condition", seconds(60), [](const json& j) {
+    return Condition(j, "Running").value("reason", "") == "WaitingForWorkers" &&
+           Condition(j, "Running").value("message", "").find("1 Ready") != std::string::npos;
+  });
+  EXPECT_NE(Condition(waiting, "Running").value("message", "").find("waiting for 2 Ready workers"), std::string::npos);
+  EXPECT_EQ(Generation(waiting), 0);
+  EXPECT_EQ(waiting["status"].value("phase", ""), "Pending");
+
+  AddNode(ns_ + "-b", 1);  // now two GPUs: the gang can start
+  json started = WaitForJob("gang", "the gang to start", seconds(60), [](const json& j) { return WorldSize(j) >= 2; });
+  EXPECT_EQ(Membership(started).value("reason", ""), "JobStarted");
+  AddNode(ns_ + "-c", 1);  // a third GPU: growth to max
+  json grown = WaitForJob("gang", "growth to 3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
+  EXPECT_GT(Generation(grown), Generation(started));
+  EXPECT_EQ(grown["status"].value("phase", ""), "Running");
+}
+
+TEST_F(OperatorE2eTest, FailedRankZeroIsReplacedAndSurvivorsKeepTheirOrder) {
+  StartOperator();
+  ApplyJob("fail", 2, 4);
+  json full = WaitForJob("fail", "4 workers", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
+  std::vector<std::string> before = MemberPods(full);
+  int64_t g = Generation(full);
+  ASSERT_TRUE(Kubectl({"label", "pod", before[0], "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"}).ok());
+  json after = WaitForJob("fail", "a generation without rank 0", seconds(60),
+                          [&](const json& j) { return Generation(j) > g && WorldSize(j) == 3; });
+  EXPECT_EQ(MemberPods(after), std::vector<std::string>(before.begin() + 1, before.end()));
+  EXPECT_EQ(Membership(after).value("reason", ""), "WorkerFailed");
+  EXPECT_EQ(after["status"].value("restartCount", 0), 1);
+  // The replacement (same stable name, new pod) joins after the survivors.
+  json healed = WaitForJob("fail", "the replacement to join", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
+  std::vector<std::string> now = MemberPods(healed);
+  EXPECT_EQ(std::vector<std::string>(now.begin(), now.begin() + 3), std::vector<std::string>(before.begin() + 1, before.end()));
+  EXPECT_EQ(now[3], before[0]);
+  EXPECT_EQ(Pods("fail").size(), 4u);
+}
+
+TEST_F(OperatorE2eTest, NotReadyNodeLosesItsWorkersWithinTheDetectionWindow) {
+  AddNode(ns_ + "-a", 1);
+  AddNode(ns_ + "-b", 1);
+  StartOperator();
+  ApplyJob("nodes", 1, 2, "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 3}\n", true);
+  json full = WaitForJob("nodes", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  std::string lost_pod, lost_node = ns_ + "-b";
+  const json members = Membership(full).value("members", json::array());
+  for (const auto& m : members)
+    if (m.value("node", "") == lost_node) lost_pod = m.value("pod", "");
+  ASSERT_FALSE(lost_pod.empty()) << full.dump();
+  auto start = Clock::now();
+  ASSERT_TRUE(Kubectl({"label", "node", lost_node, "node-not-ready.stage.kwok.x-k8s.io=true"}).ok());
+  json after = WaitForJob("nodes", "the lost node's worker to leave", seconds(60), [](const json& j) { return WorldSize(j) == 1; });
+  double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(Membership(after).value("reason", ""), "NodeLost");
+  EXPECT_LT(took, 3 + 12.0) << "dropped after " << took << " s with a 3 s window";
+  // Its pod is deleted rather than left for the five-minute eviction.
+  Status deleted = WaitFor("the lost worker's pod to be deleted", seconds(30), [&](std::string*) {
+    for (const auto& p : Pods("nodes"))
+      if (p["metadata"].value("name", "") == lost_pod && !p["metadata"].contains("deletionTimestamp")) return false;
+    return true;
+  });
+  EXPECT_TRUE(deleted.ok()) << deleted;
+}
+
+TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
+  StartOperator();
+  ApplyJob("scale", 1, 4);
+  WaitForJob("scale", "4 workers", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
+  ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=2"}).ok());
+  json down = WaitForJob("scale", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  EXPECT_EQ(Membership(down).value("reason", ""), "ScaledDown");
+  ASSERT_TRUE(WaitFor("2 pods", seconds(60), [&](std::string*) {
+                size_t live = 0;
+                for (const auto& p : Pods("scale")) live += !p["metadata"].contains("deletionTimestamp");
+                return live == 2;
+              }).ok());
+  ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=3"}).ok());
+  json up = WaitForJob("scale", "3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
+  EXPECT_EQ(Membership(up).value("reason", ""), "ScaledUp");
+}
+
+TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) {
+  BackgroundProcess* first = StartOperator();
+  ApplyJob("restart", 2, 3);
+  json before = WaitForJob("restart", "3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
+  std::set<std::string> uids_before;
+  for (const auto& p : Pods("restart")) uids_before.insert(p["metadata"].value("uid", ""));
+  EXPECT_EQ(first->Stop(), 0) << first->Log();
+  BackgroundProcess* second = StartOperator();
+  ASSERT_TRUE(WaitFor("the new operator to sync", seconds(30), [&](std::string*) {
+                return second->Log().find("caches synced") != std::string::npos;
+              }).ok());
+  std::this_thread::sleep_for(seconds(5));  // room for any (wrong) write to land
+  json after = Job("restart");
+  EXPECT_EQ(Generation(after), Generation(before));
+  std::set<std::string> uids_after;
+  for (const auto& p : Pods("restart")) uids_after.insert(p["metadata"].value("uid", ""));
+  EXPECT_EQ(uids_after, uids_before);
+}
+
+TEST_F(OperatorE2eTest, JobSucceedsWhenRankZeroExitsZero) {
+  StartOperator();
+  ApplyJob("done", 2, 2);
+  json running = WaitForJob("done", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  std::string rank0 = MemberPods(running)[0];
+  ASSERT_TRUE(Kubectl({"label", "pod", rank0, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}).ok());
+  json done = WaitForJob("done", "phase Succeeded", seconds(60),
+                         [](const json& j) { return j.value("status", json::object()).value("phase", "") == "Succeeded"; });
+  EXPECT_EQ(Condition(done, "Succeeded").value("reason", ""), "Completed");
+  EXPECT_TRUE(done["status"].contains("completionTime"));
+  // The other, still-running worker is cleaned up (cleanPodPolicy Running).
+  EXPECT_TRUE(WaitFor("the other worker to be deleted", seconds(60), [&](std::string*) {
+                for (const auto& p : Pods("done"))
+                  if (p["status"].value("phase", "") == "Running" && !p["metadata"].contains("deletionTimestamp")) return false;
+                return true;
+              }).ok());
+}
+
+TEST_F(OperatorE2eTest, SuspendDeletesWorkersKeepsStatusAndResumeRecreatesThem) {
+  StartOperator();
+  ApplyJob("pause", 1, 2);
+  json running = WaitForJob("pause", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  ASSERT_TRUE(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"}).ok());
+  json paused = WaitForJob("pause", "phase Suspended", seconds(60),
+                           [](const json& j) { return j.value("status", json::object()).value("phase", "") == "Suspended"; });
+  EXPECT_GT(Generation(paused), Generation(running));
+  EXPECT_TRUE(WaitFor("no workers", seconds(60), [&](std::string*) { return Pods("pause").empty(); }).ok());
+  ASSERT_TRUE(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":false}}})"}).ok());
+  json resumed = WaitForJob("pause", "2 workers again", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  EXPECT_GT(Generation(resumed), Generation(paused));
+}
+
+TEST_F(OperatorE2eTest, TwoReplicasElectOneLeaderAndTheStandbyTakesOver) {
+  std::vector<std::string> le = {"--leader-elect", "--leader-election-namespace", ns_, "--leader-election-id", "ringmaster",
+                                 "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s"};
+  std::vector<std::string> a = le, b = le;
+  a.insert(a.end(), {"--identity", "replica-a"});
+  b.insert(b.end(), {"--identity", "replica-b"});
+  BackgroundProcess* ra = StartOperator(a);
+  BackgroundProcess* rb = StartOperator(b);
+  std::string holder;
+  ASSERT_TRUE(WaitFor("a lease holder", seconds(30), [&](std::string* last) {
+                auto lease = cluster_.KubectlJson({"get", "lease", "ringmaster", "-n", ns_});
+                if (!lease.ok()) return false;
+                holder = (*lease)["spec"].value("holderIdentity", "");
+                *last = holder;
+                return holder == "replica-a" || holder == "replica-b";
+              }).ok());
+  std::this_thread::sleep_for(seconds(2));
+  bool a_leads = ra->Log().find("replica-a is the leader") != std::string::npos;
+  bool b_leads = rb->Log().find("replica-b is the leader") != std::string::npos;
+  EXPECT_NE(a_leads, b_leads) << "exactly one replica must lead";
+  ApplyJob("le", 1, 2);
+  WaitForJob("le", "2 workers under the first leader", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+
+  BackgroundProcess* leader = holder == "replica-a" ? ra : rb;
+  std::string standby = holder == "replica-a" ? "replica-b" : "replica-a";
+  auto start = Clock::now();
+  leader->Kill();  // a crash: the lease is not released, so the standby waits out the lease
+  ASSERT_TRUE(WaitFor("the standby to take the lease", seconds(30), [&](std::string*) {
+                auto lease = cluster_.KubectlJson({"get", "lease", "ringmaster", "-n", ns_});
+                return lease.ok() && (*lease)["spec"].value("holderIdentity", "") == standby;
+              }).ok());
+  double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(took, 4 + 6.0) << "handover took " << took << " s with a 4 s lease";
+  ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/le", "--replicas=1"}).ok());
+  WaitForJob("le", "the new leader to act", seconds(60), [](const json& j) { return WorldSize(j) == 1; });
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
