@@ -5,6 +5,7 @@ SANITIZE ?=
 JOBS ?= $(shell nproc)
 CLUSTER_DIR ?= $(BUILD_DIR)/cluster
 CTEST_ARGS ?=
+OPERATOR_BENCH_ARGS ?= --jobs 200 --workers 8 --nodes 200 --failures 100
 CMAKE_FLAGS ?=
 
 CLUSTER := tests/harness/cluster/cluster.sh
@@ -21,7 +22,7 @@ help:
 	@echo "make test-unit | test-integration | test-e2e | test-gpu   one tier"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
-	@echo "make bench         run the benchmarks"
+	@echo "make bench         run the benchmarks (operator at scale: OPERATOR_BENCH_ARGS)"
 
 deps:
 	@tests/harness/deps.sh all
@@ -64,9 +65,9 @@ demo:
 	@echo "Today you can start the local control plane with 'make cluster-up' (see README.md)."
 	@exit 1
 
-bench:
-	@echo "ringmaster: no benchmarks exist yet; they arrive with the client, operator and runtime."
-	@exit 1
+# Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
+bench: build
+	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt
