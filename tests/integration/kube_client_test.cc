@@ -58,6 +58,13 @@ Status CompactEtcd(const TestCluster& cluster) {
   return Status::Ok();
 }
 
+// A CRD name suffix unique to this process and call (CRD deletion is slow, so names are not reused
+// even under --gtest_repeat).
+std::string CrdSuffix(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  return std::to_string(::getpid()) + tag + std::to_string(counter++);
+}
+
 class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -278,7 +285,7 @@ TEST_F(KubeClientTest, StaleResourceVersionOnUpdateIsConflict) {
 }
 
 TEST_F(KubeClientTest, CustomResourceWithStatusAndScaleSubresources) {
-  const std::string suffix = std::to_string(::getpid()) + "a";
+  const std::string suffix = CrdSuffix("a");
   GroupVersionResource gvr = CreateWidgetCrd(suffix);
   json widget = Widget(suffix, "w", 2);
   auto w = client_->Create(gvr, ns_, widget);
@@ -358,7 +365,7 @@ TEST_F(KubeClientTest, WatchSeesAddUpdateDeleteInOrder) {
 TEST_F(KubeClientTest, WatchFromAnExpiredResourceVersionIsGone) {
   auto old = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "old-rv"));
   ASSERT_TRUE(old.ok()) << old.status();
-  const std::string suffix = std::to_string(::getpid()) + "b";
+  const std::string suffix = CrdSuffix("b");
   GroupVersionResource gvr = CreateWidgetCrd(suffix);
   ASSERT_TRUE(client_->Create(gvr, ns_, Widget(suffix, "w", 1)).ok());
   Status compacted = CompactEtcd(cluster_);
@@ -383,7 +390,7 @@ TEST_F(KubeClientTest, WatchFromAnExpiredResourceVersionIsGone) {
 TEST_F(KubeClientTest, InformerRelistsOnGoneAndIndexes) {
   auto old = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "old-rv"));
   ASSERT_TRUE(old.ok()) << old.status();
-  const std::string suffix = std::to_string(::getpid()) + "c";
+  const std::string suffix = CrdSuffix("c");
   GroupVersionResource gvr = CreateWidgetCrd(suffix);
   json w1 = Widget(suffix, "pre-1", 1), w2 = Widget(suffix, "pre-2", 2);
   w1["metadata"]["labels"] = {{"team", "a"}};
@@ -607,11 +614,17 @@ TEST_F(KubeClientTest, LeaderLosingTheLeaseIsToldWithinTheRenewDeadline) {
   Candidate a(client_, ns_, "a", false);
   ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
   // Someone else takes the lease (as an admin might, or a partitioned leader would observe).
-  auto lease = client_->Get(resources::Leases(), ns_, "election");
-  ASSERT_TRUE(lease.ok());
-  (*lease)["spec"]["holderIdentity"] = "usurper";
-  (*lease)["spec"]["leaseDurationSeconds"] = 60;
-  ASSERT_TRUE(client_->Update(resources::Leases(), ns_, *lease).ok());
+  // The leader renews every 250 ms, so this read-modify-write retries on Conflict like any controller.
+  Status taken_over = ConflictError("not tried");
+  for (int attempt = 0; attempt < 20 && IsConflict(taken_over); ++attempt) {
+    auto lease = client_->Get(resources::Leases(), ns_, "election");
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    (*lease)["spec"]["holderIdentity"] = "usurper";
+    (*lease)["spec"]["leaseDurationSeconds"] = 60;
+    auto updated = client_->Update(resources::Leases(), ns_, *lease);
+    taken_over = updated.ok() ? Status::Ok() : updated.status();
+  }
+  ASSERT_TRUE(taken_over.ok()) << taken_over;
   auto taken = std::chrono::steady_clock::now();
   ASSERT_TRUE(WaitFor("a to notice", seconds(10), [&](std::string*) { return a.stopped_leading.load() == 1; }).ok());
   EXPECT_LE(std::chrono::steady_clock::now() - taken, seconds(2) + milliseconds(1000));
