@@ -57,6 +57,17 @@ Shape ShapeFor(Collective c, uint64_t bytes, size_t esize, int n) {
 }
 
 Status RunOnce(const PerfOptions& o, Communicator& comm, void* in, void* out, const Shape& s) {
+  if (o.in_place) {
+    const size_t es = DataTypeSize(o.type);
+    switch (o.collective) {
+      case Collective::kAllreduce: return comm.Allreduce(out, out, s.count, o.type, o.op);
+      case Collective::kBroadcast: return comm.Broadcast(out, out, s.count, o.type, o.root);
+      case Collective::kAllgather:
+        return comm.Allgather(static_cast<uint8_t*>(out) + comm.rank() * s.count * es, out, s.count, o.type);
+      case Collective::kReduceScatter: return comm.ReduceScatter(in, in, s.count, o.type, o.op);
+      case Collective::kFusion: break;
+    }
+  }
   switch (o.collective) {
     case Collective::kAllreduce: return comm.Allreduce(in, out, s.count, o.type, o.op);
     case Collective::kAllgather: return comm.Allgather(in, out, s.count, o.type);
@@ -123,6 +134,21 @@ Status FillInput(const PerfOptions& o, Memory& memory, int rank, const Shape& s,
   return Status::Ok();
 }
 
+// Puts this rank's input where an in-place run reads it (allreduce/broadcast:
+// the output buffer; allgather: this rank's block of it; reduce-scatter: the
+// input, which also receives the result).
+Status PrepareInPlace(const PerfOptions& o, Memory& memory, int rank, const Shape& s, void* in, void* out) {
+  const size_t es = DataTypeSize(o.type);
+  switch (o.collective) {
+    case Collective::kAllreduce:
+    case Collective::kBroadcast: return FillInput(o, memory, rank, s, out);
+    case Collective::kAllgather: return FillInput(o, memory, rank, s, static_cast<uint8_t*>(out) + rank * s.count * es);
+    case Collective::kReduceScatter: return FillInput(o, memory, rank, s, in);
+    case Collective::kFusion: break;
+  }
+  return Status::Ok();
+}
+
 int ItersFor(const PerfOptions& o, uint64_t bytes) {
   if (o.iters > 0) return o.iters;
   return static_cast<int>(std::clamp<uint64_t>((1ull << 30) / std::max<uint64_t>(bytes, 1), 2, 50));
@@ -148,14 +174,14 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Mem
   const bool lead = rank == 0;
   BenchResult result;
   if (lead) {
-    std::fprintf(out, "# ringmaster-perf %s: %d ranks, backend %s, dtype %s%s%s, loopback 127.0.0.1%s\n",
+    std::fprintf(out, "# ringmaster-perf %s: %d ranks, backend %s, dtype %s%s%s, loopback 127.0.0.1%s%s\n",
                  std::string(CollectiveName(o.collective)).c_str(), n, std::string(BackendName(comm.backend())).c_str(),
                  std::string(DataTypeName(o.type)).c_str(),
                  PatternOp(o) == o.op && o.collective != Collective::kAllgather && o.collective != Collective::kBroadcast
                      ? (", op " + std::string(ReduceOpName(o.op))).c_str()
                      : "",
                  o.collective == Collective::kBroadcast ? (", root " + std::to_string(o.root)).c_str() : "",
-                 o.check ? ", checking results" : "");
+                 o.check ? ", checking results" : "", o.in_place ? ", in place" : ", out of place");
     std::fprintf(out, "# %10s %12s %6s %12s %12s %12s %8s\n", "size", "count", "iters", "time(us)", "algbw(GB/s)",
                  "busbw(GB/s)", o.check ? "#wrong" : "");
     std::fflush(out);
@@ -174,6 +200,7 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Mem
     RINGMASTER_ASSIGN_OR_RETURN(void* out_ptr, memory.Allocate(s.out_count * es));
     DeviceBuffer outbuf(memory, out_ptr);
     RINGMASTER_RETURN_IF_ERROR(FillInput(o, memory, rank, s, in.get()));
+    if (o.in_place) RINGMASTER_RETURN_IF_ERROR(PrepareInPlace(o, memory, rank, s, in.get(), outbuf.get()));
     const int iters = ItersFor(o, bytes);
     for (int i = 0; i < o.warmup; ++i) RINGMASTER_RETURN_IF_ERROR(RunOnce(o, comm, in.get(), outbuf.get(), s));
     RINGMASTER_RETURN_IF_ERROR(comm.Barrier());
@@ -182,7 +209,13 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Mem
     double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
     uint64_t wrong = 0;
     if (o.check) {
-      RINGMASTER_ASSIGN_OR_RETURN(wrong, CountWrong(o, memory, rank, n, s, outbuf.get()));
+      const void* result = outbuf.get();
+      if (o.in_place) {  // the timed runs kept reducing in place: check one run from fresh input
+        RINGMASTER_RETURN_IF_ERROR(PrepareInPlace(o, memory, rank, s, in.get(), outbuf.get()));
+        RINGMASTER_RETURN_IF_ERROR(RunOnce(o, comm, in.get(), outbuf.get(), s));
+        if (o.collective == Collective::kReduceScatter) result = in.get();
+      }
+      RINGMASTER_ASSIGN_OR_RETURN(wrong, CountWrong(o, memory, rank, n, s, result));
     }
     // Report to rank 0 through the store: the slowest rank's time, every rank's errors.
     WireWriter w;

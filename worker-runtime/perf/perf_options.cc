@@ -39,6 +39,7 @@ flags:
   --step-factor F    multiply the size by F between steps, F > 1 (default 2)
   --iters N          timed iterations per size (default: about 256M of traffic, 1..50)
   --warmup N         untimed iterations per size (default 1)
+  --in-place         run in place (output buffer = input buffer) instead of out of place
   --check            verify every result against a reference and count wrong elements
   --dtype T          float32 float64 float16 bfloat16 int32 int64 uint8 (default float32)
   --op OP            sum avg min max product (allreduce, reduce-scatter; default sum)
@@ -115,6 +116,10 @@ StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
     }
     if (a == "--check") {
       o.check = true;
+      continue;
+    }
+    if (a == "--in-place") {
+      o.in_place = true;
       continue;
     }
     if (a.rfind("--", 0) == 0) {

@@ -25,6 +25,7 @@ struct PerfOptions {
   int iters = 0;   // 0: chosen per size
   int warmup = 1;
   bool check = false;
+  bool in_place = false;
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
