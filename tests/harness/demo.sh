@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# make demo: the operator keeping an elastic GPU job's membership on a local control plane.
+# Starts (or reuses) the local cluster in build/demo-cluster, runs ringmaster-operator, applies an
+# elastic TrainingJob, then fails a worker, loses a node and scales the job, printing each new
+# membership generation. The workers are KWOK pods (no training process runs yet: the worker runtime
+# that would rebuild its communicators on each generation is still being built).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DIR="$RINGMASTER_ROOT/build/demo-cluster"
+BIN="$RINGMASTER_ROOT/build/bin"
+CLUSTER="$HARNESS_DIR/cluster/cluster.sh"
+[[ -x "$BIN/ringmaster-operator" ]] || die "build/bin/ringmaster-operator is missing" "run make build"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+k() { "$DIR/bin/kubectl" --kubeconfig "$DIR/kubeconfig" "$@"; }
+generation() { k get tj demo -o jsonpath='{.status.membership.generation}' 2>/dev/null || echo 0; }
+LAST_SHOWN=""
+# Prints the job's membership, once per generation.
+membership() {
+  local g; g="$(generation)"
+  [[ "$g" == "$LAST_SHOWN" ]] && return 0
+  LAST_SHOWN="$g"
+  k get tj demo -o jsonpath='  generation {.status.membership.generation}: world {.status.membership.worldSize}, reason {.status.membership.reason}, coordinator {.status.membership.coordinator}{"\n"}  ranks: {range .status.membership.members[*]}{.rank}={.pod}@{.node} {end}{"\n"}'
+}
+# wait_for DESCRIPTION JSONPATH VALUE: polls the job until the field has the value (60 s at most).
+wait_for() {
+  local i
+  for ((i = 0; i < 240; i++)); do
+    [[ "$(k get tj demo -o jsonpath="$2" 2>/dev/null)" == "$3" ]] && { membership; return 0; }
+    sleep 0.25
+  done
+  die "timed out waiting for $1" "see $DIR/operator.log"
+}
+# wait_past DESCRIPTION GENERATION: waits for a newer generation and prints it.
+wait_past() {
+  local i
+  for ((i = 0; i < 240; i++)); do
+    (($(generation) > $2)) && { membership; return 0; }
+    sleep 0.1
+  done
+  die "timed out waiting for $1" "see $DIR/operator.log"
+}
+
+step "1. A local control plane with 4 fake GPU nodes (8 nvidia.com/gpu each)"
+"$CLUSTER" up --dir "$DIR" 2>&1 | grep -v '^$' | sed 's/^/  /' | head -n 12
+k apply -f "$RINGMASTER_ROOT/crds/ringmaster.io_trainingjobs.yaml" >/dev/null
+k wait --for=condition=Established crd/trainingjobs.ringmaster.io --timeout=30s >/dev/null
+k delete tj demo --ignore-not-found --wait=true >/dev/null
+
+step "2. ringmaster-operator (log: $DIR/operator.log)"
+"$BIN/ringmaster-operator" --kubeconfig "$DIR/kubeconfig" --namespace default \
+  --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$DIR/operator.log" 2>&1 &
+OPERATOR=$!
+trap 'kill $OPERATOR 2>/dev/null || true' EXIT
+sleep 1
+
+step "3. kubectl apply: an elastic job of 2..6 workers, 1 GPU each"
+k apply -f - <<'JOB'
+apiVersion: ringmaster.io/v1alpha1
+kind: TrainingJob
+metadata: {name: demo}
+spec:
+  replicas: {min: 2, max: 6, desired: 4}
+  elasticPolicy: {joinBatchWindowSeconds: 2, nodeUnresponsiveSeconds: 5}
+  template:
+    spec:
+      containers:
+      - name: trainer
+        image: example/trainer:latest
+        resources: {limits: {nvidia.com/gpu: 1}}
+JOB
+wait_for "the first membership" '{.status.membership.worldSize}' 4
+k get tj demo
+
+step "4. A worker fails (KWOK's chaos stage): survivors keep their order, a replacement joins"
+victim="$(k get tj demo -o jsonpath='{.status.membership.members[1].pod}')"
+g="$(generation)"
+k label pod "$victim" pod-container-running-failed.stage.kwok.x-k8s.io=true >/dev/null
+wait_past "the failure" "$g"
+wait_for "the replacement" '{.status.membership.worldSize}' 4
+
+step "5. A node goes NotReady: its workers leave within the 5 s window, their pods are deleted"
+node="$(k get tj demo -o jsonpath='{.status.membership.members[0].node}')"
+g="$(generation)"
+k label node "$node" node-not-ready.stage.kwok.x-k8s.io=true >/dev/null
+wait_past "the node loss" "$g"
+wait_for "the replacement" '{.status.membership.worldSize}' 4
+k label node "$node" node-not-ready.stage.kwok.x-k8s.io- >/dev/null
+
+step "6. kubectl scale tj/demo --replicas=6: the world grows"
+k scale tj/demo --replicas=6 >/dev/null
+wait_for "the scale-up" '{.status.membership.worldSize}' 6
+
+step "7. What a person sees"
+k get tj demo -o wide
+k get events --field-selector "involvedObject.uid=$(k get tj demo -o jsonpath='{.metadata.uid}')" --sort-by=.lastTimestamp -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message | tail -n 12
+
+step "Done. The cluster keeps running: KUBECONFIG=$DIR/kubeconfig; stop it with: $CLUSTER down --dir $DIR"
+k delete tj demo --wait=false >/dev/null
