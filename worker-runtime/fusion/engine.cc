@@ -207,6 +207,7 @@ Status Engine::RunBatch(const Batch& batch) {
   switch (first.kind) {
     case CollectiveKind::kAllreduce: s = data_->Allreduce(first.in, first.out, first.count, first.type, first.op); break;
     case CollectiveKind::kAllgather: s = data_->Allgather(first.in, first.out, first.count, first.type); break;
+    case CollectiveKind::kAllgatherv: s = data_->Allgatherv(first.in, first.out, first.counts, first.type); break;
     case CollectiveKind::kBroadcast: s = data_->Broadcast(first.in, first.out, first.count, first.type, first.root); break;
     case CollectiveKind::kReduceScatter:
       s = data_->ReduceScatter(first.in, first.out, first.count, first.type, first.op);

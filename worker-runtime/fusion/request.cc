@@ -6,6 +6,7 @@ std::string_view CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllreduce: return "allreduce";
     case CollectiveKind::kAllgather: return "allgather";
+    case CollectiveKind::kAllgatherv: return "allgatherv";
     case CollectiveKind::kBroadcast: return "broadcast";
     case CollectiveKind::kReduceScatter: return "reduce-scatter";
     case CollectiveKind::kAlltoall: return "alltoall";
@@ -47,6 +48,7 @@ uint64_t Request::Fingerprint() const {
   uint64_t fields[] = {static_cast<uint64_t>(kind), static_cast<uint64_t>(type), static_cast<uint64_t>(op), count,
                        static_cast<uint64_t>(root)};
   mix(fields, sizeof fields);
+  if (!counts.empty()) mix(counts.data(), counts.size() * sizeof(size_t));
   return h;
 }
 

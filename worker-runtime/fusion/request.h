@@ -14,7 +14,15 @@
 
 namespace ringmaster::runtime {
 
-enum class CollectiveKind : uint8_t { kAllreduce, kAllgather, kBroadcast, kReduceScatter, kAlltoall, kBarrier };
+enum class CollectiveKind : uint8_t {
+  kAllreduce,
+  kAllgather,
+  kAllgatherv,
+  kBroadcast,
+  kReduceScatter,
+  kAlltoall,
+  kBarrier
+};
 std::string_view CollectiveKindName(CollectiveKind kind);
 
 // Completion state shared by the runtime (writer) and the caller (reader).
@@ -60,13 +68,14 @@ struct Request {
   ReduceOp op = ReduceOp::kSum;
   size_t count = 0;
   int root = 0;
+  std::vector<size_t> counts;  // allgatherv: elements per rank of the process set
   const void* in = nullptr;
   void* out = nullptr;
   std::chrono::steady_clock::time_point submitted;
   std::shared_ptr<Completion> completion = std::make_shared<Completion>();
 
   size_t bytes() const { return count * DataTypeSize(type); }
-  // What every rank must agree on: name, kind, type, op, count, root (not buffers).
+  // What every rank must agree on: name, kind, type, op, count, root, counts (not buffers).
   uint64_t Fingerprint() const;
   std::string Describe() const;  // "'grad.3' (allreduce float32 x1024 sum)"
 };

@@ -105,6 +105,18 @@ Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size
   return Submit(set, std::move(r));
 }
 
+Handle Runtime::AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
+                                DataType type, int set) {
+  Request r;
+  r.name = std::move(name);
+  r.kind = CollectiveKind::kAllgatherv;
+  r.in = in;
+  r.out = out;
+  r.counts = std::move(counts);
+  r.type = type;
+  return Submit(set, std::move(r));
+}
+
 Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
                                int set) {
   Request r;

@@ -48,6 +48,9 @@ class Runtime {
   Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
                         int set = kWorldSet);
   Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set = kWorldSet);
+  // counts: elements contributed by each rank of the set (in set-rank order); in holds counts[my set rank].
+  Handle AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts, DataType type,
+                         int set = kWorldSet);
   Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
                         int set = kWorldSet);
   Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,

@@ -190,6 +190,13 @@ TEST(RuntimeTest, StaticDynamicAndOverlappingProcessSets) {
               StatusCode::kInvalidArgument);
     EXPECT_EQ(rt->AddProcessSet({0, 9}).status().code(), StatusCode::kInvalidArgument);
     run(upper, {1, 2, 3});  // the others still work
+    // Allgatherv on the overlapping set {1,2,3}: set rank i contributes i+1 elements of value 10*(i+1).
+    if (ctx.rank >= 1) {
+      int me = rt->ProcessSetRank(upper).value();
+      std::vector<int32_t> in(static_cast<size_t>(me + 1), 10 * (me + 1)), out(6, -1);
+      ASSERT_OK(rt->AllgathervAsync("agv", in.data(), out.data(), {1, 2, 3}, DataType::kInt32, upper).Wait());
+      EXPECT_EQ(out, (std::vector<int32_t>{10, 20, 20, 30, 30, 30}));
+    }
     ASSERT_OK(rt->Barrier());
   });
   ExpectAllRanksOk(outcomes);
