@@ -97,6 +97,8 @@ int Run(const rm::operator_cmd::OperatorOptions& opts) {
       log(LogLevel::kError, "cannot serve health probes on " + opts.health_probe_bind_address + ": " + s.ToString());
       return 1;
     }
+    log(LogLevel::kInfo, "serving /healthz and /readyz on " + opts.health_probe_bind_address + " (port " +
+                             std::to_string(health_server.port()) + ")");
   }
 
   int exit_code = 0;

@@ -217,6 +217,38 @@ TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
   EXPECT_EQ(Membership(up).value("reason", ""), "ScaledUp");
 }
 
+// The port the operator logged for `what` ("metrics" or "/healthz and /readyz").
+std::string LoggedPort(const std::string& log, const std::string& what) {
+  auto at = log.find("serving " + what + " on ");
+  if (at == std::string::npos) return "";
+  auto open = log.find("(port ", at);
+  auto close = log.find(')', open);
+  return open == std::string::npos ? "" : log.substr(open + 6, close - open - 6);
+}
+
+TEST_F(OperatorE2eTest, ServesMetricsAndProbes) {
+  BackgroundProcess* op = StartOperator();
+  ApplyJob("metrics", 1, 2);
+  WaitForJob("metrics", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  std::string metrics_port = LoggedPort(op->Log(), "metrics");
+  std::string health_port = LoggedPort(op->Log(), "/healthz and /readyz");
+  ASSERT_FALSE(metrics_port.empty()) << op->Log();
+  ASSERT_FALSE(health_port.empty()) << op->Log();
+  for (const char* probe : {"/healthz", "/readyz"}) {
+    auto r = RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:" + health_port + probe});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->out, "200") << probe;
+  }
+  auto m = RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
+  ASSERT_TRUE(m.ok() && m->ok());
+  for (const char* series : {"ringmaster_membership_changes_total{reason=\"JobStarted\"} 1",
+                             "# TYPE ringmaster_membership_publish_latency_seconds histogram",
+                             "ringmaster_reconcile_total{result=\"success\"}", "ringmaster_trainingjobs{phase=\"Running\"} 1",
+                             "rest_client_requests_total{", "workqueue_depth{"}) {
+    EXPECT_NE(m->out.find(series), std::string::npos) << series << " missing from /metrics";
+  }
+}
+
 TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) {
   BackgroundProcess* first = StartOperator();
   ApplyJob("restart", 2, 3);
