@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "support/test_cluster.h"
+#include "support/cluster_test.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -14,29 +14,11 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-class ClusterHarnessTest : public ::testing::Test {
+class ClusterHarnessTest : public ClusterTest {
  protected:
-  void SetUp() override {
-    auto cluster = TestCluster::FromEnvironment();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-  }
-
-  void TearDown() override {
-    if (!namespace_.empty()) (void)cluster_.Kubectl({"delete", "namespace", namespace_, "--wait=false"});
-  }
-
-  // Creates a namespace for this test and waits for its default ServiceAccount (pods need it).
+  // Creates this test's namespace; the pod helpers below work in it.
   std::string CreateNamespace() {
-    namespace_ = UniqueName("harness");
-    auto r = cluster_.Kubectl({"create", "namespace", namespace_});
-    EXPECT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString());
-    Status waited = WaitFor("the default ServiceAccount in " + namespace_, seconds(30), [&](std::string* last) {
-      auto sa = cluster_.Kubectl({"get", "serviceaccount", "default", "-n", namespace_});
-      if (sa.ok()) *last = sa->err;
-      return sa.ok() && sa->ok();
-    });
-    EXPECT_TRUE(waited.ok()) << waited;
+    namespace_ = ClusterTest::CreateNamespace("harness");
     return namespace_;
   }
 
@@ -75,7 +57,6 @@ class ClusterHarnessTest : public ::testing::Test {
     return "";
   }
 
-  TestCluster cluster_;
   std::string namespace_;
 };
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "support/background_process.h"
-#include "support/test_cluster.h"
+#include "support/cluster_test.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -18,22 +18,12 @@ using json = nlohmann::json;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
-class OperatorE2eTest : public ::testing::Test {
+class OperatorE2eTest : public ClusterTest {
  protected:
   void SetUp() override {
-    auto cluster = TestCluster::FromEnvironment();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-    Status crd = cluster_.EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
-                                    "trainingjobs.ringmaster.io");
-    ASSERT_TRUE(crd.ok()) << crd;
-    ns_ = UniqueName("op");
-    auto created = cluster_.Kubectl({"create", "namespace", ns_});
-    ASSERT_TRUE(created.ok() && created->ok());
-    ASSERT_TRUE(WaitFor("default ServiceAccount", seconds(30), [&](std::string*) {
-                  auto sa = cluster_.Kubectl({"get", "sa", "default", "-n", ns_});
-                  return sa.ok() && sa->ok();
-                }).ok());
+    ClusterTest::SetUp();
+    EnsureTrainingJobCrd();
+    ns_ = CreateNamespace("op");
   }
 
   void TearDown() override {
@@ -41,7 +31,7 @@ class OperatorE2eTest : public ::testing::Test {
       if (HasFailure()) std::cerr << "---- operator " << i << " log ----\n" << operators_[i]->Log() << "\n";
       operators_[i]->Stop(seconds(5));
     }
-    (void)cluster_.Kubectl({"delete", "namespace", ns_, "--wait=false"});
+    ClusterTest::TearDown();
     for (const auto& node : nodes_) (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
   }
 
@@ -127,7 +117,6 @@ class OperatorE2eTest : public ::testing::Test {
     return r->ok() ? Status::Ok() : UnknownError(r->err);
   }
 
-  TestCluster cluster_;
   std::string ns_;
   std::vector<std::unique_ptr<BackgroundProcess>> operators_;
   std::vector<std::string> nodes_;

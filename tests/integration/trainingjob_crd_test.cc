@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "support/test_cluster.h"
+#include "support/cluster_test.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -14,19 +14,13 @@ using std::chrono::seconds;
 
 const std::string kCrdDir = std::string(RINGMASTER_SOURCE_DIR) + "/crds";
 
-class TrainingJobCrdTest : public ::testing::Test {
+class TrainingJobCrdTest : public ClusterTest {
  protected:
   void SetUp() override {
-    auto cluster = TestCluster::FromEnvironment();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-    Status crd = cluster_.EnsureCrd(kCrdDir + "/ringmaster.io_trainingjobs.yaml", "trainingjobs.ringmaster.io");
-    ASSERT_TRUE(crd.ok()) << crd;
-    namespace_ = UniqueName("crd");
-    auto ns = cluster_.Kubectl({"create", "namespace", namespace_});
-    ASSERT_TRUE(ns.ok() && ns->ok());
+    ClusterTest::SetUp();
+    EnsureTrainingJobCrd();
+    namespace_ = CreateNamespace("crd");
   }
-  void TearDown() override { (void)cluster_.Kubectl({"delete", "namespace", namespace_, "--wait=false"}); }
 
   // Applies `manifest` in this test's namespace; returns kubectl's result.
   CommandResult ApplyHere(const std::string& manifest) {
@@ -52,7 +46,6 @@ class TrainingJobCrdTest : public ::testing::Test {
     EXPECT_NE(r.err.find(message), std::string::npos) << "wanted '" << message << "' in: " << r.err;
   }
 
-  TestCluster cluster_;
   std::string namespace_;
 };
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "controller/worker_objects.h"
-#include "support/test_cluster.h"
+#include "support/cluster_test.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -14,20 +14,13 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-class WorkerAccessTest : public ::testing::Test {
+class WorkerAccessTest : public ClusterTest {
  protected:
   void SetUp() override {
-    auto cluster = TestCluster::FromEnvironment();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(cluster).value();
-    Status crd = cluster_.EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
-                                    "trainingjobs.ringmaster.io");
-    ASSERT_TRUE(crd.ok()) << crd;
-    ns_ = UniqueName("access");
-    auto ns = cluster_.Kubectl({"create", "namespace", ns_});
-    ASSERT_TRUE(ns.ok() && ns->ok());
+    ClusterTest::SetUp();
+    EnsureTrainingJobCrd();
+    ns_ = CreateNamespace("access");
   }
-  void TearDown() override { (void)cluster_.Kubectl({"delete", "namespace", ns_, "--wait=false"}); }
 
   // Creates a TrainingJob and returns it as stored (with its uid).
   json CreateJob(const std::string& name) {
@@ -57,7 +50,6 @@ class WorkerAccessTest : public ::testing::Test {
     return r.ok() ? r->out : "";
   }
 
-  TestCluster cluster_;
   std::string ns_;
 };
 
