@@ -31,7 +31,7 @@ TEST(HarnessErrorsTest, ClusterUpWithoutDirSaysSo) {
 TEST(HarnessErrorsTest, UnknownClusterCommandIsRefused) {
   auto r = RunCommand({kCluster, "explode", "--dir", ::testing::TempDir() + "/c"});
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectOneClearLine(*r, "unknown command 'explode'", "use up, down or status");
+  ExpectOneClearLine(*r, "unknown command 'explode'", "use up, down, status or restart");
 }
 
 TEST(HarnessErrorsTest, ClusterUpWithoutBuiltToolsPointsToMakeDeps) {

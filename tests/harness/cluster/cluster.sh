@@ -5,6 +5,7 @@
 #   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--fresh]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
+#   cluster.sh restart --dir DIR COMPONENT   (e.g. kube-apiserver: same flags, ports and data)
 #
 # up: reuses a healthy cluster already running in DIR (or, with --fresh, replaces it); refuses a
 #     half-running one with advice. Ports are chosen free, so clusters in different DIRs run side by side.
@@ -18,7 +19,7 @@ source "$CLUSTER_SCRIPT_DIR/pki.sh"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------------------------------------------
 # processes
@@ -44,11 +45,13 @@ running_components() {
   echo "${out[*]:-}"
 }
 
-# start NAME BINARY ARGS...: runs detached (own session, no terminal, output to logs/NAME.log).
+# start NAME BINARY ARGS...: runs detached (own session, no terminal, output to logs/NAME.log). The
+# command line is kept in cmdlines/NAME (NUL-separated) so `restart` can run it again unchanged.
 start() {
   local name="$1" bin="$2"; shift 2
-  mkdir -p "$DIR/logs" "$DIR/pids"
-  setsid "$bin" "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
+  mkdir -p "$DIR/logs" "$DIR/pids" "$DIR/cmdlines"
+  printf '%s\0' "$bin" "$@" >"$DIR/cmdlines/$name"
+  setsid "$bin" "$@" >>"$DIR/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$DIR/pids/$name.pid"
 }
 
@@ -338,6 +341,30 @@ cmd_down() {
   log "stopped $before cluster processes in $DIR"
 }
 
+# Stops one component and starts it again with the same command line (tests use it to prove that
+# watches survive an apiserver restart).
+cmd_restart() {
+  local name="$1"
+  [[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "unknown component '$name'" "use one of: ${COMPONENTS[*]}"
+  [[ -f "$DIR/cmdlines/$name" ]] || die "no running cluster in $DIR to restart $name in" "start one with: $0 up --dir $DIR"
+  load_env || die "no cluster.env in $DIR" "start the cluster with: $0 up --dir $DIR"
+  local pid i
+  pid="$(pid_of "$name" || true)"
+  if [[ -n "$pid" ]] && proc_alive "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50 && $(proc_alive "$pid" && echo 1 || echo 0); i++)); do sleep 0.1; done
+    proc_alive "$pid" && kill -KILL "$pid" 2>/dev/null
+  fi
+  local argv=()
+  mapfile -d '' -t argv <"$DIR/cmdlines/$name"
+  log "restarting $name"
+  start "$name" "${argv[@]}"
+  case "$name" in
+    kube-apiserver) wait_healthy "$name" api_ready ;;
+    *) sleep 1; is_running "$name" || die "$name did not restart" "see $DIR/logs/$name.log" ;;
+  esac
+}
+
 cmd_status() {
   local c any=0
   for c in "${COMPONENTS[@]}"; do
@@ -352,6 +379,7 @@ cmd_status() {
 main() {
   local cmd="${1:-}"; shift || true
   DIR="" NODES=4 GPUS=8 FRESH=0
+  local positional=()
   while (($#)); do
     case "$1" in
       --dir) DIR="${2:-}"; shift 2 ;;
@@ -359,7 +387,8 @@ main() {
       --gpus-per-node) GPUS="${2:-}"; shift 2 ;;
       --fresh) FRESH=1; shift ;;
       -h|--help) usage; exit 0 ;;
-      *) die "unknown option '$1'" "see $0 --help" ;;
+      -*) die "unknown option '$1'" "see $0 --help" ;;
+      *) positional+=("$1"); shift ;;
     esac
   done
   [[ -n "$DIR" ]] || die "--dir is required" "e.g. $0 $cmd --dir build/cluster"
@@ -370,7 +399,9 @@ main() {
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    *) usage; die "unknown command '$cmd'" "use up, down or status" ;;
+    restart) [[ ${#positional[@]} == 1 ]] || die "restart takes one component" "e.g. $0 restart --dir $DIR kube-apiserver"
+             cmd_restart "${positional[0]}" ;;
+    *) usage; die "unknown command '$cmd'" "use up, down, status or restart" ;;
   esac
 }
 
