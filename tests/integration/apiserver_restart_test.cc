@@ -51,6 +51,8 @@ TEST_F(ApiserverRestartTest, InformerCacheEqualsAFreshListAfterTheRestart) {
   kube::Informer informer(*client, kube::resources::ConfigMaps(), options);
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(seconds(20)));
+  // The watch follows the list asynchronously: restart only once it is open.
+  ASSERT_TRUE(WaitFor("the informer's watch to open", seconds(20), [&](std::string*) { return informer.watches() >= 1; }).ok());
 
   auto restart = RunCommand({std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh", "restart", "--dir",
                              cluster_.dir(), "kube-apiserver"},
