@@ -1,0 +1,143 @@
+// A worker's view of membership: KubernetesMembershipSource watching its own TrainingJob with only the
+// worker's service-account token (the RBAC the operator creates), against the real apiserver — first
+// with records written by hand, then with the operator publishing them.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "controller/worker_objects.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "membership/kubernetes_source.h"
+#include "support/background_process.h"
+#include "support/cluster_test.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+namespace kube = ringmaster::kube;
+namespace ms = ringmaster::membership;
+
+class MembershipWatchTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    EnsureTrainingJobCrd();
+    ns_ = CreateNamespace("members");
+  }
+
+  json CreateJob(const std::string& name, int min, int max) {
+    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+                           "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
+                           ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
+                           "  template:\n    spec:\n      containers:\n      - name: trainer\n        image: example/trainer:1\n"
+                           "        resources: {limits: {nvidia.com/gpu: 1}}\n";
+    EXPECT_TRUE(cluster_.Apply(manifest).ok());
+    auto job = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : json();
+  }
+
+  // A client that authenticates only as the job's worker service account.
+  std::shared_ptr<kube::Client> WorkerClient(const json& job) {
+    for (auto object : {controller::BuildWorkerServiceAccount(job), controller::BuildWorkerRole(job),
+                        controller::BuildWorkerRoleBinding(job)}) {
+      EXPECT_TRUE(object.ok()) << object.status();
+      EXPECT_TRUE(cluster_.Apply(object->dump()).ok());
+    }
+    auto token = cluster_.Kubectl({"create", "token", controller::WorkerServiceAccountFor(job), "-n", ns_});
+    EXPECT_TRUE(token.ok() && token->ok());
+    kube::ClientConfig config;
+    config.server = cluster_.server();
+    auto ca = kube::ReadFileToString(cluster_.ca_file());
+    EXPECT_TRUE(ca.ok());
+    config.ca_pem = *ca;
+    config.bearer_token = token->out.substr(0, token->out.find('\n'));
+    config.namespace_name = ns_;
+    auto client = kube::NewClient(config);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return *client;
+  }
+
+  void PatchMembership(const std::string& job, const std::string& membership) {
+    auto r = cluster_.Kubectl({"patch", "tj", job, "-n", ns_, "--subresource=status", "--type=merge", "-p",
+                               R"({"status":{"membership":)" + membership + "}}"});
+    ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString());
+  }
+
+  std::string ns_;
+};
+
+TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
+  json job = CreateJob("mine", 1, 2);
+  auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "mine"});
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ((*source)->WaitNewer(0, milliseconds(1500)).status().code(), StatusCode::kDeadlineExceeded);
+
+  PatchMembership("mine", R"({"generation":1,"worldSize":2,"coordinator":"127.0.0.9:29500","members":[
+      {"pod":"mine-worker-0","uid":"a","rank":0,"address":"127.0.0.9","node":"n0"},
+      {"pod":"mine-worker-1","uid":"b","rank":1,"address":"127.0.0.10","node":"n1"}]})");
+  auto first = (*source)->WaitNewer(0, seconds(20));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->generation, 1);
+  EXPECT_EQ(first->world_size(), 2);
+  EXPECT_EQ(first->coordinator, "127.0.0.9:29500");
+  EXPECT_EQ(first->members[1].pod, "mine-worker-1");
+
+  // A malformed record (ranks with a gap) is skipped; the last good one stays.
+  PatchMembership("mine", R"({"generation":2,"worldSize":1,"members":[{"pod":"x","rank":3}]})");
+  EXPECT_EQ((*source)->WaitNewer(1, milliseconds(1500)).status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ((*source)->Latest().generation, 1);
+
+  PatchMembership("mine", R"({"generation":3,"worldSize":1,"coordinator":"127.0.0.10:29500","members":[
+      {"pod":"mine-worker-1","uid":"b","rank":0,"address":"127.0.0.10","node":"n1"}]})");
+  auto third = (*source)->WaitNewer(1, seconds(20));
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->generation, 3);
+  EXPECT_EQ(third->members[0].pod, "mine-worker-1");
+
+  // Stop wakes a waiter with Cancelled.
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    (*source)->Stop();
+  });
+  EXPECT_EQ((*source)->WaitNewer(3, seconds(20)).status().code(), StatusCode::kCancelled);
+  stopper.join();
+}
+
+TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
+  BackgroundProcess op;
+  ASSERT_TRUE(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster_.kubeconfig(), "--namespace", ns_,
+                        "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
+                       ::testing::TempDir() + ns_ + "-operator.log")
+                  .ok());
+  json job = CreateJob("watched", 2, 3);
+  auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "watched"});
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto started = (*source)->WaitNewer(0, seconds(60));
+  ASSERT_TRUE(started.ok()) << started.status() << "\n" << op.Log();
+  EXPECT_GE(started->world_size(), 2);
+  EXPECT_EQ(started->coordinator, started->members[0].address + ":29500");
+
+  // A worker fails: the source delivers the operator's next generation, without that worker.
+  ms::MembershipRecord now = (*source)->Latest();
+  std::string victim = now.members.back().pod;
+  auto l = cluster_.Kubectl({"label", "pod", victim, "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
+  ASSERT_TRUE(l.ok() && l->ok());
+  Status dropped = WaitFor("a generation without " + victim, seconds(60), [&](std::string* last) {
+    auto next = (*source)->WaitNewer(now.generation, seconds(1));
+    if (!next.ok()) return false;
+    now = *next;
+    *last = "generation " + std::to_string(now.generation);
+    const ms::MemberRecord* m = now.Find(victim);
+    return m == nullptr;
+  });
+  EXPECT_TRUE(dropped.ok()) << dropped << "\n" << op.Log();
+  op.Stop();
+}
+
+}  // namespace
+}  // namespace ringmaster::testing

@@ -1,0 +1,70 @@
+#include "membership/kubernetes_source.h"
+
+namespace ringmaster::membership {
+
+using json = nlohmann::json;
+
+StatusOr<std::unique_ptr<KubernetesMembershipSource>> KubernetesMembershipSource::Start(
+    std::shared_ptr<kube::Client> client, KubernetesSourceOptions options) {
+  if (options.job_name.empty()) return InvalidArgumentError("KubernetesMembershipSource needs the job's name");
+  if (options.job_namespace.empty()) options.job_namespace = client->default_namespace();
+  std::unique_ptr<KubernetesMembershipSource> source(new KubernetesMembershipSource(options));
+  kube::InformerOptions io;
+  io.ns = source->options_.job_namespace;
+  io.field_selector = "metadata.name=" + source->options_.job_name;
+  io.log = source->options_.log;
+  io.max_backoff = std::chrono::seconds(5);
+  source->informer_ = std::make_unique<kube::Informer>(
+      std::move(client), kube::GroupVersionResource{"ringmaster.io", "v1alpha1", "trainingjobs", true}, io);
+  KubernetesMembershipSource* self = source.get();
+  source->informer_->AddEventHandler({[self](const json& job) { self->Observe(job); },
+                                      [self](const json&, const json& job) { self->Observe(job); }, nullptr});
+  source->informer_->Start();
+  return source;
+}
+
+KubernetesMembershipSource::~KubernetesMembershipSource() { Stop(); }
+
+void KubernetesMembershipSource::Observe(const json& job) {
+  const json& status = job.value("status", json::object());
+  if (!status.contains("membership")) return;
+  StatusOr<MembershipRecord> record = ParseMembershipRecord(status["membership"]);
+  if (!record.ok()) {
+    options_.log(kube::LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
+                                               options_.job_name + ": " + record.status().ToString());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (record->generation <= latest_.generation) return;  // generations only move forward
+  latest_ = std::move(record).value();
+  cv_.notify_all();
+}
+
+StatusOr<MembershipRecord> KubernetesMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool ready = cv_.wait_for(lock, timeout, [&] { return stopped_ || latest_.generation > after; });
+  if (stopped_) return CancelledError("membership source stopped");
+  if (!ready) {
+    return DeadlineExceededError("no membership generation newer than " + std::to_string(after) + " for " +
+                                 options_.job_namespace + "/" + options_.job_name + " within " +
+                                 std::to_string(timeout.count()) + " ms");
+  }
+  return latest_;
+}
+
+MembershipRecord KubernetesMembershipSource::Latest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return latest_;
+}
+
+void KubernetesMembershipSource::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  if (informer_) informer_->Stop();
+}
+
+}  // namespace ringmaster::membership

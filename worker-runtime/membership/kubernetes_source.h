@@ -1,0 +1,54 @@
+// KubernetesMembershipSource: a worker learns its membership by watching its own TrainingJob's
+// status.membership, as the operator publishes it. In a pod it authenticates with the pod's
+// service-account token (in-cluster config), which the operator's per-job Role lets read this one
+// job and nothing else; the watch is by name (fieldSelector metadata.name=<job>) for that reason.
+//
+// Errors: Start fails with InvalidArgument for an empty job name. The informer underneath retries
+// failures (apiserver restarts, dropped watches, 410 Gone) forever, logging each; a record that does
+// not parse is logged and skipped, keeping the last good one.
+// Thread-safety: thread-safe. Ownership: shares the client.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "membership/membership_source.h"
+
+namespace ringmaster::membership {
+
+struct KubernetesSourceOptions {
+  std::string job_namespace;
+  std::string job_name;
+  kube::LogFn log = kube::StderrLog();
+};
+
+class KubernetesMembershipSource : public MembershipSource {
+ public:
+  static StatusOr<std::unique_ptr<KubernetesMembershipSource>> Start(std::shared_ptr<kube::Client> client,
+                                                                     KubernetesSourceOptions options);
+  ~KubernetesMembershipSource() override;  // Stop()s
+
+  StatusOr<MembershipRecord> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
+  MembershipRecord Latest() const override;
+  void Stop() override;
+
+ private:
+  explicit KubernetesMembershipSource(KubernetesSourceOptions options) : options_(std::move(options)) {}
+  void Observe(const nlohmann::json& job);
+
+  // Constant after construction.
+  const KubernetesSourceOptions options_;
+  std::unique_ptr<kube::Informer> informer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  MembershipRecord latest_;
+  bool stopped_ = false;
+};
+
+}  // namespace ringmaster::membership
