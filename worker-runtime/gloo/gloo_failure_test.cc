@@ -46,7 +46,7 @@ void SurviveUntilAborted(Communicator& comm, std::vector<float>& buf) {
             StatusCode::kAborted);
   EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
   EXPECT_FALSE(comm.health().ok());
-  EXPECT_LT(Clock::now() - start, 100ms);
+  EXPECT_LT(Clock::now() - start, 1000ms);  // "at once": no network wait (generous for a loaded machine)
 }
 
 TEST(GlooFailureTest, KilledPeerMidAllreduceAbortsSurvivorsWithinTimeout) {
