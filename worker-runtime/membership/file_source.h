@@ -1,0 +1,77 @@
+// FileMembershipSource: the membership record read from a JSON file that a
+// launcher (ringmaster-run, tests) rewrites atomically (WriteMembershipFile:
+// temp file, fsync, rename). The document has the shape of the operator's
+// status.membership and is parsed with ParseMembershipRecord.
+//
+// A background thread polls the file (stat: mtime, size, inode) every
+// `poll_interval` and wakes WaitNewer when a record with a larger generation
+// appears. A missing, garbled or half-written file never fails the source: it
+// is ignored with one logged reason, and the last good record stays. A record
+// whose generation is not larger than the newest one is ignored too.
+//
+// Thread-safety: all methods are safe to call concurrently (see
+// MembershipSource). The destructor stops and joins the poller.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "membership/membership_source.h"
+
+namespace ringmaster::membership {
+
+struct FileSourceOptions {
+  std::string path;                                // the membership file
+  std::chrono::milliseconds poll_interval{50};
+  std::function<void(std::string_view)> log;       // one line per notable event; may be empty
+};
+
+class FileMembershipSource : public MembershipSource {
+ public:
+  // Starts polling. Errors: InvalidArgument for an empty path. The file need
+  // not exist yet.
+  static StatusOr<std::unique_ptr<FileMembershipSource>> Start(FileSourceOptions options);
+  ~FileMembershipSource() override;
+
+  StatusOr<MembershipRecord> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
+  MembershipRecord Latest() const override;
+  void Stop() override;
+
+ private:
+  explicit FileMembershipSource(FileSourceOptions options) : options_(std::move(options)) {}
+  void PollLoop();
+  void PollOnce();
+  void Log(const std::string& line) const;
+
+  // Constant after construction.
+  const FileSourceOptions options_;
+
+  // Poller-thread only.
+  struct FileId {
+    int64_t mtime_ns = -1, size = -1;
+    uint64_t inode = 0;
+    bool operator==(const FileId&) const = default;
+  } last_seen_;
+  std::string last_error_;  // logged once per distinct reason
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  // Guarded by mu_.
+  bool stopped_ = false;
+  MembershipRecord latest_;
+
+  std::thread poller_;  // started last
+};
+
+// Writes `record` to `path` atomically: a temp file in the same directory,
+// fsync, rename over `path`, fsync of the directory. Readers see either the old
+// or the new document, never a mix. Errors: Unavailable naming the path and errno.
+Status WriteMembershipFile(const std::string& path, const MembershipRecord& record);
+
+}  // namespace ringmaster::membership
