@@ -1,4 +1,5 @@
 # Ringmaster: the commands a person (and CI) runs. `make help` lists them.
+SHELL := /bin/bash
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 SANITIZE ?=
@@ -11,7 +12,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure test test-unit test-integration test-e2e test-gpu \
+.PHONY: help deps build configure fuzz-smoke test test-unit test-integration test-e2e test-gpu \
         cluster-up cluster-down cluster-status demo bench clean
 
 help:
@@ -35,8 +36,25 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Every CPU tier. GPU tests carry the label `gpu` and run with `make test-gpu` on a machine with a GPU.
-test: deps build
+test: deps build fuzz-smoke
 	$(CTEST) -LE gpu
+
+# The libFuzzer targets (clang): built in $(FUZZ_BUILD_DIR) and run briefly on their seed corpora, so
+# they keep building and a regression in the parsers they cover shows. Longer runs: FUZZ_SECONDS=600.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 10
+FUZZ_TARGETS := fuzz_watch_decoder fuzz_kubeconfig
+FUZZ_CORPORA := fuzz_watch_decoder:watch fuzz_kubeconfig:kubeconfig
+fuzz-smoke: deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMASTER_FUZZ=ON >/dev/null \
+	  || { echo "ringmaster: error: configuring the fuzz build failed -- run 'make deps' (it installs clang-14)"; exit 1; }
+	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
+	@for pair in $(FUZZ_CORPORA); do \
+	  t=$${pair%%:*}; work=$$(mktemp -d); cp -r operator/kube/fuzz/corpus/$${pair#*:}/. $$work/; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_BUILD_DIR)/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$work 2>&1 | grep -E "stat::number_of_executed_units|^==[0-9]+==ERROR|^SUMMARY" ; \
+	  status=$${PIPESTATUS[0]}; rm -rf $$work; [ "$$status" = 0 ] || { echo "ringmaster: error: $$t found a failure"; exit 1; }; \
+	done
 
 test-unit: build
 	$(CTEST) -L unit
