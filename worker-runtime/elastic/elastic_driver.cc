@@ -1,0 +1,320 @@
+#include "elastic/elastic_driver.h"
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "store/store_client.h"
+
+namespace ringmaster::elastic {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using membership::MembershipRecord;
+using runtime::DataType;
+using runtime::ReduceOp;
+
+namespace {
+
+double Seconds(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
+
+// A collective or rendezvous failure that a rebuild repairs.
+bool IsMembershipFailure(StatusCode code) {
+  return code == StatusCode::kAborted || code == StatusCode::kDeadlineExceeded || code == StatusCode::kUnavailable ||
+         code == StatusCode::kCancelled;
+}
+
+StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) return InvalidArgumentError("coordinator '" + address + "' is not host:port");
+  int port = std::atoi(address.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) return InvalidArgumentError("coordinator '" + address + "' has a bad port");
+  return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
+}
+
+}  // namespace
+
+ElasticDriver::ElasticDriver(ElasticOptions options, membership::MembershipSource* source, ElasticState* state)
+    : options_(std::move(options)), source_(source), state_(state) {}
+
+ElasticDriver::~ElasticDriver() {
+  std::lock_guard lock(mu_);
+  if (runtime_) runtime_->Abort("driver destroyed");
+  runtime_.reset();
+  server_.reset();
+}
+
+void ElasticDriver::Log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+RebuildStats ElasticDriver::last_rebuild() const {
+  std::lock_guard lock(mu_);
+  return last_rebuild_;
+}
+
+void ElasticDriver::Watch() {
+  while (!stop_watch_.load()) {
+    auto next = source_->WaitNewer(newest_seen_.load(), 100ms);
+    if (!next.ok()) {
+      if (next.status().code() == StatusCode::kCancelled) return;
+      continue;
+    }
+    newest_seen_.store(next->generation);
+    std::lock_guard lock(mu_);
+    // Quiesce: a collective in flight returns Aborted; the training thread rebuilds.
+    if (runtime_) runtime_->Abort("membership generation " + std::to_string(next->generation));
+    // A rendezvous of the superseded generation through our store fails fast.
+    if (server_ && server_->generation() < static_cast<uint64_t>(next->generation)) {
+      (void)server_->AdvanceGeneration(next->generation);
+    }
+  }
+}
+
+Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats) {
+  const int64_t gen = record.generation;
+  const auto* me = record.Find(options_.worker_id);
+  const int rank = me->rank;
+  const int size = record.world_size();
+  const auto deadline = Clock::now() + options_.rebuild_timeout;
+
+  // 1. Rendezvous.
+  auto t = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    if (rank == 0) {
+      if (!server_) {
+        runtime::StoreServerOptions so;
+        so.host = options_.store_host;
+        so.port = options_.store_port;
+        so.secret = options_.secret;
+        so.generation = gen;
+        auto server = runtime::StoreServer::Start(so);
+        if (!server.ok()) return server.status().WithContext("serving the store at generation " + std::to_string(gen));
+        server_ = std::move(server).value();
+      } else if (server_->generation() < static_cast<uint64_t>(gen)) {
+        RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(gen));
+      }
+    }
+  }
+  std::string coordinator = record.coordinator.empty() ? record.members[0].address : record.coordinator;
+  RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
+  std::shared_ptr<runtime::StoreClient> client;
+  for (;;) {
+    if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
+    runtime::StoreClientOptions co;
+    co.host = hp.first;
+    co.port = hp.second;
+    co.secret = options_.secret;
+    co.generation = gen;
+    co.rank = rank;
+    co.connect_timeout = 300ms;
+    co.io_timeout = options_.rebuild_timeout;
+    auto c = runtime::StoreClient::Connect(co);
+    Status probe = c.status();
+    if (c.ok()) {
+      // The server answers Unavailable until rank 0 has advanced it to this generation.
+      probe = (*c)->Add("elastic.joined", 1).status();
+      if (probe.ok()) {
+        client = std::move(c).value();
+        break;
+      }
+    }
+    if (probe.code() == StatusCode::kUnauthenticated) return probe;
+    if (probe.code() == StatusCode::kAborted) return probe.WithContext("rendezvous at " + coordinator);
+    if (Clock::now() > deadline) return probe.WithContext("rendezvous at " + coordinator);
+    std::this_thread::sleep_for(50ms);
+  }
+  stats->rendezvous = Seconds(t);
+
+  // 2. Communicator.
+  t = Clock::now();
+  runtime::RuntimeConfig config = options_.runtime;
+  config.name = "g" + std::to_string(gen);
+  config.timeout = std::min(config.timeout, options_.rebuild_timeout);
+  auto created = runtime::Runtime::Create(config, client, rank, size);
+  if (!created.ok()) return created.status().WithContext("building the generation-" + std::to_string(gen) + " communicator");
+  std::shared_ptr<runtime::Runtime> rt(std::move(created).value());
+  {
+    std::lock_guard lock(mu_);
+    runtime_ = rt;
+    if (Superseded(gen)) rt->Abort("superseded");
+  }
+  stats->communicator = Seconds(t);
+
+  // 3. Restore.
+  t = Clock::now();
+  RINGMASTER_RETURN_IF_ERROR(Sync(*rt, stats));
+  stats->restore = Seconds(t);
+  return Status::Ok();
+}
+
+Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
+  int64_t mine = state_->committed_step();
+  int64_t newest = 0;
+  RINGMASTER_RETURN_IF_ERROR(rt.Allreduce("elastic.step", &mine, &newest, 1, DataType::kInt64, ReduceOp::kMax));
+  int64_t candidate = mine == newest ? rt.rank() : rt.size();
+  int64_t root = 0;
+  RINGMASTER_RETURN_IF_ERROR(rt.Allreduce("elastic.root", &candidate, &root, 1, DataType::kInt64, ReduceOp::kMin));
+  std::string blob = state_->Encode();
+  int64_t length = static_cast<int64_t>(blob.size());
+  RINGMASTER_RETURN_IF_ERROR(
+      rt.BroadcastAsync("elastic.length", &length, &length, 1, DataType::kInt64, static_cast<int>(root)).Wait());
+  blob.resize(static_cast<size_t>(length));
+  RINGMASTER_RETURN_IF_ERROR(
+      rt.BroadcastAsync("elastic.state", blob.data(), blob.data(), blob.size(), DataType::kUInt8, static_cast<int>(root))
+          .Wait());
+  if (rt.rank() != root) {
+    Status s = state_->Adopt(blob);
+    if (!s.ok()) return InternalError("state from rank " + std::to_string(root) + ": " + s.ToString());
+  }
+  Status s = state_->Restore();
+  if (!s.ok()) return InternalError("restoring the committed state: " + s.ToString());
+  Log("restored step " + std::to_string(newest) + " (cursor " + runtime::data::CursorToString(state_->cursor()) +
+      ") from rank " + std::to_string(root) + ", " + std::to_string(length) + " bytes");
+  (void)stats;
+  return Status::Ok();
+}
+
+StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore) {
+  if (options_.worker_id.empty()) return InvalidArgumentError("elastic: empty worker id");
+  if (options_.secret.empty()) return InvalidArgumentError("elastic: empty job secret");
+  if (options_.min_size < 1) return InvalidArgumentError("elastic: min size must be >= 1");
+
+  if (options_.checkpoints != nullptr) {
+    auto loaded = options_.checkpoints->LoadLatest();
+    if (loaded.ok() && loaded->blobs.count("state")) {
+      const auto& b = loaded->blobs.find("state")->second;
+      Status s = state_->Adopt(std::string_view(reinterpret_cast<const char*>(b.data.get()), b.size));
+      if (s.ok()) {
+        Log("loaded checkpoint step " + std::to_string(state_->committed_step()) + " from " + loaded->path);
+      } else {
+        Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
+      }
+    }
+  }
+
+  // Nothing committed and no checkpoint: the program's initial bytes are step 0.
+  if (!state_->has_state()) state_->Commit(0, {});
+
+  // The first record this worker is part of.
+  auto first = source_->WaitNewer(0, std::chrono::hours(24));
+  if (!first.ok()) return first.status();
+  MembershipRecord record = std::move(first).value();
+  newest_seen_.store(record.generation);
+  stop_watch_ = false;
+  std::thread watcher([this] { Watch(); });
+  struct Joiner {
+    ElasticDriver* d;
+    std::thread* t;
+    ~Joiner() {
+      d->stop_watch_ = true;
+      t->join();
+    }
+  } joiner{this, &watcher};
+
+  auto failure_time = Clock::now();
+  int64_t local_step = state_->committed_step();  // steps computed locally (committed or not)
+  for (;;) {
+    // Join the newest record.
+    MembershipRecord latest = source_->Latest();
+    if (latest.generation > record.generation) record = latest;
+    {
+      std::lock_guard lock(mu_);
+      if (runtime_) runtime_->Abort("rebuilding");
+      runtime_.reset();
+    }
+    if (record.Find(options_.worker_id) == nullptr) {
+      Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
+          std::to_string(state_->committed_step()) + " committed");
+      return ElasticResult::kLeft;
+    }
+    if (record.world_size() < options_.min_size) {
+      Log("generation " + std::to_string(record.generation) + " has " + std::to_string(record.world_size()) +
+          " workers, below the minimum " + std::to_string(options_.min_size) + ": paused until the next generation");
+      auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
+      if (!next.ok()) return next.status();
+      record = std::move(next).value();
+      continue;
+    }
+    RebuildStats stats;
+    stats.generation = record.generation;
+    stats.detect = Seconds(failure_time);
+    Log("rebuilding at generation " + std::to_string(record.generation) + ": rank " +
+        std::to_string(record.Find(options_.worker_id)->rank) + " of " + std::to_string(record.world_size()));
+    Status built = Build(record, &stats);
+    if (!built.ok()) {
+      Log("generation " + std::to_string(record.generation) + " abandoned: " + built.ToString());
+      if (built.code() == StatusCode::kInternal || built.code() == StatusCode::kUnauthenticated ||
+          built.code() == StatusCode::kInvalidArgument) {
+        return built;
+      }
+      // Wait for the membership to change (the launcher/operator removes a dead peer).
+      auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
+      if (!next.ok()) return next.status();
+      record = std::move(next).value();
+      continue;
+    }
+    stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
+    local_step = state_->committed_step();
+    joined_generation_.store(record.generation);
+    {
+      std::lock_guard lock(mu_);
+      last_rebuild_ = stats;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "generation %lld ready: detect %.3fs rendezvous %.3fs communicator %.3fs restore %.3fs, "
+                  "resuming at step %lld (%lld local steps rolled back)",
+                  static_cast<long long>(record.generation), stats.detect, stats.rendezvous, stats.communicator,
+                  stats.restore, static_cast<long long>(state_->committed_step()),
+                  static_cast<long long>(stats.steps_lost));
+    Log(line);
+    if (on_restore) on_restore(record.generation, state_->committed_step());
+
+    std::shared_ptr<runtime::Runtime> rt;
+    {
+      std::lock_guard lock(mu_);
+      rt = runtime_;
+    }
+    Status failed;
+    while (state_->committed_step() < total_steps) {
+      if (Superseded(record.generation)) {
+        failed = AbortedError("membership generation " + std::to_string(newest_seen_.load()));
+        break;
+      }
+      StepContext ctx{rt.get(), record.generation, state_->committed_step(), state_->cursor()};
+      ++local_step;
+      auto next = step(ctx);
+      if (!next.ok()) {
+        failed = next.status();
+        break;
+      }
+      state_->Commit(ctx.step + 1, *next);
+      if (options_.checkpoints && options_.checkpoint_every > 0 && rt->rank() == 0 &&
+          state_->committed_step() % options_.checkpoint_every == 0) {
+        std::string blob = state_->Encode();
+        runtime::checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
+        auto saved = options_.checkpoints->Save(state_->committed_step(), rt->size(), std::span(&ref, 1));
+        if (!saved.ok()) Log("checkpoint at step " + std::to_string(state_->committed_step()) + " failed: " + saved.status().ToString());
+      }
+    }
+    if (failed.ok()) return ElasticResult::kFinished;
+    if (!IsMembershipFailure(failed.code())) return failed;
+    failure_time = Clock::now();
+    Log("step " + std::to_string(state_->committed_step()) + " interrupted: " + failed.ToString() +
+        "; waiting for the next generation");
+    {
+      std::lock_guard lock(mu_);
+      if (runtime_) runtime_->Abort("quiesce");
+      runtime_.reset();
+    }
+    // Workers report, they never decide membership: wait for the launcher/operator's next record.
+    auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
+    if (!next.ok()) return next.status();
+    record = std::move(next).value();
+  }
+}
+
+}  // namespace ringmaster::elastic

@@ -1,0 +1,122 @@
+// ElasticDriver: Horovod's hvd.elastic.run, but in place. It runs the
+// program's training steps over a Runtime of the current membership
+// generation; on a newer generation from the MembershipSource, or when a
+// collective fails (Aborted, DeadlineExceeded, Unavailable: a peer died or
+// hangs), every worker quiesces, aborts and destroys its generation-G Runtime,
+// and rebuilds at the newest generation (DESIGN.md, "Membership protocol"):
+//
+//   1. rendezvous: rank 0 of the new membership serves the StoreServer on its
+//      own store port (the record's coordinator); everyone connects with the
+//      generation (stale generations are refused) and the job secret;
+//   2. communicator: Runtime::Create with "g<generation>" as the key prefix;
+//   3. restore: allreduce MAX of committed steps, the lowest rank holding the
+//      newest commit broadcasts its state, everyone Restore()s (work since the
+//      last commit is rolled back); the data cursor comes with the state, so
+//      the sampler re-strides the rest of the epoch over the new world.
+//
+// Every step of a rebuild has a deadline (options.rebuild_timeout) and a newer
+// generation abandons a half-built one. A membership below options.min_size
+// pauses until the next generation. A worker missing from the membership
+// returns kLeft (its work is committed; the survivors continue).
+//
+// Before the first generation the driver loads the newest complete checkpoint
+// (when options.checkpoints is set) into the state, so a job whose peers all
+// died restarts from it; rank 0 saves one every options.checkpoint_every steps.
+//
+// Thread-safety: Run() is called once, from one thread; the driver runs one
+// watcher thread of its own while Run() is active.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "checkpoint/checkpoint_store.h"
+#include "elastic/elastic_state.h"
+#include "membership/membership_source.h"
+#include "runtime/runtime.h"
+#include "store/store_server.h"
+
+namespace ringmaster::elastic {
+
+struct ElasticOptions {
+  std::string worker_id;                 // this worker's pod/worker name in the membership
+  std::string secret;                    // the job secret for the store
+  std::string store_host = "127.0.0.1";  // where this worker serves the store when it is rank 0
+  uint16_t store_port = 0;               // its port (the coordinator's port in the records)
+  int min_size = 1;                      // below this the job pauses
+  std::chrono::milliseconds rebuild_timeout{15000};  // each rendezvous/collective of a rebuild
+  runtime::RuntimeConfig runtime;        // backend, collective timeout; `name` is set per generation
+  runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
+  int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
+  std::function<void(std::string_view)> log;  // progress lines for a person; may be empty
+};
+
+// What the program sees in a step.
+struct StepContext {
+  runtime::Runtime* rt = nullptr;  // the current generation's runtime
+  int64_t generation = 0;
+  int64_t step = 0;                // the step being computed (committed steps so far)
+  runtime::data::SampleCursor cursor;  // the committed cursor this step starts from
+};
+
+// Runs one training step on the program's working state and returns the cursor
+// after it. Errors from collectives (Aborted, DeadlineExceeded, Unavailable)
+// trigger a rebuild; any other error ends Run().
+using StepFn = std::function<StatusOr<runtime::data::SampleCursor>(const StepContext&)>;
+
+// Called after each rebuild's restore, with the generation and the step every
+// rank now stands at (e.g. to journal the rollback).
+using RestoreFn = std::function<void(int64_t generation, int64_t step)>;
+
+enum class ElasticResult { kFinished, kLeft };
+
+// Figures of the last rebuild, in seconds (also logged).
+struct RebuildStats {
+  int64_t generation = 0;
+  double detect = 0, rendezvous = 0, communicator = 0, restore = 0;
+  int64_t steps_lost = 0;  // locally computed steps rolled back
+};
+
+class ElasticDriver {
+ public:
+  // Neither pointer is owned; both must outlive the driver.
+  ElasticDriver(ElasticOptions options, membership::MembershipSource* source, ElasticState* state);
+  ~ElasticDriver();
+
+  // Trains until `total_steps` steps are committed. Errors: InvalidArgument
+  // (bad options), Cancelled (the source stopped), a StepFn's non-retryable
+  // error, or Internal when the state cannot be restored.
+  StatusOr<ElasticResult> Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore = {});
+
+  // The generation this worker has joined (0 before the first); thread-safe.
+  int64_t joined_generation() const { return joined_generation_.load(); }
+  RebuildStats last_rebuild() const;
+
+ private:
+  void Log(const std::string& line) const;
+  void Watch();
+  Status Build(const membership::MembershipRecord& record, RebuildStats* stats);
+  Status Sync(runtime::Runtime& rt, RebuildStats* stats);
+  bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
+
+  const ElasticOptions options_;
+  membership::MembershipSource* const source_;
+  ElasticState* const state_;
+
+  std::atomic<int64_t> newest_seen_{0};        // newest generation the watcher saw
+  std::atomic<int64_t> joined_generation_{0};
+  std::atomic<bool> stop_watch_{false};
+
+  mutable std::mutex mu_;
+  // Guarded by mu_ (the watcher aborts them when a newer generation appears).
+  std::shared_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<runtime::StoreServer> server_;
+  RebuildStats last_rebuild_;
+};
+
+}  // namespace ringmaster::elastic
