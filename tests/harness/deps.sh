@@ -12,8 +12,8 @@ APT_PACKAGES=(
   libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgloo-dev
   # tests, fuzzing (libFuzzer ships in clang's runtime), sanitizers
   libgtest-dev libgmock-dev googletest clang-14 libclang-rt-14-dev
-  # the local control plane harness
-  openssl curl ca-certificates procps iproute2 unzip
+  # the local control plane harness; a real Prometheus that scrapes what we export
+  openssl curl ca-certificates procps iproute2 unzip prometheus
 )
 
 install_apt() {
@@ -31,9 +31,10 @@ install_apt() {
     sudo=(sudo)
   fi
   log "apt: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo[@]}" apt-get update -q >/dev/null || die "apt-get update failed" "check that Debian's package mirror is reachable"
-  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" \
+  # RUNLEVEL=1: install services (prometheus) without starting them; tests run their own instances.
+  local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get)
+  "${apt[@]}" update -q >/dev/null || die "apt-get update failed" "check that Debian's package mirror is reachable"
+  "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}" \
     || die "apt-get install failed for: ${missing[*]}" "see apt's message above"
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "support/background_process.h"
+#include "support/operator_process.h"
 #include "support/cluster_test.h"
 
 namespace ringmaster::testing {
@@ -36,12 +36,9 @@ class OperatorE2eTest : public ClusterTest {
   }
 
   BackgroundProcess* StartOperator(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster_.kubeconfig(), "--namespace", ns_,
-                                     "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = std::make_unique<BackgroundProcess>();
     std::string log = ::testing::TempDir() + ns_ + "-operator-" + std::to_string(operators_.size()) + ".log";
-    Status s = p->Start(argv, log);
+    Status s = StartOperatorProcess(p.get(), RINGMASTER_OPERATOR_BIN, cluster_, ns_, log, extra);
     EXPECT_TRUE(s.ok()) << s;
     operators_.push_back(std::move(p));
     return operators_.back().get();
@@ -204,15 +201,6 @@ TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
   ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=3"}).ok());
   json up = WaitForJob("scale", "3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
   EXPECT_EQ(Membership(up).value("reason", ""), "ScaledUp");
-}
-
-// The port the operator logged for `what` ("metrics" or "/healthz and /readyz").
-std::string LoggedPort(const std::string& log, const std::string& what) {
-  auto at = log.find("serving " + what + " on ");
-  if (at == std::string::npos) return "";
-  auto open = log.find("(port ", at);
-  auto close = log.find(')', open);
-  return open == std::string::npos ? "" : log.substr(open + 6, close - open - 6);
 }
 
 TEST_F(OperatorE2eTest, ServesMetricsAndProbes) {
