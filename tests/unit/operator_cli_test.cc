@@ -68,7 +68,7 @@ TEST(OperatorCliTest, TakenMetricsPortIsReported) {
                                                     "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
                                                     "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\n"
                                                     "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n") +
-                       " --metrics-bind-address 127.0.0.1:$PORT; echo rc=$?; kill %1"},
+                       " --metrics-bind-address 127.0.0.1:$PORT; echo rc=$?; kill $!"},
                       seconds(30));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NE(r->out.find("rc=1"), std::string::npos) << r->out << r->err;
