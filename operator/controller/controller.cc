@@ -1,5 +1,6 @@
 #include "controller/controller.h"
 
+#include "controller/json_access.h"
 #include "controller/worker_objects.h"
 #include "kube/resource.h"
 
@@ -11,8 +12,8 @@ namespace {
 
 // The Ready condition's status of a node ("" when it has none).
 std::string NodeReady(const json& node) {
-  for (const auto& c : node.value("status", json::object()).value("conditions", json::array()))
-    if (c.value("type", "") == "Ready") return c.value("status", "");
+  for (const auto& c : ArrayAt(node, {"status", "conditions"}))
+    if (StringAt(c, {"type"}) == "Ready") return StringAt(c, {"status"});
   return "";
 }
 
@@ -56,7 +57,7 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   };
   pods_->AddEventHandler({pod_job, [pod_job](const json&, const json& o) { pod_job(o); }, pod_job});
   // Nodes matter only when their readiness changes or they vanish: then the jobs with pods there.
-  auto node_name = [](const json& n) { return n.value("metadata", json::object()).value("name", ""); };
+  auto node_name = [](const json& n) { return StringAt(n, {"metadata", "name"}); };
   nodes_->AddEventHandler({[this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); },
                            [this, node_name](const json& old_node, const json& n) {
                              if (NodeReady(old_node) != NodeReady(n)) EnqueueJobsOnNode(node_name(n));

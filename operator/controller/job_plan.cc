@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "controller/json_access.h"
 #include "controller/membership.h"
 #include "controller/time_format.h"
 #include "controller/worker_objects.h"
@@ -34,27 +35,27 @@ Clock::time_point TimeOr(const std::string& s, Clock::time_point fallback) { ret
 
 PodView ViewPod(const json& pod, Clock::time_point now) {
   PodView v;
-  const json& meta = pod.value("metadata", json::object());
-  const json& spec = pod.value("spec", json::object());
-  const json& status = pod.value("status", json::object());
+  const json& meta = At(pod, {"metadata"});
+  const json& spec = At(pod, {"spec"});
+  const json& status = At(pod, {"status"});
   v.name = Str(meta, "name");
   v.uid = Str(meta, "uid");
   v.index = WorkerIndexOf(pod).value_or(-1);
   v.node = Str(spec, "nodeName");
   v.ip = Str(status, "podIP");
   v.phase = Str(status, "phase");
-  v.for_scale_up = meta.value("annotations", json::object()).value(kCreatedForAnnotation, "") == "ScaleUp";
+  v.for_scale_up = StringAt(meta, {"annotations", kCreatedForAnnotation}) == "ScaleUp";
   if (meta.contains("deletionTimestamp")) {
     v.deleting = true;
     v.deleting_since = TimeOr(Str(meta, "deletionTimestamp"), now);
   }
-  for (const auto& c : status.value("conditions", json::array())) {
+  for (const auto& c : ArrayAt(status, {"conditions"})) {
     if (Str(c, "type") == "Ready" && Str(c, "status") == "True") {
       v.ready = v.phase == "Running" && !v.deleting;
       v.ready_since = TimeOr(Str(c, "lastTransitionTime"), now);
     }
   }
-  for (const auto& cs : status.value("containerStatuses", json::array())) {
+  for (const auto& cs : ArrayAt(status, {"containerStatuses"})) {
     if (cs.contains("state") && cs["state"].contains("terminated")) {
       const json& t = cs["state"]["terminated"];
       if (t.value("exitCode", 0) != 0 || v.exit_reason.empty()) {
@@ -102,10 +103,10 @@ std::chrono::seconds ReplacementBackoff(int32_t restarts) {
 StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   RINGMASTER_ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(in.job));
   JobPlan plan;
-  const json& meta = in.job.value("metadata", json::object());
+  const json& meta = At(in.job, {"metadata"});
   if (meta.contains("deletionTimestamp")) return plan;  // garbage collection owns the rest
   const std::string job_name = Str(meta, "name");
-  const int64_t generation = meta.value("generation", int64_t{0});
+  const int64_t generation = IntAt(in.job, {"metadata", "generation"});
   const std::string now_s = FormatRfc3339(in.now);
 
   const json current_status = in.job.contains("status") && in.job["status"].is_object() ? in.job["status"] : json::object();

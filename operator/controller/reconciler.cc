@@ -3,6 +3,7 @@
 #include <map>
 
 #include "controller/job_plan.h"
+#include "controller/json_access.h"
 #include "controller/time_format.h"
 #include "controller/worker_objects.h"
 #include "kube/api_error.h"
@@ -15,17 +16,15 @@ kube::GroupVersionResource TrainingJobs() { return {"ringmaster.io", "v1alpha1",
 
 kube::IndexFunc IndexPodsByJob() {
   return [](const json& pod) -> std::vector<std::string> {
-    const json& meta = pod.value("metadata", json::object());
-    const json& labels = meta.value("labels", json::object());
-    auto it = labels.find(kJobNameLabel);
-    if (it == labels.end() || !it->is_string()) return {};
-    return {kube::ObjectKey(meta.value("namespace", ""), it->get<std::string>())};
+    std::string job = StringAt(pod, {"metadata", "labels", kJobNameLabel});
+    if (job.empty()) return {};
+    return {kube::ObjectKey(StringAt(pod, {"metadata", "namespace"}), job)};
   };
 }
 
 kube::IndexFunc IndexPodsByNode() {
   return [](const json& pod) -> std::vector<std::string> {
-    std::string node = pod.value("spec", json::object()).value("nodeName", "");
+    std::string node = StringAt(pod, {"spec", "nodeName"});
     if (node.empty()) return {};
     return {node};
   };
@@ -57,12 +56,12 @@ std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes, std::chr
     NodeState state;
     state.ready = false;  // a node without a Ready condition has never been ready
     state.not_ready_since = now;
-    for (const auto& c : node->value("status", json::object()).value("conditions", json::array())) {
-      if (c.value("type", "") != "Ready") continue;
-      state.ready = c.value("status", "") == "True";
-      state.not_ready_since = ParseRfc3339(c.value("lastTransitionTime", "")).value_or(now);
+    for (const auto& c : ArrayAt(*node, {"status", "conditions"})) {
+      if (StringAt(c, {"type"}) != "Ready") continue;
+      state.ready = StringAt(c, {"status"}) == "True";
+      state.not_ready_since = ParseRfc3339(StringAt(c, {"lastTransitionTime"})).value_or(now);
     }
-    out[node->value("metadata", json::object()).value("name", "")] = state;
+    out[StringAt(*node, {"metadata", "name"})] = state;
   }
   return out;
 }
@@ -101,8 +100,8 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
 void TrainingJobReconciler::UpdatePhaseGauge() {
   std::map<std::string, int> counts = {{"Pending", 0}, {"Running", 0}, {"Suspended", 0}, {"Succeeded", 0}, {"Failed", 0}};
   for (const auto& job : jobs_->List()) {
-    std::string phase = job->value("status", json::object()).value("phase", "Pending");
-    counts[phase]++;
+    std::string phase = StringAt(*job, {"status", "phase"});
+    counts[phase.empty() ? "Pending" : phase]++;
   }
   for (const auto& [phase, n] : counts) metrics_->jobs_by_phase.Add({{"phase", phase}}).Set(n);
 }
@@ -156,17 +155,17 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
       result.status = written.status().WithContext("updating status of " + key);
       return finish(kube::IsConflict(written.status()) ? "requeue" : "error");
     }
-    const json& old_membership = job->value("status", json::object()).value("membership", json::object());
-    const json& new_membership = plan.status->value("membership", json::object());
-    if (new_membership.value("generation", 0) != old_membership.value("generation", 0)) {
-      metrics_->membership_changes.Add({{"reason", new_membership.value("reason", "")}}).Increment();
+    const json& old_membership = At(*job, {"status", "membership"});
+    const json& new_membership = At(*plan.status, {"membership"});
+    if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {
+      metrics_->membership_changes.Add({{"reason", StringAt(new_membership, {"reason"})}}).Increment();
       std::lock_guard<std::mutex> lock(mu_);
       auto it = dirty_since_.find(key);
       if (it != dirty_since_.end()) {
         metrics_->publish_latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
       }
-      log_(kube::LogLevel::kInfo, "job " + key + ": " + new_membership.value("reason", "") + ", " +
-                                      new_membership.value("message", ""));
+      log_(kube::LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
+                                      StringAt(new_membership, {"message"}));
     }
   }
   {
