@@ -151,7 +151,7 @@ class Launcher {
     }
     if (!Publish("initial workers")) return Finish(1);
     const auto deadline = Clock::now() + o_.deadline;
-    auto last_event = Clock::now();
+    auto last_event = Clock::now() - o_.chaos_gap;  // the gap separates events; the first fires on its step
     size_t next_event = 0;
     while (true) {
       bool changed = false;
@@ -198,6 +198,30 @@ class Launcher {
           last_event = Clock::now();
           ++next_event;
           if (!Inject(e)) return Finish(1);
+        }
+      }
+      if (!members_.empty() && static_cast<int>(members_.size()) < o_.min) {
+        bool will_add = false, any_finished = false;
+        for (size_t i = next_event; i < o_.chaos.size(); ++i) will_add |= o_.chaos[i].action != "kill" && o_.chaos[i].action != "stop";
+        for (const auto& w : workers_) any_finished |= w->finished;
+        if (any_finished) {
+          // The training is done (a worker committed the last step); the rest cannot finish below --min.
+          Print("a worker finished and the rest is below --min: stopping them");
+          for (auto& w : workers_) {
+            if (w->running) ::kill(w->pid, SIGKILL);
+          }
+          while (::waitpid(-1, nullptr, 0) > 0) {
+          }
+          return Finish(0);
+        }
+        if (!will_add) {
+          Print("membership is below --min " + std::to_string(o_.min) + " and nothing will add workers: giving up");
+          for (auto& w : workers_) {
+            if (w->running) ::kill(w->pid, SIGKILL);
+          }
+          while (::waitpid(-1, nullptr, 0) > 0) {
+          }
+          return Finish(1);
         }
       }
       bool any_running = false;

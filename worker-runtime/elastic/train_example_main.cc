@@ -139,7 +139,10 @@ int Train(const Options& o) {
   if (!journal.ok()) return log(journal.status().ToString()), 2;
   std::unique_ptr<runtime::checkpoint::CheckpointStore> checkpoints;
   if (!o.checkpoint_dir.empty()) {
-    auto opened = runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), log});
+    auto quiet_log = [&](std::string_view line) {  // retention deletes one old checkpoint per save: not news
+      if (line.rfind("retention", 0) != 0) log(line);
+    };
+    auto opened = runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), quiet_log});
     if (!opened.ok()) return log(opened.status().ToString()), 2;
     checkpoints = std::move(opened).value();
   }

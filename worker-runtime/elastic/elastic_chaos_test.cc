@@ -1,0 +1,166 @@
+// End to end: ringmaster-run starts real ringmaster-train-example processes on
+// loopback and injects chaos; each run must finish with the weights of a
+// one-process run (float64: within 1e-9 relative) and every sample id exactly
+// once per epoch in samples.log. The launcher's and workers' progress lines
+// go to the test log.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "checkpoint/checkpoint_store.h"
+
+namespace {
+
+constexpr int kSteps = 30, kSamples = 40, kBatch = 8;  // 6 epochs
+
+std::filesystem::path Root() {
+  static const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("elastic_chaos_test." + std::to_string(::getpid()));
+  return root;
+}
+
+// Runs ringmaster-run; returns its exit status.
+int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags = "") {
+  std::string cmd = std::string(RINGMASTER_RUN) + " --out " + out + " --deadline-s 90 --heartbeat-timeout-ms 1500 " +
+                    launcher_flags + " -- " + RINGMASTER_TRAIN_EXAMPLE + " --steps " + std::to_string(kSteps) +
+                    " --samples " + std::to_string(kSamples) + " --batch " + std::to_string(kBatch) +
+                    " --seed 7 --timeout-ms 8000 " + worker_flags + " 2>&1";
+  std::fprintf(stderr, "$ %s\n", cmd.c_str());
+  int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::vector<double> ReadWeights(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> w;
+  double v;
+  while (in >> v) w.push_back(v);
+  return w;
+}
+
+const std::vector<double>& Reference() {
+  static const std::vector<double> weights = [] {
+    std::string out = (Root() / "reference").string();
+    EXPECT_EQ(Launch(out, "--np 1"), 0);
+    return ReadWeights(out + "/weights.txt");
+  }();
+  return weights;
+}
+
+// The last generation the launcher published (the chaos really happened when > 1).
+int64_t LastGeneration(const std::string& out) {
+  std::ifstream in(out + "/membership.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = text.str();
+  auto at = doc.find("\"generation\"");
+  if (at == std::string::npos) return -1;
+  return std::atoll(doc.c_str() + doc.find(':', at) + 1);
+}
+
+void ExpectMatchesReference(const std::string& out, int64_t min_generation = 1) {
+  EXPECT_GE(LastGeneration(out), min_generation) << "the chaos did not change the membership";
+  const auto& ref = Reference();
+  ASSERT_EQ(ref.size(), 8u);
+  auto got = ReadWeights(out + "/weights.txt");
+  ASSERT_EQ(got.size(), ref.size()) << "no weights.txt from a finisher in " << out;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << "weight " << i << ": " << got[i] << " vs " << ref[i];
+  }
+  std::ifstream in(out + "/samples.log");
+  std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
+  uint64_t epoch, id;
+  while (in >> epoch >> id) by_epoch[epoch].insert(id);
+  ASSERT_EQ(by_epoch.size(), static_cast<size_t>(kSteps * kBatch / kSamples));
+  for (const auto& [e, ids] : by_epoch) {
+    ASSERT_EQ(ids.size(), static_cast<size_t>(kSamples)) << "epoch " << e;
+    uint64_t expect = 0;
+    for (uint64_t s : ids) EXPECT_EQ(s, expect++) << "epoch " << e << ": a sample missing or repeated";
+  }
+}
+
+class ElasticChaosTest : public ::testing::Test {
+ protected:
+  std::string Out() {
+    return (Root() / ::testing::UnitTest::GetInstance()->current_test_info()->name()).string();
+  }
+  // A short pause before each all-reduce keeps the workers inside a step when the chaos lands.
+  static constexpr const char* kPaced = "--step-delay-ms 30";
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(Root());  // kept for a person to read when it failed
+  }
+};
+
+TEST_F(ElasticChaosTest, NoChaosFourWorkersMatchOne) {
+  ASSERT_EQ(Launch(Out(), "--np 4"), 0);
+  ExpectMatchesReference(Out());
+}
+
+TEST_F(ElasticChaosTest, WorkerKilledMidAllreduce) {
+  ASSERT_EQ(Launch(Out(), "--np 4 --min 2 --chaos kill@5:2", kPaced), 0);
+  ExpectMatchesReference(Out(), 2);
+}
+
+TEST_F(ElasticChaosTest, RankZeroKilled) {
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --chaos kill@5:0", kPaced), 0);
+  ExpectMatchesReference(Out(), 2);
+}
+
+TEST_F(ElasticChaosTest, StoppedWorkerIsDetectedAndRemoved) {
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --chaos stop@5:1", kPaced), 0);
+  ExpectMatchesReference(Out(), 2);
+}
+
+TEST_F(ElasticChaosTest, ScaleUp) {
+  ASSERT_EQ(Launch(Out(), "--np 2 --max 5 --chaos add@5:3", kPaced), 0);
+  ExpectMatchesReference(Out(), 2);
+}
+
+TEST_F(ElasticChaosTest, TwoChangesBackToBack) {
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --chaos killadd@5:1", kPaced), 0);
+  ExpectMatchesReference(Out(), 3);
+}
+
+TEST_F(ElasticChaosTest, RemovalBelowMinThenAdd) {
+  ASSERT_EQ(Launch(Out(), "--np 2 --min 2 --chaos-gap-ms 600 --chaos kill@5:1,add@5:1", kPaced), 0);
+  ExpectMatchesReference(Out(), 3);
+}
+
+TEST_F(ElasticChaosTest, KillDuringCheckpointWrite) {
+  // Rank 0 saves (fsync included) after every step, so the kill lands in or near a save.
+  std::string ckpt = Out() + "/ckpt";
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 1 --chaos kill@5:0,kill@12:0",
+                   std::string(kPaced) + " --checkpoint-every 1 --checkpoint-dir " + ckpt),
+            0);
+  ExpectMatchesReference(Out(), 3);
+  auto store = ringmaster::runtime::checkpoint::CheckpointStore::Open({ckpt, 3, std::chrono::seconds(600), {}});
+  ASSERT_TRUE(store.ok());
+  auto latest = (*store)->LoadLatest();
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->manifest.step, kSteps);
+}
+
+TEST_F(ElasticChaosTest, RestartFromCheckpointWhenEveryWorkerIsNew) {
+  // A first run stops at step 12; a second run with new workers resumes from the checkpoint
+  // (their state is the checkpoint's) and ends where an uninterrupted run ends.
+  std::string ckpt = Out() + "/ckpt";
+  std::string first = Out() + "/first";
+  std::string cmd = std::string(RINGMASTER_RUN) + " --out " + first + " --np 2 -- " + RINGMASTER_TRAIN_EXAMPLE +
+                    " --steps 12 --samples 40 --batch 8 --seed 7 --checkpoint-every 4 --checkpoint-dir " + ckpt +
+                    " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_EQ(Launch(Out(), "--np 3", "--checkpoint-every 4 --checkpoint-dir " + ckpt), 0);
+  auto got = ReadWeights(Out() + "/weights.txt");
+  const auto& ref = Reference();
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i]));
+}
+
+}  // namespace

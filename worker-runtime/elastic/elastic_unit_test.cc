@@ -1,0 +1,111 @@
+// Unit tests: the committed state's encoding and rollback, the journal's
+// exactly-once resolution, the launcher's chaos grammar.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "elastic/elastic_state.h"
+#include "elastic/launcher.h"
+#include "elastic/sample_journal.h"
+
+namespace ringmaster::elastic {
+namespace {
+
+TEST(ElasticStateTest, CommitRestoreRollsBackUncommittedWork) {
+  std::string model = "v1";
+  ElasticState state([&] { return model; }, [&](std::string_view b) {
+    model = std::string(b);
+    return Status::Ok();
+  });
+  EXPECT_FALSE(state.has_state());
+  state.Commit(3, {1, 16});
+  model = "v2-uncommitted";
+  ASSERT_TRUE(state.Restore().ok());
+  EXPECT_EQ(model, "v1");
+  EXPECT_EQ(state.committed_step(), 3);
+  EXPECT_EQ(state.cursor(), (runtime::data::SampleCursor{1, 16}));
+}
+
+TEST(ElasticStateTest, EncodeAdoptRoundTripAndCorruptionIsDataLoss) {
+  std::string a = "weights-of-a", b;
+  ElasticState sa([&] { return a; }, [&](std::string_view x) { a = std::string(x); return Status::Ok(); });
+  ElasticState sb([&] { return b; }, [&](std::string_view x) { b = std::string(x); return Status::Ok(); });
+  sa.Commit(7, {2, 5});
+  std::string wire = sa.Encode();
+  ASSERT_TRUE(sb.Adopt(wire).ok());
+  ASSERT_TRUE(sb.Restore().ok());
+  EXPECT_EQ(b, "weights-of-a");
+  EXPECT_EQ(sb.committed_step(), 7);
+  EXPECT_EQ(sb.cursor(), (runtime::data::SampleCursor{2, 5}));
+  EXPECT_EQ(sb.Adopt(wire.substr(0, wire.size() - 1)).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(sb.Adopt("garbage").code(), StatusCode::kDataLoss);
+  EXPECT_EQ(sb.committed_step(), 7);  // unchanged by the failed adopts
+}
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("journal_test." + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(JournalTest, RolledBackAttemptsDoNotCountAndRedoneStepsCountOnce) {
+  {
+    auto a = SampleJournal::Open(Path("a"));
+    auto b = SampleJournal::Open(Path("b"));
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE(a->Restored(1, 0).ok());
+    ASSERT_TRUE(a->Attempt(1, 0, 0, {0, 1}).ok());
+    ASSERT_TRUE(b->Attempt(1, 0, 0, {2, 3}).ok());
+    ASSERT_TRUE(a->Attempt(1, 1, 0, {4, 5}).ok());  // step 1 attempted, then b died: rolled back
+    ASSERT_TRUE(a->Restored(2, 1).ok());
+    ASSERT_TRUE(a->Attempt(2, 1, 0, {4, 5, 6, 7}).ok());  // redone by a alone
+    ASSERT_TRUE(a->Attempt(2, 2, 1, {9}).ok());          // beyond the final step
+  }
+  std::ofstream(Path("b"), std::ios::app) << "A 1 0 0";  // a torn last line
+  auto got = ResolveJournals({Path("a"), Path("b")}, 2);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<uint64_t> ids;
+  for (const auto& s : *got) ids.push_back(s.sample);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST_F(JournalTest, AStepCommittedByAPeerBeforeTheFailureIsKept) {
+  // Step 3's allreduce completed on some rank before the failure: the next
+  // generation resumes at 4, so every share of step 3 counts (even a dead rank's).
+  {
+    auto a = SampleJournal::Open(Path("a"));
+    auto dead = SampleJournal::Open(Path("dead"));
+    ASSERT_TRUE(a->Attempt(5, 3, 0, {10}).ok());
+    ASSERT_TRUE(dead->Attempt(5, 3, 0, {11}).ok());
+    ASSERT_TRUE(a->Restored(6, 4).ok());
+  }
+  auto got = ResolveJournals({Path("a"), Path("dead")}, 4);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 2u);
+  EXPECT_EQ(ResolveJournals({Path("missing")}, 4).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
+  auto events = ParseChaos("kill@5:1,stop@7:0,add@9:2,killadd@11");
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);
+  EXPECT_EQ((*events)[0].action, "kill");
+  EXPECT_EQ((*events)[0].step, 5);
+  EXPECT_EQ((*events)[0].arg, 1);
+  EXPECT_EQ((*events)[2].arg, 2);
+  EXPECT_EQ((*events)[3].arg, 0);
+  EXPECT_EQ(ParseChaos("explode@1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseChaos("kill@x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseChaos("kill").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringmaster::elastic
