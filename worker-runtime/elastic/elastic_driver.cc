@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "elastic/worker_metrics.h"
 #include "store/store_client.h"
 
 namespace ringmaster::elastic {
@@ -188,6 +189,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
       const auto& b = loaded->blobs.find("state")->second;
       Status s = state_->Adopt(std::string_view(reinterpret_cast<const char*>(b.data.get()), b.size));
       if (s.ok()) {
+        if (options_.metrics) options_.metrics->CheckpointRestored(loaded->stats.seconds, loaded->stats.bytes);
         Log("loaded checkpoint step " + std::to_string(state_->committed_step()) + " from " + loaded->path);
       } else {
         Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
@@ -259,6 +261,10 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
     local_step = state_->committed_step();
     joined_generation_.store(record.generation);
+    if (options_.metrics) {
+      options_.metrics->Joined(record.generation, record.world_size());
+      options_.metrics->Rebuilt(stats);
+    }
     {
       std::lock_guard lock(mu_);
       last_rebuild_ = stats;
@@ -284,19 +290,22 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
         failed = AbortedError("membership generation " + std::to_string(newest_seen_.load()));
         break;
       }
-      StepContext ctx{rt.get(), record.generation, state_->committed_step(), state_->cursor()};
+      StepContext ctx{rt.get(), record.generation, state_->committed_step(), state_->cursor(), options_.metrics};
       ++local_step;
+      const auto step_start = Clock::now();
       auto next = step(ctx);
       if (!next.ok()) {
         failed = next.status();
         break;
       }
+      if (options_.metrics) options_.metrics->Step(Seconds(step_start));
       state_->Commit(ctx.step + 1, *next);
       if (options_.checkpoints && options_.checkpoint_every > 0 && rt->rank() == 0 &&
           state_->committed_step() % options_.checkpoint_every == 0) {
         std::string blob = state_->Encode();
         runtime::checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
         auto saved = options_.checkpoints->Save(state_->committed_step(), rt->size(), std::span(&ref, 1));
+        if (saved.ok() && options_.metrics) options_.metrics->CheckpointSaved(saved->seconds, saved->bytes);
         if (!saved.ok()) Log("checkpoint at step " + std::to_string(state_->committed_step()) + " failed: " + saved.status().ToString());
       }
     }

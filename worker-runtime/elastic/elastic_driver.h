@@ -42,6 +42,10 @@
 #include "store/store_server.h"
 
 namespace ringmaster::elastic {
+class WorkerMetrics;
+}
+
+namespace ringmaster::elastic {
 
 struct ElasticOptions {
   std::string worker_id;                 // this worker's pod/worker name in the membership
@@ -54,6 +58,7 @@ struct ElasticOptions {
   runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
   std::function<void(std::string_view)> log;  // progress lines for a person; may be empty
+  WorkerMetrics* metrics = nullptr;      // not owned; may be null
 };
 
 // What the program sees in a step.
@@ -62,6 +67,7 @@ struct StepContext {
   int64_t generation = 0;
   int64_t step = 0;                // the step being computed (committed steps so far)
   runtime::data::SampleCursor cursor;  // the committed cursor this step starts from
+  WorkerMetrics* metrics = nullptr;    // for the step's collective figures; may be null
 };
 
 // Runs one training step on the program's working state and returns the cursor

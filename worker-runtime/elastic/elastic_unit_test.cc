@@ -8,7 +8,13 @@
 
 #include "elastic/elastic_state.h"
 #include "elastic/launcher.h"
+#include "elastic/elastic_driver.h"
 #include "elastic/sample_journal.h"
+#include "elastic/worker_metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace ringmaster::elastic {
 namespace {
@@ -105,6 +111,50 @@ TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
   EXPECT_EQ(ParseChaos("explode@1").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseChaos("kill@x").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseChaos("kill").status().code(), StatusCode::kInvalidArgument);
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  (void)::send(fd, req.data(), req.size(), 0);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST(WorkerMetricsTest, ReadyOnceJoinedAndSeriesByPhase) {
+  WorkerMetrics m;
+  ASSERT_TRUE(m.Serve("127.0.0.1:0").ok());
+  ASSERT_GT(m.port(), 0);
+  EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
+  m.Joined(4, 3);
+  RebuildStats stats;
+  stats.detect = 0.2;
+  stats.steps_lost = 2;
+  m.Rebuilt(stats);
+  m.Step(0.01);
+  m.CheckpointSaved(0.5, 1000);
+  m.Collective(0.001, 64);
+  EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
+  std::string text = HttpGet(m.port(), "/metrics");
+  for (const char* want : {"ringmaster_worker_generation 4", "ringmaster_worker_world_size 3",
+                           "ringmaster_worker_rebuild_seconds_count{phase=\"detect\"} 1",
+                           "ringmaster_worker_rebuild_seconds_count{phase=\"restore\"} 1",
+                           "ringmaster_worker_steps_lost_total 2", "ringmaster_worker_checkpoint_bytes_total{op=\"save\"} 1000",
+                           "ringmaster_worker_collective_bytes_total 64", "ringmaster_worker_step_seconds_count 1"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  }
 }
 
 }  // namespace

@@ -302,7 +302,7 @@ class Launcher {
         "RINGMASTER_MEMBERSHIP_FILE=" + membership_path_, "RINGMASTER_WORKER_ID=" + w->id,
         "RINGMASTER_SECRET=" + o_.secret,                 "RINGMASTER_STORE_PORT=" + std::to_string(w->port),
         "RINGMASTER_HEARTBEAT_FILE=" + o_.out + "/hb." + w->id, "RINGMASTER_MIN_WORKERS=" + std::to_string(o_.min),
-        "RINGMASTER_OUT=" + o_.out};
+        "RINGMASTER_OUT=" + o_.out, "RINGMASTER_HEALTH_PORT=0"};  // many workers on one host: any free port
     std::fflush(nullptr);
     pid_t pid = ::fork();
     if (pid < 0) {

@@ -23,6 +23,7 @@
 #include "data/splitmix64.h"
 #include "elastic/elastic_driver.h"
 #include "elastic/sample_journal.h"
+#include "elastic/worker_metrics.h"
 #include "membership/file_source.h"
 
 namespace ringmaster::elastic {
@@ -47,6 +48,7 @@ struct Options {
   int timeout_ms = 10000;
   int step_delay_ms = 0;
   std::string heartbeat_file;
+  int health_port = 9400;
 };
 
 StatusOr<Options> ParseOptions(int argc, char** argv) {
@@ -61,13 +63,14 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
   env("--min", "RINGMASTER_MIN_WORKERS");
   env("--heartbeat-file", "RINGMASTER_HEARTBEAT_FILE");
   env("--out", "RINGMASTER_OUT");
+  env("--health-port", "RINGMASTER_HEALTH_PORT");
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help") return InvalidArgumentError(
         "usage: ringmaster-train-example [--steps N] [--seed S] [--dtype float32|float64] [--samples N] "
         "[--features D] [--batch B] [--lr X] [--checkpoint-dir DIR] [--checkpoint-every K] [--out DIR] "
         "[--membership-file F] [--worker-id ID] [--secret S] [--store-port P] [--min N] [--timeout-ms T] "
-        "[--step-delay-ms T] [--heartbeat-file F]");
+        "[--step-delay-ms T] [--heartbeat-file F] [--health-port P (RINGMASTER_HEALTH_PORT, 9400; 0 = any)]");
     if (a.rfind("--", 0) != 0 || i + 1 >= argc) return InvalidArgumentError("bad argument '" + a + "' (see --help)");
     v[a] = argv[++i];
   }
@@ -94,6 +97,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       else if (k == "--timeout-ms") o.timeout_ms = std::stoi(val);
       else if (k == "--step-delay-ms") o.step_delay_ms = std::stoi(val);
       else if (k == "--heartbeat-file") o.heartbeat_file = val;
+      else if (k == "--health-port") o.health_port = std::stoi(val);
       else return InvalidArgumentError("unknown flag '" + k + "' (see --help)");
     }
   } catch (const std::exception&) {
@@ -170,7 +174,17 @@ int Train(const Options& o) {
     }
   });
 
+  // Prometheus /metrics and the readiness probe's /readyz (ready once a generation is joined).
+  WorkerMetrics metrics;
+  Status served = metrics.Serve("0.0.0.0:" + std::to_string(o.health_port));
+  if (served.ok()) {
+    log("serving /metrics and /readyz on port " + std::to_string(metrics.port()));
+  } else {
+    log("metrics endpoint disabled: " + served.ToString());
+  }
+
   ElasticOptions eo;
+  eo.metrics = &metrics;
   eo.worker_id = o.worker_id;
   eo.secret = o.secret;
   eo.store_port = static_cast<uint16_t>(o.store_port);
@@ -199,7 +213,12 @@ int Train(const Options& o) {
     RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.generation, ctx.step, plan.epoch, plan.indices));
     if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
     std::vector<T> sum(o.features);
+    const auto t0 = std::chrono::steady_clock::now();
     RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad", grad.data(), sum.data(), grad.size(), type, runtime::ReduceOp::kSum));
+    if (ctx.metrics) {
+      ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                              grad.size() * sizeof(T));
+    }
     const T scale = static_cast<T>(o.lr / static_cast<double>(plan.global_size));
     for (int j = 0; j < o.features; ++j) weights[j] -= scale * sum[j];
     committed = ctx.step + 1;
