@@ -227,6 +227,13 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
       if (runtime_) runtime_->Abort("rebuilding");
       runtime_.reset();
     }
+    if (record.Find(options_.worker_id) == nullptr && joined_generation_.load() == 0) {
+      // A newcomer started before the record that adds it was published: wait for it.
+      auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
+      if (!next.ok()) return next.status();
+      record = std::move(next).value();
+      continue;
+    }
     if (record.Find(options_.worker_id) == nullptr) {
       Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
           std::to_string(state_->committed_step()) + " committed");

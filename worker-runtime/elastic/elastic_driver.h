@@ -16,8 +16,9 @@
 //
 // Every step of a rebuild has a deadline (options.rebuild_timeout) and a newer
 // generation abandons a half-built one. A membership below options.min_size
-// pauses until the next generation. A worker missing from the membership
-// returns kLeft (its work is committed; the survivors continue).
+// pauses until the next generation. A worker that has joined a generation and
+// is missing from a newer one returns kLeft (its work is committed; the
+// survivors continue); one that never joined waits for a record that has it.
 //
 // Before the first generation the driver loads the newest complete checkpoint
 // (when options.checkpoints is set) into the state, so a job whose peers all

@@ -1,0 +1,222 @@
+// ringmaster-elastic-bench: how long from a worker's death to the next
+// successful allreduce, at 2, 4 and 8 ranks (median of --trials), split by
+// phase. A benchmark that prints figures, not a test.
+//
+// The bench is its own launcher: it forks N workers (ElasticDriver over a
+// FileMembershipSource, a 1-float allreduce per step), then per trial kills the
+// last rank with SIGKILL, notices it with waitpid, publishes the smaller
+// membership, and reads back when the survivors' first allreduce of the new
+// generation completed (CLOCK_MONOTONIC is shared by all processes). A
+// replacement is added after each trial (not measured) to get back to N.
+//
+//   ringmaster-elastic-bench [--sizes 2,4,8] [--trials 20] [--out DIR]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "elastic/elastic_driver.h"
+#include "membership/file_source.h"
+#include "store/socket.h"
+
+namespace ringmaster::elastic {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+
+uint16_t FreePort() {
+  auto s = runtime::Socket::Listen("127.0.0.1", 0);
+  return s.ok() ? s->LocalPort() : 0;
+}
+
+// The worker: trains forever; after each rebuild, appends "gen t_first_allreduce_ns detect rdzv comm restore".
+[[noreturn]] void Worker(const std::string& dir, const std::string& id, uint16_t port) {
+  auto source = membership::FileMembershipSource::Start({dir + "/membership.json", 5ms, {}});
+  if (!source.ok()) ::_exit(2);
+  float value = 1;
+  ElasticState state([&] { return std::string(reinterpret_cast<char*>(&value), sizeof value); },
+                     [&](std::string_view b) { std::memcpy(&value, b.data(), sizeof value); return Status::Ok(); });
+  ElasticOptions o;
+  o.worker_id = id;
+  o.secret = "bench-secret";
+  o.store_port = port;
+  o.rebuild_timeout = 20s;
+  o.runtime.backend = runtime::Backend::kGloo;
+  o.runtime.timeout = 20s;
+  o.runtime.fusion_threshold_bytes = 0;
+  if (std::getenv("RINGMASTER_BENCH_VERBOSE")) {
+    o.log = [id](std::string_view line) { std::fprintf(stderr, "[%s] %.*s\n", id.c_str(), static_cast<int>(line.size()), line.data()); };
+  }
+  ElasticDriver driver(o, source->get(), &state);
+  int64_t reported = 0;
+  std::ofstream report(dir + "/report." + id, std::ios::app);
+  auto step = [&](const StepContext& ctx) -> StatusOr<runtime::data::SampleCursor> {
+    float in = 1, out = 0;
+    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("x", &in, &out, 1, runtime::DataType::kFloat32, runtime::ReduceOp::kSum));
+    if (ctx.generation != reported) {
+      reported = ctx.generation;
+      RebuildStats s = driver.last_rebuild();
+      report << ctx.generation << " " << NowNs() << " " << s.detect << " " << s.rendezvous << " " << s.communicator << " "
+             << s.restore << std::endl;
+    }
+    std::this_thread::sleep_for(2ms);
+    return runtime::data::SampleCursor{0, static_cast<uint64_t>(ctx.step + 1)};
+  };
+  auto r = driver.Run(std::numeric_limits<int64_t>::max(), step);
+  if (!r.ok()) std::fprintf(stderr, "[%s] %s\n", id.c_str(), r.status().ToString().c_str());
+  ::_exit(r.ok() ? 0 : 1);
+}
+
+struct Proc {
+  std::string id;
+  pid_t pid;
+  uint16_t port;
+};
+
+class Bench {
+ public:
+  explicit Bench(std::string dir) : dir_(std::move(dir)) {}
+
+  void Spawn() {
+    Proc p{"w" + std::to_string(next_++), 0, FreePort()};
+    std::fflush(nullptr);
+    p.pid = ::fork();
+    if (p.pid == 0) Worker(dir_, p.id, p.port);
+    procs_.push_back(p);
+  }
+  void Publish() {
+    membership::MembershipRecord r;
+    r.generation = ++gen_;
+    for (size_t i = 0; i < procs_.size(); ++i) {
+      r.members.push_back({procs_[i].id, "", static_cast<int32_t>(i), "127.0.0.1:" + std::to_string(procs_[i].port), "local"});
+    }
+    r.coordinator = r.members[0].address;
+    (void)membership::WriteMembershipFile(dir_ + "/membership.json", r);
+  }
+  // Waits until every current worker reported generation gen_; returns the reports.
+  std::vector<std::vector<double>> WaitReports() {
+    for (;;) {
+      std::vector<std::vector<double>> got;
+      for (const auto& p : procs_) {
+        std::ifstream in(dir_ + "/report." + p.id);
+        std::string line;
+        while (std::getline(in, line)) {
+          std::istringstream f(line);
+          std::vector<double> v(6);
+          int64_t g;
+          f >> g;
+          for (auto& x : v) f >> x;
+          if (g == gen_) got.push_back(v);
+        }
+      }
+      if (got.size() == procs_.size()) return got;
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  void KillAll() {
+    for (auto& p : procs_) ::kill(p.pid, SIGKILL);
+    while (::waitpid(-1, nullptr, 0) > 0) {
+    }
+    procs_.clear();
+  }
+
+  std::string dir_;
+  std::vector<Proc> procs_;
+  int64_t gen_ = 0;
+  int next_ = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int Main(int argc, char** argv) {
+  std::vector<int> sizes = {2, 4, 8};
+  int trials = 20;
+  std::string dir = std::filesystem::temp_directory_path() / ("ringmaster-elastic-bench." + std::to_string(::getpid()));
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--trials") trials = std::atoi(argv[i + 1]);
+    else if (a == "--out") dir = argv[i + 1];
+    else if (a == "--sizes") {
+      sizes.clear();
+      std::stringstream s(argv[i + 1]);
+      std::string x;
+      while (std::getline(s, x, ',')) sizes.push_back(std::atoi(x.c_str()));
+    } else {
+      std::fprintf(stderr, "usage: ringmaster-elastic-bench [--sizes 2,4,8] [--trials 20] [--out DIR]\n");
+      return 2;
+    }
+  }
+  std::printf("death of one worker -> next successful allreduce, Gloo on loopback, median of %d trials (ms)\n", trials);
+  std::printf("%5s %9s %9s %9s %11s %13s %9s %11s\n", "ranks", "total", "notice", "detect", "rendezvous",
+              "communicator", "restore", "1st-allred");
+  for (int n : sizes) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    Bench b(dir);
+    for (int i = 0; i < n; ++i) b.Spawn();
+    b.Publish();
+    b.WaitReports();
+    std::vector<double> total, notice, detect, rdzv, comm, restore, first;
+    for (int t = 0; t < trials; ++t) {
+      std::this_thread::sleep_for(20ms);
+      Proc victim = b.procs_.back();
+      const int64_t killed = NowNs();
+      ::kill(victim.pid, SIGKILL);
+      ::waitpid(victim.pid, nullptr, 0);
+      b.procs_.pop_back();
+      b.Publish();
+      const int64_t published = NowNs();
+      auto reports = b.WaitReports();
+      double last = 0, d = 0, r = 0, c = 0, s = 0;
+      for (const auto& v : reports) {
+        last = std::max(last, v[0]);
+        d = std::max(d, v[1]);
+        r = std::max(r, v[2]);
+        c = std::max(c, v[3]);
+        s = std::max(s, v[4]);
+      }
+      double tot = (last - killed) / 1e6;
+      total.push_back(tot);
+      notice.push_back((published - killed) / 1e6);
+      detect.push_back(d * 1e3);
+      rdzv.push_back(r * 1e3);
+      comm.push_back(c * 1e3);
+      restore.push_back(s * 1e3);
+      first.push_back(tot - (published - killed) / 1e6 - (d + r + c + s) * 1e3);
+      b.Spawn();  // back to n (not measured)
+      b.Publish();
+      b.WaitReports();
+    }
+    std::printf("%5d %9.2f %9.2f %9.2f %11.2f %13.2f %9.2f %11.2f\n", n, Median(total), Median(notice), Median(detect),
+                Median(rdzv), Median(comm), Median(restore), Median(first));
+    std::fflush(stdout);
+    b.KillAll();
+  }
+  std::printf("notice: kill -> membership published (launcher's waitpid); detect: worker saw the failure -> rebuild\n"
+              "start (includes waiting for the record); per-phase columns are the slowest survivor's; 1st-allred:\n"
+              "the rest (the first training allreduce; phases overlap across ranks, so the columns need not sum).\n");
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringmaster::elastic
+
+int main(int argc, char** argv) { return ringmaster::elastic::Main(argc, argv); }
