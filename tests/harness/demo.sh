@@ -2,8 +2,10 @@
 # make demo: the operator keeping an elastic GPU job's membership on a local control plane.
 # Starts (or reuses) the local cluster in build/demo-cluster, runs ringmaster-operator, applies an
 # elastic TrainingJob, then fails a worker, loses a node and scales the job, printing each new
-# membership generation. The workers are KWOK pods (no training process runs yet: the worker runtime
-# that would rebuild its communicators on each generation is still being built).
+# membership generation. Those workers are KWOK pods (no process runs in them). Then the other half:
+# real CPU workers (ringmaster-run + ringmaster-train-example over Gloo) losing a worker, having one
+# frozen, and gaining two, each time rebuilding their communicators in place and resuming from the
+# newest commit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -95,6 +97,15 @@ wait_for "the scale-up" '{.status.membership.worldSize}' 6
 step "7. What a person sees"
 k get tj demo -o wide
 k get events --field-selector "involvedObject.uid=$(k get tj demo -o jsonpath='{.metadata.uid}')" --sort-by=.lastTimestamp -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message | tail -n 12
+
+step "8. Real CPU workers rebuild in place (ringmaster-run: kill one, freeze rank 0, add two)"
+[[ -x "$BIN/ringmaster-run" && -x "$BIN/ringmaster-train-example" ]] || die "ringmaster-run is missing" "run make build"
+RUN_DIR="$DIR/elastic-run"
+rm -rf "$RUN_DIR"
+"$BIN/ringmaster-run" --np 4 --min 2 --max 6 --chaos kill@20,stop@45,add@70:2 --out "$RUN_DIR" -- \
+  "$BIN/ringmaster-train-example" --steps 150 --step-delay-ms 20 --seed 7 --dtype float64 --checkpoint-dir "$RUN_DIR/ckpt" --out "$RUN_DIR" 2>&1 |
+  grep -E "ringmaster-run|generation [0-9]+ ready|restored step" | sed 's/^/  /'
+echo "  final weights: $RUN_DIR/weights.txt; every committed sample once per epoch: $RUN_DIR/samples.log"
 
 step "Done. The cluster keeps running: KUBECONFIG=$DIR/kubeconfig; stop it with: $CLUSTER down --dir $DIR"
 k delete tj demo --wait=false >/dev/null
