@@ -197,6 +197,22 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     }
   }
 
+  // Bind the store port now and keep it for the worker's lifetime, so nothing else takes it before this
+  // worker becomes rank 0 (the server refuses every generation until it is advanced to one).
+  {
+    std::lock_guard lock(mu_);
+    if (!server_) {
+      runtime::StoreServerOptions so;
+      so.host = options_.store_host;
+      so.port = options_.store_port;
+      so.secret = options_.secret;
+      so.generation = 0;
+      auto server = runtime::StoreServer::Start(so);
+      if (!server.ok()) return server.status().WithContext("serving the store on port " + std::to_string(options_.store_port));
+      server_ = std::move(server).value();
+    }
+  }
+
   // Nothing committed and no checkpoint: the program's initial bytes are step 0.
   if (!state_->has_state()) state_->Commit(0, {});
 
