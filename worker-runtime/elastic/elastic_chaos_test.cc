@@ -31,7 +31,9 @@ int Launch(const std::string& out, const std::string& launcher_flags, const std:
   std::string cmd = std::string(RINGMASTER_RUN) + " --out " + out + " --deadline-s 90 --heartbeat-timeout-ms 1500 " +
                     launcher_flags + " -- " + RINGMASTER_TRAIN_EXAMPLE + " --steps " + std::to_string(kSteps) +
                     " --samples " + std::to_string(kSamples) + " --batch " + std::to_string(kBatch) +
-                    " --seed 7 --timeout-ms 8000 " + worker_flags + " 2>&1";
+                    " --seed 7 --timeout-ms 8000 " + worker_flags;
+  // The output goes to OUT.log (for the test to read) and then to the test log.
+  cmd = "mkdir -p " + out + " && " + cmd + " > " + out + ".log 2>&1; rc=$?; cat " + out + ".log >&2; exit $rc";
   std::fprintf(stderr, "$ %s\n", cmd.c_str());
   int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
@@ -116,6 +118,20 @@ TEST_F(ElasticChaosTest, RankZeroKilled) {
 TEST_F(ElasticChaosTest, StoppedWorkerIsDetectedAndRemoved) {
   ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --chaos stop@5:1", kPaced), 0);
   ExpectMatchesReference(Out(), 2);
+}
+
+TEST_F(ElasticChaosTest, PausedWorkerComesBackAndTheSameGenerationIsRebuilt) {
+  // SIGSTOP for 2.5 s with a heartbeat timeout far longer: nobody is removed, the collectives time
+  // out after 1 s, no new record comes, and the workers build generation 1 again (a second attempt).
+  int rc = Launch(Out(), "--np 3 --heartbeat-timeout-ms 60000 --pause-ms 2500 --chaos pause@5:1",
+                  "--step-delay-ms 30 --timeout-ms 1000");
+  ASSERT_EQ(rc, 0);
+  ExpectMatchesReference(Out());
+  std::ifstream log(Out() + ".log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("building it again"), std::string::npos);
+  EXPECT_EQ(text.str().find("unresponsive"), std::string::npos) << "the paused worker was removed";
 }
 
 TEST_F(ElasticChaosTest, ScaleUp) {

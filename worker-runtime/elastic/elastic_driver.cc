@@ -18,6 +18,13 @@ using runtime::ReduceOp;
 
 namespace {
 
+// Store generations: every build of a membership generation gets its own (a retry of the same
+// membership, after a failure the launcher/operator did not turn into a new record, gets the next).
+constexpr int64_t kAttempts = 1024;
+uint64_t StoreGeneration(int64_t generation, int64_t attempt) {
+  return static_cast<uint64_t>(generation * kAttempts + attempt);
+}
+
 double Seconds(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
 
 // A collective or rendezvous failure that a rebuild repairs.
@@ -67,8 +74,8 @@ void ElasticDriver::Watch() {
     // Quiesce: a collective in flight returns Aborted; the training thread rebuilds.
     if (runtime_) runtime_->Abort("membership generation " + std::to_string(next->generation));
     // A rendezvous of the superseded generation through our store fails fast.
-    if (server_ && server_->generation() < static_cast<uint64_t>(next->generation)) {
-      (void)server_->AdvanceGeneration(next->generation);
+    if (server_ && server_->generation() < StoreGeneration(next->generation, 0)) {
+      (void)server_->AdvanceGeneration(StoreGeneration(next->generation, 0));
     }
   }
 }
@@ -79,24 +86,16 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   const int rank = me->rank;
   const int size = record.world_size();
   const auto deadline = Clock::now() + options_.rebuild_timeout;
+  attempt_ = attempt_generation_ == gen ? attempt_ + 1 : 0;
+  attempt_generation_ = gen;
+  if (attempt_ >= kAttempts) return AbortedError("generation " + std::to_string(gen) + ": too many attempts");
 
   // 1. Rendezvous.
   auto t = Clock::now();
   {
     std::lock_guard lock(mu_);
-    if (rank == 0) {
-      if (!server_) {
-        runtime::StoreServerOptions so;
-        so.host = options_.store_host;
-        so.port = options_.store_port;
-        so.secret = options_.secret;
-        so.generation = gen;
-        auto server = runtime::StoreServer::Start(so);
-        if (!server.ok()) return server.status().WithContext("serving the store at generation " + std::to_string(gen));
-        server_ = std::move(server).value();
-      } else if (server_->generation() < static_cast<uint64_t>(gen)) {
-        RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(gen));
-      }
+    if (rank == 0 && server_->generation() < StoreGeneration(gen, attempt_)) {
+      RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(StoreGeneration(gen, attempt_)));
     }
   }
   std::string coordinator = record.coordinator.empty() ? record.members[0].address : record.coordinator;
@@ -108,7 +107,7 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
     co.host = hp.first;
     co.port = hp.second;
     co.secret = options_.secret;
-    co.generation = gen;
+    co.generation = StoreGeneration(gen, attempt_);
     co.rank = rank;
     co.connect_timeout = 300ms;
     co.io_timeout = options_.rebuild_timeout;
@@ -123,7 +122,12 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
       }
     }
     if (probe.code() == StatusCode::kUnauthenticated) return probe;
-    if (probe.code() == StatusCode::kAborted) return probe.WithContext("rendezvous at " + coordinator);
+    if (probe.code() == StatusCode::kAborted) {
+      // Rank 0 is at a later attempt of this generation (or a newer generation): follow it.
+      if (attempt_ + 1 >= kAttempts) return probe.WithContext("rendezvous at " + coordinator);
+      ++attempt_;
+      continue;
+    }
     if (Clock::now() > deadline) return probe.WithContext("rendezvous at " + coordinator);
     std::this_thread::sleep_for(50ms);
   }
@@ -132,7 +136,7 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   // 2. Communicator.
   t = Clock::now();
   runtime::RuntimeConfig config = options_.runtime;
-  config.name = "g" + std::to_string(gen);
+  config.name = "g" + std::to_string(gen) + "." + std::to_string(attempt_);
   config.timeout = std::min(config.timeout, options_.rebuild_timeout);
   auto created = runtime::Runtime::Create(config, client, rank, size);
   if (!created.ok()) return created.status().WithContext("building the generation-" + std::to_string(gen) + " communicator");
@@ -176,6 +180,29 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
       ") from rank " + std::to_string(root) + ", " + std::to_string(length) + " bytes");
   (void)stats;
   return Status::Ok();
+}
+
+StatusOr<MembershipRecord> ElasticDriver::NextRecord(const MembershipRecord& current) {
+  {
+    // Rank 0 of the failed build moves its store to the next attempt at once, so a rank that still
+    // joins the failed attempt is refused (Aborted) and follows, instead of reading stale addresses.
+    std::lock_guard lock(mu_);
+    const uint64_t failed = StoreGeneration(attempt_generation_, attempt_);
+    if (server_ && attempt_generation_ == current.generation && server_->generation() == failed &&
+        attempt_ + 1 < kAttempts) {
+      (void)server_->AdvanceGeneration(failed + 1);
+    }
+  }
+  // Workers report, they never decide membership: wait for the launcher/operator's next record; when
+  // none comes (a hung peer that came back, a transient timeout), build the same generation again.
+  // Half the rebuild deadline: a rank that retries late still finds the others inside their rendezvous.
+  const auto wait = std::max<std::chrono::milliseconds>(options_.rebuild_timeout / 2, 1ms);
+  auto next = source_->WaitNewer(current.generation, wait);
+  if (next.ok()) return next;
+  if (next.status().code() != StatusCode::kDeadlineExceeded) return next.status();
+  Log("no newer membership than generation " + std::to_string(current.generation) + " after " +
+      std::to_string(wait.count()) + " ms: building it again");
+  return current;
 }
 
 StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore) {
@@ -275,10 +302,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
           built.code() == StatusCode::kInvalidArgument) {
         return built;
       }
-      // Wait for the membership to change (the launcher/operator removes a dead peer).
-      auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
-      if (!next.ok()) return next.status();
-      record = std::move(next).value();
+      RINGMASTER_ASSIGN_OR_RETURN(record, NextRecord(record));
       continue;
     }
     stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
@@ -300,7 +324,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
                   stats.restore, static_cast<long long>(state_->committed_step()),
                   static_cast<long long>(stats.steps_lost));
     Log(line);
-    if (on_restore) on_restore(record.generation, state_->committed_step());
+    if (on_restore) on_restore(static_cast<int64_t>(StoreGeneration(record.generation, attempt_)), state_->committed_step());
 
     std::shared_ptr<runtime::Runtime> rt;
     {
@@ -313,7 +337,8 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
         failed = AbortedError("membership generation " + std::to_string(newest_seen_.load()));
         break;
       }
-      StepContext ctx{rt.get(), record.generation, state_->committed_step(), state_->cursor(), options_.metrics};
+      StepContext ctx{rt.get(), record.generation, static_cast<int64_t>(StoreGeneration(record.generation, attempt_)),
+                      state_->committed_step(), state_->cursor(), options_.metrics};
       ++local_step;
       const auto step_start = Clock::now();
       auto next = step(ctx);
@@ -342,10 +367,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
       if (runtime_) runtime_->Abort("quiesce");
       runtime_.reset();
     }
-    // Workers report, they never decide membership: wait for the launcher/operator's next record.
-    auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
-    if (!next.ok()) return next.status();
-    record = std::move(next).value();
+    RINGMASTER_ASSIGN_OR_RETURN(record, NextRecord(record));
   }
 }
 

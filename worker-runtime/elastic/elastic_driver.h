@@ -15,7 +15,10 @@
 //      the sampler re-strides the rest of the epoch over the new world.
 //
 // Every step of a rebuild has a deadline (options.rebuild_timeout) and a newer
-// generation abandons a half-built one. A membership below options.min_size
+// generation abandons a half-built one. When a build or a collective fails and
+// no newer record comes within rebuild_timeout, the same generation is built
+// again under a new store generation (generation x 1024 + attempt; ranks that
+// find rank 0's store ahead follow it). A membership below options.min_size
 // pauses until the next generation. A worker that has joined a generation and
 // is missing from a newer one returns kLeft (its work is committed; the
 // survivors continue); one that never joined waits for a record that has it.
@@ -66,6 +69,7 @@ struct ElasticOptions {
 struct StepContext {
   runtime::Runtime* rt = nullptr;  // the current generation's runtime
   int64_t generation = 0;
+  int64_t incarnation = 0;         // increases with every build (generation x 1024 + retry of it)
   int64_t step = 0;                // the step being computed (committed steps so far)
   runtime::data::SampleCursor cursor;  // the committed cursor this step starts from
   WorkerMetrics* metrics = nullptr;    // for the step's collective figures; may be null
@@ -76,9 +80,9 @@ struct StepContext {
 // trigger a rebuild; any other error ends Run().
 using StepFn = std::function<StatusOr<runtime::data::SampleCursor>(const StepContext&)>;
 
-// Called after each rebuild's restore, with the generation and the step every
-// rank now stands at (e.g. to journal the rollback).
-using RestoreFn = std::function<void(int64_t generation, int64_t step)>;
+// Called after each rebuild's restore, with the build's incarnation (see
+// StepContext) and the step every rank now stands at (e.g. to journal the rollback).
+using RestoreFn = std::function<void(int64_t incarnation, int64_t step)>;
 
 enum class ElasticResult { kFinished, kLeft };
 
@@ -110,6 +114,8 @@ class ElasticDriver {
   Status Build(const membership::MembershipRecord& record, RebuildStats* stats);
   Status Sync(runtime::Runtime& rt, RebuildStats* stats);
   bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
+  // After a failure: the next record, or `current` again when none came within rebuild_timeout.
+  StatusOr<membership::MembershipRecord> NextRecord(const membership::MembershipRecord& current);
 
   const ElasticOptions options_;
   membership::MembershipSource* const source_;
@@ -118,6 +124,10 @@ class ElasticDriver {
   std::atomic<int64_t> newest_seen_{0};        // newest generation the watcher saw
   std::atomic<int64_t> joined_generation_{0};
   std::atomic<bool> stop_watch_{false};
+
+  // Run()'s thread only: which build of which generation this is.
+  int64_t attempt_generation_ = 0;
+  int64_t attempt_ = 0;
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).

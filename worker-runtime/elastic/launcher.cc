@@ -38,8 +38,8 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
     auto at = item.find('@');
     if (at == std::string::npos) return InvalidArgumentError("--chaos: '" + item + "' is not ACTION@STEP[:ARG]");
     e.action = item.substr(0, at);
-    if (e.action != "kill" && e.action != "stop" && e.action != "add" && e.action != "killadd") {
-      return InvalidArgumentError("--chaos: unknown action '" + e.action + "' (kill, stop, add, killadd)");
+    if (e.action != "kill" && e.action != "stop" && e.action != "add" && e.action != "killadd" && e.action != "pause") {
+      return InvalidArgumentError("--chaos: unknown action '" + e.action + "' (kill, stop, pause, add, killadd)");
     }
     std::string rest = item.substr(at + 1);
     auto colon = rest.find(':');
@@ -73,13 +73,13 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
     if (a == "--help") {
       return InvalidArgumentError(
           "usage: ringmaster-run --np N [--min N] [--max N] [--chaos SPEC] [--chaos-gap-ms T] "
-          "[--heartbeat-timeout-ms T] [--deadline-s T] [--out DIR] [--secret S] -- COMMAND...\n"
-          "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, stop, add, killadd");
+          "[--heartbeat-timeout-ms T] [--pause-ms T] [--deadline-s T] [--out DIR] [--secret S] -- COMMAND...\n"
+          "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, stop, pause, add, killadd");
     }
     if (i + 1 >= argc) return InvalidArgumentError("flag '" + a + "' needs a value");
     const char* v = argv[++i];
     if (a == "--np" || a == "--min" || a == "--max" || a == "--chaos-gap-ms" || a == "--heartbeat-timeout-ms" ||
-        a == "--deadline-s") {
+        a == "--deadline-s" || a == "--pause-ms") {
       RINGMASTER_ASSIGN_OR_RETURN(int64_t n, number(a, v));
       if (a == "--np") o.np = static_cast<int>(n);
       if (a == "--min") o.min = static_cast<int>(n);
@@ -87,6 +87,7 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
       if (a == "--chaos-gap-ms") o.chaos_gap = std::chrono::milliseconds(n);
       if (a == "--heartbeat-timeout-ms") o.heartbeat_timeout = std::chrono::milliseconds(n);
       if (a == "--deadline-s") o.deadline = std::chrono::seconds(n);
+      if (a == "--pause-ms") o.pause = std::chrono::milliseconds(n);
     } else if (a == "--chaos") {
       RINGMASTER_ASSIGN_OR_RETURN(o.chaos, ParseChaos(v));
     } else if (a == "--out") {
@@ -192,6 +193,15 @@ class Launcher {
       }
       if (changed && !members_.empty() && !Publish(why)) return Finish(1);
       // Chaos.
+      for (auto it = resume_.begin(); it != resume_.end();) {
+        if (Clock::now() < it->first) {
+          ++it;
+          continue;
+        }
+        Print("chaos: SIGCONT pid " + std::to_string(it->second));
+        ::kill(it->second, SIGCONT);
+        it = resume_.erase(it);
+      }
       if (next_event < o_.chaos.size() && Clock::now() - last_event >= o_.chaos_gap) {
         const ChaosEvent& e = o_.chaos[next_event];
         if (Progress() >= e.step && !members_.empty()) {
@@ -202,7 +212,7 @@ class Launcher {
       }
       if (!members_.empty() && static_cast<int>(members_.size()) < o_.min) {
         bool will_add = false, any_finished = false;
-        for (size_t i = next_event; i < o_.chaos.size(); ++i) will_add |= o_.chaos[i].action != "kill" && o_.chaos[i].action != "stop";
+        for (size_t i = next_event; i < o_.chaos.size(); ++i) will_add |= o_.chaos[i].action == "add" || o_.chaos[i].action == "killadd";
         for (const auto& w : workers_) any_finished |= w->finished;
         if (any_finished) {
           // The training is done (a worker committed the last step); the rest cannot finish below --min.
@@ -369,6 +379,13 @@ class Launcher {
       Print("chaos: no worker at rank " + std::to_string(e.arg));
       return true;
     }
+    if (e.action == "pause") {
+      Print("chaos: SIGSTOP " + w->id + " (rank " + std::to_string(e.arg) + ") for " + std::to_string(o_.pause.count()) +
+            " ms");
+      ::kill(w->pid, SIGSTOP);
+      resume_.push_back({Clock::now() + o_.pause, w->pid});
+      return true;
+    }
     if (e.action == "stop") {
       Print("chaos: SIGSTOP " + w->id + " (rank " + std::to_string(e.arg) + ")");
       ::kill(w->pid, SIGSTOP);
@@ -425,6 +442,7 @@ class Launcher {
   std::vector<std::string> members_;  // ids in rank order
   int64_t generation_ = 0;
   int next_id_ = 0;
+  std::vector<std::pair<Clock::time_point, pid_t>> resume_;  // paused workers and when to SIGCONT them
 };
 
 }  // namespace

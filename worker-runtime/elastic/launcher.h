@@ -10,6 +10,8 @@
 // least --chaos-gap ms after the previous event:
 //   kill@S:R     SIGKILL the worker at rank R (R=0: the coordinator)
 //   stop@S:R     SIGSTOP it (detected by the heartbeat timeout, then SIGKILLed)
+//   pause@S:R    SIGSTOP it for --pause-ms, then SIGCONT (with a long heartbeat timeout
+//                the membership does not change: the workers rebuild the same generation)
 //   add@S:N      start N new workers (one generation)
 //   killadd@S:R  SIGKILL rank R and at once add a worker: two generations back to back
 // Without --chaos nothing is injected.
@@ -35,6 +37,7 @@ struct LauncherOptions {
   int np = 1, min = 1, max = 64;
   std::vector<ChaosEvent> chaos;
   std::chrono::milliseconds chaos_gap{300};
+  std::chrono::milliseconds pause{2000};
   std::chrono::milliseconds heartbeat_timeout{2000};
   std::chrono::milliseconds deadline{120000};  // the whole run
   std::string out = "ringmaster-run.out";

@@ -7,7 +7,9 @@
 // A step attempted in generation g counts iff no later generation restored to a
 // step <= it, and it is below the final step. ResolveJournals applies that rule
 // to every worker's file and yields "epoch sample" lines in step order: the
-// samples of committed steps, each once.
+// samples of committed steps, each once. <generation> is any number that grows
+// with every rebuild, also a rebuild of the same membership (the driver's
+// StepContext::incarnation).
 //
 // Why before the allreduce: a step is committed somewhere only if every rank's
 // share went into the sum, i.e. every rank wrote its lines first; a rank that

@@ -210,7 +210,7 @@ int Train(const Options& o) {
       for (int j = 0; j < o.features; ++j) err += static_cast<double>(weights[j]) * x[j];
       for (int j = 0; j < o.features; ++j) grad[j] += static_cast<T>(err * x[j]);
     }
-    RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.generation, ctx.step, plan.epoch, plan.indices));
+    RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
     if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
     std::vector<T> sum(o.features);
     const auto t0 = std::chrono::steady_clock::now();
@@ -224,9 +224,9 @@ int Train(const Options& o) {
     committed = ctx.step + 1;
     return plan.next;
   };
-  auto restored = [&](int64_t generation, int64_t at) {
+  auto restored = [&](int64_t incarnation, int64_t at) {
     committed = at;
-    Status s = journal->Restored(generation, at);
+    Status s = journal->Restored(incarnation, at);
     if (!s.ok()) log(s.ToString());
   };
   auto result = driver.Run(o.steps, step, restored);
