@@ -105,6 +105,16 @@ TEST_F(ElasticChaosTest, NoChaosFourWorkersMatchOne) {
   ExpectMatchesReference(Out());
 }
 
+TEST_F(ElasticChaosTest, Float32WorkersMatchOneWithinFloat32Rounding) {
+  std::string one = Out() + "/one";
+  ASSERT_EQ(Launch(one, "--np 1", "--dtype float32"), 0);
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --chaos kill@5:1", std::string(kPaced) + " --dtype float32"), 0);
+  auto a = ReadWeights(one + "/weights.txt"), b = ReadWeights(Out() + "/weights.txt");
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(std::abs(a[i] - b[i]), 1e-5 * std::abs(a[i])) << i;
+}
+
 TEST_F(ElasticChaosTest, WorkerKilledMidAllreduce) {
   ASSERT_EQ(Launch(Out(), "--np 4 --min 2 --chaos kill@5:2", kPaced), 0);
   ExpectMatchesReference(Out(), 2);
