@@ -115,6 +115,7 @@ struct Worker {
   Clock::time_point started;
   bool running = true;
   bool finished = false;
+  Clock::time_point exited;
 };
 
 StatusOr<uint16_t> FreePort() {
@@ -166,7 +167,9 @@ class Launcher {
         w->running = false;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
           w->finished = true;
+          w->exited = Clock::now();
           Print(w->id + " exited 0");
+          continue;  // its peers are likely finishing too: removed after a grace period (below)
         } else if (WIFEXITED(status)) {
           Print(w->id + " exited with status " + std::to_string(WEXITSTATUS(status)));
         } else {
@@ -175,6 +178,14 @@ class Launcher {
         if (Remove(w->id)) {
           changed = true;
           why += (why.empty() ? "" : ", ") + w->id + " gone";
+        }
+      }
+      // A finished worker whose peers are still running after a grace period: they need a new generation.
+      for (const std::string& id : std::vector<std::string>(members_)) {
+        Worker* w = ById(id);
+        if (w->finished && Clock::now() - w->exited > 1s && Remove(id)) {
+          changed = true;
+          why += (why.empty() ? "" : ", ") + id + " finished";
         }
       }
       // Heartbeats: a stopped (or hung) worker is removed, then killed.
