@@ -144,6 +144,11 @@ TEST_F(ElasticChaosTest, PausedWorkerComesBackAndTheSameGenerationIsRebuilt) {
   EXPECT_EQ(text.str().find("unresponsive"), std::string::npos) << "the paused worker was removed";
 }
 
+TEST_F(ElasticChaosTest, RandomChaosSeeded) {
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --max 5 --chaos random@4:4 --chaos-seed 11", kPaced), 0);
+  ExpectMatchesReference(Out(), 2);
+}
+
 TEST_F(ElasticChaosTest, ScaleUp) {
   ASSERT_EQ(Launch(Out(), "--np 2 --max 5 --chaos add@5:3", kPaced), 0);
   ExpectMatchesReference(Out(), 2);

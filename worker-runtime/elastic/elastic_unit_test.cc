@@ -108,6 +108,11 @@ TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
   EXPECT_EQ((*events)[0].arg, 1);
   EXPECT_EQ((*events)[2].arg, 2);
   EXPECT_EQ((*events)[3].arg, 0);
+  auto random = ParseChaos("random@3:3");
+  ASSERT_TRUE(random.ok());
+  ASSERT_EQ(random->size(), 3u);
+  EXPECT_EQ((*random)[2].step, 11);
+  EXPECT_EQ((*random)[2].action, "random");
   EXPECT_EQ(ParseChaos("explode@1").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseChaos("kill@x").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseChaos("kill").status().code(), StatusCode::kInvalidArgument);

@@ -16,10 +16,12 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 #include <thread>
 
+#include "data/splitmix64.h"
 #include "elastic/sample_journal.h"
 #include "membership/file_source.h"
 
@@ -38,8 +40,9 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
     auto at = item.find('@');
     if (at == std::string::npos) return InvalidArgumentError("--chaos: '" + item + "' is not ACTION@STEP[:ARG]");
     e.action = item.substr(0, at);
-    if (e.action != "kill" && e.action != "stop" && e.action != "add" && e.action != "killadd" && e.action != "pause") {
-      return InvalidArgumentError("--chaos: unknown action '" + e.action + "' (kill, stop, pause, add, killadd)");
+    if (e.action != "kill" && e.action != "stop" && e.action != "add" && e.action != "killadd" && e.action != "pause" &&
+        e.action != "random") {
+      return InvalidArgumentError("--chaos: unknown action '" + e.action + "' (kill, stop, pause, add, killadd, random)");
     }
     std::string rest = item.substr(at + 1);
     auto colon = rest.find(':');
@@ -48,6 +51,11 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
       e.arg = colon == std::string::npos ? (e.action == "add" ? 1 : 0) : std::stoi(rest.substr(colon + 1));
     } catch (const std::exception&) {
       return InvalidArgumentError("--chaos: '" + item + "' has a bad number");
+    }
+    if (e.action == "random") {
+      const int n = colon == std::string::npos ? 1 : e.arg;
+      for (int k = 0; k < n; ++k) events.push_back({"random", e.step + 4 * k, 0});
+      continue;
     }
     events.push_back(e);
   }
@@ -73,13 +81,13 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
     if (a == "--help") {
       return InvalidArgumentError(
           "usage: ringmaster-run --np N [--min N] [--max N] [--chaos SPEC] [--chaos-gap-ms T] "
-          "[--heartbeat-timeout-ms T] [--pause-ms T] [--deadline-s T] [--out DIR] [--secret S] -- COMMAND...\n"
-          "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, stop, pause, add, killadd");
+          "[--heartbeat-timeout-ms T] [--pause-ms T] [--chaos-seed N] [--deadline-s T] [--out DIR] [--secret S] -- COMMAND...\n"
+          "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, stop, pause, add, killadd, random");
     }
     if (i + 1 >= argc) return InvalidArgumentError("flag '" + a + "' needs a value");
     const char* v = argv[++i];
     if (a == "--np" || a == "--min" || a == "--max" || a == "--chaos-gap-ms" || a == "--heartbeat-timeout-ms" ||
-        a == "--deadline-s" || a == "--pause-ms") {
+        a == "--deadline-s" || a == "--pause-ms" || a == "--chaos-seed") {
       RINGMASTER_ASSIGN_OR_RETURN(int64_t n, number(a, v));
       if (a == "--np") o.np = static_cast<int>(n);
       if (a == "--min") o.min = static_cast<int>(n);
@@ -88,6 +96,7 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
       if (a == "--heartbeat-timeout-ms") o.heartbeat_timeout = std::chrono::milliseconds(n);
       if (a == "--deadline-s") o.deadline = std::chrono::seconds(n);
       if (a == "--pause-ms") o.pause = std::chrono::milliseconds(n);
+      if (a == "--chaos-seed") o.chaos_seed = static_cast<uint64_t>(n);
     } else if (a == "--chaos") {
       RINGMASTER_ASSIGN_OR_RETURN(o.chaos, ParseChaos(v));
     } else if (a == "--out") {
@@ -223,7 +232,7 @@ class Launcher {
       }
       if (!members_.empty() && static_cast<int>(members_.size()) < o_.min) {
         bool will_add = false, any_finished = false;
-        for (size_t i = next_event; i < o_.chaos.size(); ++i) will_add |= o_.chaos[i].action == "add" || o_.chaos[i].action == "killadd";
+        for (size_t i = next_event; i < o_.chaos.size(); ++i) will_add |= o_.chaos[i].action == "add" || o_.chaos[i].action == "killadd" || o_.chaos[i].action == "random";
         for (const auto& w : workers_) any_finished |= w->finished;
         if (any_finished) {
           // The training is done (a worker committed the last step); the rest cannot finish below --min.
@@ -374,7 +383,18 @@ class Launcher {
     return ById(members_[rank]);
   }
 
-  bool Inject(const ChaosEvent& e) {
+  bool Inject(const ChaosEvent& planned) {
+    ChaosEvent e = planned;
+    if (e.action == "random") {
+      static const char* kActions[] = {"kill", "stop", "killadd", "add"};
+      int live = 0;  // members not stopped by earlier chaos (those are about to be removed)
+      for (const auto& id : members_) live += stopped_.count(ById(id)->pid) ? 0 : 1;
+      const bool at_min = live <= o_.min;
+      const bool at_max = static_cast<int>(members_.size()) >= o_.max;
+      e.action = at_min ? "add" : kActions[rng_.Below(at_max ? 3 : 4)];
+      e.arg = e.action == "add" ? 1 : static_cast<int>(rng_.Below(members_.size()));
+      Print("chaos: random event -> " + e.action + (e.action == "add" ? "" : " rank " + std::to_string(e.arg)));
+    }
     if (e.action == "add") {
       int n = std::min<int>(e.arg, o_.max - static_cast<int>(members_.size()));
       if (n <= 0) {
@@ -400,6 +420,7 @@ class Launcher {
     if (e.action == "stop") {
       Print("chaos: SIGSTOP " + w->id + " (rank " + std::to_string(e.arg) + ")");
       ::kill(w->pid, SIGSTOP);
+      stopped_.insert(w->pid);
       return true;
     }
     Print("chaos: SIGKILL " + w->id + " (rank " + std::to_string(e.arg) + ")");
@@ -454,6 +475,8 @@ class Launcher {
   int64_t generation_ = 0;
   int next_id_ = 0;
   std::vector<std::pair<Clock::time_point, pid_t>> resume_;  // paused workers and when to SIGCONT them
+  runtime::data::SplitMix64 rng_{o_.chaos_seed};
+  std::set<pid_t> stopped_;  // SIGSTOPped for good (removed by the heartbeat check)
 };
 
 }  // namespace

@@ -14,6 +14,8 @@
 //                the membership does not change: the workers rebuild the same generation)
 //   add@S:N      start N new workers (one generation)
 //   killadd@S:R  SIGKILL rank R and at once add a worker: two generations back to back
+//   random@S:N   N events from step S on, one every 4 steps, each a kill, stop, killadd or
+//                add of a random rank drawn from --chaos-seed (an add when at --min)
 // Without --chaos nothing is injected.
 //
 // Thread-safety: single-threaded program.
@@ -28,7 +30,7 @@
 namespace ringmaster::elastic {
 
 struct ChaosEvent {
-  std::string action;
+  std::string action;  // "random": drawn when it fires
   int64_t step = 0;
   int arg = 0;
 };
@@ -38,6 +40,7 @@ struct LauncherOptions {
   std::vector<ChaosEvent> chaos;
   std::chrono::milliseconds chaos_gap{300};
   std::chrono::milliseconds pause{2000};
+  uint64_t chaos_seed = 1;
   std::chrono::milliseconds heartbeat_timeout{2000};
   std::chrono::milliseconds deadline{120000};  // the whole run
   std::string out = "ringmaster-run.out";
