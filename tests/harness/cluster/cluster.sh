@@ -56,11 +56,16 @@ start() {
 }
 
 # wait_healthy NAME CHECK-COMMAND...: waits until the check passes; fails fast if the process died.
+# Returns 2 when it died because its port was taken after we chose it (the caller picks new ports).
 wait_healthy() {
   local name="$1"; shift
   local deadline=$((SECONDS + STARTUP_TIMEOUT))
   until "$@" >/dev/null 2>&1; do
     if ! is_running "$name"; then
+      if grep -q "address already in use" "$DIR/logs/$name.log" 2>/dev/null; then
+        log "  $name could not bind its port (taken since we chose it)"
+        return 2
+      fi
       log "$name exited during startup; last lines of $DIR/logs/$name.log:"
       tail -n 20 "$DIR/logs/$name.log" >&2
       fail_up "$name did not start" "see $DIR/logs/$name.log"
@@ -118,16 +123,20 @@ stop_all() {
 }
 
 # ---------------------------------------------------------------------------------------------------
-# ports: chosen among those nobody listens on; each cluster gets its own.
+# ports: chosen among those no socket uses, below the kernel's ephemeral range (so an outgoing
+# connection cannot take one between our choice and the bind); each cluster gets its own.
 
-listening_ports() { ss -Htln 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}'; }
+used_ports() { ss -Htan 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}'; }
 
 pick_ports() {
-  local taken; taken=" $(listening_ports | tr '\n' ' ') "
+  local taken; taken=" $(used_ports | tr '\n' ' ') "
+  local low=32768 first=10000
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  ((low - first >= 2000)) || { first=20000; low=50000; }  # odd ephemeral range: fall back to a wide one
   local ports=() p tries=0
   while ((${#ports[@]} < $1)); do
     ((tries++ < 1000)) || die "could not find $1 free TCP ports on 127.0.0.1" "free some ports and retry"
-    p=$((20000 + RANDOM % 30000))
+    p=$((first + RANDOM % (low - first)))
     [[ "$taken" == *" $p "* || " ${ports[*]} " == *" $p "* ]] && continue
     ports+=("$p")
   done
@@ -198,6 +207,73 @@ status:
     || fail_up "could not create the fake GPU nodes" "see the kubectl message above"
 }
 
+# Starts every component on freshly chosen ports. Returns 2 when a port was taken meanwhile (after
+# stopping what it started), so the caller can try again; any other failure ends the script.
+start_components() {
+  read -r ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT KWOK_PORT <<<"$(pick_ports 6)"
+  # Pod IPs come from a /16 inside 127.0.0.0/8, distinct per cluster, so an e2e harness can run each
+  # pod's process on its own loopback address.
+  local octet=$((64 + API_PORT % 128))
+  POD_CIDR="127.$octet.0.0/16"
+  POD_IP_PREFIX="127.$octet."
+  log "starting a local control plane in $DIR (Kubernetes $KUBERNETES_VERSION, apiserver on 127.0.0.1:$API_PORT)"
+
+  log "  creating certificates"
+  make_pki "$DIR/pki"
+  local pki="$DIR/pki" server="https://127.0.0.1:$API_PORT"
+  mkdir -p "$DIR/kubeconfigs"
+  write_kubeconfig "$DIR/kubeconfig" "$server" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key"
+  local c
+  for c in controller-manager scheduler kwok; do
+    write_kubeconfig "$DIR/kubeconfigs/$c.kubeconfig" "$server" "$pki/ca.crt" "$pki/$c.crt" "$pki/$c.key"
+  done
+
+  start etcd "$etcd_bin" --name=default --data-dir="$DIR/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --quota-backend-bytes=4294967296 \
+    --log-level=warn
+  wait_healthy etcd http_health "$ETCD_PORT" health || return $?
+
+  start kube-apiserver "$DIR/bin/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
+    --authorization-mode=Node,RBAC \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+    --api-audiences=https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none --allow-privileged=true \
+    --profiling=false --event-ttl=1h --max-requests-inflight=800 --max-mutating-requests-inflight=400
+  wait_healthy kube-apiserver api_ready || return $?
+
+  local kc="$DIR/kubeconfigs"
+  start kube-controller-manager "$DIR/bin/kube-controller-manager" \
+    --kubeconfig="$kc/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$kc/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$kc/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
+    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
+    --use-service-account-credentials=true \
+    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false \
+    --controllers='*,-endpoint,-endpointslice,-endpointslicemirroring'
+  # (KWOK gives pods loopback IPs, which Endpoints/EndpointSlices refuse; nothing here routes Services.)
+  start kube-scheduler "$DIR/bin/kube-scheduler" \
+    --kubeconfig="$kc/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$kc/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$kc/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false \
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+  start kwok "$kwok_bin" --kubeconfig="$kc/kwok.kubeconfig" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr="$POD_CIDR" --node-ip=127.0.0.1 --node-lease-duration-seconds=40 \
+    --server-address="127.0.0.1:$KWOK_PORT" --config="$CLUSTER_SCRIPT_DIR/kwok-stages.yaml"
+  wait_healthy kube-controller-manager https_healthz "$KCM_PORT" || return $?
+  wait_healthy kube-scheduler https_healthz "$SCHED_PORT" || return $?
+  wait_healthy kwok http_health "$KWOK_PORT" healthz || return $?
+}
+
 cmd_up() {
   local running; running="$(running_components)"
   if [[ -n "$running" ]]; then
@@ -228,69 +304,14 @@ cmd_up() {
   if [[ -f "$(tool_dir helm)/.complete" ]]; then ln -sf "$(tool_dir helm)/helm" "$DIR/bin/helm"; fi
   KUBECTL="$DIR/bin/kubectl"
 
-  local start_time=$SECONDS
-  read -r ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT KWOK_PORT <<<"$(pick_ports 6)"
-  # Pod IPs come from a /16 inside 127.0.0.0/8, distinct per cluster, so an e2e harness can run each
-  # pod's process on its own loopback address.
-  local octet=$((64 + API_PORT % 128))
-  POD_CIDR="127.$octet.0.0/16"
-  POD_IP_PREFIX="127.$octet."
-  log "starting a local control plane in $DIR (Kubernetes $KUBERNETES_VERSION, apiserver on 127.0.0.1:$API_PORT)"
-
-  log "  creating certificates"
-  make_pki "$DIR/pki"
-  local pki="$DIR/pki" server="https://127.0.0.1:$API_PORT"
-  mkdir -p "$DIR/kubeconfigs"
-  write_kubeconfig "$DIR/kubeconfig" "$server" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key"
-  local c
-  for c in controller-manager scheduler kwok; do
-    write_kubeconfig "$DIR/kubeconfigs/$c.kubeconfig" "$server" "$pki/ca.crt" "$pki/$c.crt" "$pki/$c.key"
+  local start_time=$SECONDS attempt
+  for attempt in 1 2 3; do
+    start_components && break
+    ((attempt < 3)) || fail_up "three attempts lost their ports to other processes" "free some ports in $(head -c 40 /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-') and retry"
+    log "  retrying with new ports (attempt $((attempt + 1)) of 3)"
+    stop_all
+    rm -rf "$DIR/etcd" "$DIR/logs"
   done
-
-  start etcd "$etcd_bin" --name=default --data-dir="$DIR/etcd" \
-    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync --quota-backend-bytes=4294967296 \
-    --log-level=warn
-  wait_healthy etcd http_health "$ETCD_PORT" health
-
-  start kube-apiserver "$DIR/bin/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
-    --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
-    --authorization-mode=Node,RBAC \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-    --api-audiences=https://kubernetes.default.svc.cluster.local \
-    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none --allow-privileged=true \
-    --profiling=false --event-ttl=1h --max-requests-inflight=800 --max-mutating-requests-inflight=400
-  wait_healthy kube-apiserver api_ready
-
-  local kc="$DIR/kubeconfigs"
-  start kube-controller-manager "$DIR/bin/kube-controller-manager" \
-    --kubeconfig="$kc/controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$kc/controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$kc/controller-manager.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
-    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
-    --use-service-account-credentials=true \
-    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-    --kube-api-qps=200 --kube-api-burst=400 --profiling=false \
-    --controllers='*,-endpoint,-endpointslice,-endpointslicemirroring'
-  # (KWOK gives pods loopback IPs, which Endpoints/EndpointSlices refuse; nothing here routes Services.)
-  start kube-scheduler "$DIR/bin/kube-scheduler" \
-    --kubeconfig="$kc/scheduler.kubeconfig" \
-    --authentication-kubeconfig="$kc/scheduler.kubeconfig" \
-    --authorization-kubeconfig="$kc/scheduler.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false \
-    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
-  start kwok "$kwok_bin" --kubeconfig="$kc/kwok.kubeconfig" \
-    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --cidr="$POD_CIDR" --node-ip=127.0.0.1 --node-lease-duration-seconds=40 \
-    --server-address="127.0.0.1:$KWOK_PORT" --config="$CLUSTER_SCRIPT_DIR/kwok-stages.yaml"
-  wait_healthy kube-controller-manager https_healthz "$KCM_PORT"
-  wait_healthy kube-scheduler https_healthz "$SCHED_PORT"
-  wait_healthy kwok http_health "$KWOK_PORT" healthz
 
   write_env
   log "  creating $NODES fake GPU nodes with $GPUS nvidia.com/gpu each"
