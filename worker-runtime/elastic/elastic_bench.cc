@@ -149,6 +149,11 @@ int Main(int argc, char** argv) {
   std::vector<int> sizes = {2, 4, 8};
   int trials = 20;
   std::string dir = std::filesystem::temp_directory_path() / ("ringmaster-elastic-bench." + std::to_string(::getpid()));
+  constexpr const char* kUsage = "usage: ringmaster-elastic-bench [--sizes 2,4,8] [--trials 20] [--out DIR]\n";
+  if (argc % 2 == 0) {  // a flag without its value, or --help
+    std::fputs(kUsage, argc == 2 && std::string(argv[1]) == "--help" ? stdout : stderr);
+    return argc == 2 && std::string(argv[1]) == "--help" ? 0 : 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--trials") trials = std::atoi(argv[i + 1]);
@@ -159,9 +164,13 @@ int Main(int argc, char** argv) {
       std::string x;
       while (std::getline(s, x, ',')) sizes.push_back(std::atoi(x.c_str()));
     } else {
-      std::fprintf(stderr, "usage: ringmaster-elastic-bench [--sizes 2,4,8] [--trials 20] [--out DIR]\n");
+      std::fputs(kUsage, stderr);
       return 2;
     }
+  }
+  if (trials < 1 || sizes.empty() || *std::min_element(sizes.begin(), sizes.end()) < 2) {
+    std::fprintf(stderr, "ringmaster-elastic-bench: --trials must be >= 1 and every size >= 2\n%s", kUsage);
+    return 2;
   }
   std::printf("death of one worker -> next successful allreduce, Gloo on loopback, median of %d trials (ms)\n", trials);
   std::printf("%5s %9s %9s %9s %11s %13s %9s %11s\n", "ranks", "total", "notice", "detect", "rendezvous",
