@@ -29,7 +29,6 @@ struct PodView {
   bool for_scale_up = false;
 };
 
-std::string Str(const json& j, const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; }
 
 Clock::time_point TimeOr(const std::string& s, Clock::time_point fallback) { return ParseRfc3339(s).value_or(fallback); }
 
@@ -38,21 +37,21 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
   const json& meta = At(pod, {"metadata"});
   const json& spec = At(pod, {"spec"});
   const json& status = At(pod, {"status"});
-  v.name = Str(meta, "name");
-  v.uid = Str(meta, "uid");
+  v.name = StringAt(meta, {"name"});
+  v.uid = StringAt(meta, {"uid"});
   v.index = WorkerIndexOf(pod).value_or(-1);
-  v.node = Str(spec, "nodeName");
-  v.ip = Str(status, "podIP");
-  v.phase = Str(status, "phase");
+  v.node = StringAt(spec, {"nodeName"});
+  v.ip = StringAt(status, {"podIP"});
+  v.phase = StringAt(status, {"phase"});
   v.for_scale_up = StringAt(meta, {"annotations", kCreatedForAnnotation}) == "ScaleUp";
   if (meta.contains("deletionTimestamp")) {
     v.deleting = true;
-    v.deleting_since = TimeOr(Str(meta, "deletionTimestamp"), now);
+    v.deleting_since = TimeOr(StringAt(meta, {"deletionTimestamp"}), now);
   }
   for (const auto& c : ArrayAt(status, {"conditions"})) {
-    if (Str(c, "type") == "Ready" && Str(c, "status") == "True") {
+    if (StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "True") {
       v.ready = v.phase == "Running" && !v.deleting;
-      v.ready_since = TimeOr(Str(c, "lastTransitionTime"), now);
+      v.ready_since = TimeOr(StringAt(c, {"lastTransitionTime"}), now);
     }
   }
   for (const auto& cs : ArrayAt(status, {"containerStatuses"})) {
@@ -60,7 +59,7 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
       const json& t = cs["state"]["terminated"];
       if (t.value("exitCode", 0) != 0 || v.exit_reason.empty()) {
         v.exit_code = t.value("exitCode", 0);
-        v.exit_reason = Str(t, "reason");
+        v.exit_reason = StringAt(t, {"reason"});
       }
     }
   }
@@ -72,9 +71,9 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
 void SetCondition(json& conditions, const std::string& type, const std::string& status, const std::string& reason,
                   const std::string& message, const std::string& now, int64_t observed_generation, bool touch = false) {
   for (auto& c : conditions) {
-    if (Str(c, "type") != type) continue;
-    bool flipped = Str(c, "status") != status;
-    bool changed = flipped || Str(c, "reason") != reason || Str(c, "message") != message;
+    if (StringAt(c, {"type"}) != type) continue;
+    bool flipped = StringAt(c, {"status"}) != status;
+    bool changed = flipped || StringAt(c, {"reason"}) != reason || StringAt(c, {"message"}) != message;
     c["status"] = status;
     c["reason"] = reason;
     c["message"] = message;
@@ -105,7 +104,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   JobPlan plan;
   const json& meta = At(in.job, {"metadata"});
   if (meta.contains("deletionTimestamp")) return plan;  // garbage collection owns the rest
-  const std::string job_name = Str(meta, "name");
+  const std::string job_name = StringAt(meta, {"name"});
   const int64_t generation = IntAt(in.job, {"metadata", "generation"});
   const std::string now_s = FormatRfc3339(in.now);
 
@@ -116,7 +115,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
                               MembershipFromJson(current_status.value("membership", json(nullptr))));
   int32_t restarts = current_status.value("restartCount", 0);
   json failures = current_status.value("recentFailures", json::array());
-  std::string phase = Str(current_status, "phase");
+  std::string phase = StringAt(current_status, {"phase"});
   status["selector"] = WorkerSelector(job_name);
   status["observedGeneration"] = generation;
 
@@ -145,7 +144,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       }
     }
     if (spec.ttl_after_finished) {
-      Clock::time_point done = TimeOr(Str(current_status, "completionTime"), in.now);
+      Clock::time_point done = TimeOr(StringAt(current_status, {"completionTime"}), in.now);
       if (in.now >= done + *spec.ttl_after_finished) plan.delete_job = true;
       else EarliestRequeue(plan, done + *spec.ttl_after_finished);
     }
@@ -172,7 +171,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
     }
     // 3. Active deadline.
     if (spec.active_deadline && current_status.contains("startTime")) {
-      Clock::time_point started = TimeOr(Str(current_status, "startTime"), in.now);
+      Clock::time_point started = TimeOr(StringAt(current_status, {"startTime"}), in.now);
       if (in.now >= started + *spec.active_deadline) {
         finish("Failed", "DeadlineExceeded",
                "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" + std::to_string(spec.active_deadline->count()) + " s)");
@@ -195,9 +194,9 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   if (!Finished(phase) && phase != "Suspended") {
     // 5. Failed workers: counted once (recentFailures remembers their uids), then deleted.
     std::set<std::string> counted;
-    for (const auto& f : failures) counted.insert(Str(f, "uid"));
+    for (const auto& f : failures) counted.insert(StringAt(f, {"uid"}));
     Clock::time_point last_failure{};
-    for (const auto& f : failures) last_failure = std::max(last_failure, TimeOr(Str(f, "time"), Clock::time_point{}));
+    for (const auto& f : failures) last_failure = std::max(last_failure, TimeOr(StringAt(f, {"time"}), Clock::time_point{}));
     for (const auto& p : pods) {
       bool exited = p.phase == "Failed" || (p.phase == "Succeeded" && !(membership.Find(p.name) == nullptr));
       if (p.phase == "Succeeded" && membership.Find(p.name) == nullptr) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "controller/json_access.h"
 #include "controller/time_format.h"
 
 namespace ringmaster::controller {
@@ -46,22 +47,21 @@ StatusOr<Membership> MembershipFromJson(const json& j) {
   Membership m;
   if (j.is_null()) return m;
   if (!j.is_object()) return InvalidArgumentError("status.membership is not an object");
-  auto str = [&](const json& o, const char* key) { return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : ""; };
   if (j.contains("generation")) {
     if (!j["generation"].is_number_integer()) return InvalidArgumentError("status.membership.generation is not an integer");
     m.generation = j["generation"].get<int64_t>();
   }
-  m.coordinator = str(j, "coordinator");
-  m.reason = str(j, "reason");
-  m.message = str(j, "message");
-  m.changed_at = str(j, "changedAt");
+  m.coordinator = StringAt(j, {"coordinator"});
+  m.reason = StringAt(j, {"reason"});
+  m.message = StringAt(j, {"message"});
+  m.changed_at = StringAt(j, {"changedAt"});
   if (j.contains("members")) {
     if (!j["members"].is_array()) return InvalidArgumentError("status.membership.members is not a list");
     for (const auto& x : j["members"]) {
       if (!x.is_object() || !x.contains("rank") || !x["rank"].is_number_integer()) {
         return InvalidArgumentError("status.membership.members[] needs an integer rank");
       }
-      m.members.push_back(Member{str(x, "pod"), str(x, "uid"), x["rank"].get<int32_t>(), str(x, "address"), str(x, "node")});
+      m.members.push_back(Member{StringAt(x, {"pod"}), StringAt(x, {"uid"}), x["rank"].get<int32_t>(), StringAt(x, {"address"}), StringAt(x, {"node"})});
     }
   }
   std::sort(m.members.begin(), m.members.end(), [](const Member& a, const Member& b) { return a.rank < b.rank; });

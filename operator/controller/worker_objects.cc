@@ -2,33 +2,20 @@
 
 #include <charconv>
 
+#include "controller/json_access.h"
+
 namespace ringmaster::controller {
 
 using json = nlohmann::json;
 
 namespace {
 
-const json& At(const json& j, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* cur = &j;
-  for (const char* key : path) {
-    if (!cur->is_object() || !cur->contains(key)) return kNull;
-    cur = &(*cur)[key];
-  }
-  return *cur;
-}
-
-std::string Str(const json& j, std::initializer_list<const char*> path) {
-  const json& v = At(j, path);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
 struct JobIdentity {
   std::string name, ns, uid;
 };
 
 StatusOr<JobIdentity> Identify(const json& job) {
-  JobIdentity id{Str(job, {"metadata", "name"}), Str(job, {"metadata", "namespace"}), Str(job, {"metadata", "uid"})};
+  JobIdentity id{StringAt(job, {"metadata", "name"}), StringAt(job, {"metadata", "namespace"}), StringAt(job, {"metadata", "uid"})};
   if (id.name.empty() || id.uid.empty()) {
     return InvalidArgumentError("TrainingJob object lacks metadata.name or metadata.uid");
   }
@@ -74,7 +61,7 @@ std::string WorkerRoleName(const std::string& job) { return job + "-worker"; }
 std::string WorkerSelector(const std::string& job) { return std::string(kJobNameLabel) + "=" + job; }
 
 std::optional<int32_t> WorkerIndexOf(const json& pod) {
-  std::string s = Str(pod, {"metadata", "labels", kWorkerIndexLabel});
+  std::string s = StringAt(pod, {"metadata", "labels", kWorkerIndexLabel});
   int32_t index = -1;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), index);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || index < 0) return std::nullopt;
@@ -82,8 +69,8 @@ std::optional<int32_t> WorkerIndexOf(const json& pod) {
 }
 
 std::string WorkerServiceAccountFor(const json& job) {
-  std::string named = Str(job, {"spec", "template", "spec", "serviceAccountName"});
-  return named.empty() ? WorkerServiceAccountName(Str(job, {"metadata", "name"})) : named;
+  std::string named = StringAt(job, {"spec", "template", "spec", "serviceAccountName"});
+  return named.empty() ? WorkerServiceAccountName(StringAt(job, {"metadata", "name"})) : named;
 }
 
 StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
@@ -110,8 +97,8 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   spec["subdomain"] = HeadlessServiceName(id.name);
   spec["serviceAccountName"] = WorkerServiceAccountFor(job);
   spec["automountServiceAccountToken"] = true;  // workers watch their own job with this token
-  if (std::string s = Str(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
-  if (std::string s = Str(job, {"spec", "scheduling", "priorityClassName"}); !s.empty()) spec["priorityClassName"] = s;
+  if (std::string s = StringAt(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
+  if (std::string s = StringAt(job, {"spec", "scheduling", "priorityClassName"}); !s.empty()) spec["priorityClassName"] = s;
 
   json env = json::array({
       {{"name", "RINGMASTER_JOB_NAME"}, {"value", id.name}},
@@ -124,7 +111,7 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
       {{"name", "RINGMASTER_COORDINATOR_PORT"}, {"value", std::to_string(kCoordinatorPort)}},
       {{"name", "RINGMASTER_HEALTH_PORT"}, {"value", std::to_string(kWorkerHealthPort)}},
   });
-  if (std::string dir = Str(job, {"spec", "checkpoint", "path"}); !dir.empty()) {
+  if (std::string dir = StringAt(job, {"spec", "checkpoint", "path"}); !dir.empty()) {
     env.push_back({{"name", "RINGMASTER_CHECKPOINT_DIR"}, {"value", dir}});
   }
   for (auto& c : spec["containers"]) AddEnv(c, env);

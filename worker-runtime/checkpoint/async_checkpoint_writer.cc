@@ -21,15 +21,7 @@ AsyncCheckpointWriter::~AsyncCheckpointWriter() {
 
 Status AsyncCheckpointWriter::Save(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs) {
   // Reject what the store would reject, now, while the caller can act on it.
-  if (step < 0) return InvalidArgumentError("checkpoint save: step " + std::to_string(step) + " is negative");
-  if (world_size == 0) return InvalidArgumentError("checkpoint save: world_size must be at least 1");
-  std::set<std::string_view> names;
-  for (const BlobRef& blob : blobs) {
-    RINGMASTER_RETURN_IF_ERROR(ValidateBlobName(blob.name).WithContext("checkpoint save"));
-    if (!names.insert(blob.name).second) {
-      return InvalidArgumentError("checkpoint save: blob \"" + std::string(blob.name) + "\" given twice");
-    }
-  }
+  RINGMASTER_RETURN_IF_ERROR(ValidateSave(step, world_size, blobs));
 
   // Copy outside the lock: the writer thread keeps writing meanwhile.
   const auto start = std::chrono::steady_clock::now();

@@ -74,7 +74,7 @@ std::string CheckpointStore::UniqueSuffix() {
   return buf;
 }
 
-StatusOr<SaveResult> CheckpointStore::Save(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs) {
+Status ValidateSave(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs) {
   if (step < 0) return InvalidArgumentError("checkpoint save: step " + std::to_string(step) + " is negative");
   if (world_size == 0) return InvalidArgumentError("checkpoint save: world_size must be at least 1");
   std::set<std::string_view> names;
@@ -84,6 +84,11 @@ StatusOr<SaveResult> CheckpointStore::Save(int64_t step, uint32_t world_size, st
       return InvalidArgumentError("checkpoint save: blob \"" + std::string(blob.name) + "\" given twice");
     }
   }
+  return Status::Ok();
+}
+
+StatusOr<SaveResult> CheckpointStore::Save(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs) {
+  RINGMASTER_RETURN_IF_ERROR(ValidateSave(step, world_size, blobs));
 
   std::lock_guard<std::mutex> lock(write_mu_);
   const auto start = std::chrono::steady_clock::now();

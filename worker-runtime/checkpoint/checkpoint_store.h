@@ -69,6 +69,11 @@ struct BlobRef {
   std::span<const std::byte> data;
 };
 
+// OK when a save of `blobs` at `step` could succeed: step >= 0, world_size >= 1, valid and distinct
+// blob names. Errors: InvalidArgument naming the problem. Both CheckpointStore::Save and the async
+// writer check with it, so the async writer refuses at call time what the store would refuse later.
+Status ValidateSave(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs);
+
 // Figures for metrics, one per successful save.
 struct SaveResult {
   int64_t step = 0;

@@ -25,6 +25,19 @@ Engine::~Engine() {
 Handle Engine::Submit(Request request) {
   auto item = std::make_unique<Item>();
   item->request = std::move(request);
+  return Enqueue(std::move(item));
+}
+
+Handle Engine::SubmitTask(std::string name, std::function<Status(Communicator&, Communicator&)> fn) {
+  auto item = std::make_unique<Item>();
+  item->request.name = std::move(name);
+  item->request.kind = CollectiveKind::kBarrier;  // counts as a control step in the fingerprint
+  item->request.count = 0;
+  item->task = std::move(fn);
+  return Enqueue(std::move(item));
+}
+
+Handle Engine::Enqueue(std::unique_ptr<Item> item) {
   item->request.submitted = Clock::now();
   Handle handle(item->request.completion);
   std::unique_lock<std::mutex> lock(mu_);
@@ -35,29 +48,6 @@ Handle Engine::Submit(Request request) {
     return handle;
   }
   queued_bytes_ += item->request.bytes();
-  queue_.push_back(std::move(item));
-  lock.unlock();
-  cv_.notify_all();
-  return handle;
-}
-
-Handle Engine::SubmitTask(std::string name, std::function<Status(Communicator&, Communicator&)> fn) {
-  Request r;
-  r.name = std::move(name);
-  r.kind = CollectiveKind::kBarrier;  // counts as a control step in the fingerprint
-  r.count = 0;
-  auto item = std::make_unique<Item>();
-  item->request = std::move(r);
-  item->request.submitted = Clock::now();
-  item->task = std::move(fn);
-  Handle handle(item->request.completion);
-  std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_ || !broken_.ok()) {
-    Status s = broken_.ok() ? AbortedError("process set '" + options_.name + "' is shutting down") : broken_;
-    lock.unlock();
-    item->request.completion->Finish(s);
-    return handle;
-  }
   queue_.push_back(std::move(item));
   lock.unlock();
   cv_.notify_all();

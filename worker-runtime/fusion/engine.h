@@ -70,6 +70,8 @@ class Engine {
     Request request;
     std::function<Status(Communicator&, Communicator&)> task;  // set for SubmitTask
   };
+  // Stamps, queues and wakes the loop; fails the item at once when the engine is stopping or broken.
+  Handle Enqueue(std::unique_ptr<Item> item);
   void Loop();
   void RunCycle(std::vector<std::unique_ptr<Item>> items);
   Status RunBatch(const Batch& batch);

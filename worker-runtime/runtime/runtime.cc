@@ -81,77 +81,56 @@ Handle Runtime::Submit(int set, Request request) {
   return (*engine)->Submit(std::move(request));
 }
 
-Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
-                               int set) {
+namespace {
+
+// The fields every data collective sets; callers add op, root or counts.
+Request DataRequest(std::string name, CollectiveKind kind, const void* in, void* out, size_t count, DataType type) {
   Request r;
   r.name = std::move(name);
-  r.kind = CollectiveKind::kAllreduce;
+  r.kind = kind;
   r.in = in;
   r.out = out;
   r.count = count;
   r.type = type;
+  return r;
+}
+
+}  // namespace
+
+Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+                               int set) {
+  Request r = DataRequest(std::move(name), CollectiveKind::kAllreduce, in, out, count, type);
   r.op = op;
   return Submit(set, std::move(r));
 }
 
 Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set) {
-  Request r;
-  r.name = std::move(name);
-  r.kind = CollectiveKind::kAllgather;
-  r.in = in;
-  r.out = out;
-  r.count = count;
-  r.type = type;
-  return Submit(set, std::move(r));
+  return Submit(set, DataRequest(std::move(name), CollectiveKind::kAllgather, in, out, count, type));
 }
 
 Handle Runtime::AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
                                 DataType type, int set) {
-  Request r;
-  r.name = std::move(name);
-  r.kind = CollectiveKind::kAllgatherv;
-  r.in = in;
-  r.out = out;
+  Request r = DataRequest(std::move(name), CollectiveKind::kAllgatherv, in, out, 0, type);
   r.counts = std::move(counts);
-  r.type = type;
   return Submit(set, std::move(r));
 }
 
 Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
                                int set) {
-  Request r;
-  r.name = std::move(name);
-  r.kind = CollectiveKind::kBroadcast;
-  r.in = in;
-  r.out = out;
-  r.count = count;
-  r.type = type;
+  Request r = DataRequest(std::move(name), CollectiveKind::kBroadcast, in, out, count, type);
   r.root = root;
   return Submit(set, std::move(r));
 }
 
 Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, DataType type,
                                    ReduceOp op, int set) {
-  Request r;
-  r.name = std::move(name);
-  r.kind = CollectiveKind::kReduceScatter;
-  r.in = in;
-  r.out = out;
-  r.count = count;
-  r.type = type;
+  Request r = DataRequest(std::move(name), CollectiveKind::kReduceScatter, in, out, count, type);
   r.op = op;
   return Submit(set, std::move(r));
 }
 
 Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set) {
-  Request r;
-  r.name = std::move(name);
-  r.kind = CollectiveKind::kAlltoall;
-  r.in = in;
-  r.out = out;
-  r.count = count;
-  r.type = type;
-  return Submit(set, std::move(r));
+  return Submit(set, DataRequest(std::move(name), CollectiveKind::kAlltoall, in, out, count, type));
 }
 
 Handle Runtime::BarrierAsync(int set) {
