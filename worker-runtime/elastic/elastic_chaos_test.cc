@@ -164,6 +164,22 @@ TEST_F(ElasticChaosTest, RemovalBelowMinThenAdd) {
   ExpectMatchesReference(Out(), 3);
 }
 
+TEST_F(ElasticChaosTest, HierarchicalProcessSetsAreResplitEveryGeneration) {
+  // Two workers per simulated node; the gradient is summed per node, across node leaders and
+  // back, through process sets the driver re-splits by node after every change.
+  ASSERT_EQ(Launch(Out(), "--np 4 --min 2 --max 6 --workers-per-node 2 --chaos kill@5:1,add@10:2,kill@15:0",
+                   std::string(kPaced) + " --hierarchical true"),
+            0);
+  ExpectMatchesReference(Out(), 4);
+  std::ifstream log(Out() + ".log");
+  std::set<std::string> layouts;  // distinct set layouts seen by the workers
+  for (std::string line; std::getline(log, line);) {
+    auto at = line.find("process sets of generation ");
+    if (at != std::string::npos) layouts.insert(line.substr(line.find(':', at)));
+  }
+  EXPECT_GE(layouts.size(), 3u) << "the process sets did not follow the membership";
+}
+
 TEST_F(ElasticChaosTest, KillDuringCheckpointWrite) {
   // Rank 0 saves (fsync included) after every step, so the kill lands in or near a save.
   std::string ckpt = Out() + "/ckpt";

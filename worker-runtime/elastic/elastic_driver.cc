@@ -43,6 +43,15 @@ StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& addr
 
 }  // namespace
 
+StatusOr<int> StepContext::ProcessSet(const std::string& name) const {
+  if (process_sets != nullptr) {
+    auto it = process_sets->find(name);
+    if (it != process_sets->end()) return it->second;
+  }
+  return NotFoundError("process set '" + name + "' does not exist in generation " + std::to_string(generation) +
+                       " (no rule yields it, or none of its workers is a member)");
+}
+
 ElasticDriver::ElasticDriver(ElasticOptions options, membership::MembershipSource* source, ElasticState* state)
     : options_(std::move(options)), source_(source), state_(state) {}
 
@@ -146,12 +155,30 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
     runtime_ = rt;
     if (Superseded(gen)) rt->Abort("superseded");
   }
+  RINGMASTER_RETURN_IF_ERROR(CreateProcessSets(*rt, record));
   stats->communicator = Seconds(t);
 
   // 3. Restore.
   t = Clock::now();
   RINGMASTER_RETURN_IF_ERROR(Sync(*rt, stats));
   stats->restore = Seconds(t);
+  return Status::Ok();
+}
+
+Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const MembershipRecord& record) {
+  process_sets_.clear();
+  if (options_.process_sets.empty()) return Status::Ok();
+  RINGMASTER_ASSIGN_OR_RETURN(auto sets, EvaluateProcessSetRules(options_.process_sets, record));
+  std::string summary;
+  for (auto& set : sets) {
+    std::string ranks;
+    for (int r : set.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    auto id = rt.AddProcessSet(set.ranks);
+    if (!id.ok()) return id.status().WithContext("re-creating process set '" + set.name + "' [" + ranks + "]");
+    process_sets_[set.name] = *id;
+    summary += " " + set.name + "=[" + ranks + "]";
+  }
+  Log("process sets of generation " + std::to_string(record.generation) + ":" + summary);
   return Status::Ok();
 }
 
@@ -338,7 +365,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
         break;
       }
       StepContext ctx{rt.get(), record.generation, static_cast<int64_t>(StoreGeneration(record.generation, attempt_)),
-                      state_->committed_step(), state_->cursor(), options_.metrics};
+                      state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
       ++local_step;
       const auto step_start = Clock::now();
       auto next = step(ctx);

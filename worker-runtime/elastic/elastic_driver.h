@@ -8,7 +8,10 @@
 //   1. rendezvous: rank 0 of the new membership serves the StoreServer on its
 //      own store port (the record's coordinator); everyone connects with the
 //      generation (stale generations are refused) and the job secret;
-//   2. communicator: Runtime::Create with "g<generation>" as the key prefix;
+//   2. communicator: Runtime::Create with "g<generation>" as the key prefix,
+//      then every process set of options.process_sets re-split from the new
+//      world (process_set_rules.h: sets by worker id or placement, never by
+//      stale ranks);
 //   3. restore: allreduce MAX of committed steps, the lowest rank holding the
 //      newest commit broadcasts its state, everyone Restore()s (work since the
 //      last commit is rolled back); the data cursor comes with the state, so
@@ -34,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +45,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "elastic/elastic_state.h"
+#include "elastic/process_set_rules.h"
 #include "membership/membership_source.h"
 #include "runtime/runtime.h"
 #include "store/store_server.h"
@@ -63,6 +68,7 @@ struct ElasticOptions {
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
   std::function<void(std::string_view)> log;  // progress lines for a person; may be empty
   WorkerMetrics* metrics = nullptr;      // not owned; may be null
+  std::vector<ProcessSetRule> process_sets;  // re-created in every generation, in this order
 };
 
 // What the program sees in a step.
@@ -73,6 +79,11 @@ struct StepContext {
   int64_t step = 0;                // the step being computed (committed steps so far)
   runtime::data::SampleCursor cursor;  // the committed cursor this step starts from
   WorkerMetrics* metrics = nullptr;    // for the step's collective figures; may be null
+  const std::map<std::string, int>* process_sets = nullptr;  // name -> id in rt, this generation's
+
+  // The id in `rt` of the process set `name` of this generation. Errors: NotFound when
+  // no rule yields it (or it has no members) in this generation.
+  StatusOr<int> ProcessSet(const std::string& name) const;
 };
 
 // Runs one training step on the program's working state and returns the cursor
@@ -113,6 +124,8 @@ class ElasticDriver {
   void Watch();
   Status Build(const membership::MembershipRecord& record, RebuildStats* stats);
   Status Sync(runtime::Runtime& rt, RebuildStats* stats);
+  // Splits options_.process_sets from rt's world for `record` into process_sets_.
+  Status CreateProcessSets(runtime::Runtime& rt, const membership::MembershipRecord& record);
   bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
   // After a failure: the next record, or `current` again when none came within rebuild_timeout.
   StatusOr<membership::MembershipRecord> NextRecord(const membership::MembershipRecord& current);
@@ -128,6 +141,7 @@ class ElasticDriver {
   // Run()'s thread only: which build of which generation this is.
   int64_t attempt_generation_ = 0;
   int64_t attempt_ = 0;
+  std::map<std::string, int> process_sets_;  // of the current runtime
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).

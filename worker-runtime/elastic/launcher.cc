@@ -81,13 +81,14 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
     if (a == "--help") {
       return InvalidArgumentError(
           "usage: ringmaster-run --np N [--min N] [--max N] [--chaos SPEC] [--chaos-gap-ms T] "
-          "[--heartbeat-timeout-ms T] [--pause-ms T] [--chaos-seed N] [--deadline-s T] [--out DIR] [--secret S] -- COMMAND...\n"
+          "[--heartbeat-timeout-ms T] [--pause-ms T] [--chaos-seed N] [--deadline-s T] [--workers-per-node K] "
+          "[--out DIR] [--secret S] -- COMMAND...\n"
           "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, stop, pause, add, killadd, random");
     }
     if (i + 1 >= argc) return InvalidArgumentError("flag '" + a + "' needs a value");
     const char* v = argv[++i];
     if (a == "--np" || a == "--min" || a == "--max" || a == "--chaos-gap-ms" || a == "--heartbeat-timeout-ms" ||
-        a == "--deadline-s" || a == "--pause-ms" || a == "--chaos-seed") {
+        a == "--deadline-s" || a == "--pause-ms" || a == "--chaos-seed" || a == "--workers-per-node") {
       RINGMASTER_ASSIGN_OR_RETURN(int64_t n, number(a, v));
       if (a == "--np") o.np = static_cast<int>(n);
       if (a == "--min") o.min = static_cast<int>(n);
@@ -97,6 +98,7 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
       if (a == "--deadline-s") o.deadline = std::chrono::seconds(n);
       if (a == "--pause-ms") o.pause = std::chrono::milliseconds(n);
       if (a == "--chaos-seed") o.chaos_seed = static_cast<uint64_t>(n);
+      if (a == "--workers-per-node") o.workers_per_node = static_cast<int>(n);
     } else if (a == "--chaos") {
       RINGMASTER_ASSIGN_OR_RETURN(o.chaos, ParseChaos(v));
     } else if (a == "--out") {
@@ -112,6 +114,7 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
   if (o.np < 1 || o.min < 1 || o.max < o.np || o.min > o.np) {
     return InvalidArgumentError("need 1 <= --min <= --np <= --max");
   }
+  if (o.workers_per_node < 0) return InvalidArgumentError("--workers-per-node must be >= 0");
   return o;
 }
 
@@ -119,6 +122,7 @@ namespace {
 
 struct Worker {
   std::string id;
+  std::string node;  // the simulated node it runs on
   pid_t pid = -1;
   uint16_t port = 0;
   Clock::time_point started;
@@ -325,7 +329,9 @@ class Launcher {
       return false;
     }
     auto w = std::make_unique<Worker>();
-    w->id = "w" + std::to_string(next_id_++);
+    const int slot = next_id_++;
+    w->id = "w" + std::to_string(slot);
+    w->node = o_.workers_per_node > 0 ? "node" + std::to_string(slot / o_.workers_per_node) : "localhost";
     w->port = *port;
     w->started = Clock::now();
     std::vector<std::string> env = {
@@ -349,7 +355,8 @@ class Launcher {
       ::_exit(127);
     }
     w->pid = pid;
-    Print("started " + w->id + " (pid " + std::to_string(pid) + ", store port " + std::to_string(w->port) + ")");
+    Print("started " + w->id + " on " + w->node + " (pid " + std::to_string(pid) + ", store port " +
+          std::to_string(w->port) + ")");
     members_.push_back(w->id);
     workers_.push_back(std::move(w));
     return true;
@@ -363,7 +370,7 @@ class Launcher {
     for (size_t i = 0; i < members_.size(); ++i) {
       Worker* w = ById(members_[i]);
       std::string address = "127.0.0.1:" + std::to_string(w->port);
-      r.members.push_back({w->id, std::to_string(w->pid), static_cast<int32_t>(i), address, "localhost"});
+      r.members.push_back({w->id, std::to_string(w->pid), static_cast<int32_t>(i), address, w->node});
       names += (i ? " " : "") + w->id;
     }
     if (!r.members.empty()) r.coordinator = r.members[0].address;

@@ -18,6 +18,10 @@
 //                add of a random rank drawn from --chaos-seed (an add when at --min)
 // Without --chaos nothing is injected.
 //
+// --workers-per-node K places worker slot i on a simulated node "node<i/K>" in
+// the records (a replacement gets a new slot, so nodes fill and empty as on a
+// cluster); programs that split process sets by node see them change.
+//
 // Thread-safety: single-threaded program.
 #pragma once
 
@@ -41,6 +45,7 @@ struct LauncherOptions {
   std::chrono::milliseconds chaos_gap{300};
   std::chrono::milliseconds pause{2000};
   uint64_t chaos_seed = 1;
+  int workers_per_node = 0;  // > 0: worker slot i runs on simulated node "node<i/K>" (else all on "localhost")
   std::chrono::milliseconds heartbeat_timeout{2000};
   std::chrono::milliseconds deadline{120000};  // the whole run
   std::string out = "ringmaster-run.out";

@@ -1,12 +1,19 @@
 // ringmaster-train-example: data-parallel SGD (linear regression on a synthetic
-// data set generated from --seed) under the elastic driver, CPU through Gloo.
-// The global batch is fixed whatever the world size: each rank sums its
-// samples' gradients, an allreduce SUM adds the shares, and the update divides
-// by the global batch size, so the result does not depend on the membership.
+// data set generated from --seed) under the elastic driver, CPU through Gloo
+// (or the gradient through NCCL on a GPU with --backend nccl). The global batch
+// is fixed whatever the world size: each rank sums its samples' gradients, an
+// allreduce SUM adds the shares, and the update divides by the global batch
+// size, so the result does not depend on the membership. With --hierarchical
+// the sum goes per node, across node leaders, then back per node (process sets
+// re-split by node in every generation).
 //
-// Outputs in --out DIR: weights.txt (rank 0 at the end, %.17g per line) and
+// Membership: a file (ringmaster-run) or, in the operator's pods, the job's own
+// TrainingJob watched with the pod's service-account token.
+//
+// Outputs in --out DIR: weights.<worker>.txt (%.17g per line) and
 // journal.<worker>.log (sample_journal.h); ringmaster-run resolves the journals
-// into samples.log. Flags fall back to RINGMASTER_* environment variables.
+// into samples.log. Flags fall back to RINGMASTER_* environment variables
+// (train_example_options.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,92 +31,15 @@
 #include "elastic/elastic_driver.h"
 #include "elastic/sample_journal.h"
 #include "elastic/worker_metrics.h"
+#include "elastic/train_example_options.h"
+#include "kube/config.h"
 #include "membership/file_source.h"
+#include "membership/kubernetes_source.h"
+#include "memory/buffer_memory.h"
+#include "runtime/config.h"
 
 namespace ringmaster::elastic {
 namespace {
-
-struct Options {
-  int64_t steps = 20;
-  uint64_t seed = 1;
-  bool float64 = true;
-  uint64_t samples = 64;
-  int features = 8;
-  uint64_t batch = 16;
-  double lr = 0.1;
-  std::string checkpoint_dir;
-  int checkpoint_every = 0;
-  std::string out = ".";
-  std::string membership_file;
-  std::string worker_id;
-  std::string secret;
-  int store_port = 0;
-  int min_size = 1;
-  int timeout_ms = 10000;
-  int step_delay_ms = 0;
-  std::string heartbeat_file;
-  int health_port = 9400;
-};
-
-StatusOr<Options> ParseOptions(int argc, char** argv) {
-  std::map<std::string, std::string> v;
-  auto env = [&](const char* flag, const char* var) {
-    if (const char* e = std::getenv(var)) v[flag] = e;
-  };
-  env("--membership-file", "RINGMASTER_MEMBERSHIP_FILE");
-  env("--worker-id", "RINGMASTER_WORKER_ID");
-  env("--secret", "RINGMASTER_SECRET");
-  env("--store-port", "RINGMASTER_STORE_PORT");
-  env("--min", "RINGMASTER_MIN_WORKERS");
-  env("--heartbeat-file", "RINGMASTER_HEARTBEAT_FILE");
-  env("--out", "RINGMASTER_OUT");
-  env("--health-port", "RINGMASTER_HEALTH_PORT");
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help") return InvalidArgumentError(
-        "usage: ringmaster-train-example [--steps N] [--seed S] [--dtype float32|float64] [--samples N] "
-        "[--features D] [--batch B] [--lr X] [--checkpoint-dir DIR] [--checkpoint-every K] [--out DIR] "
-        "[--membership-file F] [--worker-id ID] [--secret S] [--store-port P] [--min N] [--timeout-ms T] "
-        "[--step-delay-ms T] [--heartbeat-file F] [--health-port P (RINGMASTER_HEALTH_PORT, 9400; 0 = any)]");
-    if (a.rfind("--", 0) != 0 || i + 1 >= argc) return InvalidArgumentError("bad argument '" + a + "' (see --help)");
-    v[a] = argv[++i];
-  }
-  Options o;
-  try {
-    for (const auto& [k, val] : v) {
-      if (k == "--steps") o.steps = std::stoll(val);
-      else if (k == "--seed") o.seed = std::stoull(val);
-      else if (k == "--dtype") {
-        if (val != "float32" && val != "float64") return InvalidArgumentError("--dtype must be float32 or float64");
-        o.float64 = val == "float64";
-      } else if (k == "--samples") o.samples = std::stoull(val);
-      else if (k == "--features") o.features = std::stoi(val);
-      else if (k == "--batch") o.batch = std::stoull(val);
-      else if (k == "--lr") o.lr = std::stod(val);
-      else if (k == "--checkpoint-dir") o.checkpoint_dir = val;
-      else if (k == "--checkpoint-every") o.checkpoint_every = std::stoi(val);
-      else if (k == "--out") o.out = val;
-      else if (k == "--membership-file") o.membership_file = val;
-      else if (k == "--worker-id") o.worker_id = val;
-      else if (k == "--secret") o.secret = val;
-      else if (k == "--store-port") o.store_port = std::stoi(val);
-      else if (k == "--min") o.min_size = std::stoi(val);
-      else if (k == "--timeout-ms") o.timeout_ms = std::stoi(val);
-      else if (k == "--step-delay-ms") o.step_delay_ms = std::stoi(val);
-      else if (k == "--heartbeat-file") o.heartbeat_file = val;
-      else if (k == "--health-port") o.health_port = std::stoi(val);
-      else return InvalidArgumentError("unknown flag '" + k + "' (see --help)");
-    }
-  } catch (const std::exception&) {
-    return InvalidArgumentError("a flag has a value that is not a number");
-  }
-  if (o.membership_file.empty() || o.worker_id.empty() || o.secret.empty() || o.store_port <= 0) {
-    return InvalidArgumentError("--membership-file, --worker-id, --secret and --store-port are required "
-                                "(or RINGMASTER_MEMBERSHIP_FILE/WORKER_ID/SECRET/STORE_PORT)");
-  }
-  if (o.features < 1 || o.batch < 1 || o.samples < 1) return InvalidArgumentError("--features, --batch, --samples must be >= 1");
-  return o;
-}
 
 // Sample i of the synthetic data set: features x in [-1, 1), target y = w*.x + noise.
 void Sample(uint64_t seed, uint64_t i, int d, std::vector<double>& x, double& y) {
@@ -129,13 +59,63 @@ std::string Bytes(const std::vector<T>& w) {
   return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(T));
 }
 
+using LineLog = std::function<void(std::string_view)>;
+
+StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const TrainOptions& o, const LineLog& log) {
+  if (!o.membership_file.empty()) {
+    membership::FileSourceOptions fo;
+    fo.path = o.membership_file;
+    fo.poll_interval = std::chrono::milliseconds(20);
+    fo.log = log;
+    RINGMASTER_ASSIGN_OR_RETURN(auto file, membership::FileMembershipSource::Start(fo));
+    return std::unique_ptr<membership::MembershipSource>(std::move(file));
+  }
+  auto config = kube::LoadConfig(o.kubeconfig, "", kube::ProcessEnvironment());
+  if (!config.ok()) return config.status().WithContext("the Kubernetes membership source needs a client config");
+  for (const auto& w : config->warnings) log(w);
+  kube::LogFn kube_log = [log](kube::LogLevel, std::string_view line) { log(line); };
+  RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, kube_log));
+  RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
+                                                client, {o.job_namespace, o.job_name, kube_log}));
+  log("membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
+  return std::unique_ptr<membership::MembershipSource>(std::move(watched));
+}
+
+// The gradient sum over the world: one allreduce, or (hierarchical) per node, across
+// node leaders, and back per node. `buf` holds this rank's share and gets the sum.
+Status SumGradient(const StepContext& ctx, bool hierarchical, const std::string& node, void* buf, size_t n,
+                   runtime::DataType type) {
+  if (!hierarchical) return ctx.rt->Allreduce("grad", buf, buf, n, type, runtime::ReduceOp::kSum);
+  RINGMASTER_ASSIGN_OR_RETURN(int local, ctx.ProcessSet("node:" + node));
+  RINGMASTER_ASSIGN_OR_RETURN(int leaders, ctx.ProcessSet("node-leaders"));
+  RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.local", buf, buf, n, type, runtime::ReduceOp::kSum, local));
+  RINGMASTER_ASSIGN_OR_RETURN(int local_rank, ctx.rt->ProcessSetRank(local));
+  if (local_rank == 0) {
+    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.cross", buf, buf, n, type, runtime::ReduceOp::kSum, leaders));
+  }
+  return ctx.rt->BroadcastAsync("grad.bcast", buf, buf, n, type, 0, local).Wait();
+}
+
+// Runs `reduce` on a copy of `host` in `memory` (CUDA memory for NCCL) and returns the result.
+template <typename T, typename Reduce>
+StatusOr<std::vector<T>> ReduceOnDevice(runtime::Memory& memory, const std::vector<T>& host, const Reduce& reduce) {
+  const size_t bytes = host.size() * sizeof(T);
+  RINGMASTER_ASSIGN_OR_RETURN(void* dev, memory.Allocate(bytes));
+  std::unique_ptr<void, std::function<void(void*)>> owned(dev, [&memory](void* p) { memory.Free(p); });
+  RINGMASTER_RETURN_IF_ERROR(memory.Upload(dev, host.data(), bytes));
+  RINGMASTER_RETURN_IF_ERROR(reduce(dev));
+  std::vector<T> out(host.size());
+  RINGMASTER_RETURN_IF_ERROR(memory.Download(out.data(), dev, bytes));
+  return out;
+}
+
 template <typename T>
-int Train(const Options& o) {
+int Train(const TrainOptions& o) {
   using runtime::data::SampleCursor;
   auto log = [&](std::string_view line) {
     std::fprintf(stderr, "[%s] %.*s\n", o.worker_id.c_str(), static_cast<int>(line.size()), line.data());
   };
-  auto source = membership::FileMembershipSource::Start({o.membership_file, std::chrono::milliseconds(20), log});
+  auto source = OpenMembershipSource(o, LineLog(log));
   if (!source.ok()) return log(source.status().ToString()), 2;
   auto sampler = runtime::data::ElasticSampler::Create({o.samples, o.batch, o.seed});
   if (!sampler.ok()) return log(sampler.status().ToString()), 2;
@@ -176,7 +156,7 @@ int Train(const Options& o) {
 
   // Prometheus /metrics and the readiness probe's /readyz (ready once a generation is joined).
   WorkerMetrics metrics;
-  Status served = metrics.Serve("0.0.0.0:" + std::to_string(o.health_port));
+  Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
   if (served.ok()) {
     log("serving /metrics and /readyz on port " + std::to_string(metrics.port()));
   } else {
@@ -187,20 +167,34 @@ int Train(const Options& o) {
   eo.metrics = &metrics;
   eo.worker_id = o.worker_id;
   eo.secret = o.secret;
+  eo.store_host = o.host;
   eo.store_port = static_cast<uint16_t>(o.store_port);
   eo.min_size = o.min_size;
   eo.rebuild_timeout = std::chrono::milliseconds(o.timeout_ms);
-  eo.runtime.backend = runtime::Backend::kGloo;
+  eo.runtime.backend = o.backend;
+  eo.runtime.host = o.host;
+  if (o.hierarchical) eo.process_sets.push_back(SetsPerNode());
   eo.runtime.timeout = std::chrono::milliseconds(o.timeout_ms);
   eo.runtime.fusion_threshold_bytes = 0;
   eo.checkpoints = checkpoints.get();
   eo.checkpoint_every = o.checkpoint_every;
   eo.log = log;
   ElasticDriver driver(eo, source->get(), &state);
+  // This worker's node in the records (the launcher's simulated node, or the pod's node).
+  auto my_node = [&] {
+    auto* me = (*source)->Latest().Find(o.worker_id);
+    return me ? me->node : std::string();
+  };
 
   const runtime::DataType type = sizeof(T) == 8 ? runtime::DataType::kFloat64 : runtime::DataType::kFloat32;
   std::vector<double> x;
+  std::unique_ptr<runtime::Memory> memory;  // where the gradient is reduced: host, or the GPU under NCCL
   auto step = [&](const StepContext& ctx) -> StatusOr<SampleCursor> {
+    if (!memory) {
+      memory = runtime::NewMemoryFor(
+          ctx.rt->backend() == runtime::Backend::kNccl ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost, 0);
+    }
+    const std::string node = o.hierarchical ? my_node() : std::string();
     RINGMASTER_ASSIGN_OR_RETURN(auto plan, sampler->Plan(ctx.cursor, ctx.rt->size(), ctx.rt->rank()));
     std::vector<T> grad(o.features, T(0));
     for (uint64_t id : plan.indices) {
@@ -212,9 +206,10 @@ int Train(const Options& o) {
     }
     RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
     if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
-    std::vector<T> sum(o.features);
     const auto t0 = std::chrono::steady_clock::now();
-    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad", grad.data(), sum.data(), grad.size(), type, runtime::ReduceOp::kSum));
+    RINGMASTER_ASSIGN_OR_RETURN(std::vector<T> sum, ReduceOnDevice(*memory, grad, [&](void* dev) {
+      return SumGradient(ctx, o.hierarchical, node, dev, grad.size(), type);
+    }));
     if (ctx.metrics) {
       ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                               grad.size() * sizeof(T));
@@ -259,7 +254,7 @@ int Train(const Options& o) {
 }  // namespace ringmaster::elastic
 
 int main(int argc, char** argv) {
-  auto options = ringmaster::elastic::ParseOptions(argc, argv);
+  auto options = ringmaster::elastic::ParseTrainOptions(argc, argv, ringmaster::runtime::EnvironmentSnapshot());
   if (!options.ok()) {
     std::fprintf(stderr, "ringmaster-train-example: %s\n", options.status().message().c_str());
     return 2;

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "comm/communicator.h"
-#include "perf/memory.h"
+#include "memory/buffer_memory.h"
 #include "perf/perf_options.h"
 #include "store/store.h"
 

@@ -25,7 +25,7 @@ int RankMain(const PerfOptions& options, LocalRank& lr) {
     return 2;
   }
   int gpus = nccl::VisibleGpuCount();
-  auto memory = NewMemoryFor(**comm, gpus > 0 ? wo.local_rank % gpus : 0);
+  auto memory = NewMemoryFor((*comm)->memory(), gpus > 0 ? wo.local_rank % gpus : 0);
   auto result = RunBenchmark(options, **comm, *memory, *lr.store, stdout);
   if (!result.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", lr.rank, result.status().ToString().c_str());

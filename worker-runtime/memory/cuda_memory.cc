@@ -1,8 +1,8 @@
 #include <cuda_runtime_api.h>
 
-#include "perf/memory.h"
+#include "memory/buffer_memory.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::runtime {
 namespace {
 
 class CudaMemory : public Memory {
@@ -32,9 +32,9 @@ class CudaMemory : public Memory {
 
 }  // namespace
 
-std::unique_ptr<Memory> NewMemoryFor(const Communicator& comm, int device) {
-  if (comm.memory() == MemoryKind::kCuda) return std::make_unique<CudaMemory>(device);
+std::unique_ptr<Memory> NewMemoryFor(MemoryKind kind, int device) {
+  if (kind == MemoryKind::kCuda) return std::make_unique<CudaMemory>(device);
   return NewHostMemory();
 }
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::runtime

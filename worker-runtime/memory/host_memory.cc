@@ -1,9 +1,9 @@
-#include "perf/memory.h"
+#include "memory/buffer_memory.h"
 
 #include <cstdlib>
 #include <cstring>
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::runtime {
 namespace {
 
 class HostMemory : public Memory {
@@ -28,4 +28,4 @@ class HostMemory : public Memory {
 
 std::unique_ptr<Memory> NewHostMemory() { return std::make_unique<HostMemory>(); }
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::runtime

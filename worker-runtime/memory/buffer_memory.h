@@ -1,6 +1,6 @@
-// Where benchmark buffers live: host memory for Gloo, CUDA memory for NCCL.
-// The benchmark fills and checks buffers on the host and moves them through
-// this interface.
+// Where collective buffers live: host memory for Gloo, CUDA memory for NCCL.
+// Programs (the benchmark, the example trainer) fill and read buffers on the
+// host and move them through this interface.
 //
 // Thread-safety: one user at a time.
 #pragma once
@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "comm/communicator.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::runtime {
 
 class Memory {
  public:
@@ -26,7 +26,7 @@ class Memory {
 // Host memory (malloc/memcpy).
 std::unique_ptr<Memory> NewHostMemory();
 
-// Memory for comm's buffers: CUDA memory on `device` for NCCL, host otherwise.
-std::unique_ptr<Memory> NewMemoryFor(const Communicator& comm, int device);
+// Memory of this kind: CUDA memory on `device` for kCuda (NCCL's buffers), host otherwise.
+std::unique_ptr<Memory> NewMemoryFor(MemoryKind kind, int device);
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::runtime

@@ -1,0 +1,47 @@
+// Process sets that outlive a membership change. A communicator's process sets
+// are built from its world, so after a rebuild the driver re-splits every set
+// from the new world communicator (DESIGN.md, "Membership protocol", step 5).
+// The program does not name sets by rank -- ranks move when workers leave --
+// but by a rule over the membership record: by stable worker ids (the members
+// still present, in rank order), or by placement (one set per node and one of
+// node leaders, for hierarchical reductions as Horovod's local/cross
+// communicators). A rule yields zero or more named sets for a record; a set with
+// no member in a generation does not exist in it.
+//
+//   options.process_sets = {SetOfWorkers("pair", {"w0", "w3"}), SetsPerNode()};
+//   ... in a step: int id = ctx.ProcessSet("node:" + my_node).value();
+//
+// Thread-safety: rules are pure functions of the record; call from any thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "membership/membership_source.h"
+
+namespace ringmaster::elastic {
+
+struct NamedProcessSet {
+  std::string name;
+  std::vector<int> ranks;  // world ranks of this generation, ascending
+};
+
+// Every rank evaluates the rules on the same record, so every rank creates the
+// same sets in the same order (the split is collective over the world).
+using ProcessSetRule = std::function<std::vector<NamedProcessSet>(const membership::MembershipRecord&)>;
+
+// The set `name` of these worker ids (pods); absent ones are left out.
+ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_ids);
+
+// One set "node:<node>" per node with the ranks on it, and "node-leaders" with
+// the lowest rank of each node (Horovod's local and cross communicators).
+ProcessSetRule SetsPerNode();
+
+// Evaluates every rule on `record`. Errors: InvalidArgument when two sets share
+// a name (the message names it). Sets without members are dropped.
+StatusOr<std::vector<NamedProcessSet>> EvaluateProcessSetRules(const std::vector<ProcessSetRule>& rules,
+                                                               const membership::MembershipRecord& record);
+
+}  // namespace ringmaster::elastic

@@ -1,0 +1,136 @@
+// Process-set rules (what the driver re-splits in every generation) and the
+// example trainer's option parsing (flags over RINGMASTER_* variables).
+#include <gtest/gtest.h>
+
+#include "elastic/elastic_driver.h"
+#include "elastic/process_set_rules.h"
+#include "elastic/train_example_options.h"
+
+namespace ringmaster::elastic {
+namespace {
+
+membership::MembershipRecord Record(std::vector<std::pair<std::string, std::string>> pods_and_nodes) {
+  membership::MembershipRecord r;
+  r.generation = 7;
+  for (size_t i = 0; i < pods_and_nodes.size(); ++i) {
+    r.members.push_back({pods_and_nodes[i].first, "uid", static_cast<int32_t>(i), "127.0.0.1:1", pods_and_nodes[i].second});
+  }
+  return r;
+}
+
+TEST(ProcessSetRulesTest, SetOfWorkersFollowsTheWorkersAcrossGenerations) {
+  auto rule = SetOfWorkers("pair", {"w1", "w3"});
+  auto before = rule(Record({{"w0", "a"}, {"w1", "a"}, {"w2", "b"}, {"w3", "b"}}));
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].ranks, (std::vector<int>{1, 3}));
+  // w0 and w2 left: survivors keep their order, so w1 is rank 0 and w3 rank 1.
+  auto after = rule(Record({{"w1", "a"}, {"w3", "b"}, {"w4", "c"}}));
+  EXPECT_EQ(after[0].ranks, (std::vector<int>{0, 1}));
+  // w3 lost too: the set shrinks to the one member left.
+  EXPECT_EQ(rule(Record({{"w1", "a"}, {"w4", "c"}}))[0].ranks, (std::vector<int>{0}));
+}
+
+TEST(ProcessSetRulesTest, SetsPerNodeGivesLocalSetsAndLeaders) {
+  auto sets = SetsPerNode()(Record({{"w0", "b"}, {"w1", "a"}, {"w2", "b"}, {"w3", "a"}, {"w4", "c"}}));
+  ASSERT_EQ(sets.size(), 4u);
+  EXPECT_EQ(sets[0].name, "node:a");
+  EXPECT_EQ(sets[0].ranks, (std::vector<int>{1, 3}));
+  EXPECT_EQ(sets[1].name, "node:b");
+  EXPECT_EQ(sets[1].ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(sets[2].name, "node:c");
+  EXPECT_EQ(sets[2].ranks, (std::vector<int>{4}));
+  EXPECT_EQ(sets[3].name, "node-leaders");
+  EXPECT_EQ(sets[3].ranks, (std::vector<int>{0, 1, 4}));
+}
+
+TEST(ProcessSetRulesTest, EvaluationDropsEmptySetsAndRefusesDuplicateNames) {
+  auto record = Record({{"w0", "a"}, {"w1", "a"}});
+  auto sets = EvaluateProcessSetRules({SetOfWorkers("gone", {"w9"}), SetOfWorkers("both", {"w0", "w1"})}, record);
+  ASSERT_TRUE(sets.ok()) << sets.status().ToString();
+  ASSERT_EQ(sets->size(), 1u);
+  EXPECT_EQ((*sets)[0].name, "both");
+  auto twice = EvaluateProcessSetRules({SetOfWorkers("x", {"w0"}), SetOfWorkers("x", {"w1"})}, record);
+  EXPECT_EQ(twice.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("'x'"), std::string::npos) << twice.status().ToString();
+}
+
+TEST(ProcessSetRulesTest, StepContextNamesAMissingSet) {
+  std::map<std::string, int> sets = {{"node:a", 1}};
+  StepContext ctx;
+  ctx.generation = 4;
+  ctx.process_sets = &sets;
+  EXPECT_EQ(ctx.ProcessSet("node:a").value(), 1);
+  auto missing = ctx.ProcessSet("node:b");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("node:b"), std::string::npos);
+}
+
+StatusOr<TrainOptions> Parse(std::vector<std::string> args, std::map<std::string, std::string> env) {
+  args.insert(args.begin(), "ringmaster-train-example");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return ParseTrainOptions(static_cast<int>(argv.size()), argv.data(), env);
+}
+
+TEST(TrainOptionsTest, InAPodEverythingComesFromTheOperatorsEnvironment) {
+  auto o = Parse({"--steps", "5"}, {{"RINGMASTER_JOB_NAME", "job"},
+                                    {"RINGMASTER_JOB_NAMESPACE", "ns"},
+                                    {"RINGMASTER_POD_NAME", "job-worker-2"},
+                                    {"RINGMASTER_POD_IP", "127.4.0.9"},
+                                    {"RINGMASTER_COORDINATOR_PORT", "29500"},
+                                    {"RINGMASTER_SECRET", "s3cret"},
+                                    {"RINGMASTER_MIN_WORKERS", "2"},
+                                    {"RINGMASTER_CHECKPOINT_DIR", "/ckpt"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->steps, 5);
+  EXPECT_TRUE(o->membership_file.empty());
+  EXPECT_EQ(o->job_name, "job");
+  EXPECT_EQ(o->job_namespace, "ns");
+  EXPECT_EQ(o->worker_id, "job-worker-2");
+  EXPECT_EQ(o->host, "127.4.0.9");
+  EXPECT_EQ(o->store_port, 29500);
+  EXPECT_EQ(o->min_size, 2);
+  EXPECT_EQ(o->checkpoint_dir, "/ckpt");
+}
+
+TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
+  auto o = Parse({"--worker-id", "flag-id", "--backend", "gloo", "--hierarchical", "true"},
+                 {{"RINGMASTER_MEMBERSHIP_FILE", "/tmp/m.json"},
+                  {"RINGMASTER_WORKER_ID", "w1"},
+                  {"RINGMASTER_POD_NAME", "pod"},
+                  {"RINGMASTER_STORE_PORT", "4000"},
+                  {"RINGMASTER_COORDINATOR_PORT", "29500"},
+                  {"RINGMASTER_SECRET", "s"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->worker_id, "flag-id");
+  EXPECT_EQ(o->store_port, 4000);
+  EXPECT_TRUE(o->hierarchical);
+  EXPECT_EQ(o->backend, runtime::Backend::kGloo);
+}
+
+TEST(TrainOptionsTest, BadInputNamesTheProblem) {
+  const std::map<std::string, std::string> ok_env = {
+      {"RINGMASTER_MEMBERSHIP_FILE", "/m"}, {"RINGMASTER_WORKER_ID", "w"}, {"RINGMASTER_SECRET", "s"},
+      {"RINGMASTER_STORE_PORT", "1"}};
+  auto message = [&](std::vector<std::string> args, std::map<std::string, std::string> env) {
+    auto o = Parse(std::move(args), std::move(env));
+    EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+    return o.status().message();
+  };
+  EXPECT_NE(message({"--steps", "many"}, ok_env).find("--steps needs a number"), std::string::npos);
+  EXPECT_NE(message({"--steps"}, ok_env).find("'--steps' needs a value"), std::string::npos);
+  EXPECT_NE(message({"--dtype", "int8"}, ok_env).find("--dtype"), std::string::npos);
+  EXPECT_NE(message({"--backend", "mpi"}, ok_env).find("--backend"), std::string::npos);
+  EXPECT_NE(message({"--bogus", "1"}, ok_env).find("unknown flag '--bogus'"), std::string::npos);
+  EXPECT_NE(message({}, {{"RINGMASTER_SECRET", "s"}}).find("no membership source"), std::string::npos);
+  EXPECT_NE(message({}, {{"RINGMASTER_JOB_NAME", "j"}, {"RINGMASTER_POD_NAME", "p"}, {"RINGMASTER_SECRET", "s"},
+                         {"RINGMASTER_COORDINATOR_PORT", "29500"}})
+                .find("--job-namespace"),
+            std::string::npos);
+  EXPECT_NE(message({}, {{"RINGMASTER_MEMBERSHIP_FILE", "/m"}, {"RINGMASTER_WORKER_ID", "w"}}).find("--secret"),
+            std::string::npos);
+  EXPECT_NE(message({"--help"}, ok_env).find("usage:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringmaster::elastic
