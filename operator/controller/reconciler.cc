@@ -3,6 +3,7 @@
 #include <map>
 
 #include "controller/job_plan.h"
+#include "controller/job_secret.h"
 #include "controller/json_access.h"
 #include "controller/time_format.h"
 #include "controller/worker_objects.h"
@@ -79,7 +80,12 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
     kube::GroupVersionResource gvr;
     StatusOr<json> object;
   };
-  std::vector<Owned> owned = {{kube::resources::Services(), BuildHeadlessService(job)},
+  // The Secret first: worker pods read it (secretKeyRef) from their first start. Create-only, so an
+  // existing one (an earlier reconcile, another operator run) is never rotated under running workers.
+  StatusOr<std::string> secret = NewJobSecret();
+  if (!secret.ok()) return secret.status().WithContext("generating the job secret");
+  std::vector<Owned> owned = {{kube::resources::Secrets(), BuildWorkerSecret(job, *secret)},
+                              {kube::resources::Services(), BuildHeadlessService(job)},
                               {kube::resources::Roles(), BuildWorkerRole(job)},
                               {kube::resources::RoleBindings(), BuildWorkerRoleBinding(job)}};
   if (WorkerServiceAccountFor(job) == WorkerServiceAccountName(kube::NameOf(job))) {

@@ -73,7 +73,7 @@ class TrainingJobReconciler {
 
   std::mutex mu_;
   // Guarded by mu_.
-  std::set<std::string> ensured_uids_;  // jobs whose Service/ServiceAccount/Role/RoleBinding exist
+  std::set<std::string> ensured_uids_;  // jobs whose Secret/Service/ServiceAccount/Role/RoleBinding exist
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> dirty_since_;
 };
 

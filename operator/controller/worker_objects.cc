@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "controller/json_access.h"
+#include "kube/base64.h"
 
 namespace ringmaster::controller {
 
@@ -58,6 +59,7 @@ std::string WorkerPodName(const std::string& job, int32_t index) { return job + 
 std::string HeadlessServiceName(const std::string& job) { return job + "-workers"; }
 std::string WorkerServiceAccountName(const std::string& job) { return job + "-worker"; }
 std::string WorkerRoleName(const std::string& job) { return job + "-worker"; }
+std::string WorkerSecretName(const std::string& job) { return job + "-worker-secret"; }
 std::string WorkerSelector(const std::string& job) { return std::string(kJobNameLabel) + "=" + job; }
 
 std::optional<int32_t> WorkerIndexOf(const json& pod) {
@@ -110,7 +112,12 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
       {{"name", "RINGMASTER_WORKER_INDEX"}, {"value", std::to_string(index)}},
       {{"name", "RINGMASTER_COORDINATOR_PORT"}, {"value", std::to_string(kCoordinatorPort)}},
       {{"name", "RINGMASTER_HEALTH_PORT"}, {"value", std::to_string(kWorkerHealthPort)}},
+      {{"name", "RINGMASTER_SECRET"},
+       {"valueFrom", {{"secretKeyRef", {{"name", WorkerSecretName(id.name)}, {"key", kJobSecretKey}}}}}},
   });
+  if (const json& min = At(job, {"spec", "replicas", "min"}); min.is_number_integer()) {
+    env.push_back({{"name", "RINGMASTER_MIN_WORKERS"}, {"value", std::to_string(min.get<int64_t>())}});
+  }
   if (std::string dir = StringAt(job, {"spec", "checkpoint", "path"}); !dir.empty()) {
     env.push_back({{"name", "RINGMASTER_CHECKPOINT_DIR"}, {"value", dir}});
   }
@@ -133,6 +140,17 @@ StatusOr<json> BuildHeadlessService(const json& job) {
                  {"selector", {{kJobNameLabel, id.name}}},
                  {"ports", json::array({{{"name", "rendezvous"}, {"port", kCoordinatorPort}, {"protocol", "TCP"}}})}};
   return svc;
+}
+
+StatusOr<json> BuildWorkerSecret(const json& job, const std::string& secret) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  if (secret.empty()) return InvalidArgumentError("the job secret of " + id.name + " is empty");
+  return json{{"apiVersion", "v1"},
+              {"kind", "Secret"},
+              {"metadata", OwnedMetadata(id, WorkerSecretName(id.name))},
+              {"type", "Opaque"},
+              {"immutable", true},  // never rotated under a running job
+              {"data", {{kJobSecretKey, kube::Base64Encode(secret)}}}};
 }
 
 StatusOr<json> BuildWorkerServiceAccount(const json& job) {

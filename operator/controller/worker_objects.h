@@ -1,6 +1,7 @@
 // The Kubernetes objects the operator owns for a TrainingJob, built from the job alone: worker pods,
-// the headless Service, and the per-job ServiceAccount/Role/RoleBinding that let workers read their
-// own job (and nothing else). Pure functions over JSON; thread-safe.
+// the headless Service, the per-job ServiceAccount/Role/RoleBinding that let workers read their own
+// job (and nothing else), and the per-job Secret the workers authenticate to each other with.
+// Pure functions over JSON; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,9 @@ std::string WorkerPodName(const std::string& job, int32_t index);  // "<job>-wor
 std::string HeadlessServiceName(const std::string& job);            // "<job>-workers"
 std::string WorkerServiceAccountName(const std::string& job);       // "<job>-worker"
 std::string WorkerRoleName(const std::string& job);                 // "<job>-worker"
+std::string WorkerSecretName(const std::string& job);               // "<job>-worker-secret"
+// The key in that Secret whose value workers get as RINGMASTER_SECRET.
+inline constexpr char kJobSecretKey[] = "secret";
 // The worker index encoded in a pod's label; nullopt when absent or malformed.
 std::optional<int32_t> WorkerIndexOf(const nlohmann::json& pod);
 // The label selector that picks this job's workers ("ringmaster.io/job-name=<job>").
@@ -34,8 +38,10 @@ std::string WorkerSelector(const std::string& job);
 
 // A worker pod for `job` (a TrainingJob object) at `index`: the template's spec with restartPolicy
 // Never, hostname/subdomain for the headless Service, the pod's identity in its environment (downward
-// API), a readiness probe on the runtime's /readyz when the template has none, and an owner reference
-// to the job. InvalidArgument when the job lacks metadata.name/uid or spec.template.spec.
+// API), the job secret (RINGMASTER_SECRET, from the per-job Secret) and spec.replicas.min
+// (RINGMASTER_MIN_WORKERS), a readiness probe on the runtime's /readyz when the template has none,
+// and an owner reference to the job. InvalidArgument when the job lacks metadata.name/uid or
+// spec.template.spec.
 StatusOr<nlohmann::json> BuildWorkerPod(const nlohmann::json& job, int32_t index);
 
 // The headless Service that gives workers stable DNS names.
@@ -46,6 +52,9 @@ StatusOr<nlohmann::json> BuildHeadlessService(const nlohmann::json& job);
 StatusOr<nlohmann::json> BuildWorkerServiceAccount(const nlohmann::json& job);
 StatusOr<nlohmann::json> BuildWorkerRole(const nlohmann::json& job);
 StatusOr<nlohmann::json> BuildWorkerRoleBinding(const nlohmann::json& job);
+// The per-job Secret (Opaque, immutable, owned by the job) holding `secret` (job_secret.h,
+// NewJobSecret) under kJobSecretKey. InvalidArgument for an empty secret or a job without name/uid.
+StatusOr<nlohmann::json> BuildWorkerSecret(const nlohmann::json& job, const std::string& secret);
 // The service account workers run as: the template's, or the per-job one.
 std::string WorkerServiceAccountFor(const nlohmann::json& job);
 

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <set>
+
+#include "controller/job_secret.h"
+#include "kube/base64.h"
+
 namespace ringmaster::controller {
 namespace {
 
@@ -84,6 +90,61 @@ TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {
   ASSERT_TRUE(svc.ok());
   EXPECT_EQ((*svc)["spec"]["clusterIP"], "None");
   EXPECT_EQ((*svc)["spec"]["selector"]["ringmaster.io/job-name"], "bert");
+}
+
+TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum) {
+  auto pod = BuildWorkerPod(Job(), 1);
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  for (const json& c : (*pod)["spec"]["containers"]) {
+    const json* secret = nullptr;
+    for (const auto& e : c["env"])
+      if (e["name"] == "RINGMASTER_SECRET") secret = &e;
+    ASSERT_NE(secret, nullptr) << c.dump();
+    // From the Secret by reference (the kubelet resolves it), never the value inlined in the pod.
+    EXPECT_FALSE(secret->contains("value"));
+    EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["name"], "bert-worker-secret");
+    EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["key"], "secret");
+    EXPECT_EQ(EnvValue(c, "RINGMASTER_MIN_WORKERS"), "2");  // spec.replicas.min
+  }
+}
+
+TEST(WorkerObjectsTest, TemplateMinWorkersOverrideStays) {
+  json job = Job();
+  job["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "RINGMASTER_MIN_WORKERS"}, {"value", "1"}});
+  auto pod = BuildWorkerPod(job, 0);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(EnvValue((*pod)["spec"]["containers"][0], "RINGMASTER_MIN_WORKERS"), "1");
+}
+
+TEST(WorkerObjectsTest, SecretIsOwnedImmutableAndHoldsTheValue) {
+  auto secret = BuildWorkerSecret(Job(), "0123abcd");
+  ASSERT_TRUE(secret.ok()) << secret.status();
+  const json& s = *secret;
+  EXPECT_EQ(s["kind"], "Secret");
+  EXPECT_EQ(s["metadata"]["name"], "bert-worker-secret");
+  EXPECT_EQ(s["metadata"]["namespace"], "research");
+  EXPECT_EQ(s["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");  // deleted with the job
+  EXPECT_EQ(s["metadata"]["labels"]["ringmaster.io/job-name"], "bert");
+  EXPECT_EQ(s["immutable"], true);
+  EXPECT_EQ(s["type"], "Opaque");
+  auto decoded = kube::Base64Decode(s["data"]["secret"].get<std::string>());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, "0123abcd");
+  EXPECT_EQ(BuildWorkerSecret(Job(), "").status().code(), StatusCode::kInvalidArgument);
+  json no_uid = Job();
+  no_uid["metadata"].erase("uid");
+  EXPECT_EQ(BuildWorkerSecret(no_uid, "x").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(JobSecretTest, ThirtyTwoRandomBytesInHexNeverRepeated) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 64; ++i) {
+    auto secret = NewJobSecret();
+    ASSERT_TRUE(secret.ok()) << secret.status();
+    ASSERT_EQ(secret->size(), 2 * kJobSecretBytes);
+    for (char c : *secret) EXPECT_TRUE(std::isdigit(c) || (c >= 'a' && c <= 'f')) << *secret;
+    EXPECT_TRUE(seen.insert(*secret).second) << "repeated " << *secret;
+  }
 }
 
 TEST(WorkerObjectsTest, BadJobsAreRefusedWithAReason) {

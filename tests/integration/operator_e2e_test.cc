@@ -232,6 +232,13 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   json before = WaitForJob("restart", "3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
   std::set<std::string> uids_before;
   for (const auto& p : Pods("restart")) uids_before.insert(p["metadata"].value("uid", ""));
+  // The job's Secret: created once, owned by the job, immutable, 32 random bytes in hex.
+  auto secret_before = cluster_.KubectlJson({"get", "secret", "restart-worker-secret", "-n", ns_});
+  ASSERT_TRUE(secret_before.ok()) << secret_before.status();
+  EXPECT_EQ((*secret_before)["metadata"]["ownerReferences"][0].value("uid", ""), before["metadata"].value("uid", "x"));
+  EXPECT_EQ((*secret_before).value("immutable", false), true);
+  const std::string secret_data = (*secret_before)["data"].value("secret", "");
+  EXPECT_EQ(secret_data.size(), 88u) << "64 hex digits, base64-encoded";
   EXPECT_EQ(first->Stop(), 0) << first->Log();
   BackgroundProcess* second = StartOperator();
   ASSERT_TRUE(WaitFor("the new operator to sync", seconds(30), [&](std::string*) {
@@ -243,6 +250,12 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   std::set<std::string> uids_after;
   for (const auto& p : Pods("restart")) uids_after.insert(p["metadata"].value("uid", ""));
   EXPECT_EQ(uids_after, uids_before);
+  // The restart did not rotate the secret under the running workers.
+  auto secret_after = cluster_.KubectlJson({"get", "secret", "restart-worker-secret", "-n", ns_});
+  ASSERT_TRUE(secret_after.ok()) << secret_after.status();
+  EXPECT_EQ((*secret_after)["metadata"].value("uid", ""), (*secret_before)["metadata"].value("uid", "x"));
+  EXPECT_EQ((*secret_after)["metadata"].value("resourceVersion", ""), (*secret_before)["metadata"].value("resourceVersion", "x"));
+  EXPECT_EQ((*secret_after)["data"].value("secret", ""), secret_data);
 }
 
 TEST_F(OperatorE2eTest, JobSucceedsWhenRankZeroExitsZero) {
