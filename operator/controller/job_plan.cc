@@ -15,6 +15,9 @@ using json = nlohmann::json;
 namespace {
 
 constexpr size_t kRecentFailuresKept = 20;
+// A member that exits 0 has most likely finished the training with its peers, and rank 0's exit (which
+// completes the job) is moments away: it stays a member, and is not replaced, for this long.
+constexpr std::chrono::seconds kFinishGrace{10};
 
 // What the plan needs to know about one worker pod.
 struct PodView {
@@ -26,6 +29,7 @@ struct PodView {
   Clock::time_point ready_since{};
   int exit_code = 0;
   std::string exit_reason;
+  Clock::time_point finished_at{};  // when its container terminated (valid when phase is Succeeded/Failed)
   bool for_scale_up = false;
 };
 
@@ -60,6 +64,7 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
       if (t.value("exitCode", 0) != 0 || v.exit_reason.empty()) {
         v.exit_code = t.value("exitCode", 0);
         v.exit_reason = StringAt(t, {"reason"});
+        v.finished_at = TimeOr(StringAt(t, {"finishedAt"}), now);
       }
     }
   }
@@ -115,6 +120,15 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
                               MembershipFromJson(current_status.value("membership", json(nullptr))));
   int32_t restarts = current_status.value("restartCount", 0);
   json failures = current_status.value("recentFailures", json::array());
+  // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
+  std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
+  for (const auto& l : ArrayAt(current_status, {"leaving"})) {
+    leaving[StringAt(l, {"pod"})] = {StringAt(l, {"uid"}), TimeOr(StringAt(l, {"since"}), in.now)};
+  }
+  auto is_leaving = [&](const std::string& pod, const std::string& uid) {
+    auto it = leaving.find(pod);
+    return it != leaving.end() && it->second.first == uid;
+  };
   std::string phase = StringAt(current_status, {"phase"});
   status["selector"] = WorkerSelector(job_name);
   status["observedGeneration"] = generation;
@@ -193,11 +207,19 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
 
   if (!Finished(phase) && phase != "Suspended") {
     // 5. Failed workers: counted once (recentFailures remembers their uids), then deleted.
+    auto finishing = [&](const PodView& p) {
+      const Member* m = membership.Find(p.name);
+      return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && in.now < p.finished_at + kFinishGrace;
+    };
     std::set<std::string> counted;
     for (const auto& f : failures) counted.insert(StringAt(f, {"uid"}));
     Clock::time_point last_failure{};
     for (const auto& f : failures) last_failure = std::max(last_failure, TimeOr(StringAt(f, {"time"}), Clock::time_point{}));
     for (const auto& p : pods) {
+      if (finishing(p)) {
+        EarliestRequeue(plan, p.finished_at + kFinishGrace);
+        continue;
+      }
       bool exited = p.phase == "Failed" || (p.phase == "Succeeded" && !(membership.Find(p.name) == nullptr));
       if (p.phase == "Succeeded" && membership.Find(p.name) == nullptr) {
         delete_pod(p, "the worker left after it was removed from membership");
@@ -238,7 +260,9 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         w.ready = p.ready;
         w.ready_since = p.ready_since;
         w.for_scale_up = p.for_scale_up;
-        w.failed = p.phase == "Failed" || p.phase == "Succeeded";
+        w.finishing = finishing(p);
+        w.failed = p.phase == "Failed" || (p.phase == "Succeeded" && !w.finishing);
+        w.beyond_desired = is_leaving(p.name, p.uid);  // it left: it never joins again
         if (!p.node.empty() && !w.failed) {
           auto node = in.nodes.find(p.node);
           bool gone = node == in.nodes.end();
@@ -255,7 +279,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
             }
           }
         }
-        if (!w.failed && !w.node_lost && !p.deleting) live.push_back(&p);
+        if (!w.failed && !w.node_lost && !p.deleting && !w.beyond_desired) live.push_back(&p);
         observed.push_back(w);
       }
 
@@ -282,6 +306,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       policy.min_workers = spec.min_workers;
       policy.join_batch_window = spec.join_batch_window;
       policy.coordinator_port = kCoordinatorPort;
+      const Membership before = membership;
       MembershipDecision decision = DecideMembership(membership, observed, policy, in.now);
       if (decision.recheck_at) EarliestRequeue(plan, *decision.recheck_at);
       if (decision.next) {
@@ -292,11 +317,24 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
                      generation, /*touch=*/true);
         if (!status.contains("startTime") && membership.world_size() > 0) status["startTime"] = now_s;
       }
-      // Surplus pods that are no longer members are deleted (members first leave membership).
+      // Surplus pods that never were members are deleted at once. A member that the scale-down just
+      // dropped is left to commit, let the survivors take over and exit 0 (its pod is deleted then, in
+      // step 5); it is deleted only when it is still running spec.elasticPolicy.leaveGraceSeconds later.
       for (const auto& w : observed) {
-        if (!w.beyond_desired || membership.Find(w.pod) != nullptr) continue;
+        if (!w.beyond_desired || w.failed || membership.Find(w.pod) != nullptr) continue;
+        const PodView* pod = nullptr;
         for (const auto& p : pods)
-          if (p.name == w.pod) delete_pod(p, "the job was scaled down");
+          if (p.name == w.pod && p.uid == w.uid) pod = &p;
+        if (pod == nullptr) continue;
+        const Member* was = before.Find(w.pod);
+        if (!is_leaving(w.pod, w.uid) && was != nullptr && was->uid == w.uid) leaving[w.pod] = {w.uid, in.now};
+        if (!is_leaving(w.pod, w.uid)) {
+          delete_pod(*pod, "the job was scaled down");
+        } else if (in.now >= leaving[w.pod].second + spec.leave_grace) {
+          delete_pod(*pod, "it was scaled down and did not exit within " + std::to_string(spec.leave_grace.count()) + " s");
+        } else {
+          EarliestRequeue(plan, leaving[w.pod].second + spec.leave_grace);
+        }
       }
 
       // 7. Create workers up to the desired count, at the lowest free indices, after the backoff.
@@ -351,6 +389,15 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   status["phase"] = phase.empty() ? "Pending" : phase;
   status["restartCount"] = restarts;
   status["recentFailures"] = failures;
+  // Leaving workers are remembered while their pods exist.
+  json leaving_json = json::array();
+  for (const auto& [pod, entry] : leaving) {
+    bool exists = false;
+    for (const auto& p : pods) exists |= p.name == pod && p.uid == entry.first;
+    if (exists && !Finished(phase)) leaving_json.push_back({{"pod", pod}, {"uid", entry.first}, {"since", FormatRfc3339(entry.second)}});
+  }
+  if (leaving_json.empty()) status.erase("leaving");
+  else status["leaving"] = leaving_json;
   if (membership.generation > 0) status["membership"] = MembershipToJson(membership);
   if (status != current_status) plan.status = status;
   return plan;

@@ -154,7 +154,7 @@ TEST(PlanJobTest, NodeNotReadyPastTheWindowDropsItsWorkers) {
   EXPECT_TRUE(gone->deletes[0].force);
 }
 
-TEST(PlanJobTest, ScaleDownRemovesHighestRanksFirstThenDeletesTheirPods) {
+TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
   json job = Job(1, 3);
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
   job = WithStatus(job, *PlanJob(Input(job, pods)));
@@ -163,8 +163,58 @@ TEST(PlanJobTest, ScaleDownRemovesHighestRanksFirstThenDeletesTheirPods) {
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ((*plan->status)["membership"]["reason"], "ScaledDown");
   EXPECT_EQ((*plan->status)["membership"]["worldSize"], 2);
+  // The dropped member is not deleted under its feet: it commits and exits 0 first (DESIGN.md, step 7).
+  EXPECT_TRUE(plan->deletes.empty());
+  EXPECT_TRUE(plan->creates.empty());
+  ASSERT_EQ((*plan->status)["leaving"].size(), 1u) << plan->status->dump(2);
+  EXPECT_EQ((*plan->status)["leaving"][0]["pod"], "j-worker-2");
+  EXPECT_EQ((*plan->status)["leaving"][0]["uid"], "pod-uid-2");
+  ASSERT_TRUE(plan->requeue_at.has_value());
+  EXPECT_EQ(*plan->requeue_at, kT0 + seconds(61));  // leaveGraceSeconds defaults to 60
+  job = WithStatus(job, *plan);
+
+  // Still running a moment later: nothing changes (it never joins again, no replacement is made).
+  auto steady = PlanJob(Input(job, pods, kT0 + seconds(2)));
+  ASSERT_TRUE(steady.ok());
+  EXPECT_TRUE(steady->deletes.empty());
+  EXPECT_TRUE(steady->creates.empty());
+  EXPECT_FALSE(steady->status.has_value()) << steady->status->dump(2);
+
+  // It exited 0: its pod is deleted, and the job goes on.
+  std::vector<json> exited = pods;
+  exited[2] = Pod(2, "Succeeded", false);
+  auto gone = PlanJob(Input(job, exited, kT0 + seconds(3)));
+  ASSERT_TRUE(gone.ok());
+  ASSERT_EQ(gone->deletes.size(), 1u);
+  EXPECT_EQ(gone->deletes[0].name, "j-worker-2");
+  EXPECT_EQ((*gone->status)["phase"], "Running");
+  EXPECT_EQ((*gone->status)["restartCount"], 0);
+  EXPECT_EQ((*gone->status)["membership"]["generation"], (*plan->status)["membership"]["generation"]);
+  // Once its pod is gone it is forgotten.
+  exited.pop_back();
+  auto forgotten = PlanJob(Input(WithStatus(job, *gone), exited, kT0 + seconds(4)));
+  ASSERT_TRUE(forgotten.ok());
+  ASSERT_TRUE(forgotten->status.has_value());
+  EXPECT_FALSE(forgotten->status->contains("leaving"));
+
+  // One that does not exit within the grace is deleted.
+  auto overdue = PlanJob(Input(job, pods, kT0 + seconds(61)));
+  ASSERT_TRUE(overdue.ok());
+  ASSERT_EQ(overdue->deletes.size(), 1u);
+  EXPECT_EQ(overdue->deletes[0].name, "j-worker-2");
+}
+
+TEST(PlanJobTest, ScaleDownDeletesSurplusPodsThatNeverJoinedAtOnce) {
+  json job = Job(1, 3);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  pods.push_back(Pod(2, "Pending", false));
+  job["spec"]["replicas"]["desired"] = 2;
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(1)));
+  ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->deletes.size(), 1u);
   EXPECT_EQ(plan->deletes[0].name, "j-worker-2");
+  EXPECT_FALSE(plan->status && plan->status->contains("leaving"));
 }
 
 TEST(PlanJobTest, Rank0ExitingZeroCompletesTheJob) {
@@ -181,6 +231,38 @@ TEST(PlanJobTest, Rank0ExitingZeroCompletesTheJob) {
   ASSERT_TRUE(cleanup.ok());
   ASSERT_EQ(cleanup->deletes.size(), 1u);
   EXPECT_EQ(cleanup->deletes[0].name, "j-worker-1");
+}
+
+TEST(PlanJobTest, MemberExitingZeroStaysBrieflySoTheEndCausesNoChurn) {
+  json job = Job(2, 3);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  const int64_t generation = job["status"]["membership"]["generation"].get<int64_t>();
+  // Rank 1 finished the training a moment before rank 0: no new generation, no deletion, no replacement.
+  pods[1] = Pod(1, "Succeeded", false);
+  pods[1]["status"]["containerStatuses"] = {
+      {{"name", "t"}, {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", FormatRfc3339(kT0 + seconds(30))}}}}}}};
+  auto early = PlanJob(Input(job, pods, kT0 + seconds(31)));
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_TRUE(early->deletes.empty());
+  EXPECT_TRUE(early->creates.empty());
+  EXPECT_FALSE(early->status && (*early->status)["membership"]["generation"] != generation) << early->status->dump(2);
+  ASSERT_TRUE(early->requeue_at.has_value());
+  EXPECT_EQ(*early->requeue_at, kT0 + seconds(40));
+  // Then rank 0 exits 0: the job completes.
+  std::vector<json> done = pods;
+  done[0] = Pod(0, "Succeeded", false);
+  auto completed = PlanJob(Input(job, done, kT0 + seconds(32)));
+  ASSERT_TRUE(completed.ok());
+  EXPECT_EQ((*completed->status)["phase"], "Succeeded");
+  // Had rank 0 gone on training, the finished worker leaves after the grace (and is replaced).
+  auto late = PlanJob(Input(job, pods, kT0 + seconds(41)));
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ((*late->status)["membership"]["generation"], generation + 1);
+  EXPECT_EQ((*late->status)["membership"]["worldSize"], 2);
+  ASSERT_EQ(late->deletes.size(), 1u);
+  EXPECT_EQ(late->deletes[0].name, "j-worker-1");
+  EXPECT_EQ((*late->status)["restartCount"], 0);
 }
 
 TEST(PlanJobTest, SuspendDeletesWorkersAndResumeRecreatesThem) {

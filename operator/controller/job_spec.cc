@@ -50,6 +50,8 @@ StatusOr<JobSpec> ParseJobSpec(const json& job) {
   if (has) out.max_restarts = static_cast<int32_t>(std::max<int64_t>(0, v));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(spec, "elasticPolicy", "forceDeleteGraceSeconds", &v, &has));
   if (has) out.force_delete_grace = std::chrono::seconds(std::max<int64_t>(0, v));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(spec, "elasticPolicy", "leaveGraceSeconds", &v, &has));
+  if (has) out.leave_grace = std::chrono::seconds(std::max<int64_t>(0, v));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(spec, "runPolicy", "ttlSecondsAfterFinished", &v, &has));
   if (has) out.ttl_after_finished = std::chrono::seconds(std::max<int64_t>(0, v));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(spec, "runPolicy", "activeDeadlineSeconds", &v, &has));

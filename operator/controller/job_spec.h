@@ -23,6 +23,8 @@ struct JobSpec {
   std::chrono::seconds node_unresponsive{30};
   int32_t max_restarts = 10;
   std::chrono::seconds force_delete_grace{30};
+  // How long a worker dropped from membership by a scale-down may take to exit before its pod is deleted.
+  std::chrono::seconds leave_grace{60};
   bool suspend = false;
   std::optional<std::chrono::seconds> ttl_after_finished;
   std::optional<std::chrono::seconds> active_deadline;

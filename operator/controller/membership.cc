@@ -82,7 +82,9 @@ ChangeReason RemovalReason(const WorkerObservation* w) {
   return ChangeReason::kWorkerRemoved;  // no longer Ready, or being deleted
 }
 
-bool Eligible(const WorkerObservation& w) { return w.ready && !w.failed && !w.node_lost && !w.beyond_desired; }
+bool Eligible(const WorkerObservation& w) {
+  return (w.ready || w.finishing) && !w.failed && !w.node_lost && !w.beyond_desired;
+}
 
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;

@@ -67,6 +67,7 @@ struct WorkerObservation {
   bool node_lost = false;      // its node has been NotReady/Unknown past the detection window
   bool beyond_desired = false; // its index is not wanted any more (scale down)
   bool for_scale_up = false;   // created because the desired count rose (joins as ScaledUp)
+  bool finishing = false;      // a member that exited 0 moments ago (the job is about to complete): it stays
   // When it became Ready (for batching joins); ignored unless ready.
   std::chrono::system_clock::time_point ready_since{};
 };
