@@ -153,6 +153,10 @@ StatusOr<std::string> Client::CreateToken(const std::string& ns, const std::stri
   json body = {{"apiVersion", "authentication.k8s.io/v1"},
                {"kind", "TokenRequest"},
                {"spec", {{"audiences", o.audiences}, {"expirationSeconds", o.expiration_seconds}}}};
+  if (!o.bound_kind.empty()) {
+    body["spec"]["boundObjectRef"] = {
+        {"apiVersion", "v1"}, {"kind", o.bound_kind}, {"name", o.bound_name}, {"uid", o.bound_uid}};
+  }
   RINGMASTER_ASSIGN_OR_RETURN(json resp, Call("POST", resources::ServiceAccounts().Path(ns, sa, "token"), &body,
                                               "application/json", {"create", "serviceaccounts/token"}));
   std::string token = Str(resp, "status", "token");

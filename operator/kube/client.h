@@ -67,6 +67,10 @@ struct DeleteOptions {
 struct TokenRequestOptions {
   std::vector<std::string> audiences;
   int64_t expiration_seconds = 3600;
+  // Binds the token to an object (kind "Pod" or "Secret", its name and uid), as the kubelet's projected
+  // tokens are bound to their pod: the apiserver refuses the token once that object is gone.
+  // Empty kind: not bound.
+  std::string bound_kind, bound_name, bound_uid;
 };
 
 class Client {
