@@ -88,6 +88,14 @@ void ExpectMatchesReference(const std::string& out, int64_t min_generation = 1) 
   }
 }
 
+// How many lines of OUT.log contain `text`.
+int CountInLog(const std::string& out, const std::string& text) {
+  std::ifstream log(out + ".log");
+  int n = 0;
+  for (std::string line; std::getline(log, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
 class ElasticChaosTest : public ::testing::Test {
  protected:
   std::string Out() {
@@ -180,18 +188,42 @@ TEST_F(ElasticChaosTest, HierarchicalProcessSetsAreResplitEveryGeneration) {
   EXPECT_GE(layouts.size(), 3u) << "the process sets did not follow the membership";
 }
 
+// The launcher's killsave waits until a save is in progress (a .tmp-step-* directory exists in the
+// checkpoint directory) and SIGKILLs the saver, rank 0, then.
 TEST_F(ElasticChaosTest, KillDuringCheckpointWrite) {
-  // Rank 0 saves (fsync included) after every step, so the kill lands in or near a save.
   std::string ckpt = Out() + "/ckpt";
-  ASSERT_EQ(Launch(Out(), "--np 3 --min 1 --chaos kill@5:0,kill@12:0",
-                   std::string(kPaced) + " --checkpoint-every 1 --checkpoint-dir " + ckpt),
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 1 --checkpoint-dir " + ckpt + " --chaos killsave@5:0,killsave@12:0",
+                   std::string(kPaced) + " --checkpoint-every 1"),
             0);
   ExpectMatchesReference(Out(), 3);
+  EXPECT_EQ(CountInLog(Out(), "was being written"), 2) << "a kill did not land during a save";
   auto store = ringmaster::runtime::checkpoint::CheckpointStore::Open({ckpt, 3, std::chrono::seconds(600), {}});
   ASSERT_TRUE(store.ok());
   auto latest = (*store)->LoadLatest();
   ASSERT_TRUE(latest.ok()) << latest.status();
   EXPECT_EQ(latest->manifest.step, kSteps);
+}
+
+// Every worker dies during a save: the new workers load the newest complete checkpoint, skipping the
+// half-written one, and finish with the weights of an uninterrupted run.
+TEST_F(ElasticChaosTest, WholeJobKilledDuringCheckpointWriteRestartsFromTheLastCompleteOne) {
+  std::string ckpt = Out() + "/ckpt";
+  EXPECT_NE(Launch(Out() + "/first", "--np 1 --checkpoint-dir " + ckpt + " --chaos killsave@8:0",
+                   std::string(kPaced) + " --checkpoint-every 1"),
+            0)
+      << "the only worker was killed: the first run cannot finish";
+  ASSERT_EQ(CountInLog(Out() + "/first", "was being written"), 1);
+  bool half_written = false;
+  for (const auto& e : std::filesystem::directory_iterator(ckpt)) {
+    half_written |= e.path().filename().string().rfind(".tmp-step-", 0) == 0;
+  }
+  ASSERT_TRUE(half_written) << "the kill left no half-written save behind";
+  ASSERT_EQ(Launch(Out(), "--np 3 --checkpoint-dir " + ckpt, std::string(kPaced) + " --checkpoint-every 1"), 0);
+  EXPECT_EQ(CountInLog(Out(), "loaded checkpoint step "), 3) << "every new worker starts from the checkpoint";
+  auto got = ReadWeights(Out() + "/weights.txt");
+  const auto& ref = Reference();
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << i;
 }
 
 TEST_F(ElasticChaosTest, RestartFromCheckpointWhenEveryWorkerIsNew) {

@@ -209,6 +209,29 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
   return Status::Ok();
 }
 
+void ElasticDriver::MaybeCheckpoint(const runtime::Runtime& rt) {
+  if (!writer_ || options_.checkpoint_every <= 0 || rt.rank() != 0) return;
+  ReportSaves();
+  if (state_->committed_step() % options_.checkpoint_every != 0) return;
+  std::string blob = state_->Encode();
+  runtime::checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
+  Status queued = writer_->Save(state_->committed_step(), static_cast<uint32_t>(rt.size()), std::span(&ref, 1));
+  if (!queued.ok()) Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
+}
+
+void ElasticDriver::ReportSaves() {
+  const auto stats = writer_->stats();
+  if (stats.committed + stats.failed == reported_saves_) return;
+  reported_saves_ = stats.committed + stats.failed;
+  Status last = writer_->last_status();
+  if (!last.ok()) {
+    Log("checkpoint save failed: " + last.ToString());
+    return;
+  }
+  auto result = writer_->last_result();
+  if (result && options_.metrics) options_.metrics->CheckpointSaved(result->seconds, result->bytes);
+}
+
 StatusOr<MembershipRecord> ElasticDriver::NextRecord(const MembershipRecord& current) {
   {
     // Rank 0 of the failed build moves its store to the next attempt at once, so a rank that still
@@ -249,6 +272,10 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
         Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
       }
     }
+  }
+
+  if (options_.checkpoints != nullptr && !writer_) {
+    writer_ = std::make_unique<runtime::checkpoint::AsyncCheckpointWriter>(options_.checkpoints);
   }
 
   // Bind the store port now and keep it for the worker's lifetime, so nothing else takes it before this
@@ -375,16 +402,16 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
       }
       if (options_.metrics) options_.metrics->Step(Seconds(step_start));
       state_->Commit(ctx.step + 1, *next);
-      if (options_.checkpoints && options_.checkpoint_every > 0 && rt->rank() == 0 &&
-          state_->committed_step() % options_.checkpoint_every == 0) {
-        std::string blob = state_->Encode();
-        runtime::checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
-        auto saved = options_.checkpoints->Save(state_->committed_step(), rt->size(), std::span(&ref, 1));
-        if (saved.ok() && options_.metrics) options_.metrics->CheckpointSaved(saved->seconds, saved->bytes);
-        if (!saved.ok()) Log("checkpoint at step " + std::to_string(state_->committed_step()) + " failed: " + saved.status().ToString());
-      }
+      MaybeCheckpoint(*rt);
     }
-    if (failed.ok()) return ElasticResult::kFinished;
+    if (failed.ok()) {
+      if (writer_) {
+        Status saved = writer_->Wait();  // the final step's checkpoint is on disk before we report success
+        ReportSaves();
+        if (!saved.ok()) Log("the last checkpoint failed: " + saved.ToString());
+      }
+      return ElasticResult::kFinished;
+    }
     if (!IsMembershipFailure(failed.code())) return failed;
     failure_time = Clock::now();
     Log("step " + std::to_string(state_->committed_step()) + " interrupted: " + failed.ToString() +

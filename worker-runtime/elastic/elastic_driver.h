@@ -28,7 +28,10 @@
 //
 // Before the first generation the driver loads the newest complete checkpoint
 // (when options.checkpoints is set) into the state, so a job whose peers all
-// died restarts from it; rank 0 saves one every options.checkpoint_every steps.
+// died restarts from it; rank 0 saves one every options.checkpoint_every steps,
+// asynchronously (AsyncCheckpointWriter: the step's committed bytes are copied
+// and training goes on while they are written; a newer snapshot supersedes one
+// still waiting). Run() waits for the last save before it returns.
 //
 // Thread-safety: Run() is called once, from one thread; the driver runs one
 // watcher thread of its own while Run() is active.
@@ -43,6 +46,7 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_store.h"
 #include "elastic/elastic_state.h"
 #include "elastic/process_set_rules.h"
@@ -127,6 +131,10 @@ class ElasticDriver {
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
   Status CreateProcessSets(runtime::Runtime& rt, const membership::MembershipRecord& record);
   bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
+  // Rank 0 queues a save of the committed state every options_.checkpoint_every steps.
+  void MaybeCheckpoint(const runtime::Runtime& rt);
+  // Reports finished saves to the metrics and the log.
+  void ReportSaves();
   // After a failure: the next record, or `current` again when none came within rebuild_timeout.
   StatusOr<membership::MembershipRecord> NextRecord(const membership::MembershipRecord& current);
 
@@ -142,6 +150,8 @@ class ElasticDriver {
   int64_t attempt_generation_ = 0;
   int64_t attempt_ = 0;
   std::map<std::string, int> process_sets_;  // of the current runtime
+  std::unique_ptr<runtime::checkpoint::AsyncCheckpointWriter> writer_;  // when options_.checkpoints is set
+  uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).

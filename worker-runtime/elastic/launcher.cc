@@ -1,6 +1,7 @@
 #include "elastic/launcher.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -41,8 +42,9 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
     if (at == std::string::npos) return InvalidArgumentError("--chaos: '" + item + "' is not ACTION@STEP[:ARG]");
     e.action = item.substr(0, at);
     if (e.action != "kill" && e.action != "stop" && e.action != "add" && e.action != "killadd" && e.action != "pause" &&
-        e.action != "random") {
-      return InvalidArgumentError("--chaos: unknown action '" + e.action + "' (kill, stop, pause, add, killadd, random)");
+        e.action != "random" && e.action != "killsave") {
+      return InvalidArgumentError("--chaos: unknown action '" + e.action +
+                                  "' (kill, killsave, stop, pause, add, killadd, random)");
     }
     std::string rest = item.substr(at + 1);
     auto colon = rest.find(':');
@@ -82,8 +84,9 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
       return InvalidArgumentError(
           "usage: ringmaster-run --np N [--min N] [--max N] [--chaos SPEC] [--chaos-gap-ms T] "
           "[--heartbeat-timeout-ms T] [--pause-ms T] [--chaos-seed N] [--deadline-s T] [--workers-per-node K] "
-          "[--out DIR] [--secret S] -- COMMAND...\n"
-          "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, stop, pause, add, killadd, random");
+          "[--checkpoint-dir DIR] [--out DIR] [--secret S] -- COMMAND...\n"
+          "chaos SPEC: comma-separated ACTION@STEP[:ARG], ACTION one of kill, killsave, stop, pause, add, killadd, "
+          "random (see launcher.h)");
     }
     if (i + 1 >= argc) return InvalidArgumentError("flag '" + a + "' needs a value");
     const char* v = argv[++i];
@@ -103,6 +106,8 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
       RINGMASTER_ASSIGN_OR_RETURN(o.chaos, ParseChaos(v));
     } else if (a == "--out") {
       o.out = v;
+    } else if (a == "--checkpoint-dir") {
+      o.checkpoint_dir = v;
     } else if (a == "--secret") {
       o.secret = v;
     } else {
@@ -115,6 +120,11 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
     return InvalidArgumentError("need 1 <= --min <= --np <= --max");
   }
   if (o.workers_per_node < 0) return InvalidArgumentError("--workers-per-node must be >= 0");
+  for (const auto& e : o.chaos) {
+    if (e.action == "killsave" && o.checkpoint_dir.empty()) {
+      return InvalidArgumentError("--chaos killsave needs --checkpoint-dir (the directory the workers save into)");
+    }
+  }
   return o;
 }
 
@@ -339,6 +349,7 @@ class Launcher {
         "RINGMASTER_SECRET=" + o_.secret,                 "RINGMASTER_STORE_PORT=" + std::to_string(w->port),
         "RINGMASTER_HEARTBEAT_FILE=" + o_.out + "/hb." + w->id, "RINGMASTER_MIN_WORKERS=" + std::to_string(o_.min),
         "RINGMASTER_OUT=" + o_.out, "RINGMASTER_HEALTH_PORT=0"};  // many workers on one host: any free port
+    if (!o_.checkpoint_dir.empty()) env.push_back("RINGMASTER_CHECKPOINT_DIR=" + o_.checkpoint_dir);
     std::fflush(nullptr);
     pid_t pid = ::fork();
     if (pid < 0) {
@@ -430,6 +441,16 @@ class Launcher {
       stopped_.insert(w->pid);
       return true;
     }
+    if (e.action == "killsave") {
+      auto save = WaitForSaveInProgress(w->pid, 10s);
+      if (!save.ok()) {
+        Print("chaos: killsave: " + save.status().ToString());
+        return false;
+      }
+      ::kill(w->pid, SIGKILL);
+      Print("chaos: SIGKILL " + w->id + " (rank " + std::to_string(e.arg) + ") while " + *save + " was being written");
+      return true;  // waitpid notices the death
+    }
     Print("chaos: SIGKILL " + w->id + " (rank " + std::to_string(e.arg) + ")");
     ::kill(w->pid, SIGKILL);
     if (e.action == "killadd") {
@@ -440,6 +461,27 @@ class Launcher {
       return Publish("chaos: replacement added");
     }
     return true;  // waitpid notices the death
+  }
+
+  // Polls --checkpoint-dir until `pid` is writing a save (CheckpointStore's ".tmp-step-<step>-<pid>-*"
+  // directory; leftovers of killed workers carry other pids) and returns its name. DeadlineExceeded
+  // when none appears within `limit`.
+  StatusOr<std::string> WaitForSaveInProgress(pid_t pid, std::chrono::milliseconds limit) {
+    const auto until = Clock::now() + limit;
+    while (Clock::now() < until) {
+      if (DIR* dir = ::opendir(o_.checkpoint_dir.c_str())) {
+        std::string found;
+        while (dirent* e = ::readdir(dir)) {
+          long long step = 0, owner = 0;
+          if (std::sscanf(e->d_name, ".tmp-step-%lld-%lld-", &step, &owner) == 2 && owner == pid) found = e->d_name;
+        }
+        ::closedir(dir);
+        if (!found.empty()) return found;
+      }
+      std::this_thread::sleep_for(100us);
+    }
+    return DeadlineExceededError("no checkpoint save in progress in " + o_.checkpoint_dir + " within " +
+                                 std::to_string(limit.count()) + " ms (do the workers save there, often enough?)");
   }
 
   int Finish(int code) {

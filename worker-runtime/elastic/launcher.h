@@ -9,6 +9,9 @@
 // workers' committed step (from their heartbeat files) reaches STEP and at
 // least --chaos-gap ms after the previous event:
 //   kill@S:R     SIGKILL the worker at rank R (R=0: the coordinator)
+//   killsave@S:R SIGKILL rank R while a checkpoint save is being written (a temp
+//                directory in --checkpoint-dir; the launcher polls for one for up to
+//                10 s and fails the run when none appears)
 //   stop@S:R     SIGSTOP it (detected by the heartbeat timeout, then SIGKILLed)
 //   pause@S:R    SIGSTOP it for --pause-ms, then SIGCONT (with a long heartbeat timeout
 //                the membership does not change: the workers rebuild the same generation)
@@ -49,6 +52,7 @@ struct LauncherOptions {
   std::chrono::milliseconds heartbeat_timeout{2000};
   std::chrono::milliseconds deadline{120000};  // the whole run
   std::string out = "ringmaster-run.out";
+  std::string checkpoint_dir;  // passed to workers as RINGMASTER_CHECKPOINT_DIR; watched by killsave
   std::string secret = "ringmaster-local-secret";
   std::vector<std::string> command;  // the worker command line
 };
