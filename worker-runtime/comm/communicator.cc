@@ -13,6 +13,13 @@ std::string_view BackendName(Backend backend) {
   return "?";
 }
 
+StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded,
+                                                              const std::string& name) {
+  (void)excluded;
+  return UnimplementedError("backend " + std::string(BackendName(backend())) + " cannot shrink communicator '" + name +
+                            "': build a new one");
+}
+
 StatusOr<Backend> ParseBackend(std::string_view name) {
   if (name == "auto") return Backend::kAuto;
   if (name == "gloo") return Backend::kGloo;

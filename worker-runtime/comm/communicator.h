@@ -61,6 +61,20 @@ class Communicator {
   // Returns nullptr on ranks outside `ranks`. Errors: InvalidArgument, Aborted.
   virtual StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) = 0;
 
+  // Whether Shrink can work now (the backend supports it and the communicator's
+  // resources are still held). Safe from any thread.
+  virtual bool can_shrink() const { return false; }
+  // The communicator of the survivors when the ranks in `excluded` (sorted,
+  // unique ranks of this one) are gone: survivors keep their relative order
+  // (new rank = old rank minus the excluded ranks below it). Called by the
+  // survivors only, with the same `excluded` and `name`, and also -- that is the
+  // point -- on a communicator that was aborted by a failure or by Abort().
+  // Must not run concurrently with another call on this communicator.
+  // Errors: Unimplemented (the backend cannot shrink: build a new communicator),
+  // FailedPrecondition (its resources are already released: build a new one),
+  // InvalidArgument (bad `excluded`), Aborted (the shrink failed or timed out).
+  virtual StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, const std::string& name);
+
   // Makes the communicator unusable and unblocks nothing-in-flight; every later
   // call returns Aborted. Idempotent. Safe from any thread.
   virtual void Abort(const std::string& reason) = 0;

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "elastic/rebuild_plan.h"
 #include "elastic/worker_metrics.h"
 #include "store/store_client.h"
 
@@ -59,6 +60,7 @@ ElasticDriver::~ElasticDriver() {
   std::lock_guard lock(mu_);
   if (runtime_) runtime_->Abort("driver destroyed");
   runtime_.reset();
+  parent_.reset();
   server_.reset();
 }
 
@@ -93,7 +95,6 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   const int64_t gen = record.generation;
   const auto* me = record.Find(options_.worker_id);
   const int rank = me->rank;
-  const int size = record.world_size();
   const auto deadline = Clock::now() + options_.rebuild_timeout;
   attempt_ = attempt_generation_ == gen ? attempt_ + 1 : 0;
   attempt_generation_ = gen;
@@ -147,12 +148,17 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   runtime::RuntimeConfig config = options_.runtime;
   config.name = "g" + std::to_string(gen) + "." + std::to_string(attempt_);
   config.timeout = std::min(config.timeout, options_.rebuild_timeout);
-  auto created = runtime::Runtime::Create(config, client, rank, size);
+  auto created = CreateWorld(config, client, record, rank, stats);
+  {
+    std::lock_guard lock(mu_);
+    parent_.reset();  // shrunk or not, a later build starts from this one or afresh
+  }
   if (!created.ok()) return created.status().WithContext("building the generation-" + std::to_string(gen) + " communicator");
   std::shared_ptr<runtime::Runtime> rt(std::move(created).value());
   {
     std::lock_guard lock(mu_);
     runtime_ = rt;
+    built_record_ = record;
     if (Superseded(gen)) rt->Abort("superseded");
   }
   RINGMASTER_RETURN_IF_ERROR(CreateProcessSets(*rt, record));
@@ -163,6 +169,48 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   RINGMASTER_RETURN_IF_ERROR(Sync(*rt, stats));
   stats->restore = Seconds(t);
   return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const runtime::RuntimeConfig& config,
+                                                                       std::shared_ptr<runtime::Store> store,
+                                                                       const MembershipRecord& record, int rank,
+                                                                       RebuildStats* stats) {
+  std::shared_ptr<runtime::Runtime> parent;
+  {
+    std::lock_guard lock(mu_);
+    parent = parent_;
+  }
+  RebuildPlan plan = PlanRebuild(parent ? &parent_record_ : nullptr, record, parent && parent->CanShrink());
+  if (parent) {
+    // Only when this worker holds a shrinkable communicator does the agreement matter; the others
+    // propose "fresh" too, so a mixed world builds afresh.
+    RINGMASTER_ASSIGN_OR_RETURN(bool agreed, AgreeOnShrink(*store, config.name + "/shrink", rank, record.world_size(),
+                                                           ShrinkProposal(plan, parent_incarnation_),
+                                                           options_.rebuild_timeout));
+    if (plan.shrink && !agreed) plan = RebuildPlan{false, {}, "not every rank holds the same communicator"};
+  } else {
+    RINGMASTER_RETURN_IF_ERROR(store->Set(config.name + "/shrink/" + std::to_string(rank), "fresh"));
+  }
+  if (plan.shrink) {
+    Log("communicator: shrinking generation " + std::to_string(parent_record_.generation) + "'s (" + plan.why +
+        ", " + std::to_string(plan.excluded.size()) + " ranks excluded)");
+    stats->shrunk = true;
+    return runtime::Runtime::CreateByShrinking(config, std::move(store), *parent, plan.excluded);
+  }
+  if (parent) Log("communicator: a fresh build (" + plan.why + ")");
+  return runtime::Runtime::Create(config, std::move(store), rank, record.world_size());
+}
+
+void ElasticDriver::Quiesce(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (!runtime_) return;
+  runtime_->Abort(why);
+  if (runtime_->CanShrink()) {
+    parent_ = std::move(runtime_);
+    parent_record_ = built_record_;
+    parent_incarnation_ = static_cast<int64_t>(StoreGeneration(attempt_generation_, attempt_));
+  }
+  runtime_.reset();
 }
 
 Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const MembershipRecord& record) {
@@ -319,11 +367,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     // Join the newest record.
     MembershipRecord latest = source_->Latest();
     if (latest.generation > record.generation) record = latest;
-    {
-      std::lock_guard lock(mu_);
-      if (runtime_) runtime_->Abort("rebuilding");
-      runtime_.reset();
-    }
+    Quiesce("rebuilding");
     if (record.Find(options_.worker_id) == nullptr && joined_generation_.load() == 0) {
       // A newcomer started before the record that adds it was published: wait for it.
       auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
@@ -372,10 +416,10 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     }
     char line[256];
     std::snprintf(line, sizeof line,
-                  "generation %lld ready: detect %.3fs rendezvous %.3fs communicator %.3fs restore %.3fs, "
+                  "generation %lld ready: detect %.3fs rendezvous %.3fs communicator %.3fs (%s) restore %.3fs, "
                   "resuming at step %lld (%lld local steps rolled back)",
                   static_cast<long long>(record.generation), stats.detect, stats.rendezvous, stats.communicator,
-                  stats.restore, static_cast<long long>(state_->committed_step()),
+                  stats.shrunk ? "shrunk" : "new", stats.restore, static_cast<long long>(state_->committed_step()),
                   static_cast<long long>(stats.steps_lost));
     Log(line);
     if (on_restore) on_restore(static_cast<int64_t>(StoreGeneration(record.generation, attempt_)), state_->committed_step());
@@ -416,11 +460,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     failure_time = Clock::now();
     Log("step " + std::to_string(state_->committed_step()) + " interrupted: " + failed.ToString() +
         "; waiting for the next generation");
-    {
-      std::lock_guard lock(mu_);
-      if (runtime_) runtime_->Abort("quiesce");
-      runtime_.reset();
-    }
+    Quiesce("quiesce");
     RINGMASTER_ASSIGN_OR_RETURN(record, NextRecord(record));
   }
 }

@@ -8,7 +8,10 @@
 //   1. rendezvous: rank 0 of the new membership serves the StoreServer on its
 //      own store port (the record's coordinator); everyone connects with the
 //      generation (stale generations are refused) and the job secret;
-//   2. communicator: Runtime::Create with "g<generation>" as the key prefix,
+//   2. communicator: when the new membership only removes workers and the
+//      previous communicator can shrink (NCCL >= 2.27), the survivors agree
+//      and shrink it (rebuild_plan.h); otherwise Runtime::Create afresh, with
+//      "g<generation>" as the key prefix; either way
 //      then every process set of options.process_sets re-split from the new
 //      world (process_set_rules.h: sets by worker id or placement, never by
 //      stale ranks);
@@ -105,6 +108,7 @@ enum class ElasticResult { kFinished, kLeft };
 struct RebuildStats {
   int64_t generation = 0;
   double detect = 0, rendezvous = 0, communicator = 0, restore = 0;
+  bool shrunk = false;     // the communicator came from shrinking the previous one
   int64_t steps_lost = 0;  // locally computed steps rolled back
 };
 
@@ -131,6 +135,13 @@ class ElasticDriver {
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
   Status CreateProcessSets(runtime::Runtime& rt, const membership::MembershipRecord& record);
   bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
+  // Aborts runtime_ and keeps it as parent_ when it can shrink.
+  void Quiesce(const std::string& why);
+  // Builds the generation's world: by shrinking parent_ when every rank agrees, else afresh.
+  StatusOr<std::unique_ptr<runtime::Runtime>> CreateWorld(const runtime::RuntimeConfig& config,
+                                                          std::shared_ptr<runtime::Store> store,
+                                                          const membership::MembershipRecord& record, int rank,
+                                                          RebuildStats* stats);
   // Rank 0 queues a save of the committed state every options_.checkpoint_every steps.
   void MaybeCheckpoint(const runtime::Runtime& rt);
   // Reports finished saves to the metrics and the log.
@@ -151,6 +162,12 @@ class ElasticDriver {
   int64_t attempt_ = 0;
   std::map<std::string, int> process_sets_;  // of the current runtime
   std::unique_ptr<runtime::checkpoint::AsyncCheckpointWriter> writer_;  // when options_.checkpoints is set
+  // The aborted runtime of the last build and its record, kept until the next build in case it can
+  // be shrunk (only while its backend can shrink).
+  std::shared_ptr<runtime::Runtime> parent_;
+  membership::MembershipRecord parent_record_;
+  int64_t parent_incarnation_ = 0;
+  membership::MembershipRecord built_record_;  // the record of runtime_
   uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
 
   mutable std::mutex mu_;

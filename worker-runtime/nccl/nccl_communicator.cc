@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <numeric>
 #include <thread>
 
@@ -95,12 +96,20 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Create(std::shared_ptr
     return AbortedError("NCCL init of '" + prefix + "' (rank " + std::to_string(rank) + " of " + std::to_string(size) +
                         ") " + (r == ncclInProgress ? "timed out" : std::string("failed: ") + ncclGetErrorString(r)));
   }
-  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(prefix), rank, size, options, comm, stream));
+  auto loaded = nccl::LoadedVersion();
+  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(prefix), rank, size, options,
+                                                            loaded.ok() ? *loaded : nccl::Version{}, comm, stream));
 }
 
-NcclCommunicator::NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, ncclComm* comm,
-                                   CUstream_st* stream)
-    : prefix_(std::move(prefix)), rank_(rank), size_(size), options_(options), comm_(comm), stream_(stream) {}
+NcclCommunicator::NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, nccl::Version loaded,
+                                   ncclComm* comm, CUstream_st* stream)
+    : prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(size),
+      options_(options),
+      loaded_(loaded),
+      comm_(comm),
+      stream_(stream) {}
 
 NcclCommunicator::~NcclCommunicator() {
   // Abort rather than Destroy: Destroy runs Finalize, a collective that hangs if a peer is gone.
@@ -126,10 +135,17 @@ Status NcclCommunicator::health() const {
 Status NcclCommunicator::Fail(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' rank " + std::to_string(rank_) + ": " + why);
-  if (!nccl_aborted_) {
-    ncclCommAbort(comm_);
-    nccl_aborted_ = true;
+  if (nccl_aborted_ || revoked_) return broken_;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  // Revoke stops the in-flight work like an abort but keeps the communicator, so the survivors
+  // can shrink it instead of building a new one.
+  if (loaded_.HasCommRevoke() && ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT) == ncclSuccess) {
+    revoked_ = true;
+    return broken_;
   }
+#endif
+  ncclCommAbort(comm_);
+  nccl_aborted_ = true;
   return broken_;
 }
 
@@ -263,18 +279,79 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Split(const std::vecto
   RINGMASTER_RETURN_IF_ERROR(WaitComm("ncclCommSplit"));
   if (new_rank < 0) return std::unique_ptr<Communicator>();
   if (child == nullptr) return Fail("ncclCommSplit returned no communicator for a member");
+  return Adopt(child, prefix_ + "/set/" + name, new_rank, static_cast<int>(ranks.size()), "ncclCommSplit");
+}
+
+StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Adopt(ncclComm* child, std::string prefix, int rank,
+                                                                int size, const char* what) {
   ncclResult_t r = PollComm(child, Clock::now() + options_.timeout, nullptr);
   if (r != ncclSuccess) {
     ncclCommAbort(child);
-    return AbortedError("ncclCommSplit of process set '" + name + "' failed: " + ncclGetErrorString(r));
+    return AbortedError(std::string(what) + " of '" + prefix + "' " +
+                        (r == ncclInProgress ? "timed out" : std::string("failed: ") + ncclGetErrorString(r)));
   }
   cudaStream_t stream = nullptr;
   if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
     ncclCommAbort(child);
     return UnavailableError("cudaStreamCreate: " + CudaError(e));
   }
-  return std::unique_ptr<Communicator>(new NcclCommunicator(prefix_ + "/set/" + name, new_rank,
-                                                            static_cast<int>(ranks.size()), options_, child, stream));
+  return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(prefix), rank, size, options_, loaded_, child,
+                                                            stream));
+}
+
+bool NcclCommunicator::can_shrink() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loaded_.HasCommShrink() && NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0) && !nccl_aborted_;
+}
+
+StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Shrink(const std::vector<int>& excluded,
+                                                                 const std::string& name) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  if (!loaded_.HasCommShrink()) {
+    return UnimplementedError("NCCL " + loaded_.ToString() + " has no ncclCommShrink (2.27+): build a new communicator");
+  }
+  if (excluded.empty() || !std::is_sorted(excluded.begin(), excluded.end()) ||
+      std::adjacent_find(excluded.begin(), excluded.end()) != excluded.end() || excluded.front() < 0 ||
+      excluded.back() >= size_ || std::binary_search(excluded.begin(), excluded.end(), rank_)) {
+    return InvalidArgumentError("shrink of '" + prefix_ + "': excluded ranks must be sorted, unique ranks of the " +
+                                std::to_string(size_) + " other than this rank " + std::to_string(rank_));
+  }
+  bool revoked;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (nccl_aborted_) {
+      return FailedPreconditionError("communicator '" + prefix_ + "' was aborted (its NCCL resources are released); "
+                                     "build a new communicator");
+    }
+    revoked = revoked_;
+  }
+  int flags = NCCL_SHRINK_ABORT;  // something may still be in flight: terminate it first
+  if (revoked) {
+    // A revoked communicator turns ncclSuccess once quiescent; then a plain shrink is safe.
+    ncclResult_t quiet = PollComm(comm_, Clock::now() + options_.timeout, nullptr);
+    if (quiet != ncclSuccess) {
+      return AbortedError("communicator '" + prefix_ + "' did not quiesce after revoke: " +
+                          (quiet == ncclInProgress ? "timed out" : ncclGetErrorString(quiet)));
+    }
+    flags = NCCL_SHRINK_DEFAULT;
+  }
+  std::vector<int> list(excluded);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t child = nullptr;
+  ncclResult_t r = ncclCommShrink(comm_, list.data(), static_cast<int>(list.size()), &child, &config, flags);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    if (child) ncclCommAbort(child);
+    return AbortedError(std::string("ncclCommShrink of '") + prefix_ + "': " + ncclGetErrorString(r));
+  }
+  if (child == nullptr) return AbortedError("ncclCommShrink of '" + prefix_ + "' returned no communicator");
+  const int below = static_cast<int>(std::lower_bound(excluded.begin(), excluded.end(), rank_) - excluded.begin());
+  return Adopt(child, name, rank_ - below, size_ - static_cast<int>(excluded.size()), "ncclCommShrink");
+#else
+  (void)excluded;
+  return UnimplementedError("built against NCCL " + nccl::CompiledVersion().ToString() +
+                            " without ncclCommShrink: build a new communicator for '" + name + "'");
+#endif
 }
 
 }  // namespace ringmaster::runtime

@@ -5,9 +5,13 @@
 // non-blocking (config.blocking = 0) and every call is followed by a poll of
 // cudaStreamQuery and ncclCommGetAsyncError against our own deadline. On an
 // asynchronous error, a deadline, or Abort(), the polling thread calls
-// ncclCommAbort (never ncclCommDestroy on a failed communicator) and the
-// communicator answers Aborted from then on. Init uses ncclCommInitRankConfig
-// with the unique id carried by the rendezvous store; Split uses ncclCommSplit.
+// ncclCommRevoke when the loaded NCCL has it (>= 2.28: in-flight work stops and
+// the communicator stays shrinkable), else ncclCommAbort (never ncclCommDestroy
+// on a failed communicator), and the communicator answers Aborted from then on.
+// Init uses ncclCommInitRankConfig with the unique id carried by the rendezvous
+// store; Split uses ncclCommSplit; Shrink (NCCL >= 2.27) uses ncclCommShrink --
+// after a revoke once the parent is quiescent, otherwise in NCCL_SHRINK_ABORT
+// mode -- so a scale-down or a lost peer needs no new unique id and no full init.
 //
 // Thread-safety: as Communicator. Abort() only sets a flag; the thread inside
 // the communicator performs ncclCommAbort, so NCCL is never entered by two
@@ -21,6 +25,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "nccl/nccl_version.h"
 #include "store/store.h"
 
 struct ncclComm;
@@ -54,11 +59,17 @@ class NcclCommunicator : public Communicator {
   Status Alltoall(const void* in, void* out, size_t count, DataType type) override;
   Status Barrier() override;
   StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) override;
+  bool can_shrink() const override;
+  StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, const std::string& name) override;
   void Abort(const std::string& reason) override;
   Status health() const override;
 
  private:
-  NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, ncclComm* comm, CUstream_st* stream);
+  NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, nccl::Version loaded, ncclComm* comm,
+                   CUstream_st* stream);
+  // A child communicator (split or shrink) once NCCL has created it: waits for it, adds a stream.
+  StatusOr<std::unique_ptr<Communicator>> Adopt(ncclComm* child, std::string prefix, int rank, int size,
+                                                const char* what);
   // Polls until the communicator is idle (init/split done) or the deadline.
   Status WaitComm(const char* what);
   // Polls until the stream has drained every enqueued operation.
@@ -72,6 +83,7 @@ class NcclCommunicator : public Communicator {
   const int rank_;
   const int size_;
   const NcclOptions options_;
+  const nccl::Version loaded_;  // the libnccl in use: which fault-tolerance calls exist
   ncclComm* const comm_;
   CUstream_st* const stream_;
 
@@ -79,7 +91,8 @@ class NcclCommunicator : public Communicator {
   mutable std::mutex mu_;
   // Guarded by mu_.
   Status broken_;
-  bool nccl_aborted_ = false;
+  bool nccl_aborted_ = false;  // ncclCommAbort done: the resources are gone
+  bool revoked_ = false;       // ncclCommRevoke done: quiescing or quiescent, shrinkable
   void* scratch_ = nullptr;  // 4 bytes of device memory for Barrier (used by the calling thread)
 };
 

@@ -102,5 +102,59 @@ TEST_P(NcclCommunicatorTest, CollectivesMatchTheReference) {
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclCommunicatorTest, ::testing::Values(1, 2),
                          [](const auto& info) { return "np" + std::to_string(info.param); });
 
+// A peer dies: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28),
+// and the survivors shrink it (NCCL >= 2.27) into a working world of their own, keeping their
+// relative order -- no new unique id, no full init (what the elastic driver does on a removal).
+class NcclShrinkTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!GpuDeviceNodePresent()) GTEST_SKIP() << "no GPU on this machine";
+    ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  }
+};
+
+TEST_P(NcclShrinkTest, SurvivorsShrinkAfterAPeerDies) {
+  const int dead = GetParam();
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [dead](RankContext& ctx) {
+    int gpus = nccl::VisibleGpuCount();
+    ASSERT_GT(gpus, 0);
+    NcclOptions no;
+    no.device = ctx.rank % gpus;
+    no.timeout = 5s;
+    auto made = NcclCommunicator::Create(ctx.store, "nccl-shrink", ctx.rank, ctx.size, no);
+    ASSERT_OK(made);
+    Communicator& comm = **made;
+    ASSERT_OK(comm.Barrier());
+    if (ctx.rank == dead) ::_exit(0);  // gone without a word, as a killed pod
+    const size_t count = 257;
+    auto in = MakeInput(DataType::kFloat32, ReduceOp::kSum, ctx.rank, count);
+    auto failed = [&] {
+      DeviceBuffer i(in.size()), o(in.size());
+      cudaMemcpy(i.ptr, in.data(), in.size(), cudaMemcpyHostToDevice);
+      return comm.Allreduce(i.ptr, o.ptr, count, DataType::kFloat32, ReduceOp::kSum);
+    }();
+    EXPECT_EQ(failed.code(), StatusCode::kAborted) << failed;
+    ASSERT_TRUE(comm.can_shrink()) << "NCCL " << nccl::LoadedVersion()->ToString()
+                                   << " should have revoked, not aborted, the communicator";
+    auto shrunk = comm.Shrink({dead}, "nccl-shrink/g2");
+    ASSERT_OK(shrunk);
+    Communicator& world = **shrunk;
+    EXPECT_EQ(world.size(), 2);
+    EXPECT_EQ(world.rank(), ctx.rank < dead ? ctx.rank : ctx.rank - 1);
+    auto mine = MakeInput(DataType::kFloat32, ReduceOp::kSum, world.rank(), count);
+    auto got = RoundTrip(mine, mine.size(), [&](void* i, void* o) {
+      return world.Allreduce(i, o, count, DataType::kFloat32, ReduceOp::kSum);
+    });
+    auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, 2, count);
+    EXPECT_EQ(CountMismatches(DataType::kFloat32, got.data(), want.data(), count), 0u);
+  });
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(DeadRank, NcclShrinkTest, ::testing::Values(1, 2),
+                         [](const auto& info) { return "rank" + std::to_string(info.param) + "_dies"; });
+
 }  // namespace
 }  // namespace ringmaster::runtime

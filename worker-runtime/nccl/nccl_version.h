@@ -19,6 +19,7 @@ struct Version {
 
   bool HasCommSplit() const { return code >= 21800; }   // ncclCommSplit
   bool HasCommShrink() const { return code >= 22700; }  // ncclCommShrink
+  bool HasCommRevoke() const { return code >= 22800; }  // ncclCommRevoke
   bool HasCommGrow() const { return code >= 22900; }    // ncclCommGrow
   // NCCL_MULTI_RANK_GPU_ENABLE=1 lets two ranks share one GPU (experimental).
   bool HasMultiRankPerGpu() const { return code >= 23000; }

@@ -9,6 +9,8 @@ TEST(NcclVersionTest, DecodesNcclVersionCodes) {
   Version v{22703};
   EXPECT_EQ(v.ToString(), "2.27.3");
   EXPECT_TRUE(v.HasCommShrink());
+  EXPECT_FALSE(v.HasCommRevoke());
+  EXPECT_TRUE(Version{22800}.HasCommRevoke());
   EXPECT_FALSE(v.HasCommGrow());
   EXPECT_FALSE(Version{21704}.HasCommSplit());
 }
@@ -16,6 +18,7 @@ TEST(NcclVersionTest, DecodesNcclVersionCodes) {
 // The headers `make deps` installs must carry the fault-tolerance API the elastic rebuild uses.
 TEST(NcclVersionTest, CompiledAgainstNcclWithShrink) {
   EXPECT_TRUE(CompiledVersion().HasCommShrink()) << CompiledVersion().ToString();
+  EXPECT_TRUE(CompiledVersion().HasCommRevoke()) << CompiledVersion().ToString();
 }
 
 // libnccl loads and answers without a GPU, and matches the headers it was built with.

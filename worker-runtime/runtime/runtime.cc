@@ -10,6 +10,34 @@ namespace ringmaster::runtime {
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
                                                    int rank, int size) {
+  WorldOptions wo;
+  wo.backend = config.backend;
+  wo.timeout = config.timeout;
+  wo.local_rank = config.local_rank;
+  wo.host = config.host;
+  wo.prefix = config.name + "/world";
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, CreateWorldCommunicator(store, rank, size, wo));
+  return Assemble(config, std::move(store), std::move(world));
+}
+
+bool Runtime::CanShrink() const {
+  auto world = sets_.EngineFor(kWorldSet);
+  return world.ok() && (*world)->data()->can_shrink();
+}
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                              Runtime& parent, const std::vector<int>& excluded) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, parent.sets_.EngineFor(kWorldSet));
+  // The parent was aborted (its engine thread has stopped issuing work), so this thread is the only
+  // one inside the communicator, as Shrink requires.
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> shrunk,
+                              world->data()->Shrink(excluded, config.name + "/world"));
+  return Assemble(config, std::move(store), std::move(shrunk));
+}
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                     std::unique_ptr<Communicator> world) {
+  const int rank = world->rank(), size = world->size();
   std::unique_ptr<Timeline> timeline;
   if (!config.timeline_path.empty()) {
     std::string path = config.timeline_path;
@@ -19,13 +47,6 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, 
       RINGMASTER_ASSIGN_OR_RETURN(timeline, Timeline::Open(path, rank));
     }
   }
-  WorldOptions wo;
-  wo.backend = config.backend;
-  wo.timeout = config.timeout;
-  wo.local_rank = config.local_rank;
-  wo.host = config.host;
-  wo.prefix = config.name + "/world";
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, CreateWorldCommunicator(store, rank, size, wo));
   std::shared_ptr<Communicator> data(std::move(world));
   std::shared_ptr<Communicator> control = data;
   if (data->memory() != MemoryKind::kHost) {

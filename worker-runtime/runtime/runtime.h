@@ -39,7 +39,19 @@ class Runtime {
   // Unavailable (timeline file), InvalidArgument (bad static sets).
   static StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
                                                    int rank, int size);
+  // The next generation's runtime from this one's world communicator when only
+  // ranks left (`excluded`: sorted world ranks of `parent` that are gone), e.g.
+  // NCCL's ncclCommShrink: no new unique id, no full init. Called by the
+  // survivors only, after parent.Abort(); the process sets are not carried over
+  // (re-create them). Errors: Unimplemented (the backend cannot shrink; use
+  // Create), FailedPrecondition (the parent's communicator is released), those
+  // of the control channel's rendezvous, Aborted.
+  static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                              Runtime& parent, const std::vector<int>& excluded);
   ~Runtime();
+
+  // Whether CreateByShrinking can work on this runtime now.
+  bool CanShrink() const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -81,6 +93,9 @@ class Runtime {
 
  private:
   Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::unique_ptr<Timeline> timeline);
+  // The runtime around a world communicator: control channel, world engine, static sets.
+  static StatusOr<std::unique_ptr<Runtime>> Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                     std::unique_ptr<Communicator> world);
   Handle Submit(int set, Request request);
   EngineOptions EngineOptionsFor(int id, const std::string& name) const;
 
