@@ -1,0 +1,36 @@
+// Test support for the elastic end-to-end tests: runs ringmaster-run over
+// ringmaster-train-example (paths compiled in) and checks a run against a
+// one-process run of the same data: float64 weights within 1e-9 relative, every
+// sample id exactly once per epoch. Outputs go under a per-process temp root;
+// the launcher's and workers' lines go to OUT.log and to the test log.
+//
+// Thread-safety: for one test thread (GoogleTest assertions).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ringmaster::elastic::testing {
+
+inline constexpr int kSteps = 30, kSamples = 40, kBatch = 8;  // 6 epochs
+
+// Where this test process writes (removed by the caller when it passed).
+std::filesystem::path Root();
+
+// Runs ringmaster-run with the standard data flags; returns its exit status.
+int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags = "");
+
+std::vector<double> ReadWeights(const std::string& path);
+// The weights of a one-process CPU run (computed once per process).
+const std::vector<double>& Reference();
+// The last generation the launcher published.
+int64_t LastGeneration(const std::string& out);
+// Weights and exactly-once samples of `out` against Reference(); the membership
+// must have reached `min_generation` (the chaos really happened).
+void ExpectMatchesReference(const std::string& out, int64_t min_generation = 1);
+// How many lines of OUT.log contain `text`.
+int CountInLog(const std::string& out, const std::string& text);
+
+}  // namespace ringmaster::elastic::testing
