@@ -3,6 +3,7 @@
 // watching only that test's namespace). Every assertion reads the live API with a bounded wait.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -193,6 +194,17 @@ TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
   ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=2"}).ok());
   json down = WaitForJob("scale", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   EXPECT_EQ(Membership(down).value("reason", ""), "ScaledDown");
+  // The two that left are not deleted under their workers' feet: they are listed as leaving until they
+  // exit 0 (here KWOK's completed stage plays the worker committing and exiting).
+  json leaving = WaitForJob("scale", "2 leaving workers", seconds(30),
+                            [](const json& j) { return j.value("status", json::object()).value("leaving", json::array()).size() == 2; });
+  std::vector<std::string> members = MemberPods(down);
+  EXPECT_EQ(Pods("scale").size(), 4u) << "a leaving worker's pod was deleted before it exited";
+  for (const auto& l : leaving["status"]["leaving"]) {
+    std::string pod = l.value("pod", "");
+    EXPECT_EQ(std::count(members.begin(), members.end(), pod), 0) << pod;
+    ASSERT_TRUE(Kubectl({"label", "pod", pod, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}).ok());
+  }
   ASSERT_TRUE(WaitFor("2 pods", seconds(60), [&](std::string*) {
                 size_t live = 0;
                 for (const auto& p : Pods("scale")) live += !p["metadata"].contains("deletionTimestamp");
