@@ -1,0 +1,378 @@
+// Real workers under the real operator: ringmaster-operator as its own process manages a TrainingJob on
+// the local control plane; KWOK runs its pods on fake GPU nodes of this test's own pool, and the pod
+// runner (support/pod_runner.h) runs each Running pod's container -- ringmaster-train-example -- as a
+// local process on the pod's loopback IP, with the pod's environment (the job secret from its Secret)
+// and its service-account token. The workers learn their membership by watching their TrainingJob,
+// rendezvous, train over Gloo and rebuild in place when the operator publishes a new generation.
+//
+// Each test disturbs the job mid-run (a worker SIGKILLed, a node lost, a scale-down) and then requires:
+// the job Succeeded, every finisher's weights equal a one-process run (float64, 1e-9 relative), and
+// the committed samples (ResolveJournals over every worker's journal) cover each epoch exactly once.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "elastic/sample_journal.h"
+#include "support/cluster_test.h"
+#include "support/operator_process.h"
+#include "support/pod_runner.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+// The training: 120 steps of a fixed global batch of 8 over 48 samples (20 epochs), paced so the
+// disturbances land mid-run and the rebuilds finish well before the end.
+constexpr int kSteps = 120, kSamples = 48, kBatch = 8, kStepDelayMs = 100;
+constexpr int kDisturbAtStep = 12;
+const std::string kJob = "train";
+
+std::vector<std::string> TrainFlags() {
+  return {"--steps", std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch", std::to_string(kBatch),
+          "--seed",  "7",                    "--timeout-ms", "8000"};
+}
+
+std::vector<double> ReadWeights(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> w;
+  double v;
+  while (in >> v) w.push_back(v);
+  return w;
+}
+
+class ElasticWorkersE2eTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    EnsureTrainingJobCrd();
+    ns_ = CreateNamespace("workers");
+    out_ = ::testing::TempDir() + "elastic-workers-" + ns_;
+    std::filesystem::remove_all(out_);
+    std::filesystem::create_directories(out_ + "/train");
+    // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
+    for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddNode(ns_ + suffix);
+    Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
+    ASSERT_TRUE(started.ok()) << started;
+    PodRunnerOptions ro;
+    ro.kubeconfig = cluster_.kubeconfig();
+    ro.ns = ns_;
+    ro.job = kJob;
+    ro.bin_dir = RINGMASTER_BIN_DIR;
+    ro.work_dir = out_ + "/pods";
+    auto runner = PodRunner::Start(ro);
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    runner_ = std::move(runner).value();
+  }
+
+  void TearDown() override {
+    if (runner_) {
+      if (HasFailure()) std::cerr << runner_->Describe() << "\n";
+      runner_->Stop();
+    }
+    if (HasFailure()) {
+      std::cerr << "---- operator log ----\n" << operator_.Log() << "\n";
+      auto job = cluster_.Kubectl({"get", "tj", kJob, "-n", ns_, "-o", "yaml"});
+      if (job.ok()) std::cerr << "---- the job ----\n" << job->out << "\n";
+    }
+    operator_.Stop(seconds(5));
+    ClusterTest::TearDown();
+    for (const auto& node : nodes_) (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
+    if (!HasFailure()) std::filesystem::remove_all(out_);  // kept for a person to read when it failed
+  }
+
+  void AddNode(const std::string& name) {
+    nodes_.push_back(name);
+    Status s = cluster_.Apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name +
+                              "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, ringmaster.io/test-pool: " +
+                              ns_ + "}\nstatus:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"1\"}\n"
+                              "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"1\"}\n");
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // The job: min 2, desired 3, max 4 CPU workers (one fake GPU each, so one per node), pinned to this
+  // test's nodes, running ringmaster-train-example with the Kubernetes membership source.
+  void ApplyJob() {
+    std::string args;
+    std::vector<std::string> flags = TrainFlags();
+    flags.insert(flags.end(), {"--step-delay-ms", std::to_string(kStepDelayMs), "--out", out_ + "/train"});
+    for (const auto& f : flags) args += (args.empty() ? "" : ", ") + json(f).dump();
+    Status s = cluster_.Apply(
+        "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + kJob + ", namespace: " + ns_ +
+        "}\nspec:\n  replicas: {min: 2, max: 4, desired: 3}\n"
+        "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
+        "leaveGraceSeconds: 30}\n"
+        "  template:\n    spec:\n      nodeSelector: {ringmaster.io/test-pool: " + ns_ + "}\n"
+        "      containers:\n      - name: trainer\n        image: ringmaster/train-example:dev\n"
+        "        command: [ringmaster-train-example]\n        args: [" + args + "]\n"
+        "        env: [{name: RINGMASTER_BACKEND, value: gloo}]\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n");
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  json Job() {
+    auto j = cluster_.KubectlJson({"get", "tj", kJob, "-n", ns_});
+    return j.ok() ? *j : json::object();
+  }
+  static json Membership(const json& job) { return job.value("status", json::object()).value("membership", json::object()); }
+  static std::string Phase(const json& job) { return job.value("status", json::object()).value("phase", ""); }
+
+  json WaitForJob(const std::string& what, seconds timeout, const std::function<bool(const json&)>& pred) {
+    json job;
+    Status s = WaitFor(what, timeout, [&](std::string* last) {
+      job = Job();
+      *last = job.value("status", json::object()).dump();
+      return pred(job);
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return job;
+  }
+
+  // The highest step any worker has journaled (the training's progress).
+  int64_t Progress() {
+    int64_t best = -1;
+    for (const auto& e : std::filesystem::directory_iterator(out_ + "/train")) {
+      if (e.path().filename().string().rfind("journal.", 0) != 0) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string kind;
+        int64_t generation = 0, step = -1;
+        if (fields >> kind >> generation >> step && kind == "A") best = std::max(best, step);
+      }
+    }
+    return best;
+  }
+
+  // Waits until the job trains (its first generation is published and the workers pass kDisturbAtStep);
+  // returns the job as then seen.
+  json WaitUntilTraining() {
+    json job = WaitForJob("the first membership of 3 workers", seconds(60),
+                          [](const json& j) { return Membership(j).value("worldSize", 0) == 3; });
+    Status s = WaitFor("the workers to reach step " + std::to_string(kDisturbAtStep), seconds(45), [&](std::string* last) {
+      int64_t p = Progress();
+      *last = "step " + std::to_string(p);
+      return p >= kDisturbAtStep;
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return Job();
+  }
+
+  // A one-process run of the same training (the pacing flag does not change the arithmetic).
+  std::vector<double> Reference() {
+    std::string out = out_ + "/reference";
+    std::vector<std::string> argv = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-run", "--np", "1", "--out", out,
+                                     "--deadline-s", "60", "--", std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example"};
+    for (const auto& f : TrainFlags()) argv.push_back(f);
+    auto r = RunCommand(argv, seconds(90));
+    EXPECT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->out + r->err : r.status().ToString());
+    return ReadWeights(out + "/weights.txt");
+  }
+
+  // The job succeeds; every finisher's weights equal the reference; each epoch's samples are committed
+  // exactly once. Returns the pods whose workers wrote final weights.
+  std::set<std::string> ExpectSucceededWithExactResults() {
+    json done = WaitForJob("the job to succeed", seconds(60), [](const json& j) { return Phase(j) == "Succeeded" || Phase(j) == "Failed"; });
+    EXPECT_EQ(Phase(done), "Succeeded") << done.value("status", json::object()).dump(2);
+
+    const std::vector<double> ref = Reference();
+    EXPECT_EQ(ref.size(), 8u) << "the one-process reference run wrote no weights";
+    std::set<std::string> finishers;
+    std::vector<std::string> journals;
+    for (const auto& e : std::filesystem::directory_iterator(out_ + "/train")) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("journal.", 0) == 0) journals.push_back(e.path().string());
+      if (name.rfind("weights.", 0) != 0 || name.size() < 4 || name.substr(name.size() - 4) != ".txt") continue;
+      std::string pod = name.substr(8, name.size() - 12);
+      finishers.insert(pod);
+      std::vector<double> got = ReadWeights(e.path().string());
+      EXPECT_EQ(got.size(), ref.size()) << name;
+      for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
+        EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << name << " weight " << i << ": " << got[i] << " vs " << ref[i];
+      }
+    }
+    EXPECT_GE(finishers.size(), 2u) << "fewer than min workers wrote final weights";
+
+    auto resolved = elastic::ResolveJournals(journals, kSteps);
+    EXPECT_TRUE(resolved.ok()) << resolved.status();
+    if (resolved.ok()) {
+      std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
+      for (const auto& s : *resolved) by_epoch[s.epoch].insert(s.sample);
+      EXPECT_EQ(by_epoch.size(), static_cast<size_t>(kSteps * kBatch / kSamples));
+      for (const auto& [epoch, ids] : by_epoch) {
+        EXPECT_EQ(ids.size(), static_cast<size_t>(kSamples)) << "epoch " << epoch;
+        uint64_t expect = 0;
+        for (uint64_t id : ids) EXPECT_EQ(id, expect++) << "epoch " << epoch << ": a sample missing or repeated";
+      }
+    }
+    EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
+    return finishers;
+  }
+
+  // The runner's processes for `pod`, in start order.
+  std::vector<RunnerProcess> ProcessesOf(const std::string& pod) {
+    std::vector<RunnerProcess> out;
+    for (const auto& p : runner_->Processes())
+      if (p.pod == pod) out.push_back(p);
+    return out;
+  }
+
+  // Waits until the operator has recorded a membership change for `reason` to a world of `world`
+  // workers (the Event it records on the job for every generation; a generation can be superseded
+  // faster than the job could be polled). Returns the event's message.
+  std::string WaitForMembershipEvent(const std::string& reason, int world) {
+    std::string found;
+    Status s = WaitFor("a " + reason + " membership change to world size " + std::to_string(world), seconds(30),
+                       [&](std::string* last) {
+                         auto events = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                                                             "involvedObject.kind=TrainingJob,involvedObject.name=" + kJob +
+                                                                 ",reason=" + reason});
+                         if (!events.ok()) {
+                           *last = events.status().ToString();
+                           return false;
+                         }
+                         for (const auto& e : (*events)["items"]) {
+                           std::string message = e.value("message", "");
+                           *last = message;
+                           if (message.find("world size " + std::to_string(world) + " ") != std::string::npos) found = message;
+                         }
+                         return !found.empty();
+                       });
+    EXPECT_TRUE(s.ok()) << s;
+    return found;
+  }
+
+  std::string ns_, out_;
+  BackgroundProcess operator_;
+  std::unique_ptr<PodRunner> runner_;
+  std::vector<std::string> nodes_;
+};
+
+TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string victim = m["members"][1].value("pod", "");
+  const std::string victim_uid = m["members"][1].value("uid", "");
+  const int64_t generation = m.value("generation", int64_t{0});
+
+  ASSERT_TRUE(runner_->Signal(victim, SIGKILL).ok()) << victim;
+  // Its pod fails with the signal's exit code; the operator drops it, counts the failure and replaces it.
+  Status reported = WaitFor("the crash reported as a failed pod", seconds(20), [&](std::string* last) {
+    auto procs = ProcessesOf(victim);
+    *last = procs.empty() ? "no process" : "exit " + std::to_string(procs[0].exit_code);
+    return !procs.empty() && procs[0].reported;
+  });
+  ASSERT_TRUE(reported.ok()) << reported;
+  EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 128 + SIGKILL);
+  std::string failed = WaitForMembershipEvent("WorkerFailed", 2);
+  EXPECT_NE(failed.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << failed;
+  EXPECT_NE(failed.find(victim), std::string::npos) << failed;
+  WaitForJob("the replacement to join", seconds(30), [&](const json& j) {
+    for (const auto& member : Membership(j).value("members", json::array()))
+      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid) return Membership(j).value("worldSize", 0) == 3;
+    return false;
+  });
+
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  // The replacement (same pod name, new pod) trained to the end: its process exited 0 with weights.
+  auto procs = ProcessesOf(victim);
+  ASSERT_EQ(procs.size(), 2u);
+  EXPECT_NE(procs[1].uid, victim_uid);
+  EXPECT_EQ(procs[1].exit_code, 0);
+  EXPECT_TRUE(finishers.count(victim)) << "the replacement wrote no final weights";
+  EXPECT_EQ(Job()["status"].value("restartCount", -1), 1);
+}
+
+TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string victim = m["members"][1].value("pod", "");
+  const std::string node = m["members"][1].value("node", "");
+  const int64_t generation = m.value("generation", int64_t{0});
+  std::set<std::string> first_members;
+  for (const auto& member : m["members"]) first_members.insert(member.value("pod", ""));
+
+  auto label = cluster_.Kubectl({"label", "node", node, "node-not-ready.stage.kwok.x-k8s.io=true"});
+  ASSERT_TRUE(label.ok() && label->ok());
+  // The runner kills the worker at once (a lost machine) and reports nothing; the operator drops it
+  // after nodeUnresponsiveSeconds and a replacement joins on the spare node.
+  Status killed = WaitFor("the lost node's worker to be killed", seconds(10), [&](std::string* last) {
+    auto procs = ProcessesOf(victim);
+    *last = procs.empty() ? "no process" : procs[0].killed_for;
+    return !procs.empty() && !procs[0].running;
+  });
+  ASSERT_TRUE(killed.ok()) << killed;
+  EXPECT_NE(ProcessesOf(victim)[0].killed_for.find("NotReady"), std::string::npos);
+  EXPECT_FALSE(ProcessesOf(victim)[0].reported);
+  std::string lost = WaitForMembershipEvent("NodeLost", 2);
+  EXPECT_NE(lost.find(victim), std::string::npos) << lost;
+  EXPECT_NE(lost.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << lost;
+  std::string replacement;
+  WaitForJob("a replacement to join", seconds(30), [&](const json& j) {
+    for (const auto& member : Membership(j).value("members", json::array()))
+      if (!first_members.count(member.value("pod", ""))) replacement = member.value("pod", "");
+    return !replacement.empty() && Membership(j).value("worldSize", 0) == 3;
+  });
+
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_FALSE(finishers.count(victim));
+  EXPECT_TRUE(finishers.count(replacement)) << "the replacement " << replacement << " wrote no final weights";
+  EXPECT_EQ(Job()["status"].value("restartCount", -1), 0) << "a lost node is not a worker failure";
+}
+
+TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFinishesExactly) {
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string leaving = m["members"][2].value("pod", "");
+  const std::string leaving_uid = m["members"][2].value("uid", "");
+  const int64_t generation = m.value("generation", int64_t{0});
+
+  auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=2"});
+  ASSERT_TRUE(scaled.ok() && scaled->ok()) << (scaled.ok() ? scaled->err : "");
+  std::string scaled_down = WaitForMembershipEvent("ScaledDown", 2);
+  EXPECT_NE(scaled_down.find(leaving), std::string::npos) << scaled_down;
+  EXPECT_NE(scaled_down.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << scaled_down;
+  // The highest rank leaves: it commits, exits 0 by itself, its pod Succeeds and is then deleted.
+  Status exited = WaitFor("the removed worker to exit", seconds(20), [&](std::string* last) {
+    auto procs = ProcessesOf(leaving);
+    *last = procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
+    return !procs.empty() && !procs[0].running;
+  });
+  ASSERT_TRUE(exited.ok()) << exited;
+  RunnerProcess p = ProcessesOf(leaving)[0];
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_EQ(p.killed_for, "") << "the leaving worker was killed instead of exiting";
+  Status reported = WaitFor("the removed worker's exit reported", seconds(10), [&](std::string*) {
+    return ProcessesOf(leaving)[0].reported;
+  });
+  EXPECT_TRUE(reported.ok()) << reported;
+  Status gone = WaitFor("the removed worker's pod to go away", seconds(20), [&](std::string* last) {
+    auto pod = cluster_.KubectlJson({"get", "pod", leaving, "-n", ns_});
+    if (!pod.ok()) return pod.status().message().find("NotFound") != std::string::npos;
+    *last = (*pod)["status"].value("phase", "");
+    return (*pod)["metadata"].value("uid", "") != leaving_uid;
+  });
+  EXPECT_TRUE(gone.ok()) << gone;
+
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_FALSE(finishers.count(leaving)) << "a worker that left wrote final weights";
+  EXPECT_EQ(finishers.size(), 2u);
+  EXPECT_EQ(ProcessesOf(leaving).size(), 1u) << "the removed worker was started again";
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
