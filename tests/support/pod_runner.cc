@@ -1,9 +1,6 @@
 #include "support/pod_runner.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +19,7 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "support/container_env.h"
+#include "support/local_process.h"
 
 namespace ringmaster::testing {
 
@@ -68,23 +66,6 @@ std::string Tail(const std::string& path, size_t bytes) {
   ss << in.rdbuf();
   std::string s = ss.str();
   return s.size() > bytes ? "..." + s.substr(s.size() - bytes) : s;
-}
-
-Status WriteFile(const std::string& path, const std::string& content, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return InternalError(ErrnoText("open " + path));
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return InternalError(ErrnoText("write " + path));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return Status::Ok();
 }
 
 }  // namespace
@@ -376,7 +357,7 @@ Status PodRunner::StartPod(const json& pod) {
   std::filesystem::create_directories(home, ec);
   if (ec) return InternalError("cannot create " + home + ": " + ec.message());
   std::string user = options_.ns + "/" + sa;
-  RINGMASTER_RETURN_IF_ERROR(WriteFile(
+  RINGMASTER_RETURN_IF_ERROR(WriteFileWithMode(
       kubeconfig,
       "apiVersion: v1\nkind: Config\nclusters:\n- name: cluster\n  cluster:\n    server: " + server_ +
           "\n    certificate-authority-data: " + kube::Base64Encode(ca_pem_) + "\nusers:\n- name: " + user +
@@ -396,56 +377,9 @@ Status PodRunner::StartPod(const json& pod) {
       if (fk == k) fv = v, replaced = true;
     if (!replaced) full.emplace_back(k, v);
   }
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : full) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
   std::string cwd = Str(container, {"workingDir"});
   if (cwd.empty()) cwd = home;
-
-  int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return InternalError(ErrnoText("open " + log_file));
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    return InternalError(ErrnoText("fork"));
-  }
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    ::setpgid(0, 0);
-    // A container starts with default signal dispositions and nothing blocked, whatever the test set.
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    if (::chdir(cwd.c_str()) != 0) {
-      const char msg[] = "pod-runner: chdir to the working directory failed\n";
-      (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
-      ::_exit(128);
-    }
-    // Sockets and files of the test process stay out of the pod.
-    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
-      for (int fd = 3; fd < 4096; ++fd) ::close(fd);
-    }
-    ::execve(binary.c_str(), args.data(), envp.data());
-    const char msg[] = "pod-runner: exec failed\n";
-    (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
+  RINGMASTER_ASSIGN_OR_RETURN(pid_t pid, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
 
   auto proc = std::make_unique<Proc>();
   proc->info = RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file};
