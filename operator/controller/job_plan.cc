@@ -16,7 +16,8 @@ namespace {
 
 constexpr size_t kRecentFailuresKept = 20;
 // A member that exits 0 has most likely finished the training with its peers, and rank 0's exit (which
-// completes the job) is moments away: it stays a member, and is not replaced, for this long.
+// completes the job) is moments away: it stays a member, and is not replaced, for this long. Likewise
+// workers still running when rank 0's exit completed the job get this long to exit before cleanup.
 constexpr std::chrono::seconds kFinishGrace{10};
 
 // What the plan needs to know about one worker pod.
@@ -151,14 +152,21 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
 
   // 1. A finished job only cleans up and, with a TTL, deletes itself.
   if (Finished(phase)) {
+    // Workers still running when the job succeeded are most likely finishing too (rank 0 was just the
+    // first to exit): they get kFinishGrace to exit by themselves before their pods are deleted.
+    const Clock::time_point done = TimeOr(StringAt(current_status, {"completionTime"}), in.now);
+    const bool settling = phase == "Succeeded" && in.now < done + kFinishGrace;
     for (const auto& p : pods) {
       bool running = p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
       if (spec.clean_pod_policy == CleanPodPolicy::kAll || (spec.clean_pod_policy == CleanPodPolicy::kRunning && running)) {
+        if (running && settling) {
+          EarliestRequeue(plan, done + kFinishGrace);
+          continue;
+        }
         delete_pod(p, "the job has finished");
       }
     }
     if (spec.ttl_after_finished) {
-      Clock::time_point done = TimeOr(StringAt(current_status, {"completionTime"}), in.now);
       if (in.now >= done + *spec.ttl_after_finished) plan.delete_job = true;
       else EarliestRequeue(plan, done + *spec.ttl_after_finished);
     }
