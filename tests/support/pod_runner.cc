@@ -212,20 +212,25 @@ void PodRunner::Tick() {
     }
     Status started = StartPod(pod);
     if (started.ok()) continue;
+    // A pod that no retry can start (no command, an unsupported env source) fails at once.
+    const bool permanent = started.code() == StatusCode::kInvalidArgument || started.code() == StatusCode::kUnimplemented;
     std::string error;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (pending == nullptr) {
         pending_.push_back(std::make_unique<Pending>(Pending{name, uid, Clock::now(), "", false}));
         pending = pending_.back().get();
-        Log(name + " (uid " + ShortUid(uid) + ") cannot start yet (retrying for " +
-            std::to_string(options_.start_timeout.count()) + " s): " + started.ToString());
+        if (!permanent) {
+          Log(name + " (uid " + ShortUid(uid) + ") cannot start yet (retrying for " +
+              std::to_string(options_.start_timeout.count()) + " s): " + started.ToString());
+        }
       }
       pending->last_error = started.ToString();
-      if (Clock::now() - pending->first_failure < options_.start_timeout) continue;
+      if (!permanent && Clock::now() - pending->first_failure < options_.start_timeout) continue;
       pending->given_up = true;
-      error = name + " (uid " + ShortUid(uid) + ") could not start within " +
-              std::to_string(options_.start_timeout.count()) + " s: " + pending->last_error;
+      error = name + " (uid " + ShortUid(uid) + ") could not start" +
+              (permanent ? "" : " within " + std::to_string(options_.start_timeout.count()) + " s") + ": " +
+              pending->last_error;
       errors_.push_back(error);
     }
     Log(error + "; reporting it failed (exit code 128)");

@@ -14,8 +14,9 @@
 //   * When its pod is deleted (or being deleted), replaced by a new pod of the same name (another uid),
 //     or its node goes NotReady (KWOK's node-not-ready chaos label, or Ready not True) or disappears,
 //     the process group is SIGKILLed at once (a lost node) and nothing is reported.
-//   * A pod whose start keeps failing (no Secret, no token, no binary) for `start_timeout` is reported
-//     failed with exit code 128 and the reason is added to Errors().
+//   * A pod that cannot start is reported failed with exit code 128 and the reason is added to Errors():
+//     at once when no retry can help (no command, an unsupported env source), else when its start kept
+//     failing (no Secret yet, no token, no binary) for `start_timeout`.
 //
 // Errors: Start() returns FailedPrecondition/InvalidArgument for bad options or kubeconfig, and
 // DeadlineExceeded when the pod and node caches do not sync within `sync_timeout`. Every later failure is
