@@ -5,14 +5,18 @@
 # membership generation. Those workers are KWOK pods (no process runs in them). Then the other half:
 # real CPU workers (ringmaster-run + ringmaster-train-example over Gloo) losing a worker, having one
 # frozen, and gaining two, each time rebuilding their communicators in place and resuming from the
-# newest commit.
+# newest commit. Last, both together: ringmaster-pod-runner runs the operator's pods as real workers
+# (each on its loopback pod IP, with the pod's environment and service-account token), one is killed,
+# and the job still finishes with every worker holding the same weights.
+# RINGMASTER_BUILD_DIR (default build) picks the build whose binaries run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-DIR="$RINGMASTER_ROOT/build/demo-cluster"
-BIN="$RINGMASTER_ROOT/build/bin"
+BUILD="${RINGMASTER_BUILD_DIR:-$RINGMASTER_ROOT/build}"
+DIR="$BUILD/demo-cluster"
+BIN="$BUILD/bin"
 CLUSTER="$HARNESS_DIR/cluster/cluster.sh"
-[[ -x "$BIN/ringmaster-operator" ]] || die "build/bin/ringmaster-operator is missing" "run make build"
+[[ -x "$BIN/ringmaster-operator" ]] || die "$BIN/ringmaster-operator is missing" "run make build"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 k() { "$DIR/bin/kubectl" --kubeconfig "$DIR/kubeconfig" "$@"; }
@@ -54,7 +58,8 @@ step "2. ringmaster-operator (log: $DIR/operator.log)"
 "$BIN/ringmaster-operator" --kubeconfig "$DIR/kubeconfig" --namespace default \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$DIR/operator.log" 2>&1 &
 OPERATOR=$!
-trap 'kill $OPERATOR 2>/dev/null || true' EXIT
+RUNNER=""
+trap 'kill $OPERATOR $RUNNER 2>/dev/null || true' EXIT
 sleep 1
 
 step "3. kubectl apply: an elastic job of 2..6 workers, 1 GPU each"
@@ -106,6 +111,57 @@ rm -rf "$RUN_DIR"
   "$BIN/ringmaster-train-example" --steps 150 --step-delay-ms 20 --seed 7 --dtype float64 --checkpoint-dir "$RUN_DIR/ckpt" --out "$RUN_DIR" 2>&1 |
   grep -E "ringmaster-run|generation [0-9]+ ready|restored step" | sed 's/^/  /'
 echo "  final weights: $RUN_DIR/weights.txt; every committed sample once per epoch: $RUN_DIR/samples.log"
+
+step "9. Real workers as the operator's pods (ringmaster-pod-runner: each Running pod's container runs on its pod IP)"
+[[ -x "$BIN/ringmaster-pod-runner" ]] || die "$BIN/ringmaster-pod-runner is missing" "run make build"
+k delete tj demo --cascade=foreground --wait=true >/dev/null  # its KWOK-only pods go first
+LAST_SHOWN=""
+PODS_DIR="$DIR/pods"
+rm -rf "$PODS_DIR"
+mkdir -p "$PODS_DIR/out"
+"$BIN/ringmaster-pod-runner" --kubeconfig "$DIR/kubeconfig" --namespace default --job demo --bin-dir "$BIN" \
+  --work-dir "$PODS_DIR" --deadline-s 120 2>"$PODS_DIR/runner.log" &
+RUNNER=$!
+k apply -f - <<JOB
+apiVersion: ringmaster.io/v1alpha1
+kind: TrainingJob
+metadata: {name: demo}
+spec:
+  replicas: {min: 2, max: 4, desired: 3}
+  elasticPolicy: {joinBatchWindowSeconds: 1}
+  template:
+    spec:
+      containers:
+      - name: trainer
+        image: example/trainer:latest
+        command: [ringmaster-train-example]
+        args: [--steps, "150", --step-delay-ms, "40", --seed, "7", --out, "$PODS_DIR/out"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+JOB
+wait_for "the first membership" '{.status.membership.worldSize}' 3
+for ((i = 0; i < 200; i++)); do grep -q "generation 1 ready" "$PODS_DIR"/demo-worker-*.log 2>/dev/null && break; sleep 0.1; done
+sleep 1
+victim="$(k get tj demo -o jsonpath='{.status.membership.members[1].pod}')"
+pid="$(sed -n "s/.*started $victim (uid [0-9a-f]*) .* as pid \([0-9]*\) .*/\1/p" "$PODS_DIR/runner.log" | tail -n 1)"
+[[ -n "$pid" ]] || die "the pod runner did not start $victim" "see $PODS_DIR/runner.log"
+g="$(generation)"
+echo "  SIGKILL $victim's worker process (pid $pid): the pod runner reports its pod Failed (exit 137)"
+kill -9 "$pid"
+wait_past "the failure" "$g"
+for ((i = 0; i < 600; i++)); do
+  [[ "$(k get tj demo -o jsonpath='{.status.phase}')" =~ ^(Succeeded|Failed)$ ]] && break
+  membership
+  sleep 0.1
+done
+membership
+k get tj demo
+grep -E "started|exited|died|reported|killing" "$PODS_DIR/runner.log" | sed 's/ (service account [^)]*): .*//; s/^/  /'
+weights=("$PODS_DIR"/out/weights.*.txt)
+same=yes
+for w in "${weights[@]}"; do cmp -s "$w" "${weights[0]}" || same=no; done
+echo "  ${#weights[@]} workers finished; identical final weights: $same (worker logs: $PODS_DIR/*.log)"
+[[ "$(k get tj demo -o jsonpath='{.status.phase}')" == Succeeded && "$same" == yes ]] || die "the job did not finish cleanly" "see $PODS_DIR"
+kill "$RUNNER" 2>/dev/null || true
 
 step "Done. The cluster keeps running: KUBECONFIG=$DIR/kubeconfig; stop it with: $CLUSTER down --dir $DIR"
 k delete tj demo --wait=false >/dev/null
