@@ -173,6 +173,8 @@ TEST_F(ClusterHarnessTest, NodeMadeNotReadyStaysNotReadyUntilReleased) {
   std::string node = UniqueName("chaos-node");
   std::string manifest = "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
                          "\n  annotations:\n    kwok.x-k8s.io/node: fake\n  labels:\n    type: kwok\n"
+                         // Tainted: no other test's pod may land on a node this test makes NotReady.
+                         "spec:\n  taints: [{key: ringmaster.io/chaos-node, value: \"true\", effect: NoSchedule}]\n"
                          "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"8\"}\n"
                          "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"8\"}\n";
   ASSERT_TRUE(cluster_.Apply(manifest).ok());

@@ -58,7 +58,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
     std::filesystem::remove_all(out_);
     std::filesystem::create_directories(out_ + "/train");
     // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
-    for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddNode(ns_ + suffix);
+    for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
     Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
     ASSERT_TRUE(started.ok()) << started;
     PodRunnerOptions ro;
@@ -84,17 +84,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
     }
     operator_.Stop(seconds(5));
     ClusterTest::TearDown();
-    for (const auto& node : nodes_) (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
     if (!HasFailure()) std::filesystem::remove_all(out_);  // kept for a person to read when it failed
-  }
-
-  void AddNode(const std::string& name) {
-    nodes_.push_back(name);
-    Status s = cluster_.Apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name +
-                              "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, ringmaster.io/test-pool: " +
-                              ns_ + "}\nstatus:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"1\"}\n"
-                              "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"1\"}\n");
-    ASSERT_TRUE(s.ok()) << s;
   }
 
   // The job: min 2, desired 3, max 4 CPU workers (one fake GPU each, so one per node), pinned to this
@@ -109,7 +99,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
         "}\nspec:\n  replicas: {min: 2, max: 4, desired: 3}\n"
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
         "leaveGraceSeconds: 30}\n"
-        "  template:\n    spec:\n      nodeSelector: {ringmaster.io/test-pool: " + ns_ + "}\n"
+        "  template:\n    spec:\n" + PoolPlacement(ns_, 6) +
         "      containers:\n      - name: trainer\n        image: ringmaster/train-example:dev\n"
         "        command: [ringmaster-train-example]\n        args: [" + args + "]\n"
         "        env: [{name: RINGMASTER_BACKEND, value: gloo}]\n"
@@ -253,7 +243,6 @@ class ElasticWorkersE2eTest : public ClusterTest {
   std::string ns_, out_;
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;
-  std::vector<std::string> nodes_;
 };
 
 TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {

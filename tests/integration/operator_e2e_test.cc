@@ -33,7 +33,6 @@ class OperatorE2eTest : public ClusterTest {
       operators_[i]->Stop(seconds(5));
     }
     ClusterTest::TearDown();
-    for (const auto& node : nodes_) (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
   }
 
   BackgroundProcess* StartOperator(std::vector<std::string> extra = {}) {
@@ -46,16 +45,7 @@ class OperatorE2eTest : public ClusterTest {
   }
 
   // A fake GPU node in this test's own pool (jobs select it with `pool`), so GPU capacity is exact.
-  void AddNode(const std::string& name, int gpus) {
-    nodes_.push_back(name);
-    std::string g = std::to_string(gpus);
-    ASSERT_TRUE(cluster_
-                    .Apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name +
-                           "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, ringmaster.io/test-pool: " + ns_ +
-                           "}\nstatus:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g +
-                           "\"}\n  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n")
-                    .ok());
-  }
+  void AddNode(const std::string& name, int gpus) { AddPoolNode(name, ns_, gpus); }
 
   // A job of workers with one GPU each; `pool` pins it to this test's nodes.
   void ApplyJob(const std::string& name, int min, int max, const std::string& extra_spec = "", bool pool = false) {
@@ -63,7 +53,7 @@ class OperatorE2eTest : public ClusterTest {
                            "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
                            ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
                            "  template:\n    spec:\n" +
-                           (pool ? "      nodeSelector: {ringmaster.io/test-pool: " + ns_ + "}\n" : "") +
+                           (pool ? PoolPlacement(ns_, 6) : "") +
                            "      containers:\n      - name: trainer\n        image: example/trainer:1\n"
                            "        resources: {limits: {nvidia.com/gpu: 1}}\n";
     Status s = cluster_.Apply(manifest);
@@ -117,7 +107,6 @@ class OperatorE2eTest : public ClusterTest {
 
   std::string ns_;
   std::vector<std::unique_ptr<BackgroundProcess>> operators_;
-  std::vector<std::string> nodes_;
 };
 
 TEST_F(OperatorE2eTest, GangWaitsWithAClearConditionThenGrowsAsGpusArrive) {

@@ -1,6 +1,7 @@
 // ClusterTest: the base fixture for tests against the local control plane. It fetches the cluster the
 // ctest fixture started, creates namespaces of the test's own (deleted afterwards, without waiting),
-// and installs the TrainingJob CRD on request.
+// adds fake GPU nodes of the test's own pool (deleted afterwards), and installs the TrainingJob CRD on
+// request.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +23,28 @@ class ClusterTest : public ::testing::Test {
 
   void TearDown() override {
     for (const auto& ns : namespaces_) (void)cluster_.Kubectl({"delete", "namespace", ns, "--wait=false"});
+    for (const auto& node : pool_nodes_) (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
+  }
+
+  // A KWOK node with `gpus` nvidia.com/gpu in the test's own pool: labelled and tainted (NoSchedule)
+  // ringmaster.io/test-pool=<pool>, so only pods placed there with PoolPlacement(pool) run on it and a
+  // test that loses or deletes its nodes never disturbs the pods of tests running alongside.
+  void AddPoolNode(const std::string& name, const std::string& pool, int gpus) {
+    pool_nodes_.push_back(name);
+    const std::string g = std::to_string(gpus);
+    Status s = cluster_.Apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name +
+                              "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, " + kPoolKey + ": " + pool +
+                              "}\nspec:\n  taints: [{key: " + kPoolKey + ", value: " + pool + ", effect: NoSchedule}]\n"
+                              "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n"
+                              "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n");
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // The pod-spec fields (YAML, each line indented by `indent` spaces) that place a pod in `pool`.
+  static std::string PoolPlacement(const std::string& pool, int indent) {
+    const std::string pad(static_cast<size_t>(indent), ' ');
+    return pad + "nodeSelector: {" + kPoolKey + ": " + pool + "}\n" + pad + "tolerations: [{key: " + kPoolKey +
+           ", operator: Equal, value: " + pool + ", effect: NoSchedule}]\n";
   }
 
   // Creates a namespace named `<prefix>-<pid>-<n>` and waits for its default ServiceAccount, which
@@ -50,7 +73,9 @@ class ClusterTest : public ::testing::Test {
   TestCluster cluster_;
 
  private:
+  static constexpr char kPoolKey[] = "ringmaster.io/test-pool";
   std::vector<std::string> namespaces_;
+  std::vector<std::string> pool_nodes_;
 };
 
 }  // namespace ringmaster::testing
