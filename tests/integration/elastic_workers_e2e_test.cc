@@ -254,6 +254,18 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   const std::string victim_uid = m["members"][1].value("uid", "");
   const int64_t generation = m.value("generation", int64_t{0});
 
+  // The workers authenticate as their pods: the pod's service account may read its own job, nothing else.
+  const std::string pod_kubeconfig = ProcessesOf(victim).at(0).kubeconfig;
+  auto can = [&](const std::vector<std::string>& what) {
+    std::vector<std::string> argv = {cluster_.Get("KUBECTL"), "--kubeconfig", pod_kubeconfig, "auth", "can-i", "-n", ns_};
+    argv.insert(argv.end(), what.begin(), what.end());
+    auto r = RunCommand(argv, seconds(30));
+    return r.ok() ? r->out.substr(0, r->out.find('\n')) : r.status().ToString();
+  };
+  EXPECT_EQ(can({"watch", "trainingjobs.ringmaster.io/" + kJob}), "yes");
+  EXPECT_EQ(can({"list", "pods"}), "no");
+  EXPECT_EQ(can({"get", "secrets"}), "no");
+
   ASSERT_TRUE(runner_->Signal(victim, SIGKILL).ok()) << victim;
   // Its pod fails with the signal's exit code; the operator drops it, counts the failure and replaces it.
   Status reported = WaitFor("the crash reported as a failed pod", seconds(20), [&](std::string* last) {

@@ -387,7 +387,7 @@ Status PodRunner::StartPod(const json& pod) {
   RINGMASTER_ASSIGN_OR_RETURN(pid_t pid, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
 
   auto proc = std::make_unique<Proc>();
-  proc->info = RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file};
+  proc->info = RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file, kubeconfig};
   {
     std::lock_guard<std::mutex> lock(mu_);
     procs_.push_back(std::move(proc));

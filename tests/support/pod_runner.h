@@ -69,6 +69,7 @@ struct RunnerProcess {
   std::string killed_for; // "" when it exited by itself; else why the runner killed it
   bool reported = false;  // its exit was reported to the apiserver (KWOK stage labels)
   std::string log_file;
+  std::string kubeconfig;  // the pod's: its service-account token, valid while the pod exists
 };
 
 class PodRunner {
