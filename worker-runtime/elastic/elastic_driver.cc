@@ -341,6 +341,8 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
       server_ = std::move(server).value();
     }
   }
+  // Ready for the operator (the pod's readiness probe): only Ready pods are admitted to a membership.
+  if (options_.metrics) options_.metrics->Available();
 
   // Nothing committed and no checkpoint: the program's initial bytes are step 0.
   if (!state_->has_state()) state_->Commit(0, {});

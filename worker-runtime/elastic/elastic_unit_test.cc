@@ -11,6 +11,9 @@
 #include "elastic/elastic_driver.h"
 #include "elastic/sample_journal.h"
 #include "elastic/worker_metrics.h"
+#include "membership/file_source.h"
+
+#include <thread>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -138,11 +141,13 @@ std::string HttpGet(int port, const std::string& path) {
   return out;
 }
 
-TEST(WorkerMetricsTest, ReadyOnceJoinedAndSeriesByPhase) {
+TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
   WorkerMetrics m;
   ASSERT_TRUE(m.Serve("127.0.0.1:0").ok());
   ASSERT_GT(m.port(), 0);
   EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
+  m.Available();  // store bound, membership watched: the operator may admit it now
+  EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
   m.Joined(4, 3);
   RebuildStats stats;
   stats.detect = 0.2;
@@ -160,6 +165,40 @@ TEST(WorkerMetricsTest, ReadyOnceJoinedAndSeriesByPhase) {
                            "ringmaster_worker_collective_bytes_total 64", "ringmaster_worker_step_seconds_count 1"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
+}
+
+// The operator admits only Ready pods, so a worker must turn Ready while it waits for its first
+// membership, not after joining one (else a real kubelet would never admit it).
+TEST(ElasticDriverTest, ReadyWhileWaitingForAMembershipThatIncludesIt) {
+  const std::string dir = ::testing::TempDir() + "driver_ready." + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  membership::FileSourceOptions fo;
+  fo.path = dir + "/membership.json";  // never written: no membership yet
+  fo.poll_interval = std::chrono::milliseconds(10);
+  auto source = membership::FileMembershipSource::Start(fo);
+  ASSERT_TRUE(source.ok()) << source.status();
+  WorkerMetrics metrics;
+  ElasticOptions eo;
+  eo.worker_id = "w0";
+  eo.secret = "s";
+  eo.metrics = &metrics;
+  std::string model = "m";
+  ElasticState state([&] { return model; }, [&](std::string_view b) {
+    model = std::string(b);
+    return Status::Ok();
+  });
+  ElasticDriver driver(eo, source->get(), &state);
+  StatusOr<ElasticResult> result = InternalError("not run");
+  std::thread run([&] {
+    result = driver.Run(1, [](const StepContext& ctx) { return StatusOr<runtime::data::SampleCursor>(ctx.cursor); });
+  });
+  for (int i = 0; i < 500 && !metrics.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(metrics.ready()) << "not Ready while waiting for a first membership";
+  EXPECT_EQ(driver.joined_generation(), 0);
+  (*source)->Stop();
+  run.join();
+  EXPECT_EQ(result.status().code(), StatusCode::kCancelled) << result.status();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -442,12 +442,11 @@ class Launcher {
       return true;
     }
     if (e.action == "killsave") {
-      auto save = WaitForSaveInProgress(w->pid, 10s);
+      auto save = KillDuringSave(w->pid, 10s);
       if (!save.ok()) {
         Print("chaos: killsave: " + save.status().ToString());
         return false;
       }
-      ::kill(w->pid, SIGKILL);
       Print("chaos: SIGKILL " + w->id + " (rank " + std::to_string(e.arg) + ") while " + *save + " was being written");
       return true;  // waitpid notices the death
     }
@@ -463,25 +462,51 @@ class Launcher {
     return true;  // waitpid notices the death
   }
 
-  // Polls --checkpoint-dir until `pid` is writing a save (CheckpointStore's ".tmp-step-<step>-<pid>-*"
-  // directory; leftovers of killed workers carry other pids) and returns its name. DeadlineExceeded
-  // when none appears within `limit`.
-  StatusOr<std::string> WaitForSaveInProgress(pid_t pid, std::chrono::milliseconds limit) {
+  // The save `pid` is writing now: the name of its ".tmp-step-<step>-<pid>-*" directory in
+  // --checkpoint-dir (CheckpointStore's; leftovers of killed workers carry other pids), or "".
+  std::string SaveInProgress(pid_t pid) {
+    std::string found;
+    if (DIR* dir = ::opendir(o_.checkpoint_dir.c_str())) {
+      while (dirent* e = ::readdir(dir)) {
+        long long step = 0, owner = 0;
+        if (std::sscanf(e->d_name, ".tmp-step-%lld-%lld-", &step, &owner) == 2 && owner == pid) found = e->d_name;
+      }
+      ::closedir(dir);
+    }
+    return found;
+  }
+
+  // Whether `pid` is stopped (state T in /proc/PID/stat).
+  static bool Stopped(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
+  }
+
+  // SIGKILLs `pid` while it is writing a save and returns the save's name. Between seeing the
+  // directory and the kill the save could finish, so the worker is frozen (SIGSTOP) first and the
+  // directory checked again; when the save got done meanwhile, it resumes and we wait for the next.
+  // DeadlineExceeded when no save is caught within `limit`.
+  StatusOr<std::string> KillDuringSave(pid_t pid, std::chrono::milliseconds limit) {
     const auto until = Clock::now() + limit;
     while (Clock::now() < until) {
-      if (DIR* dir = ::opendir(o_.checkpoint_dir.c_str())) {
-        std::string found;
-        while (dirent* e = ::readdir(dir)) {
-          long long step = 0, owner = 0;
-          if (std::sscanf(e->d_name, ".tmp-step-%lld-%lld-", &step, &owner) == 2 && owner == pid) found = e->d_name;
-        }
-        ::closedir(dir);
-        if (!found.empty()) return found;
+      if (SaveInProgress(pid).empty()) {
+        std::this_thread::sleep_for(100us);
+        continue;
       }
-      std::this_thread::sleep_for(100us);
+      ::kill(pid, SIGSTOP);
+      for (int i = 0; i < 10000 && !Stopped(pid); ++i) std::this_thread::sleep_for(100us);
+      std::string save = SaveInProgress(pid);
+      if (!save.empty()) {
+        ::kill(pid, SIGKILL);
+        return save;
+      }
+      ::kill(pid, SIGCONT);
     }
-    return DeadlineExceededError("no checkpoint save in progress in " + o_.checkpoint_dir + " within " +
-                                 std::to_string(limit.count()) + " ms (do the workers save there, often enough?)");
+    return DeadlineExceededError("no checkpoint save of pid " + std::to_string(pid) + " caught in " +
+                                 o_.checkpoint_dir + " within " + std::to_string(limit.count()) +
+                                 " ms (do the workers save there, often enough?)");
   }
 
   int Finish(int code) {

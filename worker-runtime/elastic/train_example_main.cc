@@ -154,7 +154,7 @@ int Train(const TrainOptions& o) {
     }
   });
 
-  // Prometheus /metrics and the readiness probe's /readyz (ready once a generation is joined).
+  // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
   WorkerMetrics metrics;
   Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
   if (served.ok()) {

@@ -44,10 +44,11 @@ Status WorkerMetrics::Serve(const std::string& bind_address) {
 
 int WorkerMetrics::port() const { return server_ ? server_->port() : 0; }
 
+void WorkerMetrics::Available() { ready_ = true; }
+
 void WorkerMetrics::Joined(int64_t generation, int world_size) {
   generation_.Set(static_cast<double>(generation));
   world_size_.Set(world_size);
-  ready_ = true;
 }
 
 void WorkerMetrics::Step(double seconds) { step_seconds_.Observe(seconds); }

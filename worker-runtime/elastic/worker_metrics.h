@@ -1,6 +1,8 @@
 // WorkerMetrics: the worker's Prometheus series (operator/metrics registry) and
 // its HTTP endpoint: /metrics, /healthz, and /readyz — ready once the worker
-// has joined a generation (the pod's readiness probe).
+// can take part (the pod's readiness probe). Not "once joined": the operator
+// admits only Ready pods into the membership, so a worker that waited for a
+// membership including it before turning Ready would never be admitted.
 //
 //   ringmaster_worker_generation                      gauge
 //   ringmaster_worker_world_size                      gauge
@@ -39,6 +41,8 @@ class WorkerMetrics {
   Status Serve(const std::string& bind_address);
   int port() const;
 
+  // The worker can take part: its store port is bound and it watches its membership. /readyz is 200 from now on.
+  void Available();
   void Joined(int64_t generation, int world_size);
   void Step(double seconds);
   void Rebuilt(const RebuildStats& stats);
