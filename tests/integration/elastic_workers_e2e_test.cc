@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "elastic/chaos_harness.h"
 #include "elastic/sample_journal.h"
 #include "support/cluster_test.h"
 #include "support/operator_process.h"
@@ -27,6 +28,7 @@ namespace ringmaster::testing {
 namespace {
 
 using json = nlohmann::json;
+using ringmaster::elastic::testing::ReadWeights;
 using std::chrono::seconds;
 
 // The training: 120 steps of a fixed global batch of 8 over 48 samples (20 epochs), paced so the
@@ -38,14 +40,6 @@ const std::string kJob = "train";
 std::vector<std::string> TrainFlags() {
   return {"--steps", std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch", std::to_string(kBatch),
           "--seed",  "7",                    "--timeout-ms", "8000"};
-}
-
-std::vector<double> ReadWeights(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<double> w;
-  double v;
-  while (in >> v) w.push_back(v);
-  return w;
 }
 
 class ElasticWorkersE2eTest : public ClusterTest {
