@@ -47,53 +47,45 @@ bool RestClient::ShouldRetry(const HttpRequest& request, int code, const std::ma
   return true;
 }
 
-StatusOr<HttpResponse> RestClient::Do(const HttpRequest& request, const RequestLabels& labels) {
+template <typename Response, typename Send>
+StatusOr<Response> RestClient::SendRetrying(const HttpRequest& request, const RequestLabels& labels, const Send& send) {
+  static const std::map<std::string, std::string> kNoHeaders;
   for (int attempt = 0;; ++attempt) {
     bucket_.Accept();
     const auto start = std::chrono::steady_clock::now();
-    StatusOr<HttpResponse> resp = transport_->Send(request);
-    const auto latency = std::chrono::steady_clock::now() - start;
-    int code = resp.ok() ? resp->code : 0;
-    if (auto* m = metrics()) m->ObserveRequest(labels.verb, labels.resource, code, latency);
-    if (resp.ok() && code >= 200 && code < 300) return resp;
-    Duration wait{};
-    static const std::map<std::string, std::string> kNoHeaders;
-    if (ShouldRetry(request, code, resp.ok() ? resp->headers : kNoHeaders, attempt, &wait)) {
-      if (auto* m = metrics()) m->ObserveRetry(labels.verb, labels.resource, code);
-      std::this_thread::sleep_for(wait);
-      continue;
-    }
-    if (!resp.ok()) return resp.status();
-    return StatusFromHttpResponse(code, resp->body);
-  }
-}
-
-StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request, const RequestLabels& labels) {
-  for (int attempt = 0;; ++attempt) {
-    bucket_.Accept();
-    const auto start = std::chrono::steady_clock::now();
-    StatusOr<StreamedResponse> resp = transport_->Open(request);
-    int code = resp.ok() ? resp->code : 0;
+    StatusOr<Response> resp = send();
+    const int code = resp.ok() ? resp->code : 0;
     if (auto* m = metrics()) m->ObserveRequest(labels.verb, labels.resource, code, std::chrono::steady_clock::now() - start);
     if (resp.ok() && code >= 200 && code < 300) return resp;
     Duration wait{};
-    static const std::map<std::string, std::string> kNoHeaders;
-    if (ShouldRetry(request, code, resp.ok() ? resp->headers : kNoHeaders, attempt, &wait)) {
-      if (auto* m = metrics()) m->ObserveRetry(labels.verb, labels.resource, code);
-      std::this_thread::sleep_for(wait);
-      continue;
-    }
-    if (!resp.ok()) return resp.status();
-    // Read the (small) error body.
-    std::string body;
-    char buf[4096];
-    while (body.size() < (1u << 20)) {
-      auto n = resp->body->Read(buf, sizeof buf);
-      if (!n.ok() || *n == 0) break;
-      body.append(buf, *n);
-    }
-    return StatusFromHttpResponse(code, body);
+    if (!ShouldRetry(request, code, resp.ok() ? resp->headers : kNoHeaders, attempt, &wait)) return resp;
+    if (auto* m = metrics()) m->ObserveRetry(labels.verb, labels.resource, code);
+    std::this_thread::sleep_for(wait);
   }
+}
+
+StatusOr<HttpResponse> RestClient::Do(const HttpRequest& request, const RequestLabels& labels) {
+  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, SendRetrying<HttpResponse>(request, labels, [&] {
+                                return transport_->Send(request);
+                              }));
+  if (resp.code >= 200 && resp.code < 300) return resp;
+  return StatusFromHttpResponse(resp.code, resp.body);
+}
+
+StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request, const RequestLabels& labels) {
+  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, SendRetrying<StreamedResponse>(request, labels, [&] {
+                                return transport_->Open(request);
+                              }));
+  if (resp.code >= 200 && resp.code < 300) return resp;
+  // Read the (small) error body.
+  std::string body;
+  char buf[4096];
+  while (body.size() < (1u << 20)) {
+    auto n = resp.body->Read(buf, sizeof buf);
+    if (!n.ok() || *n == 0) break;
+    body.append(buf, *n);
+  }
+  return StatusFromHttpResponse(resp.code, body);
 }
 
 StatusOr<std::shared_ptr<RestClient>> NewRestClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics,

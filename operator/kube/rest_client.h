@@ -59,6 +59,10 @@ class RestClient {
   // long to wait first. code 0: no HTTP answer.
   bool ShouldRetry(const HttpRequest& request, int code, const std::map<std::string, std::string>& headers,
                    int attempt, Duration* wait) const;
+  // The one retry loop of Do and Stream: flow control, metrics, retries by ShouldRetry. Returns the
+  // last response (2xx, or an error answer the caller turns into a Status) or the transport error.
+  template <typename Response, typename Send>
+  StatusOr<Response> SendRetrying(const HttpRequest& request, const RequestLabels& labels, const Send& send);
 
   // Constant after construction.
   const std::unique_ptr<Transport> transport_;

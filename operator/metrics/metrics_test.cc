@@ -1,10 +1,6 @@
 #include "metrics/metrics.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <limits>
@@ -12,6 +8,7 @@
 #include <vector>
 
 #include "metrics/http_server.h"
+#include "metrics/loopback_http_get.h"
 
 namespace ringmaster::metrics {
 namespace {
@@ -90,26 +87,6 @@ TEST(MetricsTest, ConcurrentUpdatesAreNotLost) {
   EXPECT_EQ(h.Add({}).Collect().count, 40000u);
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)::send(fd, req.data(), req.size(), 0);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
-
 TEST(HttpServerTest, ServesMetricsHealthAndReadiness) {
   Registry r;
   r.AddCounterFamily("hits_total", "Hits").Add({}).Increment(7);
@@ -120,15 +97,15 @@ TEST(HttpServerTest, ServesMetricsHealthAndReadiness) {
   server.HandleCheck("/readyz", [&] { return ready.load(); });
   ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   ASSERT_GT(server.port(), 0);
-  std::string m = HttpGet(server.port(), "/metrics");
+  std::string m = LoopbackHttpGet(server.port(), "/metrics");
   EXPECT_EQ(m.rfind("HTTP/1.1 200", 0), 0u) << m;
   EXPECT_NE(m.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   EXPECT_NE(m.find("\r\n\r\n# HELP hits_total Hits\n# TYPE hits_total counter\nhits_total 7\n"), std::string::npos) << m;
-  EXPECT_EQ(HttpGet(server.port(), "/healthz").rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_EQ(HttpGet(server.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
+  EXPECT_EQ(LoopbackHttpGet(server.port(), "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(LoopbackHttpGet(server.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
   ready = true;
-  EXPECT_EQ(HttpGet(server.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_EQ(HttpGet(server.port(), "/nope").rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(LoopbackHttpGet(server.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(LoopbackHttpGet(server.port(), "/nope").rfind("HTTP/1.1 404", 0), 0u);
   server.Stop();
 }
 

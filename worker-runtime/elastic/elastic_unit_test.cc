@@ -12,12 +12,10 @@
 #include "elastic/sample_journal.h"
 #include "elastic/worker_metrics.h"
 #include "membership/file_source.h"
+#include "metrics/loopback_http_get.h"
 
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 namespace ringmaster::elastic {
 namespace {
@@ -121,33 +119,13 @@ TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
   EXPECT_EQ(ParseChaos("kill").status().code(), StatusCode::kInvalidArgument);
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)::send(fd, req.data(), req.size(), 0);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
-
 TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
   WorkerMetrics m;
   ASSERT_TRUE(m.Serve("127.0.0.1:0").ok());
   ASSERT_GT(m.port(), 0);
-  EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
+  EXPECT_EQ(metrics::LoopbackHttpGet(m.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
   m.Available();  // store bound, membership watched: the operator may admit it now
-  EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(metrics::LoopbackHttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
   m.Joined(4, 3);
   RebuildStats stats;
   stats.detect = 0.2;
@@ -156,8 +134,8 @@ TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
   m.Step(0.01);
   m.CheckpointSaved(0.5, 1000);
   m.Collective(0.001, 64);
-  EXPECT_EQ(HttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
-  std::string text = HttpGet(m.port(), "/metrics");
+  EXPECT_EQ(metrics::LoopbackHttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
+  std::string text = metrics::LoopbackHttpGet(m.port(), "/metrics");
   for (const char* want : {"ringmaster_worker_generation 4", "ringmaster_worker_world_size 3",
                            "ringmaster_worker_rebuild_seconds_count{phase=\"detect\"} 1",
                            "ringmaster_worker_rebuild_seconds_count{phase=\"restore\"} 1",

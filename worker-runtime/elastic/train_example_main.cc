@@ -96,18 +96,36 @@ Status SumGradient(const StepContext& ctx, bool hierarchical, const std::string&
   return ctx.rt->BroadcastAsync("grad.bcast", buf, buf, n, type, 0, local).Wait();
 }
 
-// Runs `reduce` on a copy of `host` in `memory` (CUDA memory for NCCL) and returns the result.
-template <typename T, typename Reduce>
-StatusOr<std::vector<T>> ReduceOnDevice(runtime::Memory& memory, const std::vector<T>& host, const Reduce& reduce) {
-  const size_t bytes = host.size() * sizeof(T);
-  RINGMASTER_ASSIGN_OR_RETURN(void* dev, memory.Allocate(bytes));
-  std::unique_ptr<void, std::function<void(void*)>> owned(dev, [&memory](void* p) { memory.Free(p); });
-  RINGMASTER_RETURN_IF_ERROR(memory.Upload(dev, host.data(), bytes));
-  RINGMASTER_RETURN_IF_ERROR(reduce(dev));
-  std::vector<T> out(host.size());
-  RINGMASTER_RETURN_IF_ERROR(memory.Download(out.data(), dev, bytes));
-  return out;
-}
+// The gradient's buffer where the collectives run: host memory under Gloo, CUDA memory under NCCL.
+// Made on the first step (the backend is known then) and kept for the run.
+class GradientBuffer {
+ public:
+  GradientBuffer(runtime::Backend backend, size_t bytes)
+      : memory_(runtime::NewMemoryFor(
+            backend == runtime::Backend::kNccl ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost, 0)),
+        bytes_(bytes) {}
+  ~GradientBuffer() {
+    if (ptr_) memory_->Free(ptr_);
+  }
+  GradientBuffer(const GradientBuffer&) = delete;
+  GradientBuffer& operator=(const GradientBuffer&) = delete;
+
+  // Copies `host` in, runs `reduce` on the buffer and copies the result back into `host`.
+  template <typename Reduce>
+  Status Run(void* host, const Reduce& reduce) {
+    if (ptr_ == nullptr) {
+      RINGMASTER_ASSIGN_OR_RETURN(ptr_, memory_->Allocate(bytes_));
+    }
+    RINGMASTER_RETURN_IF_ERROR(memory_->Upload(ptr_, host, bytes_));
+    RINGMASTER_RETURN_IF_ERROR(reduce(ptr_));
+    return memory_->Download(host, ptr_, bytes_);
+  }
+
+ private:
+  const std::unique_ptr<runtime::Memory> memory_;
+  const size_t bytes_;
+  void* ptr_ = nullptr;
+};
 
 template <typename T>
 int Train(const TrainOptions& o) {
@@ -180,21 +198,19 @@ int Train(const TrainOptions& o) {
   eo.checkpoint_every = o.checkpoint_every;
   eo.log = log;
   ElasticDriver driver(eo, source->get(), &state);
-  // This worker's node in the records (the launcher's simulated node, or the pod's node).
-  auto my_node = [&] {
-    auto* me = (*source)->Latest().Find(o.worker_id);
-    return me ? me->node : std::string();
-  };
+  // This worker's node in the records (the launcher's simulated node, or the pod's node): it never
+  // changes, so it is read once, on the first step (a record that has this worker exists by then).
+  std::string node;
 
   const runtime::DataType type = sizeof(T) == 8 ? runtime::DataType::kFloat64 : runtime::DataType::kFloat32;
   std::vector<double> x;
-  std::unique_ptr<runtime::Memory> memory;  // where the gradient is reduced: host, or the GPU under NCCL
+  std::unique_ptr<GradientBuffer> buffer;
   auto step = [&](const StepContext& ctx) -> StatusOr<SampleCursor> {
-    if (!memory) {
-      memory = runtime::NewMemoryFor(
-          ctx.rt->backend() == runtime::Backend::kNccl ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost, 0);
+    if (!buffer) buffer = std::make_unique<GradientBuffer>(ctx.rt->backend(), o.features * sizeof(T));
+    if (o.hierarchical && node.empty()) {
+      auto* me = (*source)->Latest().Find(o.worker_id);
+      if (me) node = me->node;
     }
-    const std::string node = o.hierarchical ? my_node() : std::string();
     RINGMASTER_ASSIGN_OR_RETURN(auto plan, sampler->Plan(ctx.cursor, ctx.rt->size(), ctx.rt->rank()));
     std::vector<T> grad(o.features, T(0));
     for (uint64_t id : plan.indices) {
@@ -207,9 +223,10 @@ int Train(const TrainOptions& o) {
     RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
     if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
     const auto t0 = std::chrono::steady_clock::now();
-    RINGMASTER_ASSIGN_OR_RETURN(std::vector<T> sum, ReduceOnDevice(*memory, grad, [&](void* dev) {
+    RINGMASTER_RETURN_IF_ERROR(buffer->Run(grad.data(), [&](void* dev) {
       return SumGradient(ctx, o.hierarchical, node, dev, grad.size(), type);
     }));
+    const std::vector<T>& sum = grad;  // now the world's sum
     if (ctx.metrics) {
       ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                               grad.size() * sizeof(T));

@@ -40,13 +40,16 @@ std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& host, size_t out_byte
   return result;
 }
 
-class NcclCommunicatorTest : public ::testing::TestWithParam<int> {
+// Every NCCL test: a GPU, and several ranks allowed on it (NCCL >= 2.30).
+class NcclGpuTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (!GpuDeviceNodePresent()) GTEST_SKIP() << "no GPU on this machine";
     ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   }
 };
+
+using NcclCommunicatorTest = NcclGpuTest;
 
 TEST_P(NcclCommunicatorTest, CollectivesMatchTheReference) {
   testing::WorldOptions options;
@@ -105,13 +108,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, NcclCommunicatorTest, ::testing::Values(1, 2),
 // A peer dies: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28),
 // and the survivors shrink it (NCCL >= 2.27) into a working world of their own, keeping their
 // relative order -- no new unique id, no full init (what the elastic driver does on a removal).
-class NcclShrinkTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    if (!GpuDeviceNodePresent()) GTEST_SKIP() << "no GPU on this machine";
-    ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
-  }
-};
+using NcclShrinkTest = NcclGpuTest;
 
 TEST_P(NcclShrinkTest, SurvivorsShrinkAfterAPeerDies) {
   const int dead = GetParam();
