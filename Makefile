@@ -50,7 +50,7 @@ fuzz-smoke: deps
 	  || { echo "ringmaster: error: configuring the fuzz build failed -- run 'make deps' (it installs clang-14)"; exit 1; }
 	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@for pair in $(FUZZ_CORPORA); do \
-	  t=$${pair%%:*}; work=$$(mktemp -d); cp -r operator/kube/fuzz/corpus/$${pair#*:}/. $$work/; \
+	  t=$${pair%%:*}; work=$$(mktemp -d); cp -r kube/fuzz/corpus/$${pair#*:}/. $$work/; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  $(FUZZ_BUILD_DIR)/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$work 2>&1 | grep -E "stat::number_of_executed_units|^==[0-9]+==ERROR|^SUMMARY" ; \
 	  status=$${PIPESTATUS[0]}; rm -rf $$work; [ "$$status" = 0 ] || { echo "ringmaster: error: $$t found a failure"; exit 1; }; \

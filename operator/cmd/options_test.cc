@@ -1,6 +1,7 @@
 #include "cmd/options.h"
 
 #include <gtest/gtest.h>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::operator_cmd {
 namespace {
@@ -8,7 +9,7 @@ namespace {
 TEST(OperatorFlagsTest, DefaultsAndTheNamesChecksRelyOn) {
   auto o = ParseOperatorFlags({"--kubeconfig", "/k", "--namespace=team", "--metrics-bind-address", "127.0.0.1:0",
                                "--health-probe-bind-address=127.0.0.1:0", "--leader-elect"});
-  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_OK(o) << o.status();
   EXPECT_EQ(o->kubeconfig, "/k");
   EXPECT_EQ(o->watch_namespace, "team");
   EXPECT_EQ(o->metrics_bind_address, "127.0.0.1:0");
@@ -32,7 +33,7 @@ TEST(OperatorFlagsTest, HelpExplainsEveryFlag) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
   auto o = ParseOperatorFlags({"--help", "--bogus"});
-  ASSERT_TRUE(o.ok());
+  ASSERT_OK(o);
   EXPECT_TRUE(o->help);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/time_format.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::controller {
 namespace {
@@ -61,7 +62,7 @@ std::vector<std::string> Names(const std::vector<json>& pods) {
 
 TEST(PlanJobTest, NewJobCreatesMaxWorkersAndWaitsForTheGang) {
   auto plan = PlanJob(Input(Job(2, 3), {}));
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_OK(plan) << plan.status();
   EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2"}));
   ASSERT_TRUE(plan->status.has_value());
   EXPECT_EQ((*plan->status)["phase"], "Pending");
@@ -73,12 +74,12 @@ TEST(PlanJobTest, SteadyStateIsAnEmptyPlan) {
   json job = Job(2, 2);
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
   auto first = PlanJob(Input(job, pods));
-  ASSERT_TRUE(first.ok());
+  ASSERT_OK(first);
   ASSERT_TRUE(first->status.has_value());
   EXPECT_EQ((*first->status)["membership"]["generation"], 1);
   EXPECT_EQ((*first->status)["phase"], "Running");
   auto second = PlanJob(Input(WithStatus(job, *first), pods, kT0 + seconds(100)));
-  ASSERT_TRUE(second.ok());
+  ASSERT_OK(second);
   EXPECT_TRUE(second->empty()) << (second->status ? second->status->dump(2) : "");
 }
 
@@ -89,7 +90,7 @@ TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
 
   pods[1] = FailedPod(1, 137);
   auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_OK(plan) << plan.status();
   ASSERT_EQ(plan->deletes.size(), 1u);
   EXPECT_EQ(plan->deletes[0].name, "j-worker-1");
   EXPECT_EQ((*plan->status)["restartCount"], 1);
@@ -101,17 +102,17 @@ TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
   // Seen again before the deletion lands: not counted twice.
   job = WithStatus(job, *plan);
   auto again = PlanJob(Input(job, pods, kT0 + seconds(10)));
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again->status ? (*again->status)["restartCount"].get<int>() : 1, 1);
 
   // Gone: replaced at the same index once the backoff (1 s after one restart) has passed.
   pods.pop_back();
   auto early = PlanJob(Input(job, pods, kT0 + seconds(10)));
-  ASSERT_TRUE(early.ok());
+  ASSERT_OK(early);
   EXPECT_TRUE(early->creates.empty());
   ASSERT_TRUE(early->requeue_at.has_value());
   auto later = PlanJob(Input(job, pods, kT0 + seconds(12)));
-  ASSERT_TRUE(later.ok());
+  ASSERT_OK(later);
   EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));
 }
 
@@ -119,7 +120,7 @@ TEST(PlanJobTest, TooManyFailuresFailTheJob) {
   json job = Job(1, 1);
   job["status"] = {{"restartCount", 2}, {"recentFailures", json::array()}};
   auto plan = PlanJob(Input(job, {FailedPod(0, 1)}));
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK(plan);
   EXPECT_EQ((*plan->status)["phase"], "Failed");
   bool found = false;
   for (const auto& c : (*plan->status)["conditions"])
@@ -134,13 +135,13 @@ TEST(PlanJobTest, NodeNotReadyPastTheWindowDropsItsWorkers) {
   PlanInput in = Input(job, pods, kT0 + seconds(10));
   in.nodes["n1"] = NodeState{false, kT0 + seconds(5)};
   auto within = PlanJob(in);
-  ASSERT_TRUE(within.ok());
+  ASSERT_OK(within);
   EXPECT_TRUE(within->deletes.empty());
   ASSERT_TRUE(within->requeue_at.has_value());
   EXPECT_EQ(*within->requeue_at, kT0 + seconds(25));
   in.now = kT0 + seconds(25);
   auto past = PlanJob(in);
-  ASSERT_TRUE(past.ok());
+  ASSERT_OK(past);
   EXPECT_EQ((*past->status)["membership"]["reason"], "NodeLost");
   EXPECT_EQ((*past->status)["membership"]["worldSize"], 1);
   ASSERT_EQ(past->deletes.size(), 1u);
@@ -149,7 +150,7 @@ TEST(PlanJobTest, NodeNotReadyPastTheWindowDropsItsWorkers) {
   // A node that no longer exists: its pods are force-deleted.
   in.nodes.erase("n1");
   auto gone = PlanJob(in);
-  ASSERT_TRUE(gone.ok());
+  ASSERT_OK(gone);
   ASSERT_EQ(gone->deletes.size(), 1u);
   EXPECT_TRUE(gone->deletes[0].force);
 }
@@ -160,7 +161,7 @@ TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
   job = WithStatus(job, *PlanJob(Input(job, pods)));
   job["spec"]["replicas"]["desired"] = 2;
   auto plan = PlanJob(Input(job, pods, kT0 + seconds(1)));
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK(plan);
   EXPECT_EQ((*plan->status)["membership"]["reason"], "ScaledDown");
   EXPECT_EQ((*plan->status)["membership"]["worldSize"], 2);
   // The dropped member is not deleted under its feet: it commits and exits 0 first (DESIGN.md, step 7).
@@ -175,7 +176,7 @@ TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
 
   // Still running a moment later: nothing changes (it never joins again, no replacement is made).
   auto steady = PlanJob(Input(job, pods, kT0 + seconds(2)));
-  ASSERT_TRUE(steady.ok());
+  ASSERT_OK(steady);
   EXPECT_TRUE(steady->deletes.empty());
   EXPECT_TRUE(steady->creates.empty());
   EXPECT_FALSE(steady->status.has_value()) << steady->status->dump(2);
@@ -184,7 +185,7 @@ TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
   std::vector<json> exited = pods;
   exited[2] = Pod(2, "Succeeded", false);
   auto gone = PlanJob(Input(job, exited, kT0 + seconds(3)));
-  ASSERT_TRUE(gone.ok());
+  ASSERT_OK(gone);
   ASSERT_EQ(gone->deletes.size(), 1u);
   EXPECT_EQ(gone->deletes[0].name, "j-worker-2");
   EXPECT_EQ((*gone->status)["phase"], "Running");
@@ -193,13 +194,13 @@ TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
   // Once its pod is gone it is forgotten.
   exited.pop_back();
   auto forgotten = PlanJob(Input(WithStatus(job, *gone), exited, kT0 + seconds(4)));
-  ASSERT_TRUE(forgotten.ok());
+  ASSERT_OK(forgotten);
   ASSERT_TRUE(forgotten->status.has_value());
   EXPECT_FALSE(forgotten->status->contains("leaving"));
 
   // One that does not exit within the grace is deleted.
   auto overdue = PlanJob(Input(job, pods, kT0 + seconds(61)));
-  ASSERT_TRUE(overdue.ok());
+  ASSERT_OK(overdue);
   ASSERT_EQ(overdue->deletes.size(), 1u);
   EXPECT_EQ(overdue->deletes[0].name, "j-worker-2");
 }
@@ -211,7 +212,7 @@ TEST(PlanJobTest, ScaleDownDeletesSurplusPodsThatNeverJoinedAtOnce) {
   pods.push_back(Pod(2, "Pending", false));
   job["spec"]["replicas"]["desired"] = 2;
   auto plan = PlanJob(Input(job, pods, kT0 + seconds(1)));
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK(plan);
   ASSERT_EQ(plan->deletes.size(), 1u);
   EXPECT_EQ(plan->deletes[0].name, "j-worker-2");
   EXPECT_FALSE(plan->status && plan->status->contains("leaving"));
@@ -223,18 +224,18 @@ TEST(PlanJobTest, Rank0ExitingZeroCompletesTheJob) {
   job = WithStatus(job, *PlanJob(Input(job, pods)));
   pods[0] = Pod(0, "Succeeded", false);
   auto plan = PlanJob(Input(job, pods, kT0 + seconds(60)));
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK(plan);
   EXPECT_EQ((*plan->status)["phase"], "Succeeded");
   EXPECT_TRUE(plan->status->contains("completionTime"));
   // The still-running worker is most likely finishing too: it gets 10 s to exit by itself...
   auto settling = PlanJob(Input(WithStatus(job, *plan), pods, kT0 + seconds(61)));
-  ASSERT_TRUE(settling.ok());
+  ASSERT_OK(settling);
   EXPECT_TRUE(settling->deletes.empty());
   ASSERT_TRUE(settling->requeue_at.has_value());
   EXPECT_EQ(*settling->requeue_at, kT0 + seconds(70));
   // ...then it is cleaned up (cleanPodPolicy Running).
   auto cleanup = PlanJob(Input(WithStatus(job, *plan), pods, kT0 + seconds(70)));
-  ASSERT_TRUE(cleanup.ok());
+  ASSERT_OK(cleanup);
   ASSERT_EQ(cleanup->deletes.size(), 1u);
   EXPECT_EQ(cleanup->deletes[0].name, "j-worker-1");
 }
@@ -249,7 +250,7 @@ TEST(PlanJobTest, MemberExitingZeroStaysBrieflySoTheEndCausesNoChurn) {
   pods[1]["status"]["containerStatuses"] = {
       {{"name", "t"}, {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", FormatRfc3339(kT0 + seconds(30))}}}}}}};
   auto early = PlanJob(Input(job, pods, kT0 + seconds(31)));
-  ASSERT_TRUE(early.ok()) << early.status();
+  ASSERT_OK(early) << early.status();
   EXPECT_TRUE(early->deletes.empty());
   EXPECT_TRUE(early->creates.empty());
   EXPECT_FALSE(early->status && (*early->status)["membership"]["generation"] != generation) << early->status->dump(2);
@@ -259,11 +260,11 @@ TEST(PlanJobTest, MemberExitingZeroStaysBrieflySoTheEndCausesNoChurn) {
   std::vector<json> done = pods;
   done[0] = Pod(0, "Succeeded", false);
   auto completed = PlanJob(Input(job, done, kT0 + seconds(32)));
-  ASSERT_TRUE(completed.ok());
+  ASSERT_OK(completed);
   EXPECT_EQ((*completed->status)["phase"], "Succeeded");
   // Had rank 0 gone on training, the finished worker leaves after the grace (and is replaced).
   auto late = PlanJob(Input(job, pods, kT0 + seconds(41)));
-  ASSERT_TRUE(late.ok());
+  ASSERT_OK(late);
   EXPECT_EQ((*late->status)["membership"]["generation"], generation + 1);
   EXPECT_EQ((*late->status)["membership"]["worldSize"], 2);
   ASSERT_EQ(late->deletes.size(), 1u);
@@ -277,7 +278,7 @@ TEST(PlanJobTest, SuspendDeletesWorkersAndResumeRecreatesThem) {
   job = WithStatus(job, *PlanJob(Input(job, pods)));
   job["spec"]["runPolicy"] = {{"suspend", true}};
   auto plan = PlanJob(Input(job, pods));
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK(plan);
   EXPECT_EQ(plan->deletes.size(), 2u);
   EXPECT_EQ((*plan->status)["phase"], "Suspended");
   EXPECT_EQ((*plan->status)["membership"]["worldSize"], 0);
@@ -285,7 +286,7 @@ TEST(PlanJobTest, SuspendDeletesWorkersAndResumeRecreatesThem) {
   job = WithStatus(job, *plan);
   job["spec"]["runPolicy"]["suspend"] = false;
   auto resumed = PlanJob(Input(job, {}, kT0 + seconds(5)));
-  ASSERT_TRUE(resumed.ok());
+  ASSERT_OK(resumed);
   EXPECT_EQ(resumed->creates.size(), 2u);
   EXPECT_EQ((*resumed->status)["phase"], "Pending");
 }
@@ -294,11 +295,11 @@ TEST(PlanJobTest, TtlAfterFinishDeletesTheJob) {
   json job = Job(1, 1, {{"runPolicy", {{"ttlSecondsAfterFinished", 30}}}});
   job["status"] = {{"phase", "Succeeded"}, {"completionTime", FormatRfc3339(kT0)}};
   auto early = PlanJob(Input(job, {}, kT0 + seconds(10)));
-  ASSERT_TRUE(early.ok());
+  ASSERT_OK(early);
   EXPECT_FALSE(early->delete_job);
   EXPECT_EQ(*early->requeue_at, kT0 + seconds(30));
   auto late = PlanJob(Input(job, {}, kT0 + seconds(30)));
-  ASSERT_TRUE(late.ok());
+  ASSERT_OK(late);
   EXPECT_TRUE(late->delete_job);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/time_format.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::controller {
 namespace {
@@ -166,7 +167,7 @@ TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
   EXPECT_EQ(j["worldSize"], 2);
   EXPECT_EQ(j["members"][1]["rank"], 1);
   auto back = MembershipFromJson(j);
-  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_OK(back) << back.status();
   EXPECT_EQ(back->members, m.members);
   EXPECT_EQ(back->generation, m.generation);
   EXPECT_EQ(MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(), StatusCode::kInvalidArgument);

@@ -7,6 +7,7 @@
 
 #include "controller/job_secret.h"
 #include "kube/base64.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::controller {
 namespace {
@@ -37,7 +38,7 @@ std::string EnvValue(const json& container, const std::string& name) {
 
 TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
   auto pod = BuildWorkerPod(Job(), 3);
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod) << pod.status();
   const json& p = *pod;
   EXPECT_EQ(p["metadata"]["name"], "bert-worker-3");
   EXPECT_EQ(p["metadata"]["namespace"], "research");
@@ -68,17 +69,17 @@ TEST(WorkerObjectsTest, TemplateServiceAccountIsUsedAndBound) {
   json job = Job();
   job["spec"]["template"]["spec"]["serviceAccountName"] = "team-sa";
   auto pod = BuildWorkerPod(job, 0);
-  ASSERT_TRUE(pod.ok());
+  ASSERT_OK(pod);
   EXPECT_EQ((*pod)["spec"]["serviceAccountName"], "team-sa");
   auto binding = BuildWorkerRoleBinding(job);
-  ASSERT_TRUE(binding.ok());
+  ASSERT_OK(binding);
   EXPECT_EQ((*binding)["subjects"][0]["name"], "team-sa");
   EXPECT_EQ((*binding)["roleRef"]["name"], "bert-worker");
 }
 
 TEST(WorkerObjectsTest, RoleGrantsReadOnThisJobOnly) {
   auto role = BuildWorkerRole(Job());
-  ASSERT_TRUE(role.ok());
+  ASSERT_OK(role);
   const json& rule = (*role)["rules"][0];
   EXPECT_EQ(rule["resourceNames"], json::array({"bert"}));
   EXPECT_EQ(rule["verbs"], json::array({"get", "list", "watch"}));
@@ -87,14 +88,14 @@ TEST(WorkerObjectsTest, RoleGrantsReadOnThisJobOnly) {
 
 TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {
   auto svc = BuildHeadlessService(Job());
-  ASSERT_TRUE(svc.ok());
+  ASSERT_OK(svc);
   EXPECT_EQ((*svc)["spec"]["clusterIP"], "None");
   EXPECT_EQ((*svc)["spec"]["selector"]["ringmaster.io/job-name"], "bert");
 }
 
 TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum) {
   auto pod = BuildWorkerPod(Job(), 1);
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod) << pod.status();
   for (const json& c : (*pod)["spec"]["containers"]) {
     const json* secret = nullptr;
     for (const auto& e : c["env"])
@@ -112,13 +113,13 @@ TEST(WorkerObjectsTest, TemplateMinWorkersOverrideStays) {
   json job = Job();
   job["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "RINGMASTER_MIN_WORKERS"}, {"value", "1"}});
   auto pod = BuildWorkerPod(job, 0);
-  ASSERT_TRUE(pod.ok());
+  ASSERT_OK(pod);
   EXPECT_EQ(EnvValue((*pod)["spec"]["containers"][0], "RINGMASTER_MIN_WORKERS"), "1");
 }
 
 TEST(WorkerObjectsTest, SecretIsOwnedImmutableAndHoldsTheValue) {
   auto secret = BuildWorkerSecret(Job(), "0123abcd");
-  ASSERT_TRUE(secret.ok()) << secret.status();
+  ASSERT_OK(secret) << secret.status();
   const json& s = *secret;
   EXPECT_EQ(s["kind"], "Secret");
   EXPECT_EQ(s["metadata"]["name"], "bert-worker-secret");
@@ -128,7 +129,7 @@ TEST(WorkerObjectsTest, SecretIsOwnedImmutableAndHoldsTheValue) {
   EXPECT_EQ(s["immutable"], true);
   EXPECT_EQ(s["type"], "Opaque");
   auto decoded = kube::Base64Decode(s["data"]["secret"].get<std::string>());
-  ASSERT_TRUE(decoded.ok());
+  ASSERT_OK(decoded);
   EXPECT_EQ(*decoded, "0123abcd");
   EXPECT_EQ(BuildWorkerSecret(Job(), "").status().code(), StatusCode::kInvalidArgument);
   json no_uid = Job();
@@ -140,7 +141,7 @@ TEST(JobSecretTest, ThirtyTwoRandomBytesInHexNeverRepeated) {
   std::set<std::string> seen;
   for (int i = 0; i < 64; ++i) {
     auto secret = NewJobSecret();
-    ASSERT_TRUE(secret.ok()) << secret.status();
+    ASSERT_OK(secret) << secret.status();
     ASSERT_EQ(secret->size(), 2 * kJobSecretBytes);
     for (char c : *secret) EXPECT_TRUE(std::isdigit(c) || (c >= 'a' && c <= 'f')) << *secret;
     EXPECT_TRUE(seen.insert(*secret).second) << "repeated " << *secret;

@@ -7,9 +7,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 APT_PACKAGES=(
   # toolchain
-  cmake ninja-build g++ make pkg-config git
+  cmake ninja-build g++ make pkg-config git ccache
   # libraries the code links
-  libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgloo-dev
+  libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgloo-dev libcli11-dev
   # tests, fuzzing (libFuzzer ships in clang's runtime), sanitizers
   libgtest-dev libgmock-dev googletest clang-14 libclang-rt-14-dev
   # the local control plane harness; a real Prometheus that scrapes what we export

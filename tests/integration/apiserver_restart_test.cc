@@ -12,6 +12,7 @@
 #include "kube/informer.h"
 #include "kube/resource.h"
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -40,10 +41,10 @@ class ApiserverRestartTest : public ClusterTest {};
 TEST_F(ApiserverRestartTest, InformerCacheEqualsAFreshListAfterTheRestart) {
   std::string ns = CreateNamespace("restart");
   auto config = kube::LoadConfig(cluster_.kubeconfig(), "", kube::ProcessEnvironment());
-  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_OK(config) << config.status();
   auto client = kube::NewClient(*config);
-  ASSERT_TRUE(client.ok()) << client.status();
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE((*client)->Create(kube::resources::ConfigMaps(), ns, ConfigMap(ns, "cm-" + std::to_string(i), "before")).ok());
+  ASSERT_OK(client) << client.status();
+  for (int i = 0; i < 5; ++i) ASSERT_OK((*client)->Create(kube::resources::ConfigMaps(), ns, ConfigMap(ns, "cm-" + std::to_string(i), "before")));
 
   kube::InformerOptions options;
   options.ns = ns;
@@ -52,21 +53,21 @@ TEST_F(ApiserverRestartTest, InformerCacheEqualsAFreshListAfterTheRestart) {
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(seconds(20)));
   // The watch follows the list asynchronously: restart only once it is open.
-  ASSERT_TRUE(WaitFor("the informer's watch to open", seconds(20), [&](std::string*) { return informer.watches() >= 1; }).ok());
+  ASSERT_OK(WaitFor("the informer's watch to open", seconds(20), [&](std::string*) { return informer.watches() >= 1; }));
 
   auto restart = RunCommand({std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh", "restart", "--dir",
                              cluster_.dir(), "kube-apiserver"},
                             seconds(120));
-  ASSERT_TRUE(restart.ok() && restart->ok()) << (restart.ok() ? restart->err : restart.status().ToString());
+  ASSERT_COMMAND_OK(restart) << (restart.ok() ? restart->err : restart.status().ToString());
 
   // Changes right after the restart: an update, a delete and a create.
   auto cm0 = (*client)->Get(kube::resources::ConfigMaps(), ns, "cm-0");
-  ASSERT_TRUE(cm0.ok()) << cm0.status();
+  ASSERT_OK(cm0) << cm0.status();
   json updated = *cm0;
   updated["data"]["v"] = "after";
-  ASSERT_TRUE((*client)->Update(kube::resources::ConfigMaps(), ns, updated).ok());
-  ASSERT_TRUE((*client)->Delete(kube::resources::ConfigMaps(), ns, "cm-1").ok());
-  ASSERT_TRUE((*client)->Create(kube::resources::ConfigMaps(), ns, ConfigMap(ns, "cm-9", "after")).ok());
+  ASSERT_OK((*client)->Update(kube::resources::ConfigMaps(), ns, updated));
+  ASSERT_OK((*client)->Delete(kube::resources::ConfigMaps(), ns, "cm-1"));
+  ASSERT_OK((*client)->Create(kube::resources::ConfigMaps(), ns, ConfigMap(ns, "cm-9", "after")));
 
   std::map<std::string, std::string> listed, cached;
   Status converged = WaitFor("the cache to equal a fresh list", seconds(60), [&](std::string* last) {
@@ -79,7 +80,7 @@ TEST_F(ApiserverRestartTest, InformerCacheEqualsAFreshListAfterTheRestart) {
     *last = "cache has " + std::to_string(cached.size()) + " of " + std::to_string(listed.size());
     return cached == listed;
   });
-  EXPECT_TRUE(converged.ok()) << converged;
+  EXPECT_OK(converged) << converged;
   EXPECT_EQ(listed.size(), 5u);
   EXPECT_EQ(cached["cm-0"], "after");
   EXPECT_EQ(cached.count("cm-1"), 0u);

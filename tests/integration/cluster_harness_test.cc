@@ -7,6 +7,7 @@
 #include <string>
 
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -46,7 +47,7 @@ class ClusterHarnessTest : public ClusterTest {
       *last = pod["status"].dump();
       return pod["status"].value("phase", "") == phase;
     });
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     return pod;
   }
 
@@ -62,13 +63,13 @@ class ClusterHarnessTest : public ClusterTest {
 
 TEST_F(ClusterHarnessTest, ServerReportsThePinnedKubernetesVersion) {
   auto v = cluster_.KubectlJson({"version"});
-  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_OK(v) << v.status();
   EXPECT_EQ((*v)["serverVersion"].value("gitVersion", ""), cluster_.Get("KUBERNETES_VERSION"));
 }
 
 TEST_F(ClusterHarnessTest, DefaultFakeGpuNodesAreReadyWithGpus) {
   auto nodes = cluster_.KubectlJson({"get", "nodes", "-l", "ringmaster.io/default-node=true"});
-  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  ASSERT_OK(nodes) << nodes.status();
   ASSERT_EQ((*nodes)["items"].size(), std::stoul(cluster_.Get("DEFAULT_NODES")));
   for (const auto& node : (*nodes)["items"]) {
     EXPECT_EQ(node["metadata"]["annotations"].value("kwok.x-k8s.io/node", ""), "fake");
@@ -79,12 +80,12 @@ TEST_F(ClusterHarnessTest, DefaultFakeGpuNodesAreReadyWithGpus) {
 
 TEST_F(ClusterHarnessTest, GpuPodLandsOnFakeGpuNodeWithLoopbackIp) {
   std::string ns = CreateNamespace();
-  ASSERT_TRUE(cluster_.Apply(GpuPod(ns, "one-gpu", 1)).ok());
+  ASSERT_OK(cluster_.Apply(GpuPod(ns, "one-gpu", 1)));
   json pod = WaitForPhase("one-gpu", "Running", seconds(60));
   std::string node = pod["spec"].value("nodeName", "");
   ASSERT_FALSE(node.empty());
   auto n = cluster_.KubectlJson({"get", "node", node});
-  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_OK(n) << n.status();
   EXPECT_EQ((*n)["metadata"]["annotations"].value("kwok.x-k8s.io/node", ""), "fake");
   std::string ip = pod["status"].value("podIP", "");
   EXPECT_EQ(ip.rfind("127.", 0), 0u) << "pod IP " << ip << " is not a loopback address";
@@ -94,7 +95,7 @@ TEST_F(ClusterHarnessTest, GpuPodLandsOnFakeGpuNodeWithLoopbackIp) {
 TEST_F(ClusterHarnessTest, PodAskingForMoreGpusThanAnyNodeStaysUnschedulable) {
   std::string ns = CreateNamespace();
   int too_many = std::stoi(cluster_.Get("DEFAULT_GPUS_PER_NODE")) + 1;
-  ASSERT_TRUE(cluster_.Apply(GpuPod(ns, "greedy", too_many)).ok());
+  ASSERT_OK(cluster_.Apply(GpuPod(ns, "greedy", too_many)));
   json scheduled;
   Status s = WaitFor("pod greedy to be marked Unschedulable", seconds(60), [&](std::string* last) {
     auto p = GetPod("greedy");
@@ -105,11 +106,11 @@ TEST_F(ClusterHarnessTest, PodAskingForMoreGpusThanAnyNodeStaysUnschedulable) {
     *last = (*p)["status"].dump();
     return scheduled.value("reason", "") == "Unschedulable";
   });
-  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_OK(s) << s;
   EXPECT_EQ(scheduled.value("status", ""), "False");
   EXPECT_NE(scheduled.value("message", "").find("nvidia.com/gpu"), std::string::npos) << scheduled.dump();
   auto p = GetPod("greedy");
-  ASSERT_TRUE(p.ok());
+  ASSERT_OK(p);
   EXPECT_EQ((*p)["status"].value("phase", ""), "Pending");
   EXPECT_FALSE((*p)["spec"].contains("nodeName"));
 }
@@ -117,10 +118,10 @@ TEST_F(ClusterHarnessTest, PodAskingForMoreGpusThanAnyNodeStaysUnschedulable) {
 TEST_F(ClusterHarnessTest, ServiceAccountTokenWithoutPermissionGets403) {
   std::string ns = CreateNamespace();
   auto created = cluster_.Kubectl({"create", "serviceaccount", "nobody", "-n", ns});
-  ASSERT_TRUE(created.ok() && created->ok());
+  ASSERT_COMMAND_OK(created);
   // TokenRequest: needs the apiserver's service-account signing key.
   auto token = cluster_.Kubectl({"create", "token", "nobody", "-n", ns, "--duration=10m"});
-  ASSERT_TRUE(token.ok() && token->ok()) << (token.ok() ? token->err : token.status().ToString());
+  ASSERT_COMMAND_OK(token) << (token.ok() ? token->err : token.status().ToString());
   std::string bearer = token->out.substr(0, token->out.find_last_not_of("\n") + 1);
   ASSERT_FALSE(bearer.empty());
 
@@ -140,14 +141,14 @@ TEST_F(ClusterHarnessTest, ServiceAccountTokenWithoutPermissionGets403) {
   auto who = curl({"-X", "POST", "-H", "Content-Type: application/json", "-d",
                    R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})"},
                   "/apis/authentication.k8s.io/v1/selfsubjectreviews");
-  ASSERT_TRUE(who.ok() && who->ok()) << (who.ok() ? who->err : who.status().ToString());
+  ASSERT_COMMAND_OK(who) << (who.ok() ? who->err : who.status().ToString());
   auto [who_body, who_code] = split(who->out);
   EXPECT_EQ(who_code, "201") << who_body;
   EXPECT_NE(who_body.find("system:serviceaccount:" + ns + ":nobody"), std::string::npos) << who_body;
 
   // ... but RBAC grants it nothing: listing pods is a real 403 with reason Forbidden.
   auto denied = curl({}, "/api/v1/namespaces/" + ns + "/pods");
-  ASSERT_TRUE(denied.ok() && denied->ok()) << (denied.ok() ? denied->err : denied.status().ToString());
+  ASSERT_COMMAND_OK(denied) << (denied.ok() ? denied->err : denied.status().ToString());
   auto [body, code] = split(denied->out);
   EXPECT_EQ(code, "403") << body;
   json status = json::parse(body, nullptr, false);
@@ -157,13 +158,13 @@ TEST_F(ClusterHarnessTest, ServiceAccountTokenWithoutPermissionGets403) {
 
 TEST_F(ClusterHarnessTest, PodFailsOnDemandThroughKwokChaosStage) {
   std::string ns = CreateNamespace();
-  ASSERT_TRUE(cluster_.Apply(GpuPod(ns, "doomed", 1)).ok());
+  ASSERT_OK(cluster_.Apply(GpuPod(ns, "doomed", 1)));
   WaitForPhase("doomed", "Running", seconds(60));
   auto a = cluster_.Kubectl({"annotate", "pod", "doomed", "-n", ns,
                              "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code=42"});
-  ASSERT_TRUE(a.ok() && a->ok());
+  ASSERT_COMMAND_OK(a);
   auto l = cluster_.Kubectl({"label", "pod", "doomed", "-n", ns, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
-  ASSERT_TRUE(l.ok() && l->ok());
+  ASSERT_COMMAND_OK(l);
   json pod = WaitForPhase("doomed", "Failed", seconds(60));
   const json& terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"];
   EXPECT_EQ(terminated.value("exitCode", -1), 42) << pod["status"].dump();
@@ -177,7 +178,7 @@ TEST_F(ClusterHarnessTest, NodeMadeNotReadyStaysNotReadyUntilReleased) {
                          "spec:\n  taints: [{key: ringmaster.io/chaos-node, value: \"true\", effect: NoSchedule}]\n"
                          "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"8\"}\n"
                          "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"8\"}\n";
-  ASSERT_TRUE(cluster_.Apply(manifest).ok());
+  ASSERT_OK(cluster_.Apply(manifest));
   auto ready_is = [&](const std::string& want) {
     return [&, want](std::string* last) {
       auto n = cluster_.KubectlJson({"get", "node", node});
@@ -186,18 +187,18 @@ TEST_F(ClusterHarnessTest, NodeMadeNotReadyStaysNotReadyUntilReleased) {
       return *last == want;
     };
   };
-  ASSERT_TRUE(WaitFor("node " + node + " Ready", seconds(60), ready_is("True")).ok());
+  ASSERT_OK(WaitFor("node " + node + " Ready", seconds(60), ready_is("True")));
   auto l = cluster_.Kubectl({"label", "node", node, "node-not-ready.stage.kwok.x-k8s.io=true"});
-  ASSERT_TRUE(l.ok() && l->ok());
+  ASSERT_COMMAND_OK(l);
   Status s = WaitFor("node " + node + " NotReady", seconds(60), ready_is("False"));
-  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_OK(s) << s;
   // It stays NotReady across several of KWOK's heartbeats (every few seconds in our stages).
   Status flipped = WaitFor("node " + node + " to flip back to Ready", seconds(15), ready_is("True"));
   EXPECT_EQ(flipped.code(), StatusCode::kDeadlineExceeded) << "a chaos-labelled node became Ready again";
   // Releasing the chaos label lets KWOK initialize it again.
   auto u = cluster_.Kubectl({"label", "node", node, "node-not-ready.stage.kwok.x-k8s.io-"});
-  ASSERT_TRUE(u.ok() && u->ok());
-  EXPECT_TRUE(WaitFor("node " + node + " Ready again", seconds(60), ready_is("True")).ok());
+  ASSERT_COMMAND_OK(u);
+  EXPECT_OK(WaitFor("node " + node + " Ready again", seconds(60), ready_is("True")));
   (void)cluster_.Kubectl({"delete", "node", node, "--wait=false"});
 }
 
@@ -222,7 +223,7 @@ class ClusterLifecycleTest : public ClusterHarnessTest {
 
 TEST_F(ClusterLifecycleTest, UpOnTheRunningTestClusterReusesIt) {
   auto r = Script({"up", "--dir", cluster_.dir()});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->err;
   EXPECT_NE(r->err.find("reusing it"), std::string::npos) << r->err;
 }
@@ -230,38 +231,38 @@ TEST_F(ClusterLifecycleTest, UpOnTheRunningTestClusterReusesIt) {
 TEST_F(ClusterLifecycleTest, SecondClusterRunsBesideAndStopsCleanly) {
   std::string dir = ::testing::TempDir() + UniqueName("second-cluster");
   auto up = Script({"up", "--dir", dir, "--nodes", "1", "--gpus-per-node", "2"});
-  ASSERT_TRUE(up.ok()) << up.status();
+  ASSERT_OK(up) << up.status();
   ASSERT_EQ(up->exit_code, 0) << up->err;
   EXPECT_GE(ProcessesIn(dir), 5);
 
   // Its apiserver is not ours: different port, its own single node.
   auto nodes = RunCommand({cluster_.Get("KUBECTL"), "--kubeconfig", dir + "/kubeconfig", "get", "nodes", "-o", "name"});
-  ASSERT_TRUE(nodes.ok() && nodes->ok()) << (nodes.ok() ? nodes->err : nodes.status().ToString());
+  ASSERT_COMMAND_OK(nodes) << (nodes.ok() ? nodes->err : nodes.status().ToString());
   EXPECT_EQ(nodes->out, "node/ringmaster-gpu-0\n");
 
   // Kill one component: the cluster is half-running, and `up` refuses it with advice.
   auto kill = RunCommand({"pkill", "-f", "kube-scheduler.*" + dir + "/"});
-  ASSERT_TRUE(kill.ok() && kill->ok());
+  ASSERT_COMMAND_OK(kill);
   Status gone = WaitFor("the scheduler to exit", seconds(30), [&](std::string*) {
     auto r = RunCommand({"pgrep", "-f", "kube-scheduler.*" + dir + "/"});
     return r.ok() && r->exit_code == 1;
   });
-  ASSERT_TRUE(gone.ok()) << gone;
+  ASSERT_OK(gone) << gone;
   auto refused = Script({"up", "--dir", dir});
-  ASSERT_TRUE(refused.ok());
+  ASSERT_OK(refused);
   EXPECT_NE(refused->exit_code, 0);
   EXPECT_NE(refused->err.find("half-running cluster"), std::string::npos) << refused->err;
   EXPECT_NE(refused->err.find("down --dir"), std::string::npos) << refused->err;
 
   for (int i = 0; i < 2; ++i) {
     auto down = Script({"down", "--dir", dir});
-    ASSERT_TRUE(down.ok());
+    ASSERT_OK(down);
     EXPECT_EQ(down->exit_code, 0) << down->err;
     EXPECT_EQ(ProcessesIn(dir), 0);
   }
   // The test cluster was not touched.
   auto v = cluster_.KubectlJson({"version"});
-  EXPECT_TRUE(v.ok()) << v.status();
+  EXPECT_OK(v) << v.status();
 }
 
 }  // namespace

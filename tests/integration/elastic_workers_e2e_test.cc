@@ -1,6 +1,6 @@
 // Real workers under the real operator: ringmaster-operator as its own process manages a TrainingJob on
 // the local control plane; KWOK runs its pods on fake GPU nodes of this test's own pool, and the pod
-// runner (support/pod_runner.h) runs each Running pod's container -- ringmaster-train-example -- as a
+// runner (pod_runner/pod_runner.h) runs each Running pod's container -- ringmaster-train-example -- as a
 // local process on the pod's loopback IP, with the pod's environment (the job secret from its Secret)
 // and its service-account token. The workers learn their membership by watching their TrainingJob,
 // rendezvous, train over Gloo and rebuild in place when the operator publishes a new generation.
@@ -18,11 +18,12 @@
 #include <set>
 #include <sstream>
 
-#include "elastic/chaos_harness.h"
+#include "testing/chaos_harness.h"
 #include "elastic/sample_journal.h"
 #include "support/cluster_test.h"
 #include "support/operator_process.h"
-#include "support/pod_runner.h"
+#include "pod_runner/pod_runner.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -54,7 +55,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
     // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
     for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
     Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
-    ASSERT_TRUE(started.ok()) << started;
+    ASSERT_OK(started) << started;
     PodRunnerOptions ro;
     ro.kubeconfig = cluster_.kubeconfig();
     ro.ns = ns_;
@@ -62,7 +63,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
     ro.bin_dir = RINGMASTER_BIN_DIR;
     ro.work_dir = out_ + "/pods";
     auto runner = PodRunner::Start(ro);
-    ASSERT_TRUE(runner.ok()) << runner.status();
+    ASSERT_OK(runner) << runner.status();
     runner_ = std::move(runner).value();
   }
 
@@ -98,7 +99,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
         "        command: [ringmaster-train-example]\n        args: [" + args + "]\n"
         "        env: [{name: RINGMASTER_BACKEND, value: gloo}]\n"
         "        resources: {limits: {nvidia.com/gpu: 1}}\n");
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_OK(s) << s;
   }
 
   json Job() {
@@ -115,7 +116,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
       *last = job.value("status", json::object()).dump();
       return pred(job);
     });
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     return job;
   }
 
@@ -146,7 +147,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
       *last = "step " + std::to_string(p);
       return p >= kDisturbAtStep;
     });
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     return Job();
   }
 
@@ -157,7 +158,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
                                      "--deadline-s", "60", "--", std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example"};
     for (const auto& f : TrainFlags()) argv.push_back(f);
     auto r = RunCommand(argv, seconds(90));
-    EXPECT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->out + r->err : r.status().ToString());
+    EXPECT_COMMAND_OK(r) << (r.ok() ? r->out + r->err : r.status().ToString());
     return ReadWeights(out + "/weights.txt");
   }
 
@@ -186,7 +187,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
     EXPECT_GE(finishers.size(), 2u) << "fewer than min workers wrote final weights";
 
     auto resolved = elastic::ResolveJournals(journals, kSteps);
-    EXPECT_TRUE(resolved.ok()) << resolved.status();
+    EXPECT_OK(resolved) << resolved.status();
     if (resolved.ok()) {
       std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
       for (const auto& s : *resolved) by_epoch[s.epoch].insert(s.sample);
@@ -230,7 +231,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
                          }
                          return !found.empty();
                        });
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     return found;
   }
 
@@ -260,14 +261,14 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   EXPECT_EQ(can({"list", "pods"}), "no");
   EXPECT_EQ(can({"get", "secrets"}), "no");
 
-  ASSERT_TRUE(runner_->Signal(victim, SIGKILL).ok()) << victim;
+  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
   // Its pod fails with the signal's exit code; the operator drops it, counts the failure and replaces it.
   Status reported = WaitFor("the crash reported as a failed pod", seconds(20), [&](std::string* last) {
     auto procs = ProcessesOf(victim);
     *last = procs.empty() ? "no process" : "exit " + std::to_string(procs[0].exit_code);
     return !procs.empty() && procs[0].reported;
   });
-  ASSERT_TRUE(reported.ok()) << reported;
+  ASSERT_OK(reported) << reported;
   EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 128 + SIGKILL);
   std::string failed = WaitForMembershipEvent("WorkerFailed", 2);
   EXPECT_NE(failed.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << failed;
@@ -300,7 +301,7 @@ TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {
   for (const auto& member : m["members"]) first_members.insert(member.value("pod", ""));
 
   auto label = cluster_.Kubectl({"label", "node", node, "node-not-ready.stage.kwok.x-k8s.io=true"});
-  ASSERT_TRUE(label.ok() && label->ok());
+  ASSERT_COMMAND_OK(label);
   // The runner kills the worker at once (a lost machine) and reports nothing; the operator drops it
   // after nodeUnresponsiveSeconds and a replacement joins on the spare node.
   Status killed = WaitFor("the lost node's worker to be killed", seconds(10), [&](std::string* last) {
@@ -308,7 +309,7 @@ TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {
     *last = procs.empty() ? "no process" : procs[0].killed_for;
     return !procs.empty() && !procs[0].running;
   });
-  ASSERT_TRUE(killed.ok()) << killed;
+  ASSERT_OK(killed) << killed;
   EXPECT_NE(ProcessesOf(victim)[0].killed_for.find("NotReady"), std::string::npos);
   EXPECT_FALSE(ProcessesOf(victim)[0].reported);
   std::string lost = WaitForMembershipEvent("NodeLost", 2);
@@ -337,7 +338,7 @@ TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFini
   const int64_t generation = m.value("generation", int64_t{0});
 
   auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=2"});
-  ASSERT_TRUE(scaled.ok() && scaled->ok()) << (scaled.ok() ? scaled->err : "");
+  ASSERT_COMMAND_OK(scaled) << (scaled.ok() ? scaled->err : "");
   std::string scaled_down = WaitForMembershipEvent("ScaledDown", 2);
   EXPECT_NE(scaled_down.find(leaving), std::string::npos) << scaled_down;
   EXPECT_NE(scaled_down.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << scaled_down;
@@ -347,21 +348,21 @@ TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFini
     *last = procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
     return !procs.empty() && !procs[0].running;
   });
-  ASSERT_TRUE(exited.ok()) << exited;
+  ASSERT_OK(exited) << exited;
   RunnerProcess p = ProcessesOf(leaving)[0];
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_EQ(p.killed_for, "") << "the leaving worker was killed instead of exiting";
   Status reported = WaitFor("the removed worker's exit reported", seconds(10), [&](std::string*) {
     return ProcessesOf(leaving)[0].reported;
   });
-  EXPECT_TRUE(reported.ok()) << reported;
+  EXPECT_OK(reported) << reported;
   Status gone = WaitFor("the removed worker's pod to go away", seconds(20), [&](std::string* last) {
     auto pod = cluster_.KubectlJson({"get", "pod", leaving, "-n", ns_});
     if (!pod.ok()) return pod.status().message().find("NotFound") != std::string::npos;
     *last = (*pod)["status"].value("phase", "");
     return (*pod)["metadata"].value("uid", "") != leaving_uid;
   });
-  EXPECT_TRUE(gone.ok()) << gone;
+  EXPECT_OK(gone) << gone;
 
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_FALSE(finishers.count(leaving)) << "a worker that left wrote final weights";

@@ -9,6 +9,7 @@
 
 #include "support/background_process.h"
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -44,10 +45,10 @@ class HelmChartTest : public ClusterTest {
 TEST_F(HelmChartTest, ChartLintsAndRendersForThisKubernetes) {
   ASSERT_FALSE(cluster_.Get("HELM").empty()) << "cluster.env has no HELM: run make deps";
   auto lint = Helm({"lint", kChart});
-  ASSERT_TRUE(lint.ok());
+  ASSERT_OK(lint);
   EXPECT_EQ(lint->exit_code, 0) << lint->out << lint->err;
   auto rendered = Helm({"template", "r", kChart, "--kube-version", cluster_.Get("KUBERNETES_VERSION")});
-  ASSERT_TRUE(rendered.ok() && rendered->ok()) << (rendered.ok() ? rendered->err : "");
+  ASSERT_COMMAND_OK(rendered) << (rendered.ok() ? rendered->err : "");
   for (const char* kind : {"kind: ClusterRole\n", "kind: Deployment\n", "kind: Service\n", "kind: ConfigMap\n"}) {
     EXPECT_NE(rendered->out.find(kind), std::string::npos) << kind;
   }
@@ -57,17 +58,17 @@ TEST_F(HelmChartTest, ChartLintsAndRendersForThisKubernetes) {
 TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
   auto install = Helm({"install", release_, kChart, "-n", system_ns_, "--set", "image.tag=test", "--set",
                        "watchNamespace=" + jobs_ns_});
-  ASSERT_TRUE(install.ok());
+  ASSERT_OK(install);
   ASSERT_EQ(install->exit_code, 0) << install->out << install->err;
   const std::string deploy = release_ + "-ringmaster-operator";
   auto available = cluster_.Kubectl({"wait", "-n", system_ns_, "deployment/" + deploy, "--for=condition=Available",
                                      "--timeout=60s"}, "", seconds(70));
-  ASSERT_TRUE(available.ok());
+  ASSERT_OK(available);
   EXPECT_EQ(available->exit_code, 0) << available->err;
 
   // The operator, authenticated only as the chart's service account.
   auto token = cluster_.Kubectl({"create", "token", deploy, "-n", system_ns_, "--duration=1h"});
-  ASSERT_TRUE(token.ok() && token->ok()) << (token.ok() ? token->err : "");
+  ASSERT_COMMAND_OK(token) << (token.ok() ? token->err : "");
   const std::string kubeconfig = ::testing::TempDir() + release_ + ".kubeconfig";
   {
     std::ifstream ca_in(cluster_.ca_file());
@@ -78,18 +79,18 @@ TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
         << "current-context: c\n";
   }
   BackgroundProcess op;
-  ASSERT_TRUE(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", kubeconfig, "--namespace", jobs_ns_, "--leader-elect",
+  ASSERT_OK(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", kubeconfig, "--namespace", jobs_ns_, "--leader-elect",
                         "--leader-election-namespace", system_ns_, "--leader-election-id", deploy,
                         "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
                        ::testing::TempDir() + release_ + "-operator.log")
-                  .ok());
-  ASSERT_TRUE(cluster_
+                  );
+  ASSERT_OK(cluster_
                   .Apply("apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: charted, namespace: " +
                          jobs_ns_ +
                          "}\nspec:\n  replicas: {min: 2, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
                          "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "
                          "resources: {limits: {nvidia.com/gpu: 1}}}\n")
-                  .ok());
+                  );
   Status published = WaitFor("a membership published under the chart's RBAC", seconds(90), [&](std::string* last) {
     auto job = cluster_.KubectlJson({"get", "tj", "charted", "-n", jobs_ns_});
     if (!job.ok()) return false;
@@ -97,9 +98,9 @@ TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
     *last = status.dump();
     return status.value("membership", json::object()).value("worldSize", 0) == 2;
   });
-  EXPECT_TRUE(published.ok()) << published << "\n" << op.Log();
+  EXPECT_OK(published) << published << "\n" << op.Log();
   auto role = cluster_.Kubectl({"get", "role", "charted-worker", "-n", jobs_ns_});
-  EXPECT_TRUE(role.ok() && role->ok()) << "the per-job Role was not created";
+  EXPECT_COMMAND_OK(role) << "the per-job Role was not created";
   EXPECT_EQ(op.Log().find("forbidden"), std::string::npos) << op.Log();
   op.Stop();
 }

@@ -17,6 +17,7 @@
 #include "kube/leader_election.h"
 #include "kube/workqueue.h"
 #include "support/test_cluster.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -69,17 +70,17 @@ class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto cluster = TestCluster::FromEnvironment();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    ASSERT_OK(cluster) << cluster.status();
     cluster_ = std::move(cluster).value();
     auto cfg = LoadConfig(cluster_.kubeconfig(), "", ProcessEnvironment());
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    ASSERT_OK(cfg) << cfg.status();
     config_ = *cfg;
     auto client = NewClient(config_);
-    ASSERT_TRUE(client.ok()) << client.status();
+    ASSERT_OK(client) << client.status();
     client_ = *client;
     ns_ = UniqueName("kube");
     auto created = client_->Create(resources::Namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
-    ASSERT_TRUE(created.ok()) << created.status();
+    ASSERT_OK(created) << created.status();
   }
 
   void TearDown() override {
@@ -99,18 +100,18 @@ class KubeClientTest : public ::testing::Test {
     c.bearer_token = token;
     c.bearer_token_file = token_file;
     auto client = NewClient(c);
-    EXPECT_TRUE(client.ok()) << client.status();
+    EXPECT_OK(client) << client.status();
     return client.ok() ? *client : nullptr;
   }
 
   std::string TokenFor(const std::string& sa) {
     auto created = client_->Create(resources::ServiceAccounts(), ns_,
                                    {{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", sa}}}});
-    EXPECT_TRUE(created.ok()) << created.status();
+    EXPECT_OK(created) << created.status();
     TokenRequestOptions o;
     o.expiration_seconds = 600;
     auto token = client_->CreateToken(ns_, sa, o);
-    EXPECT_TRUE(token.ok()) << token.status();
+    EXPECT_OK(token) << token.status();
     return token.ok() ? *token : "";
   }
 
@@ -139,7 +140,7 @@ class KubeClientTest : public ::testing::Test {
                               {{"spec", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}, {"minimum", 0}}}}}}},
                                {"status", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}}}, {"phase", {{"type", "string"}}}}}}}}}}}}}}})}}}};
     auto created = client_->Create(resources::CustomResourceDefinitions(), "", crd);
-    EXPECT_TRUE(created.ok()) << created.status();
+    EXPECT_OK(created) << created.status();
     crds_.push_back(plural + "." + group);
     GroupVersionResource gvr{group, "v1", plural, true};
     Status served = WaitFor("the CRD to be served", seconds(30), [&](std::string* last) {
@@ -149,7 +150,7 @@ class KubeClientTest : public ::testing::Test {
       *last = l.status().ToString();
       return l.ok();
     });
-    EXPECT_TRUE(served.ok()) << served;
+    EXPECT_OK(served) << served;
     return gvr;
   }
 
@@ -168,7 +169,7 @@ class KubeClientTest : public ::testing::Test {
 TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
   auto gvr = resources::ConfigMaps();
   auto created = client_->Create(gvr, ns_, ConfigMap(ns_, "cm", {{"a", "1"}}, {{"app", "x"}}));
-  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_OK(created) << created.status();
   EXPECT_FALSE(UidOf(*created).empty());
 
   auto dup = client_->Create(gvr, ns_, ConfigMap(ns_, "cm"));
@@ -179,23 +180,23 @@ TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
   EXPECT_EQ(dup_err->reason, "AlreadyExists");
 
   auto got = client_->Get(gvr, ns_, "cm");
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got) << got.status();
   EXPECT_EQ((*got)["data"]["a"], "1");
 
   json updated_obj = *got;
   updated_obj["data"]["b"] = "2";
   auto updated = client_->Update(gvr, ns_, updated_obj);
-  ASSERT_TRUE(updated.ok()) << updated.status();
+  ASSERT_OK(updated) << updated.status();
   EXPECT_EQ((*updated)["data"]["b"], "2");
 
   auto merged = client_->Patch(gvr, ns_, "cm", PatchType::kMerge, {{"data", {{"c", "3"}, {"a", nullptr}}}});
-  ASSERT_TRUE(merged.ok()) << merged.status();
+  ASSERT_OK(merged) << merged.status();
   EXPECT_FALSE((*merged)["data"].contains("a"));
   EXPECT_EQ((*merged)["data"]["c"], "3");
 
   auto jsonpatch = client_->Patch(gvr, ns_, "cm", PatchType::kJson,
                                   json::array({{{"op", "replace"}, {"path", "/data/c"}, {"value", "33"}}}));
-  ASSERT_TRUE(jsonpatch.ok()) << jsonpatch.status();
+  ASSERT_OK(jsonpatch) << jsonpatch.status();
   EXPECT_EQ((*jsonpatch)["data"]["c"], "33");
 
   auto bad_patch = client_->Patch(gvr, ns_, "cm", PatchType::kJson,
@@ -203,7 +204,7 @@ TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
   EXPECT_FALSE(bad_patch.ok());
 
   auto applied = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "v"}}), "ringmaster-test");
-  ASSERT_TRUE(applied.ok()) << applied.status();
+  ASSERT_OK(applied) << applied.status();
   bool managed = false;
   for (const auto& mf : (*applied)["metadata"]["managedFields"]) managed |= mf.value("manager", "") == "ringmaster-test";
   EXPECT_TRUE(managed) << (*applied)["metadata"].dump();
@@ -211,7 +212,7 @@ TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
   auto conflict = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "other"}}), "someone-else");
   EXPECT_EQ(conflict.status().code(), StatusCode::kConflict) << conflict.status();
   auto forced = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "other"}}), "someone-else", /*force=*/true);
-  ASSERT_TRUE(forced.ok()) << forced.status();
+  ASSERT_OK(forced) << forced.status();
   EXPECT_EQ((*forced)["data"]["k"], "other");
 
   DeleteOptions wrong_uid;
@@ -220,13 +221,13 @@ TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
   DeleteOptions right;
   right.precondition_uid = UidOf(*created);
   right.propagation_policy = "Foreground";
-  ASSERT_TRUE(client_->Delete(gvr, ns_, "cm", right).ok());
+  ASSERT_OK(client_->Delete(gvr, ns_, "cm", right));
   Status gone = WaitFor("cm to be deleted", seconds(10), [&](std::string* last) {
     auto g = client_->Get(gvr, ns_, "cm");
     *last = g.status().ToString();
     return g.status().code() == StatusCode::kNotFound;
   });
-  EXPECT_TRUE(gone.ok()) << gone;
+  EXPECT_OK(gone) << gone;
   auto missing = client_->Get(gvr, ns_, "cm");
   auto err = ApiErrorFromStatus(missing.status());
   ASSERT_TRUE(err.has_value()) << missing.status();
@@ -239,28 +240,28 @@ TEST_F(KubeClientTest, ListWithSelectorsAndPagination) {
   auto gvr = resources::ConfigMaps();
   for (int i = 0; i < 7; ++i) {
     auto c = client_->Create(gvr, ns_, ConfigMap(ns_, "page-" + std::to_string(i), {}, {{"parity", i % 2 ? "odd" : "even"}}));
-    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_OK(c) << c.status();
   }
   ListOptions page;
   page.label_selector = "parity in (odd,even)";
   page.limit = 3;
   auto first = client_->List(gvr, ns_, page);
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   EXPECT_EQ((*first)["items"].size(), 3u);
   EXPECT_FALSE((*first)["metadata"].value("continue", "").empty());
   auto all = client_->ListAll(gvr, ns_, page);
-  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_OK(all) << all.status();
   EXPECT_EQ((*all)["items"].size(), 7u);
   EXPECT_FALSE((*all)["metadata"].value("resourceVersion", "").empty());
   ListOptions odd;
   odd.label_selector = "parity=odd";
   auto odds = client_->List(gvr, ns_, odd);
-  ASSERT_TRUE(odds.ok());
+  ASSERT_OK(odds);
   EXPECT_EQ((*odds)["items"].size(), 3u);
   ListOptions by_name;
   by_name.field_selector = "metadata.name=page-4";
   auto one = client_->List(gvr, ns_, by_name);
-  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_OK(one) << one.status();
   ASSERT_EQ((*one)["items"].size(), 1u);
   EXPECT_EQ(NameOf((*one)["items"][0]), "page-4");
   ListOptions bad;
@@ -271,10 +272,10 @@ TEST_F(KubeClientTest, ListWithSelectorsAndPagination) {
 TEST_F(KubeClientTest, StaleResourceVersionOnUpdateIsConflict) {
   auto gvr = resources::ConfigMaps();
   auto created = client_->Create(gvr, ns_, ConfigMap(ns_, "occ", {{"v", "0"}}));
-  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_OK(created) << created.status();
   json a = *created, b = *created;
   a["data"]["v"] = "a";
-  ASSERT_TRUE(client_->Update(gvr, ns_, a).ok());
+  ASSERT_OK(client_->Update(gvr, ns_, a));
   b["data"]["v"] = "b";
   auto stale = client_->Update(gvr, ns_, b);
   ASSERT_EQ(stale.status().code(), StatusCode::kConflict) << stale.status();
@@ -289,7 +290,7 @@ TEST_F(KubeClientTest, CustomResourceWithStatusAndScaleSubresources) {
   GroupVersionResource gvr = CreateWidgetCrd(suffix);
   json widget = Widget(suffix, "w", 2);
   auto w = client_->Create(gvr, ns_, widget);
-  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_OK(w) << w.status();
   json invalid = widget;
   invalid["metadata"]["name"] = "bad";
   invalid["spec"]["replicas"] = -1;
@@ -302,41 +303,41 @@ TEST_F(KubeClientTest, CustomResourceWithStatusAndScaleSubresources) {
   with_status["status"] = {{"replicas", 2}, {"phase", "Running"}};
   with_status["spec"]["replicas"] = 9;
   auto st = client_->UpdateStatus(gvr, ns_, with_status);
-  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_OK(st) << st.status();
   EXPECT_EQ((*st)["status"]["phase"], "Running");
   EXPECT_EQ((*st)["spec"]["replicas"], 2);
 
   auto scale = client_->GetScale(gvr, ns_, "w");
-  ASSERT_TRUE(scale.ok()) << scale.status();
+  ASSERT_OK(scale) << scale.status();
   EXPECT_EQ((*scale)["kind"], "Scale");
   EXPECT_EQ((*scale)["spec"]["replicas"], 2);
   EXPECT_EQ((*scale)["status"]["replicas"], 2);
   auto scaled = client_->UpdateScale(gvr, ns_, "w", 5);
-  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  ASSERT_OK(scaled) << scaled.status();
   auto after = client_->Get(gvr, ns_, "w");
-  ASSERT_TRUE(after.ok());
+  ASSERT_OK(after);
   EXPECT_EQ((*after)["spec"]["replicas"], 5);
-  ASSERT_TRUE(client_->Delete(gvr, ns_, "w").ok());
+  ASSERT_OK(client_->Delete(gvr, ns_, "w"));
 }
 
 TEST_F(KubeClientTest, WatchSeesAddUpdateDeleteInOrder) {
   auto gvr = resources::ConfigMaps();
   auto list = client_->List(gvr, ns_);
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list) << list.status();
   WatchOptions wo;
   wo.resource_version = (*list)["metadata"]["resourceVersion"];
   wo.timeout_seconds = 30;
   auto watch = client_->Watch(gvr, ns_, wo);
-  ASSERT_TRUE(watch.ok()) << watch.status();
-  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "w1")).ok());
-  ASSERT_TRUE(client_->Patch(gvr, ns_, "w1", PatchType::kMerge, {{"data", {{"x", "1"}}}}).ok());
-  ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "w2")).ok());
-  ASSERT_TRUE(client_->Delete(gvr, ns_, "w1").ok());
+  ASSERT_OK(watch) << watch.status();
+  ASSERT_OK(client_->Create(gvr, ns_, ConfigMap(ns_, "w1")));
+  ASSERT_OK(client_->Patch(gvr, ns_, "w1", PatchType::kMerge, {{"data", {{"x", "1"}}}}));
+  ASSERT_OK(client_->Create(gvr, ns_, ConfigMap(ns_, "w2")));
+  ASSERT_OK(client_->Delete(gvr, ns_, "w1"));
   std::vector<std::string> seen;
   std::string last_rv;
   while (seen.size() < 4) {
     auto ev = (*watch)->Next();
-    ASSERT_TRUE(ev.ok()) << ev.status();
+    ASSERT_OK(ev) << ev.status();
     ASSERT_TRUE(ev->has_value()) << "watch ended early";
     if ((*ev)->type == WatchEventType::kBookmark) continue;
     // The controller-manager publishes kube-root-ca.crt into every new namespace at its own pace.
@@ -364,12 +365,12 @@ TEST_F(KubeClientTest, WatchSeesAddUpdateDeleteInOrder) {
 // cache, and compacting etcd makes it too old for etcd as well: either way the answer is 410.
 TEST_F(KubeClientTest, WatchFromAnExpiredResourceVersionIsGone) {
   auto old = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "old-rv"));
-  ASSERT_TRUE(old.ok()) << old.status();
+  ASSERT_OK(old) << old.status();
   const std::string suffix = CrdSuffix("b");
   GroupVersionResource gvr = CreateWidgetCrd(suffix);
-  ASSERT_TRUE(client_->Create(gvr, ns_, Widget(suffix, "w", 1)).ok());
+  ASSERT_OK(client_->Create(gvr, ns_, Widget(suffix, "w", 1)));
   Status compacted = CompactEtcd(cluster_);
-  ASSERT_TRUE(compacted.ok()) << compacted;
+  ASSERT_OK(compacted) << compacted;
   WatchOptions wo;
   wo.resource_version = ResourceVersionOf(*old);
   wo.timeout_seconds = 5;
@@ -389,17 +390,17 @@ TEST_F(KubeClientTest, WatchFromAnExpiredResourceVersionIsGone) {
 
 TEST_F(KubeClientTest, InformerRelistsOnGoneAndIndexes) {
   auto old = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "old-rv"));
-  ASSERT_TRUE(old.ok()) << old.status();
+  ASSERT_OK(old) << old.status();
   const std::string suffix = CrdSuffix("c");
   GroupVersionResource gvr = CreateWidgetCrd(suffix);
   json w1 = Widget(suffix, "pre-1", 1), w2 = Widget(suffix, "pre-2", 2);
   w1["metadata"]["labels"] = {{"team", "a"}};
   w2["metadata"]["labels"] = {{"team", "b"}};
   auto c1 = client_->Create(gvr, ns_, w1);
-  ASSERT_TRUE(c1.ok()) << c1.status();
-  ASSERT_TRUE(client_->Create(gvr, ns_, w2).ok());
+  ASSERT_OK(c1) << c1.status();
+  ASSERT_OK(client_->Create(gvr, ns_, w2));
   Status compacted = CompactEtcd(cluster_);
-  ASSERT_TRUE(compacted.ok()) << compacted;
+  ASSERT_OK(compacted) << compacted;
   InformerOptions o;
   o.ns = ns_;
   o.start_resource_version = ResourceVersionOf(*old);  // expired: the informer must relist
@@ -416,11 +417,11 @@ TEST_F(KubeClientTest, InformerRelistsOnGoneAndIndexes) {
   EXPECT_EQ(NameOf(*informer.store().ByIndex("team", "b")[0]), "pre-2");
   EXPECT_EQ(informer.store().ByIndex(kNamespaceIndex, ns_).size(), 2u);
   // Later changes flow through the watch that follows the relist.
-  ASSERT_TRUE(client_->Delete(gvr, ns_, "pre-1").ok());
+  ASSERT_OK(client_->Delete(gvr, ns_, "pre-1"));
   Status deleted = WaitFor("pre-1 to leave the cache", seconds(10), [&](std::string*) {
     return informer.store().Get(ns_ + "/pre-1") == nullptr;
   });
-  EXPECT_TRUE(deleted.ok()) << deleted;
+  EXPECT_OK(deleted) << deleted;
   EXPECT_EQ(informer.lists(), 1);
   informer.Stop();
   // The handler only enqueued keys, collapsed per key.
@@ -459,16 +460,16 @@ TEST_F(KubeClientTest, InformerResumesWatchesWithoutRelistingOrLosingEvents) {
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(seconds(20)));
   for (int i = 0; i < 6; ++i) {
-    ASSERT_TRUE(client_->Create(gvr, ns_, ConfigMap(ns_, "r" + std::to_string(i))).ok());
+    ASSERT_OK(client_->Create(gvr, ns_, ConfigMap(ns_, "r" + std::to_string(i))));
     std::this_thread::sleep_for(milliseconds(500));  // spans several watch windows
   }
-  ASSERT_TRUE(client_->Delete(gvr, ns_, "r0").ok());
+  ASSERT_OK(client_->Delete(gvr, ns_, "r0"));
   Status all = WaitFor("all events", seconds(20), [&](std::string* last) {
     std::lock_guard<std::mutex> lock(mu);
     *last = std::to_string(adds.size()) + " adds, " + std::to_string(deletes.size()) + " deletes";
     return adds.size() >= 6 && deletes.size() >= 1;
   });
-  ASSERT_TRUE(all.ok()) << all;
+  ASSERT_OK(all) << all;
   {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(adds, (std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5"}));
@@ -486,7 +487,7 @@ TEST_F(KubeClientTest, TlsVerificationIsOnUnlessTheKubeconfigSaysInsecure) {
   ClientConfig untrusted = config_;
   untrusted.ca_pem.clear();  // system roots do not include the cluster's CA
   auto strict = NewClient(untrusted);
-  ASSERT_TRUE(strict.ok()) << strict.status();
+  ASSERT_OK(strict) << strict.status();
   auto refused = (*strict)->Get(resources::Namespaces(), "", ns_);
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status();
   EXPECT_FALSE(ApiErrorFromStatus(refused.status()).has_value()) << "no HTTP answer may come over an unverified TLS connection";
@@ -499,8 +500,8 @@ TEST_F(KubeClientTest, TlsVerificationIsOnUnlessTheKubeconfigSaysInsecure) {
     std::lock_guard<std::mutex> lock(mu);
     if (level == LogLevel::kWarning) warnings.emplace_back(m);
   });
-  ASSERT_TRUE(lax.ok()) << lax.status();
-  EXPECT_TRUE((*lax)->Get(resources::Namespaces(), "", ns_).ok());
+  ASSERT_OK(lax) << lax.status();
+  EXPECT_OK((*lax)->Get(resources::Namespaces(), "", ns_));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("insecure-skip-tls-verify"), std::string::npos) << warnings[0];
 }
@@ -521,15 +522,15 @@ TEST_F(KubeClientTest, TokenWithoutRbacGetsPermissionDenied403) {
 }
 
 TEST_F(KubeClientTest, RotatedTokenFileIsPickedUp) {
-  ASSERT_TRUE(client_->Create(resources::Roles(), ns_,
+  ASSERT_OK(client_->Create(resources::Roles(), ns_,
                               {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "Role"}, {"metadata", {{"name", "cm-reader"}}},
                                {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "list"}}}})}})
-                  .ok());
-  ASSERT_TRUE(client_->Create(resources::RoleBindings(), ns_,
+                  );
+  ASSERT_OK(client_->Create(resources::RoleBindings(), ns_,
                               {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"}, {"metadata", {{"name", "reader"}}},
                                {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "cm-reader"}}},
                                {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns_}}})}})
-                  .ok());
+                  );
   std::string nobody = TokenFor("nobody"), reader = TokenFor("reader");
   ASSERT_FALSE(nobody.empty());
   ASSERT_FALSE(reader.empty());
@@ -544,7 +545,7 @@ TEST_F(KubeClientTest, RotatedTokenFileIsPickedUp) {
   std::ofstream(path + ".tmp") << reader;
   std::filesystem::rename(path + ".tmp", path);
   auto allowed = client->List(resources::ConfigMaps(), ns_);
-  EXPECT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_OK(allowed) << allowed.status();
   std::filesystem::remove_all(dir);
 }
 
@@ -563,7 +564,7 @@ class Candidate {
     c.on_started_leading = [this] { started = std::chrono::steady_clock::now(); };
     c.on_stopped_leading = [this] { stopped_leading++; };
     auto e = LeaderElector::Create(std::move(client), c);
-    EXPECT_TRUE(e.ok()) << e.status();
+    EXPECT_OK(e) << e.status();
     elector = std::move(e).value();
     thread = std::thread([this] { elector->Run(); });
   }
@@ -580,7 +581,7 @@ class Candidate {
 
 TEST_F(KubeClientTest, LeaderElectionHandsOverWithinTheLeaseDurationWhenTheLeaderDies) {
   Candidate a(client_, ns_, "a", /*release=*/false);
-  ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
+  ASSERT_OK(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }));
   Candidate b(client_, ns_, "b", false);
   std::this_thread::sleep_for(seconds(1));
   EXPECT_FALSE(b.elector->IsLeader()) << "two leaders at once";
@@ -588,52 +589,52 @@ TEST_F(KubeClientTest, LeaderElectionHandsOverWithinTheLeaseDurationWhenTheLeade
   // a "dies" without releasing: b must take over once the lease expires (3 s), not much later.
   auto died = std::chrono::steady_clock::now();
   a.Stop();
-  ASSERT_TRUE(WaitFor("b to lead", seconds(10), [&](std::string*) { return b.elector->IsLeader(); }).ok());
+  ASSERT_OK(WaitFor("b to lead", seconds(10), [&](std::string*) { return b.elector->IsLeader(); }));
   auto handover = std::chrono::steady_clock::now() - died;
   EXPECT_LE(handover, seconds(3) + milliseconds(3500)) << "lease duration 3 s (slack for a loaded 2-core machine)";
   EXPECT_GE(handover, seconds(2)) << "b took a lease that had not expired";
   EXPECT_EQ(a.stopped_leading, 1);
   auto lease = client_->Get(resources::Leases(), ns_, "election");
-  ASSERT_TRUE(lease.ok());
+  ASSERT_OK(lease);
   EXPECT_EQ((*lease)["spec"]["holderIdentity"], "b");
   EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 1);
 }
 
 TEST_F(KubeClientTest, LeaderElectionReleasesOnStopForAFastHandover) {
   Candidate a(client_, ns_, "a", /*release=*/true);
-  ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
+  ASSERT_OK(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }));
   Candidate b(client_, ns_, "b", true);
   std::this_thread::sleep_for(milliseconds(500));
   auto stopped = std::chrono::steady_clock::now();
   a.Stop();
-  ASSERT_TRUE(WaitFor("b to lead", seconds(10), [&](std::string*) { return b.elector->IsLeader(); }).ok());
+  ASSERT_OK(WaitFor("b to lead", seconds(10), [&](std::string*) { return b.elector->IsLeader(); }));
   EXPECT_LT(std::chrono::steady_clock::now() - stopped, milliseconds(4000)) << "a released lease is free at once";
 }
 
 TEST_F(KubeClientTest, LeaderLosingTheLeaseIsToldWithinTheRenewDeadline) {
   Candidate a(client_, ns_, "a", false);
-  ASSERT_TRUE(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }).ok());
+  ASSERT_OK(WaitFor("a to lead", seconds(10), [&](std::string*) { return a.elector->IsLeader(); }));
   // Someone else takes the lease (as an admin might, or a partitioned leader would observe).
   // The leader renews every 250 ms, so this read-modify-write retries on Conflict like any controller.
   Status taken_over = ConflictError("not tried");
   for (int attempt = 0; attempt < 20 && IsConflict(taken_over); ++attempt) {
     auto lease = client_->Get(resources::Leases(), ns_, "election");
-    ASSERT_TRUE(lease.ok()) << lease.status();
+    ASSERT_OK(lease) << lease.status();
     (*lease)["spec"]["holderIdentity"] = "usurper";
     (*lease)["spec"]["leaseDurationSeconds"] = 60;
     auto updated = client_->Update(resources::Leases(), ns_, *lease);
     taken_over = updated.ok() ? Status::Ok() : updated.status();
   }
-  ASSERT_TRUE(taken_over.ok()) << taken_over;
+  ASSERT_OK(taken_over) << taken_over;
   auto taken = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitFor("a to notice", seconds(10), [&](std::string*) { return a.stopped_leading.load() == 1; }).ok());
+  ASSERT_OK(WaitFor("a to notice", seconds(10), [&](std::string*) { return a.stopped_leading.load() == 1; }));
   EXPECT_LE(std::chrono::steady_clock::now() - taken, seconds(2) + milliseconds(3000)) << "renew deadline 2 s";
   EXPECT_FALSE(a.elector->IsLeader());
 }
 
 TEST_F(KubeClientTest, EventRecorderAggregatesRepeatsAndRateLimitsFloods) {
   auto cm = client_->Create(resources::ConfigMaps(), ns_, ConfigMap(ns_, "subject"));
-  ASSERT_TRUE(cm.ok()) << cm.status();
+  ASSERT_OK(cm) << cm.status();
   EventRecorderOptions o;
   o.component = "ringmaster-test";
   o.host = "test-host";
@@ -646,7 +647,7 @@ TEST_F(KubeClientTest, EventRecorderAggregatesRepeatsAndRateLimitsFloods) {
   ListOptions lo;
   lo.field_selector = "involvedObject.name=subject";
   auto events = client_->List(resources::Events(), ns_, lo);
-  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_OK(events) << events.status();
   int backoff = 0, flood = 0;
   for (const auto& ev : (*events)["items"]) {
     if (ev.value("reason", "") == "BackOff") {

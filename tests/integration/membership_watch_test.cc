@@ -11,6 +11,7 @@
 #include "membership/kubernetes_source.h"
 #include "support/background_process.h"
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -35,9 +36,9 @@ class MembershipWatchTest : public ClusterTest {
                            ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
                            "  template:\n    spec:\n      containers:\n      - name: trainer\n        image: example/trainer:1\n"
                            "        resources: {limits: {nvidia.com/gpu: 1}}\n";
-    EXPECT_TRUE(cluster_.Apply(manifest).ok());
+    EXPECT_OK(cluster_.Apply(manifest));
     auto job = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
-    EXPECT_TRUE(job.ok()) << job.status();
+    EXPECT_OK(job) << job.status();
     return job.ok() ? *job : json();
   }
 
@@ -45,27 +46,27 @@ class MembershipWatchTest : public ClusterTest {
   std::shared_ptr<kube::Client> WorkerClient(const json& job) {
     for (auto object : {controller::BuildWorkerServiceAccount(job), controller::BuildWorkerRole(job),
                         controller::BuildWorkerRoleBinding(job)}) {
-      EXPECT_TRUE(object.ok()) << object.status();
-      EXPECT_TRUE(cluster_.Apply(object->dump()).ok());
+      EXPECT_OK(object) << object.status();
+      EXPECT_OK(cluster_.Apply(object->dump()));
     }
     auto token = cluster_.Kubectl({"create", "token", controller::WorkerServiceAccountFor(job), "-n", ns_});
-    EXPECT_TRUE(token.ok() && token->ok());
+    EXPECT_COMMAND_OK(token);
     kube::ClientConfig config;
     config.server = cluster_.server();
     auto ca = kube::ReadFileToString(cluster_.ca_file());
-    EXPECT_TRUE(ca.ok());
+    EXPECT_OK(ca);
     config.ca_pem = *ca;
     config.bearer_token = token->out.substr(0, token->out.find('\n'));
     config.namespace_name = ns_;
     auto client = kube::NewClient(config);
-    EXPECT_TRUE(client.ok()) << client.status();
+    EXPECT_OK(client) << client.status();
     return *client;
   }
 
   void PatchMembership(const std::string& job, const std::string& membership) {
     auto r = cluster_.Kubectl({"patch", "tj", job, "-n", ns_, "--subresource=status", "--type=merge", "-p",
                                R"({"status":{"membership":)" + membership + "}}"});
-    ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString());
+    ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
   }
 
   std::string ns_;
@@ -74,14 +75,14 @@ class MembershipWatchTest : public ClusterTest {
 TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   json job = CreateJob("mine", 1, 2);
   auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "mine"});
-  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_OK(source) << source.status();
   EXPECT_EQ((*source)->WaitNewer(0, milliseconds(1500)).status().code(), StatusCode::kDeadlineExceeded);
 
   PatchMembership("mine", R"({"generation":1,"worldSize":2,"coordinator":"127.0.0.9:29500","members":[
       {"pod":"mine-worker-0","uid":"a","rank":0,"address":"127.0.0.9","node":"n0"},
       {"pod":"mine-worker-1","uid":"b","rank":1,"address":"127.0.0.10","node":"n1"}]})");
   auto first = (*source)->WaitNewer(0, seconds(20));
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_OK(first) << first.status();
   EXPECT_EQ(first->generation, 1);
   EXPECT_EQ(first->world_size(), 2);
   EXPECT_EQ(first->coordinator, "127.0.0.9:29500");
@@ -95,7 +96,7 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   PatchMembership("mine", R"({"generation":3,"worldSize":1,"coordinator":"127.0.0.10:29500","members":[
       {"pod":"mine-worker-1","uid":"b","rank":0,"address":"127.0.0.10","node":"n1"}]})");
   auto third = (*source)->WaitNewer(1, seconds(20));
-  ASSERT_TRUE(third.ok()) << third.status();
+  ASSERT_OK(third) << third.status();
   EXPECT_EQ(third->generation, 3);
   EXPECT_EQ(third->members[0].pod, "mine-worker-1");
 
@@ -110,15 +111,15 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
 
 TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   BackgroundProcess op;
-  ASSERT_TRUE(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster_.kubeconfig(), "--namespace", ns_,
+  ASSERT_OK(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster_.kubeconfig(), "--namespace", ns_,
                         "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
                        ::testing::TempDir() + ns_ + "-operator.log")
-                  .ok());
+                  );
   json job = CreateJob("watched", 2, 3);
   auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "watched"});
-  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_OK(source) << source.status();
   auto started = (*source)->WaitNewer(0, seconds(60));
-  ASSERT_TRUE(started.ok()) << started.status() << "\n" << op.Log();
+  ASSERT_OK(started) << started.status() << "\n" << op.Log();
   EXPECT_GE(started->world_size(), 2);
   EXPECT_EQ(started->coordinator, started->members[0].address + ":29500");
 
@@ -126,7 +127,7 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   ms::MembershipRecord now = (*source)->Latest();
   std::string victim = now.members.back().pod;
   auto l = cluster_.Kubectl({"label", "pod", victim, "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
-  ASSERT_TRUE(l.ok() && l->ok());
+  ASSERT_COMMAND_OK(l);
   Status dropped = WaitFor("a generation without " + victim, seconds(60), [&](std::string* last) {
     auto next = (*source)->WaitNewer(now.generation, seconds(1));
     if (!next.ok()) return false;
@@ -135,7 +136,7 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
     const ms::MemberRecord* m = now.Find(victim);
     return m == nullptr;
   });
-  EXPECT_TRUE(dropped.ok()) << dropped << "\n" << op.Log();
+  EXPECT_OK(dropped) << dropped << "\n" << op.Log();
   op.Stop();
 }
 

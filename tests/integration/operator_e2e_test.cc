@@ -11,6 +11,7 @@
 
 #include "support/operator_process.h"
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -39,7 +40,7 @@ class OperatorE2eTest : public ClusterTest {
     auto p = std::make_unique<BackgroundProcess>();
     std::string log = ::testing::TempDir() + ns_ + "-operator-" + std::to_string(operators_.size()) + ".log";
     Status s = StartOperatorProcess(p.get(), RINGMASTER_OPERATOR_BIN, cluster_, ns_, log, extra);
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     operators_.push_back(std::move(p));
     return operators_.back().get();
   }
@@ -57,7 +58,7 @@ class OperatorE2eTest : public ClusterTest {
                            "      containers:\n      - name: trainer\n        image: example/trainer:1\n"
                            "        resources: {limits: {nvidia.com/gpu: 1}}\n";
     Status s = cluster_.Apply(manifest);
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_OK(s) << s;
   }
 
   json Job(const std::string& name) {
@@ -87,7 +88,7 @@ class OperatorE2eTest : public ClusterTest {
       *last = job.value("status", json::object()).dump();
       return pred(job);
     });
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     return job;
   }
 
@@ -136,7 +137,7 @@ TEST_F(OperatorE2eTest, FailedRankZeroIsReplacedAndSurvivorsKeepTheirOrder) {
   json full = WaitForJob("fail", "4 workers", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
   std::vector<std::string> before = MemberPods(full);
   int64_t g = Generation(full);
-  ASSERT_TRUE(Kubectl({"label", "pod", before[0], "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"}).ok());
+  ASSERT_OK(Kubectl({"label", "pod", before[0], "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"}));
   json after = WaitForJob("fail", "a generation without rank 0", seconds(60),
                           [&](const json& j) { return Generation(j) > g && WorldSize(j) == 3; });
   EXPECT_EQ(MemberPods(after), std::vector<std::string>(before.begin() + 1, before.end()));
@@ -162,7 +163,7 @@ TEST_F(OperatorE2eTest, NotReadyNodeLosesItsWorkersWithinTheDetectionWindow) {
     if (m.value("node", "") == lost_node) lost_pod = m.value("pod", "");
   ASSERT_FALSE(lost_pod.empty()) << full.dump();
   auto start = Clock::now();
-  ASSERT_TRUE(Kubectl({"label", "node", lost_node, "node-not-ready.stage.kwok.x-k8s.io=true"}).ok());
+  ASSERT_OK(Kubectl({"label", "node", lost_node, "node-not-ready.stage.kwok.x-k8s.io=true"}));
   json after = WaitForJob("nodes", "the lost node's worker to leave", seconds(60), [](const json& j) { return WorldSize(j) == 1; });
   double took = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_EQ(Membership(after).value("reason", ""), "NodeLost");
@@ -173,14 +174,14 @@ TEST_F(OperatorE2eTest, NotReadyNodeLosesItsWorkersWithinTheDetectionWindow) {
       if (p["metadata"].value("name", "") == lost_pod && !p["metadata"].contains("deletionTimestamp")) return false;
     return true;
   });
-  EXPECT_TRUE(deleted.ok()) << deleted;
+  EXPECT_OK(deleted) << deleted;
 }
 
 TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
   StartOperator();
   ApplyJob("scale", 1, 4);
   WaitForJob("scale", "4 workers", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
-  ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=2"}).ok());
+  ASSERT_OK(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=2"}));
   json down = WaitForJob("scale", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   EXPECT_EQ(Membership(down).value("reason", ""), "ScaledDown");
   // The two that left are not deleted under their workers' feet: they are listed as leaving until they
@@ -192,14 +193,14 @@ TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
   for (const auto& l : leaving["status"]["leaving"]) {
     std::string pod = l.value("pod", "");
     EXPECT_EQ(std::count(members.begin(), members.end(), pod), 0) << pod;
-    ASSERT_TRUE(Kubectl({"label", "pod", pod, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}).ok());
+    ASSERT_OK(Kubectl({"label", "pod", pod, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}));
   }
-  ASSERT_TRUE(WaitFor("2 pods", seconds(60), [&](std::string*) {
+  ASSERT_OK(WaitFor("2 pods", seconds(60), [&](std::string*) {
                 size_t live = 0;
                 for (const auto& p : Pods("scale")) live += !p["metadata"].contains("deletionTimestamp");
                 return live == 2;
-              }).ok());
-  ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=3"}).ok());
+              }));
+  ASSERT_OK(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=3"}));
   json up = WaitForJob("scale", "3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
   EXPECT_EQ(Membership(up).value("reason", ""), "ScaledUp");
 }
@@ -214,11 +215,11 @@ TEST_F(OperatorE2eTest, ServesMetricsAndProbes) {
   ASSERT_FALSE(health_port.empty()) << op->Log();
   for (const char* probe : {"/healthz", "/readyz"}) {
     auto r = RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:" + health_port + probe});
-    ASSERT_TRUE(r.ok());
+    ASSERT_OK(r);
     EXPECT_EQ(r->out, "200") << probe;
   }
   auto m = RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
-  ASSERT_TRUE(m.ok() && m->ok());
+  ASSERT_COMMAND_OK(m);
   for (const char* series : {"ringmaster_membership_changes_total{reason=\"JobStarted\"} 1",
                              "# TYPE ringmaster_membership_publish_latency_seconds histogram",
                              "ringmaster_reconcile_total{result=\"success\"}", "ringmaster_trainingjobs{phase=\"Running\"} 1",
@@ -235,16 +236,16 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   for (const auto& p : Pods("restart")) uids_before.insert(p["metadata"].value("uid", ""));
   // The job's Secret: created once, owned by the job, immutable, 32 random bytes in hex.
   auto secret_before = cluster_.KubectlJson({"get", "secret", "restart-worker-secret", "-n", ns_});
-  ASSERT_TRUE(secret_before.ok()) << secret_before.status();
+  ASSERT_OK(secret_before) << secret_before.status();
   EXPECT_EQ((*secret_before)["metadata"]["ownerReferences"][0].value("uid", ""), before["metadata"].value("uid", "x"));
   EXPECT_EQ((*secret_before).value("immutable", false), true);
   const std::string secret_data = (*secret_before)["data"].value("secret", "");
   EXPECT_EQ(secret_data.size(), 88u) << "64 hex digits, base64-encoded";
   EXPECT_EQ(first->Stop(), 0) << first->Log();
   BackgroundProcess* second = StartOperator();
-  ASSERT_TRUE(WaitFor("the new operator to sync", seconds(30), [&](std::string*) {
+  ASSERT_OK(WaitFor("the new operator to sync", seconds(30), [&](std::string*) {
                 return second->Log().find("caches synced") != std::string::npos;
-              }).ok());
+              }));
   std::this_thread::sleep_for(seconds(5));  // room for any (wrong) write to land
   json after = Job("restart");
   EXPECT_EQ(Generation(after), Generation(before));
@@ -253,7 +254,7 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   EXPECT_EQ(uids_after, uids_before);
   // The restart did not rotate the secret under the running workers.
   auto secret_after = cluster_.KubectlJson({"get", "secret", "restart-worker-secret", "-n", ns_});
-  ASSERT_TRUE(secret_after.ok()) << secret_after.status();
+  ASSERT_OK(secret_after) << secret_after.status();
   EXPECT_EQ((*secret_after)["metadata"].value("uid", ""), (*secret_before)["metadata"].value("uid", "x"));
   EXPECT_EQ((*secret_after)["metadata"].value("resourceVersion", ""), (*secret_before)["metadata"].value("resourceVersion", "x"));
   EXPECT_EQ((*secret_after)["data"].value("secret", ""), secret_data);
@@ -264,7 +265,7 @@ TEST_F(OperatorE2eTest, JobSucceedsWhenRankZeroExitsZero) {
   ApplyJob("done", 2, 2);
   json running = WaitForJob("done", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   std::string rank0 = MemberPods(running)[0];
-  ASSERT_TRUE(Kubectl({"label", "pod", rank0, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}).ok());
+  ASSERT_OK(Kubectl({"label", "pod", rank0, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}));
   json done = WaitForJob("done", "phase Succeeded", seconds(60),
                          [](const json& j) { return j.value("status", json::object()).value("phase", "") == "Succeeded"; });
   EXPECT_EQ(Condition(done, "Succeeded").value("reason", ""), "Completed");
@@ -281,12 +282,12 @@ TEST_F(OperatorE2eTest, SuspendDeletesWorkersKeepsStatusAndResumeRecreatesThem) 
   StartOperator();
   ApplyJob("pause", 1, 2);
   json running = WaitForJob("pause", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
-  ASSERT_TRUE(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"}).ok());
+  ASSERT_OK(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"}));
   json paused = WaitForJob("pause", "phase Suspended", seconds(60),
                            [](const json& j) { return j.value("status", json::object()).value("phase", "") == "Suspended"; });
   EXPECT_GT(Generation(paused), Generation(running));
-  EXPECT_TRUE(WaitFor("no workers", seconds(60), [&](std::string*) { return Pods("pause").empty(); }).ok());
-  ASSERT_TRUE(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":false}}})"}).ok());
+  EXPECT_OK(WaitFor("no workers", seconds(60), [&](std::string*) { return Pods("pause").empty(); }));
+  ASSERT_OK(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":false}}})"}));
   json resumed = WaitForJob("pause", "2 workers again", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   EXPECT_GT(Generation(resumed), Generation(paused));
 }
@@ -324,7 +325,7 @@ TEST_F(OperatorE2eTest, TwoReplicasElectOneLeaderAndTheStandbyTakesOver) {
               }).ok());
   double took = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_LT(took, 4 + 6.0) << "handover took " << took << " s with a 4 s lease";
-  ASSERT_TRUE(Kubectl({"scale", "-n", ns_, "tj/le", "--replicas=1"}).ok());
+  ASSERT_OK(Kubectl({"scale", "-n", ns_, "tj/le", "--replicas=1"}));
   WaitForJob("le", "the new leader to act", seconds(60), [](const json& j) { return WorldSize(j) == 1; });
 }
 

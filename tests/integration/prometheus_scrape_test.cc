@@ -7,6 +7,7 @@
 
 #include "support/cluster_test.h"
 #include "support/operator_process.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -34,21 +35,21 @@ std::string FreePort() {
 TEST_F(PrometheusScrapeTest, PrometheusScrapesTheOperatorsSeries) {
   for (const char* tool : {"prometheus", "promtool"}) {
     auto which = RunCommand({"sh", "-c", std::string("command -v ") + tool});
-    ASSERT_TRUE(which.ok() && which->ok()) << tool << " is not installed: run make deps (Debian package prometheus)";
+    ASSERT_COMMAND_OK(which) << tool << " is not installed: run make deps (Debian package prometheus)";
   }
   BackgroundProcess op;
-  ASSERT_TRUE(StartOperatorProcess(&op, RINGMASTER_OPERATOR_BIN, cluster_, ns_, ::testing::TempDir() + ns_ + "-op.log").ok());
-  ASSERT_TRUE(cluster_
+  ASSERT_OK(StartOperatorProcess(&op, RINGMASTER_OPERATOR_BIN, cluster_, ns_, ::testing::TempDir() + ns_ + "-op.log"));
+  ASSERT_OK(cluster_
                   .Apply("apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: scraped, namespace: " + ns_ +
                          "}\nspec:\n  replicas: {min: 1, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
                          "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "
                          "resources: {limits: {nvidia.com/gpu: 1}}}\n")
-                  .ok());
+                  );
   std::string metrics_port;
-  ASSERT_TRUE(WaitFor("the operator's metrics port", seconds(30), [&](std::string*) {
+  ASSERT_OK(WaitFor("the operator's metrics port", seconds(30), [&](std::string*) {
                 metrics_port = LoggedPort(op.Log(), "metrics");
                 return !metrics_port.empty();
-              }).ok());
+              }));
   ASSERT_TRUE(WaitFor("a published membership", seconds(60), [&](std::string*) {
                 auto job = cluster_.KubectlJson({"get", "tj", "scraped", "-n", ns_});
                 return job.ok() && job->value("status", json::object()).value("membership", json::object()).value("worldSize", 0) == 2;
@@ -56,9 +57,9 @@ TEST_F(PrometheusScrapeTest, PrometheusScrapesTheOperatorsSeries) {
 
   // promtool lints the exposition text.
   auto text = RunCommand({"curl", "-sf", "http://127.0.0.1:" + metrics_port + "/metrics"});
-  ASSERT_TRUE(text.ok() && text->ok());
+  ASSERT_COMMAND_OK(text);
   auto lint = RunCommand({"promtool", "check", "metrics"}, seconds(30), text->out);
-  ASSERT_TRUE(lint.ok());
+  ASSERT_OK(lint);
   EXPECT_EQ(lint->exit_code, 0) << lint->out << lint->err;
 
   // A Prometheus server scrapes it every second; its query API then answers with our series.
@@ -72,10 +73,10 @@ TEST_F(PrometheusScrapeTest, PrometheusScrapesTheOperatorsSeries) {
   std::string prom_port = FreePort();
   ASSERT_FALSE(prom_port.empty());
   BackgroundProcess prom;
-  ASSERT_TRUE(prom.Start({"prometheus", "--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
+  ASSERT_OK(prom.Start({"prometheus", "--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
                           "--web.listen-address=127.0.0.1:" + prom_port},
                          dir + "/prometheus.log")
-                  .ok());
+                  );
   auto query = [&](const std::string& q) -> json {
     auto r = RunCommand({"curl", "-s", "--get", "--data-urlencode", "query=" + q,
                          "http://127.0.0.1:" + prom_port + "/api/v1/query"});
@@ -89,7 +90,7 @@ TEST_F(PrometheusScrapeTest, PrometheusScrapesTheOperatorsSeries) {
     auto result = j.value("data", json::object()).value("result", json::array());
     return !result.empty() && result[0]["value"][1] == "1";
   });
-  ASSERT_TRUE(up.ok()) << up << "\n" << prom.Log();
+  ASSERT_OK(up) << up << "\n" << prom.Log();
   json changes = query("sum(ringmaster_membership_changes_total{reason=\"JobStarted\"})");
   auto result = changes.value("data", json::object()).value("result", json::array());
   ASSERT_FALSE(result.empty()) << changes.dump();

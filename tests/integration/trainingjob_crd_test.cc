@@ -5,6 +5,7 @@
 #include <string>
 
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -25,7 +26,7 @@ class TrainingJobCrdTest : public ClusterTest {
   // Applies `manifest` in this test's namespace; returns kubectl's result.
   CommandResult ApplyHere(const std::string& manifest) {
     auto r = cluster_.Kubectl({"apply", "-n", namespace_, "-f", "-"}, manifest);
-    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_OK(r) << r.status();
     return r.ok() ? *r : CommandResult{};
   }
 
@@ -52,20 +53,20 @@ class TrainingJobCrdTest : public ClusterTest {
 TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
   for (const char* sample : {"minimal", "elastic-gpu", "with-checkpoints"}) {
     auto r = cluster_.Kubectl({"apply", "-n", namespace_, "-f", kCrdDir + "/samples/" + sample + ".yaml"});
-    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_OK(r) << r.status();
     EXPECT_TRUE(r->ok()) << sample << ": " << r->err;
   }
   // Reachable by its short name, with defaults filled in by the schema.
   auto tj = cluster_.KubectlJson({"get", "tj", "with-checkpoints", "-n", namespace_});
-  ASSERT_TRUE(tj.ok()) << tj.status();
+  ASSERT_OK(tj) << tj.status();
   EXPECT_EQ((*tj)["spec"]["checkpoint"].value("keep", 0), 3);
   EXPECT_EQ((*tj)["spec"]["runPolicy"].value("cleanPodPolicy", ""), "Running");
 }
 
 TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
-  ASSERT_TRUE(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))).ok());
+  ASSERT_OK(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))));
   auto r = cluster_.Kubectl({"get", "trainingjobs", "-n", namespace_});
-  ASSERT_TRUE(r.ok() && r->ok());
+  ASSERT_COMMAND_OK(r);
   std::string header = r->out.substr(0, r->out.find('\n'));
   for (const char* column : {"NAME", "READY", "DESIRED", "GENERATION", "WORLD", "PHASE", "AGE"}) {
     EXPECT_NE(header.find(column), std::string::npos) << column << " missing from: " << header;
@@ -98,7 +99,7 @@ TEST_F(TrainingJobCrdTest, FractionalOrZeroGpuLimitIsRefused) {
   ExpectRefused(Job("j", "{min: 1, max: 1}", Container("0")),
                 "limits[\"nvidia.com/gpu\"] must be a positive whole number of GPUs");
   CommandResult ok = ApplyHere(Job("string-gpus", "{min: 1, max: 1}", Container("\"2\"")));
-  EXPECT_TRUE(ok.ok()) << ok.err;
+  EXPECT_OK(ok) << ok.err;
 }
 
 TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
@@ -108,14 +109,14 @@ TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
 }
 
 TEST_F(TrainingJobCrdTest, KubectlScaleDrivesDesiredWithinBounds) {
-  ASSERT_TRUE(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))).ok());
+  ASSERT_OK(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))));
   auto r = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=4"});
-  ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString());
+  ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
   auto tj = cluster_.KubectlJson({"get", "tj", "scaled", "-n", namespace_});
-  ASSERT_TRUE(tj.ok());
+  ASSERT_OK(tj);
   EXPECT_EQ((*tj)["spec"]["replicas"].value("desired", 0), 4);
   auto refused = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=9"});
-  ASSERT_TRUE(refused.ok());
+  ASSERT_OK(refused);
   EXPECT_NE(refused->exit_code, 0);
   EXPECT_NE(refused->err.find("spec.replicas.desired must lie between"), std::string::npos) << refused->err;
 }

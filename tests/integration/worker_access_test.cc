@@ -7,6 +7,7 @@
 
 #include "controller/worker_objects.h"
 #include "support/cluster_test.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -29,16 +30,16 @@ class WorkerAccessTest : public ClusterTest {
                            "\nspec:\n  replicas: {min: 1, max: 2}\n  template:\n    spec:\n      containers:\n"
                            "      - name: trainer\n        image: example/trainer:1\n"
                            "        resources: {limits: {nvidia.com/gpu: 1}}\n";
-    EXPECT_TRUE(cluster_.Apply(manifest).ok());
+    EXPECT_OK(cluster_.Apply(manifest));
     auto job = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
-    EXPECT_TRUE(job.ok()) << job.status();
+    EXPECT_OK(job) << job.status();
     return job.ok() ? *job : json();
   }
 
   void ApplyJson(const StatusOr<json>& object) {
-    ASSERT_TRUE(object.ok()) << object.status();
+    ASSERT_OK(object) << object.status();
     auto r = cluster_.Kubectl({"apply", "-f", "-"}, object->dump());
-    ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString()) << "\n" << object->dump(2);
+    ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString()) << "\n" << object->dump(2);
   }
 
   // GET `path` with a bearer token; returns the HTTP status code.
@@ -46,7 +47,7 @@ class WorkerAccessTest : public ClusterTest {
     auto r = RunCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--cacert",
                          cluster_.ca_file(), "-H", "Authorization: Bearer " + token, cluster_.server() + path},
                         seconds(20));
-    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_OK(r) << r.status();
     return r.ok() ? r->out : "";
   }
 
@@ -60,7 +61,7 @@ TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
   ApplyJson(controller::BuildWorkerRole(alpha));
   ApplyJson(controller::BuildWorkerRoleBinding(alpha));
   auto token = cluster_.Kubectl({"create", "token", controller::WorkerServiceAccountFor(alpha), "-n", ns_});
-  ASSERT_TRUE(token.ok() && token->ok()) << (token.ok() ? token->err : token.status().ToString());
+  ASSERT_COMMAND_OK(token) << (token.ok() ? token->err : token.status().ToString());
   std::string t = token->out.substr(0, token->out.find('\n'));
 
   const std::string jobs = "/apis/ringmaster.io/v1alpha1/namespaces/" + ns_ + "/trainingjobs";
@@ -88,20 +89,20 @@ TEST_F(WorkerAccessTest, WorkerPodIsAcceptedScheduledByGpuAndRuns) {
     *last = pod["status"].dump();
     return pod["status"].value("phase", "") == "Running";
   });
-  ASSERT_TRUE(running.ok()) << running;
+  ASSERT_OK(running) << running;
   EXPECT_FALSE(pod["spec"].value("nodeName", "").empty());
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
   EXPECT_EQ(pod["spec"]["serviceAccountName"], "gamma-worker");
   // Deleting the job garbage-collects its pod through the owner reference (the controller-manager's GC).
   auto del = cluster_.Kubectl({"delete", "tj", "gamma", "-n", ns_, "--wait=false"});
-  ASSERT_TRUE(del.ok() && del->ok());
+  ASSERT_COMMAND_OK(del);
   Status collected = WaitFor("gamma-worker-0 garbage-collected", seconds(60), [&](std::string* last) {
     auto p = cluster_.Kubectl({"get", "pod", "gamma-worker-0", "-n", ns_});
     if (p.ok()) *last = p->out + p->err;
     return p.ok() && p->exit_code != 0 && p->err.find("NotFound") != std::string::npos;
   });
-  EXPECT_TRUE(collected.ok()) << collected;
+  EXPECT_OK(collected) << collected;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/test_cluster.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 
@@ -17,7 +18,7 @@ class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto cluster = TestCluster::FromEnvironment();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    ASSERT_OK(cluster) << cluster.status();
     cluster_ = std::move(cluster).value();
   }
 
@@ -37,7 +38,7 @@ class ClusterTest : public ::testing::Test {
                               "}\nspec:\n  taints: [{key: " + kPoolKey + ", value: " + pool + ", effect: NoSchedule}]\n"
                               "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n"
                               "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n");
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_OK(s) << s;
   }
 
   // The pod-spec fields (YAML, each line indented by `indent` spaces) that place a pod in `pool`.
@@ -59,7 +60,7 @@ class ClusterTest : public ::testing::Test {
       if (got.ok()) *last = got->err;
       return got.ok() && got->ok();
     });
-    EXPECT_TRUE(sa.ok()) << sa;
+    EXPECT_OK(sa) << sa;
     return ns;
   }
 
@@ -67,7 +68,7 @@ class ClusterTest : public ::testing::Test {
   void EnsureTrainingJobCrd() {
     Status crd = cluster_.EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
                                     "trainingjobs.ringmaster.io");
-    ASSERT_TRUE(crd.ok()) << crd;
+    ASSERT_OK(crd) << crd;
   }
 
   TestCluster cluster_;

@@ -102,4 +102,10 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, std::ch
   return result;
 }
 
+::testing::AssertionResult CommandSucceeded(const char* expression, const StatusOr<CommandResult>& result) {
+  if (!result.ok()) return ::testing::AssertionFailure() << expression << " did not run: " << result.status();
+  if (result->ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << expression << " exited " << result->exit_code << "; stderr:\n" << result->err;
+}
+
 }  // namespace ringmaster::testing

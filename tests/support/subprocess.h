@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "base/status.h"
 
 namespace ringmaster::testing {
@@ -25,4 +27,11 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    std::chrono::milliseconds timeout = std::chrono::seconds(60),
                                    const std::string& input = "");
 
+// For ASSERT_COMMAND_OK(r) / EXPECT_COMMAND_OK(r): r (a StatusOr<CommandResult>) ran and exited 0; a
+// failure prints the Status, or the exit code and what the command wrote to stderr.
+::testing::AssertionResult CommandSucceeded(const char* expression, const StatusOr<CommandResult>& result);
+
 }  // namespace ringmaster::testing
+
+#define ASSERT_COMMAND_OK(result) ASSERT_PRED_FORMAT1(::ringmaster::testing::CommandSucceeded, result)
+#define EXPECT_COMMAND_OK(result) EXPECT_PRED_FORMAT1(::ringmaster::testing::CommandSucceeded, result)

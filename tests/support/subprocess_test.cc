@@ -1,6 +1,7 @@
 #include "support/subprocess.h"
 
 #include <gtest/gtest.h>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -9,7 +10,7 @@ using std::chrono::milliseconds;
 
 TEST(RunCommandTest, CapturesOutputAndExitCode) {
   auto r = RunCommand({"sh", "-c", "echo out; echo err >&2; exit 3"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_EQ(r->out, "out\n");
   EXPECT_EQ(r->err, "err\n");
@@ -17,7 +18,7 @@ TEST(RunCommandTest, CapturesOutputAndExitCode) {
 
 TEST(RunCommandTest, FeedsStandardInput) {
   auto r = RunCommand({"cat"}, std::chrono::seconds(10), "hello\n");
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   EXPECT_EQ(r->out, "hello\n");
 }
 
@@ -30,7 +31,7 @@ TEST(RunCommandTest, KillsCommandPastDeadline) {
 
 TEST(RunCommandTest, MissingProgramExitsWith127) {
   auto r = RunCommand({"ringmaster-no-such-program"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   EXPECT_EQ(r->exit_code, 127);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "support/subprocess.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -24,32 +25,32 @@ void ExpectOneClearLine(const CommandResult& r, const std::string& what, const s
 
 TEST(HarnessErrorsTest, ClusterUpWithoutDirSaysSo) {
   auto r = RunCommand({kCluster, "up"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   ExpectOneClearLine(*r, "--dir is required", "e.g.");
 }
 
 TEST(HarnessErrorsTest, UnknownClusterCommandIsRefused) {
   auto r = RunCommand({kCluster, "explode", "--dir", ::testing::TempDir() + "/c"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   ExpectOneClearLine(*r, "unknown command 'explode'", "use up, down, status or restart");
 }
 
 TEST(HarnessErrorsTest, ClusterUpWithoutBuiltToolsPointsToMakeDeps) {
   auto r = RunCommand({"env", "RINGMASTER_CACHE=" + ::testing::TempDir() + "/empty-cache", kCluster, "up", "--dir",
                        ::testing::TempDir() + "/no-tools-cluster"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   ExpectOneClearLine(*r, "is not built", "run make deps");
 }
 
 TEST(HarnessErrorsTest, DownOnAClusterThatNeverRanIsHarmless) {
   auto r = RunCommand({kCluster, "down", "--dir", ::testing::TempDir() + "/never-ran"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->err;
 }
 
 TEST(HarnessErrorsTest, UnknownDepsTargetIsRefused) {
   auto r = RunCommand({kDeps, "everything"});
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   ExpectOneClearLine(*r, "unknown deps target 'everything'", "use one of: all apt cuda tools");
 }
 

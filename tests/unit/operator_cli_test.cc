@@ -5,6 +5,7 @@
 #include <string>
 
 #include "support/subprocess.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -15,7 +16,7 @@ CommandResult RunOperator(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {RINGMASTER_OPERATOR_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = RunCommand(argv, seconds(20));
-  EXPECT_TRUE(r.ok()) << r.status();  // DeadlineExceeded here would mean it hung
+  EXPECT_OK(r) << r.status();  // DeadlineExceeded here would mean it hung
   return r.ok() ? *r : CommandResult{};
 }
 
@@ -70,7 +71,7 @@ TEST(OperatorCliTest, TakenMetricsPortIsReported) {
                                                     "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n") +
                        " --metrics-bind-address 127.0.0.1:$PORT; echo rc=$?; kill $!"},
                       seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r) << r.status();
   EXPECT_NE(r->out.find("rc=1"), std::string::npos) << r->out << r->err;
   EXPECT_NE(r->err.find("cannot serve metrics on 127.0.0.1:"), std::string::npos) << r->err;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoint/checkpoint_testing.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
@@ -15,7 +16,7 @@ std::unique_ptr<CheckpointStore> OpenStore(const std::string& dir) {
   options.dir = dir;
   options.keep_last = 2;
   StatusOr<std::unique_ptr<CheckpointStore>> store = CheckpointStore::Open(options);
-  EXPECT_TRUE(store.ok()) << store.status();
+  EXPECT_OK(store) << store.status();
   return std::move(store).value();
 }
 
@@ -29,10 +30,10 @@ TEST(AsyncCheckpointWriterTest, OverlappingSavesNewestWins) {
   for (int64_t step = 1; step <= kSaves; ++step) {
     model = PatternBytes(step, 0, kSize);  // the "training" buffer, rewritten every step
     const BlobRef blobs[] = {{"model", model}};
-    ASSERT_TRUE(writer.Save(step, 2, blobs).ok());
+    ASSERT_OK(writer.Save(step, 2, blobs));
     std::fill(model.begin(), model.end(), std::byte{0xEE});  // training goes on changing it
   }
-  ASSERT_TRUE(writer.Wait().ok()) << writer.last_status();
+  ASSERT_OK(writer.Wait()) << writer.last_status();
   const AsyncCheckpointWriter::Stats stats = writer.stats();
   EXPECT_EQ(stats.accepted, static_cast<uint64_t>(kSaves));
   EXPECT_EQ(stats.committed + stats.superseded, static_cast<uint64_t>(kSaves));
@@ -43,7 +44,7 @@ TEST(AsyncCheckpointWriterTest, OverlappingSavesNewestWins) {
   EXPECT_EQ(writer.last_result()->bytes, kSize);
 
   StatusOr<LoadedCheckpoint> loaded = store->LoadLatest();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->manifest.step, kSaves);
   const std::vector<std::byte> want = PatternBytes(kSaves, 0, kSize);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), loaded->blobs.at("model").data.get()))
@@ -58,18 +59,18 @@ TEST(AsyncCheckpointWriterTest, DestructorPersistsWhatWasAccepted) {
     for (int64_t step = 1; step <= 3; ++step) {
       const std::vector<std::byte> model = PatternBytes(step, 0, 1 << 20);
       const BlobRef blobs[] = {{"model", model}};
-      ASSERT_TRUE(writer.Save(step, 1, blobs).ok());
+      ASSERT_OK(writer.Save(step, 1, blobs));
     }
   }
   StatusOr<LoadedCheckpoint> loaded = store->LoadLatest();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->manifest.step, 3);
 }
 
 TEST(AsyncCheckpointWriterTest, WaitWithNothingToDoIsOk) {
   auto store = OpenStore(FreshTestDir());
   AsyncCheckpointWriter writer(store.get());
-  EXPECT_TRUE(writer.Wait().ok());
+  EXPECT_OK(writer.Wait());
   EXPECT_FALSE(writer.last_result().has_value());
 }
 
@@ -86,10 +87,10 @@ TEST(AsyncCheckpointWriterTest, DiskErrorsSurfaceThroughWait) {
   const std::string dir = FreshTestDir();
   auto store = OpenStore(dir);
   AsyncCheckpointWriter writer(store.get());
-  ASSERT_TRUE(RemoveTree(dir).ok());
+  ASSERT_OK(RemoveTree(dir));
   const std::vector<std::byte> bytes(4);
   const BlobRef blobs[] = {{"model", bytes}};
-  ASSERT_TRUE(writer.Save(1, 1, blobs).ok());
+  ASSERT_OK(writer.Save(1, 1, blobs));
   const Status status = writer.Wait();
   EXPECT_EQ(status.code(), StatusCode::kNotFound) << status;
   EXPECT_EQ(writer.stats().failed, 1u);

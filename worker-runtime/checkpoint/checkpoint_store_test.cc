@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_testing.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
@@ -23,7 +24,7 @@ std::unique_ptr<CheckpointStore> OpenStore(const std::string& dir, int keep, Log
   options.stale_temp_age = stale;
   if (log != nullptr) options.log = log->fn();
   StatusOr<std::unique_ptr<CheckpointStore>> store = CheckpointStore::Open(options);
-  EXPECT_TRUE(store.ok()) << store.status();
+  EXPECT_OK(store) << store.status();
   return store.ok() ? std::move(store).value() : nullptr;
 }
 
@@ -58,13 +59,13 @@ TEST(CheckpointStoreTest, RoundTrip) {
   const std::vector<std::byte> empty;
   const BlobRef blobs[] = {{"model", model}, {"optimizer", empty}};
   StatusOr<SaveResult> saved = store->Save(7, 3, blobs);
-  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_OK(saved) << saved.status();
   EXPECT_EQ(saved->bytes, 100000u);
   EXPECT_EQ(saved->path, dir + "/step-7");
   EXPECT_GT(saved->seconds, 0);
 
   StatusOr<LoadedCheckpoint> loaded = store->LoadLatest();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->manifest.step, 7);
   EXPECT_EQ(loaded->manifest.world_size, 3u);
   EXPECT_GT(loaded->manifest.created_unix_ms, 1600000000000);
@@ -77,7 +78,7 @@ TEST(CheckpointStoreTest, RoundTrip) {
   EXPECT_EQ(loaded->blobs.at("optimizer").size, 0u);
   // Nothing but the step directory is left behind.
   StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   EXPECT_EQ(*names, std::vector<std::string>{"step-7"});
 }
 
@@ -91,16 +92,16 @@ TEST(CheckpointStoreTest, KeepsTheLastK) {
   const std::string dir = FreshTestDir();
   LogCapture log;
   auto store = OpenStore(dir, 2, &log);
-  for (int64_t step = 1; step <= 5; ++step) ASSERT_TRUE(SaveStep(*store, step).ok());
+  for (int64_t step = 1; step <= 5; ++step) ASSERT_OK(SaveStep(*store, step));
   StatusOr<std::vector<int64_t>> steps = store->ListSteps();
-  ASSERT_TRUE(steps.ok());
+  ASSERT_OK(steps);
   EXPECT_EQ(*steps, (std::vector<int64_t>{5, 4}));
   EXPECT_TRUE(log.Contains({"deleting checkpoint step-3"}));
   StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   EXPECT_EQ(names->size(), 2u) << "no trash or temp directories left";
   StatusOr<LoadedCheckpoint> loaded = store->LoadLatest();
-  ASSERT_TRUE(loaded.ok());
+  ASSERT_OK(loaded);
   EXPECT_EQ(loaded->manifest.step, 5);
   EXPECT_TRUE(MatchesStep(*loaded));
 }
@@ -110,24 +111,24 @@ TEST(CheckpointStoreTest, RetentionCountsOnlyCompleteCheckpoints) {
   // must survive, or nothing would be loadable.
   const std::string dir = FreshTestDir();
   auto store = OpenStore(dir, 1, nullptr);
-  ASSERT_TRUE(SaveStep(*store, 1).ok());
+  ASSERT_OK(SaveStep(*store, 1));
   ASSERT_EQ(::mkdir((dir + "/step-9").c_str(), 0755), 0);  // no manifest
-  ASSERT_TRUE(store->CollectGarbage().ok());
+  ASSERT_OK(store->CollectGarbage());
   StatusOr<LoadedCheckpoint> loaded = store->LoadLatest();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->manifest.step, 1);
 }
 
 TEST(CheckpointStoreTest, ResavingAStepReplacesItAtomically) {
   const std::string dir = FreshTestDir();
   auto store = OpenStore(dir, 3, nullptr);
-  ASSERT_TRUE(SaveStep(*store, 4, 100).ok());
-  ASSERT_TRUE(SaveStep(*store, 4, 300).ok()) << "re-save after a rollback";
+  ASSERT_OK(SaveStep(*store, 4, 100));
+  ASSERT_OK(SaveStep(*store, 4, 300)) << "re-save after a rollback";
   StatusOr<LoadedCheckpoint> loaded = store->Load(4);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_TRUE(MatchesStep(*loaded, 300));
   StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   EXPECT_EQ(*names, std::vector<std::string>{"step-4"});
 }
 
@@ -136,21 +137,21 @@ TEST(CheckpointStoreTest, StaleTempDirectoriesAreCollected) {
   LogCapture log;
   {
     auto store = OpenStore(dir, 3, &log);
-    ASSERT_TRUE(SaveStep(*store, 1).ok());
+    ASSERT_OK(SaveStep(*store, 1));
   }
   ASSERT_EQ(::mkdir((dir + "/.tmp-step-2-999-1-abc").c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((dir + "/.trash-step-0-1-1-abc").c_str(), 0755), 0);
   {
     auto patient = OpenStore(dir, 3, &log, std::chrono::seconds(3600));
-    ASSERT_TRUE(patient->CollectGarbage().ok());
+    ASSERT_OK(patient->CollectGarbage());
     StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-    ASSERT_TRUE(names.ok());
+    ASSERT_OK(names);
     EXPECT_EQ(names->size(), 2u) << "a young temp dir may belong to a live writer: kept; trash removed";
   }
   auto store = OpenStore(dir, 3, &log, std::chrono::seconds(0));
-  ASSERT_TRUE(store->CollectGarbage().ok());
+  ASSERT_OK(store->CollectGarbage());
   StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   EXPECT_EQ(*names, std::vector<std::string>{"step-1"});
   EXPECT_TRUE(log.Contains({".tmp-step-2-999-1-abc", "crashed or interrupted"}));
 }
@@ -179,7 +180,7 @@ TEST(CheckpointStoreTest, InvalidArguments) {
 TEST(CheckpointStoreTest, DiskErrorsAreReportedAndLeaveNothingBehind) {
   const std::string dir = FreshTestDir();
   auto store = OpenStore(dir, 3, nullptr);
-  ASSERT_TRUE(RemoveTree(dir).ok());  // the shared path went away
+  ASSERT_OK(RemoveTree(dir));  // the shared path went away
   StatusOr<SaveResult> saved = SaveStep(*store, 1);
   ASSERT_FALSE(saved.ok());
   EXPECT_EQ(saved.status().code(), StatusCode::kNotFound) << saved.status();
@@ -189,7 +190,7 @@ TEST(CheckpointStoreTest, DiskErrorsAreReportedAndLeaveNothingBehind) {
 TEST(CheckpointStoreTest, ConcurrentReadersDuringWrites) {
   const std::string dir = FreshTestDir();
   auto store = OpenStore(dir, 2, nullptr);
-  ASSERT_TRUE(SaveStep(*store, 0, 64 << 10).ok());
+  ASSERT_OK(SaveStep(*store, 0, 64 << 10));
   std::atomic<bool> done{false};
   std::atomic<int> loads{0};
   std::atomic<bool> failed{false};
@@ -211,7 +212,7 @@ TEST(CheckpointStoreTest, ConcurrentReadersDuringWrites) {
     }
   };
   std::thread r1(reader), r2(reader);
-  for (int64_t step = 1; step <= 30; ++step) EXPECT_TRUE(SaveStep(*store, step, 64 << 10).ok());
+  for (int64_t step = 1; step <= 30; ++step) EXPECT_OK(SaveStep(*store, step, 64 << 10));
   while (loads.load() < 4 && !failed.load()) std::this_thread::yield();
   done = true;
   r1.join();

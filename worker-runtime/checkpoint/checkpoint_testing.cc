@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "checkpoint/file_io.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint::testing {
 
@@ -17,7 +18,7 @@ std::string FreshTestDir() {
   for (char& c : dir) {
     if (c == '\\') c = '_';
   }
-  EXPECT_TRUE(RemoveTree(dir).ok());
+  EXPECT_OK(RemoveTree(dir));
   return dir;
 }
 

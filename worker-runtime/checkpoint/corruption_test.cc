@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/checkpoint_testing.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
@@ -101,17 +102,17 @@ TEST_P(CorruptionTest, LoadLatestSkipsItAndReturnsThePreviousGoodOne) {
   options.keep_last = 5;
   options.log = log.fn();
   StatusOr<std::unique_ptr<CheckpointStore>> store = CheckpointStore::Open(options);
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   for (int64_t step = 1; step <= 3; ++step) {
     const std::vector<std::byte> model = PatternBytes(step, 0, 20000), cursor = PatternBytes(step, 1, 30);
     const BlobRef blobs[] = {{"model", model}, {"cursor", cursor}};
-    ASSERT_TRUE((*store)->Save(step, 2, blobs).ok());
+    ASSERT_OK((*store)->Save(step, 2, blobs));
   }
   damage.apply(dir + "/step-3");
   if (::testing::Test::HasFatalFailure()) return;
 
   StatusOr<LoadedCheckpoint> loaded = (*store)->LoadLatest();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->manifest.step, 2);
   EXPECT_EQ(loaded->stats.skipped, damage.skipped ? 1 : 0);
   const std::vector<std::byte> want = PatternBytes(2, 0, 20000);
@@ -134,7 +135,7 @@ TEST(CorruptionTest2, NothingLoadableIsNotFoundWithEveryReason) {
   options.dir = dir;
   options.log = log.fn();
   StatusOr<std::unique_ptr<CheckpointStore>> store = CheckpointStore::Open(options);
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   ASSERT_EQ(::mkdir((dir + "/step-1").c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((dir + "/step-2").c_str(), 0755), 0);
   WriteText(dir + "/step-2/MANIFEST.json", "{");

@@ -15,6 +15,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/checkpoint_testing.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
@@ -30,7 +31,7 @@ std::unique_ptr<CheckpointStore> OpenStore(const std::string& dir, std::chrono::
   options.keep_last = 2;
   options.stale_temp_age = stale;
   StatusOr<std::unique_ptr<CheckpointStore>> store = CheckpointStore::Open(options);
-  EXPECT_TRUE(store.ok()) << store.status();
+  EXPECT_OK(store) << store.status();
   return std::move(store).value();
 }
 
@@ -65,7 +66,7 @@ TEST(CrashTest, SigkillMidWriteLeavesTheDirectoryLoadable) {
     auto store = OpenStore(dir, std::chrono::seconds(3600));
     const std::vector<std::byte> model = PatternBytes(1, 0, kBlobSize), cursor = PatternBytes(1, 1, 64);
     const BlobRef blobs[] = {{"model", model}, {"cursor", cursor}};
-    ASSERT_TRUE(store->Save(1, 1, blobs).ok());
+    ASSERT_OK(store->Save(1, 1, blobs));
   }
   int64_t newest = 1;
   std::map<std::string, int64_t> leftovers;  // temp dirs of earlier rounds
@@ -90,7 +91,7 @@ TEST(CrashTest, SigkillMidWriteLeavesTheDirectoryLoadable) {
 
     auto reader = OpenStore(dir, std::chrono::seconds(3600));
     StatusOr<LoadedCheckpoint> loaded = reader->LoadLatest();
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_OK(loaded) << loaded.status();
     EXPECT_GE(loaded->manifest.step, newest + round) << "a checkpoint committed before the kill was lost";
     EXPECT_LE(loaded->manifest.step, target);
     const std::vector<std::byte> want = PatternBytes(loaded->manifest.step, 0, kBlobSize);
@@ -104,11 +105,11 @@ TEST(CrashTest, SigkillMidWriteLeavesTheDirectoryLoadable) {
 
   // The next writer cleans up the crashed saves' temp directories.
   auto store = OpenStore(dir, std::chrono::seconds(0));
-  ASSERT_TRUE(store->CollectGarbage().ok());
+  ASSERT_OK(store->CollectGarbage());
   StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   for (const std::string& name : *names) EXPECT_FALSE(name.starts_with(".")) << name;
-  EXPECT_TRUE(store->LoadLatest().ok());
+  EXPECT_OK(store->LoadLatest());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "checkpoint/manifest.h"
 
 #include <gtest/gtest.h>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
@@ -18,7 +19,7 @@ TEST(ManifestTest, RoundTrip) {
   const std::string text = SerializeManifest(Sample());
   EXPECT_NE(text.find("\"created_at\": \"2024-06-01T00:00:00.123Z\""), std::string::npos) << text;
   StatusOr<Manifest> back = ParseManifest(text, "x/MANIFEST.json");
-  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_OK(back) << back.status();
   EXPECT_EQ(*back, Sample());
 }
 
@@ -63,8 +64,8 @@ TEST(ManifestTest, RejectsBadContent) {
 }
 
 TEST(ManifestTest, BlobNames) {
-  EXPECT_TRUE(ValidateBlobName("model").ok());
-  EXPECT_TRUE(ValidateBlobName("optimizer.rank-0_of_8").ok());
+  EXPECT_OK(ValidateBlobName("model"));
+  EXPECT_OK(ValidateBlobName("optimizer.rank-0_of_8"));
   for (const char* name : {"", ".hidden", "a/b", "..", "MANIFEST.json", "sp ace"}) {
     EXPECT_EQ(ValidateBlobName(name).code(), StatusCode::kInvalidArgument) << name;
   }

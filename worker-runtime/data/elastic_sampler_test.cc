@@ -8,13 +8,14 @@
 
 #include "data/permutation.h"
 #include "data/splitmix64.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::data {
 namespace {
 
 ElasticSampler MakeSampler(uint64_t n, uint64_t b, uint64_t seed) {
   StatusOr<ElasticSampler> s = ElasticSampler::Create({n, b, seed});
-  EXPECT_TRUE(s.ok()) << s.status();
+  EXPECT_OK(s) << s.status();
   return std::move(s).value();
 }
 
@@ -26,7 +27,7 @@ std::vector<uint64_t> RunStep(ElasticSampler& sampler, const SampleCursor& curso
   uint64_t min_share = ~0ULL, max_share = 0, expect_begin = 0;
   for (uint32_t r = 0; r < world; ++r) {
     StatusOr<StepPlan> plan = sampler.Plan(cursor, world, r);
-    EXPECT_TRUE(plan.ok()) << plan.status();
+    EXPECT_OK(plan) << plan.status();
     if (!plan.ok()) return all;
     if (r == 0) *first_plan = *plan;
     // Every rank agrees on the global batch and the next cursor.
@@ -48,7 +49,7 @@ std::vector<uint64_t> RunStep(ElasticSampler& sampler, const SampleCursor& curso
     EXPECT_EQ(min_share, 0u);
   }
   StatusOr<SampleCursor> advanced = sampler.Advance(cursor);
-  EXPECT_TRUE(advanced.ok());
+  EXPECT_OK(advanced);
   if (advanced.ok()) {
     EXPECT_EQ(*advanced, first_plan->next);
   }
@@ -111,7 +112,7 @@ TEST(ElasticSamplerPropertyTest, ExactlyOncePerEpochUnderResizesAndRollbacks) {
         ++rollbacks;
         pending_redo = batch;
         StatusOr<SampleCursor> restored = DecodeCursor(last.cursor_bytes);
-        ASSERT_TRUE(restored.ok());
+        ASSERT_OK(restored);
         cursor = *restored;
         seen = last.seen;
         continue;
@@ -119,7 +120,7 @@ TEST(ElasticSamplerPropertyTest, ExactlyOncePerEpochUnderResizesAndRollbacks) {
       if (fate == 1) {  // lose the in-memory state; restore the older checkpoint
         ++restores;
         StatusOr<SampleCursor> restored = DecodeCursor(checkpoint.cursor_bytes);
-        ASSERT_TRUE(restored.ok());
+        ASSERT_OK(restored);
         cursor = *restored;
         seen = checkpoint.seen;
         last = checkpoint;
@@ -166,14 +167,14 @@ TEST(ElasticSamplerTest, ResizeMidEpochRestridesTheRemainder) {
   ElasticSampler s = MakeSampler(10, 4, 1);
   const std::vector<uint64_t> order = EpochPermutation(10, 1, 0);
   StatusOr<StepPlan> a = s.Plan({0, 0}, 2, 1);
-  ASSERT_TRUE(a.ok());
+  ASSERT_OK(a);
   EXPECT_EQ(a->indices, (std::vector<uint64_t>{order[2], order[3]}));
   EXPECT_EQ(a->next, (SampleCursor{0, 4}));
   StatusOr<StepPlan> b = s.Plan(a->next, 3, 0);
-  ASSERT_TRUE(b.ok());
+  ASSERT_OK(b);
   EXPECT_EQ(b->indices, (std::vector<uint64_t>{order[4], order[5]}));
   StatusOr<StepPlan> c = s.Plan(b->next, 3, 2);
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   EXPECT_EQ(c->global_size, 2u);  // the last batch is smaller: no padding
   EXPECT_TRUE(c->indices.empty());
   EXPECT_TRUE(c->ends_epoch);
@@ -200,7 +201,7 @@ TEST(ElasticSamplerTest, Deterministic) {
 TEST(ElasticSamplerTest, EmptyDataSet) {
   ElasticSampler s = MakeSampler(0, 8, 1);
   StatusOr<StepPlan> p = s.Plan({4, 0}, 3, 2);
-  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_OK(p) << p.status();
   EXPECT_EQ(p->global_size, 0u);
   EXPECT_TRUE(p->indices.empty());
   EXPECT_TRUE(p->ends_epoch);
@@ -212,7 +213,7 @@ TEST(ElasticSamplerTest, BatchLargerThanDataSet) {
   std::vector<uint64_t> all;
   for (uint32_t r = 0; r < 2; ++r) {
     StatusOr<StepPlan> p = s.Plan({0, 0}, 2, r);
-    ASSERT_TRUE(p.ok());
+    ASSERT_OK(p);
     EXPECT_EQ(p->global_size, 5u);
     EXPECT_TRUE(p->ends_epoch);
     all.insert(all.end(), p->indices.begin(), p->indices.end());
@@ -224,7 +225,7 @@ TEST(ElasticSamplerTest, BatchLargerThanDataSet) {
 TEST(ElasticSamplerTest, CommittedEqualToNReadsAsNextEpoch) {
   ElasticSampler s = MakeSampler(6, 4, 1);
   StatusOr<StepPlan> p = s.Plan({2, 6}, 1, 0);
-  ASSERT_TRUE(p.ok());
+  ASSERT_OK(p);
   EXPECT_EQ(p->epoch, 3u);
   EXPECT_EQ(p->global_begin, 0u);
 }

@@ -1,6 +1,7 @@
 #include "data/sample_cursor.h"
 
 #include <gtest/gtest.h>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::data {
 namespace {
@@ -8,7 +9,7 @@ namespace {
 TEST(SampleCursorTest, RoundTrip) {
   for (SampleCursor c : {SampleCursor{0, 0}, SampleCursor{3, 17}, SampleCursor{~0ULL, ~0ULL - 1}}) {
     StatusOr<SampleCursor> back = DecodeCursor(EncodeCursor(c));
-    ASSERT_TRUE(back.ok()) << back.status();
+    ASSERT_OK(back) << back.status();
     EXPECT_EQ(*back, c);
   }
 }

@@ -11,7 +11,8 @@
 #include <set>
 
 #include "checkpoint/checkpoint_store.h"
-#include "elastic/chaos_harness.h"
+#include "testing/chaos_harness.h"
+#include "base/status_test_macros.h"
 
 namespace {
 
@@ -119,9 +120,9 @@ TEST_F(ElasticChaosTest, KillDuringCheckpointWrite) {
   ExpectMatchesReference(Out(), 3);
   EXPECT_EQ(CountInLog(Out(), "was being written"), 2) << "a kill did not land during a save";
   auto store = ringmaster::runtime::checkpoint::CheckpointStore::Open({ckpt, 3, std::chrono::seconds(600), {}});
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   auto latest = (*store)->LoadLatest();
-  ASSERT_TRUE(latest.ok()) << latest.status();
+  ASSERT_OK(latest) << latest.status();
   EXPECT_EQ(latest->manifest.step, kSteps);
 }
 

@@ -11,7 +11,7 @@
 
 #include <filesystem>
 
-#include "elastic/chaos_harness.h"
+#include "testing/chaos_harness.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "elastic/elastic_state.h"
-#include "elastic/launcher.h"
+#include "tools/run/launcher.h"
 #include "elastic/elastic_driver.h"
 #include "elastic/sample_journal.h"
 #include "elastic/worker_metrics.h"
@@ -15,6 +15,7 @@
 #include "metrics/loopback_http_get.h"
 
 #include <thread>
+#include "base/status_test_macros.h"
 
 
 namespace ringmaster::elastic {
@@ -29,7 +30,7 @@ TEST(ElasticStateTest, CommitRestoreRollsBackUncommittedWork) {
   EXPECT_FALSE(state.has_state());
   state.Commit(3, {1, 16});
   model = "v2-uncommitted";
-  ASSERT_TRUE(state.Restore().ok());
+  ASSERT_OK(state.Restore());
   EXPECT_EQ(model, "v1");
   EXPECT_EQ(state.committed_step(), 3);
   EXPECT_EQ(state.cursor(), (runtime::data::SampleCursor{1, 16}));
@@ -41,8 +42,8 @@ TEST(ElasticStateTest, EncodeAdoptRoundTripAndCorruptionIsDataLoss) {
   ElasticState sb([&] { return b; }, [&](std::string_view x) { b = std::string(x); return Status::Ok(); });
   sa.Commit(7, {2, 5});
   std::string wire = sa.Encode();
-  ASSERT_TRUE(sb.Adopt(wire).ok());
-  ASSERT_TRUE(sb.Restore().ok());
+  ASSERT_OK(sb.Adopt(wire));
+  ASSERT_OK(sb.Restore());
   EXPECT_EQ(b, "weights-of-a");
   EXPECT_EQ(sb.committed_step(), 7);
   EXPECT_EQ(sb.cursor(), (runtime::data::SampleCursor{2, 5}));
@@ -67,17 +68,17 @@ TEST_F(JournalTest, RolledBackAttemptsDoNotCountAndRedoneStepsCountOnce) {
     auto a = SampleJournal::Open(Path("a"));
     auto b = SampleJournal::Open(Path("b"));
     ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_TRUE(a->Restored(1, 0).ok());
-    ASSERT_TRUE(a->Attempt(1, 0, 0, {0, 1}).ok());
-    ASSERT_TRUE(b->Attempt(1, 0, 0, {2, 3}).ok());
-    ASSERT_TRUE(a->Attempt(1, 1, 0, {4, 5}).ok());  // step 1 attempted, then b died: rolled back
-    ASSERT_TRUE(a->Restored(2, 1).ok());
-    ASSERT_TRUE(a->Attempt(2, 1, 0, {4, 5, 6, 7}).ok());  // redone by a alone
-    ASSERT_TRUE(a->Attempt(2, 2, 1, {9}).ok());          // beyond the final step
+    ASSERT_OK(a->Restored(1, 0));
+    ASSERT_OK(a->Attempt(1, 0, 0, {0, 1}));
+    ASSERT_OK(b->Attempt(1, 0, 0, {2, 3}));
+    ASSERT_OK(a->Attempt(1, 1, 0, {4, 5}));  // step 1 attempted, then b died: rolled back
+    ASSERT_OK(a->Restored(2, 1));
+    ASSERT_OK(a->Attempt(2, 1, 0, {4, 5, 6, 7}));  // redone by a alone
+    ASSERT_OK(a->Attempt(2, 2, 1, {9}));          // beyond the final step
   }
   std::ofstream(Path("b"), std::ios::app) << "A 1 0 0";  // a torn last line
   auto got = ResolveJournals({Path("a"), Path("b")}, 2);
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got) << got.status();
   std::vector<uint64_t> ids;
   for (const auto& s : *got) ids.push_back(s.sample);
   std::sort(ids.begin(), ids.end());
@@ -90,19 +91,19 @@ TEST_F(JournalTest, AStepCommittedByAPeerBeforeTheFailureIsKept) {
   {
     auto a = SampleJournal::Open(Path("a"));
     auto dead = SampleJournal::Open(Path("dead"));
-    ASSERT_TRUE(a->Attempt(5, 3, 0, {10}).ok());
-    ASSERT_TRUE(dead->Attempt(5, 3, 0, {11}).ok());
-    ASSERT_TRUE(a->Restored(6, 4).ok());
+    ASSERT_OK(a->Attempt(5, 3, 0, {10}));
+    ASSERT_OK(dead->Attempt(5, 3, 0, {11}));
+    ASSERT_OK(a->Restored(6, 4));
   }
   auto got = ResolveJournals({Path("a"), Path("dead")}, 4);
-  ASSERT_TRUE(got.ok());
+  ASSERT_OK(got);
   EXPECT_EQ(got->size(), 2u);
   EXPECT_EQ(ResolveJournals({Path("missing")}, 4).status().code(), StatusCode::kUnavailable);
 }
 
 TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
   auto events = ParseChaos("kill@5:1,stop@7:0,add@9:2,killadd@11");
-  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_OK(events) << events.status();
   ASSERT_EQ(events->size(), 4u);
   EXPECT_EQ((*events)[0].action, "kill");
   EXPECT_EQ((*events)[0].step, 5);
@@ -110,7 +111,7 @@ TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
   EXPECT_EQ((*events)[2].arg, 2);
   EXPECT_EQ((*events)[3].arg, 0);
   auto random = ParseChaos("random@3:3");
-  ASSERT_TRUE(random.ok());
+  ASSERT_OK(random);
   ASSERT_EQ(random->size(), 3u);
   EXPECT_EQ((*random)[2].step, 11);
   EXPECT_EQ((*random)[2].action, "random");
@@ -121,7 +122,7 @@ TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
 
 TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
   WorkerMetrics m;
-  ASSERT_TRUE(m.Serve("127.0.0.1:0").ok());
+  ASSERT_OK(m.Serve("127.0.0.1:0"));
   ASSERT_GT(m.port(), 0);
   EXPECT_EQ(metrics::LoopbackHttpGet(m.port(), "/readyz").rfind("HTTP/1.1 503", 0), 0u);
   m.Available();  // store bound, membership watched: the operator may admit it now
@@ -154,7 +155,7 @@ TEST(ElasticDriverTest, ReadyWhileWaitingForAMembershipThatIncludesIt) {
   fo.path = dir + "/membership.json";  // never written: no membership yet
   fo.poll_interval = std::chrono::milliseconds(10);
   auto source = membership::FileMembershipSource::Start(fo);
-  ASSERT_TRUE(source.ok()) << source.status();
+  ASSERT_OK(source) << source.status();
   WorkerMetrics metrics;
   ElasticOptions eo;
   eo.worker_id = "w0";

@@ -4,7 +4,8 @@
 
 #include "elastic/elastic_driver.h"
 #include "elastic/process_set_rules.h"
-#include "elastic/train_example_options.h"
+#include "examples/train/train_example_options.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::elastic {
 namespace {
@@ -46,7 +47,7 @@ TEST(ProcessSetRulesTest, SetsPerNodeGivesLocalSetsAndLeaders) {
 TEST(ProcessSetRulesTest, EvaluationDropsEmptySetsAndRefusesDuplicateNames) {
   auto record = Record({{"w0", "a"}, {"w1", "a"}});
   auto sets = EvaluateProcessSetRules({SetOfWorkers("gone", {"w9"}), SetOfWorkers("both", {"w0", "w1"})}, record);
-  ASSERT_TRUE(sets.ok()) << sets.status().ToString();
+  ASSERT_OK(sets) << sets.status().ToString();
   ASSERT_EQ(sets->size(), 1u);
   EXPECT_EQ((*sets)[0].name, "both");
   auto twice = EvaluateProcessSetRules({SetOfWorkers("x", {"w0"}), SetOfWorkers("x", {"w1"})}, record);
@@ -81,7 +82,7 @@ TEST(TrainOptionsTest, InAPodEverythingComesFromTheOperatorsEnvironment) {
                                     {"RINGMASTER_SECRET", "s3cret"},
                                     {"RINGMASTER_MIN_WORKERS", "2"},
                                     {"RINGMASTER_CHECKPOINT_DIR", "/ckpt"}});
-  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_OK(o) << o.status().ToString();
   EXPECT_EQ(o->steps, 5);
   EXPECT_TRUE(o->membership_file.empty());
   EXPECT_EQ(o->job_name, "job");
@@ -101,7 +102,7 @@ TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
                   {"RINGMASTER_STORE_PORT", "4000"},
                   {"RINGMASTER_COORDINATOR_PORT", "29500"},
                   {"RINGMASTER_SECRET", "s"}});
-  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_OK(o) << o.status().ToString();
   EXPECT_EQ(o->worker_id, "flag-id");
   EXPECT_EQ(o->store_port, 4000);
   EXPECT_TRUE(o->hierarchical);

@@ -7,6 +7,7 @@
 #include "elastic/rebuild_plan.h"
 #include "store/store_client.h"
 #include "store/store_server.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::elastic {
 namespace {
@@ -65,7 +66,7 @@ class AgreeOnShrinkTest : public ::testing::Test {
     so.secret = "s";
     so.generation = 1;
     auto server = runtime::StoreServer::Start(so);
-    ASSERT_TRUE(server.ok()) << server.status();
+    ASSERT_OK(server) << server.status();
     server_ = std::move(server).value();
   }
   // Every rank proposes in its own thread; returns each rank's outcome.
@@ -80,10 +81,10 @@ class AgreeOnShrinkTest : public ::testing::Test {
         co.generation = 1;
         co.rank = static_cast<uint32_t>(r);
         auto client = runtime::StoreClient::Connect(co);
-        ASSERT_TRUE(client.ok()) << client.status();
+        ASSERT_OK(client) << client.status();
         auto agreed = AgreeOnShrink(**client, "g2/shrink" + std::to_string(round_), static_cast<int>(r),
                                     static_cast<int>(proposals.size()), proposals[r], 5s);
-        ASSERT_TRUE(agreed.ok()) << agreed.status();
+        ASSERT_OK(agreed) << agreed.status();
         out[r] = *agreed;
       });
     }
@@ -109,7 +110,7 @@ TEST_F(AgreeOnShrinkTest, AMissingRankIsADeadlineNotAHang) {
   co.secret = "s";
   co.generation = 1;
   auto client = runtime::StoreClient::Connect(co);
-  ASSERT_TRUE(client.ok());
+  ASSERT_OK(client);
   auto agreed = AgreeOnShrink(**client, "lonely", 0, 2, "shrink 1 excluding 2", 200ms);
   EXPECT_EQ(agreed.status().code(), StatusCode::kDeadlineExceeded) << agreed.status();
 }

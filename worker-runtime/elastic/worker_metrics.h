@@ -1,4 +1,4 @@
-// WorkerMetrics: the worker's Prometheus series (operator/metrics registry) and
+// WorkerMetrics: the worker's Prometheus series (metrics/ registry) and
 // its HTTP endpoint: /metrics, /healthz, and /readyz — ready once the worker
 // can take part (the pod's readiness probe). Not "once joined": the operator
 // admits only Ready pods into the membership, so a worker that waited for a

@@ -9,7 +9,7 @@
 #include "gloo/gloo_communicator.h"
 #include "testing/multiprocess.h"
 #include "common/pattern.h"
-#include "testing/status_macros.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -25,7 +25,7 @@ std::unique_ptr<Communicator> MakeWorld(RankContext& ctx) {
   GlooOptions options;
   options.timeout = std::chrono::seconds(20);
   auto comm = GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options);
-  EXPECT_TRUE(comm.ok()) << comm.status();
+  EXPECT_OK(comm) << comm.status();
   return comm.ok() ? std::move(comm).value() : nullptr;
 }
 
@@ -150,7 +150,7 @@ void CheckBroadcastAlltoallBarrier(Communicator& comm) {
       ASSERT_EQ(out[i * count + k], i * 1000 + comm.rank() * 10 + static_cast<int>(k));
     }
   }
-  EXPECT_TRUE(comm.Barrier().ok());
+  EXPECT_OK(comm.Barrier());
 }
 
 class GlooCollectivesTest : public ::testing::TestWithParam<int> {};
@@ -167,9 +167,9 @@ TEST_P(GlooCollectivesTest, EveryCollectiveMatchesTheReference) {
     CheckReduceScatter(*comm);
     CheckAllgather(*comm);
     CheckBroadcastAlltoallBarrier(*comm);
-    EXPECT_TRUE(comm->health().ok());
+    EXPECT_OK(comm->health());
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooCollectivesTest, ::testing::Values(1, 2, 3, 4),

@@ -8,7 +8,7 @@
 
 #include "gloo/gloo_communicator.h"
 #include "testing/multiprocess.h"
-#include "testing/status_macros.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -24,7 +24,7 @@ std::unique_ptr<Communicator> MakeWorld(RankContext& ctx) {
   GlooOptions options;
   options.timeout = kTimeout;
   auto comm = GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options);
-  EXPECT_TRUE(comm.ok()) << comm.status();
+  EXPECT_OK(comm) << comm.status();
   return comm.ok() ? std::move(comm).value() : nullptr;
 }
 
@@ -58,7 +58,7 @@ TEST(GlooFailureTest, KilledPeerMidAllreduceAbortsSurvivorsWithinTimeout) {
     ASSERT_NE(comm, nullptr);
     std::vector<float> buf(8u << 20, 1.0f);  // 32 MiB: long enough to be killed in the middle
     if (ctx.rank == 2) {
-      ASSERT_TRUE(comm->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum).ok());
+      ASSERT_OK(comm->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum));
       std::thread killer([] {
         std::this_thread::sleep_for(15ms);
         ::raise(SIGKILL);
@@ -68,8 +68,8 @@ TEST(GlooFailureTest, KilledPeerMidAllreduceAbortsSurvivorsWithinTimeout) {
     SurviveUntilAborted(*comm, buf);
   });
   ASSERT_EQ(outcomes.size(), 3u);
-  EXPECT_TRUE(outcomes[0].ok()) << testing::DescribeFailures(outcomes);
-  EXPECT_TRUE(outcomes[1].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[0]) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << testing::DescribeFailures(outcomes);
   EXPECT_EQ(outcomes[2].signal, SIGKILL);
 }
 
@@ -92,7 +92,7 @@ TEST(GlooFailureTest, StalledPeerTimesOutAsAborted) {
     EXPECT_EQ(comm->Barrier().code(), StatusCode::kAborted);
     EXPECT_OK(ctx.store->Set("survivor/" + std::to_string(ctx.rank), "done"));
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 TEST(GlooFailureTest, AbortFromAnotherThreadMakesLaterCallsFail) {
@@ -101,13 +101,13 @@ TEST(GlooFailureTest, AbortFromAnotherThreadMakesLaterCallsFail) {
   auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
     auto comm = MakeWorld(ctx);
     ASSERT_NE(comm, nullptr);
-    ASSERT_TRUE(comm->Barrier().ok());
+    ASSERT_OK(comm->Barrier());
     std::thread([&] { comm->Abort("membership changed"); }).join();
     Status s = comm->Barrier();
     EXPECT_EQ(s.code(), StatusCode::kAborted);
     EXPECT_NE(s.message().find("membership changed"), std::string::npos) << s;
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 }  // namespace

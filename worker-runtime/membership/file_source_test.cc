@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::membership {
 namespace {
@@ -36,7 +37,7 @@ class FileSourceTest : public ::testing::Test {
                                             std::lock_guard lock(mu_);
                                             logs_.emplace_back(l);
                                           }});
-    EXPECT_TRUE(s.ok()) << s.status();
+    EXPECT_OK(s) << s.status();
     return std::move(s).value();
   }
   std::filesystem::path dir_;
@@ -51,30 +52,30 @@ TEST_F(FileSourceTest, MissingFileIsGenerationZeroThenWakesOnWrite) {
   EXPECT_EQ(source->WaitNewer(0, 50ms).status().code(), StatusCode::kDeadlineExceeded);
   std::thread writer([&] {
     std::this_thread::sleep_for(50ms);
-    ASSERT_TRUE(WriteMembershipFile(path_, Record(3, 2)).ok());
+    ASSERT_OK(WriteMembershipFile(path_, Record(3, 2)));
   });
   auto got = source->WaitNewer(0, 5s);
   writer.join();
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got) << got.status();
   EXPECT_EQ(*got, Record(3, 2));
   EXPECT_EQ(source->Latest(), Record(3, 2));
 }
 
 TEST_F(FileSourceTest, ExistingRecordKnownAtStartAndNewerGenerationsWake) {
-  ASSERT_TRUE(WriteMembershipFile(path_, Record(1, 3)).ok());
+  ASSERT_OK(WriteMembershipFile(path_, Record(1, 3)));
   auto source = Start();
   EXPECT_EQ(source->Latest().generation, 1);
   for (int g = 2; g <= 5; ++g) {
-    ASSERT_TRUE(WriteMembershipFile(path_, Record(g, g)).ok());
+    ASSERT_OK(WriteMembershipFile(path_, Record(g, g)));
     auto got = source->WaitNewer(g - 1, 5s);
-    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_OK(got) << got.status();
     EXPECT_EQ(got->generation, g);
     EXPECT_EQ(got->world_size(), g);
   }
 }
 
 TEST_F(FileSourceTest, GarbledAndHalfWrittenContentIsIgnoredWithAReason) {
-  ASSERT_TRUE(WriteMembershipFile(path_, Record(4, 2)).ok());
+  ASSERT_OK(WriteMembershipFile(path_, Record(4, 2)));
   auto source = Start();
   std::string full = MembershipRecordToJson(Record(5, 3)).dump();
   {
@@ -96,16 +97,16 @@ TEST_F(FileSourceTest, GarbledAndHalfWrittenContentIsIgnoredWithAReason) {
     ASSERT_GE(logs_.size(), 2u);
     EXPECT_NE(logs_[0].find("ignored"), std::string::npos) << logs_[0];
   }
-  ASSERT_TRUE(WriteMembershipFile(path_, Record(6, 1)).ok());
+  ASSERT_OK(WriteMembershipFile(path_, Record(6, 1)));
   auto got = source->WaitNewer(4, 5s);
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got) << got.status();
   EXPECT_EQ(got->generation, 6);
 }
 
 TEST_F(FileSourceTest, OlderGenerationIsIgnored) {
-  ASSERT_TRUE(WriteMembershipFile(path_, Record(7, 2)).ok());
+  ASSERT_OK(WriteMembershipFile(path_, Record(7, 2)));
   auto source = Start();
-  ASSERT_TRUE(WriteMembershipFile(path_, Record(5, 4)).ok());
+  ASSERT_OK(WriteMembershipFile(path_, Record(5, 4)));
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(source->Latest().generation, 7);
 }
@@ -123,17 +124,17 @@ TEST_F(FileSourceTest, StopWakesWaitersWithCancelled) {
 }
 
 TEST_F(FileSourceTest, ConcurrentRewritesNeverShowAMixedRecord) {
-  ASSERT_TRUE(WriteMembershipFile(path_, Record(1, 1)).ok());
+  ASSERT_OK(WriteMembershipFile(path_, Record(1, 1)));
   auto source = Start();
   std::atomic<bool> done{false};
   std::thread writer([&] {
-    for (int g = 2; g <= 60; ++g) ASSERT_TRUE(WriteMembershipFile(path_, Record(g, 1 + g % 7)).ok());
+    for (int g = 2; g <= 60; ++g) ASSERT_OK(WriteMembershipFile(path_, Record(g, 1 + g % 7)));
     done = true;
   });
   int64_t seen = 1;
   while (seen < 60) {
     auto got = source->WaitNewer(seen, 5s);
-    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_OK(got) << got.status();
     EXPECT_EQ(*got, Record(got->generation, 1 + got->generation % 7));
     EXPECT_GT(got->generation, seen);
     seen = got->generation;

@@ -13,7 +13,7 @@
 #include "nccl/gpu_probe.h"
 #include "nccl/nccl_communicator.h"
 #include "testing/multiprocess.h"
-#include "testing/status_macros.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -34,7 +34,7 @@ std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& host, size_t out_byte
   DeviceBuffer in(host.size()), out(out_bytes);
   EXPECT_EQ(cudaMemcpy(in.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
   Status s = run(in.ptr, out.ptr);
-  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_OK(s) << s;
   std::vector<uint8_t> result(out_bytes);
   EXPECT_EQ(cudaMemcpy(result.data(), out.ptr, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   return result;
@@ -99,7 +99,7 @@ TEST_P(NcclCommunicatorTest, CollectivesMatchTheReference) {
     comm.Abort("test done");
     EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclCommunicatorTest, ::testing::Values(1, 2),
@@ -147,7 +147,7 @@ TEST_P(NcclShrinkTest, SurvivorsShrinkAfterAPeerDies) {
     auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, 2, count);
     EXPECT_EQ(CountMismatches(DataType::kFloat32, got.data(), want.data(), count), 0u);
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeadRank, NcclShrinkTest, ::testing::Values(1, 2),

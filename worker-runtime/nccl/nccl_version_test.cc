@@ -1,6 +1,7 @@
 #include "nccl/nccl_version.h"
 
 #include <gtest/gtest.h>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::nccl {
 namespace {
@@ -24,7 +25,7 @@ TEST(NcclVersionTest, CompiledAgainstNcclWithShrink) {
 // libnccl loads and answers without a GPU, and matches the headers it was built with.
 TEST(NcclVersionTest, LoadedLibraryMatchesHeaders) {
   StatusOr<Version> loaded = LoadedVersion();
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_OK(loaded) << loaded.status();
   EXPECT_EQ(loaded->major(), CompiledVersion().major());
   EXPECT_EQ(loaded->minor(), CompiledVersion().minor());
 }

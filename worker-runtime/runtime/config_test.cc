@@ -1,13 +1,14 @@
 #include "runtime/config.h"
 
 #include <gtest/gtest.h>
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
 
 TEST(RuntimeConfigTest, DefaultsAreHorovodLike) {
   auto c = ParseRuntimeConfig({});
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   EXPECT_EQ(c->fusion_threshold_bytes, 64u << 20);
   EXPECT_EQ(c->cycle_time, std::chrono::microseconds(3500));
   EXPECT_EQ(c->backend, Backend::kAuto);
@@ -20,7 +21,7 @@ TEST(RuntimeConfigTest, ParsesEveryVariable) {
                                {"RINGMASTER_CYCLE_TIME_MS", "0.5"},
                                {"RINGMASTER_TIMELINE", "/tmp/t-{rank}.json"},
                                {"RINGMASTER_PROCESS_SETS", "0,2;1,2,3"}});
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->backend, Backend::kGloo);
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->fusion_threshold_bytes, 0u);

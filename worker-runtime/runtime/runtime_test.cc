@@ -13,7 +13,7 @@
 
 #include "common/pattern.h"
 #include "testing/multiprocess.h"
-#include "testing/status_macros.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -30,12 +30,12 @@ RuntimeConfig GlooConfig() {
 
 std::unique_ptr<Runtime> MakeRuntime(RankContext& ctx, const RuntimeConfig& config) {
   auto rt = Runtime::Create(config, ctx.store, ctx.rank, ctx.size);
-  EXPECT_TRUE(rt.ok()) << rt.status();
+  EXPECT_OK(rt) << rt.status();
   return rt.ok() ? std::move(rt).value() : nullptr;
 }
 
 void ExpectAllRanksOk(const std::vector<testing::RankOutcome>& outcomes) {
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 std::string TempPath(const std::string& stem) {
@@ -232,8 +232,8 @@ TEST(RuntimeTest, KilledPeerFailsPendingHandlesWithAborted) {
     EXPECT_EQ(rt->Allreduce("after", small.data(), small.data(), 4, DataType::kFloat32, ReduceOp::kSum).code(),
               StatusCode::kAborted);
   });
-  EXPECT_TRUE(outcomes[0].ok()) << testing::DescribeFailures(outcomes);
-  EXPECT_TRUE(outcomes[2].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[0]) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[2]) << testing::DescribeFailures(outcomes);
   EXPECT_EQ(outcomes[1].signal, SIGKILL);
 }
 

@@ -8,6 +8,7 @@
 #include "store/store_client.h"
 #include "store/store_server.h"
 #include "store/wire.h"
+#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -22,7 +23,7 @@ class StoreTest : public ::testing::Test {
     o.generation = 5;
     o.io_timeout = 300ms;
     auto s = StoreServer::Start(o);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s) << s.status();
     server_ = std::move(s).value();
   }
 
@@ -41,25 +42,25 @@ class StoreTest : public ::testing::Test {
   // A raw connection that completed the handshake honestly.
   Socket AuthenticatedRawSocket() {
     auto s = Socket::Connect("127.0.0.1", server_->port(), DeadlineIn(2s));
-    EXPECT_TRUE(s.ok());
+    EXPECT_OK(s);
     auto challenge = ReadFrame(*s, 1024, DeadlineIn(2s), 2s);
-    EXPECT_TRUE(challenge.ok());
+    EXPECT_OK(challenge);
     std::string server_nonce = challenge->substr(4);
     std::string client_nonce(kNonceBytes, 'c');
     WireWriter hello;
     hello.Bytes(client_nonce).U64(5).U32(9).Bytes(
         HmacSha256("s3cret", store_protocol::ClientProofMessage(server_nonce, client_nonce, 5, 9)));
-    EXPECT_TRUE(WriteFrame(*s, hello.data(), DeadlineIn(2s)).ok());
+    EXPECT_OK(WriteFrame(*s, hello.data(), DeadlineIn(2s)));
     auto welcome = ReadFrame(*s, 1 << 16, DeadlineIn(2s), 2s);
-    EXPECT_TRUE(welcome.ok());
+    EXPECT_OK(welcome);
     EXPECT_EQ((*welcome)[0], 0);
     return std::move(s).value();
   }
 
   void ExpectServerStillWorks() {
     auto c = Connect();
-    ASSERT_TRUE(c.ok()) << c.status();
-    ASSERT_TRUE((*c)->Set("alive", "yes").ok());
+    ASSERT_OK(c) << c.status();
+    ASSERT_OK((*c)->Set("alive", "yes"));
     EXPECT_EQ((*c)->Get("alive", 1s).value(), "yes");
   }
 
@@ -69,28 +70,28 @@ class StoreTest : public ::testing::Test {
 TEST_F(StoreTest, SetGetWaitAdd) {
   auto a = Connect();
   auto b = Connect();
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_TRUE((*a)->Set("k", std::string("v\0v", 3)).ok());
+  ASSERT_OK(a) << a.status();
+  ASSERT_OK(b) << b.status();
+  ASSERT_OK((*a)->Set("k", std::string("v\0v", 3)));
   EXPECT_EQ((*b)->Get("k", 1s).value(), std::string("v\0v", 3));
   EXPECT_EQ((*a)->Add("n", 2).value(), 2);
   EXPECT_EQ((*b)->Add("n", 3).value(), 5);
   std::thread setter([&] {
     std::this_thread::sleep_for(50ms);
-    ASSERT_TRUE((*a)->Set("late", "x").ok());
+    ASSERT_OK((*a)->Set("late", "x"));
   });
-  EXPECT_TRUE((*b)->Wait({"k", "late"}, 5s).ok());
+  EXPECT_OK((*b)->Wait({"k", "late"}, 5s));
   setter.join();
 }
 
 TEST_F(StoreTest, GetTimesOut) {
   auto c = Connect();
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   auto start = Clock::now();
   auto v = (*c)->Get("never", 100ms);
   EXPECT_EQ(v.status().code(), StatusCode::kDeadlineExceeded) << v.status();
   EXPECT_LT(Clock::now() - start, 2s);
-  EXPECT_TRUE((*c)->Set("after-timeout", "ok").ok());  // connection still in sync
+  EXPECT_OK((*c)->Set("after-timeout", "ok"));  // connection still in sync
 }
 
 TEST_F(StoreTest, WrongSecretIsRefused) {
@@ -106,7 +107,7 @@ TEST_F(StoreTest, ClientRefusesServerWithOtherSecret) {
   o.secret = "other";
   o.generation = 5;
   auto other = StoreServer::Start(o);
-  ASSERT_TRUE(other.ok());
+  ASSERT_OK(other);
   StoreClientOptions co;
   co.port = (*other)->port();
   co.secret = "s3cret";
@@ -120,24 +121,24 @@ TEST_F(StoreTest, StaleGenerationIsRefused) {
   EXPECT_EQ(old_client.status().code(), StatusCode::kAborted) << old_client.status();
 
   auto current = Connect();
-  ASSERT_TRUE(current.ok());
-  ASSERT_TRUE((*current)->Set("id", "gen5").ok());
-  ASSERT_TRUE(server_->AdvanceGeneration(6).ok());
+  ASSERT_OK(current);
+  ASSERT_OK((*current)->Set("id", "gen5"));
+  ASSERT_OK(server_->AdvanceGeneration(6));
   EXPECT_EQ((*current)->Set("id", "x").code(), StatusCode::kAborted);
   EXPECT_EQ((*current)->Get("id", 10ms).status().code(), StatusCode::kAborted);
 
   auto next = Connect("s3cret", 6);
-  ASSERT_TRUE(next.ok());
+  ASSERT_OK(next);
   EXPECT_EQ((*next)->Get("id", 10ms).status().code(), StatusCode::kDeadlineExceeded);  // gen 5 keys are gone
   EXPECT_FALSE(server_->AdvanceGeneration(6).ok());
 }
 
 TEST_F(StoreTest, WaitingClientIsReleasedByGenerationChange) {
   auto c = Connect();
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   std::thread advancer([&] {
     std::this_thread::sleep_for(50ms);
-    ASSERT_TRUE(server_->AdvanceGeneration(7).ok());
+    ASSERT_OK(server_->AdvanceGeneration(7));
   });
   auto start = Clock::now();
   EXPECT_EQ((*c)->Get("never", 10s).status().code(), StatusCode::kAborted);
@@ -147,7 +148,7 @@ TEST_F(StoreTest, WaitingClientIsReleasedByGenerationChange) {
 
 TEST_F(StoreTest, FutureGenerationIsUnavailable) {
   auto c = Connect("s3cret", 9);
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   EXPECT_EQ((*c)->Set("k", "v").code(), StatusCode::kUnavailable);
 }
 
@@ -155,17 +156,17 @@ TEST_F(StoreTest, GarbageBeforeHandshakeDoesNotHurtServer) {
   std::mt19937 rng(42);
   for (int i = 0; i < 20; ++i) {
     auto s = Socket::Connect("127.0.0.1", server_->port(), DeadlineIn(2s));
-    ASSERT_TRUE(s.ok());
+    ASSERT_OK(s);
     std::string junk(1 + rng() % 300, '\0');
     for (char& ch : junk) ch = static_cast<char>(rng());
     (void)s->WriteAll(junk, DeadlineIn(1s));
   }
   // A frame announcing 4 GiB, and a truncated frame that never completes.
   auto huge = Socket::Connect("127.0.0.1", server_->port(), DeadlineIn(2s));
-  ASSERT_TRUE(huge.ok());
+  ASSERT_OK(huge);
   (void)huge->WriteAll(std::string("\xff\xff\xff\xff", 4), DeadlineIn(1s));
   auto truncated = Socket::Connect("127.0.0.1", server_->port(), DeadlineIn(2s));
-  ASSERT_TRUE(truncated.ok());
+  ASSERT_OK(truncated);
   (void)truncated->WriteAll(std::string("\x00\x00\x01\x00zz", 6), DeadlineIn(1s));
   ExpectServerStillWorks();
 }
@@ -177,7 +178,7 @@ TEST_F(StoreTest, GarbledRequestsAfterHandshakeAreDropped) {
     std::string junk(rng() % 64, '\0');
     for (char& ch : junk) ch = static_cast<char>(rng());
     if (i % 2 == 0 && !junk.empty()) junk[0] = static_cast<char>(1 + rng() % 4);  // a plausible op
-    ASSERT_TRUE(WriteFrame(s, junk, DeadlineIn(1s)).ok());
+    ASSERT_OK(WriteFrame(s, junk, DeadlineIn(1s)));
     // Either a response or a closed connection; never a hang past the read deadline.
     auto r = ReadFrame(s, 1 << 20, DeadlineIn(2s), 2s);
     if (!r.ok()) {
@@ -189,13 +190,13 @@ TEST_F(StoreTest, GarbledRequestsAfterHandshakeAreDropped) {
     Socket s = AuthenticatedRawSocket();
     WireWriter w;
     w.U8(2).U32(0xffffffffu);
-    ASSERT_TRUE(WriteFrame(s, w.data(), DeadlineIn(1s)).ok());
+    ASSERT_OK(WriteFrame(s, w.data(), DeadlineIn(1s)));
     EXPECT_FALSE(ReadFrame(s, 1 << 20, DeadlineIn(2s), 2s).ok());
   }
   {
     // Stops half-way through a frame body: the server drops it after io_timeout.
     Socket s = AuthenticatedRawSocket();
-    ASSERT_TRUE(s.WriteAll(std::string("\x00\x00\x00\x40\x01", 5), DeadlineIn(1s)).ok());
+    ASSERT_OK(s.WriteAll(std::string("\x00\x00\x00\x40\x01", 5), DeadlineIn(1s)));
     auto r = ReadFrame(s, 1 << 20, DeadlineIn(3s), 3s);
     EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
   }
@@ -208,13 +209,13 @@ TEST_F(StoreTest, OversizedValueIsRefusedByDroppingTheConnection) {
   o.generation = 5;
   o.max_value_bytes = 1024;
   auto small = StoreServer::Start(o);
-  ASSERT_TRUE(small.ok());
+  ASSERT_OK(small);
   StoreClientOptions co;
   co.port = (*small)->port();
   co.secret = "s3cret";
   co.generation = 5;
   auto c = StoreClient::Connect(co);
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   EXPECT_FALSE((*c)->Set("big", std::string(4096, 'x')).ok());
   EXPECT_EQ((*c)->Set("k", "v").code(), StatusCode::kUnavailable);  // the connection is gone; says so
 }

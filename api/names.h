@@ -1,0 +1,64 @@
+// The names both sides of the contract agree on: the TrainingJob's group/version/resource, the labels and
+// annotations the operator puts on what it creates, the ports a worker listens on, and the environment
+// variables a worker pod is given. Nothing outside api/ spells these as literals (docs, YAML and the chart
+// excepted); change one here and both the operator and the runtime follow.
+//
+// Thread-safety: constants only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ringmaster::api {
+
+// The TrainingJob API (crds/ringmaster.io_trainingjobs.yaml is its schema).
+inline constexpr std::string_view kGroup = "ringmaster.io";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "ringmaster.io/v1alpha1";
+inline constexpr std::string_view kKind = "TrainingJob";
+inline constexpr std::string_view kResource = "trainingjobs";  // plural
+inline constexpr std::string_view kShortName = "tj";
+
+// Labels and annotations on the objects the operator creates for a job.
+inline constexpr std::string_view kJobNameLabel = "ringmaster.io/job-name";          // every object of a job
+inline constexpr std::string_view kWorkerIndexLabel = "ringmaster.io/worker-index";  // a worker pod's index
+inline constexpr std::string_view kCreatedForAnnotation = "ringmaster.io/created-for";
+
+// Ports a worker listens on.
+inline constexpr int32_t kCoordinatorPort = 29500;  // the rendezvous store, served by rank 0
+inline constexpr int32_t kWorkerHealthPort = 9400;  // the runtime's /metrics, /healthz and /readyz
+inline constexpr std::string_view kWorkerMetricsPortName = "metrics";
+
+// The environment of a worker. In a pod the operator sets these (WorkerEnv::ToPodEnv); under ringmaster-run
+// the launcher does. A worker reads them once, at start (WorkerEnv::FromEnvironment).
+namespace env {
+// Who and where the worker is (downward API in a pod).
+inline constexpr std::string_view kJobName = "RINGMASTER_JOB_NAME";
+inline constexpr std::string_view kJobNamespace = "RINGMASTER_JOB_NAMESPACE";
+inline constexpr std::string_view kPodName = "RINGMASTER_POD_NAME";
+inline constexpr std::string_view kPodUid = "RINGMASTER_POD_UID";
+inline constexpr std::string_view kPodIp = "RINGMASTER_POD_IP";
+inline constexpr std::string_view kNodeName = "RINGMASTER_NODE_NAME";
+inline constexpr std::string_view kWorkerIndex = "RINGMASTER_WORKER_INDEX";
+inline constexpr std::string_view kWorkerId = "RINGMASTER_WORKER_ID";
+// The job: rendezvous, bounds, checkpoints.
+inline constexpr std::string_view kSecret = "RINGMASTER_SECRET";
+inline constexpr std::string_view kMinWorkers = "RINGMASTER_MIN_WORKERS";
+inline constexpr std::string_view kCoordinatorPort = "RINGMASTER_COORDINATOR_PORT";
+inline constexpr std::string_view kStorePort = "RINGMASTER_STORE_PORT";
+inline constexpr std::string_view kHealthPort = "RINGMASTER_HEALTH_PORT";
+inline constexpr std::string_view kCheckpointDir = "RINGMASTER_CHECKPOINT_DIR";
+// The local launcher's (ringmaster-run) side channel.
+inline constexpr std::string_view kMembershipFile = "RINGMASTER_MEMBERSHIP_FILE";
+inline constexpr std::string_view kHeartbeatFile = "RINGMASTER_HEARTBEAT_FILE";
+inline constexpr std::string_view kOut = "RINGMASTER_OUT";
+// The runtime's tuning (runtime::RuntimeConfig).
+inline constexpr std::string_view kBackend = "RINGMASTER_BACKEND";
+inline constexpr std::string_view kCollectiveTimeoutMs = "RINGMASTER_COLLECTIVE_TIMEOUT_MS";
+inline constexpr std::string_view kFusionThresholdBytes = "RINGMASTER_FUSION_THRESHOLD_BYTES";
+inline constexpr std::string_view kCycleTimeMs = "RINGMASTER_CYCLE_TIME_MS";
+inline constexpr std::string_view kTimeline = "RINGMASTER_TIMELINE";
+inline constexpr std::string_view kProcessSets = "RINGMASTER_PROCESS_SETS";
+}  // namespace env
+
+}  // namespace ringmaster::api

@@ -1,0 +1,143 @@
+// The retry rule and flow control of RestClient, against a scripted fake Transport.
+#include "kube/rest_client.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <mutex>
+
+#include "kube/api_error.h"
+#include "kube/client_metrics.h"
+#include "base/status_test_macros.h"
+
+namespace ringmaster::kube {
+namespace {
+
+class FakeTransport : public Transport {
+ public:
+  struct Step {
+    int code;  // 0: connection error
+    std::string body;
+    std::map<std::string, std::string> headers;
+  };
+  explicit FakeTransport(std::deque<Step> steps) : steps_(std::move(steps)) {}
+  StatusOr<HttpResponse> Send(const HttpRequest&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++calls_;
+    if (steps_.empty()) {
+      HttpResponse ok;
+      ok.code = 200;
+      ok.body = "{}";
+      return ok;
+    }
+    Step s = steps_.front();
+    steps_.pop_front();
+    if (s.code == 0) return UnavailableError("connection refused");
+    HttpResponse r;
+    r.code = s.code;
+    r.body = s.body;
+    r.headers = s.headers;
+    return r;
+  }
+  StatusOr<StreamedResponse> Open(const HttpRequest&) override { return UnimplementedError("no streams"); }
+  int calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<FakeTransport::Step> steps_;
+  int calls_ = 0;
+};
+
+HttpRequest Req(const std::string& method, const std::string& path, bool body = false) {
+  HttpRequest r;
+  r.method = method;
+  r.path = path;
+  if (body) {
+    r.body = "{}";
+    r.content_type = "application/json";
+  }
+  return r;
+}
+
+RestClientOptions FastOptions() {
+  RestClientOptions o;
+  o.qps = 0;
+  o.retry.max_retries = 3;
+  o.retry.initial_backoff = std::chrono::milliseconds(1);
+  o.retry.max_backoff = std::chrono::milliseconds(2);
+  return o;
+}
+
+const char kTooMany[] = R"({"kind":"Status","reason":"TooManyRequests","message":"slow down","code":429})";
+
+TEST(RestClientTest, RetriesTooManyRequestsHonouringRetryAfter) {
+  auto* fake = new FakeTransport({{429, kTooMany, {{"retry-after", "1"}}}, {200, R"({"ok":true})", {}}});
+  RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
+  auto start = std::chrono::steady_clock::now();
+  auto r = rc.Do(Req("POST", "/api/v1/namespaces/x/pods", true), {"create", "pods"});
+  auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_OK(r) << r.status();
+  EXPECT_EQ(fake->calls(), 2);
+  EXPECT_GE(waited, std::chrono::milliseconds(950));  // Retry-After: 1 was honoured
+}
+
+TEST(RestClientTest, GivesUpAfterMaxRetriesWithTheLastError) {
+  auto* fake = new FakeTransport({{503, "", {}}, {503, "", {}}, {503, "", {}}, {503, "", {}}, {200, "{}", {}}});
+  metrics::Registry registry;
+  auto opts = FastOptions();
+  opts.metrics = std::make_shared<ClientMetrics>(&registry);
+  RestClient rc{std::unique_ptr<Transport>(fake), opts};
+  auto r = rc.Do(Req("GET", "/api/v1/pods"), {"list", "pods"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ApiErrorFromStatus(r.status())->http_code, 503);
+  EXPECT_EQ(fake->calls(), 4);  // 1 + 3 retries
+  std::string text = registry.Render();
+  EXPECT_NE(text.find(R"(rest_client_request_retries_total{code="503",resource="pods",verb="list"} 3)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(rest_client_requests_total{code="503",resource="pods",verb="list"} 4)"), std::string::npos) << text;
+}
+
+TEST(RestClientTest, DoesNotRetryClientErrors) {
+  auto* fake = new FakeTransport({{409, R"({"kind":"Status","reason":"Conflict","message":"stale","code":409})", {}}});
+  RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
+  auto r = rc.Do(Req("PUT", "/api/v1/namespaces/x/pods/p", true), {"update", "pods"});
+  EXPECT_EQ(r.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(fake->calls(), 1);
+}
+
+TEST(RestClientTest, ConnectionErrorsAreRetriedOnlyForGet) {
+  auto* get = new FakeTransport({{0, "", {}}, {200, "{}", {}}});
+  RestClient rc_get{std::unique_ptr<Transport>(get), FastOptions()};
+  EXPECT_OK(rc_get.Do(Req("GET", "/api/v1/pods"), {"list", "pods"}));
+  EXPECT_EQ(get->calls(), 2);
+
+  auto* post = new FakeTransport({{0, "", {}}, {200, "{}", {}}});
+  RestClient rc_post{std::unique_ptr<Transport>(post), FastOptions()};
+  auto r = rc_post.Do(Req("POST", "/api/v1/namespaces/x/pods", true), {"create", "pods"});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(post->calls(), 1);
+}
+
+TEST(RestClientTest, InternalErrorOnAWriteIsNotRetriedWithoutRetryAfter) {
+  auto* fake = new FakeTransport({{500, "", {}}, {200, "{}", {}}});
+  RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
+  EXPECT_EQ(rc.Do(Req("POST", "/x", true), {"create", "x"}).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(fake->calls(), 1);
+}
+
+TEST(RestClientTest, QpsLimitSpacesRequests) {
+  auto* fake = new FakeTransport({});
+  auto opts = FastOptions();
+  opts.qps = 50;
+  opts.burst = 1;
+  RestClient rc{std::unique_ptr<Transport>(fake), opts};
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6; ++i) ASSERT_OK(rc.Do(Req("GET", "/x"), {"get", "x"}));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(95));  // 5 waits of 20 ms
+}
+
+}  // namespace
+}  // namespace ringmaster::kube

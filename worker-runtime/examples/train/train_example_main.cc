@@ -1,0 +1,280 @@
+// ringmaster-train-example: data-parallel SGD (linear regression on a synthetic
+// data set generated from --seed) under the elastic driver, CPU through Gloo
+// (or the gradient through NCCL on a GPU with --backend nccl). The global batch
+// is fixed whatever the world size: each rank sums its samples' gradients, an
+// allreduce SUM adds the shares, and the update divides by the global batch
+// size, so the result does not depend on the membership. With --hierarchical
+// the sum goes per node, across node leaders, then back per node (process sets
+// re-split by node in every generation).
+//
+// Membership: a file (ringmaster-run) or, in the operator's pods, the job's own
+// TrainingJob watched with the pod's service-account token.
+//
+// Outputs in --out DIR: weights.<worker>.txt (%.17g per line) and
+// journal.<worker>.log (sample_journal.h); ringmaster-run resolves the journals
+// into samples.log. Flags fall back to RINGMASTER_* environment variables
+// (train_example_options.h).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/elastic_sampler.h"
+#include "data/splitmix64.h"
+#include "elastic/elastic_driver.h"
+#include "elastic/sample_journal.h"
+#include "elastic/worker_metrics.h"
+#include "examples/train/train_example_options.h"
+#include "kube/config.h"
+#include "membership/file_source.h"
+#include "membership/kubernetes_source.h"
+#include "memory/buffer_memory.h"
+#include "runtime/config.h"
+
+namespace ringmaster::elastic {
+namespace {
+
+// Sample i of the synthetic data set: features x in [-1, 1), target y = w*.x + noise.
+void Sample(uint64_t seed, uint64_t i, int d, std::vector<double>& x, double& y) {
+  runtime::data::SplitMix64 rng(runtime::data::MixSeed(seed, i));
+  auto uniform = [&] { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * 2.0 - 1.0; };
+  x.resize(d);
+  y = 0;
+  for (int j = 0; j < d; ++j) {
+    x[j] = uniform();
+    y += (j + 1) * 0.5 * x[j];  // w*_j = (j+1)/2
+  }
+  y += 0.01 * uniform();
+}
+
+template <typename T>
+std::string Bytes(const std::vector<T>& w) {
+  return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(T));
+}
+
+using LineLog = std::function<void(std::string_view)>;
+
+StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const TrainOptions& o, const LineLog& log) {
+  if (!o.membership_file.empty()) {
+    membership::FileSourceOptions fo;
+    fo.path = o.membership_file;
+    fo.poll_interval = std::chrono::milliseconds(20);
+    fo.log = log;
+    RINGMASTER_ASSIGN_OR_RETURN(auto file, membership::FileMembershipSource::Start(fo));
+    return std::unique_ptr<membership::MembershipSource>(std::move(file));
+  }
+  auto config = kube::LoadConfig(o.kubeconfig, "", kube::ProcessEnvironment());
+  if (!config.ok()) return config.status().WithContext("the Kubernetes membership source needs a client config");
+  for (const auto& w : config->warnings) log(w);
+  kube::LogFn kube_log = [log](kube::LogLevel, std::string_view line) { log(line); };
+  RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, kube_log));
+  RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
+                                                client, {o.job_namespace, o.job_name, kube_log}));
+  log("membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
+  return std::unique_ptr<membership::MembershipSource>(std::move(watched));
+}
+
+// The gradient sum over the world: one allreduce, or (hierarchical) per node, across
+// node leaders, and back per node. `buf` holds this rank's share and gets the sum.
+Status SumGradient(const StepContext& ctx, bool hierarchical, const std::string& node, void* buf, size_t n,
+                   runtime::DataType type) {
+  if (!hierarchical) return ctx.rt->Allreduce("grad", buf, buf, n, type, runtime::ReduceOp::kSum);
+  RINGMASTER_ASSIGN_OR_RETURN(int local, ctx.ProcessSet("node:" + node));
+  RINGMASTER_ASSIGN_OR_RETURN(int leaders, ctx.ProcessSet("node-leaders"));
+  RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.local", buf, buf, n, type, runtime::ReduceOp::kSum, local));
+  RINGMASTER_ASSIGN_OR_RETURN(int local_rank, ctx.rt->ProcessSetRank(local));
+  if (local_rank == 0) {
+    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.cross", buf, buf, n, type, runtime::ReduceOp::kSum, leaders));
+  }
+  return ctx.rt->BroadcastAsync("grad.bcast", buf, buf, n, type, 0, local).Wait();
+}
+
+// The gradient's buffer where the collectives run: host memory under Gloo, CUDA memory under NCCL.
+// Made on the first step (the backend is known then) and kept for the run.
+class GradientBuffer {
+ public:
+  GradientBuffer(runtime::Backend backend, size_t bytes)
+      : memory_(runtime::NewMemoryFor(
+            backend == runtime::Backend::kNccl ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost, 0)),
+        bytes_(bytes) {}
+  ~GradientBuffer() {
+    if (ptr_) memory_->Free(ptr_);
+  }
+  GradientBuffer(const GradientBuffer&) = delete;
+  GradientBuffer& operator=(const GradientBuffer&) = delete;
+
+  // Copies `host` in, runs `reduce` on the buffer and copies the result back into `host`.
+  template <typename Reduce>
+  Status Run(void* host, const Reduce& reduce) {
+    if (ptr_ == nullptr) {
+      RINGMASTER_ASSIGN_OR_RETURN(ptr_, memory_->Allocate(bytes_));
+    }
+    RINGMASTER_RETURN_IF_ERROR(memory_->Upload(ptr_, host, bytes_));
+    RINGMASTER_RETURN_IF_ERROR(reduce(ptr_));
+    return memory_->Download(host, ptr_, bytes_);
+  }
+
+ private:
+  const std::unique_ptr<runtime::Memory> memory_;
+  const size_t bytes_;
+  void* ptr_ = nullptr;
+};
+
+template <typename T>
+int Train(const TrainOptions& o) {
+  using runtime::data::SampleCursor;
+  auto log = [&](std::string_view line) {
+    std::fprintf(stderr, "[%s] %.*s\n", o.worker_id.c_str(), static_cast<int>(line.size()), line.data());
+  };
+  auto source = OpenMembershipSource(o, LineLog(log));
+  if (!source.ok()) return log(source.status().ToString()), 2;
+  auto sampler = runtime::data::ElasticSampler::Create({o.samples, o.batch, o.seed});
+  if (!sampler.ok()) return log(sampler.status().ToString()), 2;
+  auto journal = SampleJournal::Open(o.out + "/journal." + o.worker_id + ".log");
+  if (!journal.ok()) return log(journal.status().ToString()), 2;
+  std::unique_ptr<runtime::checkpoint::CheckpointStore> checkpoints;
+  if (!o.checkpoint_dir.empty()) {
+    auto quiet_log = [&](std::string_view line) {  // retention deletes one old checkpoint per save: not news
+      if (line.rfind("retention", 0) != 0) log(line);
+    };
+    auto opened = runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), quiet_log});
+    if (!opened.ok()) return log(opened.status().ToString()), 2;
+    checkpoints = std::move(opened).value();
+  }
+
+  std::vector<T> weights(o.features, T(0));
+  ElasticState state([&] { return Bytes(weights); },
+                     [&](std::string_view b) -> Status {
+                       if (b.size() != weights.size() * sizeof(T)) return DataLossError("weights of the wrong size");
+                       std::memcpy(weights.data(), b.data(), b.size());
+                       return Status::Ok();
+                     });
+
+  // Heartbeat for the launcher: the committed step, rewritten every 100 ms.
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> committed{0};
+  std::thread heartbeat([&] {
+    while (!done && !o.heartbeat_file.empty()) {
+      std::string tmp = o.heartbeat_file + ".tmp";
+      if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+        std::fprintf(f, "%lld\n", static_cast<long long>(committed.load()));
+        std::fclose(f);
+        std::rename(tmp.c_str(), o.heartbeat_file.c_str());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+
+  // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
+  WorkerMetrics metrics;
+  Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
+  if (served.ok()) {
+    log("serving /metrics and /readyz on port " + std::to_string(metrics.port()));
+  } else {
+    log("metrics endpoint disabled: " + served.ToString());
+  }
+
+  ElasticOptions eo;
+  eo.metrics = &metrics;
+  eo.worker_id = o.worker_id;
+  eo.secret = o.secret;
+  eo.store_host = o.host;
+  eo.store_port = static_cast<uint16_t>(o.store_port);
+  eo.min_size = o.min_size;
+  eo.rebuild_timeout = std::chrono::milliseconds(o.timeout_ms);
+  eo.runtime.backend = o.backend;
+  eo.runtime.host = o.host;
+  if (o.hierarchical) eo.process_sets.push_back(SetsPerNode());
+  eo.runtime.timeout = std::chrono::milliseconds(o.timeout_ms);
+  eo.runtime.fusion_threshold_bytes = 0;
+  eo.checkpoints = checkpoints.get();
+  eo.checkpoint_every = o.checkpoint_every;
+  eo.log = log;
+  ElasticDriver driver(eo, source->get(), &state);
+  // This worker's node in the records (the launcher's simulated node, or the pod's node): it never
+  // changes, so it is read once, on the first step (a record that has this worker exists by then).
+  std::string node;
+
+  const runtime::DataType type = sizeof(T) == 8 ? runtime::DataType::kFloat64 : runtime::DataType::kFloat32;
+  std::vector<double> x;
+  std::unique_ptr<GradientBuffer> buffer;
+  auto step = [&](const StepContext& ctx) -> StatusOr<SampleCursor> {
+    if (!buffer) buffer = std::make_unique<GradientBuffer>(ctx.rt->backend(), o.features * sizeof(T));
+    if (o.hierarchical && node.empty()) {
+      auto* me = (*source)->Latest().Find(o.worker_id);
+      if (me) node = me->node;
+    }
+    RINGMASTER_ASSIGN_OR_RETURN(auto plan, sampler->Plan(ctx.cursor, ctx.rt->size(), ctx.rt->rank()));
+    std::vector<T> grad(o.features, T(0));
+    for (uint64_t id : plan.indices) {
+      double y;
+      Sample(o.seed, id, o.features, x, y);
+      double err = -y;
+      for (int j = 0; j < o.features; ++j) err += static_cast<double>(weights[j]) * x[j];
+      for (int j = 0; j < o.features; ++j) grad[j] += static_cast<T>(err * x[j]);
+    }
+    RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
+    if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
+    const auto t0 = std::chrono::steady_clock::now();
+    RINGMASTER_RETURN_IF_ERROR(buffer->Run(grad.data(), [&](void* dev) {
+      return SumGradient(ctx, o.hierarchical, node, dev, grad.size(), type);
+    }));
+    const std::vector<T>& sum = grad;  // now the world's sum
+    if (ctx.metrics) {
+      ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                              grad.size() * sizeof(T));
+    }
+    const T scale = static_cast<T>(o.lr / static_cast<double>(plan.global_size));
+    for (int j = 0; j < o.features; ++j) weights[j] -= scale * sum[j];
+    committed = ctx.step + 1;
+    return plan.next;
+  };
+  auto restored = [&](int64_t incarnation, int64_t at) {
+    committed = at;
+    Status s = journal->Restored(incarnation, at);
+    if (!s.ok()) log(s.ToString());
+  };
+  auto result = driver.Run(o.steps, step, restored);
+  done = true;
+  heartbeat.join();
+  if (!result.ok()) {
+    log("training failed: " + result.status().ToString());
+    return 1;
+  }
+  if (*result == ElasticResult::kLeft) {
+    log("left the job (not in the membership); exiting 0");
+    return 0;
+  }
+  log("finished " + std::to_string(state.committed_step()) + " steps at generation " +
+      std::to_string(driver.joined_generation()));
+  // Every finisher writes its own copy; the launcher picks one (all are equal).
+  std::string path = o.out + "/weights." + o.worker_id + ".txt";
+  if (FILE* f = std::fopen((path + ".tmp").c_str(), "w")) {
+    for (T w : weights) std::fprintf(f, "%.17g\n", static_cast<double>(w));
+    std::fflush(f);
+    ::fsync(fileno(f));
+    std::fclose(f);
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+  std::printf("FINISHED %lld\n", static_cast<long long>(state.committed_step()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringmaster::elastic
+
+int main(int argc, char** argv) {
+  auto options = ringmaster::elastic::ParseTrainOptions(argc, argv, ringmaster::runtime::EnvironmentSnapshot());
+  if (!options.ok()) {
+    std::fprintf(stderr, "ringmaster-train-example: %s\n", options.status().message().c_str());
+    return 2;
+  }
+  return options->float64 ? ringmaster::elastic::Train<double>(*options) : ringmaster::elastic::Train<float>(*options);
+}

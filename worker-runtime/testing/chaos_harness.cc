@@ -1,0 +1,92 @@
+#include "testing/chaos_harness.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ringmaster::elastic::testing {
+
+
+std::filesystem::path Root() {
+  static const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("elastic_chaos_test." + std::to_string(::getpid()));
+  return root;
+}
+
+// Runs ringmaster-run; returns its exit status.
+int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags) {
+  std::string cmd = std::string(RINGMASTER_RUN) + " --out " + out + " --deadline-s 90 --heartbeat-timeout-ms 1500 " +
+                    launcher_flags + " -- " + RINGMASTER_TRAIN_EXAMPLE + " --steps " + std::to_string(kSteps) +
+                    " --samples " + std::to_string(kSamples) + " --batch " + std::to_string(kBatch) +
+                    " --seed 7 --timeout-ms 8000 " + worker_flags;
+  // The output goes to OUT.log (for the test to read) and then to the test log.
+  cmd = "mkdir -p " + out + " && " + cmd + " > " + out + ".log 2>&1; rc=$?; cat " + out + ".log >&2; exit $rc";
+  std::fprintf(stderr, "$ %s\n", cmd.c_str());
+  int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::vector<double> ReadWeights(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> w;
+  double v;
+  while (in >> v) w.push_back(v);
+  return w;
+}
+
+const std::vector<double>& Reference() {
+  static const std::vector<double> weights = [] {
+    std::string out = (Root() / "reference").string();
+    EXPECT_EQ(Launch(out, "--np 1"), 0);
+    return ReadWeights(out + "/weights.txt");
+  }();
+  return weights;
+}
+
+// The last generation the launcher published (the chaos really happened when > 1).
+int64_t LastGeneration(const std::string& out) {
+  std::ifstream in(out + "/membership.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = text.str();
+  auto at = doc.find("\"generation\"");
+  if (at == std::string::npos) return -1;
+  return std::atoll(doc.c_str() + doc.find(':', at) + 1);
+}
+
+void ExpectMatchesReference(const std::string& out, int64_t min_generation) {
+  EXPECT_GE(LastGeneration(out), min_generation) << "the chaos did not change the membership";
+  const auto& ref = Reference();
+  ASSERT_EQ(ref.size(), 8u);
+  auto got = ReadWeights(out + "/weights.txt");
+  ASSERT_EQ(got.size(), ref.size()) << "no weights.txt from a finisher in " << out;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << "weight " << i << ": " << got[i] << " vs " << ref[i];
+  }
+  std::ifstream in(out + "/samples.log");
+  std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
+  uint64_t epoch, id;
+  while (in >> epoch >> id) by_epoch[epoch].insert(id);
+  ASSERT_EQ(by_epoch.size(), static_cast<size_t>(kSteps * kBatch / kSamples));
+  for (const auto& [e, ids] : by_epoch) {
+    ASSERT_EQ(ids.size(), static_cast<size_t>(kSamples)) << "epoch " << e;
+    uint64_t expect = 0;
+    for (uint64_t s : ids) EXPECT_EQ(s, expect++) << "epoch " << e << ": a sample missing or repeated";
+  }
+}
+
+// How many lines of OUT.log contain `text`.
+int CountInLog(const std::string& out, const std::string& text) {
+  std::ifstream log(out + ".log");
+  int n = 0;
+  for (std::string line; std::getline(log, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
+}  // namespace ringmaster::elastic::testing

@@ -1,0 +1,24 @@
+// ringmaster-run: the local elastic launcher (what `horovodrun --min-np/--max-np`
+// is), for a laptop and for the tests.
+//
+//   ringmaster-run --np 4 --min 2 --max 6 [--chaos SPEC] [--out DIR] -- ringmaster-train-example ...
+//
+// Starts workers on 127.0.0.1 (each with its own store port), keeps the
+// membership file (launcher.h), removes workers that die (waitpid) or stop
+// heart-beating (SIGSTOP: SIGKILLed after removal), injects chaos, prints
+// every change, and at the end resolves the workers' sample journals into
+// DIR/samples.log and copies a finisher's weights to DIR/weights.txt.
+// Exit status: 0 when the training finished, 1 otherwise, 2 for bad flags.
+#include <cstdio>
+#include <string>
+
+#include "tools/run/launcher.h"
+
+int main(int argc, char** argv) {
+  auto options = ringmaster::elastic::ParseLauncherOptions(argc, argv);
+  if (!options.ok()) {
+    std::fprintf(stderr, "ringmaster-run: %s\n", options.status().message().c_str());
+    return 2;
+  }
+  return ringmaster::elastic::RunLauncher(*options);
+}
