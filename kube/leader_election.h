@@ -71,7 +71,4 @@ class LeaderElector {
   std::string leader_;                     // holder as last seen
 };
 
-// The MicroTime format of Lease timestamps: "2006-01-02T15:04:05.000000Z" (UTC), for `t`.
-std::string FormatMicroTime(std::chrono::system_clock::time_point t);
-
 }  // namespace ringmaster::kube

@@ -5,7 +5,7 @@
 
 #include "controller/json_access.h"
 #include "controller/membership.h"
-#include "controller/time_format.h"
+#include "base/time_format.h"
 #include "controller/worker_objects.h"
 
 namespace ringmaster::controller {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "controller/json_access.h"
-#include "controller/time_format.h"
+#include "base/time_format.h"
 
 namespace ringmaster::controller {
 

@@ -64,7 +64,7 @@ TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
 }
 
 TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
-  ASSERT_OK(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))));
+  ASSERT_COMMAND_OK(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))));
   auto r = cluster_.Kubectl({"get", "trainingjobs", "-n", namespace_});
   ASSERT_COMMAND_OK(r);
   std::string header = r->out.substr(0, r->out.find('\n'));
