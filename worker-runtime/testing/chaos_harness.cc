@@ -20,8 +20,9 @@ std::filesystem::path Root() {
 }
 
 // Runs ringmaster-run; returns its exit status.
-int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags) {
-  std::string cmd = std::string(RINGMASTER_RUN) + " --out " + out + " --deadline-s 90 --heartbeat-timeout-ms 1500 " +
+int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags,
+           const std::string& env) {
+  std::string cmd = (env.empty() ? "" : env + " ") + std::string(RINGMASTER_RUN) + " --out " + out + " --deadline-s 90 --heartbeat-timeout-ms 1500 " +
                     launcher_flags + " -- " + RINGMASTER_TRAIN_EXAMPLE + " --steps " + std::to_string(kSteps) +
                     " --samples " + std::to_string(kSamples) + " --batch " + std::to_string(kBatch) +
                     " --seed 7 --timeout-ms 8000 " + worker_flags;
