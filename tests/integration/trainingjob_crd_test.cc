@@ -99,7 +99,7 @@ TEST_F(TrainingJobCrdTest, FractionalOrZeroGpuLimitIsRefused) {
   ExpectRefused(Job("j", "{min: 1, max: 1}", Container("0")),
                 "limits[\"nvidia.com/gpu\"] must be a positive whole number of GPUs");
   CommandResult ok = ApplyHere(Job("string-gpus", "{min: 1, max: 1}", Container("\"2\"")));
-  EXPECT_OK(ok) << ok.err;
+  EXPECT_COMMAND_OK(ok);
 }
 
 TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
@@ -109,7 +109,7 @@ TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
 }
 
 TEST_F(TrainingJobCrdTest, KubectlScaleDrivesDesiredWithinBounds) {
-  ASSERT_OK(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))));
+  ASSERT_COMMAND_OK(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))));
   auto r = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=4"});
   ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
   auto tj = cluster_.KubectlJson({"get", "tj", "scaled", "-n", namespace_});
