@@ -182,7 +182,7 @@ StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const GroupVersionResource&
   return std::make_unique<WatchStream>(std::move(resp.body));
 }
 
-StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics, LogFn log) {
+StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics, LogSink log) {
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> rest, NewRestClient(config, std::move(metrics), std::move(log)));
   return std::make_shared<Client>(std::move(rest), config.namespace_name);
 }

@@ -34,7 +34,7 @@ struct LeaderElectionConfig {
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string& identity)> on_new_leader;  // any observed holder change
-  LogFn log = StderrLog();
+  LogSink log = StderrLogSink("ringmaster-kube");
 };
 
 class LeaderElector {

@@ -14,19 +14,19 @@ namespace ringmaster::operator_cmd {
 
 namespace {
 
-const char* LevelName(kube::LogLevel level) {
+const char* LevelName(LogLevel level) {
   switch (level) {
-    case kube::LogLevel::kInfo: return "info";
-    case kube::LogLevel::kWarning: return "warning";
-    case kube::LogLevel::kError: return "error";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kError: return "error";
   }
   return "info";
 }
 
 }  // namespace
 
-kube::LogFn MakeLogger(LogFormat format) {
-  return [format](kube::LogLevel level, std::string_view message) {
+LogSink MakeLogger(LogFormat format) {
+  return [format](LogLevel level, std::string_view message) {
     const std::string ts = FormatRfc3339(std::chrono::system_clock::now(), TimePrecision::kMillis);
     std::string line;
     if (format == LogFormat::kJson) {

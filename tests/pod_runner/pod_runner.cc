@@ -101,7 +101,7 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
   runner->server_ = config.server;
   runner->ca_pem_ = config.ca_pem;
   PodRunner* self = runner.get();
-  kube::LogFn log = [self](kube::LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
+  LogSink log = [self](LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
   RINGMASTER_ASSIGN_OR_RETURN(runner->client_, kube::NewClient(config, nullptr, log));
 
   kube::InformerOptions po;
@@ -162,7 +162,7 @@ void PodRunner::Log(const std::string& line) {
     lines_.push_back(text);
   }
   if (options_.log) {
-    options_.log(text);
+    options_.log(LogLevel::kInfo, text);
   } else {
     text += "\n";
     (void)!::write(STDERR_FILENO, text.data(), text.size());

@@ -70,7 +70,7 @@ ElasticDriver::~ElasticDriver() {
 }
 
 void ElasticDriver::Log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+  ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
 }
 
 RebuildStats ElasticDriver::last_rebuild() const {

@@ -55,6 +55,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/log.h"
 #include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_store.h"
 #include "elastic/elastic_state.h"
@@ -81,7 +82,7 @@ struct ElasticOptions {
                                          // capped at rebuild_timeout
   runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
-  std::function<void(std::string_view)> log;  // progress lines for a person; may be empty
+  LogSink log;  // progress lines for a person; may be empty
   WorkerMetrics* metrics = nullptr;      // not owned; may be null
   std::vector<ProcessSetRule> process_sets;  // re-created in every generation, in this order
 };

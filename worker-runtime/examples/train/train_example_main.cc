@@ -59,21 +59,25 @@ std::string Bytes(const std::vector<T>& w) {
   return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(T));
 }
 
+// This program prints every line the same way; the libraries take a LogSink.
 using LineLog = std::function<void(std::string_view)>;
+LogSink LineSink(LineLog log) {
+  return [log = std::move(log)](LogLevel, std::string_view line) { log(line); };
+}
 
 StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const TrainOptions& o, const LineLog& log) {
   if (!o.membership_file.empty()) {
     membership::FileSourceOptions fo;
     fo.path = o.membership_file;
     fo.poll_interval = std::chrono::milliseconds(20);
-    fo.log = log;
+    fo.log = LineSink(log);
     RINGMASTER_ASSIGN_OR_RETURN(auto file, membership::FileMembershipSource::Start(fo));
     return std::unique_ptr<membership::MembershipSource>(std::move(file));
   }
   auto config = kube::LoadConfig(o.kubeconfig, "", kube::ProcessEnvironment());
   if (!config.ok()) return config.status().WithContext("the Kubernetes membership source needs a client config");
   for (const auto& w : config->warnings) log(w);
-  kube::LogFn kube_log = [log](kube::LogLevel, std::string_view line) { log(line); };
+  LogSink kube_log = LineSink(log);
   RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, kube_log));
   RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
                                                 client, {o.job_namespace, o.job_name, kube_log}));
@@ -133,7 +137,7 @@ StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(
   auto quiet_log = [log](std::string_view line) {  // retention deletes one old checkpoint per save: not news
     if (line.rfind("retention", 0) != 0) log(line);
   };
-  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), quiet_log});
+  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), LineSink(quiet_log)});
 }
 
 // Heartbeat for the launcher: the committed step, rewritten every 100 ms until destroyed.
@@ -184,7 +188,7 @@ ElasticOptions DriverOptions(const TrainOptions& o, const runtime::RuntimeConfig
   if (o.hierarchical) eo.process_sets.push_back(SetsPerNode());
   eo.checkpoints = checkpoints;
   eo.checkpoint_every = o.checkpoint_every;
-  eo.log = log;
+  eo.log = LineSink(log);
   return eo;
 }
 
