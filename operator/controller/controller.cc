@@ -1,6 +1,6 @@
 #include "controller/controller.h"
 
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "controller/worker_objects.h"
 #include "kube/resource.h"
 

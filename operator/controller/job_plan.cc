@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "controller/membership.h"
 #include "base/time_format.h"
 #include "controller/worker_objects.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "base/time_format.h"
 
 namespace ringmaster::controller {

@@ -4,7 +4,7 @@
 
 #include "controller/job_plan.h"
 #include "controller/job_secret.h"
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "base/time_format.h"
 #include "controller/worker_objects.h"
 #include "kube/api_error.h"
