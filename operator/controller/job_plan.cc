@@ -117,8 +117,8 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   const json current_status = in.job.contains("status") && in.job["status"].is_object() ? in.job["status"] : json::object();
   json status = current_status;
   if (!status.contains("conditions") || !status["conditions"].is_array()) status["conditions"] = json::array();
-  RINGMASTER_ASSIGN_OR_RETURN(Membership membership,
-                              MembershipFromJson(current_status.value("membership", json(nullptr))));
+  RINGMASTER_ASSIGN_OR_RETURN(api::Membership membership,
+                              api::MembershipFromJson(current_status.value("membership", json(nullptr))));
   int32_t restarts = current_status.value("restartCount", 0);
   json failures = current_status.value("recentFailures", json::array());
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
@@ -178,7 +178,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
     SetCondition(status["conditions"], "Suspended", "True", "Suspended", "spec.runPolicy.suspend is true", now_s, generation);
     SetCondition(status["conditions"], "Running", "False", "Suspended", "the job is suspended", now_s, generation);
     if (membership.world_size() > 0) {
-      Membership empty;
+      api::Membership empty;
       empty.generation = membership.generation + 1;
       empty.reason = "Suspended";
       empty.message = "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended)";
@@ -205,7 +205,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
 
   if (!Finished(phase) && phase != "Suspended") {
     // 4. Completion: the worker holding rank 0 in the current membership exited 0.
-    const Member* rank0 = membership.members.empty() ? nullptr : &membership.members[0];
+    const api::Member* rank0 = membership.members.empty() ? nullptr : &membership.members[0];
     for (const auto& p : pods) {
       if (rank0 && p.phase == "Succeeded" && p.name == rank0->pod && p.uid == rank0->uid) {
         finish("Succeeded", "Completed", "rank 0 (" + p.name + ") exited 0");
@@ -216,7 +216,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   if (!Finished(phase) && phase != "Suspended") {
     // 5. Failed workers: counted once (recentFailures remembers their uids), then deleted.
     auto finishing = [&](const PodView& p) {
-      const Member* m = membership.Find(p.name);
+      const api::Member* m = membership.Find(p.name);
       return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && in.now < p.finished_at + kFinishGrace;
     };
     std::set<std::string> counted;
@@ -297,8 +297,8 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       if (surplus > 0) {
         std::vector<const PodView*> order = live;
         std::stable_sort(order.begin(), order.end(), [&](const PodView* a, const PodView* b) {
-          const Member* ma = membership.Find(a->name);
-          const Member* mb = membership.Find(b->name);
+          const api::Member* ma = membership.Find(a->name);
+          const api::Member* mb = membership.Find(b->name);
           if ((ma == nullptr) != (mb == nullptr)) return ma == nullptr;
           if (ma && mb) return ma->rank > mb->rank;
           return a->index > b->index;
@@ -314,7 +314,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       policy.min_workers = spec.min_workers;
       policy.join_batch_window = spec.join_batch_window;
       policy.coordinator_port = kCoordinatorPort;
-      const Membership before = membership;
+      const api::Membership before = membership;
       MembershipDecision decision = DecideMembership(membership, observed, policy, in.now);
       if (decision.recheck_at) EarliestRequeue(plan, *decision.recheck_at);
       if (decision.next) {
@@ -334,7 +334,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         for (const auto& p : pods)
           if (p.name == w.pod && p.uid == w.uid) pod = &p;
         if (pod == nullptr) continue;
-        const Member* was = before.Find(w.pod);
+        const api::Member* was = before.Find(w.pod);
         if (!is_leaving(w.pod, w.uid) && was != nullptr && was->uid == w.uid) leaving[w.pod] = {w.uid, in.now};
         if (!is_leaving(w.pod, w.uid)) {
           delete_pod(*pod, "the job was scaled down");
@@ -406,7 +406,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   }
   if (leaving_json.empty()) status.erase("leaving");
   else status["leaving"] = leaving_json;
-  if (membership.generation > 0) status["membership"] = MembershipToJson(membership);
+  if (membership.generation > 0) status["membership"] = api::MembershipToJson(membership);
   if (status != current_status) plan.status = status;
   return plan;
 }

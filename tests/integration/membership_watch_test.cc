@@ -124,7 +124,7 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   EXPECT_EQ(started->coordinator, started->members[0].address + ":29500");
 
   // A worker fails: the source delivers the operator's next generation, without that worker.
-  ms::MembershipRecord now = (*source)->Latest();
+  ms::api::Membership now = (*source)->Latest();
   std::string victim = now.members.back().pod;
   auto l = cluster_.Kubectl({"label", "pod", victim, "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
   ASSERT_COMMAND_OK(l);
@@ -133,7 +133,7 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
     if (!next.ok()) return false;
     now = *next;
     *last = "generation " + std::to_string(now.generation);
-    const ms::MemberRecord* m = now.Find(victim);
+    const ms::api::Member* m = now.Find(victim);
     return m == nullptr;
   });
   EXPECT_OK(dropped) << dropped << "\n" << op.Log();

@@ -13,7 +13,7 @@ namespace ringmaster::elastic {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using membership::MembershipRecord;
+using api::Membership;
 using runtime::DataType;
 using runtime::ReduceOp;
 
@@ -91,7 +91,7 @@ void ElasticDriver::Watch() {
   }
 }
 
-Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats) {
+Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) {
   const int64_t gen = record.generation;
   const auto* me = record.Find(options_.worker_id);
   const int rank = me->rank;
@@ -173,7 +173,7 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
 
 StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const runtime::RuntimeConfig& config,
                                                                        std::shared_ptr<runtime::Store> store,
-                                                                       const MembershipRecord& record, int rank,
+                                                                       const api::Membership& record, int rank,
                                                                        RebuildStats* stats) {
   std::shared_ptr<runtime::Runtime> parent;
   {
@@ -213,7 +213,7 @@ void ElasticDriver::Quiesce(const std::string& why) {
   runtime_.reset();
 }
 
-Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const MembershipRecord& record) {
+Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const api::Membership& record) {
   process_sets_.clear();
   if (options_.process_sets.empty()) return Status::Ok();
   RINGMASTER_ASSIGN_OR_RETURN(auto sets, EvaluateProcessSetRules(options_.process_sets, record));
@@ -280,7 +280,7 @@ void ElasticDriver::ReportSaves() {
   if (result && options_.metrics) options_.metrics->CheckpointSaved(result->seconds, result->bytes);
 }
 
-StatusOr<MembershipRecord> ElasticDriver::NextRecord(const MembershipRecord& current) {
+StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& current) {
   {
     // Rank 0 of the failed build moves its store to the next attempt at once, so a rank that still
     // joins the failed attempt is refused (Aborted) and follows, instead of reading stale addresses.
@@ -350,7 +350,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
   // The first record this worker is part of.
   auto first = source_->WaitNewer(0, std::chrono::hours(24));
   if (!first.ok()) return first.status();
-  MembershipRecord record = std::move(first).value();
+  api::Membership record = std::move(first).value();
   newest_seen_.store(record.generation);
   stop_watch_ = false;
   std::thread watcher([this] { Watch(); });
@@ -367,7 +367,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
   int64_t local_step = state_->committed_step();  // steps computed locally (committed or not)
   for (;;) {
     // Join the newest record.
-    MembershipRecord latest = source_->Latest();
+    api::Membership latest = source_->Latest();
     if (latest.generation > record.generation) record = latest;
     Quiesce("rebuilding");
     if (record.Find(options_.worker_id) == nullptr && joined_generation_.load() == 0) {

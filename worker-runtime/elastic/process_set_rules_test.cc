@@ -10,8 +10,8 @@
 namespace ringmaster::elastic {
 namespace {
 
-membership::MembershipRecord Record(std::vector<std::pair<std::string, std::string>> pods_and_nodes) {
-  membership::MembershipRecord r;
+api::Membership Record(std::vector<std::pair<std::string, std::string>> pods_and_nodes) {
+  api::Membership r;
   r.generation = 7;
   for (size_t i = 0; i < pods_and_nodes.size(); ++i) {
     r.members.push_back({pods_and_nodes[i].first, "uid", static_cast<int32_t>(i), "127.0.0.1:1", pods_and_nodes[i].second});

@@ -28,7 +28,7 @@ KubernetesMembershipSource::~KubernetesMembershipSource() { Stop(); }
 void KubernetesMembershipSource::Observe(const json& job) {
   const json& status = job.value("status", json::object());
   if (!status.contains("membership")) return;
-  StatusOr<MembershipRecord> record = ParseMembershipRecord(status["membership"]);
+  StatusOr<api::Membership> record = api::MembershipFromJson(status["membership"]);
   if (!record.ok()) {
     options_.log(kube::LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
                                                options_.job_name + ": " + record.status().ToString());
@@ -40,7 +40,7 @@ void KubernetesMembershipSource::Observe(const json& job) {
   cv_.notify_all();
 }
 
-StatusOr<MembershipRecord> KubernetesMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
+StatusOr<api::Membership> KubernetesMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   bool ready = cv_.wait_for(lock, timeout, [&] { return stopped_ || latest_.generation > after; });
   if (stopped_) return CancelledError("membership source stopped");
@@ -52,7 +52,7 @@ StatusOr<MembershipRecord> KubernetesMembershipSource::WaitNewer(int64_t after, 
   return latest_;
 }
 
-MembershipRecord KubernetesMembershipSource::Latest() const {
+api::Membership KubernetesMembershipSource::Latest() const {
   std::lock_guard<std::mutex> lock(mu_);
   return latest_;
 }
