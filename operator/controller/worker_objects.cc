@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "api/worker_env.h"
 #include "controller/json_access.h"
 #include "kube/base64.h"
 
@@ -37,10 +38,6 @@ json OwnedMetadata(const JobIdentity& id, const std::string& name) {
           {"namespace", id.ns},
           {"labels", {{api::kJobNameLabel, id.name}, {kManagedByLabel, kManagedByValue}}},
           {"ownerReferences", OwnerReference(id)}};
-}
-
-json FieldEnv(const char* name, const char* field) {
-  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}};
 }
 
 // Appends `vars` to a container's env, leaving any variable the template already sets alone.
@@ -102,25 +99,16 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   if (std::string s = StringAt(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
   if (std::string s = StringAt(job, {"spec", "scheduling", "priorityClassName"}); !s.empty()) spec["priorityClassName"] = s;
 
-  json env = json::array({
-      {{"name", "RINGMASTER_JOB_NAME"}, {"value", id.name}},
-      FieldEnv("RINGMASTER_JOB_NAMESPACE", "metadata.namespace"),
-      FieldEnv("RINGMASTER_POD_NAME", "metadata.name"),
-      FieldEnv("RINGMASTER_POD_UID", "metadata.uid"),
-      FieldEnv("RINGMASTER_POD_IP", "status.podIP"),
-      FieldEnv("RINGMASTER_NODE_NAME", "spec.nodeName"),
-      {{"name", "RINGMASTER_WORKER_INDEX"}, {"value", std::to_string(index)}},
-      {{"name", "RINGMASTER_COORDINATOR_PORT"}, {"value", std::to_string(api::kCoordinatorPort)}},
-      {{"name", "RINGMASTER_HEALTH_PORT"}, {"value", std::to_string(api::kWorkerHealthPort)}},
-      {{"name", "RINGMASTER_SECRET"},
-       {"valueFrom", {{"secretKeyRef", {{"name", WorkerSecretName(id.name)}, {"key", kJobSecretKey}}}}}},
-  });
+  api::WorkerEnv worker;
+  worker.job_name = id.name;
+  worker.worker_index = index;
+  worker.coordinator_port = api::kCoordinatorPort;
+  worker.health_port = api::kWorkerHealthPort;
   if (const json& min = At(job, {"spec", "replicas", "min"}); min.is_number_integer()) {
-    env.push_back({{"name", "RINGMASTER_MIN_WORKERS"}, {"value", std::to_string(min.get<int64_t>())}});
+    worker.min_workers = static_cast<int32_t>(min.get<int64_t>());
   }
-  if (std::string dir = StringAt(job, {"spec", "checkpoint", "path"}); !dir.empty()) {
-    env.push_back({{"name", "RINGMASTER_CHECKPOINT_DIR"}, {"value", dir}});
-  }
+  worker.checkpoint_dir = StringAt(job, {"spec", "checkpoint", "path"});
+  const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);
   // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.
   json& main = spec["containers"][0];

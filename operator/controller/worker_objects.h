@@ -25,7 +25,7 @@ std::string HeadlessServiceName(const std::string& job);            // "<job>-wo
 std::string WorkerServiceAccountName(const std::string& job);       // "<job>-worker"
 std::string WorkerRoleName(const std::string& job);                 // "<job>-worker"
 std::string WorkerSecretName(const std::string& job);               // "<job>-worker-secret"
-// The key in that Secret whose value workers get as RINGMASTER_SECRET.
+// The key in that Secret whose value workers get as their secret (api::WorkerEnv::secret).
 inline constexpr char kJobSecretKey[] = "secret";
 // The worker index encoded in a pod's label; nullopt when absent or malformed.
 std::optional<int32_t> WorkerIndexOf(const nlohmann::json& pod);

@@ -25,6 +25,7 @@
 #include "data/splitmix64.h"
 #include "elastic/sample_journal.h"
 #include "api/membership.h"
+#include "api/worker_env.h"
 #include "membership/file_source.h"
 
 namespace ringmaster::elastic {
@@ -347,12 +348,18 @@ class Launcher {
     w->node = o_.workers_per_node > 0 ? "node" + std::to_string(slot / o_.workers_per_node) : "localhost";
     w->port = *port;
     w->started = Clock::now();
-    std::vector<std::string> env = {
-        "RINGMASTER_MEMBERSHIP_FILE=" + membership_path_, "RINGMASTER_WORKER_ID=" + w->id,
-        "RINGMASTER_SECRET=" + o_.secret,                 "RINGMASTER_STORE_PORT=" + std::to_string(w->port),
-        "RINGMASTER_HEARTBEAT_FILE=" + o_.out + "/hb." + w->id, "RINGMASTER_MIN_WORKERS=" + std::to_string(o_.min),
-        "RINGMASTER_OUT=" + o_.out, "RINGMASTER_HEALTH_PORT=0"};  // many workers on one host: any free port
-    if (!o_.checkpoint_dir.empty()) env.push_back("RINGMASTER_CHECKPOINT_DIR=" + o_.checkpoint_dir);
+    api::WorkerEnv worker;
+    worker.membership_file = membership_path_;
+    worker.worker_id = w->id;
+    worker.secret = o_.secret;
+    worker.store_port = w->port;
+    worker.heartbeat_file = o_.out + "/hb." + w->id;
+    worker.min_workers = o_.min;
+    worker.out = o_.out;
+    worker.health_port = 0;  // many workers on one host: any free port
+    worker.checkpoint_dir = o_.checkpoint_dir;
+    std::vector<std::string> env;
+    for (const auto& [name, value] : worker.ToEnvironment()) env.push_back(name + "=" + value);
     std::fflush(nullptr);
     pid_t pid = ::fork();
     if (pid < 0) {
