@@ -67,7 +67,7 @@ TEST(PlanJobTest, NewJobCreatesMaxWorkersAndWaitsForTheGang) {
   EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2"}));
   ASSERT_TRUE(plan->status.has_value());
   EXPECT_EQ((*plan->status)["phase"], "Pending");
-  EXPECT_EQ((*plan->status)["selector"], "ringmaster.io/job-name=j");
+  EXPECT_EQ((*plan->status)["selector"], std::string(api::kJobNameLabel) + "=j");
   EXPECT_FALSE(plan->status->contains("membership"));
 }
 

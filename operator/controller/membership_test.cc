@@ -58,7 +58,7 @@ TEST(DecideMembershipTest, GangStartsAtOnceWhenEveryWorkerIsReady) {
   EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1"}));
   EXPECT_EQ(d.next->members[0].rank, 0);
   EXPECT_EQ(d.next->members[1].rank, 1);
-  EXPECT_EQ(d.next->coordinator, "127.64.0.1:29500");
+  EXPECT_EQ(d.next->coordinator, "127.64.0.1:" + std::to_string(api::kCoordinatorPort));
 }
 
 TEST(DecideMembershipTest, GangWithStragglersStartsWhenTheWindowEnds) {
@@ -100,7 +100,7 @@ TEST(DecideMembershipTest, LosingRankZeroPromotesTheNextSurvivorAndMovesTheCoord
   ASSERT_TRUE(d.next.has_value());
   EXPECT_EQ(d.next->reason, "WorkerRemoved");
   EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-1", "job-worker-2"}));
-  EXPECT_EQ(d.next->coordinator, "127.64.0.2:29500");
+  EXPECT_EQ(d.next->coordinator, "127.64.0.2:" + std::to_string(api::kCoordinatorPort));
 }
 
 TEST(DecideMembershipTest, NodeLostOutranksOtherReasons) {

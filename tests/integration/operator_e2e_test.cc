@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/manifests.h"
 #include "support/operator_process.h"
 #include "support/cluster_test.h"
 #include "base/status_test_macros.h"
@@ -50,7 +51,7 @@ class OperatorE2eTest : public ClusterTest {
 
   // A job of workers with one GPU each; `pool` pins it to this test's nodes.
   void ApplyJob(const std::string& name, int min, int max, const std::string& extra_spec = "", bool pool = false) {
-    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+    std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
                            "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
                            ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
                            "  template:\n    spec:\n" +
@@ -93,7 +94,7 @@ class OperatorE2eTest : public ClusterTest {
   }
 
   std::vector<json> Pods(const std::string& job) {
-    auto r = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", "ringmaster.io/job-name=" + job});
+    auto r = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", std::string(api::kJobNameLabel) + "=" + job});
     std::vector<json> out;
     if (r.ok())
       for (const auto& p : (*r)["items"]) out.push_back(p);

@@ -1,4 +1,5 @@
 #include "membership/kubernetes_source.h"
+#include "api/names.h"
 
 namespace ringmaster::membership {
 
@@ -15,7 +16,7 @@ StatusOr<std::unique_ptr<KubernetesMembershipSource>> KubernetesMembershipSource
   io.log = source->options_.log;
   io.max_backoff = std::chrono::seconds(5);
   source->informer_ = std::make_unique<kube::Informer>(
-      std::move(client), kube::GroupVersionResource{"ringmaster.io", "v1alpha1", "trainingjobs", true}, io);
+      std::move(client), kube::GroupVersionResource{std::string(api::kGroup), std::string(api::kVersion), std::string(api::kResource), true}, io);
   KubernetesMembershipSource* self = source.get();
   source->informer_->AddEventHandler({[self](const json& job) { self->Observe(job); },
                                       [self](const json&, const json& job) { self->Observe(job); }, nullptr});
