@@ -89,7 +89,8 @@ TEST(WorkerObjectsTest, RoleGrantsReadOnThisJobOnly) {
   const json& rule = (*role)["rules"][0];
   EXPECT_EQ(rule["resourceNames"], json::array({"bert"}));
   EXPECT_EQ(rule["verbs"], json::array({"get", "list", "watch"}));
-  EXPECT_EQ(rule["resources"], json::array({"trainingjobs"}));
+  EXPECT_EQ(rule["resources"], json::array({api::kResource}));
+  EXPECT_EQ(rule["apiGroups"], json::array({api::kGroup}));
 }
 
 TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {
