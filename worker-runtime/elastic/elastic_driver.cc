@@ -108,7 +108,9 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
       RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(StoreGeneration(gen, attempt_)));
     }
   }
-  std::string coordinator = record.coordinator.empty() ? record.members[0].address : record.coordinator;
+  // A member's address is a host without a port (api::Member): the record's coordinator is the store.
+  const std::string& coordinator = record.coordinator;
+  if (coordinator.empty()) return InvalidArgumentError("generation " + std::to_string(gen) + " names no coordinator");
   RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
   std::shared_ptr<runtime::StoreClient> client;
   for (;;) {
