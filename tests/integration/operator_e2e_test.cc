@@ -293,6 +293,33 @@ TEST_F(OperatorE2eTest, SuspendDeletesWorkersKeepsStatusAndResumeRecreatesThem) 
   EXPECT_GT(Generation(resumed), Generation(paused));
 }
 
+// A job whose status the operator cannot read (a membership whose ranks have a gap: valid for the schema,
+// not for the contract) gets an InvalidSpec event and is retried; the operator keeps serving other jobs.
+TEST_F(OperatorE2eTest, UnreadableJobGetsAnEventWhileOtherJobsAreServed) {
+  ApplyJob("odd", 1, 1);
+  ASSERT_OK(Kubectl({"patch", "tj", "odd", "-n", ns_, "--subresource=status", "--type=merge", "-p",
+                     R"({"status":{"membership":{"generation":1,"worldSize":1,"members":[{"pod":"x","rank":3}]}}})"}));
+  BackgroundProcess* op = StartOperator();
+  ApplyJob("fine", 1, 2);
+  WaitForJob("fine", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  Status event = WaitFor("an InvalidSpec event on odd", seconds(30), [&](std::string* last) {
+    auto r = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=odd,reason=InvalidSpec"});
+    if (r.ok()) *last = r->dump();
+    return r.ok() && !(*r)["items"].empty() &&
+           (*r)["items"][0].value("message", "").find("status.membership.members") != std::string::npos;
+  });
+  EXPECT_OK(event) << event;
+  Status retried = WaitFor("a second attempt at odd", seconds(30), [&](std::string* last) {
+    const std::string log = op->Log();
+    const std::string line = "reconcile " + ns_ + "/odd failed (will retry)";
+    *last = log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
+    size_t first = log.find(line);
+    return first != std::string::npos && log.find(line, first + 1) != std::string::npos;
+  });
+  EXPECT_OK(retried) << retried;
+  EXPECT_TRUE(op->Running());
+}
+
 TEST_F(OperatorE2eTest, TwoReplicasElectOneLeaderAndTheStandbyTakesOver) {
   std::vector<std::string> le = {"--leader-elect", "--leader-election-namespace", ns_, "--leader-election-id", "ringmaster",
                                  "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s"};
