@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -15,10 +16,10 @@ namespace ringmaster {
 
 // The value at `path` (object keys), or a reference to a static null when any step is missing or not
 // an object. Never copies; thread-safe.
-inline const nlohmann::json& At(const nlohmann::json& j, std::initializer_list<const char*> path) {
+inline const nlohmann::json& At(const nlohmann::json& j, std::initializer_list<std::string_view> path) {
   static const nlohmann::json kNull;
   const nlohmann::json* cur = &j;
-  for (const char* key : path) {
+  for (std::string_view key : path) {
     if (!cur->is_object()) return kNull;
     auto it = cur->find(key);
     if (it == cur->end()) return kNull;
@@ -28,19 +29,19 @@ inline const nlohmann::json& At(const nlohmann::json& j, std::initializer_list<c
 }
 
 // The string at `path`, or "".
-inline std::string StringAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
+inline std::string StringAt(const nlohmann::json& j, std::initializer_list<std::string_view> path) {
   const nlohmann::json& v = At(j, path);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
 // The integer at `path`, or `fallback`.
-inline int64_t IntAt(const nlohmann::json& j, std::initializer_list<const char*> path, int64_t fallback = 0) {
+inline int64_t IntAt(const nlohmann::json& j, std::initializer_list<std::string_view> path, int64_t fallback = 0) {
   const nlohmann::json& v = At(j, path);
   return v.is_number_integer() ? v.get<int64_t>() : fallback;
 }
 
 // Iterable view of the array at `path` (empty when absent or not an array).
-inline const nlohmann::json& ArrayAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
+inline const nlohmann::json& ArrayAt(const nlohmann::json& j, std::initializer_list<std::string_view> path) {
   static const nlohmann::json kEmpty = nlohmann::json::array();
   const nlohmann::json& v = At(j, path);
   return v.is_array() ? v : kEmpty;

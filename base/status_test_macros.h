@@ -15,11 +15,17 @@ const Status& StatusOf(const StatusOr<T>& s) {
   return s.status();
 }
 
+// Any other type with ok() (a test helper's result) passes or fails by ok(); its streamed message says why.
 template <typename T>
 ::testing::AssertionResult IsOk(const char* expression, const T& value) {
-  const Status& s = StatusOf(value);
-  if (s.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << expression << " is not OK: " << s;
+  if constexpr (requires { StatusOf(value); }) {
+    const Status& s = StatusOf(value);
+    if (s.ok()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << expression << " is not OK: " << s;
+  } else {
+    if (value.ok()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << expression << " is not OK";
+  }
 }
 
 }  // namespace ringmaster::testing_internal

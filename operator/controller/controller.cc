@@ -36,7 +36,7 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
 
   kube::InformerOptions po = jo;
   po.resync_period = std::chrono::seconds(0);
-  po.label_selector = kJobNameLabel;  // only worker pods: the label exists
+  po.label_selector = std::string(api::kJobNameLabel);  // only worker pods: the label exists
   po.indexers = {{kPodsByJobIndex, IndexPodsByJob()}, {kPodsByNodeIndex, IndexPodsByNode()}};
   pods_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), po);
 
@@ -101,9 +101,7 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
 void TrainingJobController::Work() {
   while (auto key = queue_->Get()) {
     ReconcileResult r = reconciler_->Reconcile(*key);
-    if (r.invalid) {
-      queue_->Forget(*key);
-    } else if (!r.status.ok()) {
+    if (!r.status.ok()) {
       // The one retry rule: an error requeues with per-key exponential backoff under a global bucket.
       options_.log(LogLevel::kWarning, "reconcile " + *key + " failed (will retry): " + r.status.ToString());
       queue_->AddRateLimited(*key);

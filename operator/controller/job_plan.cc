@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "api/names.h"
+#include "api/training_job.h"
 #include "base/json_path.h"
 #include "controller/membership.h"
 #include "base/time_format.h"
@@ -48,7 +50,7 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
   v.node = StringAt(spec, {"nodeName"});
   v.ip = StringAt(status, {"podIP"});
   v.phase = StringAt(status, {"phase"});
-  v.for_scale_up = StringAt(meta, {"annotations", kCreatedForAnnotation}) == "ScaleUp";
+  v.for_scale_up = StringAt(meta, {"annotations", api::kCreatedForAnnotation}) == "ScaleUp";
   if (meta.contains("deletionTimestamp")) {
     v.deleting = true;
     v.deleting_since = TimeOr(StringAt(meta, {"deletionTimestamp"}), now);
@@ -60,10 +62,10 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
     }
   }
   for (const auto& cs : ArrayAt(status, {"containerStatuses"})) {
-    if (cs.contains("state") && cs["state"].contains("terminated")) {
-      const json& t = cs["state"]["terminated"];
-      if (t.value("exitCode", 0) != 0 || v.exit_reason.empty()) {
-        v.exit_code = t.value("exitCode", 0);
+    if (const json& t = At(cs, {"state", "terminated"}); t.is_object()) {
+      const int exit_code = static_cast<int>(IntAt(t, {"exitCode"}));
+      if (exit_code != 0 || v.exit_reason.empty()) {
+        v.exit_code = exit_code;
         v.exit_reason = StringAt(t, {"reason"});
         v.finished_at = TimeOr(StringAt(t, {"finishedAt"}), now);
       }
@@ -74,21 +76,21 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
 
 // Sets condition `type` in `conditions`. lastTransitionTime moves when the status flips, or on every
 // call when `touch` (the membership condition records each change).
-void SetCondition(json& conditions, const std::string& type, const std::string& status, const std::string& reason,
-                  const std::string& message, const std::string& now, int64_t observed_generation, bool touch = false) {
+void SetCondition(std::vector<api::Condition>& conditions, const std::string& type, const std::string& status,
+                  const std::string& reason, const std::string& message, const std::string& now,
+                  int64_t observed_generation, bool touch = false) {
   for (auto& c : conditions) {
-    if (StringAt(c, {"type"}) != type) continue;
-    bool flipped = StringAt(c, {"status"}) != status;
-    bool changed = flipped || StringAt(c, {"reason"}) != reason || StringAt(c, {"message"}) != message;
-    c["status"] = status;
-    c["reason"] = reason;
-    c["message"] = message;
-    c["observedGeneration"] = observed_generation;
-    if (flipped || (touch && changed)) c["lastTransitionTime"] = now;
+    if (c.type != type) continue;
+    bool flipped = c.status != status;
+    bool changed = flipped || c.reason != reason || c.message != message;
+    c.status = status;
+    c.reason = reason;
+    c.message = message;
+    c.observed_generation = observed_generation;
+    if (flipped || (touch && changed)) c.last_transition_time = now;
     return;
   }
-  conditions.push_back({{"type", type}, {"status", status}, {"reason", reason}, {"message", message},
-                        {"lastTransitionTime", now}, {"observedGeneration", observed_generation}});
+  conditions.push_back({type, status, reason, message, now, observed_generation});
 }
 
 void EarliestRequeue(JobPlan& plan, Clock::time_point at) {
@@ -106,33 +108,29 @@ std::chrono::seconds ReplacementBackoff(int32_t restarts) {
 }
 
 StatusOr<JobPlan> PlanJob(const PlanInput& in) {
-  RINGMASTER_ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(in.job));
+  RINGMASTER_ASSIGN_OR_RETURN(const api::TrainingJob job, api::DecodeTrainingJob(in.job));
+  RINGMASTER_ASSIGN_OR_RETURN(const JobSpec spec, ParseJobSpec(job.spec));
   JobPlan plan;
-  const json& meta = At(in.job, {"metadata"});
-  if (meta.contains("deletionTimestamp")) return plan;  // garbage collection owns the rest
-  const std::string job_name = StringAt(meta, {"name"});
-  const int64_t generation = IntAt(in.job, {"metadata", "generation"});
+  if (!job.metadata.deletion_timestamp.empty()) return plan;  // garbage collection owns the rest
+  const std::string& job_name = job.metadata.name;
+  const int64_t generation = job.metadata.generation;
   const std::string now_s = FormatRfc3339(in.now);
 
-  const json current_status = in.job.contains("status") && in.job["status"].is_object() ? in.job["status"] : json::object();
-  json status = current_status;
-  if (!status.contains("conditions") || !status["conditions"].is_array()) status["conditions"] = json::array();
-  RINGMASTER_ASSIGN_OR_RETURN(Membership membership,
-                              MembershipFromJson(current_status.value("membership", json(nullptr))));
-  int32_t restarts = current_status.value("restartCount", 0);
-  json failures = current_status.value("recentFailures", json::array());
+  const api::TrainingJobStatus& current_status = job.status;
+  api::TrainingJobStatus status = current_status;
+  api::Membership membership = current_status.membership.value_or(api::Membership{});
+  int32_t restarts = current_status.restart_count;
+  std::vector<api::FailureRecord> failures = current_status.recent_failures;
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
   std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
-  for (const auto& l : ArrayAt(current_status, {"leaving"})) {
-    leaving[StringAt(l, {"pod"})] = {StringAt(l, {"uid"}), TimeOr(StringAt(l, {"since"}), in.now)};
-  }
+  for (const auto& l : current_status.leaving) leaving[l.pod] = {l.uid, TimeOr(l.since, in.now)};
   auto is_leaving = [&](const std::string& pod, const std::string& uid) {
     auto it = leaving.find(pod);
     return it != leaving.end() && it->second.first == uid;
   };
-  std::string phase = StringAt(current_status, {"phase"});
-  status["selector"] = WorkerSelector(job_name);
-  status["observedGeneration"] = generation;
+  std::string phase = current_status.phase;
+  status.selector = WorkerSelector(job_name);
+  status.observed_generation = generation;
 
   std::vector<PodView> pods;
   for (const auto& p : in.pods) pods.push_back(ViewPod(p, in.now));
@@ -144,9 +142,9 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   };
   auto finish = [&](const std::string& final_phase, const std::string& reason, const std::string& message) {
     phase = final_phase;
-    status["completionTime"] = now_s;
-    SetCondition(status["conditions"], final_phase, "True", reason, message, now_s, generation);
-    SetCondition(status["conditions"], "Running", "False", reason, message, now_s, generation);
+    status.completion_time = now_s;
+    SetCondition(status.conditions, final_phase, "True", reason, message, now_s, generation);
+    SetCondition(status.conditions, "Running", "False", reason, message, now_s, generation);
     plan.events.push_back({final_phase == "Failed" ? "Warning" : "Normal", reason, message});
   };
 
@@ -154,7 +152,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   if (Finished(phase)) {
     // Workers still running when the job succeeded are most likely finishing too (rank 0 was just the
     // first to exit): they get kFinishGrace to exit by themselves before their pods are deleted.
-    const Clock::time_point done = TimeOr(StringAt(current_status, {"completionTime"}), in.now);
+    const Clock::time_point done = TimeOr(current_status.completion_time, in.now);
     const bool settling = phase == "Succeeded" && in.now < done + kFinishGrace;
     for (const auto& p : pods) {
       bool running = p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
@@ -175,10 +173,10 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
     for (const auto& p : pods) delete_pod(p, "the job is suspended");
     if (phase != "Suspended") plan.events.push_back({"Normal", "Suspended", "the job is suspended; its workers are deleted"});
     phase = "Suspended";
-    SetCondition(status["conditions"], "Suspended", "True", "Suspended", "spec.runPolicy.suspend is true", now_s, generation);
-    SetCondition(status["conditions"], "Running", "False", "Suspended", "the job is suspended", now_s, generation);
+    SetCondition(status.conditions, "Suspended", "True", "Suspended", "spec.runPolicy.suspend is true", now_s, generation);
+    SetCondition(status.conditions, "Running", "False", "Suspended", "the job is suspended", now_s, generation);
     if (membership.world_size() > 0) {
-      Membership empty;
+      api::Membership empty;
       empty.generation = membership.generation + 1;
       empty.reason = "Suspended";
       empty.message = "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended)";
@@ -188,12 +186,12 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   } else {
     if (phase == "Suspended") {
       plan.events.push_back({"Normal", "Resumed", "the job is resumed; its workers are recreated"});
-      SetCondition(status["conditions"], "Suspended", "False", "Resumed", "spec.runPolicy.suspend is false", now_s, generation);
+      SetCondition(status.conditions, "Suspended", "False", "Resumed", "spec.runPolicy.suspend is false", now_s, generation);
       phase = "Pending";
     }
     // 3. Active deadline.
-    if (spec.active_deadline && current_status.contains("startTime")) {
-      Clock::time_point started = TimeOr(StringAt(current_status, {"startTime"}), in.now);
+    if (spec.active_deadline && !current_status.start_time.empty()) {
+      Clock::time_point started = TimeOr(current_status.start_time, in.now);
       if (in.now >= started + *spec.active_deadline) {
         finish("Failed", "DeadlineExceeded",
                "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" + std::to_string(spec.active_deadline->count()) + " s)");
@@ -205,7 +203,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
 
   if (!Finished(phase) && phase != "Suspended") {
     // 4. Completion: the worker holding rank 0 in the current membership exited 0.
-    const Member* rank0 = membership.members.empty() ? nullptr : &membership.members[0];
+    const api::Member* rank0 = membership.members.empty() ? nullptr : &membership.members[0];
     for (const auto& p : pods) {
       if (rank0 && p.phase == "Succeeded" && p.name == rank0->pod && p.uid == rank0->uid) {
         finish("Succeeded", "Completed", "rank 0 (" + p.name + ") exited 0");
@@ -216,13 +214,13 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   if (!Finished(phase) && phase != "Suspended") {
     // 5. Failed workers: counted once (recentFailures remembers their uids), then deleted.
     auto finishing = [&](const PodView& p) {
-      const Member* m = membership.Find(p.name);
+      const api::Member* m = membership.Find(p.name);
       return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && in.now < p.finished_at + kFinishGrace;
     };
     std::set<std::string> counted;
-    for (const auto& f : failures) counted.insert(StringAt(f, {"uid"}));
+    for (const auto& f : failures) counted.insert(f.uid);
     Clock::time_point last_failure{};
-    for (const auto& f : failures) last_failure = std::max(last_failure, TimeOr(StringAt(f, {"time"}), Clock::time_point{}));
+    for (const auto& f : failures) last_failure = std::max(last_failure, TimeOr(f.time, Clock::time_point{}));
     for (const auto& p : pods) {
       if (finishing(p)) {
         EarliestRequeue(plan, p.finished_at + kFinishGrace);
@@ -239,8 +237,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         last_failure = in.now;
         std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
                               (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
-        failures.push_back({{"pod", p.name}, {"uid", p.uid}, {"exitCode", p.exit_code}, {"reason", p.exit_reason},
-                            {"time", now_s}});
+        failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason, now_s});
         plan.events.push_back({"Warning", "WorkerFailed", message});
       }
       delete_pod(p, p.phase == "Failed" ? "the worker failed" : "the worker exited while still a member");
@@ -297,8 +294,8 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       if (surplus > 0) {
         std::vector<const PodView*> order = live;
         std::stable_sort(order.begin(), order.end(), [&](const PodView* a, const PodView* b) {
-          const Member* ma = membership.Find(a->name);
-          const Member* mb = membership.Find(b->name);
+          const api::Member* ma = membership.Find(a->name);
+          const api::Member* mb = membership.Find(b->name);
           if ((ma == nullptr) != (mb == nullptr)) return ma == nullptr;
           if (ma && mb) return ma->rank > mb->rank;
           return a->index > b->index;
@@ -313,17 +310,17 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
       MembershipPolicy policy;
       policy.min_workers = spec.min_workers;
       policy.join_batch_window = spec.join_batch_window;
-      policy.coordinator_port = kCoordinatorPort;
-      const Membership before = membership;
+      policy.coordinator_port = api::kCoordinatorPort;
+      const api::Membership before = membership;
       MembershipDecision decision = DecideMembership(membership, observed, policy, in.now);
       if (decision.recheck_at) EarliestRequeue(plan, *decision.recheck_at);
       if (decision.next) {
         membership = *decision.next;
         bool warning = membership.reason == "WorkerFailed" || membership.reason == "NodeLost" || membership.reason == "WorkerRemoved";
         plan.events.push_back({warning ? "Warning" : "Normal", membership.reason, membership.message});
-        SetCondition(status["conditions"], "MembershipPublished", "True", membership.reason, membership.message, now_s,
+        SetCondition(status.conditions, "MembershipPublished", "True", membership.reason, membership.message, now_s,
                      generation, /*touch=*/true);
-        if (!status.contains("startTime") && membership.world_size() > 0) status["startTime"] = now_s;
+        if (status.start_time.empty() && membership.world_size() > 0) status.start_time = now_s;
       }
       // Surplus pods that never were members are deleted at once. A member that the scale-down just
       // dropped is left to commit, let the survivors take over and exit 0 (its pod is deleted then, in
@@ -334,7 +331,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         for (const auto& p : pods)
           if (p.name == w.pod && p.uid == w.uid) pod = &p;
         if (pod == nullptr) continue;
-        const Member* was = before.Find(w.pod);
+        const api::Member* was = before.Find(w.pod);
         if (!is_leaving(w.pod, w.uid) && was != nullptr && was->uid == w.uid) leaving[w.pod] = {w.uid, in.now};
         if (!is_leaving(w.pod, w.uid)) {
           delete_pod(*pod, "the job was scaled down");
@@ -352,13 +349,13 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         if (restarts > 0 && in.now < allowed) {
           EarliestRequeue(plan, allowed);
         } else {
-          const bool scale_up =
-              spec.desired_workers > current_status.value("replicas", json::object()).value("desired", spec.desired_workers);
+          const bool scale_up = spec.desired_workers >
+                                (current_status.replicas ? current_status.replicas->desired : spec.desired_workers);
           const char* created_for = scale_up ? "ScaleUp" : (membership.generation == 0 ? "Start" : "Replacement");
           for (int32_t index = 0; missing > 0; ++index) {
             if (used_indices.count(index)) continue;
             RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(in.job, index));
-            pod["metadata"]["annotations"][kCreatedForAnnotation] = created_for;
+            pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = created_for;
             plan.creates.push_back(std::move(pod));
             --missing;
           }
@@ -370,16 +367,16 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
         phase = "Running";
         std::string msg = std::to_string(membership.world_size()) + " workers in generation " + std::to_string(membership.generation);
         if (membership.world_size() < spec.min_workers) {
-          SetCondition(status["conditions"], "Running", "False", "BelowMinimum",
+          SetCondition(status.conditions, "Running", "False", "BelowMinimum",
                        msg + ", fewer than spec.replicas.min (" + std::to_string(spec.min_workers) + "); waiting for replacements",
                        now_s, generation);
         } else {
-          SetCondition(status["conditions"], "Running", "True", "WorkersRunning", msg, now_s, generation);
+          SetCondition(status.conditions, "Running", "True", "WorkersRunning", msg, now_s, generation);
         }
       } else {
         phase = "Pending";
         std::string why = decision.waiting_for.empty() ? "waiting for workers to become Ready" : decision.waiting_for;
-        SetCondition(status["conditions"], "Running", "False", "WaitingForWorkers", why, now_s, generation);
+        SetCondition(status.conditions, "Running", "False", "WaitingForWorkers", why, now_s, generation);
       }
     }
   }
@@ -392,22 +389,19 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
     if (p.ready) ++ready;
     else if ((p.phase == "Pending" || p.phase.empty()) && !p.deleting) ++pending;
   }
-  status["replicas"] = {{"desired", spec.desired_workers}, {"active", active}, {"ready", ready}, {"pending", pending},
-                        {"failed", failed}};
-  status["phase"] = phase.empty() ? "Pending" : phase;
-  status["restartCount"] = restarts;
-  status["recentFailures"] = failures;
+  status.replicas = api::ReplicaCounts{spec.desired_workers, active, ready, pending, failed};
+  status.phase = phase.empty() ? "Pending" : phase;
+  status.restart_count = restarts;
+  status.recent_failures = failures;
   // Leaving workers are remembered while their pods exist.
-  json leaving_json = json::array();
+  status.leaving.clear();
   for (const auto& [pod, entry] : leaving) {
     bool exists = false;
     for (const auto& p : pods) exists |= p.name == pod && p.uid == entry.first;
-    if (exists && !Finished(phase)) leaving_json.push_back({{"pod", pod}, {"uid", entry.first}, {"since", FormatRfc3339(entry.second)}});
+    if (exists && !Finished(phase)) status.leaving.push_back({pod, entry.first, FormatRfc3339(entry.second)});
   }
-  if (leaving_json.empty()) status.erase("leaving");
-  else status["leaving"] = leaving_json;
-  if (membership.generation > 0) status["membership"] = MembershipToJson(membership);
-  if (status != current_status) plan.status = status;
+  if (membership.generation > 0) status.membership = membership;
+  if (status != current_status) plan.status = api::TrainingJobStatusToJson(status);
   return plan;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/names.h"
 #include "base/time_format.h"
 #include "base/status_test_macros.h"
 
@@ -14,8 +15,8 @@ using std::chrono::seconds;
 const Clock::time_point kT0 = Clock::from_time_t(1'800'000'000);
 
 json Job(int min, int max, json extra_spec = json::object()) {
-  json job = {{"apiVersion", "ringmaster.io/v1alpha1"},
-              {"kind", "TrainingJob"},
+  json job = {{"apiVersion", api::kApiVersion},
+              {"kind", api::kKind},
               {"metadata", {{"name", "j"}, {"namespace", "ns"}, {"uid", "job-uid"}, {"generation", 1}}},
               {"spec",
                {{"replicas", {{"min", min}, {"max", max}}},
@@ -29,7 +30,7 @@ json Pod(int index, const std::string& phase, bool ready, const std::string& nod
   json pod = {{"metadata",
                {{"name", "j-worker-" + std::to_string(index)},
                 {"uid", "pod-uid-" + std::to_string(index)},
-                {"labels", {{"ringmaster.io/job-name", "j"}, {"ringmaster.io/worker-index", std::to_string(index)}}}}},
+                {"labels", {{api::kJobNameLabel, "j"}, {api::kWorkerIndexLabel, std::to_string(index)}}}}},
               {"spec", {{"nodeName", node}}},
               {"status", {{"phase", phase}, {"podIP", "127.64.0." + std::to_string(index + 1)}}}};
   if (ready) {
@@ -66,7 +67,7 @@ TEST(PlanJobTest, NewJobCreatesMaxWorkersAndWaitsForTheGang) {
   EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2"}));
   ASSERT_TRUE(plan->status.has_value());
   EXPECT_EQ((*plan->status)["phase"], "Pending");
-  EXPECT_EQ((*plan->status)["selector"], "ringmaster.io/job-name=j");
+  EXPECT_EQ((*plan->status)["selector"], std::string(api::kJobNameLabel) + "=j");
   EXPECT_FALSE(plan->status->contains("membership"));
 }
 
@@ -307,6 +308,24 @@ TEST(PlanJobTest, UnreadableSpecIsInvalidArgument) {
   json job = Job(1, 1);
   job["spec"]["replicas"]["min"] = "one";
   EXPECT_EQ(PlanJob(Input(job, {})).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Neither an odd field of the job nor of a pod throws out of PlanJob: the job's is an error naming the
+// object and the field, the pod's is read as absent.
+TEST(PlanJobTest, FieldsOfTheWrongTypeNeverThrow) {
+  json job = Job(1, 1);
+  job["status"] = {{"restartCount", "many"}};
+  auto bad = PlanJob(Input(job, {}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "TrainingJob ns/j: status.restartCount: expected integer, got string");
+  job["status"] = {{"replicas", {{"desired", "2"}}}};
+  EXPECT_EQ(PlanJob(Input(job, {})).status().code(), StatusCode::kInvalidArgument);
+
+  json pod = FailedPod(0, 1);
+  pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = "one";
+  auto planned = PlanJob(Input(Job(1, 1), {pod}));
+  ASSERT_OK(planned);
+  ASSERT_EQ(planned->deletes.size(), 1u);
 }
 
 }  // namespace

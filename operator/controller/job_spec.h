@@ -1,14 +1,13 @@
-// A TrainingJob's spec as the controller uses it: parsed once per reconcile, defaults applied
-// (the CRD's schema defaults them too; a job written before a default existed still gets it here).
+// A TrainingJob's spec as the controller uses it: taken from the decoded api::TrainingJobSpec once per
+// reconcile, with defaults applied (the CRD's schema defaults them too; a job written before a default
+// existed still gets it here) and values clamped to what the controller can act on.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "api/training_job.h"
 #include "base/status.h"
 
 namespace ringmaster::controller {
@@ -31,8 +30,9 @@ struct JobSpec {
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
 };
 
-// InvalidArgument naming the field when the object is not a usable TrainingJob (the CRD's validation
-// normally prevents that; this guards against objects written around it).
-StatusOr<JobSpec> ParseJobSpec(const nlohmann::json& job);
+// InvalidArgument naming the field when the spec is not usable (replicas missing or not 1 <= min <= max,
+// an unknown cleanPodPolicy). The CRD's validation normally prevents that; this guards against objects
+// written around it. Field types were checked by api::DecodeTrainingJob.
+StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec);
 
 }  // namespace ringmaster::controller

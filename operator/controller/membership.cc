@@ -8,7 +8,6 @@
 
 namespace ringmaster::controller {
 
-using json = nlohmann::json;
 using Clock = std::chrono::system_clock;
 
 std::string ReasonName(ChangeReason reason) {
@@ -22,50 +21,6 @@ std::string ReasonName(ChangeReason reason) {
     case ChangeReason::kScaledDown: return "ScaledDown";
   }
   return "Unknown";
-}
-
-const Member* Membership::Find(const std::string& pod) const {
-  for (const auto& m : members)
-    if (m.pod == pod) return &m;
-  return nullptr;
-}
-
-json MembershipToJson(const Membership& m) {
-  json members = json::array();
-  for (const auto& x : m.members) {
-    members.push_back({{"pod", x.pod}, {"uid", x.uid}, {"rank", x.rank}, {"address", x.address}, {"node", x.node}});
-  }
-  json j = {{"generation", m.generation}, {"worldSize", m.world_size()}, {"coordinator", m.coordinator},
-            {"members", members}};
-  if (!m.reason.empty()) j["reason"] = m.reason;
-  if (!m.message.empty()) j["message"] = m.message;
-  if (!m.changed_at.empty()) j["changedAt"] = m.changed_at;
-  return j;
-}
-
-StatusOr<Membership> MembershipFromJson(const json& j) {
-  Membership m;
-  if (j.is_null()) return m;
-  if (!j.is_object()) return InvalidArgumentError("status.membership is not an object");
-  if (j.contains("generation")) {
-    if (!j["generation"].is_number_integer()) return InvalidArgumentError("status.membership.generation is not an integer");
-    m.generation = j["generation"].get<int64_t>();
-  }
-  m.coordinator = StringAt(j, {"coordinator"});
-  m.reason = StringAt(j, {"reason"});
-  m.message = StringAt(j, {"message"});
-  m.changed_at = StringAt(j, {"changedAt"});
-  if (j.contains("members")) {
-    if (!j["members"].is_array()) return InvalidArgumentError("status.membership.members is not a list");
-    for (const auto& x : j["members"]) {
-      if (!x.is_object() || !x.contains("rank") || !x["rank"].is_number_integer()) {
-        return InvalidArgumentError("status.membership.members[] needs an integer rank");
-      }
-      m.members.push_back(Member{StringAt(x, {"pod"}), StringAt(x, {"uid"}), x["rank"].get<int32_t>(), StringAt(x, {"address"}), StringAt(x, {"node"})});
-    }
-  }
-  std::sort(m.members.begin(), m.members.end(), [](const Member& a, const Member& b) { return a.rank < b.rank; });
-  return m;
 }
 
 namespace {
@@ -94,21 +49,21 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 }  // namespace
 
-MembershipDecision DecideMembership(const Membership& current, const std::vector<WorkerObservation>& workers,
+MembershipDecision DecideMembership(const api::Membership& current, const std::vector<WorkerObservation>& workers,
                                     const MembershipPolicy& policy, Clock::time_point now) {
   MembershipDecision decision;
   std::map<std::string, const WorkerObservation*> by_pod;
   for (const auto& w : workers) by_pod[w.pod] = &w;
 
   // Survivors keep their relative order; everyone else in the current record leaves, with a reason.
-  std::vector<Member> survivors;
+  std::vector<api::Member> survivors;
   std::map<ChangeReason, std::vector<std::string>> removed;
   for (const auto& m : current.members) {
     auto it = by_pod.find(m.pod);
     const WorkerObservation* w = it == by_pod.end() ? nullptr : it->second;
     if (w != nullptr && w->uid != m.uid) w = nullptr;  // same name, new pod: the old worker is gone
     if (w != nullptr && Eligible(*w)) {
-      Member kept = m;
+      api::Member kept = m;
       kept.address = w->address;
       kept.node = w->node;
       survivors.push_back(kept);
@@ -156,20 +111,22 @@ MembershipDecision DecideMembership(const Membership& current, const std::vector
   }
   if (removed.empty() && !admit_joiners) return decision;
 
-  Membership next;
-  next.generation = current.generation + 1;
-  next.members = std::move(survivors);
+  std::vector<api::Member> joining;
   std::vector<std::string> joined;
   if (admit_joiners) {
     for (auto* j : joiners) {
-      next.members.push_back(Member{j->pod, j->uid, 0, j->address, j->node});
+      joining.push_back(api::Member{j->pod, j->uid, 0, j->address, j->node});
       joined.push_back(j->pod);
     }
   }
-  for (size_t i = 0; i < next.members.size(); ++i) next.members[i].rank = static_cast<int32_t>(i);
-  if (!next.members.empty()) {
-    next.coordinator = next.members[0].address + ":" + std::to_string(policy.coordinator_port);
-  }
+  auto survive = [&survivors](const api::Member& m) -> std::optional<api::Member> {
+    for (const auto& s : survivors)
+      if (s.pod == m.pod) return s;
+    return std::nullopt;
+  };
+  api::Membership next = api::NextMembership(
+      current, survive, std::move(joining),
+      [&policy](const api::Member& rank0) { return api::CoordinatorAddress(rank0, policy.coordinator_port); });
 
   std::optional<ChangeReason> reason;
   for (ChangeReason r : kRemovalPriority) {

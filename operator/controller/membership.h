@@ -1,4 +1,5 @@
-// The membership record and the rule that derives the next one (DESIGN.md, "Membership protocol").
+// The operator's side of the membership rule: which observed workers are eligible, why members leave, when
+// joiners are admitted (DESIGN.md, "Membership protocol"). The record and the ordering rule are api/membership.h.
 //
 // The operator owns membership: only workers that are Running and Ready, on a healthy node, join.
 // Survivors keep their relative rank order (rank 0 stays rank 0 unless it is lost), newcomers take the
@@ -11,21 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "base/status.h"
+#include "api/membership.h"
+#include "api/names.h"
 
 namespace ringmaster::controller {
-
-struct Member {
-  std::string pod;
-  std::string uid;
-  int32_t rank = 0;
-  std::string address;  // the pod IP
-  std::string node;
-
-  bool operator==(const Member&) const = default;
-};
 
 // Why membership changed. Also the Event reason and the membership condition's reason.
 enum class ChangeReason {
@@ -38,22 +28,6 @@ enum class ChangeReason {
   kScaledDown,     // the desired count fell
 };
 std::string ReasonName(ChangeReason reason);
-
-struct Membership {
-  int64_t generation = 0;  // 0: no membership published yet
-  std::string coordinator;  // host:port of the rendezvous store, served by rank 0
-  std::vector<Member> members;  // sorted by rank; ranks are 0..size-1
-  std::string reason;
-  std::string message;
-  std::string changed_at;  // RFC 3339
-
-  int32_t world_size() const { return static_cast<int32_t>(members.size()); }
-  const Member* Find(const std::string& pod) const;
-};
-
-// status.membership <-> Membership. FromJson: InvalidArgument naming the bad field.
-nlohmann::json MembershipToJson(const Membership& m);
-StatusOr<Membership> MembershipFromJson(const nlohmann::json& j);
 
 // What the reconciler observed about one worker pod.
 struct WorkerObservation {
@@ -75,12 +49,12 @@ struct WorkerObservation {
 struct MembershipPolicy {
   int32_t min_workers = 1;
   std::chrono::seconds join_batch_window{10};
-  int32_t coordinator_port = 29500;
+  int32_t coordinator_port = api::kCoordinatorPort;
 };
 
 // The outcome of one evaluation: a new record to publish, or why none is.
 struct MembershipDecision {
-  std::optional<Membership> next;  // set when a new generation must be published
+  std::optional<api::Membership> next;  // set when a new generation must be published
   // When no new generation is due yet but joiners wait for their batch window: when to look again.
   std::optional<std::chrono::system_clock::time_point> recheck_at;
   std::string waiting_for;  // a sentence for the job's condition when the gang has not started
@@ -90,7 +64,7 @@ struct MembershipDecision {
 // soon as they are no longer eligible (failed, deleted, unready, node lost, beyond desired); joiners
 // are added once the oldest of them has been Ready for the batch window (or at once, when every
 // observed worker is Ready). The first generation needs `min_workers` Ready workers.
-MembershipDecision DecideMembership(const Membership& current, const std::vector<WorkerObservation>& workers,
+MembershipDecision DecideMembership(const api::Membership& current, const std::vector<WorkerObservation>& workers,
                                     const MembershipPolicy& policy, std::chrono::system_clock::time_point now);
 
 }  // namespace ringmaster::controller

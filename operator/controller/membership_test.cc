@@ -31,7 +31,7 @@ WorkerObservation Starting(int index) {
   return w;
 }
 
-std::vector<std::string> Pods(const Membership& m) {
+std::vector<std::string> Pods(const api::Membership& m) {
   std::vector<std::string> out;
   for (const auto& x : m.members) out.push_back(x.pod);
   return out;
@@ -58,7 +58,7 @@ TEST(DecideMembershipTest, GangStartsAtOnceWhenEveryWorkerIsReady) {
   EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1"}));
   EXPECT_EQ(d.next->members[0].rank, 0);
   EXPECT_EQ(d.next->members[1].rank, 1);
-  EXPECT_EQ(d.next->coordinator, "127.64.0.1:29500");
+  EXPECT_EQ(d.next->coordinator, "127.64.0.1:" + std::to_string(api::kCoordinatorPort));
 }
 
 TEST(DecideMembershipTest, GangWithStragglersStartsWhenTheWindowEnds) {
@@ -73,14 +73,14 @@ TEST(DecideMembershipTest, GangWithStragglersStartsWhenTheWindowEnds) {
 }
 
 TEST(DecideMembershipTest, NothingChangesWhenEveryMemberIsStillReady) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
   MembershipDecision d = DecideMembership(current, {Ready(0), Ready(1)}, Policy(), kT0 + seconds(100));
   EXPECT_FALSE(d.next.has_value());
   EXPECT_FALSE(d.recheck_at.has_value());
 }
 
 TEST(DecideMembershipTest, FailedWorkerLeavesAtOnceAndSurvivorsKeepOrder) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Policy(), kT0).next;
   WorkerObservation failed = Ready(1);
   failed.ready = false;
   failed.failed = true;
@@ -94,17 +94,17 @@ TEST(DecideMembershipTest, FailedWorkerLeavesAtOnceAndSurvivorsKeepOrder) {
 }
 
 TEST(DecideMembershipTest, LosingRankZeroPromotesTheNextSurvivorAndMovesTheCoordinator) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
   // Rank 0's pod is gone entirely.
   MembershipDecision d = DecideMembership(current, {Ready(1), Ready(2)}, Policy(), kT0 + seconds(1));
   ASSERT_TRUE(d.next.has_value());
   EXPECT_EQ(d.next->reason, "WorkerRemoved");
   EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-1", "job-worker-2"}));
-  EXPECT_EQ(d.next->coordinator, "127.64.0.2:29500");
+  EXPECT_EQ(d.next->coordinator, "127.64.0.2:" + std::to_string(api::kCoordinatorPort));
 }
 
 TEST(DecideMembershipTest, NodeLostOutranksOtherReasons) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
   WorkerObservation lost = Ready(0);
   lost.node_lost = true;
   WorkerObservation failed = Ready(1);
@@ -117,7 +117,7 @@ TEST(DecideMembershipTest, NodeLostOutranksOtherReasons) {
 }
 
 TEST(DecideMembershipTest, ReplacementPodWithSameNameIsANewWorker) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
   WorkerObservation recreated = Ready(0, kT0 + seconds(30));
   recreated.uid = "uid-0-second";
   MembershipDecision d = DecideMembership(current, {recreated, Ready(1)}, Policy(), kT0 + seconds(31));
@@ -129,7 +129,7 @@ TEST(DecideMembershipTest, ReplacementPodWithSameNameIsANewWorker) {
 }
 
 TEST(DecideMembershipTest, JoinersAreBatchedThenAppendedAfterSurvivors) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
   std::vector<WorkerObservation> w = {Ready(0), Ready(1), Ready(3, kT0 + seconds(100)), Ready(2, kT0 + seconds(103)),
                                       Starting(4)};
   MembershipDecision wait = DecideMembership(current, w, Policy(2, 10), kT0 + seconds(104));
@@ -144,7 +144,7 @@ TEST(DecideMembershipTest, JoinersAreBatchedThenAppendedAfterSurvivors) {
 }
 
 TEST(DecideMembershipTest, ScaleDownRemovesWorkersBeyondDesired) {
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
   WorkerObservation extra = Ready(2);
   extra.beyond_desired = true;
   MembershipDecision d = DecideMembership(current, {Ready(0), Ready(1), extra}, Policy(), kT0);
@@ -155,23 +155,23 @@ TEST(DecideMembershipTest, ScaleDownRemovesWorkersBeyondDesired) {
 
 TEST(DecideMembershipTest, RemovalBelowMinimumIsStillPublished) {
   // Survivors must learn that their peer is gone (or they hang in a collective), even below min.
-  Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(2), kT0).next;
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(2), kT0).next;
   MembershipDecision d = DecideMembership(current, {Ready(0)}, Policy(2), kT0);
   ASSERT_TRUE(d.next.has_value());
   EXPECT_EQ(d.next->world_size(), 1);
 }
 
 TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
-  Membership m = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
-  nlohmann::json j = MembershipToJson(m);
+  api::Membership m = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  nlohmann::json j = api::MembershipToJson(m);
   EXPECT_EQ(j["worldSize"], 2);
   EXPECT_EQ(j["members"][1]["rank"], 1);
-  auto back = MembershipFromJson(j);
+  auto back = api::MembershipFromJson(j);
   ASSERT_OK(back) << back.status();
   EXPECT_EQ(back->members, m.members);
   EXPECT_EQ(back->generation, m.generation);
-  EXPECT_EQ(MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(MembershipFromJson(nlohmann::json{{"members", {{{"pod", "x"}}}}}).status().code(),
+  EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"members", {{{"pod", "x"}}}}}).status().code(),
             StatusCode::kInvalidArgument);
 }
 

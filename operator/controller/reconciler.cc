@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/names.h"
 #include "controller/job_plan.h"
 #include "controller/job_secret.h"
 #include "base/json_path.h"
@@ -13,11 +14,13 @@ namespace ringmaster::controller {
 
 using json = nlohmann::json;
 
-kube::GroupVersionResource TrainingJobs() { return {"ringmaster.io", "v1alpha1", "trainingjobs", true}; }
+kube::GroupVersionResource TrainingJobs() {
+  return {std::string(api::kGroup), std::string(api::kVersion), std::string(api::kResource), true};
+}
 
 kube::IndexFunc IndexPodsByJob() {
   return [](const json& pod) -> std::vector<std::string> {
-    std::string job = StringAt(pod, {"metadata", "labels", kJobNameLabel});
+    std::string job = StringAt(pod, {"metadata", "labels", api::kJobNameLabel});
     if (job.empty()) return {};
     return {kube::ObjectKey(StringAt(pod, {"metadata", "namespace"}), job)};
   };
@@ -135,9 +138,10 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
 
   StatusOr<JobPlan> planned = PlanJob(input);
   if (!planned.ok()) {
+    // The object cannot be read or acted on as written (a field of the wrong type, min > max): an event
+    // says why, and the work loop requeues it rate-limited like any other failed reconcile.
     recorder_->Event(*job, "Warning", "InvalidSpec", planned.status().message());
-    log_(LogLevel::kWarning, "job " + key + " cannot be reconciled: " + planned.status().ToString());
-    result.invalid = true;
+    result.status = planned.status().WithContext("job " + key + " cannot be reconciled");
     return finish("invalid");
   }
   JobPlan& plan = *planned;

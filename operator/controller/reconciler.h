@@ -4,8 +4,8 @@
 // events. Level-based and idempotent: running it again with nothing new changes nothing.
 //
 // Errors: Reconcile returns the result the work loop acts on (the one place the retry rule lives):
-// an error → rate-limited requeue; kInvalid → recorded on the job, no requeue (the job must change);
-// requeue_after → look again then.
+// an error → rate-limited requeue (a job that cannot be decoded or planned also gets an InvalidSpec
+// event; it never stops the loop, and every other job is served); requeue_after → look again then.
 // Thread-safety: Reconcile may run on several threads for different keys (the work queue never hands
 // one key to two workers). Ownership: borrows the stores, recorder and metrics, which must outlive it.
 #pragma once
@@ -39,7 +39,6 @@ kube::IndexFunc IndexPodsByNode();
 
 struct ReconcileResult {
   Status status;  // non-OK: requeue with backoff
-  bool invalid = false;  // the job cannot be reconciled as written; wait for it to change
   std::optional<std::chrono::nanoseconds> requeue_after;
 };
 

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "api/worker_env.h"
 #include "base/json_path.h"
 #include "kube/base64.h"
 
@@ -24,8 +25,8 @@ StatusOr<JobIdentity> Identify(const json& job) {
 }
 
 json OwnerReference(const JobIdentity& id) {
-  return json::array({{{"apiVersion", "ringmaster.io/v1alpha1"},
-                       {"kind", "TrainingJob"},
+  return json::array({{{"apiVersion", api::kApiVersion},
+                       {"kind", api::kKind},
                        {"name", id.name},
                        {"uid", id.uid},
                        {"controller", true},
@@ -35,12 +36,8 @@ json OwnerReference(const JobIdentity& id) {
 json OwnedMetadata(const JobIdentity& id, const std::string& name) {
   return {{"name", name},
           {"namespace", id.ns},
-          {"labels", {{kJobNameLabel, id.name}, {kManagedByLabel, kManagedByValue}}},
+          {"labels", {{api::kJobNameLabel, id.name}, {kManagedByLabel, kManagedByValue}}},
           {"ownerReferences", OwnerReference(id)}};
-}
-
-json FieldEnv(const char* name, const char* field) {
-  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}};
 }
 
 // Appends `vars` to a container's env, leaving any variable the template already sets alone.
@@ -48,7 +45,7 @@ void AddEnv(json& container, const json& vars) {
   if (!container.contains("env") || !container["env"].is_array()) container["env"] = json::array();
   for (const auto& v : vars) {
     bool present = false;
-    for (const auto& e : container["env"]) present |= e.value("name", "") == v["name"].get<std::string>();
+    for (const auto& e : container["env"]) present |= StringAt(e, {"name"}) == StringAt(v, {"name"});
     if (!present) container["env"].push_back(v);
   }
 }
@@ -60,10 +57,10 @@ std::string HeadlessServiceName(const std::string& job) { return job + "-workers
 std::string WorkerServiceAccountName(const std::string& job) { return job + "-worker"; }
 std::string WorkerRoleName(const std::string& job) { return job + "-worker"; }
 std::string WorkerSecretName(const std::string& job) { return job + "-worker-secret"; }
-std::string WorkerSelector(const std::string& job) { return std::string(kJobNameLabel) + "=" + job; }
+std::string WorkerSelector(const std::string& job) { return std::string(api::kJobNameLabel) + "=" + job; }
 
 std::optional<int32_t> WorkerIndexOf(const json& pod) {
-  std::string s = StringAt(pod, {"metadata", "labels", kWorkerIndexLabel});
+  std::string s = StringAt(pod, {"metadata", "labels", api::kWorkerIndexLabel});
   int32_t index = -1;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), index);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || index < 0) return std::nullopt;
@@ -90,7 +87,7 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
     labels.update(meta["labels"]);  // ours win
     meta["labels"] = labels;
   }
-  meta["labels"][kWorkerIndexLabel] = std::to_string(index);
+  meta["labels"][api::kWorkerIndexLabel] = std::to_string(index);
   if (At(tmpl, {"metadata", "annotations"}).is_object()) meta["annotations"] = tmpl["metadata"]["annotations"];
 
   json& spec = pod["spec"];
@@ -102,30 +99,21 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   if (std::string s = StringAt(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
   if (std::string s = StringAt(job, {"spec", "scheduling", "priorityClassName"}); !s.empty()) spec["priorityClassName"] = s;
 
-  json env = json::array({
-      {{"name", "RINGMASTER_JOB_NAME"}, {"value", id.name}},
-      FieldEnv("RINGMASTER_JOB_NAMESPACE", "metadata.namespace"),
-      FieldEnv("RINGMASTER_POD_NAME", "metadata.name"),
-      FieldEnv("RINGMASTER_POD_UID", "metadata.uid"),
-      FieldEnv("RINGMASTER_POD_IP", "status.podIP"),
-      FieldEnv("RINGMASTER_NODE_NAME", "spec.nodeName"),
-      {{"name", "RINGMASTER_WORKER_INDEX"}, {"value", std::to_string(index)}},
-      {{"name", "RINGMASTER_COORDINATOR_PORT"}, {"value", std::to_string(kCoordinatorPort)}},
-      {{"name", "RINGMASTER_HEALTH_PORT"}, {"value", std::to_string(kWorkerHealthPort)}},
-      {{"name", "RINGMASTER_SECRET"},
-       {"valueFrom", {{"secretKeyRef", {{"name", WorkerSecretName(id.name)}, {"key", kJobSecretKey}}}}}},
-  });
+  api::WorkerEnv worker;
+  worker.job_name = id.name;
+  worker.worker_index = index;
+  worker.coordinator_port = api::kCoordinatorPort;
+  worker.health_port = api::kWorkerHealthPort;
   if (const json& min = At(job, {"spec", "replicas", "min"}); min.is_number_integer()) {
-    env.push_back({{"name", "RINGMASTER_MIN_WORKERS"}, {"value", std::to_string(min.get<int64_t>())}});
+    worker.min_workers = static_cast<int32_t>(min.get<int64_t>());
   }
-  if (std::string dir = StringAt(job, {"spec", "checkpoint", "path"}); !dir.empty()) {
-    env.push_back({{"name", "RINGMASTER_CHECKPOINT_DIR"}, {"value", dir}});
-  }
+  worker.checkpoint_dir = StringAt(job, {"spec", "checkpoint", "path"});
+  const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);
   // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.
   json& main = spec["containers"][0];
   if (!main.contains("readinessProbe")) {
-    main["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", kWorkerHealthPort}}},
+    main["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", api::kWorkerHealthPort}}},
                               {"periodSeconds", 2},
                               {"failureThreshold", 1}};
   }
@@ -137,8 +125,8 @@ StatusOr<json> BuildHeadlessService(const json& job) {
   json svc = {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", OwnedMetadata(id, HeadlessServiceName(id.name))}};
   svc["spec"] = {{"clusterIP", "None"},
                  {"publishNotReadyAddresses", true},  // rank 0 is reachable while the world is being built
-                 {"selector", {{kJobNameLabel, id.name}}},
-                 {"ports", json::array({{{"name", "rendezvous"}, {"port", kCoordinatorPort}, {"protocol", "TCP"}}})}};
+                 {"selector", {{api::kJobNameLabel, id.name}}},
+                 {"ports", json::array({{{"name", "rendezvous"}, {"port", api::kCoordinatorPort}, {"protocol", "TCP"}}})}};
   return svc;
 }
 
@@ -165,8 +153,8 @@ StatusOr<json> BuildWorkerRole(const json& job) {
   return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
               {"kind", "Role"},
               {"metadata", OwnedMetadata(id, WorkerRoleName(id.name))},
-              {"rules", json::array({{{"apiGroups", {"ringmaster.io"}},
-                                      {"resources", {"trainingjobs"}},
+              {"rules", json::array({{{"apiGroups", {api::kGroup}},
+                                      {"resources", {api::kResource}},
                                       {"resourceNames", {id.name}},
                                       {"verbs", {"get", "list", "watch"}}}})}};
 }

@@ -10,26 +10,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/names.h"
 #include "base/status.h"
 
 namespace ringmaster::controller {
 
-// Labels and names shared by the operator, its tests and the worker runtime.
-inline constexpr char kJobNameLabel[] = "ringmaster.io/job-name";
-inline constexpr char kWorkerIndexLabel[] = "ringmaster.io/worker-index";
-// Why a worker pod was created: "Start", "Replacement" or "ScaleUp".
-inline constexpr char kCreatedForAnnotation[] = "ringmaster.io/created-for";
+// The job label, worker-index label, created-for annotation ("Start", "Replacement" or "ScaleUp") and the
+// ports are the contract's (api/names.h).
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "ringmaster";
-inline constexpr int32_t kCoordinatorPort = 29500;  // the rendezvous store served by rank 0
-inline constexpr int32_t kWorkerHealthPort = 9400;  // the worker runtime's /metrics and /readyz
 
 std::string WorkerPodName(const std::string& job, int32_t index);  // "<job>-worker-<index>"
 std::string HeadlessServiceName(const std::string& job);            // "<job>-workers"
 std::string WorkerServiceAccountName(const std::string& job);       // "<job>-worker"
 std::string WorkerRoleName(const std::string& job);                 // "<job>-worker"
 std::string WorkerSecretName(const std::string& job);               // "<job>-worker-secret"
-// The key in that Secret whose value workers get as RINGMASTER_SECRET.
+// The key in that Secret whose value workers get as their secret (api::WorkerEnv::secret).
 inline constexpr char kJobSecretKey[] = "secret";
 // The worker index encoded in a pod's label; nullopt when absent or malformed.
 std::optional<int32_t> WorkerIndexOf(const nlohmann::json& pod);

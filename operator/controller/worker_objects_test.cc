@@ -5,6 +5,7 @@
 #include <cctype>
 #include <set>
 
+#include "api/names.h"
 #include "controller/job_secret.h"
 #include "kube/base64.h"
 #include "base/status_test_macros.h"
@@ -15,19 +16,24 @@ namespace {
 using json = nlohmann::json;
 
 json Job() {
-  return json::parse(R"({
-    "apiVersion": "ringmaster.io/v1alpha1", "kind": "TrainingJob",
+  json job = json::parse(R"({
     "metadata": {"name": "bert", "namespace": "research", "uid": "job-uid-1"},
     "spec": {
       "replicas": {"min": 2, "max": 4},
       "checkpoint": {"volumeName": "ckpt", "path": "/ckpt"},
       "scheduling": {"priorityClassName": "training"},
       "template": {
-        "metadata": {"labels": {"team": "nlp", "ringmaster.io/job-name": "spoofed"}},
+        "metadata": {"labels": {"team": "nlp"}},
         "spec": {"containers": [
-          {"name": "trainer", "image": "t:1", "env": [{"name": "RINGMASTER_WORKER_INDEX", "value": "keep-mine"}],
+          {"name": "trainer", "image": "t:1", "env": [],
            "resources": {"limits": {"nvidia.com/gpu": 2}}},
           {"name": "sidecar", "image": "s:1", "readinessProbe": {"exec": {"command": ["true"]}}}]}}}})");
+  job["apiVersion"] = api::kApiVersion;
+  job["kind"] = api::kKind;
+  json& tmpl = job["spec"]["template"];
+  tmpl["metadata"]["labels"][std::string(api::kJobNameLabel)] = "spoofed";
+  tmpl["spec"]["containers"][0]["env"].push_back({{"name", api::env::kWorkerIndex}, {"value", "keep-mine"}});
+  return job;
 }
 
 std::string EnvValue(const json& container, const std::string& name) {
@@ -42,8 +48,8 @@ TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
   const json& p = *pod;
   EXPECT_EQ(p["metadata"]["name"], "bert-worker-3");
   EXPECT_EQ(p["metadata"]["namespace"], "research");
-  EXPECT_EQ(p["metadata"]["labels"]["ringmaster.io/job-name"], "bert");  // ours win over the template's
-  EXPECT_EQ(p["metadata"]["labels"]["ringmaster.io/worker-index"], "3");
+  EXPECT_EQ(p["metadata"]["labels"][std::string(api::kJobNameLabel)], "bert");  // ours win over the template's
+  EXPECT_EQ(p["metadata"]["labels"][std::string(api::kWorkerIndexLabel)], "3");
   EXPECT_EQ(p["metadata"]["labels"]["team"], "nlp");
   EXPECT_EQ(WorkerIndexOf(p), 3);
   const json& owner = p["metadata"]["ownerReferences"][0];
@@ -55,11 +61,11 @@ TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
   EXPECT_EQ(p["spec"]["priorityClassName"], "training");
   const json& trainer = p["spec"]["containers"][0];
   EXPECT_EQ(trainer["resources"]["limits"]["nvidia.com/gpu"], 2);
-  EXPECT_EQ(EnvValue(trainer, "RINGMASTER_JOB_NAME"), "bert");
-  EXPECT_NE(EnvValue(trainer, "RINGMASTER_POD_NAME").find("metadata.name"), std::string::npos);
-  EXPECT_NE(EnvValue(trainer, "RINGMASTER_POD_IP").find("status.podIP"), std::string::npos);
-  EXPECT_EQ(EnvValue(trainer, "RINGMASTER_WORKER_INDEX"), "keep-mine");  // the template's own value stays
-  EXPECT_EQ(EnvValue(trainer, "RINGMASTER_CHECKPOINT_DIR"), "/ckpt");
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kJobName)), "bert");
+  EXPECT_NE(EnvValue(trainer, std::string(api::env::kPodName)).find("metadata.name"), std::string::npos);
+  EXPECT_NE(EnvValue(trainer, std::string(api::env::kPodIp)).find("status.podIP"), std::string::npos);
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kWorkerIndex)), "keep-mine");  // the template's own value stays
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kCheckpointDir)), "/ckpt");
   EXPECT_EQ(trainer["readinessProbe"]["httpGet"]["path"], "/readyz");
   // A container with its own probe keeps it.
   EXPECT_TRUE(p["spec"]["containers"][1]["readinessProbe"].contains("exec"));
@@ -83,14 +89,15 @@ TEST(WorkerObjectsTest, RoleGrantsReadOnThisJobOnly) {
   const json& rule = (*role)["rules"][0];
   EXPECT_EQ(rule["resourceNames"], json::array({"bert"}));
   EXPECT_EQ(rule["verbs"], json::array({"get", "list", "watch"}));
-  EXPECT_EQ(rule["resources"], json::array({"trainingjobs"}));
+  EXPECT_EQ(rule["resources"], json::array({api::kResource}));
+  EXPECT_EQ(rule["apiGroups"], json::array({api::kGroup}));
 }
 
 TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {
   auto svc = BuildHeadlessService(Job());
   ASSERT_OK(svc);
   EXPECT_EQ((*svc)["spec"]["clusterIP"], "None");
-  EXPECT_EQ((*svc)["spec"]["selector"]["ringmaster.io/job-name"], "bert");
+  EXPECT_EQ((*svc)["spec"]["selector"][std::string(api::kJobNameLabel)], "bert");
 }
 
 TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum) {
@@ -99,22 +106,22 @@ TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum
   for (const json& c : (*pod)["spec"]["containers"]) {
     const json* secret = nullptr;
     for (const auto& e : c["env"])
-      if (e["name"] == "RINGMASTER_SECRET") secret = &e;
+      if (e["name"] == std::string(api::env::kSecret)) secret = &e;
     ASSERT_NE(secret, nullptr) << c.dump();
     // From the Secret by reference (the kubelet resolves it), never the value inlined in the pod.
     EXPECT_FALSE(secret->contains("value"));
     EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["name"], "bert-worker-secret");
     EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["key"], "secret");
-    EXPECT_EQ(EnvValue(c, "RINGMASTER_MIN_WORKERS"), "2");  // spec.replicas.min
+    EXPECT_EQ(EnvValue(c, std::string(api::env::kMinWorkers)), "2");  // spec.replicas.min
   }
 }
 
 TEST(WorkerObjectsTest, TemplateMinWorkersOverrideStays) {
   json job = Job();
-  job["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", "RINGMASTER_MIN_WORKERS"}, {"value", "1"}});
+  job["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", std::string(api::env::kMinWorkers)}, {"value", "1"}});
   auto pod = BuildWorkerPod(job, 0);
   ASSERT_OK(pod);
-  EXPECT_EQ(EnvValue((*pod)["spec"]["containers"][0], "RINGMASTER_MIN_WORKERS"), "1");
+  EXPECT_EQ(EnvValue((*pod)["spec"]["containers"][0], std::string(api::env::kMinWorkers)), "1");
 }
 
 TEST(WorkerObjectsTest, SecretIsOwnedImmutableAndHoldsTheValue) {
@@ -125,7 +132,7 @@ TEST(WorkerObjectsTest, SecretIsOwnedImmutableAndHoldsTheValue) {
   EXPECT_EQ(s["metadata"]["name"], "bert-worker-secret");
   EXPECT_EQ(s["metadata"]["namespace"], "research");
   EXPECT_EQ(s["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");  // deleted with the job
-  EXPECT_EQ(s["metadata"]["labels"]["ringmaster.io/job-name"], "bert");
+  EXPECT_EQ(s["metadata"]["labels"][std::string(api::kJobNameLabel)], "bert");
   EXPECT_EQ(s["immutable"], true);
   EXPECT_EQ(s["type"], "Opaque");
   auto decoded = kube::Base64Decode(s["data"]["secret"].get<std::string>());
@@ -157,7 +164,7 @@ TEST(WorkerObjectsTest, BadJobsAreRefusedWithAReason) {
   auto s = BuildWorkerPod(no_containers, 0).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("containers"), std::string::npos);
-  EXPECT_FALSE(WorkerIndexOf(json{{"metadata", {{"labels", {{"ringmaster.io/worker-index", "x1"}}}}}}).has_value());
+  EXPECT_FALSE(WorkerIndexOf(json{{"metadata", {{"labels", {{std::string(api::kWorkerIndexLabel), "x1"}}}}}}).has_value());
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/manifests.h"
 #include "support/background_process.h"
 #include "support/subprocess.h"
 #include "support/test_cluster.h"
@@ -88,8 +89,8 @@ int Run(const Options& o) {
     down();
     return 1;
   }
-  (void)cluster->EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
-                           "trainingjobs.ringmaster.io");
+  (void)cluster->EnsureCrd(ringmaster::testing::TrainingJobCrdPath(),
+                           std::string(ringmaster::api::kCrdName));
   (void)cluster->Kubectl({"create", "namespace", "bench"});
   (void)rt::WaitFor("default SA", seconds(60), [&](std::string*) {
     auto r = cluster->Kubectl({"get", "sa", "default", "-n", "bench"});
@@ -118,7 +119,7 @@ int Run(const Options& o) {
   // 1. Apply every job at once, then wait for every membership.
   std::string manifest;
   for (int j = 0; j < o.jobs; ++j) {
-    manifest += "---\napiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: job-" + std::to_string(j) +
+    manifest += "---\n" + ringmaster::testing::TrainingJobHead() + "metadata: {name: job-" + std::to_string(j) +
                 ", namespace: bench}\nspec:\n  replicas: {min: " + std::to_string(o.workers) + ", max: " +
                 std::to_string(o.workers) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n  template:\n    spec:\n"
                 "      containers:\n      - {name: t, image: example/trainer:1, resources: {limits: {nvidia.com/gpu: 1}}}\n";

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "support/manifests.h"
 #include "testing/chaos_harness.h"
 #include "elastic/sample_journal.h"
 #include "support/cluster_test.h"
@@ -90,14 +91,14 @@ class ElasticWorkersE2eTest : public ClusterTest {
     flags.insert(flags.end(), {"--step-delay-ms", std::to_string(kStepDelayMs), "--out", out_ + "/train"});
     for (const auto& f : flags) args += (args.empty() ? "" : ", ") + json(f).dump();
     Status s = cluster_.Apply(
-        "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: " + kJob + ", namespace: " + ns_ +
+        ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
         "}\nspec:\n  replicas: {min: 2, max: 4, desired: 3}\n"
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
         "leaveGraceSeconds: 30}\n"
         "  template:\n    spec:\n" + PoolPlacement(ns_, 6) +
         "      containers:\n      - name: trainer\n        image: ringmaster/train-example:dev\n"
         "        command: [ringmaster-train-example]\n        args: [" + args + "]\n"
-        "        env: [{name: RINGMASTER_BACKEND, value: gloo}]\n"
+        "        env: [{name: " + std::string(api::env::kBackend) + ", value: gloo}]\n"
         "        resources: {limits: {nvidia.com/gpu: 1}}\n");
     ASSERT_OK(s) << s;
   }
@@ -257,7 +258,7 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
     auto r = RunCommand(argv, seconds(30));
     return r.ok() ? r->out.substr(0, r->out.find('\n')) : r.status().ToString();
   };
-  EXPECT_EQ(can({"watch", "trainingjobs.ringmaster.io/" + kJob}), "yes");
+  EXPECT_EQ(can({"watch", std::string(api::kCrdName) + "/" + kJob}), "yes");
   EXPECT_EQ(can({"list", "pods"}), "no");
   EXPECT_EQ(can({"get", "secrets"}), "no");
 

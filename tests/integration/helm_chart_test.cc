@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/manifests.h"
 #include "support/background_process.h"
 #include "support/cluster_test.h"
 #include "base/status_test_macros.h"
@@ -85,7 +86,7 @@ TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
                        ::testing::TempDir() + release_ + "-operator.log")
                   );
   ASSERT_OK(cluster_
-                  .Apply("apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: charted, namespace: " +
+                  .Apply(ringmaster::testing::TrainingJobHead() + "metadata: {name: charted, namespace: " +
                          jobs_ns_ +
                          "}\nspec:\n  replicas: {min: 2, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
                          "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "support/manifests.h"
 #include "controller/worker_objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -22,6 +23,8 @@ using std::chrono::seconds;
 namespace kube = ringmaster::kube;
 namespace ms = ringmaster::membership;
 
+const std::string kPort = std::to_string(api::kCoordinatorPort);
+
 class MembershipWatchTest : public ClusterTest {
  protected:
   void SetUp() override {
@@ -31,7 +34,7 @@ class MembershipWatchTest : public ClusterTest {
   }
 
   json CreateJob(const std::string& name, int min, int max) {
-    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+    std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
                            "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
                            ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
                            "  template:\n    spec:\n      containers:\n      - name: trainer\n        image: example/trainer:1\n"
@@ -78,14 +81,14 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   ASSERT_OK(source) << source.status();
   EXPECT_EQ((*source)->WaitNewer(0, milliseconds(1500)).status().code(), StatusCode::kDeadlineExceeded);
 
-  PatchMembership("mine", R"({"generation":1,"worldSize":2,"coordinator":"127.0.0.9:29500","members":[
+  PatchMembership("mine", R"({"generation":1,"worldSize":2,"coordinator":"127.0.0.9:)" + kPort + R"(","members":[
       {"pod":"mine-worker-0","uid":"a","rank":0,"address":"127.0.0.9","node":"n0"},
       {"pod":"mine-worker-1","uid":"b","rank":1,"address":"127.0.0.10","node":"n1"}]})");
   auto first = (*source)->WaitNewer(0, seconds(20));
   ASSERT_OK(first) << first.status();
   EXPECT_EQ(first->generation, 1);
   EXPECT_EQ(first->world_size(), 2);
-  EXPECT_EQ(first->coordinator, "127.0.0.9:29500");
+  EXPECT_EQ(first->coordinator, "127.0.0.9:" + kPort);
   EXPECT_EQ(first->members[1].pod, "mine-worker-1");
 
   // A malformed record (ranks with a gap) is skipped; the last good one stays.
@@ -93,7 +96,7 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   EXPECT_EQ((*source)->WaitNewer(1, milliseconds(1500)).status().code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ((*source)->Latest().generation, 1);
 
-  PatchMembership("mine", R"({"generation":3,"worldSize":1,"coordinator":"127.0.0.10:29500","members":[
+  PatchMembership("mine", R"({"generation":3,"worldSize":1,"coordinator":"127.0.0.10:)" + kPort + R"(","members":[
       {"pod":"mine-worker-1","uid":"b","rank":0,"address":"127.0.0.10","node":"n1"}]})");
   auto third = (*source)->WaitNewer(1, seconds(20));
   ASSERT_OK(third) << third.status();
@@ -121,10 +124,10 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   auto started = (*source)->WaitNewer(0, seconds(60));
   ASSERT_OK(started) << started.status() << "\n" << op.Log();
   EXPECT_GE(started->world_size(), 2);
-  EXPECT_EQ(started->coordinator, started->members[0].address + ":29500");
+  EXPECT_EQ(started->coordinator, started->members[0].address + ":" + kPort);
 
   // A worker fails: the source delivers the operator's next generation, without that worker.
-  ms::MembershipRecord now = (*source)->Latest();
+  api::Membership now = (*source)->Latest();
   std::string victim = now.members.back().pod;
   auto l = cluster_.Kubectl({"label", "pod", victim, "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
   ASSERT_COMMAND_OK(l);
@@ -133,7 +136,7 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
     if (!next.ok()) return false;
     now = *next;
     *last = "generation " + std::to_string(now.generation);
-    const ms::MemberRecord* m = now.Find(victim);
+    const api::Member* m = now.Find(victim);
     return m == nullptr;
   });
   EXPECT_OK(dropped) << dropped << "\n" << op.Log();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/manifests.h"
 #include "support/operator_process.h"
 #include "support/cluster_test.h"
 #include "base/status_test_macros.h"
@@ -50,7 +51,7 @@ class OperatorE2eTest : public ClusterTest {
 
   // A job of workers with one GPU each; `pool` pins it to this test's nodes.
   void ApplyJob(const std::string& name, int min, int max, const std::string& extra_spec = "", bool pool = false) {
-    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+    std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
                            "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
                            ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
                            "  template:\n    spec:\n" +
@@ -93,7 +94,7 @@ class OperatorE2eTest : public ClusterTest {
   }
 
   std::vector<json> Pods(const std::string& job) {
-    auto r = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", "ringmaster.io/job-name=" + job});
+    auto r = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", std::string(api::kJobNameLabel) + "=" + job});
     std::vector<json> out;
     if (r.ok())
       for (const auto& p : (*r)["items"]) out.push_back(p);
@@ -290,6 +291,33 @@ TEST_F(OperatorE2eTest, SuspendDeletesWorkersKeepsStatusAndResumeRecreatesThem) 
   ASSERT_OK(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":false}}})"}));
   json resumed = WaitForJob("pause", "2 workers again", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   EXPECT_GT(Generation(resumed), Generation(paused));
+}
+
+// A job whose status the operator cannot read (a membership whose ranks have a gap: valid for the schema,
+// not for the contract) gets an InvalidSpec event and is retried; the operator keeps serving other jobs.
+TEST_F(OperatorE2eTest, UnreadableJobGetsAnEventWhileOtherJobsAreServed) {
+  ApplyJob("odd", 1, 1);
+  ASSERT_OK(Kubectl({"patch", "tj", "odd", "-n", ns_, "--subresource=status", "--type=merge", "-p",
+                     R"({"status":{"membership":{"generation":1,"worldSize":1,"members":[{"pod":"x","rank":3}]}}})"}));
+  BackgroundProcess* op = StartOperator();
+  ApplyJob("fine", 1, 2);
+  WaitForJob("fine", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
+  Status event = WaitFor("an InvalidSpec event on odd", seconds(30), [&](std::string* last) {
+    auto r = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=odd,reason=InvalidSpec"});
+    if (r.ok()) *last = r->dump();
+    return r.ok() && !(*r)["items"].empty() &&
+           (*r)["items"][0].value("message", "").find("status.membership.members") != std::string::npos;
+  });
+  EXPECT_OK(event) << event;
+  Status retried = WaitFor("a second attempt at odd", seconds(30), [&](std::string* last) {
+    const std::string log = op->Log();
+    const std::string line = "reconcile " + ns_ + "/odd failed (will retry)";
+    *last = log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
+    size_t first = log.find(line);
+    return first != std::string::npos && log.find(line, first + 1) != std::string::npos;
+  });
+  EXPECT_OK(retried) << retried;
+  EXPECT_TRUE(op->Running());
 }
 
 TEST_F(OperatorE2eTest, TwoReplicasElectOneLeaderAndTheStandbyTakesOver) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/manifests.h"
 #include "support/cluster_test.h"
 #include "support/operator_process.h"
 #include "base/status_test_macros.h"
@@ -40,7 +41,7 @@ TEST_F(PrometheusScrapeTest, PrometheusScrapesTheOperatorsSeries) {
   BackgroundProcess op;
   ASSERT_OK(StartOperatorProcess(&op, RINGMASTER_OPERATOR_BIN, cluster_, ns_, ::testing::TempDir() + ns_ + "-op.log"));
   ASSERT_OK(cluster_
-                  .Apply("apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata: {name: scraped, namespace: " + ns_ +
+                  .Apply(ringmaster::testing::TrainingJobHead() + "metadata: {name: scraped, namespace: " + ns_ +
                          "}\nspec:\n  replicas: {min: 1, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
                          "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "
                          "resources: {limits: {nvidia.com/gpu: 1}}}\n")

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "support/manifests.h"
 #include "support/cluster_test.h"
 #include "base/status_test_macros.h"
 
@@ -31,7 +32,7 @@ class TrainingJobCrdTest : public ClusterTest {
   }
 
   static std::string Job(const std::string& name, const std::string& replicas, const std::string& container) {
-    return "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+    return ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
            "\nspec:\n  replicas: " + replicas + "\n  template:\n    spec:\n      containers:\n" + container;
   }
   static std::string Container(const std::string& gpus) {
@@ -65,7 +66,7 @@ TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
 
 TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
   ASSERT_COMMAND_OK(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))));
-  auto r = cluster_.Kubectl({"get", "trainingjobs", "-n", namespace_});
+  auto r = cluster_.Kubectl({"get", std::string(api::kResource), "-n", namespace_});
   ASSERT_COMMAND_OK(r);
   std::string header = r->out.substr(0, r->out.find('\n'));
   for (const char* column : {"NAME", "READY", "DESIRED", "GENERATION", "WORLD", "PHASE", "AGE"}) {

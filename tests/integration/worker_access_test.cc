@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "support/manifests.h"
 #include "controller/worker_objects.h"
 #include "support/cluster_test.h"
 #include "base/status_test_macros.h"
@@ -25,7 +26,7 @@ class WorkerAccessTest : public ClusterTest {
 
   // Creates a TrainingJob and returns it as stored (with its uid).
   json CreateJob(const std::string& name) {
-    std::string manifest = "apiVersion: ringmaster.io/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+    std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
                            "\n  namespace: " + ns_ +
                            "\nspec:\n  replicas: {min: 1, max: 2}\n  template:\n    spec:\n      containers:\n"
                            "      - name: trainer\n        image: example/trainer:1\n"
@@ -64,7 +65,7 @@ TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
   ASSERT_COMMAND_OK(token) << (token.ok() ? token->err : token.status().ToString());
   std::string t = token->out.substr(0, token->out.find('\n'));
 
-  const std::string jobs = "/apis/ringmaster.io/v1alpha1/namespaces/" + ns_ + "/trainingjobs";
+  const std::string jobs = "/apis/" + std::string(api::kApiVersion) + "/namespaces/" + ns_ + "/" + std::string(api::kResource);
   EXPECT_EQ(HttpCode(t, jobs + "/alpha"), "200");
   // The watch the runtime uses: its own job, by name.
   EXPECT_EQ(HttpCode(t, jobs + "?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dalpha"), "200");

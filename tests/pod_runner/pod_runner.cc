@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "api/names.h"
 #include "base/json_path.h"
 #include "kube/api_error.h"
 #include "kube/base64.h"
@@ -29,7 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr char kJobLabel[] = "ringmaster.io/job-name";
 constexpr char kCompletedLabel[] = "pod-container-completed.stage.kwok.x-k8s.io";
 constexpr char kFailedLabel[] = "pod-container-running-failed.stage.kwok.x-k8s.io";
 constexpr char kExitCodeAnnotation[] = "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code";
@@ -99,7 +99,7 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
 
   kube::InformerOptions po;
   po.ns = o.ns;
-  po.label_selector = std::string(kJobLabel) + "=" + o.job;
+  po.label_selector = std::string(api::kJobNameLabel) + "=" + o.job;
   po.watch_timeout_seconds = 60;
   po.log = log;
   runner->pods_ = std::make_unique<kube::Informer>(runner->client_, kube::resources::Pods(), po);

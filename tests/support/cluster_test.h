@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/manifests.h"
 #include "support/test_cluster.h"
 #include "base/status_test_macros.h"
 
@@ -66,8 +67,8 @@ class ClusterTest : public ::testing::Test {
 
   // Installs crds/ringmaster.io_trainingjobs.yaml (idempotent, safe in parallel).
   void EnsureTrainingJobCrd() {
-    Status crd = cluster_.EnsureCrd(std::string(RINGMASTER_SOURCE_DIR) + "/crds/ringmaster.io_trainingjobs.yaml",
-                                    "trainingjobs.ringmaster.io");
+    Status crd = cluster_.EnsureCrd(ringmaster::testing::TrainingJobCrdPath(),
+                                    std::string(api::kCrdName));
     ASSERT_OK(crd) << crd;
   }
 

@@ -99,12 +99,12 @@ class Bench {
     procs_.push_back(p);
   }
   void Publish() {
-    membership::MembershipRecord r;
+    api::Membership r;
     r.generation = ++gen_;
     for (size_t i = 0; i < procs_.size(); ++i) {
-      r.members.push_back({procs_[i].id, "", static_cast<int32_t>(i), "127.0.0.1:" + std::to_string(procs_[i].port), "local"});
+      r.members.push_back({procs_[i].id, "", static_cast<int32_t>(i), "127.0.0.1", "local"});
     }
-    r.coordinator = r.members[0].address;
+    r.coordinator = api::CoordinatorAddress(r.members[0], procs_[0].port);
     (void)membership::WriteMembershipFile(dir_ + "/membership.json", r);
   }
   // Waits until every current worker reported generation gen_; returns the reports.

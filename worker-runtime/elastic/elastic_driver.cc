@@ -13,7 +13,7 @@ namespace ringmaster::elastic {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using membership::MembershipRecord;
+using api::Membership;
 using runtime::DataType;
 using runtime::ReduceOp;
 
@@ -96,7 +96,7 @@ void ElasticDriver::Watch() {
   }
 }
 
-Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats) {
+Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) {
   const int64_t gen = record.generation;
   const auto* me = record.Find(options_.worker_id);
   const int rank = me->rank;
@@ -140,7 +140,7 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   return Status::Ok();
 }
 
-StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const MembershipRecord& record, int rank,
+StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const api::Membership& record, int rank,
                                                                             Clock::time_point deadline) {
   const int64_t gen = record.generation;
   {
@@ -149,7 +149,9 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
       RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(StoreGeneration(gen, attempt_)));
     }
   }
-  std::string coordinator = record.coordinator.empty() ? record.members[0].address : record.coordinator;
+  // A member's address is a host without a port (api::Member): the record's coordinator is the store.
+  const std::string& coordinator = record.coordinator;
+  if (coordinator.empty()) return InvalidArgumentError("generation " + std::to_string(record.generation) + " names no coordinator");
   RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
   for (;;) {
     if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
@@ -184,7 +186,7 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
 
 StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const runtime::RuntimeConfig& config,
                                                                        std::shared_ptr<runtime::Store> store,
-                                                                       const MembershipRecord& record, int rank,
+                                                                       const api::Membership& record, int rank,
                                                                        RebuildStats* stats) {
   std::shared_ptr<runtime::Runtime> parent;
   {
@@ -224,7 +226,7 @@ void ElasticDriver::Quiesce(const std::string& why) {
   runtime_.reset();
 }
 
-Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const MembershipRecord& record) {
+Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const api::Membership& record) {
   process_sets_.clear();
   if (process_set_rules_.empty()) return Status::Ok();
   RINGMASTER_ASSIGN_OR_RETURN(auto sets, EvaluateProcessSetRules(process_set_rules_, record));
@@ -291,7 +293,7 @@ void ElasticDriver::ReportSaves() {
   if (result && options_.metrics) options_.metrics->CheckpointSaved(result->seconds, result->bytes);
 }
 
-StatusOr<MembershipRecord> ElasticDriver::NextRecord(const MembershipRecord& current) {
+StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& current) {
   {
     // Rank 0 of the failed build moves its store to the next attempt at once, so a rank that still
     // joins the failed attempt is refused (Aborted) and follows, instead of reading stale addresses.
@@ -361,9 +363,9 @@ Status ElasticDriver::ServeStore() {
   return Status::Ok();
 }
 
-StatusOr<bool> ElasticDriver::ChooseRecord(MembershipRecord& record) {
+StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
   for (;;) {
-    MembershipRecord latest = source_->Latest();
+    api::Membership latest = source_->Latest();
     if (latest.generation > record.generation) record = latest;
     Quiesce("rebuilding");
     const bool member = record.Find(options_.worker_id) != nullptr;
@@ -384,7 +386,7 @@ StatusOr<bool> ElasticDriver::ChooseRecord(MembershipRecord& record) {
   }
 }
 
-void ElasticDriver::ReportRebuild(const MembershipRecord& record, RebuildStats& stats, int64_t& local_step) {
+void ElasticDriver::ReportRebuild(const api::Membership& record, RebuildStats& stats, int64_t& local_step) {
   stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
   local_step = state_->committed_step();
   joined_generation_.store(record.generation);
@@ -406,7 +408,7 @@ void ElasticDriver::ReportRebuild(const MembershipRecord& record, RebuildStats& 
   Log(line);
 }
 
-Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step, const MembershipRecord& record,
+Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step, const api::Membership& record,
                                  int64_t& local_step) {
   std::shared_ptr<runtime::Runtime> rt;
   {
@@ -447,7 +449,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
   // The first record this worker is part of.
   auto first = source_->WaitNewer(0, std::chrono::hours(24));
   if (!first.ok()) return first.status();
-  MembershipRecord record = std::move(first).value();
+  api::Membership record = std::move(first).value();
   newest_seen_.store(record.generation);
   stop_watch_ = false;
   std::thread watcher([this] { Watch(); });

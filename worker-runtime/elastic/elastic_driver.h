@@ -144,39 +144,39 @@ class ElasticDriver {
   Status ServeStore();
   // Settles on the record to build next (quiescing the current runtime): false when this
   // worker has left the job. Waits while it is not yet a member or the world is too small.
-  StatusOr<bool> ChooseRecord(membership::MembershipRecord& record);
+  StatusOr<bool> ChooseRecord(api::Membership& record);
   // Publishes a finished rebuild: metrics, last_rebuild(), the log line.
-  void ReportRebuild(const membership::MembershipRecord& record, RebuildStats& stats, int64_t& local_step);
+  void ReportRebuild(const api::Membership& record, RebuildStats& stats, int64_t& local_step);
   // Runs steps until total_steps are committed (OK) or one fails (its error).
-  Status TrainUntil(int64_t total_steps, const StepFn& step, const membership::MembershipRecord& record,
+  Status TrainUntil(int64_t total_steps, const StepFn& step, const api::Membership& record,
                     int64_t& local_step);
   // Waits for the last checkpoint save and reports it.
   void FinishSaves();
   // Opens the run's timeline once this worker's rank says it writes one.
   Status OpenTimeline(int rank);
   void Watch();
-  Status Build(const membership::MembershipRecord& record, RebuildStats* stats);
+  Status Build(const api::Membership& record, RebuildStats* stats);
   // Build's first step: a client of rank 0's store at this build's store generation (following rank 0
   // to a later attempt). Rank 0 advances its own server first.
-  StatusOr<std::shared_ptr<runtime::StoreClient>> Rendezvous(const membership::MembershipRecord& record, int rank,
+  StatusOr<std::shared_ptr<runtime::StoreClient>> Rendezvous(const api::Membership& record, int rank,
                                                              std::chrono::steady_clock::time_point deadline);
   Status Sync(runtime::Runtime& rt, RebuildStats* stats);
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
-  Status CreateProcessSets(runtime::Runtime& rt, const membership::MembershipRecord& record);
+  Status CreateProcessSets(runtime::Runtime& rt, const api::Membership& record);
   bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
   // Aborts runtime_ and keeps it as parent_ when it can shrink.
   void Quiesce(const std::string& why);
   // Builds the generation's world: by shrinking parent_ when every rank agrees, else afresh.
   StatusOr<std::unique_ptr<runtime::Runtime>> CreateWorld(const runtime::RuntimeConfig& config,
                                                           std::shared_ptr<runtime::Store> store,
-                                                          const membership::MembershipRecord& record, int rank,
+                                                          const api::Membership& record, int rank,
                                                           RebuildStats* stats);
   // Rank 0 queues a save of the committed state every options_.checkpoint_every steps.
   void MaybeCheckpoint(const runtime::Runtime& rt);
   // Reports finished saves to the metrics and the log.
   void ReportSaves();
   // After a failure: the next record, or `current` again when none came within rebuild_timeout.
-  StatusOr<membership::MembershipRecord> NextRecord(const membership::MembershipRecord& current);
+  StatusOr<api::Membership> NextRecord(const api::Membership& current);
 
   const ElasticOptions options_;
   membership::MembershipSource* const source_;
@@ -194,9 +194,9 @@ class ElasticDriver {
   // The aborted runtime of the last build and its record, kept until the next build in case it can
   // be shrunk (only while its backend can shrink).
   std::shared_ptr<runtime::Runtime> parent_;
-  membership::MembershipRecord parent_record_;
+  api::Membership parent_record_;
   int64_t parent_incarnation_ = 0;
-  membership::MembershipRecord built_record_;  // the record of runtime_
+  api::Membership built_record_;  // the record of runtime_
   uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
   std::shared_ptr<runtime::Timeline> timeline_;   // of the whole run, once opened

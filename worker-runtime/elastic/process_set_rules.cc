@@ -8,7 +8,7 @@ namespace ringmaster::elastic {
 
 ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_ids) {
   return [name = std::move(name), ids = std::set<std::string>(worker_ids.begin(), worker_ids.end())](
-             const membership::MembershipRecord& record) {
+             const api::Membership& record) {
     NamedProcessSet set{name, {}};
     for (const auto& m : record.members) {
       if (ids.count(m.pod)) set.ranks.push_back(m.rank);
@@ -21,7 +21,7 @@ ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_id
 ProcessSetRule SetOfRanks(std::string name, std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  return [name = std::move(name), ranks = std::move(ranks)](const membership::MembershipRecord& record) {
+  return [name = std::move(name), ranks = std::move(ranks)](const api::Membership& record) {
     NamedProcessSet set{name, {}};
     for (int r : ranks) {
       if (r >= 0 && r < record.world_size()) set.ranks.push_back(r);
@@ -31,7 +31,7 @@ ProcessSetRule SetOfRanks(std::string name, std::vector<int> ranks) {
 }
 
 ProcessSetRule SetsPerNode() {
-  return [](const membership::MembershipRecord& record) {
+  return [](const api::Membership& record) {
     std::map<std::string, std::vector<int>> by_node;  // ordered by node name: the same order on every rank
     for (const auto& m : record.members) by_node[m.node].push_back(m.rank);
     std::vector<NamedProcessSet> sets;
@@ -48,7 +48,7 @@ ProcessSetRule SetsPerNode() {
 }
 
 StatusOr<std::vector<NamedProcessSet>> EvaluateProcessSetRules(const std::vector<ProcessSetRule>& rules,
-                                                               const membership::MembershipRecord& record) {
+                                                               const api::Membership& record) {
   std::vector<NamedProcessSet> out;
   std::set<std::string> names;
   for (const auto& rule : rules) {

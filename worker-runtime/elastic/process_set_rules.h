@@ -30,7 +30,7 @@ struct NamedProcessSet {
 
 // Every rank evaluates the rules on the same record, so every rank creates the
 // same sets in the same order (the split is collective over the world).
-using ProcessSetRule = std::function<std::vector<NamedProcessSet>(const membership::MembershipRecord&)>;
+using ProcessSetRule = std::function<std::vector<NamedProcessSet>(const api::Membership&)>;
 
 // The set `name` of these worker ids (pods); absent ones are left out.
 ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_ids);
@@ -46,6 +46,6 @@ ProcessSetRule SetsPerNode();
 // Evaluates every rule on `record`. Errors: InvalidArgument when two sets share
 // a name (the message names it). Sets without members are dropped.
 StatusOr<std::vector<NamedProcessSet>> EvaluateProcessSetRules(const std::vector<ProcessSetRule>& rules,
-                                                               const membership::MembershipRecord& record);
+                                                               const api::Membership& record);
 
 }  // namespace ringmaster::elastic

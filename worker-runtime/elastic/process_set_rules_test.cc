@@ -2,6 +2,7 @@
 // example trainer's option parsing (flags over RINGMASTER_* variables).
 #include <gtest/gtest.h>
 
+#include "api/names.h"
 #include "elastic/elastic_driver.h"
 #include "elastic/process_set_rules.h"
 #include "examples/train/train_example_options.h"
@@ -10,8 +11,8 @@
 namespace ringmaster::elastic {
 namespace {
 
-membership::MembershipRecord Record(std::vector<std::pair<std::string, std::string>> pods_and_nodes) {
-  membership::MembershipRecord r;
+api::Membership Record(std::vector<std::pair<std::string, std::string>> pods_and_nodes) {
+  api::Membership r;
   r.generation = 7;
   for (size_t i = 0; i < pods_and_nodes.size(); ++i) {
     r.members.push_back({pods_and_nodes[i].first, "uid", static_cast<int32_t>(i), "127.0.0.1:1", pods_and_nodes[i].second});
@@ -88,14 +89,14 @@ StatusOr<TrainOptions> Parse(std::vector<std::string> args, std::map<std::string
 }
 
 TEST(TrainOptionsTest, InAPodEverythingComesFromTheOperatorsEnvironment) {
-  auto o = Parse({"--steps", "5"}, {{"RINGMASTER_JOB_NAME", "job"},
-                                    {"RINGMASTER_JOB_NAMESPACE", "ns"},
-                                    {"RINGMASTER_POD_NAME", "job-worker-2"},
-                                    {"RINGMASTER_POD_IP", "127.4.0.9"},
-                                    {"RINGMASTER_COORDINATOR_PORT", "29500"},
-                                    {"RINGMASTER_SECRET", "s3cret"},
-                                    {"RINGMASTER_MIN_WORKERS", "2"},
-                                    {"RINGMASTER_CHECKPOINT_DIR", "/ckpt"}});
+  auto o = Parse({"--steps", "5"}, {{std::string(api::env::kJobName), "job"},
+                                    {std::string(api::env::kJobNamespace), "ns"},
+                                    {std::string(api::env::kPodName), "job-worker-2"},
+                                    {std::string(api::env::kPodIp), "127.4.0.9"},
+                                    {std::string(api::env::kCoordinatorPort), std::to_string(api::kCoordinatorPort)},
+                                    {std::string(api::env::kSecret), "s3cret"},
+                                    {std::string(api::env::kMinWorkers), "2"},
+                                    {std::string(api::env::kCheckpointDir), "/ckpt"}});
   ASSERT_OK(o) << o.status().ToString();
   EXPECT_EQ(o->steps, 5);
   EXPECT_TRUE(o->membership_file.empty());
@@ -103,19 +104,19 @@ TEST(TrainOptionsTest, InAPodEverythingComesFromTheOperatorsEnvironment) {
   EXPECT_EQ(o->job_namespace, "ns");
   EXPECT_EQ(o->worker_id, "job-worker-2");
   EXPECT_EQ(o->host, "127.4.0.9");
-  EXPECT_EQ(o->store_port, 29500);
+  EXPECT_EQ(o->store_port, api::kCoordinatorPort);
   EXPECT_EQ(o->min_size, 2);
   EXPECT_EQ(o->checkpoint_dir, "/ckpt");
 }
 
 TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
   auto o = Parse({"--worker-id", "flag-id", "--backend", "gloo", "--hierarchical", "true"},
-                 {{"RINGMASTER_MEMBERSHIP_FILE", "/tmp/m.json"},
-                  {"RINGMASTER_WORKER_ID", "w1"},
-                  {"RINGMASTER_POD_NAME", "pod"},
-                  {"RINGMASTER_STORE_PORT", "4000"},
-                  {"RINGMASTER_COORDINATOR_PORT", "29500"},
-                  {"RINGMASTER_SECRET", "s"}});
+                 {{std::string(api::env::kMembershipFile), "/tmp/m.json"},
+                  {std::string(api::env::kWorkerId), "w1"},
+                  {std::string(api::env::kPodName), "pod"},
+                  {std::string(api::env::kStorePort), "4000"},
+                  {std::string(api::env::kCoordinatorPort), std::to_string(api::kCoordinatorPort)},
+                  {std::string(api::env::kSecret), "s"}});
   ASSERT_OK(o) << o.status().ToString();
   EXPECT_EQ(o->worker_id, "flag-id");
   EXPECT_EQ(o->store_port, 4000);
@@ -125,8 +126,8 @@ TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
 
 TEST(TrainOptionsTest, BadInputNamesTheProblem) {
   const std::map<std::string, std::string> ok_env = {
-      {"RINGMASTER_MEMBERSHIP_FILE", "/m"}, {"RINGMASTER_WORKER_ID", "w"}, {"RINGMASTER_SECRET", "s"},
-      {"RINGMASTER_STORE_PORT", "1"}};
+      {std::string(api::env::kMembershipFile), "/m"}, {std::string(api::env::kWorkerId), "w"}, {std::string(api::env::kSecret), "s"},
+      {std::string(api::env::kStorePort), "1"}};
   auto message = [&](std::vector<std::string> args, std::map<std::string, std::string> env) {
     auto o = Parse(std::move(args), std::move(env));
     EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
@@ -137,12 +138,12 @@ TEST(TrainOptionsTest, BadInputNamesTheProblem) {
   EXPECT_NE(message({"--dtype", "int8"}, ok_env).find("--dtype"), std::string::npos);
   EXPECT_NE(message({"--backend", "mpi"}, ok_env).find("--backend"), std::string::npos);
   EXPECT_NE(message({"--bogus", "1"}, ok_env).find("unknown flag '--bogus'"), std::string::npos);
-  EXPECT_NE(message({}, {{"RINGMASTER_SECRET", "s"}}).find("no membership source"), std::string::npos);
-  EXPECT_NE(message({}, {{"RINGMASTER_JOB_NAME", "j"}, {"RINGMASTER_POD_NAME", "p"}, {"RINGMASTER_SECRET", "s"},
-                         {"RINGMASTER_COORDINATOR_PORT", "29500"}})
+  EXPECT_NE(message({}, {{std::string(api::env::kSecret), "s"}}).find("no membership source"), std::string::npos);
+  EXPECT_NE(message({}, {{std::string(api::env::kJobName), "j"}, {std::string(api::env::kPodName), "p"}, {std::string(api::env::kSecret), "s"},
+                         {std::string(api::env::kCoordinatorPort), std::to_string(api::kCoordinatorPort)}})
                 .find("--job-namespace"),
             std::string::npos);
-  EXPECT_NE(message({}, {{"RINGMASTER_MEMBERSHIP_FILE", "/m"}, {"RINGMASTER_WORKER_ID", "w"}}).find("--secret"),
+  EXPECT_NE(message({}, {{std::string(api::env::kMembershipFile), "/m"}, {std::string(api::env::kWorkerId), "w"}}).find("--secret"),
             std::string::npos);
   EXPECT_NE(message({"--help"}, ok_env).find("usage:"), std::string::npos);
 }

@@ -4,7 +4,7 @@
 
 namespace ringmaster::elastic {
 
-RebuildPlan PlanRebuild(const membership::MembershipRecord* previous, const membership::MembershipRecord& next,
+RebuildPlan PlanRebuild(const api::Membership* previous, const api::Membership& next,
                         bool can_shrink) {
   RebuildPlan plan;
   if (previous == nullptr) {
@@ -21,7 +21,7 @@ RebuildPlan PlanRebuild(const membership::MembershipRecord* previous, const memb
   }
   // Every member of `next` must be the same worker (pod and uid) as in `previous`, in the same
   // relative order -- then its new rank is what ncclCommShrink assigns.
-  std::map<std::string, const membership::MemberRecord*> before;
+  std::map<std::string, const api::Member*> before;
   for (const auto& m : previous->members) before[m.pod] = &m;
   int last_old_rank = -1;
   std::vector<bool> kept(previous->members.size(), false);

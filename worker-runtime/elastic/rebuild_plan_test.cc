@@ -14,8 +14,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-membership::MembershipRecord Record(int64_t generation, std::vector<std::string> pods) {
-  membership::MembershipRecord r;
+api::Membership Record(int64_t generation, std::vector<std::string> pods) {
+  api::Membership r;
   r.generation = generation;
   for (size_t i = 0; i < pods.size(); ++i) {
     r.members.push_back({pods[i], "uid-" + pods[i], static_cast<int32_t>(i), "127.0.0.1:1", "node"});

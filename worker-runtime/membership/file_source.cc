@@ -52,11 +52,11 @@ void FileMembershipSource::PollOnce() {
   last_seen_ = id;
   std::string error;
   nlohmann::json doc = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  MembershipRecord record;
+  api::Membership record;
   if (doc.is_discarded()) {
     error = "not valid JSON (" + std::to_string(buffer.str().size()) + " bytes)";
   } else {
-    StatusOr<MembershipRecord> parsed = ParseMembershipRecord(doc);
+    StatusOr<api::Membership> parsed = api::MembershipFromJson(doc);
     if (!parsed.ok()) {
       error = parsed.status().ToString();
     } else {
@@ -81,7 +81,7 @@ void FileMembershipSource::PollOnce() {
   changed_.notify_all();
 }
 
-StatusOr<MembershipRecord> FileMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
+StatusOr<api::Membership> FileMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   bool ready = changed_.wait_for(lock, timeout, [&] { return stopped_ || latest_.generation > after; });
   if (stopped_) return CancelledError("membership source stopped");
@@ -89,7 +89,7 @@ StatusOr<MembershipRecord> FileMembershipSource::WaitNewer(int64_t after, std::c
   return latest_;
 }
 
-MembershipRecord FileMembershipSource::Latest() const {
+api::Membership FileMembershipSource::Latest() const {
   std::lock_guard lock(mu_);
   return latest_;
 }
@@ -106,8 +106,8 @@ Status Errno(const std::string& what, const std::string& path) {
 }
 }  // namespace
 
-Status WriteMembershipFile(const std::string& path, const MembershipRecord& record) {
-  const std::string text = MembershipRecordToJson(record).dump(2) + "\n";
+Status WriteMembershipFile(const std::string& path, const api::Membership& record) {
+  const std::string text = api::MembershipToJson(record).dump(2) + "\n";
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("open", tmp);

@@ -1,7 +1,7 @@
 // FileMembershipSource: the membership record read from a JSON file that a
 // launcher (ringmaster-run, tests) rewrites atomically (WriteMembershipFile:
 // temp file, fsync, rename). The document has the shape of the operator's
-// status.membership and is parsed with ParseMembershipRecord.
+// status.membership and is parsed with api::MembershipFromJson.
 //
 // A background thread polls the file (stat: mtime, size, inode) every
 // `poll_interval` and wakes WaitNewer when a record with a larger generation
@@ -40,8 +40,8 @@ class FileMembershipSource : public MembershipSource {
   static StatusOr<std::unique_ptr<FileMembershipSource>> Start(FileSourceOptions options);
   ~FileMembershipSource() override;
 
-  StatusOr<MembershipRecord> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
-  MembershipRecord Latest() const override;
+  StatusOr<api::Membership> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
+  api::Membership Latest() const override;
   void Stop() override;
 
  private:
@@ -65,7 +65,7 @@ class FileMembershipSource : public MembershipSource {
   std::condition_variable changed_;
   // Guarded by mu_.
   bool stopped_ = false;
-  MembershipRecord latest_;
+  api::Membership latest_;
 
   std::thread poller_;  // started last
 };
@@ -73,6 +73,6 @@ class FileMembershipSource : public MembershipSource {
 // Writes `record` to `path` atomically: a temp file in the same directory,
 // fsync, rename over `path`, fsync of the directory. Readers see either the old
 // or the new document, never a mix. Errors: Unavailable naming the path and errno.
-Status WriteMembershipFile(const std::string& path, const MembershipRecord& record);
+Status WriteMembershipFile(const std::string& path, const api::Membership& record);
 
 }  // namespace ringmaster::membership

@@ -14,8 +14,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-MembershipRecord Record(int64_t generation, int n) {
-  MembershipRecord r;
+api::Membership Record(int64_t generation, int n) {
+  api::Membership r;
   r.generation = generation;
   r.coordinator = "127.0.0.1:1234";
   for (int i = 0; i < n; ++i) r.members.push_back({"w" + std::to_string(i), "u", i, "127.0.0.1", "local"});
@@ -77,7 +77,7 @@ TEST_F(FileSourceTest, ExistingRecordKnownAtStartAndNewerGenerationsWake) {
 TEST_F(FileSourceTest, GarbledAndHalfWrittenContentIsIgnoredWithAReason) {
   ASSERT_OK(WriteMembershipFile(path_, Record(4, 2)));
   auto source = Start();
-  std::string full = MembershipRecordToJson(Record(5, 3)).dump();
+  std::string full = api::MembershipToJson(Record(5, 3)).dump();
   {
     std::ofstream(path_) << full.substr(0, full.size() / 2);  // half-written, in place
   }

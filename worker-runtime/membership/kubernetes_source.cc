@@ -1,4 +1,5 @@
 #include "membership/kubernetes_source.h"
+#include "api/names.h"
 
 namespace ringmaster::membership {
 
@@ -15,7 +16,7 @@ StatusOr<std::unique_ptr<KubernetesMembershipSource>> KubernetesMembershipSource
   io.log = source->options_.log;
   io.max_backoff = std::chrono::seconds(5);
   source->informer_ = std::make_unique<kube::Informer>(
-      std::move(client), kube::GroupVersionResource{"ringmaster.io", "v1alpha1", "trainingjobs", true}, io);
+      std::move(client), kube::GroupVersionResource{std::string(api::kGroup), std::string(api::kVersion), std::string(api::kResource), true}, io);
   KubernetesMembershipSource* self = source.get();
   source->informer_->AddEventHandler({[self](const json& job) { self->Observe(job); },
                                       [self](const json&, const json& job) { self->Observe(job); }, nullptr});
@@ -28,7 +29,7 @@ KubernetesMembershipSource::~KubernetesMembershipSource() { Stop(); }
 void KubernetesMembershipSource::Observe(const json& job) {
   const json& status = job.value("status", json::object());
   if (!status.contains("membership")) return;
-  StatusOr<MembershipRecord> record = ParseMembershipRecord(status["membership"]);
+  StatusOr<api::Membership> record = api::MembershipFromJson(status["membership"]);
   if (!record.ok()) {
     options_.log(LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
                                                options_.job_name + ": " + record.status().ToString());
@@ -40,7 +41,7 @@ void KubernetesMembershipSource::Observe(const json& job) {
   cv_.notify_all();
 }
 
-StatusOr<MembershipRecord> KubernetesMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
+StatusOr<api::Membership> KubernetesMembershipSource::WaitNewer(int64_t after, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   bool ready = cv_.wait_for(lock, timeout, [&] { return stopped_ || latest_.generation > after; });
   if (stopped_) return CancelledError("membership source stopped");
@@ -52,7 +53,7 @@ StatusOr<MembershipRecord> KubernetesMembershipSource::WaitNewer(int64_t after, 
   return latest_;
 }
 
-MembershipRecord KubernetesMembershipSource::Latest() const {
+api::Membership KubernetesMembershipSource::Latest() const {
   std::lock_guard<std::mutex> lock(mu_);
   return latest_;
 }

@@ -32,8 +32,8 @@ class KubernetesMembershipSource : public MembershipSource {
                                                                      KubernetesSourceOptions options);
   ~KubernetesMembershipSource() override;  // Stop()s
 
-  StatusOr<MembershipRecord> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
-  MembershipRecord Latest() const override;
+  StatusOr<api::Membership> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
+  api::Membership Latest() const override;
   void Stop() override;
 
  private:
@@ -47,7 +47,7 @@ class KubernetesMembershipSource : public MembershipSource {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
-  MembershipRecord latest_;
+  api::Membership latest_;
   bool stopped_ = false;
 };
 

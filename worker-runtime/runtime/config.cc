@@ -3,7 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
-extern char** environ;
+#include "api/names.h"
+#include "api/worker_env.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -19,60 +20,60 @@ StatusOr<long long> ParseNumber(const std::string& key, const std::string& value
 
 }  // namespace
 
+namespace {
+
+StatusOr<std::vector<std::vector<int>>> ParseProcessSets(const std::string& value) {
+  const std::string name(api::env::kProcessSets);
+  std::vector<std::vector<int>> out;
+  std::stringstream sets(value);
+  std::string set;
+  while (std::getline(sets, set, ';')) {
+    std::vector<int> ranks;
+    std::stringstream rs(set);
+    std::string r;
+    while (std::getline(rs, r, ',')) {
+      RINGMASTER_ASSIGN_OR_RETURN(long long n, ParseNumber(name, r, 0));
+      ranks.push_back(static_cast<int>(n));
+    }
+    if (ranks.empty()) return InvalidArgumentError(name + "='" + value + "' has an empty set");
+    out.push_back(std::move(ranks));
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::string>& env) {
+  RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv worker, api::WorkerEnv::FromEnvironment(env));
   RuntimeConfig c;
-  auto get = [&](const char* key) -> const std::string* {
-    auto it = env.find(key);
-    return it == env.end() ? nullptr : &it->second;
-  };
-  if (auto* v = get("RINGMASTER_BACKEND")) {
-    auto b = ParseBackend(*v);
-    if (!b.ok()) return b.status().WithContext("RINGMASTER_BACKEND");
+  if (worker.backend) {
+    auto b = ParseBackend(*worker.backend);
+    if (!b.ok()) return b.status().WithContext(api::env::kBackend);
     c.backend = *b;
   }
-  if (auto* v = get("RINGMASTER_COLLECTIVE_TIMEOUT_MS")) {
-    RINGMASTER_ASSIGN_OR_RETURN(long long ms, ParseNumber("RINGMASTER_COLLECTIVE_TIMEOUT_MS", *v, 1));
+  if (worker.collective_timeout_ms) {
+    RINGMASTER_ASSIGN_OR_RETURN(long long ms, ParseNumber(std::string(api::env::kCollectiveTimeoutMs), *worker.collective_timeout_ms, 1));
     c.timeout = std::chrono::milliseconds(ms);
   }
-  if (auto* v = get("RINGMASTER_FUSION_THRESHOLD_BYTES")) {
-    RINGMASTER_ASSIGN_OR_RETURN(long long b, ParseNumber("RINGMASTER_FUSION_THRESHOLD_BYTES", *v, 0));
+  if (worker.fusion_threshold_bytes) {
+    RINGMASTER_ASSIGN_OR_RETURN(long long b, ParseNumber(std::string(api::env::kFusionThresholdBytes), *worker.fusion_threshold_bytes, 0));
     c.fusion_threshold_bytes = static_cast<size_t>(b);
   }
-  if (auto* v = get("RINGMASTER_CYCLE_TIME_MS")) {
+  if (const auto& v = worker.cycle_time_ms) {
     char* end = nullptr;
     double ms = std::strtod(v->c_str(), &end);
     if (v->empty() || *end != '\0' || !(ms >= 0) || ms > 60000) {
-      return InvalidArgumentError("RINGMASTER_CYCLE_TIME_MS='" + *v + "' is not a number of milliseconds");
+      return InvalidArgumentError(std::string(api::env::kCycleTimeMs) + "='" + *v + "' is not a number of milliseconds");
     }
     c.cycle_time = std::chrono::microseconds(static_cast<long long>(ms * 1000));
   }
-  if (auto* v = get("RINGMASTER_TIMELINE")) c.timeline_path = *v;
-  if (auto* v = get("RINGMASTER_PROCESS_SETS")) {
-    std::stringstream sets(*v);
-    std::string set;
-    while (std::getline(sets, set, ';')) {
-      std::vector<int> ranks;
-      std::stringstream rs(set);
-      std::string r;
-      while (std::getline(rs, r, ',')) {
-        RINGMASTER_ASSIGN_OR_RETURN(long long n, ParseNumber("RINGMASTER_PROCESS_SETS", r, 0));
-        ranks.push_back(static_cast<int>(n));
-      }
-      if (ranks.empty()) return InvalidArgumentError("RINGMASTER_PROCESS_SETS='" + *v + "' has an empty set");
-      c.process_sets.push_back(std::move(ranks));
-    }
+  if (worker.timeline) c.timeline_path = *worker.timeline;
+  if (worker.process_sets) {
+    RINGMASTER_ASSIGN_OR_RETURN(c.process_sets, ParseProcessSets(*worker.process_sets));
   }
   return c;
 }
 
-std::map<std::string, std::string> EnvironmentSnapshot() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
+std::map<std::string, std::string> EnvironmentSnapshot() { return api::EnvironmentSnapshot(); }
 
 }  // namespace ringmaster::runtime

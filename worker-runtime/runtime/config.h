@@ -1,5 +1,6 @@
 // The runtime's configuration, parsed once from the environment (or any
-// key/value map) into a struct. Nothing else in the runtime reads getenv.
+// key/value map, read through api::WorkerEnv) into a struct. Nothing else in
+// the runtime reads getenv. The variables (api/names.h, env::k*):
 //
 //   RINGMASTER_BACKEND                 auto | gloo | nccl           (auto)
 //   RINGMASTER_COLLECTIVE_TIMEOUT_MS   per collective and rendezvous (60000)
@@ -32,10 +33,11 @@ struct RuntimeConfig {
   std::string name = "rt";         // store key prefix of this runtime's communicators
 };
 
-// Errors: InvalidArgument naming the variable and the bad value.
+// Errors: InvalidArgument naming the variable and the bad value (any of the
+// worker's variables, api::WorkerEnv::FromEnvironment).
 StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::string>& env);
 
-// A snapshot of the process environment, taken once.
+// A snapshot of the process environment, taken once (api::EnvironmentSnapshot).
 std::map<std::string, std::string> EnvironmentSnapshot();
 
 }  // namespace ringmaster::runtime

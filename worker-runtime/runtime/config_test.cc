@@ -1,10 +1,14 @@
 #include "runtime/config.h"
 
 #include <gtest/gtest.h>
+
+#include "api/names.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
+
+std::string Var(std::string_view name) { return std::string(name); }
 
 TEST(RuntimeConfigTest, DefaultsAreHorovodLike) {
   auto c = ParseRuntimeConfig({});
@@ -15,12 +19,12 @@ TEST(RuntimeConfigTest, DefaultsAreHorovodLike) {
 }
 
 TEST(RuntimeConfigTest, ParsesEveryVariable) {
-  auto c = ParseRuntimeConfig({{"RINGMASTER_BACKEND", "gloo"},
-                               {"RINGMASTER_COLLECTIVE_TIMEOUT_MS", "1500"},
-                               {"RINGMASTER_FUSION_THRESHOLD_BYTES", "0"},
-                               {"RINGMASTER_CYCLE_TIME_MS", "0.5"},
-                               {"RINGMASTER_TIMELINE", "/tmp/t-{rank}.json"},
-                               {"RINGMASTER_PROCESS_SETS", "0,2;1,2,3"}});
+  auto c = ParseRuntimeConfig({{Var(api::env::kBackend), "gloo"},
+                               {Var(api::env::kCollectiveTimeoutMs), "1500"},
+                               {Var(api::env::kFusionThresholdBytes), "0"},
+                               {Var(api::env::kCycleTimeMs), "0.5"},
+                               {Var(api::env::kTimeline), "/tmp/t-{rank}.json"},
+                               {Var(api::env::kProcessSets), "0,2;1,2,3"}});
   ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->backend, Backend::kGloo);
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
@@ -31,11 +35,11 @@ TEST(RuntimeConfigTest, ParsesEveryVariable) {
 }
 
 TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
-  auto c = ParseRuntimeConfig({{"RINGMASTER_COLLECTIVE_TIMEOUT_MS", "soon"}});
+  auto c = ParseRuntimeConfig({{Var(api::env::kCollectiveTimeoutMs), "soon"}});
   ASSERT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("RINGMASTER_COLLECTIVE_TIMEOUT_MS"), std::string::npos);
-  EXPECT_FALSE(ParseRuntimeConfig({{"RINGMASTER_BACKEND", "mpi"}}).ok());
-  EXPECT_FALSE(ParseRuntimeConfig({{"RINGMASTER_PROCESS_SETS", "0,x"}}).ok());
+  EXPECT_NE(c.status().message().find(api::env::kCollectiveTimeoutMs), std::string::npos);
+  EXPECT_FALSE(ParseRuntimeConfig({{Var(api::env::kBackend), "mpi"}}).ok());
+  EXPECT_FALSE(ParseRuntimeConfig({{Var(api::env::kProcessSets), "0,x"}}).ok());
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "examples/train/train_example_options.h"
 
 #include <exception>
+#include <optional>
 #include <vector>
+
+#include "api/worker_env.h"
 
 namespace ringmaster::elastic {
 namespace {
@@ -19,35 +22,39 @@ constexpr const char* kUsage =
     "  RINGMASTER_HEARTBEAT_FILE.\n"
     "Membership: the file when one is given, else the TrainingJob named by --job-name/RINGMASTER_JOB_NAME.";
 
+// The flags' values taken from the worker's environment (the local launcher and the operator's pods pass
+// everything through it); flags on the command line override them. Unset and empty variables give nothing.
+StatusOr<std::map<std::string, std::string>> FlagsFromEnvironment(const std::map<std::string, std::string>& env) {
+  RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv w, api::WorkerEnv::FromEnvironment(env));
+  std::map<std::string, std::string> v;
+  auto set = [&v](const char* flag, const std::string& value) {
+    if (!value.empty()) v[flag] = value;
+  };
+  auto set_int = [&v](const char* flag, std::optional<int32_t> value) {
+    if (value) v[flag] = std::to_string(*value);
+  };
+  set("--membership-file", w.membership_file);
+  set("--job-name", w.job_name);
+  set("--job-namespace", w.job_namespace);
+  set("--worker-id", w.worker_id.empty() ? w.pod_name : w.worker_id);
+  set("--secret", w.secret);
+  set("--host", w.pod_ip);
+  set_int("--store-port", w.store_port ? w.store_port : w.coordinator_port);
+  set_int("--health-port", w.health_port);
+  set_int("--min", w.min_workers);
+  set("--backend", w.backend.value_or(""));
+  set("--checkpoint-dir", w.checkpoint_dir);
+  set("--out", w.out);
+  set("--heartbeat-file", w.heartbeat_file);
+  return v;
+}
+
 }  // namespace
 
 StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env) {
-  std::map<std::string, std::string> v;
-  // Environment first (the first variable present wins), flags override.
-  const std::vector<std::pair<const char*, std::vector<const char*>>> fallbacks = {
-      {"--membership-file", {"RINGMASTER_MEMBERSHIP_FILE"}},
-      {"--job-name", {"RINGMASTER_JOB_NAME"}},
-      {"--job-namespace", {"RINGMASTER_JOB_NAMESPACE"}},
-      {"--worker-id", {"RINGMASTER_WORKER_ID", "RINGMASTER_POD_NAME"}},
-      {"--secret", {"RINGMASTER_SECRET"}},
-      {"--host", {"RINGMASTER_POD_IP"}},
-      {"--store-port", {"RINGMASTER_STORE_PORT", "RINGMASTER_COORDINATOR_PORT"}},
-      {"--health-port", {"RINGMASTER_HEALTH_PORT"}},
-      {"--min", {"RINGMASTER_MIN_WORKERS"}},
-      {"--backend", {"RINGMASTER_BACKEND"}},
-      {"--checkpoint-dir", {"RINGMASTER_CHECKPOINT_DIR"}},
-      {"--out", {"RINGMASTER_OUT"}},
-      {"--heartbeat-file", {"RINGMASTER_HEARTBEAT_FILE"}},
-  };
-  for (const auto& [flag, vars] : fallbacks) {
-    for (const char* var : vars) {
-      auto it = env.find(var);
-      if (it != env.end() && !it->second.empty()) {
-        v[flag] = it->second;
-        break;
-      }
-    }
-  }
+  // Environment first, flags override.
+  using Flags = std::map<std::string, std::string>;
+  RINGMASTER_ASSIGN_OR_RETURN(Flags v, FlagsFromEnvironment(env));
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help") return InvalidArgumentError(kUsage);

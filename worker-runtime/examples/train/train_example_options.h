@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "api/names.h"
 #include "base/status.h"
 #include "comm/communicator.h"
 
@@ -37,7 +38,7 @@ struct TrainOptions {
   std::string secret;
   std::string host = "127.0.0.1";  // where its store, Gloo and metrics listen (the pod IP in a pod)
   int store_port = 0;
-  int health_port = 9400;
+  int health_port = api::kWorkerHealthPort;
   int min_size = 1;
   int timeout_ms = 10000;
   int step_delay_ms = 0;

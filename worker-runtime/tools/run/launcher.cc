@@ -24,6 +24,8 @@
 
 #include "data/splitmix64.h"
 #include "elastic/sample_journal.h"
+#include "api/membership.h"
+#include "api/worker_env.h"
 #include "membership/file_source.h"
 
 namespace ringmaster::elastic {
@@ -140,6 +142,8 @@ struct Worker {
   bool finished = false;
   Clock::time_point exited;
 };
+
+constexpr char kWorkerHost[] = "127.0.0.1";  // every worker listens on loopback
 
 StatusOr<uint16_t> FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -344,12 +348,18 @@ class Launcher {
     w->node = o_.workers_per_node > 0 ? "node" + std::to_string(slot / o_.workers_per_node) : "localhost";
     w->port = *port;
     w->started = Clock::now();
-    std::vector<std::string> env = {
-        "RINGMASTER_MEMBERSHIP_FILE=" + membership_path_, "RINGMASTER_WORKER_ID=" + w->id,
-        "RINGMASTER_SECRET=" + o_.secret,                 "RINGMASTER_STORE_PORT=" + std::to_string(w->port),
-        "RINGMASTER_HEARTBEAT_FILE=" + o_.out + "/hb." + w->id, "RINGMASTER_MIN_WORKERS=" + std::to_string(o_.min),
-        "RINGMASTER_OUT=" + o_.out, "RINGMASTER_HEALTH_PORT=0"};  // many workers on one host: any free port
-    if (!o_.checkpoint_dir.empty()) env.push_back("RINGMASTER_CHECKPOINT_DIR=" + o_.checkpoint_dir);
+    api::WorkerEnv worker;
+    worker.membership_file = membership_path_;
+    worker.worker_id = w->id;
+    worker.secret = o_.secret;
+    worker.store_port = w->port;
+    worker.heartbeat_file = o_.out + "/hb." + w->id;
+    worker.min_workers = o_.min;
+    worker.out = o_.out;
+    worker.health_port = 0;  // many workers on one host: any free port
+    worker.checkpoint_dir = o_.checkpoint_dir;
+    std::vector<std::string> env;
+    for (const auto& [name, value] : worker.ToEnvironment()) env.push_back(name + "=" + value);
     std::fflush(nullptr);
     pid_t pid = ::fork();
     if (pid < 0) {
@@ -373,23 +383,29 @@ class Launcher {
     return true;
   }
 
+  // Publishes the next generation of members_ (api::NextMembership: survivors keep their order, the
+  // workers spawned since the last record are appended). A member's address is the host it listens on;
+  // the coordinator is rank 0's store port there.
   bool Publish(const std::string& reason) {
-    membership::MembershipRecord r;
-    r.generation = ++generation_;
+    auto in_members = [&](const std::string& id) { return std::find(members_.begin(), members_.end(), id) != members_.end(); };
+    std::vector<api::Member> joiners;
+    for (const auto& id : members_) {
+      if (published_.Find(id) != nullptr) continue;
+      const Worker* w = ById(id);
+      joiners.push_back({w->id, std::to_string(w->pid), 0, kWorkerHost, w->node});
+    }
+    api::Membership r = api::NextMembership(
+        published_, [&](const api::Member& m) { return in_members(m.pod) ? std::optional<api::Member>(m) : std::nullopt; },
+        std::move(joiners), [&](const api::Member& rank0) { return api::CoordinatorAddress(rank0, ById(rank0.pod)->port); });
     r.reason = reason;
     std::string names;
-    for (size_t i = 0; i < members_.size(); ++i) {
-      Worker* w = ById(members_[i]);
-      std::string address = "127.0.0.1:" + std::to_string(w->port);
-      r.members.push_back({w->id, std::to_string(w->pid), static_cast<int32_t>(i), address, w->node});
-      names += (i ? " " : "") + w->id;
-    }
-    if (!r.members.empty()) r.coordinator = r.members[0].address;
+    for (const auto& m : r.members) names += (m.rank ? " " : "") + m.pod;
     Status s = membership::WriteMembershipFile(membership_path_, r);
     if (!s.ok()) {
       Print("cannot write the membership: " + s.ToString());
       return false;
     }
+    published_ = r;
     Print("generation " + std::to_string(r.generation) + ": " + std::to_string(members_.size()) + " workers [" +
           names + "] (" + reason + ")" +
           (static_cast<int>(members_.size()) < o_.min ? " -- below --min, training pauses" : ""));
@@ -546,7 +562,7 @@ class Launcher {
   std::string membership_path_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::string> members_;  // ids in rank order
-  int64_t generation_ = 0;
+  api::Membership published_;  // the last record written
   int next_id_ = 0;
   std::vector<std::pair<Clock::time_point, pid_t>> resume_;  // paused workers and when to SIGCONT them
   runtime::data::SplitMix64 rng_{o_.chaos_seed};

@@ -1,0 +1,251 @@
+#include "api/training_job.h"
+
+#include <functional>
+
+#include "api/json_fields.h"
+#include "api/names.h"
+
+namespace ringmaster::api {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Decodes each element of the array at obj[key] with `decode(element, "<path>[i]")`.
+template <typename T>
+Status ReadList(const json& obj, const std::string& prefix, const char* key, std::vector<T>* out,
+                const std::function<StatusOr<T>(const json&, const std::string&)>& decode) {
+  RINGMASTER_ASSIGN_OR_RETURN(const json* list, ArrayField(obj, prefix, key));
+  if (list == nullptr) return Status::Ok();
+  for (size_t i = 0; i < list->size(); ++i) {
+    RINGMASTER_ASSIGN_OR_RETURN(T item, decode((*list)[i], FieldPath(prefix, key) + "[" + std::to_string(i) + "]"));
+    out->push_back(std::move(item));
+  }
+  return Status::Ok();
+}
+
+// The object at obj[key] (null when absent); wrong type is an error naming the path.
+StatusOr<json> Section(const json& obj, const std::string& prefix, const char* key) {
+  RINGMASTER_ASSIGN_OR_RETURN(const json* section, ObjectField(obj, prefix, key));
+  return section == nullptr ? json(nullptr) : *section;
+}
+
+StatusOr<ObjectMeta> DecodeMeta(const json& j) {
+  ObjectMeta m;
+  RINGMASTER_ASSIGN_OR_RETURN(json meta, Section(j, "", "metadata"));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(meta, "metadata", "name", &m.name));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(meta, "metadata", "namespace", &m.ns));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(meta, "metadata", "uid", &m.uid));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(meta, "metadata", "generation", &m.generation));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(meta, "metadata", "deletionTimestamp", &m.deletion_timestamp));
+  return m;
+}
+
+Status DecodePolicies(const json& spec, TrainingJobSpec* out) {
+  RINGMASTER_ASSIGN_OR_RETURN(json ep, Section(spec, "spec", "elasticPolicy"));
+  const std::string e = "spec.elasticPolicy";
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "joinBatchWindowSeconds", &out->elastic_policy.join_batch_window_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "nodeUnresponsiveSeconds", &out->elastic_policy.node_unresponsive_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "maxRestarts", &out->elastic_policy.max_restarts));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "forceDeleteGraceSeconds", &out->elastic_policy.force_delete_grace_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "leaveGraceSeconds", &out->elastic_policy.leave_grace_seconds));
+  RINGMASTER_ASSIGN_OR_RETURN(json rp, Section(spec, "spec", "runPolicy"));
+  const std::string r = "spec.runPolicy";
+  if (rp.is_object() && rp.contains("suspend") && !rp["suspend"].is_null()) {
+    bool suspend = false;
+    RINGMASTER_RETURN_IF_ERROR(ReadBool(rp, r, "suspend", &suspend));
+    out->run_policy.suspend = suspend;
+  }
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(rp, r, "ttlSecondsAfterFinished", &out->run_policy.ttl_seconds_after_finished));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(rp, r, "activeDeadlineSeconds", &out->run_policy.active_deadline_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(rp, r, "cleanPodPolicy", &out->run_policy.clean_pod_policy));
+  return Status::Ok();
+}
+
+StatusOr<Condition> DecodeCondition(const json& j, const std::string& path) {
+  if (!j.is_object()) return WrongType(path, "object", j);
+  Condition c;
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "type", &c.type));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "status", &c.status));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "reason", &c.reason));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "message", &c.message));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "lastTransitionTime", &c.last_transition_time));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "observedGeneration", &c.observed_generation));
+  return c;
+}
+
+StatusOr<FailureRecord> DecodeFailure(const json& j, const std::string& path) {
+  if (!j.is_object()) return WrongType(path, "object", j);
+  FailureRecord f;
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "pod", &f.pod));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "uid", &f.uid));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "exitCode", &f.exit_code));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "reason", &f.reason));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "time", &f.time));
+  return f;
+}
+
+StatusOr<LeavingWorker> DecodeLeaving(const json& j, const std::string& path) {
+  if (!j.is_object()) return WrongType(path, "object", j);
+  LeavingWorker l;
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "pod", &l.pod));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "uid", &l.uid));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "since", &l.since));
+  return l;
+}
+
+StatusOr<std::optional<ReplicaCounts>> DecodeCounts(const json& status) {
+  RINGMASTER_ASSIGN_OR_RETURN(const json* r, ObjectField(status, "status", "replicas"));
+  if (r == nullptr) return std::optional<ReplicaCounts>();
+  ReplicaCounts c;
+  const std::string p = "status.replicas";
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "desired", &c.desired));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "active", &c.active));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "ready", &c.ready));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "pending", &c.pending));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "failed", &c.failed));
+  return std::optional<ReplicaCounts>(c);
+}
+
+// Sets j[key] = value unless value is empty.
+void SetIfNotEmpty(json& j, const char* key, const std::string& value) {
+  if (!value.empty()) j[key] = value;
+}
+void SetIfPresent(json& j, const char* key, const std::optional<int64_t>& value) {
+  if (value) j[key] = *value;
+}
+
+}  // namespace
+
+std::string Describe(const ObjectMeta& meta) {
+  std::string out(kKind);
+  if (!meta.ns.empty()) out += " " + meta.ns + "/" + meta.name;
+  else if (!meta.name.empty()) out += " " + meta.name;
+  return out;
+}
+
+StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
+  TrainingJobSpec out;
+  if (spec.is_null()) return out;
+  if (!spec.is_object()) return WrongType("spec", "object", spec);
+  RINGMASTER_ASSIGN_OR_RETURN(json replicas, Section(spec, "spec", "replicas"));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "min", &out.replicas.min));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "max", &out.replicas.max));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "desired", &out.replicas.desired));
+  RINGMASTER_RETURN_IF_ERROR(ReadObject(spec, "spec", "template", &out.pod_template));
+  RINGMASTER_ASSIGN_OR_RETURN(json checkpoint, Section(spec, "spec", "checkpoint"));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(checkpoint, "spec.checkpoint", "volumeName", &out.checkpoint.volume_name));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(checkpoint, "spec.checkpoint", "path", &out.checkpoint.path));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(checkpoint, "spec.checkpoint", "keep", &out.checkpoint.keep));
+  RINGMASTER_RETURN_IF_ERROR(DecodePolicies(spec, &out));
+  RINGMASTER_ASSIGN_OR_RETURN(json scheduling, Section(spec, "spec", "scheduling"));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(scheduling, "spec.scheduling", "priorityClassName", &out.scheduling.priority_class_name));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(scheduling, "spec.scheduling", "schedulerName", &out.scheduling.scheduler_name));
+  return out;
+}
+
+StatusOr<TrainingJobStatus> DecodeTrainingJobStatus(const json& status) {
+  TrainingJobStatus out;
+  if (status.is_null()) return out;
+  if (!status.is_object()) return WrongType("status", "object", status);
+  const std::string s = "status";
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(status, s, "observedGeneration", &out.observed_generation));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(status, s, "phase", &out.phase));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(status, s, "selector", &out.selector));
+  RINGMASTER_RETURN_IF_ERROR(ReadList<Condition>(status, s, "conditions", &out.conditions, DecodeCondition));
+  RINGMASTER_ASSIGN_OR_RETURN(out.replicas, DecodeCounts(status));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(status, s, "restartCount", &out.restart_count));
+  RINGMASTER_RETURN_IF_ERROR(ReadList<FailureRecord>(status, s, "recentFailures", &out.recent_failures, DecodeFailure));
+  RINGMASTER_RETURN_IF_ERROR(ReadList<LeavingWorker>(status, s, "leaving", &out.leaving, DecodeLeaving));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(status, s, "startTime", &out.start_time));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(status, s, "completionTime", &out.completion_time));
+  if (status.contains("membership") && !status["membership"].is_null()) {
+    RINGMASTER_ASSIGN_OR_RETURN(out.membership, MembershipFromJson(status["membership"], "status.membership"));
+  }
+  return out;
+}
+
+StatusOr<TrainingJob> DecodeTrainingJob(const json& j) {
+  if (!j.is_object()) return WrongType(kKind, "object", j);
+  TrainingJob job;
+  RINGMASTER_ASSIGN_OR_RETURN(job.metadata, DecodeMeta(j));
+  const std::string what = Describe(job.metadata);
+  auto spec = DecodeTrainingJobSpec(j.contains("spec") ? j["spec"] : json(nullptr));
+  if (!spec.ok()) return spec.status().WithContext(what);
+  job.spec = std::move(*spec);
+  auto status = DecodeTrainingJobStatus(j.contains("status") ? j["status"] : json(nullptr));
+  if (!status.ok()) return status.status().WithContext(what);
+  job.status = std::move(*status);
+  return job;
+}
+
+json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
+  json replicas = json::object();
+  SetIfPresent(replicas, "min", spec.replicas.min);
+  SetIfPresent(replicas, "max", spec.replicas.max);
+  SetIfPresent(replicas, "desired", spec.replicas.desired);
+  json j = {{"replicas", replicas}};
+  if (!spec.pod_template.is_null()) j["template"] = spec.pod_template;
+  json checkpoint = json::object();
+  SetIfNotEmpty(checkpoint, "volumeName", spec.checkpoint.volume_name);
+  SetIfNotEmpty(checkpoint, "path", spec.checkpoint.path);
+  SetIfPresent(checkpoint, "keep", spec.checkpoint.keep);
+  if (!checkpoint.empty()) j["checkpoint"] = checkpoint;
+  json ep = json::object();
+  SetIfPresent(ep, "joinBatchWindowSeconds", spec.elastic_policy.join_batch_window_seconds);
+  SetIfPresent(ep, "nodeUnresponsiveSeconds", spec.elastic_policy.node_unresponsive_seconds);
+  SetIfPresent(ep, "maxRestarts", spec.elastic_policy.max_restarts);
+  SetIfPresent(ep, "forceDeleteGraceSeconds", spec.elastic_policy.force_delete_grace_seconds);
+  SetIfPresent(ep, "leaveGraceSeconds", spec.elastic_policy.leave_grace_seconds);
+  if (!ep.empty()) j["elasticPolicy"] = ep;
+  json rp = json::object();
+  if (spec.run_policy.suspend) rp["suspend"] = *spec.run_policy.suspend;
+  SetIfPresent(rp, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
+  SetIfPresent(rp, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
+  SetIfNotEmpty(rp, "cleanPodPolicy", spec.run_policy.clean_pod_policy);
+  if (!rp.empty()) j["runPolicy"] = rp;
+  json scheduling = json::object();
+  SetIfNotEmpty(scheduling, "priorityClassName", spec.scheduling.priority_class_name);
+  SetIfNotEmpty(scheduling, "schedulerName", spec.scheduling.scheduler_name);
+  if (!scheduling.empty()) j["scheduling"] = scheduling;
+  return j;
+}
+
+json TrainingJobStatusToJson(const TrainingJobStatus& s) {
+  json conditions = json::array();
+  for (const auto& c : s.conditions) {
+    conditions.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message},
+                          {"lastTransitionTime", c.last_transition_time}, {"observedGeneration", c.observed_generation}});
+  }
+  json failures = json::array();
+  for (const auto& f : s.recent_failures) {
+    failures.push_back({{"pod", f.pod}, {"uid", f.uid}, {"exitCode", f.exit_code}, {"reason", f.reason}, {"time", f.time}});
+  }
+  json j = {{"observedGeneration", s.observed_generation}, {"phase", s.phase},         {"selector", s.selector},
+            {"conditions", conditions},                  {"restartCount", s.restart_count}, {"recentFailures", failures}};
+  if (s.replicas) {
+    j["replicas"] = {{"desired", s.replicas->desired}, {"active", s.replicas->active}, {"ready", s.replicas->ready},
+                     {"pending", s.replicas->pending}, {"failed", s.replicas->failed}};
+  }
+  if (!s.leaving.empty()) {
+    json leaving = json::array();
+    for (const auto& l : s.leaving) leaving.push_back({{"pod", l.pod}, {"uid", l.uid}, {"since", l.since}});
+    j["leaving"] = leaving;
+  }
+  SetIfNotEmpty(j, "startTime", s.start_time);
+  SetIfNotEmpty(j, "completionTime", s.completion_time);
+  if (s.membership) j["membership"] = MembershipToJson(*s.membership);
+  return j;
+}
+
+json TrainingJobToJson(const TrainingJob& job) {
+  json meta = {{"name", job.metadata.name}};
+  SetIfNotEmpty(meta, "namespace", job.metadata.ns);
+  SetIfNotEmpty(meta, "uid", job.metadata.uid);
+  if (job.metadata.generation != 0) meta["generation"] = job.metadata.generation;
+  SetIfNotEmpty(meta, "deletionTimestamp", job.metadata.deletion_timestamp);
+  return {{"apiVersion", kApiVersion}, {"kind", kKind}, {"metadata", meta}, {"spec", TrainingJobSpecToJson(job.spec)},
+          {"status", TrainingJobStatusToJson(job.status)}};
+}
+
+}  // namespace ringmaster::api

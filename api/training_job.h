@@ -1,0 +1,145 @@
+// The TrainingJob API types (crds/ringmaster.io_trainingjobs.yaml is their schema) and their JSON mapping,
+// in one place. The types carry what the object says: optional fields stay unset when absent (the
+// controller applies its defaults, operator/controller/job_spec.h), so decoding and encoding round-trip.
+//
+// Errors: DecodeTrainingJob never throws. A field of the wrong type, or a value out of range for its
+// type, is InvalidArgument naming the object and the field path, e.g.
+//   "TrainingJob default/bert: spec.replicas.min: expected integer, got string".
+// Semantic rules (min <= max, ...) are not checked here: the CRD's validation and the controller do that.
+// Thread-safety: values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/membership.h"
+#include "base/status.h"
+
+namespace ringmaster::api {
+
+struct ObjectMeta {
+  std::string name;
+  std::string ns;  // metadata.namespace
+  std::string uid;
+  int64_t generation = 0;
+  std::string deletion_timestamp;  // RFC 3339; empty unless the object is being deleted
+
+  bool operator==(const ObjectMeta&) const = default;
+};
+
+struct ReplicaSpec {
+  std::optional<int64_t> min, max;  // elastic bounds, in workers
+  std::optional<int64_t> desired;   // driven by the scale subresource; the controller defaults it to max
+  bool operator==(const ReplicaSpec&) const = default;
+};
+
+struct CheckpointSpec {
+  std::string volume_name;
+  std::string path;  // where workers save (RINGMASTER_CHECKPOINT_DIR)
+  std::optional<int64_t> keep;
+  bool operator==(const CheckpointSpec&) const = default;
+};
+
+struct ElasticPolicy {
+  std::optional<int64_t> join_batch_window_seconds;
+  std::optional<int64_t> node_unresponsive_seconds;
+  std::optional<int64_t> max_restarts;
+  std::optional<int64_t> force_delete_grace_seconds;
+  std::optional<int64_t> leave_grace_seconds;
+  bool operator==(const ElasticPolicy&) const = default;
+};
+
+struct RunPolicy {
+  std::optional<bool> suspend;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  std::optional<int64_t> active_deadline_seconds;
+  std::string clean_pod_policy;  // All | Running | None; empty when absent
+  bool operator==(const RunPolicy&) const = default;
+};
+
+struct Scheduling {
+  std::string priority_class_name;
+  std::string scheduler_name;
+  bool operator==(const Scheduling&) const = default;
+};
+
+struct TrainingJobSpec {
+  ReplicaSpec replicas;
+  nlohmann::json pod_template;  // spec.template, a PodTemplateSpec (null when absent)
+  CheckpointSpec checkpoint;
+  ElasticPolicy elastic_policy;
+  RunPolicy run_policy;
+  Scheduling scheduling;
+  bool operator==(const TrainingJobSpec&) const = default;
+};
+
+struct Condition {
+  std::string type, status, reason, message;
+  std::string last_transition_time;  // RFC 3339
+  int64_t observed_generation = 0;
+  bool operator==(const Condition&) const = default;
+};
+
+struct ReplicaCounts {
+  int32_t desired = 0, active = 0, ready = 0, pending = 0, failed = 0;
+  bool operator==(const ReplicaCounts&) const = default;
+};
+
+// A worker failure already counted toward restartCount (remembered by pod uid).
+struct FailureRecord {
+  std::string pod, uid;
+  int32_t exit_code = 0;
+  std::string reason;
+  std::string time;  // RFC 3339
+  bool operator==(const FailureRecord&) const = default;
+};
+
+// A worker dropped from membership by a scale-down that has not exited yet.
+struct LeavingWorker {
+  std::string pod, uid;
+  std::string since;  // RFC 3339
+  bool operator==(const LeavingWorker&) const = default;
+};
+
+struct TrainingJobStatus {
+  int64_t observed_generation = 0;
+  std::string phase;  // Pending | Running | Suspended | Succeeded | Failed; empty before the first reconcile
+  std::string selector;
+  std::vector<Condition> conditions;
+  std::optional<ReplicaCounts> replicas;
+  int32_t restart_count = 0;
+  std::vector<FailureRecord> recent_failures;
+  std::vector<LeavingWorker> leaving;
+  std::string start_time, completion_time;  // RFC 3339; empty when not yet
+  std::optional<Membership> membership;     // set once a generation was published
+  bool operator==(const TrainingJobStatus&) const = default;
+};
+
+struct TrainingJob {
+  ObjectMeta metadata;
+  TrainingJobSpec spec;
+  TrainingJobStatus status;
+  bool operator==(const TrainingJob&) const = default;
+};
+
+// "TrainingJob <namespace>/<name>" (or without the namespace when it has none): the prefix of errors.
+std::string Describe(const ObjectMeta& meta);
+
+StatusOr<TrainingJob> DecodeTrainingJob(const nlohmann::json& j);
+// The parts on their own; errors name the field from the object's root ("spec.replicas.min") without the
+// object prefix.
+StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const nlohmann::json& spec);
+StatusOr<TrainingJobStatus> DecodeTrainingJobStatus(const nlohmann::json& status);
+
+// The object with apiVersion and kind; absent optional fields are left out.
+nlohmann::json TrainingJobToJson(const TrainingJob& job);
+nlohmann::json TrainingJobSpecToJson(const TrainingJobSpec& spec);
+// The .status document the operator writes: phase, selector, observedGeneration, conditions, restartCount
+// and recentFailures always; replicas, leaving (non-empty), startTime, completionTime and membership when set.
+nlohmann::json TrainingJobStatusToJson(const TrainingJobStatus& status);
+
+}  // namespace ringmaster::api
