@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "tools/perf/bench.h"
 #include "tools/perf/fusion_bench.h"
 #include "tools/perf/local_launcher.h"
@@ -39,16 +40,8 @@ int RankMain(const PerfOptions& options, LocalRank& lr) {
 
 int main(int argc, char** argv) {
   using namespace ringmaster::runtime;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto options = perf::ParsePerfOptions(args);
-  if (!options.ok()) {
-    std::fprintf(stderr, "ringmaster-perf: %s\n", options.status().message().c_str());
-    return 64;  // EX_USAGE
-  }
-  if (options->help) {
-    std::fputs(perf::Usage().c_str(), stdout);
-    return 0;
-  }
+  auto options = perf::ParsePerfOptions(ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-perf", options, perf::Usage)) return *exit_code;
   int code = RunLocalRanks(options->np, [&](LocalRank& lr) { return perf::RankMain(*options, lr); });
   if (code == 3) std::fprintf(stderr, "ringmaster-perf: some results were wrong\n");
   return code;
