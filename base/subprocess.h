@@ -62,6 +62,7 @@ struct ExitStatus {
 class Subprocess {
  public:
   static StatusOr<Subprocess> Start(const SpawnOptions& options);
+  Subprocess() = default;  // no process (a placeholder to move a started one into)
 
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&& other) noexcept;
@@ -70,7 +71,7 @@ class Subprocess {
   ~Subprocess();  // a process not yet reaped is SIGKILLed (with its group when it has one) and reaped
 
   pid_t pid() const { return pid_; }  // also its process group's id with own_process_group
-  bool running() const { return !exit_.has_value(); }  // not reaped yet
+  bool running() const { return pid_ > 0 && !exit_.has_value(); }  // started and not reaped yet
   std::optional<ExitStatus> exit_status() const { return exit_; }
 
   // Reaps the process when it has ended; its exit status, or nullopt while it runs. Never blocks.
@@ -99,7 +100,6 @@ class Subprocess {
   Output Communicate(const std::string& input, std::chrono::steady_clock::time_point deadline);
 
  private:
-  Subprocess() = default;
   void CloseFds();
 
   pid_t pid_ = -1;

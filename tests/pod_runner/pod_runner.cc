@@ -381,8 +381,9 @@ Status PodRunner::StartPod(const json& pod) {
   RINGMASTER_ASSIGN_OR_RETURN(Subprocess process, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
   const pid_t pid = process.pid();
 
-  auto proc = std::make_unique<Proc>(Proc{RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file, kubeconfig},
-                                          std::move(process)});
+  auto proc = std::make_unique<Proc>();
+  proc->info = RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file, kubeconfig};
+  proc->process = std::move(process);
   {
     std::lock_guard<std::mutex> lock(mu_);
     procs_.push_back(std::move(proc));
