@@ -1,6 +1,5 @@
 #include "tools/run/launcher_options.h"
 
-#include <limits>
 #include <memory>
 
 #include "base/cli.h"
@@ -12,8 +11,8 @@ constexpr char kDescription[] =
     "ringmaster-run: the local elastic launcher. Starts --np workers on 127.0.0.1, keeps the membership\n"
     "file OUT/membership.json, removes workers that die or stop heart-beating, injects chaos, and at the\n"
     "end writes OUT/samples.log and OUT/weights.txt. Exit status: 0 when the training finished, 1\n"
-    "otherwise, 2 for a bad command line.\n\n"
-    "Usage: ringmaster-run [flags] -- COMMAND...";
+    "otherwise, 2 for a bad command line. The worker command comes after --:\n"
+    "  ringmaster-run --np 4 --min 2 --max 6 [--chaos SPEC] [--out DIR] -- COMMAND...";
 
 constexpr char kFooter[] =
     "Chaos SPEC: comma-separated ACTION@STEP[:ARG], fired once the workers' committed step reaches STEP:\n"
@@ -24,7 +23,7 @@ constexpr char kFooter[] =
 template <typename Unit, typename Duration>
 void AddDuration(CLI::App& app, const std::string& flag, Duration* out, const std::string& help) {
   app.add_option_function<int64_t>(flag, [out](int64_t n) { *out = std::chrono::duration_cast<Duration>(Unit(n)); }, help)
-      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max() / 1000000))
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000000}))
       ->default_str(std::to_string(std::chrono::duration_cast<Unit>(*out).count()));
 }
 
