@@ -169,7 +169,7 @@ TEST_P(GlooCollectivesTest, EveryCollectiveMatchesTheReference) {
     CheckBroadcastAlltoallBarrier(*comm);
     EXPECT_OK(comm->health());
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooCollectivesTest, ::testing::Values(1, 2, 3, 4),
