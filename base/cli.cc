@@ -14,7 +14,8 @@ std::vector<std::string> Args(int argc, const char* const* argv) {
 std::unique_ptr<CLI::App> NewApp(const std::string& program, const std::string& description,
                                  const std::string& footer) {
   auto app = std::make_unique<CLI::App>(description, program);
-  app->option_defaults()->always_capture_default();
+  // A flag given twice: the last one wins (as with the hand-written parsers before, and most tools).
+  app->option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   if (!footer.empty()) app->footer(footer);
   return app;
 }

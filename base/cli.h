@@ -29,8 +29,8 @@ inline constexpr int kExitUsage = 2;
 // argv[1..argc) as strings (argv[0], the program, left out).
 std::vector<std::string> Args(int argc, const char* const* argv);
 
-// A CLI::App for `program` that shows every option's default in --help. `description` is printed above
-// the flags, `footer` (may be empty) below them.
+// A CLI::App for `program` that shows every option's default in --help and lets the last of a repeated
+// flag win. `description` is printed above the flags, `footer` (may be empty) below them.
 std::unique_ptr<CLI::App> NewApp(const std::string& program, const std::string& description,
                                  const std::string& footer = "");
 

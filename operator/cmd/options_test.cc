@@ -20,8 +20,8 @@ TEST(OperatorFlagsTest, DefaultsAndTheNamesChecksRelyOn) {
 }
 
 TEST(OperatorFlagsTest, ValuesOfEveryKind) {
-  auto o = ParseOperatorFlags({"--workers=8", "--lease-duration", "30s", "--renew-deadline", "20", "--log-format", "json",
-                               "--kube-api-qps", "200", "--leader-elect=false"});
+  auto o = ParseOperatorFlags({"--workers=3", "--lease-duration", "30s", "--renew-deadline", "20", "--log-format", "json",
+                               "--kube-api-qps", "200", "--leader-elect=false", "--workers", "8"});
   ASSERT_OK(o);
   EXPECT_EQ(o->workers, 8);
   EXPECT_EQ(o->lease_duration, std::chrono::seconds(30));
