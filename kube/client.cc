@@ -1,17 +1,11 @@
 #include "kube/client.h"
 
+#include "base/json_path.h"
 #include "kube/api_error.h"
 
 namespace ringmaster::kube {
 
 namespace {
-
-std::string Str(const json& obj, const char* a, const char* b) {
-  auto i = obj.find(a);
-  if (i == obj.end() || !i->is_object()) return "";
-  auto j = i->find(b);
-  return j != i->end() && j->is_string() ? j->get<std::string>() : "";
-}
 
 void AddQuery(std::string* path, const std::string& key, const std::string& value) {
   if (value.empty()) return;
@@ -27,10 +21,10 @@ std::string WriteQuery(std::string path, const WriteOptions& o) {
 
 }  // namespace
 
-std::string NameOf(const json& obj) { return Str(obj, "metadata", "name"); }
-std::string NamespaceOf(const json& obj) { return Str(obj, "metadata", "namespace"); }
-std::string UidOf(const json& obj) { return Str(obj, "metadata", "uid"); }
-std::string ResourceVersionOf(const json& obj) { return Str(obj, "metadata", "resourceVersion"); }
+std::string NameOf(const json& obj) { return StringAt(obj, {"metadata", "name"}); }
+std::string NamespaceOf(const json& obj) { return StringAt(obj, {"metadata", "namespace"}); }
+std::string UidOf(const json& obj) { return StringAt(obj, {"metadata", "uid"}); }
+std::string ResourceVersionOf(const json& obj) { return StringAt(obj, {"metadata", "resourceVersion"}); }
 std::string KeyOf(const json& obj) { return ObjectKey(NamespaceOf(obj), NameOf(obj)); }
 
 Client::Client(std::shared_ptr<RestClient> rest, std::string default_namespace)
@@ -77,9 +71,9 @@ StatusOr<json> Client::ListAll(const GroupVersionResource& gvr, const std::strin
       if (!all.contains("items") || !all["items"].is_array()) all["items"] = json::array();
     } else if (page.contains("items") && page["items"].is_array()) {
       for (auto& item : page["items"]) all["items"].push_back(std::move(item));
-      all["metadata"]["continue"] = Str(page, "metadata", "continue");
+      all["metadata"]["continue"] = StringAt(page, {"metadata", "continue"});
     }
-    std::string next = Str(all, "metadata", "continue");
+    std::string next = StringAt(all, {"metadata", "continue"});
     if (next.empty()) break;
     options.continue_token = next;
     options.resource_version.clear();  // the continue token carries the snapshot
@@ -159,7 +153,7 @@ StatusOr<std::string> Client::CreateToken(const std::string& ns, const std::stri
   }
   RINGMASTER_ASSIGN_OR_RETURN(json resp, Call("POST", resources::ServiceAccounts().Path(ns, sa, "token"), &body,
                                               "application/json", {"create", "serviceaccounts/token"}));
-  std::string token = Str(resp, "status", "token");
+  std::string token = StringAt(resp, {"status", "token"});
   if (token.empty()) return DataLossError("TokenRequest answer has no status.token");
   return token;
 }
@@ -182,7 +176,7 @@ StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const GroupVersionResource&
   return std::make_unique<WatchStream>(std::move(resp.body));
 }
 
-StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics, LogFn log) {
+StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics, LogSink log) {
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> rest, NewRestClient(config, std::move(metrics), std::move(log)));
   return std::make_shared<Client>(std::move(rest), config.namespace_name);
 }

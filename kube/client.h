@@ -124,7 +124,7 @@ class Client {
 
 // Builds a Client from a loaded configuration.
 StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics = nullptr,
-                                            LogFn log = StderrLog());
+                                            LogSink log = StderrLogSink("ringmaster-kube"));
 
 // Accessors for common metadata fields ("" when absent).
 std::string NameOf(const json& obj);

@@ -2,18 +2,10 @@
 
 #include <cstdio>
 
+#include "base/time_format.h"
 #include "kube/api_error.h"
-#include "kube/leader_election.h"  // FormatMicroTime
 
 namespace ringmaster::kube {
-
-namespace {
-// Event timestamps are metav1.Time (seconds precision, RFC 3339).
-std::string NowRfc3339() {
-  std::string micro = FormatMicroTime(std::chrono::system_clock::now());
-  return micro.substr(0, 19) + "Z";
-}
-}  // namespace
 
 EventRecorder::EventRecorder(std::shared_ptr<Client> client, EventRecorderOptions options)
     : client_(std::move(client)), options_(std::move(options)) {
@@ -82,7 +74,7 @@ void EventRecorder::Loop() {
 
 void EventRecorder::Write(const Pending& e) {
   const std::string key = e.involved.dump() + "\x1f" + e.type + "\x1f" + e.reason + "\x1f" + e.message;
-  const std::string now = NowRfc3339();
+  const std::string now = FormatRfc3339(std::chrono::system_clock::now());  // metav1.Time: seconds
   auto events = resources::Events();
   auto it = aggregates_.find(key);
   if (it != aggregates_.end()) {

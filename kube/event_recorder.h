@@ -32,7 +32,7 @@ struct EventRecorderOptions {
   int burst_per_object = 25;          // ...after a burst of 25
   size_t queue_size = 1000;
   size_t cache_size = 4096;           // aggregation entries (LRU) and per-object limiters remembered
-  LogFn log = StderrLog();
+  LogSink log = StderrLogSink("ringmaster-kube");
 };
 
 class EventRecorder {

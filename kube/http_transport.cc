@@ -14,14 +14,6 @@
 
 namespace ringmaster::kube {
 
-LogFn StderrLog() {
-  return [](LogLevel level, std::string_view message) {
-    const char* tag = level == LogLevel::kError ? "E" : level == LogLevel::kWarning ? "W" : "I";
-    std::string line = std::string(tag) + " ringmaster-kube: " + std::string(message) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  };
-}
-
 namespace {
 
 namespace http = web::http;
@@ -118,7 +110,7 @@ class CppRestBodyStream : public BodyStream {
 
 class CppRestTransport : public Transport {
  public:
-  CppRestTransport(ClientConfig config, LogFn log)
+  CppRestTransport(ClientConfig config, LogSink log)
       : config_(std::move(config)), log_(std::move(log)), tokens_(config_.bearer_token, config_.bearer_token_file) {
     client_ = NewClient(config_.timeout);
   }
@@ -194,14 +186,14 @@ class CppRestTransport : public Transport {
 
   // Constant after construction.
   const ClientConfig config_;
-  const LogFn log_;
+  const LogSink log_;
   std::shared_ptr<http::client::http_client> client_;  // thread-safe, shared by all requests
   BearerTokenSource tokens_;                           // thread-safe
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogFn log) {
+StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogSink log) {
   if (config.server.empty()) return InvalidArgumentError("client config has no server");
   RINGMASTER_RETURN_IF_ERROR(CheckPem(config.ca_pem, false, "certificate authority"));
   RINGMASTER_RETURN_IF_ERROR(CheckPem(config.client_cert_pem, false, "client certificate"));

@@ -52,7 +52,7 @@ struct InformerOptions {
   // Applied to every object before it is cached and handed to handlers (client-go's TransformFunc),
   // e.g. StripManagedFields to save memory. Must be thread-safe. Empty: objects are kept as received.
   std::function<void(json* object)> transform;
-  LogFn log = StderrLog();
+  LogSink log = StderrLogSink("ringmaster-kube");
   std::shared_ptr<ClientMetrics> metrics;  // optional: watch restarts
 };
 

@@ -1,23 +1,12 @@
 #include "kube/leader_election.h"
 
-#include <ctime>
 #include <random>
 #include <thread>
 
+#include "base/time_format.h"
 #include "kube/api_error.h"
 
 namespace ringmaster::kube {
-
-std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(us % 1000000));
-  return buf;
-}
 
 StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(std::shared_ptr<Client> client, LeaderElectionConfig c) {
   if (c.lease_name.empty() || c.lease_namespace.empty() || c.identity.empty())
@@ -49,7 +38,7 @@ bool LeaderElector::Sleep(Duration d) {
 bool LeaderElector::TryAcquireOrRenew() {
   const auto now_wall = std::chrono::system_clock::now();
   const auto now = std::chrono::steady_clock::now();
-  const std::string now_text = FormatMicroTime(now_wall);
+  const std::string now_text = FormatRfc3339(now_wall, TimePrecision::kMicros);
   const int64_t duration_s = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
   auto leases = resources::Leases();
   auto got = client_->Get(leases, config_.lease_namespace, config_.lease_name);
@@ -125,7 +114,7 @@ void LeaderElector::Release() {
   if (!got.ok()) return;
   json& spec = (*got)["spec"];
   if (spec.value("holderIdentity", "") != config_.identity) return;
-  const std::string now_text = FormatMicroTime(std::chrono::system_clock::now());
+  const std::string now_text = FormatRfc3339(std::chrono::system_clock::now(), TimePrecision::kMicros);
   spec["holderIdentity"] = "";
   spec["leaseDurationSeconds"] = 1;
   spec["renewTime"] = now_text;

@@ -34,7 +34,7 @@ struct LeaderElectionConfig {
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string& identity)> on_new_leader;  // any observed holder change
-  LogFn log = StderrLog();
+  LogSink log = StderrLogSink("ringmaster-kube");
 };
 
 class LeaderElector {
@@ -70,8 +70,5 @@ class LeaderElector {
   TimePoint observed_time_{};              // when observed_spec_ last changed (our clock)
   std::string leader_;                     // holder as last seen
 };
-
-// The MicroTime format of Lease timestamps: "2006-01-02T15:04:05.000000Z" (UTC), for `t`.
-std::string FormatMicroTime(std::chrono::system_clock::time_point t);
 
 }  // namespace ringmaster::kube

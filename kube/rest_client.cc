@@ -89,7 +89,7 @@ StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request, const 
 }
 
 StatusOr<std::shared_ptr<RestClient>> NewRestClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics,
-                                                    LogFn log) {
+                                                    LogSink log) {
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, NewHttpTransport(config, std::move(log)));
   RestClientOptions options;
   options.qps = config.qps;

@@ -73,6 +73,6 @@ class RestClient {
 // Builds a RestClient for `config` with the cpprestsdk transport (qps/burst taken from the config).
 StatusOr<std::shared_ptr<RestClient>> NewRestClient(const ClientConfig& config,
                                                     std::shared_ptr<ClientMetrics> metrics = nullptr,
-                                                    LogFn log = StderrLog());
+                                                    LogSink log = StderrLogSink("ringmaster-kube"));
 
 }  // namespace ringmaster::kube

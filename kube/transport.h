@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "kube/config.h"
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace ringmaster::kube {
 
@@ -60,6 +60,6 @@ class Transport {
 // A cpprestsdk transport for `config`: TLS verification on (CA from the config, else system roots)
 // unless insecure_skip_tls_verify, which is logged as a warning through `log`; client certificate;
 // bearer token (re-read from its file as it rotates). kInvalidArgument for unusable PEM data.
-StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogFn log = StderrLog());
+StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogSink log = StderrLogSink("ringmaster-kube"));
 
 }  // namespace ringmaster::kube

@@ -2,12 +2,12 @@
 #pragma once
 
 #include "cmd/options.h"
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace ringmaster::operator_cmd {
 
 // text: "2026-11-21T19:05:51.123Z INFO  message"; json: {"ts":...,"level":"info","msg":...}.
 // The returned function is thread-safe (one write(2) per line).
-kube::LogFn MakeLogger(LogFormat format);
+LogSink MakeLogger(LogFormat format);
 
 }  // namespace ringmaster::operator_cmd

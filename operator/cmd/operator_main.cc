@@ -23,7 +23,7 @@
 #include "metrics/metrics.h"
 
 namespace rm = ringmaster;
-using rm::kube::LogLevel;
+using rm::LogLevel;
 
 namespace {
 
@@ -46,7 +46,7 @@ int WaitForSignal() {
 }
 
 int Run(const rm::operator_cmd::OperatorOptions& opts) {
-  rm::kube::LogFn log = rm::operator_cmd::MakeLogger(opts.log_format);
+  rm::LogSink log = rm::operator_cmd::MakeLogger(opts.log_format);
   const std::string identity = opts.identity.empty() ? DefaultIdentity() : opts.identity;
 
   auto config = rm::kube::LoadConfig(opts.kubeconfig, opts.context, rm::kube::ProcessEnvironment());

@@ -1,6 +1,6 @@
 #include "controller/controller.h"
 
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "controller/worker_objects.h"
 #include "kube/resource.h"
 
@@ -90,7 +90,7 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
     }
   }
   synced_ = true;
-  options_.log(kube::LogLevel::kInfo, "caches synced: " + std::to_string(jobs_->store().Size()) + " jobs, " +
+  options_.log(LogLevel::kInfo, "caches synced: " + std::to_string(jobs_->store().Size()) + " jobs, " +
                                           std::to_string(pods_->store().Size()) + " worker pods, " +
                                           std::to_string(nodes_->store().Size()) + " nodes; starting " +
                                           std::to_string(options_.workers) + " workers");
@@ -105,7 +105,7 @@ void TrainingJobController::Work() {
       queue_->Forget(*key);
     } else if (!r.status.ok()) {
       // The one retry rule: an error requeues with per-key exponential backoff under a global bucket.
-      options_.log(kube::LogLevel::kWarning, "reconcile " + *key + " failed (will retry): " + r.status.ToString());
+      options_.log(LogLevel::kWarning, "reconcile " + *key + " failed (will retry): " + r.status.ToString());
       queue_->AddRateLimited(*key);
     } else {
       queue_->Forget(*key);

@@ -17,7 +17,7 @@
 #include "kube/client_metrics.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
-#include "kube/log.h"
+#include "base/log.h"
 #include "kube/workqueue.h"
 
 namespace ringmaster::controller {
@@ -27,7 +27,7 @@ struct ControllerOptions {
   int workers = 4;
   std::chrono::seconds resync_period{300};
   std::shared_ptr<kube::ClientMetrics> client_metrics;  // optional
-  kube::LogFn log = kube::StderrLog();
+  LogSink log = StderrLogSink("ringmaster-kube");
 };
 
 class TrainingJobController {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "controller/membership.h"
-#include "controller/time_format.h"
+#include "base/time_format.h"
 #include "controller/worker_objects.h"
 
 namespace ringmaster::controller {

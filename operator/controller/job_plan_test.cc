@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "controller/time_format.h"
+#include "base/time_format.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::controller {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
-#include "controller/json_access.h"
-#include "controller/time_format.h"
+#include "base/json_path.h"
+#include "base/time_format.h"
 
 namespace ringmaster::controller {
 

@@ -4,8 +4,8 @@
 
 #include "controller/job_plan.h"
 #include "controller/job_secret.h"
-#include "controller/json_access.h"
-#include "controller/time_format.h"
+#include "base/json_path.h"
+#include "base/time_format.h"
 #include "controller/worker_objects.h"
 #include "kube/api_error.h"
 
@@ -33,7 +33,7 @@ kube::IndexFunc IndexPodsByNode() {
 
 TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs,
                                              const kube::Store* pods, const kube::Store* nodes,
-                                             kube::EventRecorder* recorder, OperatorMetrics* metrics, kube::LogFn log,
+                                             kube::EventRecorder* recorder, OperatorMetrics* metrics, LogSink log,
                                              NowFn now)
     : client_(std::move(client)),
       jobs_(jobs),
@@ -136,7 +136,7 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
   StatusOr<JobPlan> planned = PlanJob(input);
   if (!planned.ok()) {
     recorder_->Event(*job, "Warning", "InvalidSpec", planned.status().message());
-    log_(kube::LogLevel::kWarning, "job " + key + " cannot be reconciled: " + planned.status().ToString());
+    log_(LogLevel::kWarning, "job " + key + " cannot be reconciled: " + planned.status().ToString());
     result.invalid = true;
     return finish("invalid");
   }
@@ -170,7 +170,7 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
       if (it != dirty_since_.end()) {
         metrics_->publish_latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
       }
-      log_(kube::LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
+      log_(LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
                                       StringAt(new_membership, {"message"}));
     }
   }
@@ -195,7 +195,7 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
     if (!deleted.ok() && !kube::IsNotFound(deleted) && !kube::IsConflict(deleted) && first_error.ok()) {
       first_error = deleted.WithContext("deleting pod " + d.name);
     } else if (deleted.ok()) {
-      log_(kube::LogLevel::kInfo, "job " + key + ": deleted pod " + d.name + (d.force ? " (forced)" : "") + ": " + d.why);
+      log_(LogLevel::kInfo, "job " + key + ": deleted pod " + d.name + (d.force ? " (forced)" : "") + ": " + d.why);
     }
   }
   for (const auto& e : plan.events) recorder_->Event(*job, e.type, e.reason, e.message);

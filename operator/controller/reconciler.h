@@ -23,7 +23,7 @@
 #include "controller/operator_metrics.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
-#include "kube/log.h"
+#include "base/log.h"
 #include "kube/store.h"
 
 namespace ringmaster::controller {
@@ -49,7 +49,7 @@ class TrainingJobReconciler {
 
   TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs, const kube::Store* pods,
                         const kube::Store* nodes, kube::EventRecorder* recorder, OperatorMetrics* metrics,
-                        kube::LogFn log, NowFn now = std::chrono::system_clock::now);
+                        LogSink log, NowFn now = std::chrono::system_clock::now);
 
   ReconcileResult Reconcile(const std::string& key);
 
@@ -68,7 +68,7 @@ class TrainingJobReconciler {
   const kube::Store* const nodes_;
   kube::EventRecorder* const recorder_;
   OperatorMetrics* const metrics_;
-  const kube::LogFn log_;
+  const LogSink log_;
   const NowFn now_;
 
   std::mutex mu_;

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "controller/json_access.h"
+#include "base/json_path.h"
 #include "kube/base64.h"
 
 namespace ringmaster::controller {

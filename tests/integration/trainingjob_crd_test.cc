@@ -64,7 +64,7 @@ TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
 }
 
 TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
-  ASSERT_TRUE(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))).ok());
+  ASSERT_COMMAND_OK(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))));
   auto r = cluster_.Kubectl({"get", "trainingjobs", "-n", namespace_});
   ASSERT_COMMAND_OK(r);
   std::string header = r->out.substr(0, r->out.find('\n'));
@@ -99,7 +99,7 @@ TEST_F(TrainingJobCrdTest, FractionalOrZeroGpuLimitIsRefused) {
   ExpectRefused(Job("j", "{min: 1, max: 1}", Container("0")),
                 "limits[\"nvidia.com/gpu\"] must be a positive whole number of GPUs");
   CommandResult ok = ApplyHere(Job("string-gpus", "{min: 1, max: 1}", Container("\"2\"")));
-  EXPECT_TRUE(ok.ok()) << ok.err;
+  EXPECT_COMMAND_OK(ok);
 }
 
 TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
@@ -109,7 +109,7 @@ TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
 }
 
 TEST_F(TrainingJobCrdTest, KubectlScaleDrivesDesiredWithinBounds) {
-  ASSERT_TRUE(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))).ok());
+  ASSERT_COMMAND_OK(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))));
   auto r = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=4"});
   ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
   auto tj = cluster_.KubectlJson({"get", "tj", "scaled", "-n", namespace_});

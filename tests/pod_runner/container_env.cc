@@ -1,24 +1,12 @@
 #include "pod_runner/container_env.h"
 
+#include "base/json_path.h"
+
 namespace ringmaster::testing {
 
 using json = nlohmann::json;
 
 namespace {
-
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
-const json& Path(const json& j, std::initializer_list<const char*> keys) {
-  static const json kNull;
-  const json* at = &j;
-  for (const char* k : keys) {
-    if (!at->is_object() || !at->contains(k)) return kNull;
-    at = &(*at)[k];
-  }
-  return *at;
-}
 
 // metadata.labels['k'] / metadata.annotations['k'] -> ("labels", "k").
 bool MapField(const std::string& path, std::string* map, std::string* key) {
@@ -36,7 +24,7 @@ bool MapField(const std::string& path, std::string* map, std::string* key) {
 StatusOr<std::string> FieldValue(const json& pod, const std::string& path) {
   std::string map, key;
   if (MapField(path, &map, &key)) {
-    const json& v = Path(pod, {"metadata", map.c_str(), key.c_str()});
+    const json& v = At(pod, {"metadata", map.c_str(), key.c_str()});
     return v.is_string() ? v.get<std::string>() : "";
   }
   static const std::map<std::string, std::vector<const char*>> kFields = {
@@ -101,29 +89,29 @@ StatusOr<EnvList> ResolveContainerEnv(const json& pod, const json& container, co
     }
     env.emplace_back(name, value);
   };
-  const json& list = Path(container, {"env"});
+  const json& list = At(container, {"env"});
   if (list.is_null()) return env;
   if (!list.is_array()) return InvalidArgumentError("container env is not a list");
   for (const auto& e : list) {
-    std::string name = Str(e, "name");
+    std::string name = StringAt(e, {"name"});
     if (name.empty()) return InvalidArgumentError("an env entry has no name: " + e.dump());
     if (!e.contains("valueFrom")) {
-      set(name, ExpandVars(Str(e, "value"), defined));
+      set(name, ExpandVars(StringAt(e, {"value"}), defined));
       continue;
     }
     const json& from = e["valueFrom"];
     if (from.contains("fieldRef")) {
-      RINGMASTER_ASSIGN_OR_RETURN(std::string v, FieldValue(pod, Str(from["fieldRef"], "fieldPath")));
+      RINGMASTER_ASSIGN_OR_RETURN(std::string v, FieldValue(pod, StringAt(from, {"fieldRef", "fieldPath"})));
       set(name, v);
     } else if (from.contains("secretKeyRef") || from.contains("configMapKeyRef")) {
       const bool secret = from.contains("secretKeyRef");
       const json& ref = secret ? from["secretKeyRef"] : from["configMapKeyRef"];
       const std::string kind = secret ? "Secret" : "ConfigMap";
-      StatusOr<std::string> v = lookup(kind, Str(ref, "name"), Str(ref, "key"));
+      StatusOr<std::string> v = lookup(kind, StringAt(ref, {"name"}), StringAt(ref, {"key"}));
       if (!v.ok()) {
         bool optional = ref.is_object() && ref.value("optional", false);
         if (optional && v.status().code() == StatusCode::kNotFound) continue;
-        return v.status().WithContext("env " + name + " from " + kind + " " + Str(ref, "name") + " key " + Str(ref, "key"));
+        return v.status().WithContext("env " + name + " from " + kind + " " + StringAt(ref, {"name"}) + " key " + StringAt(ref, {"key"}));
       }
       set(name, *v);
     } else if (from.contains("resourceFieldRef")) {
@@ -139,7 +127,7 @@ StatusOr<std::vector<std::string>> ContainerCommand(const json& container, const
   std::map<std::string, std::string> vars(env.begin(), env.end());
   std::vector<std::string> argv;
   for (const char* part : {"command", "args"}) {
-    const json& list = Path(container, {part});
+    const json& list = At(container, {part});
     if (list.is_null()) continue;
     if (!list.is_array()) return InvalidArgumentError(std::string("container ") + part + " is not a list");
     for (const auto& a : list) {
@@ -147,8 +135,8 @@ StatusOr<std::vector<std::string>> ContainerCommand(const json& container, const
       argv.push_back(ExpandVars(a.get<std::string>(), vars));
     }
   }
-  if (!Path(container, {"command"}).is_array() || Path(container, {"command"}).empty()) {
-    return InvalidArgumentError("container " + Str(container, "name") +
+  if (!At(container, {"command"}).is_array() || At(container, {"command"}).empty()) {
+    return InvalidArgumentError("container " + StringAt(container, {"name"}) +
                                 " has no command: the pod runner cannot know an image's entrypoint");
   }
   return argv;

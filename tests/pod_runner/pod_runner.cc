@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/json_path.h"
 #include "kube/api_error.h"
 #include "kube/base64.h"
 #include "kube/client.h"
@@ -35,22 +36,14 @@ constexpr char kExitCodeAnnotation[] = "pod-container-running-failed.stage.kwok.
 constexpr char kNodeNotReadyLabel[] = "node-not-ready.stage.kwok.x-k8s.io";
 constexpr auto kReportDeadline = std::chrono::seconds(30);
 
-std::string Str(const json& j, std::initializer_list<const char*> path) {
-  const json* at = &j;
-  for (const char* k : path) {
-    if (!at->is_object() || !at->contains(k)) return "";
-    at = &(*at)[k];
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
 
 bool HasDeletion(const json& obj) { return obj.contains("metadata") && obj["metadata"].contains("deletionTimestamp"); }
 
 // Why a node cannot run pods ("" when it can): the chaos label, or a Ready condition that is not True.
 std::string NodeTrouble(const json& node) {
-  if (Str(node, {"metadata", "labels", kNodeNotReadyLabel}) == "true") return "NotReady (chaos label)";
+  if (StringAt(node, {"metadata", "labels", kNodeNotReadyLabel}) == "true") return "NotReady (chaos label)";
   for (const auto& c : node.value("status", json::object()).value("conditions", json::array())) {
-    if (Str(c, {"type"}) == "Ready" && Str(c, {"status"}) != "True") return "NotReady";
+    if (StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) != "True") return "NotReady";
   }
   return "";
 }
@@ -100,7 +93,7 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
   runner->server_ = config.server;
   runner->ca_pem_ = config.ca_pem;
   PodRunner* self = runner.get();
-  kube::LogFn log = [self](kube::LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
+  LogSink log = [self](LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
   RINGMASTER_ASSIGN_OR_RETURN(runner->client_, kube::NewClient(config, nullptr, log));
 
   kube::InformerOptions po;
@@ -157,7 +150,7 @@ void PodRunner::Log(const std::string& line) {
     lines_.push_back(text);
   }
   if (options_.log) {
-    options_.log(text);
+    options_.log(LogLevel::kInfo, text);
   } else {
     text += "\n";
     (void)!::write(STDERR_FILENO, text.data(), text.size());
@@ -182,15 +175,15 @@ void PodRunner::Tick() {
   ReportExits();
 
   std::map<std::string, const json*> node_by_name;
-  for (const auto& n : nodes) node_by_name[Str(n, {"metadata", "name"})] = &n;
+  for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
   for (const auto& pod : pods) {
-    const std::string name = Str(pod, {"metadata", "name"}), uid = Str(pod, {"metadata", "uid"});
-    const std::string ip = Str(pod, {"status", "podIP"}), node = Str(pod, {"spec", "nodeName"});
-    if (Str(pod, {"status", "phase"}) != "Running" || HasDeletion(pod) || node.empty() ||
+    const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
+    const std::string ip = StringAt(pod, {"status", "podIP"}), node = StringAt(pod, {"spec", "nodeName"});
+    if (StringAt(pod, {"status", "phase"}) != "Running" || HasDeletion(pod) || node.empty() ||
         ip.rfind(options_.pod_ip_prefix, 0) != 0) {
       continue;
     }
-    if (!Str(pod, {"metadata", "labels", kCompletedLabel}).empty() || !Str(pod, {"metadata", "labels", kFailedLabel}).empty()) {
+    if (!StringAt(pod, {"metadata", "labels", kCompletedLabel}).empty() || !StringAt(pod, {"metadata", "labels", kFailedLabel}).empty()) {
       continue;  // already reported (or failed by a test through the chaos label directly)
     }
     auto n = node_by_name.find(node);
@@ -238,10 +231,10 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
   std::map<std::string, const json*> pod_by_uid, node_by_name;
   std::map<std::string, bool> name_exists;
   for (const auto& p : pods) {
-    pod_by_uid[Str(p, {"metadata", "uid"})] = &p;
-    name_exists[Str(p, {"metadata", "name"})] = true;
+    pod_by_uid[StringAt(p, {"metadata", "uid"})] = &p;
+    name_exists[StringAt(p, {"metadata", "name"})] = true;
   }
-  for (const auto& n : nodes) node_by_name[Str(n, {"metadata", "name"})] = &n;
+  for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
   for (auto& proc : procs_) {
     RunnerProcess& p = proc->info;
     if (!p.running) continue;
@@ -319,8 +312,8 @@ Status PodRunner::ReportExit(const std::string& pod, const std::string& uid, int
 }
 
 Status PodRunner::StartPod(const json& pod) {
-  const std::string name = Str(pod, {"metadata", "name"}), uid = Str(pod, {"metadata", "uid"});
-  const std::string node = Str(pod, {"spec", "nodeName"}), ip = Str(pod, {"status", "podIP"});
+  const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
+  const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
   const json& containers = pod["spec"]["containers"];
   if (!containers.is_array() || containers.empty()) return InvalidArgumentError(name + " has no containers");
   const json& container = containers[0];
@@ -342,7 +335,7 @@ Status PodRunner::StartPod(const json& pod) {
   }
 
   // The pod's service-account token, bound to the pod (the kubelet's projected token).
-  std::string sa = Str(pod, {"spec", "serviceAccountName"});
+  std::string sa = StringAt(pod, {"spec", "serviceAccountName"});
   if (sa.empty()) sa = "default";
   kube::TokenRequestOptions to;
   to.bound_kind = "Pod";
@@ -376,7 +369,7 @@ Status PodRunner::StartPod(const json& pod) {
       if (fk == k) fv = v, replaced = true;
     if (!replaced) full.emplace_back(k, v);
   }
-  std::string cwd = Str(container, {"workingDir"});
+  std::string cwd = StringAt(container, {"workingDir"});
   if (cwd.empty()) cwd = home;
   RINGMASTER_ASSIGN_OR_RETURN(Subprocess process, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
   const pid_t pid = process.pid();

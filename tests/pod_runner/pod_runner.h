@@ -38,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log.h"
 #include "base/status.h"
 
 namespace ringmaster::kube {
@@ -54,7 +55,7 @@ struct PodRunnerOptions {
   std::string bin_dir;     // where a container's command[0] is found (by its base name)
   std::string work_dir;    // per-pod kubeconfigs, homes and logs (created)
   std::string pod_ip_prefix = "127.";  // only pods with such an IP can run here
-  std::function<void(const std::string& line)> log;  // progress lines; empty: stderr
+  LogSink log;  // progress lines; empty: stderr
   std::chrono::milliseconds poll_interval{50};
   std::chrono::seconds start_timeout{20};
   std::chrono::seconds sync_timeout{30};

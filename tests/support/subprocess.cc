@@ -28,8 +28,12 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, std::ch
 
 ::testing::AssertionResult CommandSucceeded(const char* expression, const StatusOr<CommandResult>& result) {
   if (!result.ok()) return ::testing::AssertionFailure() << expression << " did not run: " << result.status();
-  if (result->ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << expression << " exited " << result->exit_code << "; stderr:\n" << result->err;
+  return CommandSucceeded(expression, *result);
+}
+
+::testing::AssertionResult CommandSucceeded(const char* expression, const CommandResult& result) {
+  if (result.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << expression << " exited " << result.exit_code << "; stderr:\n" << result.err;
 }
 
 }  // namespace ringmaster::testing

@@ -28,9 +28,10 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    std::chrono::milliseconds timeout = std::chrono::seconds(60),
                                    const std::string& input = "");
 
-// For ASSERT_COMMAND_OK(r) / EXPECT_COMMAND_OK(r): r (a StatusOr<CommandResult>) ran and exited 0; a
+// For ASSERT_COMMAND_OK(r) / EXPECT_COMMAND_OK(r): r (a CommandResult or StatusOr<CommandResult>) ran and exited 0; a
 // failure prints the Status, or the exit code and what the command wrote to stderr.
 ::testing::AssertionResult CommandSucceeded(const char* expression, const StatusOr<CommandResult>& result);
+::testing::AssertionResult CommandSucceeded(const char* expression, const CommandResult& result);
 
 }  // namespace ringmaster::testing
 

@@ -62,6 +62,53 @@ void DropDirFromCache(const std::string& dir) {
 
 double Mbps(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
 
+// One size: dd write, Save, dd read-back, LoadLatest; prints two lines. False on a failure (printed).
+bool BenchOneSize(CheckpointStore& store, const std::string& ddfile, uint64_t mib, int blobs, int64_t step) {
+  const uint64_t bytes = mib << 20;
+  std::fprintf(stderr, "[%llu MiB] filling the buffer...\n", static_cast<unsigned long long>(mib));
+  std::vector<std::byte> data(bytes);
+  for (uint64_t i = 0; i < bytes; i += 4096) data[i] = static_cast<std::byte>(i * 2654435761u >> 13);
+
+  std::fprintf(stderr, "[%llu MiB] dd write (conv=fsync)...\n", static_cast<unsigned long long>(mib));
+  const double dd_write = TimeCommand("dd if=/dev/zero of=" + ddfile + " bs=1M count=" + std::to_string(mib) +
+                                      " conv=fsync");
+  std::fprintf(stderr, "[%llu MiB] checkpoint save...\n", static_cast<unsigned long long>(mib));
+  std::vector<BlobRef> refs;
+  std::vector<std::string> names;
+  for (int b = 0; b < blobs; ++b) names.push_back("blob" + std::to_string(b));
+  const uint64_t per = bytes / blobs;
+  for (int b = 0; b < blobs; ++b) {
+    const uint64_t begin = per * b, end = b + 1 == blobs ? bytes : per * (b + 1);
+    refs.push_back({names[b], std::span<const std::byte>(data.data() + begin, end - begin)});
+  }
+  auto saved = store.Save(step, 1, refs);
+  if (!saved.ok()) {
+    std::fprintf(stderr, "save: %s\n", saved.status().ToString().c_str());
+    return false;
+  }
+  std::printf("%-9s %-22s %10.3f %10.1f %10.1f %8.2f\n", (std::to_string(mib) + "MiB").c_str(),
+              "save (fsync, commit)", saved->seconds, Mbps(bytes, saved->seconds), Mbps(bytes, dd_write),
+              dd_write > 0 ? dd_write / saved->seconds : 0.0);
+  data = {};
+
+  std::fprintf(stderr, "[%llu MiB] dd read-back...\n", static_cast<unsigned long long>(mib));
+  DropFromCache(ddfile);
+  const double dd_read = TimeCommand("dd if=" + ddfile + " of=/dev/null bs=1M");
+  std::fprintf(stderr, "[%llu MiB] checkpoint restore...\n", static_cast<unsigned long long>(mib));
+  DropDirFromCache(saved->path);
+  auto loaded = store.LoadLatest();
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "load: %s\n", loaded.status().ToString().c_str());
+    return false;
+  }
+  std::printf("%-9s %-22s %10.3f %10.1f %10.1f %8.2f\n", (std::to_string(mib) + "MiB").c_str(),
+              "restore (read, verify)", loaded->stats.seconds, Mbps(bytes, loaded->stats.seconds),
+              Mbps(bytes, dd_read), dd_read > 0 ? dd_read / loaded->stats.seconds : 0.0);
+  std::fflush(stdout);
+  ::unlink(ddfile.c_str());
+  return true;
+}
+
 // The command line, parsed once (base/cli.h).
 struct Flags {
   std::string dir = "/tmp/ringmaster-checkpoint-bench";
@@ -117,48 +164,7 @@ int main(int argc, char** argv) {
   std::printf("%-9s %-22s %10s %10s %10s %8s\n", "size", "operation", "seconds", "MB/s", "dd MB/s", "ratio");
   int64_t step = 0;
   for (uint64_t mib : sizes_mib) {
-    const uint64_t bytes = mib << 20;
-    std::fprintf(stderr, "[%llu MiB] filling the buffer...\n", static_cast<unsigned long long>(mib));
-    std::vector<std::byte> data(bytes);
-    for (uint64_t i = 0; i < bytes; i += 4096) data[i] = static_cast<std::byte>(i * 2654435761u >> 13);
-
-    std::fprintf(stderr, "[%llu MiB] dd write (conv=fsync)...\n", static_cast<unsigned long long>(mib));
-    const double dd_write = TimeCommand("dd if=/dev/zero of=" + ddfile + " bs=1M count=" + std::to_string(mib) +
-                                        " conv=fsync");
-    std::fprintf(stderr, "[%llu MiB] checkpoint save...\n", static_cast<unsigned long long>(mib));
-    std::vector<BlobRef> refs;
-    std::vector<std::string> names;
-    for (int b = 0; b < blobs; ++b) names.push_back("blob" + std::to_string(b));
-    const uint64_t per = bytes / blobs;
-    for (int b = 0; b < blobs; ++b) {
-      const uint64_t begin = per * b, end = b + 1 == blobs ? bytes : per * (b + 1);
-      refs.push_back({names[b], std::span<const std::byte>(data.data() + begin, end - begin)});
-    }
-    auto saved = (*store)->Save(++step, 1, refs);
-    if (!saved.ok()) {
-      std::fprintf(stderr, "save: %s\n", saved.status().ToString().c_str());
-      return 1;
-    }
-    std::printf("%-9s %-22s %10.3f %10.1f %10.1f %8.2f\n", (std::to_string(mib) + "MiB").c_str(),
-                "save (fsync, commit)", saved->seconds, Mbps(bytes, saved->seconds), Mbps(bytes, dd_write),
-                dd_write > 0 ? dd_write / saved->seconds : 0.0);
-    data = {};
-
-    std::fprintf(stderr, "[%llu MiB] dd read-back...\n", static_cast<unsigned long long>(mib));
-    DropFromCache(ddfile);
-    const double dd_read = TimeCommand("dd if=" + ddfile + " of=/dev/null bs=1M");
-    std::fprintf(stderr, "[%llu MiB] checkpoint restore...\n", static_cast<unsigned long long>(mib));
-    DropDirFromCache(saved->path);
-    auto loaded = (*store)->LoadLatest();
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "load: %s\n", loaded.status().ToString().c_str());
-      return 1;
-    }
-    std::printf("%-9s %-22s %10.3f %10.1f %10.1f %8.2f\n", (std::to_string(mib) + "MiB").c_str(),
-                "restore (read, verify)", loaded->stats.seconds, Mbps(bytes, loaded->stats.seconds),
-                Mbps(bytes, dd_read), dd_read > 0 ? dd_read / loaded->stats.seconds : 0.0);
-    std::fflush(stdout);
-    ::unlink(ddfile.c_str());
+    if (!BenchOneSize(**store, ddfile, mib, blobs, ++step)) return 1;
   }
   (void)RemoveTree(dir);
   return 0;

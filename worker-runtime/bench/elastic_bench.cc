@@ -61,7 +61,7 @@ uint16_t FreePort() {
   o.runtime.timeout = 20s;
   o.runtime.fusion_threshold_bytes = 0;
   if (std::getenv("RINGMASTER_BENCH_VERBOSE")) {
-    o.log = [id](std::string_view line) { std::fprintf(stderr, "[%s] %.*s\n", id.c_str(), static_cast<int>(line.size()), line.data()); };
+    o.log = [id](LogLevel, std::string_view line) { std::fprintf(stderr, "[%s] %.*s\n", id.c_str(), static_cast<int>(line.size()), line.data()); };
   }
   ElasticDriver driver(o, source->get(), &state);
   int64_t reported = 0;

@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(CheckpointOptio
 }
 
 void CheckpointStore::Log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+  ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
 }
 
 std::string CheckpointStore::StepPath(int64_t step) const {

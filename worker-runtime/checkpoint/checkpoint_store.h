@@ -45,22 +45,18 @@
 #include <string_view>
 #include <vector>
 
+#include "base/log.h"
 #include "base/status.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/manifest.h"
 
 namespace ringmaster::runtime::checkpoint {
 
-// Receives one human-readable line per notable event (a skipped checkpoint and
-// why, a deleted one). Called from the thread doing the work; must be
-// thread-safe if the store is shared between threads.
-using LogFn = std::function<void(std::string_view line)>;
-
 struct CheckpointOptions {
   std::string dir;                                  // created if absent
   int keep_last = 3;                                // >= 1 complete checkpoints kept
   std::chrono::seconds stale_temp_age{600};         // temp dirs idle this long are crash leftovers
-  LogFn log;                                        // may be empty
+  LogSink log;  // a line per notable event (a skipped checkpoint and why, a deleted one); may be empty
 };
 
 // One named blob to save; the bytes are only read during the call.

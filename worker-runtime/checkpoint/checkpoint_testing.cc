@@ -36,8 +36,8 @@ std::vector<std::byte> PatternBytes(int64_t step, int blob, size_t size) {
   return out;
 }
 
-LogFn LogCapture::fn() {
-  return [this](std::string_view line) {
+LogSink LogCapture::fn() {
+  return [this](LogLevel, std::string_view line) {
     std::lock_guard<std::mutex> lock(mu_);
     lines_.emplace_back(line);
   };

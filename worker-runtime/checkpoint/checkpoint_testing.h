@@ -23,7 +23,7 @@ std::vector<std::byte> PatternBytes(int64_t step, int blob, size_t size);
 // Collects log lines; thread-safe.
 class LogCapture {
  public:
-  LogFn fn();
+  LogSink fn();
   std::vector<std::string> lines() const;
   // True when some line contains every one of `parts`.
   bool Contains(const std::vector<std::string>& parts) const;

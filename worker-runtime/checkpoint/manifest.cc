@@ -1,10 +1,11 @@
 #include "checkpoint/manifest.h"
 
 #include <cstdio>
-#include <ctime>
 #include <set>
 
 #include <nlohmann/json.hpp>
+
+#include "base/time_format.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
@@ -30,14 +31,8 @@ bool ParseHex32(const std::string& s, uint32_t* out) {
   return true;
 }
 
-std::string Iso8601Utc(int64_t unix_ms) {
-  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unix_ms % 1000));
-  return buf;
+std::string CreatedAt(int64_t unix_ms) {
+  return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)), TimePrecision::kMillis);
 }
 
 }  // namespace
@@ -66,7 +61,7 @@ std::string SerializeManifest(const Manifest& manifest) {
                       {"step", manifest.step},
                       {"world_size", manifest.world_size},
                       {"created_unix_ms", manifest.created_unix_ms},
-                      {"created_at", Iso8601Utc(manifest.created_unix_ms)},
+                      {"created_at", CreatedAt(manifest.created_unix_ms)},
                       {"checksum", "crc32c"},
                       {"blobs", std::move(blobs)}};
   return j.dump(1) + "\n";

@@ -40,46 +40,78 @@ class Communicator {
   virtual Backend backend() const = 0;
   virtual MemoryKind memory() const = 0;
 
-  // out = op over ranks of in. in == out is in-place. kAvg divides the sum by size().
-  virtual Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
+  // The collectives. Each public method checks its arguments the same way for
+  // every backend, then its health (Aborted once broken), returns OK at once
+  // when there is nothing to move (a zero count everywhere), and only then
+  // calls the backend's Do* method. InvalidArgument (the communicator stays
+  // usable) for: a null buffer where elements are to be read or written; an
+  // unknown DataType or ReduceOp; a root outside [0, size()); counts.size() !=
+  // size(); a byte size that overflows size_t; buffers that overlap other than
+  // in the in-place form stated below. Buffers of any other two calls may
+  // overlap freely; within one call, `in` and `out` are either disjoint or
+  // exactly the in-place form.
+
+  // out = op over ranks of in (count elements). In-place: in == out.
+  // kAvg divides the sum by size().
+  Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   // out (size()*count elements) = concatenation of every rank's in (count elements).
-  virtual Status Allgather(const void* in, void* out, size_t count, DataType type) = 0;
-  // Like Allgather with per-rank counts; counts.size() == size(), counts[rank()] elements in `in`.
-  virtual Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) = 0;
-  // out = root's in, count elements; in == out is in-place (non-roots' in is ignored).
-  virtual Status Broadcast(const void* in, void* out, size_t count, DataType type, int root) = 0;
+  // In-place: in == out + rank()*count elements (this rank's block of out already holds its input).
+  Status Allgather(const void* in, void* out, size_t count, DataType type);
+  // Like Allgather with per-rank counts (counts.size() == size()): in holds counts[rank()]
+  // elements, out the sum of counts. In-place: in == out + (sum of counts below rank()) elements.
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type);
+  // out = root's in, count elements. Non-roots' in is ignored (may be null).
+  // In-place: in == out (on the root; elsewhere out is simply overwritten).
+  Status Broadcast(const void* in, void* out, size_t count, DataType type, int root);
   // in has size()*count elements; out (count elements) = op over ranks of in's block rank().
-  // in == out is in-place: the result lands in the first count elements.
-  virtual Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
-  // in and out have size()*count elements; block j of in goes to rank j, block i of out came from rank i.
-  virtual Status Alltoall(const void* in, void* out, size_t count, DataType type) = 0;
-  virtual Status Barrier() = 0;
+  // In-place: in == out, and the result lands in the first count elements.
+  Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // in and out have size()*count elements; block j of in goes to rank j, block i of out
+  // came from rank i. In-place: in == out.
+  Status Alltoall(const void* in, void* out, size_t count, DataType type);
+  // Errors: Aborted only.
+  Status Barrier();
 
   // Creates the communicator of a subset of this one's ranks (a process set).
   // Collective over ALL ranks of this communicator, called with the same
   // `ranks` (sorted, unique, ranks of this communicator) and `name` everywhere.
   // Returns nullptr on ranks outside `ranks`. Errors: InvalidArgument, Aborted.
-  virtual StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) = 0;
+  StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name);
 
   // Whether Shrink can work now (the backend supports it and the communicator's
   // resources are still held). Safe from any thread.
   virtual bool can_shrink() const { return false; }
   // The communicator of the survivors when the ranks in `excluded` (sorted,
-  // unique ranks of this one) are gone: survivors keep their relative order
-  // (new rank = old rank minus the excluded ranks below it). Called by the
-  // survivors only, with the same `excluded` and `name`, and also -- that is the
-  // point -- on a communicator that was aborted by a failure or by Abort().
-  // Must not run concurrently with another call on this communicator.
-  // Errors: Unimplemented (the backend cannot shrink: build a new communicator),
-  // FailedPrecondition (its resources are already released: build a new one),
-  // InvalidArgument (bad `excluded`), Aborted (the shrink failed or timed out).
-  virtual StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, const std::string& name);
+  // unique ranks of this one, not this rank) are gone: survivors keep their
+  // relative order (new rank = old rank minus the excluded ranks below it).
+  // Called by the survivors only, with the same `excluded` and `name`, and also
+  // -- that is the point -- on a communicator that was aborted by a failure or
+  // by Abort(). Must not run concurrently with another call on this communicator.
+  // Errors: InvalidArgument (bad `excluded`), Unimplemented (the backend cannot
+  // shrink: build a new communicator), FailedPrecondition (its resources are
+  // already released: build a new one), Aborted (the shrink failed or timed out).
+  StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, const std::string& name);
 
   // Makes the communicator unusable and unblocks nothing-in-flight; every later
   // call returns Aborted. Idempotent. Safe from any thread.
   virtual void Abort(const std::string& reason) = 0;
   // OK while usable, otherwise the Aborted status that broke it.
   virtual Status health() const = 0;
+
+ protected:
+  // The backends' part: called only with checked arguments (as documented on
+  // the public method, a non-zero amount of data, the communicator healthy
+  // when the call began), from the one calling thread. Errors: Aborted.
+  virtual Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
+  virtual Status DoAllgather(const void* in, void* out, size_t count, DataType type) = 0;
+  virtual Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) = 0;
+  virtual Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) = 0;
+  virtual Status DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
+  virtual Status DoAlltoall(const void* in, void* out, size_t count, DataType type) = 0;
+  virtual Status DoBarrier() = 0;
+  virtual StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) = 0;
+  // Default: Unimplemented.
+  virtual StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name);
 };
 
 }  // namespace ringmaster::runtime

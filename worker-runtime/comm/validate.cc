@@ -32,3 +32,56 @@ Status CheckSubset(const std::vector<int>& ranks, int size) {
 }
 
 }  // namespace ringmaster::runtime
+
+namespace ringmaster::runtime {
+
+Status CheckDataType(DataType type, const char* op) {
+  switch (type) {
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUInt8:
+      return Status::Ok();
+  }
+  return InvalidArgumentError(std::string(op) + ": unknown data type " + std::to_string(static_cast<int>(type)));
+}
+
+Status CheckReduceOp(ReduceOp reduce, const char* op) {
+  switch (reduce) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+    case ReduceOp::kProduct:
+      return Status::Ok();
+  }
+  return InvalidArgumentError(std::string(op) + ": unknown reduce op " + std::to_string(static_cast<int>(reduce)));
+}
+
+StatusOr<size_t> CheckedBytes(size_t count, DataType type, size_t blocks, const char* op) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, DataTypeSize(type), &bytes) || __builtin_mul_overflow(bytes, blocks, &bytes)) {
+    return InvalidArgumentError(std::string(op) + ": " + std::to_string(count) + " elements of " +
+                                std::string(DataTypeName(type)) + " overflow the address space");
+  }
+  return bytes;
+}
+
+bool Overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  if (a == nullptr || b == nullptr || a_bytes == 0 || b_bytes == 0) return false;
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+Status CheckAliasing(const void* in, size_t in_bytes, const void* out, size_t out_bytes, size_t in_place_offset,
+                     const char* op) {
+  if (!Overlaps(in, in_bytes, out, out_bytes)) return Status::Ok();
+  if (in == static_cast<const uint8_t*>(out) + in_place_offset) return Status::Ok();
+  return InvalidArgumentError(std::string(op) + ": in and out overlap but in is not at out + " +
+                              std::to_string(in_place_offset) + " bytes (the in-place form)");
+}
+
+}  // namespace ringmaster::runtime

@@ -56,98 +56,111 @@ std::vector<uint64_t> RunStep(ElasticSampler& sampler, const SampleCursor& curso
   return all;
 }
 
-// The property: a random training run with world-size changes between steps,
-// failures that roll back to the last commit, and restores from older
-// checkpoints; every committed epoch must contain every sample exactly once.
+std::vector<uint64_t> PermutationSlice(uint64_t n, uint64_t seed, const StepPlan& plan) {
+  const std::vector<uint64_t> order = EpochPermutation(n, seed, plan.epoch);
+  return std::vector<uint64_t>(order.begin() + plan.global_begin, order.begin() + plan.global_begin + plan.global_size);
+}
+
+// How much of the property a run exercised.
+struct PropertyCounts {
+  int epochs_verified = 0, rollbacks = 0, restores = 0, resizes = 0;
+};
+
+// One random training run with world-size changes between steps, failures that
+// roll back to the last commit, and restores from older checkpoints; every
+// committed epoch must contain every sample exactly once.
+void RunRandomTrial(SplitMix64& rng, int trial, PropertyCounts* counts) {
+  const uint64_t n = (trial % 10 == 0) ? rng.Below(4) : rng.Below(250);
+  const uint64_t b = 1 + rng.Below(trial % 3 == 0 ? 300 : 40);  // sometimes B > N
+  const uint64_t seed = rng.Next();
+  const uint64_t epochs = 3;
+  ElasticSampler sampler = MakeSampler(n, b, seed);
+  const uint32_t max_world = static_cast<uint32_t>(std::min<uint64_t>(b + 5, 64));  // sometimes W > B
+  uint32_t world = 1 + static_cast<uint32_t>(rng.Below(max_world));
+
+  // Committed state: the serialized cursor plus, for the checker, which
+  // samples of the cursor's epoch have been committed.
+  struct Committed {
+    std::string cursor_bytes;
+    std::vector<int> seen;
+  };
+  Committed last{EncodeCursor({0, 0}), std::vector<int>(n, 0)};
+  Committed checkpoint = last;  // an older commit, persisted every few steps
+  SampleCursor cursor{0, 0};
+  std::vector<int> seen(n, 0);
+  std::vector<uint64_t> pending_redo;  // global batch of a step that failed before commit
+
+  for (int step = 0; cursor.epoch < epochs; ++step) {
+    ASSERT_LT(step, 100000) << "no progress";
+    if (rng.Below(4) == 0) {
+      world = 1 + static_cast<uint32_t>(rng.Below(max_world));
+      ++counts->resizes;
+    }
+    StepPlan plan;
+    std::vector<uint64_t> batch = RunStep(sampler, cursor, world, &plan);
+    ASSERT_FALSE(::testing::Test::HasFailure()) << "trial " << trial << " step " << step;
+    ASSERT_EQ(plan.epoch, cursor.epoch);
+    ASSERT_EQ(batch, PermutationSlice(n, seed, plan)) << "the global batch is the permutation slice after the cursor";
+    if (!pending_redo.empty()) {
+      // After a failure and a restore of the last commit, the next step
+      // re-yields exactly the uncommitted samples (whatever the new world).
+      std::vector<uint64_t> a = batch, p = pending_redo;
+      std::sort(a.begin(), a.end());
+      std::sort(p.begin(), p.end());
+      EXPECT_EQ(a, p) << "trial " << trial << " step " << step;
+      pending_redo.clear();
+    }
+
+    const uint64_t fate = rng.Below(10);
+    if (fate == 0) {  // fail before commit; restore the last commit
+      ++counts->rollbacks;
+      pending_redo = batch;
+      StatusOr<SampleCursor> restored = DecodeCursor(last.cursor_bytes);
+      ASSERT_OK(restored);
+      cursor = *restored;
+      seen = last.seen;
+      continue;
+    }
+    if (fate == 1) {  // lose the in-memory state; restore the older checkpoint
+      ++counts->restores;
+      StatusOr<SampleCursor> restored = DecodeCursor(checkpoint.cursor_bytes);
+      ASSERT_OK(restored);
+      cursor = *restored;
+      seen = checkpoint.seen;
+      last = checkpoint;
+      continue;
+    }
+    // Commit.
+    for (uint64_t id : batch) {
+      ASSERT_LT(id, n);
+      ++seen[id];
+    }
+    if (plan.ends_epoch) {
+      for (uint64_t id = 0; id < n; ++id) {
+        ASSERT_EQ(seen[id], 1) << "trial " << trial << " epoch " << plan.epoch << " sample " << id;
+      }
+      ++counts->epochs_verified;
+      std::fill(seen.begin(), seen.end(), 0);
+    }
+    cursor = plan.next;
+    last = Committed{EncodeCursor(cursor), seen};
+    if (rng.Below(3) == 0) checkpoint = last;
+  }
+}
+
+// The property over 400 random runs.
 TEST(ElasticSamplerPropertyTest, ExactlyOncePerEpochUnderResizesAndRollbacks) {
   SplitMix64 rng(20240601);
-  int epochs_verified = 0, rollbacks = 0, restores = 0, resizes = 0;
+  PropertyCounts counts;
   for (int trial = 0; trial < 400; ++trial) {
-    const uint64_t n = (trial % 10 == 0) ? rng.Below(4) : rng.Below(250);
-    const uint64_t b = 1 + rng.Below(trial % 3 == 0 ? 300 : 40);  // sometimes B > N
-    const uint64_t seed = rng.Next();
-    const uint64_t epochs = 3;
-    ElasticSampler sampler = MakeSampler(n, b, seed);
-    const uint32_t max_world = static_cast<uint32_t>(std::min<uint64_t>(b + 5, 64));  // sometimes W > B
-    uint32_t world = 1 + static_cast<uint32_t>(rng.Below(max_world));
-
-    // Committed state: the serialized cursor plus, for the checker, which
-    // samples of the cursor's epoch have been committed.
-    struct Committed {
-      std::string cursor_bytes;
-      std::vector<int> seen;
-    };
-    Committed last{EncodeCursor({0, 0}), std::vector<int>(n, 0)};
-    Committed checkpoint = last;  // an older commit, persisted every few steps
-    SampleCursor cursor{0, 0};
-    std::vector<int> seen(n, 0);
-    std::vector<uint64_t> pending_redo;  // global batch of a step that failed before commit
-
-    for (int step = 0; cursor.epoch < epochs; ++step) {
-      ASSERT_LT(step, 100000) << "no progress";
-      if (rng.Below(4) == 0) {
-        world = 1 + static_cast<uint32_t>(rng.Below(max_world));
-        ++resizes;
-      }
-      StepPlan plan;
-      std::vector<uint64_t> batch = RunStep(sampler, cursor, world, &plan);
-      ASSERT_FALSE(::testing::Test::HasFailure()) << "trial " << trial << " step " << step;
-      ASSERT_EQ(plan.epoch, cursor.epoch);
-      // The global batch is the permutation slice after the cursor.
-      const std::vector<uint64_t> order = EpochPermutation(n, seed, plan.epoch);
-      ASSERT_EQ(batch, std::vector<uint64_t>(order.begin() + plan.global_begin,
-                                             order.begin() + plan.global_begin + plan.global_size));
-      if (!pending_redo.empty()) {
-        // After a failure and a restore of the last commit, the next step
-        // re-yields exactly the uncommitted samples (whatever the new world).
-        std::vector<uint64_t> a = batch, p = pending_redo;
-        std::sort(a.begin(), a.end());
-        std::sort(p.begin(), p.end());
-        EXPECT_EQ(a, p) << "trial " << trial << " step " << step;
-        pending_redo.clear();
-      }
-
-      const uint64_t fate = rng.Below(10);
-      if (fate == 0) {  // fail before commit; restore the last commit
-        ++rollbacks;
-        pending_redo = batch;
-        StatusOr<SampleCursor> restored = DecodeCursor(last.cursor_bytes);
-        ASSERT_OK(restored);
-        cursor = *restored;
-        seen = last.seen;
-        continue;
-      }
-      if (fate == 1) {  // lose the in-memory state; restore the older checkpoint
-        ++restores;
-        StatusOr<SampleCursor> restored = DecodeCursor(checkpoint.cursor_bytes);
-        ASSERT_OK(restored);
-        cursor = *restored;
-        seen = checkpoint.seen;
-        last = checkpoint;
-        continue;
-      }
-      // Commit.
-      for (uint64_t id : batch) {
-        ASSERT_LT(id, n);
-        ++seen[id];
-      }
-      if (plan.ends_epoch) {
-        for (uint64_t id = 0; id < n; ++id) {
-          ASSERT_EQ(seen[id], 1) << "trial " << trial << " epoch " << plan.epoch << " sample " << id;
-        }
-        ++epochs_verified;
-        std::fill(seen.begin(), seen.end(), 0);
-      }
-      cursor = plan.next;
-      last = Committed{EncodeCursor(cursor), seen};
-      if (rng.Below(3) == 0) checkpoint = last;
-    }
+    RunRandomTrial(rng, trial, &counts);
+    ASSERT_FALSE(HasFatalFailure()) << "trial " << trial;
   }
   // The run really exercised what it claims to.
-  EXPECT_GE(epochs_verified, 1000);
-  EXPECT_GT(rollbacks, 100);
-  EXPECT_GT(restores, 100);
-  EXPECT_GT(resizes, 100);
+  EXPECT_GE(counts.epochs_verified, 1000);
+  EXPECT_GT(counts.rollbacks, 100);
+  EXPECT_GT(counts.restores, 100);
+  EXPECT_GT(counts.resizes, 100);
 }
 
 TEST(ElasticSamplerTest, ShareRule) {

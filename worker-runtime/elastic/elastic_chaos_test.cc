@@ -10,6 +10,9 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "api/names.h"
 #include "checkpoint/checkpoint_store.h"
 #include "testing/chaos_harness.h"
 #include "base/status_test_macros.h"
@@ -33,6 +36,27 @@ class ElasticChaosTest : public ::testing::Test {
 TEST_F(ElasticChaosTest, NoChaosFourWorkersMatchOne) {
   ASSERT_EQ(Launch(Out(), "--np 4"), 0);
   ExpectMatchesReference(Out());
+}
+
+// The runtime configuration a worker is given through its environment is honoured: with
+// RINGMASTER_TIMELINE set, every worker writes a Chrome trace of its collectives, across the
+// rebuild that a killed worker causes, and training still matches the reference.
+TEST_F(ElasticChaosTest, TimelineFromTheEnvironmentIsWrittenByEveryWorker) {
+  const std::string pattern = Out() + "/timeline.{rank}.json";
+  ASSERT_EQ(Launch(Out(), "--np 3 --min 2 --chaos kill@5:2", kPaced,
+                   std::string(ringmaster::api::env::kTimeline) + "='" + pattern + "'"),
+            0);
+  ExpectMatchesReference(Out(), 2);
+  for (int rank : {0, 1}) {
+    const std::string path = Out() + "/timeline." + std::to_string(rank) + ".json";
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << path << " was not written";
+    nlohmann::json events = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(events.is_array()) << path << " is not a JSON array";
+    int gradient_runs = 0;
+    for (const auto& e : events) gradient_runs += e.value("name", "") == "RUN" && e["args"].value("tensor", "") == "grad";
+    EXPECT_GE(gradient_runs, kSteps) << path;  // every step's gradient allreduce, in every generation
+  }
 }
 
 TEST_F(ElasticChaosTest, Float32WorkersMatchOneWithinFloat32Rounding) {

@@ -54,7 +54,12 @@ StatusOr<int> StepContext::ProcessSet(const std::string& name) const {
 }
 
 ElasticDriver::ElasticDriver(ElasticOptions options, membership::MembershipSource* source, ElasticState* state)
-    : options_(std::move(options)), source_(source), state_(state) {}
+    : options_(std::move(options)), source_(source), state_(state), process_set_rules_(options_.process_sets) {
+  // Static sets by rank (RINGMASTER_PROCESS_SETS) hold in every generation as far as it has the ranks.
+  for (size_t i = 0; i < options_.runtime.process_sets.size(); ++i) {
+    process_set_rules_.push_back(SetOfRanks("static:" + std::to_string(i), options_.runtime.process_sets[i]));
+  }
+}
 
 ElasticDriver::~ElasticDriver() {
   std::lock_guard lock(mu_);
@@ -65,7 +70,7 @@ ElasticDriver::~ElasticDriver() {
 }
 
 void ElasticDriver::Log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+  ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
 }
 
 RebuildStats ElasticDriver::last_rebuild() const {
@@ -102,45 +107,7 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
 
   // 1. Rendezvous.
   auto t = Clock::now();
-  {
-    std::lock_guard lock(mu_);
-    if (rank == 0 && server_->generation() < StoreGeneration(gen, attempt_)) {
-      RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(StoreGeneration(gen, attempt_)));
-    }
-  }
-  std::string coordinator = record.coordinator.empty() ? record.members[0].address : record.coordinator;
-  RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
-  std::shared_ptr<runtime::StoreClient> client;
-  for (;;) {
-    if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
-    runtime::StoreClientOptions co;
-    co.host = hp.first;
-    co.port = hp.second;
-    co.secret = options_.secret;
-    co.generation = StoreGeneration(gen, attempt_);
-    co.rank = rank;
-    co.connect_timeout = 300ms;
-    co.io_timeout = options_.rebuild_timeout;
-    auto c = runtime::StoreClient::Connect(co);
-    Status probe = c.status();
-    if (c.ok()) {
-      // The server answers Unavailable until rank 0 has advanced it to this generation.
-      probe = (*c)->Add("elastic.joined", 1).status();
-      if (probe.ok()) {
-        client = std::move(c).value();
-        break;
-      }
-    }
-    if (probe.code() == StatusCode::kUnauthenticated) return probe;
-    if (probe.code() == StatusCode::kAborted) {
-      // Rank 0 is at a later attempt of this generation (or a newer generation): follow it.
-      if (attempt_ + 1 >= kAttempts) return probe.WithContext("rendezvous at " + coordinator);
-      ++attempt_;
-      continue;
-    }
-    if (Clock::now() > deadline) return probe.WithContext("rendezvous at " + coordinator);
-    std::this_thread::sleep_for(50ms);
-  }
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<runtime::StoreClient> client, Rendezvous(record, rank, deadline));
   stats->rendezvous = Seconds(t);
 
   // 2. Communicator.
@@ -148,6 +115,8 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   runtime::RuntimeConfig config = options_.runtime;
   config.name = "g" + std::to_string(gen) + "." + std::to_string(attempt_);
   config.timeout = std::min(config.timeout, options_.rebuild_timeout);
+  config.process_sets.clear();  // re-created by rule (CreateProcessSets)
+  RINGMASTER_RETURN_IF_ERROR(OpenTimeline(rank));
   auto created = CreateWorld(config, client, record, rank, stats);
   {
     std::lock_guard lock(mu_);
@@ -169,6 +138,48 @@ Status ElasticDriver::Build(const MembershipRecord& record, RebuildStats* stats)
   RINGMASTER_RETURN_IF_ERROR(Sync(*rt, stats));
   stats->restore = Seconds(t);
   return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const MembershipRecord& record, int rank,
+                                                                            Clock::time_point deadline) {
+  const int64_t gen = record.generation;
+  {
+    std::lock_guard lock(mu_);
+    if (rank == 0 && server_->generation() < StoreGeneration(gen, attempt_)) {
+      RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(StoreGeneration(gen, attempt_)));
+    }
+  }
+  std::string coordinator = record.coordinator.empty() ? record.members[0].address : record.coordinator;
+  RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
+  for (;;) {
+    if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
+    runtime::StoreClientOptions co;
+    co.host = hp.first;
+    co.port = hp.second;
+    co.secret = options_.secret;
+    co.generation = StoreGeneration(gen, attempt_);
+    co.rank = rank;
+    co.connect_timeout = 300ms;
+    co.io_timeout = options_.rebuild_timeout;
+    auto c = runtime::StoreClient::Connect(co);
+    Status probe = c.status();
+    if (c.ok()) {
+      // The server answers Unavailable until rank 0 has advanced it to this generation.
+      probe = (*c)->Add("elastic.joined", 1).status();
+      if (probe.ok()) {
+        return std::shared_ptr<runtime::StoreClient>(std::move(c).value());
+      }
+    }
+    if (probe.code() == StatusCode::kUnauthenticated) return probe;
+    if (probe.code() == StatusCode::kAborted) {
+      // Rank 0 is at a later attempt of this generation (or a newer generation): follow it.
+      if (attempt_ + 1 >= kAttempts) return probe.WithContext("rendezvous at " + coordinator);
+      ++attempt_;
+      continue;
+    }
+    if (Clock::now() > deadline) return probe.WithContext("rendezvous at " + coordinator);
+    std::this_thread::sleep_for(50ms);
+  }
 }
 
 StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const runtime::RuntimeConfig& config,
@@ -195,10 +206,10 @@ StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const run
     Log("communicator: shrinking generation " + std::to_string(parent_record_.generation) + "'s (" + plan.why +
         ", " + std::to_string(plan.excluded.size()) + " ranks excluded)");
     stats->shrunk = true;
-    return runtime::Runtime::CreateByShrinking(config, std::move(store), *parent, plan.excluded);
+    return runtime::Runtime::CreateByShrinking(config, std::move(store), *parent, plan.excluded, timeline_);
   }
   if (parent) Log("communicator: a fresh build (" + plan.why + ")");
-  return runtime::Runtime::Create(config, std::move(store), rank, record.world_size());
+  return runtime::Runtime::Create(config, std::move(store), rank, record.world_size(), timeline_);
 }
 
 void ElasticDriver::Quiesce(const std::string& why) {
@@ -215,8 +226,8 @@ void ElasticDriver::Quiesce(const std::string& why) {
 
 Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const MembershipRecord& record) {
   process_sets_.clear();
-  if (options_.process_sets.empty()) return Status::Ok();
-  RINGMASTER_ASSIGN_OR_RETURN(auto sets, EvaluateProcessSetRules(options_.process_sets, record));
+  if (process_set_rules_.empty()) return Status::Ok();
+  RINGMASTER_ASSIGN_OR_RETURN(auto sets, EvaluateProcessSetRules(process_set_rules_, record));
   std::string summary;
   for (auto& set : sets) {
     std::string ranks;
@@ -303,47 +314,133 @@ StatusOr<MembershipRecord> ElasticDriver::NextRecord(const MembershipRecord& cur
   return current;
 }
 
-StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore) {
+Status ElasticDriver::OpenTimeline(int rank) {
+  if (timeline_ || options_.runtime.timeline_path.empty()) return Status::Ok();
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Timeline> opened,
+                              runtime::OpenTimelineForRank(options_.runtime.timeline_path, rank));
+  timeline_ = std::move(opened);
+  return Status::Ok();
+}
+
+Status ElasticDriver::CheckOptions() const {
   if (options_.worker_id.empty()) return InvalidArgumentError("elastic: empty worker id");
   if (options_.secret.empty()) return InvalidArgumentError("elastic: empty job secret");
   if (options_.min_size < 1) return InvalidArgumentError("elastic: min size must be >= 1");
+  return Status::Ok();
+}
 
-  if (options_.checkpoints != nullptr) {
-    auto loaded = options_.checkpoints->LoadLatest();
-    if (loaded.ok() && loaded->blobs.count("state")) {
-      const auto& b = loaded->blobs.find("state")->second;
-      Status s = state_->Adopt(std::string_view(reinterpret_cast<const char*>(b.data.get()), b.size));
-      if (s.ok()) {
-        if (options_.metrics) options_.metrics->CheckpointRestored(loaded->stats.seconds, loaded->stats.bytes);
-        Log("loaded checkpoint step " + std::to_string(state_->committed_step()) + " from " + loaded->path);
-      } else {
-        Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
-      }
+void ElasticDriver::LoadNewestCheckpoint() {
+  if (options_.checkpoints == nullptr) return;
+  auto loaded = options_.checkpoints->LoadLatest();
+  if (loaded.ok() && loaded->blobs.count("state")) {
+    const auto& b = loaded->blobs.find("state")->second;
+    Status s = state_->Adopt(std::string_view(reinterpret_cast<const char*>(b.data.get()), b.size));
+    if (s.ok()) {
+      if (options_.metrics) options_.metrics->CheckpointRestored(loaded->stats.seconds, loaded->stats.bytes);
+      Log("loaded checkpoint step " + std::to_string(state_->committed_step()) + " from " + loaded->path);
+    } else {
+      Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
     }
   }
+  if (!writer_) writer_ = std::make_unique<runtime::checkpoint::AsyncCheckpointWriter>(options_.checkpoints);
+}
 
-  if (options_.checkpoints != nullptr && !writer_) {
-    writer_ = std::make_unique<runtime::checkpoint::AsyncCheckpointWriter>(options_.checkpoints);
+// Binds the store port now and keeps it for the worker's lifetime, so nothing else takes it before this
+// worker becomes rank 0 (the server refuses every generation until it is advanced to one).
+Status ElasticDriver::ServeStore() {
+  std::lock_guard lock(mu_);
+  if (server_) return Status::Ok();
+  runtime::StoreServerOptions so;
+  so.host = options_.store_host;
+  so.port = options_.store_port;
+  so.secret = options_.secret;
+  so.generation = 0;
+  auto server = runtime::StoreServer::Start(so);
+  if (!server.ok()) return server.status().WithContext("serving the store on port " + std::to_string(options_.store_port));
+  server_ = std::move(server).value();
+  return Status::Ok();
+}
+
+StatusOr<bool> ElasticDriver::ChooseRecord(MembershipRecord& record) {
+  for (;;) {
+    MembershipRecord latest = source_->Latest();
+    if (latest.generation > record.generation) record = latest;
+    Quiesce("rebuilding");
+    const bool member = record.Find(options_.worker_id) != nullptr;
+    if (!member && joined_generation_.load() != 0) {
+      Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
+          std::to_string(state_->committed_step()) + " committed");
+      return false;
+    }
+    if (member && record.world_size() >= options_.min_size) return true;
+    if (member) {
+      Log("generation " + std::to_string(record.generation) + " has " + std::to_string(record.world_size()) +
+          " workers, below the minimum " + std::to_string(options_.min_size) + ": paused until the next generation");
+    }
+    // A newcomer started before the record that adds it was published, or the job is paused: wait.
+    auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
+    if (!next.ok()) return next.status();
+    record = std::move(next).value();
   }
+}
 
-  // Bind the store port now and keep it for the worker's lifetime, so nothing else takes it before this
-  // worker becomes rank 0 (the server refuses every generation until it is advanced to one).
+void ElasticDriver::ReportRebuild(const MembershipRecord& record, RebuildStats& stats, int64_t& local_step) {
+  stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
+  local_step = state_->committed_step();
+  joined_generation_.store(record.generation);
+  if (options_.metrics) {
+    options_.metrics->Joined(record.generation, record.world_size());
+    options_.metrics->Rebuilt(stats);
+  }
   {
     std::lock_guard lock(mu_);
-    if (!server_) {
-      runtime::StoreServerOptions so;
-      so.host = options_.store_host;
-      so.port = options_.store_port;
-      so.secret = options_.secret;
-      so.generation = 0;
-      auto server = runtime::StoreServer::Start(so);
-      if (!server.ok()) return server.status().WithContext("serving the store on port " + std::to_string(options_.store_port));
-      server_ = std::move(server).value();
-    }
+    last_rebuild_ = stats;
   }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "generation %lld ready: detect %.3fs rendezvous %.3fs communicator %.3fs (%s) restore %.3fs, "
+                "resuming at step %lld (%lld local steps rolled back)",
+                static_cast<long long>(record.generation), stats.detect, stats.rendezvous, stats.communicator,
+                stats.shrunk ? "shrunk" : "new", stats.restore, static_cast<long long>(state_->committed_step()),
+                static_cast<long long>(stats.steps_lost));
+  Log(line);
+}
+
+Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step, const MembershipRecord& record,
+                                 int64_t& local_step) {
+  std::shared_ptr<runtime::Runtime> rt;
+  {
+    std::lock_guard lock(mu_);
+    rt = runtime_;
+  }
+  while (state_->committed_step() < total_steps) {
+    if (Superseded(record.generation)) return AbortedError("membership generation " + std::to_string(newest_seen_.load()));
+    StepContext ctx{rt.get(), record.generation, static_cast<int64_t>(StoreGeneration(record.generation, attempt_)),
+                    state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
+    ++local_step;
+    const auto step_start = Clock::now();
+    auto next = step(ctx);
+    if (!next.ok()) return next.status();
+    if (options_.metrics) options_.metrics->Step(Seconds(step_start));
+    state_->Commit(ctx.step + 1, *next);
+    MaybeCheckpoint(*rt);
+  }
+  return Status::Ok();
+}
+
+void ElasticDriver::FinishSaves() {
+  if (!writer_) return;
+  Status saved = writer_->Wait();  // the final step's checkpoint is on disk before we report success
+  ReportSaves();
+  if (!saved.ok()) Log("the last checkpoint failed: " + saved.ToString());
+}
+
+StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore) {
+  RINGMASTER_RETURN_IF_ERROR(CheckOptions());
+  LoadNewestCheckpoint();
+  RINGMASTER_RETURN_IF_ERROR(ServeStore());
   // Ready for the operator (the pod's readiness probe): only Ready pods are admitted to a membership.
   if (options_.metrics) options_.metrics->Available();
-
   // Nothing committed and no checkpoint: the program's initial bytes are step 0.
   if (!state_->has_state()) state_->Commit(0, {});
 
@@ -366,30 +463,8 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
   auto failure_time = Clock::now();
   int64_t local_step = state_->committed_step();  // steps computed locally (committed or not)
   for (;;) {
-    // Join the newest record.
-    MembershipRecord latest = source_->Latest();
-    if (latest.generation > record.generation) record = latest;
-    Quiesce("rebuilding");
-    if (record.Find(options_.worker_id) == nullptr && joined_generation_.load() == 0) {
-      // A newcomer started before the record that adds it was published: wait for it.
-      auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
-      if (!next.ok()) return next.status();
-      record = std::move(next).value();
-      continue;
-    }
-    if (record.Find(options_.worker_id) == nullptr) {
-      Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
-          std::to_string(state_->committed_step()) + " committed");
-      return ElasticResult::kLeft;
-    }
-    if (record.world_size() < options_.min_size) {
-      Log("generation " + std::to_string(record.generation) + " has " + std::to_string(record.world_size()) +
-          " workers, below the minimum " + std::to_string(options_.min_size) + ": paused until the next generation");
-      auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));
-      if (!next.ok()) return next.status();
-      record = std::move(next).value();
-      continue;
-    }
+    RINGMASTER_ASSIGN_OR_RETURN(bool member, ChooseRecord(record));
+    if (!member) return ElasticResult::kLeft;
     RebuildStats stats;
     stats.generation = record.generation;
     stats.detect = Seconds(failure_time);
@@ -398,64 +473,18 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     Status built = Build(record, &stats);
     if (!built.ok()) {
       Log("generation " + std::to_string(record.generation) + " abandoned: " + built.ToString());
-      if (built.code() == StatusCode::kInternal || built.code() == StatusCode::kUnauthenticated ||
-          built.code() == StatusCode::kInvalidArgument) {
+      const StatusCode code = built.code();
+      if (code == StatusCode::kInternal || code == StatusCode::kUnauthenticated || code == StatusCode::kInvalidArgument) {
         return built;
       }
       RINGMASTER_ASSIGN_OR_RETURN(record, NextRecord(record));
       continue;
     }
-    stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
-    local_step = state_->committed_step();
-    joined_generation_.store(record.generation);
-    if (options_.metrics) {
-      options_.metrics->Joined(record.generation, record.world_size());
-      options_.metrics->Rebuilt(stats);
-    }
-    {
-      std::lock_guard lock(mu_);
-      last_rebuild_ = stats;
-    }
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "generation %lld ready: detect %.3fs rendezvous %.3fs communicator %.3fs (%s) restore %.3fs, "
-                  "resuming at step %lld (%lld local steps rolled back)",
-                  static_cast<long long>(record.generation), stats.detect, stats.rendezvous, stats.communicator,
-                  stats.shrunk ? "shrunk" : "new", stats.restore, static_cast<long long>(state_->committed_step()),
-                  static_cast<long long>(stats.steps_lost));
-    Log(line);
+    ReportRebuild(record, stats, local_step);
     if (on_restore) on_restore(static_cast<int64_t>(StoreGeneration(record.generation, attempt_)), state_->committed_step());
-
-    std::shared_ptr<runtime::Runtime> rt;
-    {
-      std::lock_guard lock(mu_);
-      rt = runtime_;
-    }
-    Status failed;
-    while (state_->committed_step() < total_steps) {
-      if (Superseded(record.generation)) {
-        failed = AbortedError("membership generation " + std::to_string(newest_seen_.load()));
-        break;
-      }
-      StepContext ctx{rt.get(), record.generation, static_cast<int64_t>(StoreGeneration(record.generation, attempt_)),
-                      state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
-      ++local_step;
-      const auto step_start = Clock::now();
-      auto next = step(ctx);
-      if (!next.ok()) {
-        failed = next.status();
-        break;
-      }
-      if (options_.metrics) options_.metrics->Step(Seconds(step_start));
-      state_->Commit(ctx.step + 1, *next);
-      MaybeCheckpoint(*rt);
-    }
+    Status failed = TrainUntil(total_steps, step, record, local_step);
     if (failed.ok()) {
-      if (writer_) {
-        Status saved = writer_->Wait();  // the final step's checkpoint is on disk before we report success
-        ReportSaves();
-        if (!saved.ok()) Log("the last checkpoint failed: " + saved.ToString());
-      }
+      FinishSaves();
       return ElasticResult::kFinished;
     }
     if (!IsMembershipFailure(failed.code())) return failed;

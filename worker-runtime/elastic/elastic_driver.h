@@ -15,6 +15,12 @@
 //      then every process set of options.process_sets re-split from the new
 //      world (process_set_rules.h: sets by worker id or placement, never by
 //      stale ranks);
+//      The runtime configuration (options.runtime, parsed once at start from
+//      RINGMASTER_*) holds in every generation: backend, fusion threshold,
+//      cycle time; one timeline file for the whole run (RINGMASTER_TIMELINE,
+//      "{rank}" = the rank in the first generation this worker writes it);
+//      its static process sets (RINGMASTER_PROCESS_SETS) become the sets
+//      "static:<i>" of the ranks the generation has;
 //   3. restore: allreduce MAX of committed steps, the lowest rank holding the
 //      newest commit broadcasts its state, everyone Restore()s (work since the
 //      last commit is rolled back); the data cursor comes with the state, so
@@ -49,12 +55,14 @@
 #include <string>
 #include <string_view>
 
+#include "base/log.h"
 #include "checkpoint/async_checkpoint_writer.h"
 #include "checkpoint/checkpoint_store.h"
 #include "elastic/elastic_state.h"
 #include "elastic/process_set_rules.h"
 #include "membership/membership_source.h"
 #include "runtime/runtime.h"
+#include "store/store_client.h"
 #include "store/store_server.h"
 
 namespace ringmaster::elastic {
@@ -70,10 +78,11 @@ struct ElasticOptions {
   uint16_t store_port = 0;               // its port (the coordinator's port in the records)
   int min_size = 1;                      // below this the job pauses
   std::chrono::milliseconds rebuild_timeout{15000};  // each rendezvous/collective of a rebuild
-  runtime::RuntimeConfig runtime;        // backend, collective timeout; `name` is set per generation
+  runtime::RuntimeConfig runtime;        // parsed once at start; `name` is set per generation, `timeout`
+                                         // capped at rebuild_timeout
   runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
-  std::function<void(std::string_view)> log;  // progress lines for a person; may be empty
+  LogSink log;  // progress lines for a person; may be empty
   WorkerMetrics* metrics = nullptr;      // not owned; may be null
   std::vector<ProcessSetRule> process_sets;  // re-created in every generation, in this order
 };
@@ -129,8 +138,28 @@ class ElasticDriver {
 
  private:
   void Log(const std::string& line) const;
+  // The steps of Run.
+  Status CheckOptions() const;
+  void LoadNewestCheckpoint();
+  Status ServeStore();
+  // Settles on the record to build next (quiescing the current runtime): false when this
+  // worker has left the job. Waits while it is not yet a member or the world is too small.
+  StatusOr<bool> ChooseRecord(membership::MembershipRecord& record);
+  // Publishes a finished rebuild: metrics, last_rebuild(), the log line.
+  void ReportRebuild(const membership::MembershipRecord& record, RebuildStats& stats, int64_t& local_step);
+  // Runs steps until total_steps are committed (OK) or one fails (its error).
+  Status TrainUntil(int64_t total_steps, const StepFn& step, const membership::MembershipRecord& record,
+                    int64_t& local_step);
+  // Waits for the last checkpoint save and reports it.
+  void FinishSaves();
+  // Opens the run's timeline once this worker's rank says it writes one.
+  Status OpenTimeline(int rank);
   void Watch();
   Status Build(const membership::MembershipRecord& record, RebuildStats* stats);
+  // Build's first step: a client of rank 0's store at this build's store generation (following rank 0
+  // to a later attempt). Rank 0 advances its own server first.
+  StatusOr<std::shared_ptr<runtime::StoreClient>> Rendezvous(const membership::MembershipRecord& record, int rank,
+                                                             std::chrono::steady_clock::time_point deadline);
   Status Sync(runtime::Runtime& rt, RebuildStats* stats);
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
   Status CreateProcessSets(runtime::Runtime& rt, const membership::MembershipRecord& record);
@@ -169,6 +198,8 @@ class ElasticDriver {
   int64_t parent_incarnation_ = 0;
   membership::MembershipRecord built_record_;  // the record of runtime_
   uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
+  std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
+  std::shared_ptr<runtime::Timeline> timeline_;   // of the whole run, once opened
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).

@@ -18,6 +18,18 @@ ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_id
   };
 }
 
+ProcessSetRule SetOfRanks(std::string name, std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return [name = std::move(name), ranks = std::move(ranks)](const membership::MembershipRecord& record) {
+    NamedProcessSet set{name, {}};
+    for (int r : ranks) {
+      if (r >= 0 && r < record.world_size()) set.ranks.push_back(r);
+    }
+    return std::vector<NamedProcessSet>{std::move(set)};
+  };
+}
+
 ProcessSetRule SetsPerNode() {
   return [](const membership::MembershipRecord& record) {
     std::map<std::string, std::vector<int>> by_node;  // ordered by node name: the same order on every rank

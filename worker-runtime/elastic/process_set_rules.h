@@ -35,6 +35,10 @@ using ProcessSetRule = std::function<std::vector<NamedProcessSet>(const membersh
 // The set `name` of these worker ids (pods); absent ones are left out.
 ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_ids);
 
+// The set `name` of these world ranks, as far as the generation has them (ranks
+// move when workers leave: for the static sets of RINGMASTER_PROCESS_SETS).
+ProcessSetRule SetOfRanks(std::string name, std::vector<int> ranks);
+
 // One set "node:<node>" per node with the ranks on it, and "node-leaders" with
 // the lowest rank of each node (Horovod's local and cross communicators).
 ProcessSetRule SetsPerNode();

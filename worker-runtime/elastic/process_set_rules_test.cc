@@ -31,6 +31,20 @@ TEST(ProcessSetRulesTest, SetOfWorkersFollowsTheWorkersAcrossGenerations) {
   EXPECT_EQ(rule(Record({{"w1", "a"}, {"w4", "c"}}))[0].ranks, (std::vector<int>{0}));
 }
 
+// RINGMASTER_PROCESS_SETS under the driver: the static sets keep the ranks each generation has.
+TEST(ProcessSetRulesTest, SetOfRanksKeepsTheRanksTheGenerationHas) {
+  auto rule = SetOfRanks("static:0", {3, 0, 2, 2});
+  auto four = rule(Record({{"w0", "a"}, {"w1", "a"}, {"w2", "b"}, {"w3", "b"}}));
+  ASSERT_EQ(four.size(), 1u);
+  EXPECT_EQ(four[0].name, "static:0");
+  EXPECT_EQ(four[0].ranks, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(rule(Record({{"w0", "a"}, {"w1", "a"}, {"w2", "b"}}))[0].ranks, (std::vector<int>{0, 2}));
+  // A generation without any of them: the set has no members, so it does not exist there.
+  auto none = EvaluateProcessSetRules({SetOfRanks("static:1", {5})}, Record({{"w0", "a"}}));
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->empty());
+}
+
 TEST(ProcessSetRulesTest, SetsPerNodeGivesLocalSetsAndLeaders) {
   auto sets = SetsPerNode()(Record({{"w0", "b"}, {"w1", "a"}, {"w2", "b"}, {"w3", "a"}, {"w4", "c"}}));
   ASSERT_EQ(sets.size(), 4u);

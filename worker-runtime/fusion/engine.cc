@@ -169,9 +169,22 @@ void Engine::RunCycle(std::vector<std::unique_ptr<Item>> items) {
   flush();
 }
 
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
 Status Engine::RunBatch(const Batch& batch) {
   Timeline* tl = options_.timeline;
   Request& first = *batch.requests.front();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.launches;
+    if (batch.fused()) {
+      ++stats_.fused_launches;
+      stats_.fused_requests += batch.requests.size();
+    }
+  }
   if (batch.fused()) {
     auto t0 = Clock::now();
     PackBatch(batch, fusion_buffer_);

@@ -42,6 +42,14 @@ struct EngineOptions {
   Timeline* timeline = nullptr;   // not owned; may be null; must outlive the engine
 };
 
+// What an engine has run so far: launches are calls into the data communicator
+// (a fused batch is one launch, an unfused collective one each).
+struct EngineStats {
+  uint64_t launches = 0;
+  uint64_t fused_launches = 0;   // launches that carried more than one request
+  uint64_t fused_requests = 0;   // requests carried by those
+};
+
 class Engine {
  public:
   // data runs the collectives; control (host memory) runs the negotiation.
@@ -60,6 +68,7 @@ class Engine {
   Handle SubmitTask(std::string name, std::function<Status(Communicator& data, Communicator& control)> fn);
 
   void Abort(const std::string& reason);
+  EngineStats stats() const;
   int rank() const { return data_->rank(); }
   int size() const { return data_->size(); }
   const std::shared_ptr<Communicator>& data() const { return data_; }
@@ -86,9 +95,10 @@ class Engine {
   // Used only by the engine thread.
   std::vector<uint8_t> fusion_buffer_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   // Guarded by mu_.
+  EngineStats stats_;
   bool stopping_ = false;
   std::deque<std::unique_ptr<Item>> queue_;
   size_t queued_bytes_ = 0;

@@ -57,11 +57,6 @@ void IgnoreSigpipeOnce() {
   });
 }
 
-bool Overlaps(const void* a, size_t an, const void* b, size_t bn) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bn && pb < pa + an;
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(std::shared_ptr<Store> store, std::string prefix,
@@ -147,11 +142,8 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
   return health();
 }
 
-Status GlooCommunicator::Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "allreduce"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   const size_t bytes = count * DataTypeSize(type);
-  if (count == 0) return Status::Ok();
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
@@ -172,11 +164,8 @@ Status GlooCommunicator::Allreduce(const void* in, void* out, size_t count, Data
   });
 }
 
-Status GlooCommunicator::Allgather(const void* in, void* out, size_t count, DataType type) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "allgather"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status GlooCommunicator::DoAllgather(const void* in, void* out, size_t count, DataType type) {
   const size_t bytes = count * DataTypeSize(type);
-  if (count == 0) return Status::Ok();
   auto* o = static_cast<uint8_t*>(out);
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
@@ -198,28 +187,18 @@ Status GlooCommunicator::Allgather(const void* in, void* out, size_t count, Data
   });
 }
 
-Status GlooCommunicator::Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
-  if (counts.size() != static_cast<size_t>(size_)) {
-    return InvalidArgumentError("allgatherv: " + std::to_string(counts.size()) + " counts for " +
-                                std::to_string(size_) + " ranks");
-  }
-  size_t total = 0;
-  for (size_t c : counts) total += c;
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, in, counts[rank_], "allgatherv input"));
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(out, out, total, "allgatherv output"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status GlooCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
   const size_t esize = DataTypeSize(type);
   const size_t my_bytes = counts[rank_] * esize;
   if (size_ == 1) {
     if (in != out && my_bytes > 0) std::memmove(out, in, my_bytes);
     return Status::Ok();
   }
-  // Gather from a copy (in may alias out); never from a null pointer, even for 0 bytes.
+  // Gather from a copy (in may be this rank's block of out); never from a null pointer, even for 0 bytes.
   std::vector<uint8_t> copy(std::max<size_t>(my_bytes, 1));
   if (my_bytes > 0) std::memcpy(copy.data(), in, my_bytes);
   std::vector<size_t> byte_counts;
   for (size_t c : counts) byte_counts.push_back(c * esize);
-  if (total == 0) return Status::Ok();
   return Guard("allgatherv", [&] {
     gloo::AllgathervOptions opts(context_);
     opts.setInput<uint8_t>(copy.data(), my_bytes);
@@ -229,12 +208,8 @@ Status GlooCommunicator::Allgatherv(const void* in, void* out, const std::vector
   });
 }
 
-Status GlooCommunicator::Broadcast(const void* in, void* out, size_t count, DataType type, int root) {
-  RINGMASTER_RETURN_IF_ERROR(CheckRoot(root, size_));
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(rank_ == root ? in : out, out, count, "broadcast"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status GlooCommunicator::DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) {
   const size_t bytes = count * DataTypeSize(type);
-  if (count == 0) return Status::Ok();
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
@@ -249,10 +224,7 @@ Status GlooCommunicator::Broadcast(const void* in, void* out, size_t count, Data
   });
 }
 
-Status GlooCommunicator::ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "reduce-scatter"));
-  RINGMASTER_RETURN_IF_ERROR(health());
-  if (count == 0) return Status::Ok();
+Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, count * DataTypeSize(type));
     return Status::Ok();
@@ -292,11 +264,8 @@ Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t cou
   return Status::Ok();
 }
 
-Status GlooCommunicator::Alltoall(const void* in, void* out, size_t count, DataType type) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "alltoall"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status GlooCommunicator::DoAlltoall(const void* in, void* out, size_t count, DataType type) {
   const size_t bytes = count * DataTypeSize(type) * size_;
-  if (count == 0) return Status::Ok();
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
@@ -316,8 +285,7 @@ Status GlooCommunicator::Alltoall(const void* in, void* out, size_t count, DataT
   });
 }
 
-Status GlooCommunicator::Barrier() {
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status GlooCommunicator::DoBarrier() {
   if (size_ == 1) return Status::Ok();
   return Guard("barrier", [&] {
     gloo::BarrierOptions opts(context_);
@@ -326,10 +294,8 @@ Status GlooCommunicator::Barrier() {
   });
 }
 
-StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Split(const std::vector<int>& ranks,
+StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::DoSplit(const std::vector<int>& ranks,
                                                                 const std::string& name) {
-  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
-  RINGMASTER_RETURN_IF_ERROR(health());
   // Gloo needs no collective over the parent: members rendezvous among themselves.
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == rank_) {

@@ -48,16 +48,18 @@ class GlooCommunicator : public Communicator {
   Backend backend() const override { return Backend::kGloo; }
   MemoryKind memory() const override { return MemoryKind::kHost; }
 
-  Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status Allgather(const void* in, void* out, size_t count, DataType type) override;
-  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
-  Status Broadcast(const void* in, void* out, size_t count, DataType type, int root) override;
-  Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status Alltoall(const void* in, void* out, size_t count, DataType type) override;
-  Status Barrier() override;
-  StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) override;
   void Abort(const std::string& reason) override;
   Status health() const override;
+
+ protected:
+  Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status DoAllgather(const void* in, void* out, size_t count, DataType type) override;
+  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
+  Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) override;
+  Status DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status DoAlltoall(const void* in, void* out, size_t count, DataType type) override;
+  Status DoBarrier() override;
+  StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
 
  private:
   static StatusOr<std::unique_ptr<Communicator>> CreateOnDevice(std::shared_ptr<Store> store, std::string prefix,

@@ -26,7 +26,7 @@ FileMembershipSource::~FileMembershipSource() {
 }
 
 void FileMembershipSource::Log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+  ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
 }
 
 void FileMembershipSource::PollLoop() {

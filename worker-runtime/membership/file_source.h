@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/log.h"
 #include "membership/membership_source.h"
 
 namespace ringmaster::membership {
@@ -29,7 +30,7 @@ namespace ringmaster::membership {
 struct FileSourceOptions {
   std::string path;                                // the membership file
   std::chrono::milliseconds poll_interval{50};
-  std::function<void(std::string_view)> log;       // one line per notable event; may be empty
+  LogSink log;  // one line per notable event; may be empty
 };
 
 class FileMembershipSource : public MembershipSource {

@@ -33,7 +33,7 @@ class FileSourceTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::unique_ptr<FileMembershipSource> Start() {
-    auto s = FileMembershipSource::Start({path_, 10ms, [this](std::string_view l) {
+    auto s = FileMembershipSource::Start({path_, 10ms, [this](LogLevel, std::string_view l) {
                                             std::lock_guard lock(mu_);
                                             logs_.emplace_back(l);
                                           }});

@@ -30,7 +30,7 @@ void KubernetesMembershipSource::Observe(const json& job) {
   if (!status.contains("membership")) return;
   StatusOr<MembershipRecord> record = ParseMembershipRecord(status["membership"]);
   if (!record.ok()) {
-    options_.log(kube::LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
+    options_.log(LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
                                                options_.job_name + ": " + record.status().ToString());
     return;
   }

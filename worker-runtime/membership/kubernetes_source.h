@@ -23,7 +23,7 @@ namespace ringmaster::membership {
 struct KubernetesSourceOptions {
   std::string job_namespace;
   std::string job_name;
-  kube::LogFn log = kube::StderrLog();
+  LogSink log = StderrLogSink("ringmaster-kube");
 };
 
 class KubernetesMembershipSource : public MembershipSource {

@@ -182,24 +182,18 @@ Status NcclCommunicator::WaitStream(const char* what) {
   }
 }
 
-Status NcclCommunicator::Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "allreduce"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(
       Check(ncclAllReduce(in, out, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclAllReduce"));
   return WaitStream("allreduce");
 }
 
-Status NcclCommunicator::Allgather(const void* in, void* out, size_t count, DataType type) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "allgather"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status NcclCommunicator::DoAllgather(const void* in, void* out, size_t count, DataType type) {
   RINGMASTER_RETURN_IF_ERROR(Check(ncclAllGather(in, out, count, ToNccl(type), comm_, stream_), "ncclAllGather"));
   return WaitStream("allgather");
 }
 
-Status NcclCommunicator::Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
-  if (counts.size() != static_cast<size_t>(size_)) return InvalidArgumentError("allgatherv: one count per rank");
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
   // One broadcast per rank into its slot of out, fused in one NCCL group.
   RINGMASTER_RETURN_IF_ERROR(Check(ncclGroupStart(), "ncclGroupStart"));
   size_t offset = 0;
@@ -215,17 +209,13 @@ Status NcclCommunicator::Allgatherv(const void* in, void* out, const std::vector
   return WaitStream("allgatherv");
 }
 
-Status NcclCommunicator::Broadcast(const void* in, void* out, size_t count, DataType type, int root) {
-  RINGMASTER_RETURN_IF_ERROR(CheckRoot(root, size_));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status NcclCommunicator::DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) {
   RINGMASTER_RETURN_IF_ERROR(
       Check(ncclBroadcast(in, out, count, ToNccl(type), root, comm_, stream_), "ncclBroadcast"));
   return WaitStream("broadcast");
 }
 
-Status NcclCommunicator::ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "reduce-scatter"));
-  RINGMASTER_RETURN_IF_ERROR(health());
+Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   // Our in-place means "result in the first count elements"; NCCL's in-place is out == in + rank*count.
   void* recv = in == out ? At(out, count * rank_, type) : out;
   RINGMASTER_RETURN_IF_ERROR(
@@ -239,10 +229,30 @@ Status NcclCommunicator::ReduceScatter(const void* in, void* out, size_t count, 
   return WaitStream("reduce-scatter");
 }
 
-Status NcclCommunicator::Alltoall(const void* in, void* out, size_t count, DataType type) {
-  RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "alltoall"));
-  RINGMASTER_RETURN_IF_ERROR(health());
-  if (in == out) return InvalidArgumentError("alltoall: in-place is not supported by the NCCL backend");
+StatusOr<void*> NcclCommunicator::Scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  // The stream may still read the old buffer: drained by WaitStream before every call returns.
+  if (scratch_) cudaFree(scratch_);
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  if (cudaError_t e = cudaMalloc(&scratch_, bytes); e != cudaSuccess) {
+    scratch_ = nullptr;
+    return UnavailableError("cudaMalloc(" + std::to_string(bytes) + "): " + CudaError(e));
+  }
+  scratch_bytes_ = bytes;
+  return scratch_;
+}
+
+Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, DataType type) {
+  if (in == out) {
+    // NCCL's send/recv pairs would overwrite blocks not yet sent: send from a copy.
+    const size_t bytes = count * DataTypeSize(type) * static_cast<size_t>(size_);
+    RINGMASTER_ASSIGN_OR_RETURN(void* copy, Scratch(bytes));
+    if (cudaError_t e = cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, stream_); e != cudaSuccess) {
+      return Fail("cudaMemcpyAsync: " + CudaError(e));
+    }
+    in = copy;
+  }
   RINGMASTER_RETURN_IF_ERROR(Check(ncclGroupStart(), "ncclGroupStart"));
   for (int r = 0; r < size_; ++r) {
     (void)Check(ncclSend(At(in, count * r, type), count, ToNccl(type), r, comm_, stream_), "ncclSend");
@@ -252,20 +262,13 @@ Status NcclCommunicator::Alltoall(const void* in, void* out, size_t count, DataT
   return WaitStream("alltoall");
 }
 
-Status NcclCommunicator::Barrier() {
-  RINGMASTER_RETURN_IF_ERROR(health());
-  if (scratch_ == nullptr) {
-    if (cudaError_t e = cudaMalloc(&scratch_, sizeof(int32_t)); e != cudaSuccess) {
-      return UnavailableError("cudaMalloc: " + CudaError(e));
-    }
-  }
-  return Allreduce(scratch_, scratch_, 1, DataType::kInt32, ReduceOp::kSum);
+Status NcclCommunicator::DoBarrier() {
+  RINGMASTER_ASSIGN_OR_RETURN(void* word, Scratch(sizeof(int32_t)));
+  return DoAllreduce(word, word, 1, DataType::kInt32, ReduceOp::kSum);
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Split(const std::vector<int>& ranks,
+StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoSplit(const std::vector<int>& ranks,
                                                                 const std::string& name) {
-  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
-  RINGMASTER_RETURN_IF_ERROR(health());
   int new_rank = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == rank_) new_rank = static_cast<int>(i);
@@ -304,17 +307,11 @@ bool NcclCommunicator::can_shrink() const {
   return loaded_.HasCommShrink() && NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0) && !nccl_aborted_;
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Shrink(const std::vector<int>& excluded,
+StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoShrink(const std::vector<int>& excluded,
                                                                  const std::string& name) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
   if (!loaded_.HasCommShrink()) {
     return UnimplementedError("NCCL " + loaded_.ToString() + " has no ncclCommShrink (2.27+): build a new communicator");
-  }
-  if (excluded.empty() || !std::is_sorted(excluded.begin(), excluded.end()) ||
-      std::adjacent_find(excluded.begin(), excluded.end()) != excluded.end() || excluded.front() < 0 ||
-      excluded.back() >= size_ || std::binary_search(excluded.begin(), excluded.end(), rank_)) {
-    return InvalidArgumentError("shrink of '" + prefix_ + "': excluded ranks must be sorted, unique ranks of the " +
-                                std::to_string(size_) + " other than this rank " + std::to_string(rank_));
   }
   bool revoked;
   {

@@ -51,18 +51,21 @@ class NcclCommunicator : public Communicator {
   Backend backend() const override { return Backend::kNccl; }
   MemoryKind memory() const override { return MemoryKind::kCuda; }
 
-  Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status Allgather(const void* in, void* out, size_t count, DataType type) override;
-  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
-  Status Broadcast(const void* in, void* out, size_t count, DataType type, int root) override;
-  Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status Alltoall(const void* in, void* out, size_t count, DataType type) override;
-  Status Barrier() override;
-  StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name) override;
   bool can_shrink() const override;
-  StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, const std::string& name) override;
   void Abort(const std::string& reason) override;
   Status health() const override;
+
+ protected:
+  Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status DoAllgather(const void* in, void* out, size_t count, DataType type) override;
+  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
+  Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) override;
+  Status DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  // In place (in == out): `in` is first copied to a scratch buffer on the stream.
+  Status DoAlltoall(const void* in, void* out, size_t count, DataType type) override;
+  Status DoBarrier() override;
+  StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
+  StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name) override;
 
  private:
   NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, nccl::Version loaded, ncclComm* comm,
@@ -77,6 +80,8 @@ class NcclCommunicator : public Communicator {
   // Checks an NCCL return code of an enqueue call; failures abort.
   Status Check(int result, const char* what);
   Status Fail(const std::string& why);
+  // Device memory of at least `bytes`, kept and grown for later calls. Errors: Unavailable.
+  StatusOr<void*> Scratch(size_t bytes);
 
   // Constant after construction.
   const std::string prefix_;
@@ -93,7 +98,10 @@ class NcclCommunicator : public Communicator {
   Status broken_;
   bool nccl_aborted_ = false;  // ncclCommAbort done: the resources are gone
   bool revoked_ = false;       // ncclCommRevoke done: quiescing or quiescent, shrinkable
-  void* scratch_ = nullptr;  // 4 bytes of device memory for Barrier (used by the calling thread)
+
+  // Used by the calling thread only.
+  void* scratch_ = nullptr;  // device memory for Barrier and in-place Alltoall
+  size_t scratch_bytes_ = 0;
 };
 
 }  // namespace ringmaster::runtime

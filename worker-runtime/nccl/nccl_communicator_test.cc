@@ -1,4 +1,6 @@
-// The NCCL backend on a real GPU (LABEL gpu: CI without GPUs skips it by label).
+// The NCCL backend's fault tolerance on a real GPU (LABEL gpu: CI without GPUs
+// skips it by label). Every collective's contract is in the conformance suite
+// (comm/conformance), which runs on NCCL under the same label.
 // Two ranks share one GPU when only one is visible (NCCL >= 2.30 with
 // NCCL_MULTI_RANK_GPU_ENABLE=1); each rank is a forked process, and the parent
 // never touches CUDA before forking.
@@ -40,7 +42,7 @@ std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& host, size_t out_byte
   return result;
 }
 
-// Every NCCL test: a GPU, and several ranks allowed on it (NCCL >= 2.30).
+// A GPU, and several ranks allowed on it (NCCL >= 2.30).
 class NcclGpuTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
@@ -48,62 +50,6 @@ class NcclGpuTest : public ::testing::TestWithParam<int> {
     ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   }
 };
-
-using NcclCommunicatorTest = NcclGpuTest;
-
-TEST_P(NcclCommunicatorTest, CollectivesMatchTheReference) {
-  testing::WorldOptions options;
-  options.size = GetParam();
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
-    int gpus = nccl::VisibleGpuCount();
-    ASSERT_GT(gpus, 0);
-    NcclOptions no;
-    no.device = ctx.rank % gpus;
-    no.timeout = 60s;
-    auto made = NcclCommunicator::Create(ctx.store, "nccl-world", ctx.rank, ctx.size, no);
-    ASSERT_OK(made);
-    Communicator& comm = **made;
-    const int n = ctx.size;
-    const size_t count = 1031;
-    for (DataType t : kAllDataTypes) {
-      const size_t es = DataTypeSize(t);
-      for (ReduceOp op : kAllReduceOps) {
-        auto in = MakeInput(t, op, ctx.rank, count);
-        auto got = RoundTrip(in, in.size(), [&](void* i, void* o) { return comm.Allreduce(i, o, count, t, op); });
-        auto want = ReferenceReduce(t, op, n, count);
-        // NCCL's avg on integers and 16-bit floats may round differently from our host reference.
-        if (op == ReduceOp::kAvg && t != DataType::kFloat32 && t != DataType::kFloat64) continue;
-        EXPECT_EQ(CountMismatches(t, got.data(), want.data(), count), 0u)
-            << DataTypeName(t) << " " << ReduceOpName(op);
-
-        auto rs_in = MakeInput(t, op, ctx.rank, count * n);
-        auto rs = RoundTrip(rs_in, count * es,
-                            [&](void* i, void* o) { return comm.ReduceScatter(i, o, count, t, op); });
-        auto rs_want = ReferenceReduce(t, op, n, count, count * ctx.rank);
-        EXPECT_EQ(CountMismatches(t, rs.data(), rs_want.data(), count), 0u) << "reduce-scatter";
-      }
-      auto in = MakeInput(t, ReduceOp::kSum, ctx.rank, count);
-      auto gathered = RoundTrip(in, count * es * n, [&](void* i, void* o) { return comm.Allgather(i, o, count, t); });
-      for (int r = 0; r < n; ++r) {
-        auto want = MakeInput(t, ReduceOp::kSum, r, count);
-        EXPECT_EQ(std::memcmp(gathered.data() + r * count * es, want.data(), want.size()), 0) << "allgather";
-      }
-      auto bc = RoundTrip(in, in.size(), [&](void* i, void* o) { return comm.Broadcast(i, o, count, t, n - 1); });
-      EXPECT_EQ(bc, MakeInput(t, ReduceOp::kSum, n - 1, count)) << "broadcast";
-    }
-    EXPECT_OK(comm.Barrier());
-    // A process set of rank 0 only, split from the world.
-    auto sub = comm.Split({0}, "first");
-    ASSERT_OK(sub);
-    EXPECT_EQ(*sub != nullptr, ctx.rank == 0);
-    comm.Abort("test done");
-    EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
-  });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
-}
-
-INSTANTIATE_TEST_SUITE_P(Ranks, NcclCommunicatorTest, ::testing::Values(1, 2),
-                         [](const auto& info) { return "np" + std::to_string(info.param); });
 
 // A peer dies: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28),
 // and the survivors shrink it (NCCL >= 2.27) into a working world of their own, keeping their
@@ -147,7 +93,7 @@ TEST_P(NcclShrinkTest, SurvivorsShrinkAfterAPeerDies) {
     auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, 2, count);
     EXPECT_EQ(CountMismatches(DataType::kFloat32, got.data(), want.data(), count), 0u);
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeadRank, NcclShrinkTest, ::testing::Values(1, 2),

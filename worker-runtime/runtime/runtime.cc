@@ -9,7 +9,7 @@
 namespace ringmaster::runtime {
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                   int rank, int size) {
+                                                   int rank, int size, std::shared_ptr<Timeline> timeline) {
   WorldOptions wo;
   wo.backend = config.backend;
   wo.timeout = config.timeout;
@@ -17,7 +17,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, 
   wo.host = config.host;
   wo.prefix = config.name + "/world";
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, CreateWorldCommunicator(store, rank, size, wo));
-  return Assemble(config, std::move(store), std::move(world));
+  return Assemble(config, std::move(store), std::move(world), std::move(timeline));
 }
 
 bool Runtime::CanShrink() const {
@@ -26,26 +26,22 @@ bool Runtime::CanShrink() const {
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                              Runtime& parent, const std::vector<int>& excluded) {
+                                                              Runtime& parent, const std::vector<int>& excluded,
+                                                              std::shared_ptr<Timeline> timeline) {
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, parent.sets_.EngineFor(kWorldSet));
   // The parent was aborted (its engine thread has stopped issuing work), so this thread is the only
   // one inside the communicator, as Shrink requires.
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> shrunk,
                               world->data()->Shrink(excluded, config.name + "/world"));
-  return Assemble(config, std::move(store), std::move(shrunk));
+  return Assemble(config, std::move(store), std::move(shrunk), std::move(timeline));
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                     std::unique_ptr<Communicator> world) {
+                                                     std::unique_ptr<Communicator> world,
+                                                     std::shared_ptr<Timeline> timeline) {
   const int rank = world->rank(), size = world->size();
-  std::unique_ptr<Timeline> timeline;
-  if (!config.timeline_path.empty()) {
-    std::string path = config.timeline_path;
-    size_t pos = path.find("{rank}");
-    if (pos != std::string::npos) path.replace(pos, 6, std::to_string(rank));
-    if (pos != std::string::npos || rank == 0) {
-      RINGMASTER_ASSIGN_OR_RETURN(timeline, Timeline::Open(path, rank));
-    }
+  if (!timeline) {
+    RINGMASTER_ASSIGN_OR_RETURN(timeline, OpenTimelineForRank(config.timeline_path, rank));
   }
   std::shared_ptr<Communicator> data(std::move(world));
   std::shared_ptr<Communicator> control = data;
@@ -72,7 +68,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config
   return rt;
 }
 
-Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::unique_ptr<Timeline> timeline)
+Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline)
     : config_(config), rank_(rank), size_(size), backend_(backend), timeline_(std::move(timeline)), sets_(rank) {}
 
 Runtime::~Runtime() {
@@ -202,6 +198,11 @@ Status Runtime::RemoveProcessSet(int id) {
 StatusOr<int> Runtime::ProcessSetRank(int id) const {
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(id));
   return engine->rank();
+}
+
+StatusOr<EngineStats> Runtime::Stats(int set) const {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(set));
+  return engine->stats();
 }
 
 void Runtime::Abort(const std::string& reason) {

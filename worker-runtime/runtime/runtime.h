@@ -34,11 +34,14 @@ inline constexpr int kWorldSet = 0;
 
 class Runtime {
  public:
-  // Builds the world communicator and the static process sets of config.
+  // Builds the world communicator and the static process sets of config, with
+  // config's fusion threshold, cycle time and timeline. `timeline`, when given,
+  // is written instead of opening config.timeline_path (a program that builds a
+  // runtime per generation keeps one timeline across them); shared ownership.
   // Errors: those of the backend's rendezvous (Aborted, DeadlineExceeded),
   // Unavailable (timeline file), InvalidArgument (bad static sets).
   static StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                   int rank, int size);
+                                                   int rank, int size, std::shared_ptr<Timeline> timeline = nullptr);
   // The next generation's runtime from this one's world communicator when only
   // ranks left (`excluded`: sorted world ranks of `parent` that are gone), e.g.
   // NCCL's ncclCommShrink: no new unique id, no full init. Called by the
@@ -47,7 +50,8 @@ class Runtime {
   // Create), FailedPrecondition (the parent's communicator is released), those
   // of the control channel's rendezvous, Aborted.
   static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                              Runtime& parent, const std::vector<int>& excluded);
+                                                              Runtime& parent, const std::vector<int>& excluded,
+                                                              std::shared_ptr<Timeline> timeline = nullptr);
   ~Runtime();
 
   // Whether CreateByShrinking can work on this runtime now.
@@ -88,14 +92,18 @@ class Runtime {
   // This rank's rank inside the set. Errors: InvalidArgument, FailedPrecondition.
   StatusOr<int> ProcessSetRank(int id) const;
 
+  // What the engine of a set has run so far. Errors: InvalidArgument, FailedPrecondition.
+  StatusOr<EngineStats> Stats(int set = kWorldSet) const;
+
   // Aborts every communicator (e.g. on a membership change). Later calls fail with Aborted.
   void Abort(const std::string& reason);
 
  private:
-  Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::unique_ptr<Timeline> timeline);
+  Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline);
   // The runtime around a world communicator: control channel, world engine, static sets.
   static StatusOr<std::unique_ptr<Runtime>> Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                     std::unique_ptr<Communicator> world);
+                                                     std::unique_ptr<Communicator> world,
+                                                     std::shared_ptr<Timeline> timeline);
   Handle Submit(int set, Request request);
   EngineOptions EngineOptionsFor(int id, const std::string& name) const;
 
@@ -104,7 +112,7 @@ class Runtime {
   const int rank_;
   const int size_;
   const Backend backend_;
-  const std::unique_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
+  const std::shared_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
 
   ProcessSetTable sets_;  // thread-safe itself
 

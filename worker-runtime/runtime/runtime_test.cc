@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "api/names.h"
 #include "common/pattern.h"
 #include "testing/multiprocess.h"
 #include "base/status_test_macros.h"
@@ -112,6 +113,50 @@ TEST(RuntimeTest, ThousandSmallFusedTensorsMatchUnfusedAndReference) {
     EXPECT_GE(CountEvents(path, "QUEUE", ""), n);
   });
   ExpectAllRanksOk(outcomes);
+}
+
+// The configuration a pod is given, parsed as the programs parse it at start, is what the
+// runtime does: the fusion threshold decides how many launches eight small allreduces take.
+EngineStats LaunchesForEightSmallAllreduces(const std::string& fusion_threshold) {
+  auto config = ParseRuntimeConfig({{std::string(api::env::kBackend), "gloo"},
+                                    {std::string(api::env::kFusionThresholdBytes), fusion_threshold},
+                                    {std::string(api::env::kCycleTimeMs), "100"}});
+  EXPECT_OK(config);
+  if (!config.ok()) return {};
+  const std::string report =
+      ::testing::TempDir() + "/launches-" + std::to_string(::getpid()) + "-" + fusion_threshold + ".txt";
+  testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = testing::RunWorld(options, [&](RankContext& ctx) {
+    auto rt = MakeRuntime(ctx, *config);
+    ASSERT_NE(rt, nullptr);
+    std::vector<std::vector<float>> tensors(8, std::vector<float>(256, 1.0f));
+    std::vector<Handle> handles;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      handles.push_back(rt->AllreduceAsync("t" + std::to_string(i), tensors[i].data(), tensors[i].data(), 256,
+                                           DataType::kFloat32, ReduceOp::kSum));
+    }
+    for (auto& h : handles) ASSERT_OK(h.Wait());
+    for (const auto& t : tensors) ASSERT_EQ(t, std::vector<float>(256, 2.0f));
+    auto stats = rt->Stats();
+    ASSERT_OK(stats);
+    if (ctx.rank == 0) std::ofstream(report) << stats->launches << " " << stats->fused_launches << "\n";
+  });
+  ExpectAllRanksOk(outcomes);
+  EngineStats stats;
+  std::ifstream(report) >> stats.launches >> stats.fused_launches;
+  std::remove(report.c_str());
+  return stats;
+}
+
+TEST(RuntimeTest, FusionThresholdFromTheEnvironmentChangesTheNumberOfLaunches) {
+  const EngineStats off = LaunchesForEightSmallAllreduces("0");
+  EXPECT_EQ(off.launches, 8u);
+  EXPECT_EQ(off.fused_launches, 0u);
+  // 8 x 1 KiB, all submitted within one 100 ms cycle, under a 1 MiB threshold: fused.
+  const EngineStats on = LaunchesForEightSmallAllreduces("1048576");
+  EXPECT_GE(on.fused_launches, 1u);
+  EXPECT_LT(on.launches, 8u);
 }
 
 TEST(RuntimeTest, SubmissionOrderMismatchIsAnErrorNotADeadlock) {

@@ -35,10 +35,25 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
+// `env` ("NAME=value ...", a value may be single-quoted) as variables.
+EnvironmentList ParseAssignments(const std::string& env) {
+  EnvironmentList out;
+  std::istringstream in(env);
+  for (std::string word; in >> word;) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    std::string value = word.substr(eq + 1);
+    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') value = value.substr(1, value.size() - 2);
+    out.emplace_back(word.substr(0, eq), value);
+  }
+  return out;
+}
+
 }  // namespace
 
 // Runs ringmaster-run; returns its exit status.
-int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags) {
+int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags,
+           const std::string& env) {
   std::vector<std::string> argv = {RINGMASTER_RUN, "--out", out, "--deadline-s", "90", "--heartbeat-timeout-ms", "1500"};
   AppendWords(launcher_flags, argv);
   argv.insert(argv.end(), {"--", RINGMASTER_TRAIN_EXAMPLE, "--steps", std::to_string(kSteps), "--samples",
@@ -52,6 +67,7 @@ int Launch(const std::string& out, const std::string& launcher_flags, const std:
   std::filesystem::remove(out + ".log");
   SpawnOptions options;
   options.argv = argv;
+  options.env = ParseAssignments(env);  // the launcher's extra environment, which its workers inherit
   options.out = options.err = Redirect::AppendTo(out + ".log");
   auto launcher = Subprocess::Start(options);
   if (!launcher.ok()) {

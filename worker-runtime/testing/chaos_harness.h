@@ -20,7 +20,10 @@ inline constexpr int kSteps = 30, kSamples = 40, kBatch = 8;  // 6 epochs
 std::filesystem::path Root();
 
 // Runs ringmaster-run with the standard data flags; returns its exit status.
-int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags = "");
+// `env` ("NAME=value ...", a value may be single-quoted; no spaces) is the launcher's extra
+// environment, which its workers inherit.
+int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags = "",
+           const std::string& env = "");
 
 std::vector<double> ReadWeights(const std::string& path);
 // The weights of a one-process CPU run (computed once per process).

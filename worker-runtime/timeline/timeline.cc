@@ -13,6 +13,15 @@ StatusOr<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path, int 
   return std::unique_ptr<Timeline>(new Timeline(f, rank));
 }
 
+StatusOr<std::unique_ptr<Timeline>> OpenTimelineForRank(const std::string& path, int rank) {
+  if (path.empty()) return std::unique_ptr<Timeline>();
+  std::string resolved = path;
+  const size_t pos = resolved.find("{rank}");
+  if (pos != std::string::npos) resolved.replace(pos, 6, std::to_string(rank));
+  if (pos == std::string::npos && rank != 0) return std::unique_ptr<Timeline>();
+  return Timeline::Open(resolved, rank);
+}
+
 Timeline::Timeline(std::FILE* file, int rank) : rank_(rank), origin_(Clock::now()), file_(file) {}
 
 Timeline::~Timeline() {

@@ -61,21 +61,25 @@ std::string Bytes(const std::vector<T>& w) {
   return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(T));
 }
 
+// This program prints every line the same way; the libraries take a LogSink.
 using LineLog = std::function<void(std::string_view)>;
+LogSink LineSink(LineLog log) {
+  return [log = std::move(log)](LogLevel, std::string_view line) { log(line); };
+}
 
 StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const TrainOptions& o, const LineLog& log) {
   if (!o.membership_file.empty()) {
     membership::FileSourceOptions fo;
     fo.path = o.membership_file;
     fo.poll_interval = std::chrono::milliseconds(20);
-    fo.log = log;
+    fo.log = LineSink(log);
     RINGMASTER_ASSIGN_OR_RETURN(auto file, membership::FileMembershipSource::Start(fo));
     return std::unique_ptr<membership::MembershipSource>(std::move(file));
   }
   auto config = kube::LoadConfig(o.kubeconfig, "", kube::ProcessEnvironment());
   if (!config.ok()) return config.status().WithContext("the Kubernetes membership source needs a client config");
   for (const auto& w : config->warnings) log(w);
-  kube::LogFn kube_log = [log](kube::LogLevel, std::string_view line) { log(line); };
+  LogSink kube_log = LineSink(log);
   RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, kube_log));
   RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
                                                 client, {o.job_namespace, o.job_name, kube_log}));
@@ -129,123 +133,178 @@ class GradientBuffer {
   void* ptr_ = nullptr;
 };
 
-template <typename T>
-int Train(const TrainOptions& o) {
-  using runtime::data::SampleCursor;
-  auto log = [&](std::string_view line) {
-    std::fprintf(stderr, "[%s] %.*s\n", o.worker_id.c_str(), static_cast<int>(line.size()), line.data());
+StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(const TrainOptions& o,
+                                                                               const LineLog& log) {
+  if (o.checkpoint_dir.empty()) return std::unique_ptr<runtime::checkpoint::CheckpointStore>();
+  auto quiet_log = [log](std::string_view line) {  // retention deletes one old checkpoint per save: not news
+    if (line.rfind("retention", 0) != 0) log(line);
   };
-  auto source = OpenMembershipSource(o, LineLog(log));
-  if (!source.ok()) return log(source.status().ToString()), 2;
-  auto sampler = runtime::data::ElasticSampler::Create({o.samples, o.batch, o.seed});
-  if (!sampler.ok()) return log(sampler.status().ToString()), 2;
-  auto journal = SampleJournal::Open(o.out + "/journal." + o.worker_id + ".log");
-  if (!journal.ok()) return log(journal.status().ToString()), 2;
-  std::unique_ptr<runtime::checkpoint::CheckpointStore> checkpoints;
-  if (!o.checkpoint_dir.empty()) {
-    auto quiet_log = [&](std::string_view line) {  // retention deletes one old checkpoint per save: not news
-      if (line.rfind("retention", 0) != 0) log(line);
-    };
-    auto opened = runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), quiet_log});
-    if (!opened.ok()) return log(opened.status().ToString()), 2;
-    checkpoints = std::move(opened).value();
+  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), LineSink(quiet_log)});
+}
+
+// Heartbeat for the launcher: the committed step, rewritten every 100 ms until destroyed.
+class Heartbeat {
+ public:
+  explicit Heartbeat(std::string path) : path_(std::move(path)) {
+    if (!path_.empty()) thread_ = std::thread([this] { Loop(); });
   }
+  ~Heartbeat() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void Set(int64_t committed) { committed_ = committed; }
 
-  std::vector<T> weights(o.features, T(0));
-  ElasticState state([&] { return Bytes(weights); },
-                     [&](std::string_view b) -> Status {
-                       if (b.size() != weights.size() * sizeof(T)) return DataLossError("weights of the wrong size");
-                       std::memcpy(weights.data(), b.data(), b.size());
-                       return Status::Ok();
-                     });
-
-  // Heartbeat for the launcher: the committed step, rewritten every 100 ms.
-  std::atomic<bool> done{false};
-  std::atomic<int64_t> committed{0};
-  std::thread heartbeat([&] {
-    while (!done && !o.heartbeat_file.empty()) {
-      std::string tmp = o.heartbeat_file + ".tmp";
+ private:
+  void Loop() {
+    while (!done_) {
+      std::string tmp = path_ + ".tmp";
       if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-        std::fprintf(f, "%lld\n", static_cast<long long>(committed.load()));
+        std::fprintf(f, "%lld\n", static_cast<long long>(committed_.load()));
         std::fclose(f);
-        std::rename(tmp.c_str(), o.heartbeat_file.c_str());
+        std::rename(tmp.c_str(), path_.c_str());
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-  });
-
-  // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
-  WorkerMetrics metrics;
-  Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
-  if (served.ok()) {
-    log("serving /metrics and /readyz on port " + std::to_string(metrics.port()));
-  } else {
-    log("metrics endpoint disabled: " + served.ToString());
   }
+  const std::string path_;
+  std::atomic<bool> done_{false};
+  std::atomic<int64_t> committed_{0};
+  std::thread thread_;
+};
 
+// The driver's options: the runtime configuration read at start, with this program's flags on top.
+ElasticOptions DriverOptions(const TrainOptions& o, const runtime::RuntimeConfig& config, WorkerMetrics* metrics,
+                             runtime::checkpoint::CheckpointStore* checkpoints, const LineLog& log) {
   ElasticOptions eo;
-  eo.metrics = &metrics;
+  eo.metrics = metrics;
   eo.worker_id = o.worker_id;
   eo.secret = o.secret;
   eo.store_host = o.host;
   eo.store_port = static_cast<uint16_t>(o.store_port);
   eo.min_size = o.min_size;
   eo.rebuild_timeout = std::chrono::milliseconds(o.timeout_ms);
+  eo.runtime = config;
   eo.runtime.backend = o.backend;
   eo.runtime.host = o.host;
-  if (o.hierarchical) eo.process_sets.push_back(SetsPerNode());
   eo.runtime.timeout = std::chrono::milliseconds(o.timeout_ms);
-  eo.runtime.fusion_threshold_bytes = 0;
-  eo.checkpoints = checkpoints.get();
+  if (o.hierarchical) eo.process_sets.push_back(SetsPerNode());
+  eo.checkpoints = checkpoints;
   eo.checkpoint_every = o.checkpoint_every;
-  eo.log = log;
-  ElasticDriver driver(eo, source->get(), &state);
-  // This worker's node in the records (the launcher's simulated node, or the pod's node): it never
-  // changes, so it is read once, on the first step (a record that has this worker exists by then).
-  std::string node;
+  eo.log = LineSink(log);
+  return eo;
+}
 
-  const runtime::DataType type = sizeof(T) == 8 ? runtime::DataType::kFloat64 : runtime::DataType::kFloat32;
-  std::vector<double> x;
-  std::unique_ptr<GradientBuffer> buffer;
-  auto step = [&](const StepContext& ctx) -> StatusOr<SampleCursor> {
-    if (!buffer) buffer = std::make_unique<GradientBuffer>(ctx.rt->backend(), o.features * sizeof(T));
-    if (o.hierarchical && node.empty()) {
-      auto* me = (*source)->Latest().Find(o.worker_id);
-      if (me) node = me->node;
+void WriteWeights(const std::string& path, const std::vector<double>& weights) {
+  if (FILE* f = std::fopen((path + ".tmp").c_str(), "w")) {
+    for (double w : weights) std::fprintf(f, "%.17g\n", w);
+    std::fflush(f);
+    ::fsync(fileno(f));
+    std::fclose(f);
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+}
+
+// The model, its data and one training step. Used by the driver's thread only.
+template <typename T>
+class LinearRegression {
+ public:
+  LinearRegression(const TrainOptions& o, runtime::data::ElasticSampler* sampler, SampleJournal* journal,
+                   membership::MembershipSource* source, Heartbeat* heartbeat)
+      : o_(o), sampler_(sampler), journal_(journal), source_(source), heartbeat_(heartbeat), weights_(o.features, T(0)) {}
+
+  ElasticState MakeState() {
+    return ElasticState([this] { return Bytes(weights_); },
+                        [this](std::string_view b) -> Status {
+                          if (b.size() != weights_.size() * sizeof(T)) return DataLossError("weights of the wrong size");
+                          std::memcpy(weights_.data(), b.data(), b.size());
+                          return Status::Ok();
+                        });
+  }
+
+  StatusOr<runtime::data::SampleCursor> Step(const StepContext& ctx) {
+    if (!buffer_) buffer_ = std::make_unique<GradientBuffer>(ctx.rt->backend(), o_.features * sizeof(T));
+    if (o_.hierarchical && node_.empty()) {
+      auto* me = source_->Latest().Find(o_.worker_id);
+      if (me) node_ = me->node;
     }
-    RINGMASTER_ASSIGN_OR_RETURN(auto plan, sampler->Plan(ctx.cursor, ctx.rt->size(), ctx.rt->rank()));
-    std::vector<T> grad(o.features, T(0));
-    for (uint64_t id : plan.indices) {
-      double y;
-      Sample(o.seed, id, o.features, x, y);
-      double err = -y;
-      for (int j = 0; j < o.features; ++j) err += static_cast<double>(weights[j]) * x[j];
-      for (int j = 0; j < o.features; ++j) grad[j] += static_cast<T>(err * x[j]);
-    }
-    RINGMASTER_RETURN_IF_ERROR(journal->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
-    if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
+    RINGMASTER_ASSIGN_OR_RETURN(auto plan, sampler_->Plan(ctx.cursor, ctx.rt->size(), ctx.rt->rank()));
+    std::vector<T> grad = Gradient(plan.indices);
+    RINGMASTER_RETURN_IF_ERROR(journal_->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
+    if (o_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
     const auto t0 = std::chrono::steady_clock::now();
-    RINGMASTER_RETURN_IF_ERROR(buffer->Run(grad.data(), [&](void* dev) {
-      return SumGradient(ctx, o.hierarchical, node, dev, grad.size(), type);
+    const runtime::DataType type = sizeof(T) == 8 ? runtime::DataType::kFloat64 : runtime::DataType::kFloat32;
+    RINGMASTER_RETURN_IF_ERROR(buffer_->Run(grad.data(), [&](void* dev) {
+      return SumGradient(ctx, o_.hierarchical, node_, dev, grad.size(), type);
     }));
     const std::vector<T>& sum = grad;  // now the world's sum
     if (ctx.metrics) {
       ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                               grad.size() * sizeof(T));
     }
-    const T scale = static_cast<T>(o.lr / static_cast<double>(plan.global_size));
-    for (int j = 0; j < o.features; ++j) weights[j] -= scale * sum[j];
-    committed = ctx.step + 1;
+    const T scale = static_cast<T>(o_.lr / static_cast<double>(plan.global_size));
+    for (int j = 0; j < o_.features; ++j) weights_[j] -= scale * sum[j];
+    heartbeat_->Set(ctx.step + 1);
     return plan.next;
+  }
+
+  std::vector<double> weights() const { return std::vector<double>(weights_.begin(), weights_.end()); }
+
+ private:
+  // This rank's share of the gradient: the sum over its samples.
+  std::vector<T> Gradient(const std::vector<uint64_t>& indices) {
+    std::vector<T> grad(o_.features, T(0));
+    for (uint64_t id : indices) {
+      double y;
+      Sample(o_.seed, id, o_.features, x_, y);
+      double err = -y;
+      for (int j = 0; j < o_.features; ++j) err += static_cast<double>(weights_[j]) * x_[j];
+      for (int j = 0; j < o_.features; ++j) grad[j] += static_cast<T>(err * x_[j]);
+    }
+    return grad;
+  }
+
+  const TrainOptions& o_;
+  runtime::data::ElasticSampler* const sampler_;
+  SampleJournal* const journal_;
+  membership::MembershipSource* const source_;
+  Heartbeat* const heartbeat_;
+  std::vector<T> weights_;
+  std::vector<double> x_;                   // a sample's features (reused)
+  std::unique_ptr<GradientBuffer> buffer_;  // made on the first step, once the backend is known
+  // This worker's node in the records (the launcher's simulated node, or the pod's node): it never
+  // changes, so it is read once, on the first step (a record that has this worker exists by then).
+  std::string node_;
+};
+
+template <typename T>
+int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
+  LineLog log = [&](std::string_view line) {
+    std::fprintf(stderr, "[%s] %.*s\n", o.worker_id.c_str(), static_cast<int>(line.size()), line.data());
   };
+  auto source = OpenMembershipSource(o, log);
+  if (!source.ok()) return log(source.status().ToString()), 2;
+  auto sampler = runtime::data::ElasticSampler::Create({o.samples, o.batch, o.seed});
+  if (!sampler.ok()) return log(sampler.status().ToString()), 2;
+  auto journal = SampleJournal::Open(o.out + "/journal." + o.worker_id + ".log");
+  if (!journal.ok()) return log(journal.status().ToString()), 2;
+  auto checkpoints = OpenCheckpoints(o, log);
+  if (!checkpoints.ok()) return log(checkpoints.status().ToString()), 2;
+
+  Heartbeat heartbeat(o.heartbeat_file);
+  LinearRegression<T> model(o, &*sampler, &*journal, source->get(), &heartbeat);
+  ElasticState state = model.MakeState();
+  // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
+  WorkerMetrics metrics;
+  Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
+  log(served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics.port())
+                  : "metrics endpoint disabled: " + served.ToString());
+  ElasticDriver driver(DriverOptions(o, config, &metrics, checkpoints->get(), log), source->get(), &state);
   auto restored = [&](int64_t incarnation, int64_t at) {
-    committed = at;
+    heartbeat.Set(at);
     Status s = journal->Restored(incarnation, at);
     if (!s.ok()) log(s.ToString());
   };
-  auto result = driver.Run(o.steps, step, restored);
-  done = true;
-  heartbeat.join();
+  auto result = driver.Run(o.steps, [&](const StepContext& ctx) { return model.Step(ctx); }, restored);
   if (!result.ok()) {
     log("training failed: " + result.status().ToString());
     return 1;
@@ -257,14 +316,7 @@ int Train(const TrainOptions& o) {
   log("finished " + std::to_string(state.committed_step()) + " steps at generation " +
       std::to_string(driver.joined_generation()));
   // Every finisher writes its own copy; the launcher picks one (all are equal).
-  std::string path = o.out + "/weights." + o.worker_id + ".txt";
-  if (FILE* f = std::fopen((path + ".tmp").c_str(), "w")) {
-    for (T w : weights) std::fprintf(f, "%.17g\n", static_cast<double>(w));
-    std::fflush(f);
-    ::fsync(fileno(f));
-    std::fclose(f);
-    std::rename((path + ".tmp").c_str(), path.c_str());
-  }
+  WriteWeights(o.out + "/weights." + o.worker_id + ".txt", model.weights());
   std::printf("FINISHED %lld\n", static_cast<long long>(state.committed_step()));
   return 0;
 }
@@ -285,5 +337,12 @@ int main(int argc, char** argv) {
                  ec.message().c_str());
     return 2;
   }
-  return options->float64 ? ringmaster::elastic::Train<double>(*options) : ringmaster::elastic::Train<float>(*options);
+  // The runtime's RINGMASTER_* configuration (fusion, cycle time, timeline, process sets), read once.
+  auto config = ringmaster::runtime::ParseRuntimeConfig(ringmaster::runtime::EnvironmentSnapshot());
+  if (!config.ok()) {
+    std::fprintf(stderr, "ringmaster-train-example: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  return options->float64 ? ringmaster::elastic::Train<double>(*options, *config)
+                          : ringmaster::elastic::Train<float>(*options, *config);
 }

@@ -14,8 +14,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Mean seconds per round of `tensors` allreduces, slowest rank, and wrong elements (rank 0 gets totals).
-StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, LocalRank& lr, bool fused) {
-  RuntimeConfig config;
+StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeConfig config,
+                                                 testing::RankContext& lr, bool fused) {
   config.backend = o.backend;
   config.timeout = o.timeout;
   config.name = fused ? "fused" : "unfused";
@@ -73,7 +73,7 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, LocalRank
 
 }  // namespace
 
-int RunFusionBenchmark(const PerfOptions& o, LocalRank& lr, std::FILE* out) {
+int RunFusionBenchmark(const PerfOptions& o, const RuntimeConfig& config, testing::RankContext& lr, std::FILE* out) {
   const bool lead = lr.rank == 0;
   if (lead) {
     std::fprintf(out, "# ringmaster-perf fusion: %d ranks, %d allreduces of %s %s each (%s), fusion threshold %s\n",
@@ -84,7 +84,7 @@ int RunFusionBenchmark(const PerfOptions& o, LocalRank& lr, std::FILE* out) {
   double t[2] = {0, 0};
   uint64_t wrong = 0;
   for (int fused = 1; fused >= 0; --fused) {
-    auto r = TimeRounds(o, lr, fused != 0);
+    auto r = TimeRounds(o, config, lr, fused != 0);
     if (!r.ok()) {
       std::fprintf(stderr, "rank %d: %s\n", lr.rank, r.status().ToString().c_str());
       return 2;

@@ -5,12 +5,16 @@
 
 #include <cstdio>
 
-#include "tools/perf/local_launcher.h"
+#include "testing/local_ranks.h"
+#include "runtime/config.h"
 #include "tools/perf/perf_options.h"
 
 namespace ringmaster::runtime::perf {
 
 // Returns the process exit code for this rank (0 ok, 2 error, 3 wrong results).
-int RunFusionBenchmark(const PerfOptions& options, LocalRank& rank, std::FILE* out);
+// `config` is the runtime configuration read at start (RINGMASTER_*); the flags override
+// backend, timeout and the fusion threshold of the fused run.
+int RunFusionBenchmark(const PerfOptions& options, const RuntimeConfig& config, testing::RankContext& rank,
+                       std::FILE* out);
 
 }  // namespace ringmaster::runtime::perf

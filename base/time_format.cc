@@ -1,0 +1,52 @@
+#include "base/time_format.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace ringmaster {
+
+std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision precision) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  // Floor division, so instants before 1970 keep a fraction in [0, 1 s).
+  const long long us_per_s = 1000000;
+  long long secs = us / us_per_s, frac = us % us_per_s;
+  if (frac < 0) {
+    frac += us_per_s;
+    --secs;
+  }
+  const std::time_t time = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&time, &tm);
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                        tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  switch (precision) {
+    case TimePrecision::kSeconds: break;
+    case TimePrecision::kMillis: n += std::snprintf(buf + n, sizeof buf - n, ".%03lld", frac / 1000); break;
+    case TimePrecision::kMicros: n += std::snprintf(buf + n, sizeof buf - n, ".%06lld", frac); break;
+  }
+  std::snprintf(buf + n, sizeof buf - n, "Z");
+  return buf;
+}
+
+std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &consumed) != 6) {
+    return std::nullopt;
+  }
+  size_t pos = static_cast<size_t>(consumed);
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
+  }
+  if (pos + 1 != s.size() || s[pos] != 'Z') return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  std::time_t secs = timegm(&tm);
+  if (secs == static_cast<std::time_t>(-1)) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(secs);
+}
+
+}  // namespace ringmaster

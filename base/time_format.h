@@ -1,0 +1,24 @@
+// RFC 3339 timestamps in UTC ("2026-11-23T06:05:51Z"), the one formatter for Kubernetes fields
+// (metav1.Time, MicroTime), log lines and checkpoint manifests. Pure functions; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace ringmaster {
+
+enum class TimePrecision {
+  kSeconds,  // 2026-11-23T06:05:51Z         (metav1.Time)
+  kMillis,   // 2026-11-23T06:05:51.123Z     (log lines, checkpoint manifests)
+  kMicros,   // 2026-11-23T06:05:51.123456Z  (metav1.MicroTime: Leases, Events)
+};
+
+// Formats `t` in UTC, truncated (never rounded) to `precision`.
+std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision precision = TimePrecision::kSeconds);
+
+// Parses "YYYY-MM-DDTHH:MM:SS[.fraction]Z" to whole seconds (the fraction is ignored). nullopt when
+// malformed or not in UTC ("Z").
+std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s);
+
+}  // namespace ringmaster

@@ -1,0 +1,33 @@
+#include "base/time_format.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster {
+namespace {
+
+using std::chrono::system_clock;
+
+system_clock::time_point At(long long micros) { return system_clock::time_point(std::chrono::microseconds(micros)); }
+
+TEST(TimeFormatTest, EachPrecisionTruncates) {
+  const auto t = At(1795414551123456LL);  // 2026-11-23T06:15:51.123456Z
+  EXPECT_EQ(FormatRfc3339(t), "2026-11-23T06:15:51Z");
+  EXPECT_EQ(FormatRfc3339(t, TimePrecision::kMillis), "2026-11-23T06:15:51.123Z");
+  EXPECT_EQ(FormatRfc3339(t, TimePrecision::kMicros), "2026-11-23T06:15:51.123456Z");
+  EXPECT_EQ(FormatRfc3339(At(999), TimePrecision::kMillis), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatRfc3339(At(-1), TimePrecision::kMicros), "1969-12-31T23:59:59.999999Z");
+}
+
+TEST(TimeFormatTest, ParseAcceptsFractionsAndRefusesOtherZones) {
+  const auto whole = At(1795414551000000LL);
+  EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51Z"), whole);
+  EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51.123456Z"), whole);
+  EXPECT_EQ(ParseRfc3339(FormatRfc3339(whole, TimePrecision::kMillis)), whole);
+  EXPECT_FALSE(ParseRfc3339("2026-11-23T06:15:51+01:00").has_value());
+  EXPECT_FALSE(ParseRfc3339("2026-11-23 06:15:51Z").has_value());
+  EXPECT_FALSE(ParseRfc3339("").has_value());
+  EXPECT_FALSE(ParseRfc3339("2026-11-23T06:15:51Zjunk").has_value());
+}
+
+}  // namespace
+}  // namespace ringmaster
