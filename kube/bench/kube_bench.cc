@@ -14,11 +14,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <malloc.h>
+#include <memory>
 #include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
+#include "base/cli.h"
 #include "kube/api_error.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -62,26 +64,47 @@ int ParallelFor(int n, int threads, const std::function<bool(int)>& fn, const ch
   return failures;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line, parsed once (base/cli.h).
+struct BenchFlags {
   std::string kubeconfig, kubectl;
   int pods = 10000, concurrency = 32;
   bool keep = false, strip = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--kubeconfig") kubeconfig = next();
-    else if (a == "--pods") pods = std::atoi(next().c_str());
-    else if (a == "--concurrency") concurrency = std::atoi(next().c_str());
-    else if (a == "--kubectl") kubectl = next();
-    else if (a == "--keep") keep = true;
-    else if (a == "--strip-managed-fields") strip = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--kubeconfig PATH] [--pods N] [--concurrency C] [--kubectl PATH] [--keep] [--strip-managed-fields]\n", argv[0]);
-      return 2;
-    }
-  }
+  bool help = false;
+};
+
+std::unique_ptr<CLI::App> NewBenchApp(BenchFlags& f) {
+  auto app = cli::NewApp("ringmaster-kube-bench",
+                         "ringmaster-kube-bench: list+watch of many pods on a real apiserver through the informer.");
+  app->add_option("--kubeconfig", f.kubeconfig, "kubeconfig of the cluster (default: $KUBECONFIG)");
+  app->add_option("--pods", f.pods, "pods to create")->check(CLI::Range(1, 10000000));
+  app->add_option("--concurrency", f.concurrency, "requests in flight while creating")->check(CLI::Range(1, 10000));
+  app->add_option("--kubectl", f.kubectl, "kubectl to time the same list with (a peer); none when empty");
+  app->add_flag("--keep", f.keep, "keep the namespace at the end");
+  app->add_flag("--strip-managed-fields", f.strip, "drop metadata.managedFields from cached objects");
+  return app;
+}
+
+std::string BenchUsage() {
+  BenchFlags defaults;
+  return NewBenchApp(defaults)->help();
+}
+
+StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args) {
+  BenchFlags f;
+  auto app = NewBenchApp(f);
+  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
+  f.help = parsed == cli::Parsed::kHelp;
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto flags = ParseBenchFlags(cli::Args(argc, argv));
+  if (auto exit_code = cli::ExitEarly("ringmaster-kube-bench", flags, BenchUsage)) return *exit_code;
+  const std::string kubeconfig = flags->kubeconfig, kubectl = flags->kubectl;
+  const int pods = flags->pods, concurrency = flags->concurrency;
+  const bool keep = flags->keep, strip = flags->strip;
   auto cfg = LoadConfig(kubeconfig, "", ProcessEnvironment());
   if (!cfg.ok()) {
     std::fprintf(stderr, "config: %s\n", cfg.status().ToString().c_str());

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "cmd/logging.h"
 #include "cmd/options.h"
 #include "controller/controller.h"
@@ -163,16 +164,8 @@ int Run(const rm::operator_cmd::OperatorOptions& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto opts = rm::operator_cmd::ParseOperatorFlags(args);
-  if (!opts.ok()) {
-    std::fprintf(stderr, "ringmaster-operator: %s\n", opts.status().message().c_str());
-    return 2;
-  }
-  if (opts->help) {
-    std::fputs(rm::operator_cmd::UsageText().c_str(), stdout);
-    return 0;
-  }
+  auto opts = rm::operator_cmd::ParseOperatorFlags(rm::cli::Args(argc, argv));
+  if (auto exit_code = rm::cli::ExitEarly("ringmaster-operator", opts, rm::operator_cmd::UsageText)) return *exit_code;
   // Every thread inherits this mask; WaitForSignal() is the one place these signals are taken.
   sigset_t set;
   sigemptyset(&set);

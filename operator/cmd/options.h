@@ -32,8 +32,8 @@ struct OperatorOptions {
   bool help = false;
 };
 
-// Parses argv (argv[0] is skipped). InvalidArgument with a message that names the flag and what it
-// accepts. `--help` sets help and stops parsing.
+// Parses argv without argv[0] (base/cli.h: CLI11). InvalidArgument with a message that names the flag
+// and what it accepts. `--help` sets help and nothing else is checked.
 StatusOr<OperatorOptions> ParseOperatorFlags(const std::vector<std::string>& args);
 
 // The text `--help` prints: every flag with what it does and its default.

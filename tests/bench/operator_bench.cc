@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/cli.h"
 #include "support/manifests.h"
 #include "support/background_process.h"
 #include "support/subprocess.h"
@@ -38,7 +40,34 @@ namespace {
 struct Options {
   int jobs = 200, workers = 8, nodes = 200, failures = 100;
   bool keep_cluster = false;
+  bool help = false;
 };
+
+std::unique_ptr<CLI::App> NewApp(Options& o) {
+  auto app = ringmaster::cli::NewApp(
+      "ringmaster-operator-bench",
+      "ringmaster-operator-bench: the operator against a local control plane with many simulated GPU nodes:\n"
+      "jobs reconciled per second and pod failure -> new generation latency.");
+  app->add_option("--jobs", o.jobs, "TrainingJobs to create")->check(CLI::Range(1, 1000000));
+  app->add_option("--workers", o.workers, "workers per job")->check(CLI::Range(1, 100000));
+  app->add_option("--nodes", o.nodes, "simulated GPU nodes")->check(CLI::Range(1, 1000000));
+  app->add_option("--failures", o.failures, "pod failures to inject")->check(CLI::Range(0, 1000000));
+  app->add_flag("--keep-cluster", o.keep_cluster, "leave the cluster running at the end");
+  return app;
+}
+
+std::string Usage() {
+  Options defaults;
+  return NewApp(defaults)->help();
+}
+
+ringmaster::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+  Options o;
+  auto app = NewApp(o);
+  RINGMASTER_ASSIGN_OR_RETURN(ringmaster::cli::Parsed parsed, ringmaster::cli::Parse(*app, args));
+  o.help = parsed == ringmaster::cli::Parsed::kHelp;
+  return o;
+}
 
 void Say(const std::string& s) {
   std::printf("%s\n", s.c_str());
@@ -208,29 +237,7 @@ int Run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&](int* v) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a number\n", a.c_str());
-        std::exit(2);
-      }
-      *v = std::atoi(argv[++i]);
-    };
-    if (a == "--jobs") next(&o.jobs);
-    else if (a == "--workers") next(&o.workers);
-    else if (a == "--nodes") next(&o.nodes);
-    else if (a == "--failures") next(&o.failures);
-    else if (a == "--keep-cluster") o.keep_cluster = true;
-    else {
-      std::fprintf(stderr, "usage: ringmaster-operator-bench [--jobs N] [--workers N] [--nodes N] [--failures N] [--keep-cluster]\n");
-      return a == "--help" ? 0 : 2;
-    }
-  }
-  if (o.jobs < 1 || o.workers < 1 || o.nodes < 1 || o.failures < 0) {
-    std::fprintf(stderr, "ringmaster-operator-bench: counts must be positive\n");
-    return 2;
-  }
-  return Run(o);
+  auto options = ParseOptions(ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-operator-bench", options, Usage)) return *exit_code;
+  return Run(*options);
 }

@@ -1,7 +1,8 @@
 // Starting a container's command as a local process, the way a container starts: only the environment it
 // is given, default signal dispositions and nothing blocked (whatever the test process set), its own
 // process group (so a kill reaches its children), no inherited descriptors, stdin from /dev/null and
-// stdout+stderr appended to a log file. Used by the pod runner (pod_runner.h). Test support only.
+// stdout+stderr appended to a log file. Used by the pod runner (pod_runner.h); a thin wrapper over the
+// one spawner, base/subprocess.h. Test support only.
 // Thread-safe (fork from a multithreaded process: the child makes only async-signal-safe calls).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/subprocess.h"
 #include "pod_runner/container_env.h"
 
 namespace ringmaster::testing {
@@ -23,9 +25,10 @@ struct LocalProcessSpec {
   std::string log_file;           // appended to
 };
 
-// Returns the pid (also its process group id). Internal when the log file cannot be opened or fork
-// fails. A child that cannot chdir exits 128, one whose exec fails exits 127 (with a line in the log).
-StatusOr<pid_t> SpawnLocalProcess(const LocalProcessSpec& spec);
+// Returns the process (its pid is also its process group id). Internal when the log file cannot be
+// opened or fork fails. A child that cannot chdir exits 128, one whose exec fails exits 127 (with a
+// line in the log).
+StatusOr<Subprocess> SpawnLocalProcess(const LocalProcessSpec& spec);
 
 // Writes `content` to `path` (created with `mode`, or truncated). Internal with errno's text.
 Status WriteFileWithMode(const std::string& path, const std::string& content, mode_t mode);

@@ -48,8 +48,6 @@ std::string NodeTrouble(const json& node) {
   return "";
 }
 
-std::string ErrnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 std::string ShortUid(const std::string& uid) { return uid.substr(0, 8); }
 
 std::string Tail(const std::string& path, size_t bytes) {
@@ -65,6 +63,7 @@ std::string Tail(const std::string& path, size_t bytes) {
 
 struct PodRunner::Proc {
   RunnerProcess info;
+  Subprocess process;
   bool report_due = false;  // exited by itself; not reported yet
   Clock::time_point exited_at;
 };
@@ -132,12 +131,8 @@ void PodRunner::Stop() {
     stopped_ = true;
     for (auto& p : procs_) {
       if (!p->info.running) continue;
-      ::kill(-p->info.pid, SIGKILL);
-      int status = 0;
-      while (::waitpid(p->info.pid, &status, 0) < 0 && errno == EINTR) {
-      }
       p->info.running = false;
-      p->info.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      p->info.exit_code = p->process.Kill().ShellCode();
       p->info.killed_for = "the pod runner stopped";
     }
   }
@@ -244,14 +239,13 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     RunnerProcess& p = proc->info;
     if (!p.running) continue;
     // Reap first: a process that exited by itself is reported even if its pod goes at the same time.
-    int status = 0;
-    if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+    if (std::optional<ExitStatus> exit = proc->process.Poll()) {
       p.running = false;
-      p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      p.exit_code = exit->ShellCode();
       proc->exited_at = Clock::now();
       proc->report_due = p.killed_for.empty();
-      std::string how = WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
-                                          : "died of signal " + std::to_string(WTERMSIG(status));
+      std::string how = exit->exited() ? "exited " + std::to_string(exit->code)
+                                       : "died of signal " + std::to_string(exit->signal);
       Log(p.pod + " (uid " + ShortUid(p.uid) + ", pid " + std::to_string(p.pid) + ") " + how +
           (p.killed_for.empty() ? "" : ": killed because " + p.killed_for + "; not reported"));
       continue;
@@ -270,7 +264,7 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
       why = "its node " + p.node + " is " + trouble + " (lost)";
     }
     if (why.empty()) continue;
-    ::kill(-p.pid, SIGKILL);
+    (void)proc->process.SignalGroup(SIGKILL);  // reaped on a later tick
     p.killed_for = why;
     Log("killing " + p.pod + " (uid " + ShortUid(p.uid) + ", pid " + std::to_string(p.pid) + "): " + why);
   }
@@ -377,10 +371,12 @@ Status PodRunner::StartPod(const json& pod) {
   }
   std::string cwd = StringAt(container, {"workingDir"});
   if (cwd.empty()) cwd = home;
-  RINGMASTER_ASSIGN_OR_RETURN(pid_t pid, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
+  RINGMASTER_ASSIGN_OR_RETURN(Subprocess process, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
+  const pid_t pid = process.pid();
 
   auto proc = std::make_unique<Proc>();
   proc->info = RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file, kubeconfig};
+  proc->process = std::move(process);
   {
     std::lock_guard<std::mutex> lock(mu_);
     procs_.push_back(std::move(proc));
@@ -403,9 +399,7 @@ Status PodRunner::Signal(const std::string& pod, int signal) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& p : procs_) {
     if (p->info.pod != pod || !p->info.running) continue;
-    // Not reaped yet, so the pid is still this process's (no reuse).
-    if (::kill(p->info.pid, signal) != 0) return InternalError(ErrnoText("kill " + std::to_string(p->info.pid)));
-    return Status::Ok();
+    return p->process.Signal(signal);  // refused once reaped: the pid may have been reused
   }
   return NotFoundError("no running process for pod " + pod);
 }

@@ -6,55 +6,62 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <string>
 
+#include "base/cli.h"
 #include "pod_runner/pod_runner.h"
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: ringmaster-pod-runner --kubeconfig FILE --namespace NS --job NAME --bin-dir DIR --work-dir DIR "
-    "[--deadline-s N]\n"
-    "Runs the pods of TrainingJob NAME (label ringmaster.io/job-name) that KWOK reports Running as local\n"
-    "processes, reports their exits through KWOK's stage labels, and kills a pod's process when the pod\n"
-    "is deleted or its node goes NotReady. Stops on SIGINT/SIGTERM or after --deadline-s (0: never).\n";
+constexpr char kDescription[] =
+    "ringmaster-pod-runner: runs the pods of TrainingJob --job (label ringmaster.io/job-name) that KWOK reports\n"
+    "Running as local processes, reports their exits through KWOK's stage labels, and kills a pod's process\n"
+    "when the pod is deleted or its node goes NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "ringmaster-pod-runner: %s\n%s", message.c_str(), kUsage);
-  return 2;
+struct Flags {
+  ringmaster::testing::PodRunnerOptions runner;
+  long deadline_s = 0;  // 0: never
+  bool help = false;
+};
+
+std::unique_ptr<CLI::App> NewApp(Flags& f) {
+  auto app = ringmaster::cli::NewApp("ringmaster-pod-runner", kDescription);
+  app->add_option("--kubeconfig", f.runner.kubeconfig, "the cluster's admin kubeconfig")->required();
+  app->add_option("--namespace", f.runner.ns, "the job's namespace")->required();
+  app->add_option("--job", f.runner.job, "the TrainingJob's name")->required();
+  app->add_option("--bin-dir", f.runner.bin_dir, "where the containers' commands are found")->required();
+  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home and log")->required();
+  app->add_option("--deadline-s", f.deadline_s, "stop after this many seconds (0: never)")
+      ->check(CLI::Range(0L, 10L * 365 * 24 * 3600));
+  return app;
+}
+
+std::string Usage() {
+  Flags defaults;
+  return NewApp(defaults)->help();
+}
+
+ringmaster::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags f;
+  auto app = NewApp(f);
+  RINGMASTER_ASSIGN_OR_RETURN(ringmaster::cli::Parsed parsed, ringmaster::cli::Parse(*app, args));
+  if (parsed == ringmaster::cli::Parsed::kHelp) {
+    Flags help;
+    help.help = true;
+    return help;
+  }
+  return f;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  ringmaster::testing::PodRunnerOptions o;
-  long deadline_s = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (i + 1 >= argc) return Fail("flag " + a + " needs a value");
-    std::string v = argv[++i];
-    if (a == "--kubeconfig") o.kubeconfig = v;
-    else if (a == "--namespace") o.ns = v;
-    else if (a == "--job") o.job = v;
-    else if (a == "--bin-dir") o.bin_dir = v;
-    else if (a == "--work-dir") o.work_dir = v;
-    else if (a == "--deadline-s") {
-      char* end = nullptr;
-      deadline_s = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || deadline_s < 0) return Fail("--deadline-s takes a whole number of seconds");
-    } else {
-      return Fail("unknown flag '" + a + "'");
-    }
-  }
-  if (o.kubeconfig.empty() || o.ns.empty() || o.job.empty() || o.bin_dir.empty() || o.work_dir.empty()) {
-    return Fail("--kubeconfig, --namespace, --job, --bin-dir and --work-dir are required");
-  }
+  auto flags = ParseFlags(ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-pod-runner", flags, Usage)) return *exit_code;
+  const ringmaster::testing::PodRunnerOptions& o = flags->runner;
+  const long deadline_s = flags->deadline_s;
   // SIGINT/SIGTERM are taken by sigtimedwait below; every thread inherits the blocked mask (the runner
   // resets it in the processes it starts).
   sigset_t stop;

@@ -1,5 +1,6 @@
 // A process a test starts and stops itself (an operator, a second operator replica), with its output
-// in a log file the test can read and print on failure. Test support only.
+// in a log file the test can read and print on failure: a thin wrapper over the one spawner,
+// base/subprocess.h (own process group, clean descriptors). Test support only.
 #pragma once
 
 #include <sys/types.h>
@@ -8,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "base/status.h"
+#include "base/subprocess.h"
 
 namespace ringmaster::testing {
 
@@ -26,11 +30,11 @@ class BackgroundProcess {
   // SIGKILL at once (a crash).
   void Kill();
   bool Running();
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
   std::string Log() const;  // the log file's content
 
  private:
-  pid_t pid_ = -1;
+  std::optional<Subprocess> process_;  // engaged from Start until Stop/Kill
   std::string log_file_;
 };
 

@@ -1,5 +1,5 @@
-// Running a command to completion with a deadline, capturing what it prints.
-// Test support only: production code never shells out.
+// Running a command to completion with a deadline, capturing what it prints: a thin wrapper over the
+// one spawner, base/subprocess.h. Test support only: production code never shells out.
 #pragma once
 
 #include <chrono>
@@ -19,8 +19,9 @@ struct CommandResult {
   bool ok() const { return exit_code == 0; }
 };
 
-// Runs argv[0] (looked up in PATH) with `input` on its standard input. A command still running at
-// `timeout` is killed (SIGKILL) and reported as DeadlineExceeded; failing to start it is Internal.
+// Runs argv[0] (looked up in PATH) with `input` on its standard input, in its own process group. A
+// command still running at `timeout` is killed with its group (SIGKILL) and reported as
+// DeadlineExceeded; failing to start it is Internal; a program that cannot be executed exits 127.
 // A command that runs and exits non-zero is not an error here: look at exit_code.
 // Thread-safe (no shared state).
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,

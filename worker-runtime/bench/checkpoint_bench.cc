@@ -16,9 +16,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "checkpoint/checkpoint_store.h"
 
 namespace {
@@ -107,33 +109,47 @@ bool BenchOneSize(CheckpointStore& store, const std::string& ddfile, uint64_t mi
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line, parsed once (base/cli.h).
+struct Flags {
   std::string dir = "/tmp/ringmaster-checkpoint-bench";
   std::vector<uint64_t> sizes_mib = {256, 1024};
   int blobs = 4;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--dir" && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (arg == "--sizes-mib" && i + 1 < argc) {
-      sizes_mib.clear();
-      std::string list = argv[++i];
-      size_t pos = 0;
-      while (pos <= list.size()) {
-        const size_t comma = list.find(',', pos);
-        sizes_mib.push_back(std::strtoull(list.substr(pos, comma - pos).c_str(), nullptr, 10));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-      }
-    } else if (arg == "--blobs" && i + 1 < argc) {
-      blobs = std::max(1, std::atoi(argv[++i]));
-    } else {
-      std::fprintf(stderr, "usage: %s [--dir DIR] [--sizes-mib 256,1024] [--blobs 4]\n", argv[0]);
-      return 2;
-    }
-  }
+  bool help = false;
+};
+
+std::unique_ptr<CLI::App> NewApp(Flags& f) {
+  auto app = ringmaster::cli::NewApp("ringmaster-checkpoint-bench",
+                                     "ringmaster-checkpoint-bench: checkpoint save/restore throughput against dd on the "
+                                     "same disk.");
+  app->add_option("--dir", f.dir, "scratch directory (emptied first)");
+  app->add_option("--sizes-mib", f.sizes_mib, "checkpoint sizes in MiB, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app->add_option("--blobs", f.blobs, "blobs per checkpoint")->check(CLI::Range(1, 4096));
+  return app;
+}
+
+std::string Usage() {
+  Flags defaults;
+  return NewApp(defaults)->help();
+}
+
+ringmaster::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags f;
+  auto app = NewApp(f);
+  RINGMASTER_ASSIGN_OR_RETURN(ringmaster::cli::Parsed parsed, ringmaster::cli::Parse(*app, args));
+  f.help = parsed == ringmaster::cli::Parsed::kHelp;
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto flags = ParseFlags(ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-checkpoint-bench", flags, Usage)) return *exit_code;
+  const std::string dir = flags->dir;
+  const std::vector<uint64_t> sizes_mib = flags->sizes_mib;
+  const int blobs = flags->blobs;
   if (!RemoveTree(dir).ok()) return 1;
   CheckpointOptions options;
   options.dir = dir + "/checkpoints";

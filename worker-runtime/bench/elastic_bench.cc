@@ -21,11 +21,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "elastic/elastic_driver.h"
 #include "membership/file_source.h"
 #include "store/socket.h"
@@ -145,33 +147,43 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int Main(int argc, char** argv) {
+struct Flags {
   std::vector<int> sizes = {2, 4, 8};
   int trials = 20;
   std::string dir = std::filesystem::temp_directory_path() / ("ringmaster-elastic-bench." + std::to_string(::getpid()));
-  constexpr const char* kUsage = "usage: ringmaster-elastic-bench [--sizes 2,4,8] [--trials 20] [--out DIR]\n";
-  if (argc % 2 == 0) {  // a flag without its value, or --help
-    std::fputs(kUsage, argc == 2 && std::string(argv[1]) == "--help" ? stdout : stderr);
-    return argc == 2 && std::string(argv[1]) == "--help" ? 0 : 2;
-  }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--trials") trials = std::atoi(argv[i + 1]);
-    else if (a == "--out") dir = argv[i + 1];
-    else if (a == "--sizes") {
-      sizes.clear();
-      std::stringstream s(argv[i + 1]);
-      std::string x;
-      while (std::getline(s, x, ',')) sizes.push_back(std::atoi(x.c_str()));
-    } else {
-      std::fputs(kUsage, stderr);
-      return 2;
-    }
-  }
-  if (trials < 1 || sizes.empty() || *std::min_element(sizes.begin(), sizes.end()) < 2) {
-    std::fprintf(stderr, "ringmaster-elastic-bench: --trials must be >= 1 and every size >= 2\n%s", kUsage);
-    return 2;
-  }
+  bool help = false;
+};
+
+std::unique_ptr<CLI::App> NewApp(Flags& f) {
+  auto app = cli::NewApp("ringmaster-elastic-bench",
+                         "ringmaster-elastic-bench: worker death -> next successful allreduce, by phase (Gloo on "
+                         "loopback).");
+  app->add_option("--sizes", f.sizes, "world sizes, comma-separated")->delimiter(',')->check(CLI::Range(2, 1024));
+  app->add_option("--trials", f.trials, "trials per size")->check(CLI::Range(1, 1000000));
+  app->add_option("--out", f.dir, "scratch directory (removed at the end)");
+  return app;
+}
+
+std::string Usage() {
+  Flags defaults;
+  return NewApp(defaults)->help();
+}
+
+StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags f;
+  auto app = NewApp(f);
+  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
+  f.help = parsed == cli::Parsed::kHelp;
+  if (!f.help && f.sizes.empty()) return InvalidArgumentError("--sizes: give at least one size");
+  return f;
+}
+
+int Main(int argc, char** argv) {
+  auto flags = ParseFlags(cli::Args(argc, argv));
+  if (auto exit_code = cli::ExitEarly("ringmaster-elastic-bench", flags, Usage)) return *exit_code;
+  const std::vector<int> sizes = flags->sizes;
+  const int trials = flags->trials;
+  const std::string dir = flags->dir;
   std::printf("death of one worker -> next successful allreduce, Gloo on loopback, median of %d trials (ms)\n", trials);
   std::printf("%5s %9s %9s %9s %11s %13s %9s %11s\n", "ranks", "total", "notice", "detect", "rendezvous",
               "communicator", "restore", "1st-allred");

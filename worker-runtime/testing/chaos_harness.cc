@@ -1,17 +1,18 @@
 #include "testing/chaos_harness.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
-namespace ringmaster::elastic::testing {
+#include "base/subprocess.h"
 
+namespace ringmaster::elastic::testing {
 
 std::filesystem::path Root() {
   static const std::filesystem::path root =
@@ -19,18 +20,63 @@ std::filesystem::path Root() {
   return root;
 }
 
+namespace {
+
+// `flags` split at spaces (the tests' flags hold no quoted spaces).
+void AppendWords(const std::string& flags, std::vector<std::string>& argv) {
+  std::istringstream in(flags);
+  for (std::string word; in >> word;) argv.push_back(word);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `env` ("NAME=value ...", a value may be single-quoted) as variables.
+EnvironmentList ParseAssignments(const std::string& env) {
+  EnvironmentList out;
+  std::istringstream in(env);
+  for (std::string word; in >> word;) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    std::string value = word.substr(eq + 1);
+    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') value = value.substr(1, value.size() - 2);
+    out.emplace_back(word.substr(0, eq), value);
+  }
+  return out;
+}
+
+}  // namespace
+
 // Runs ringmaster-run; returns its exit status.
 int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags,
            const std::string& env) {
-  std::string cmd = (env.empty() ? "" : env + " ") + std::string(RINGMASTER_RUN) + " --out " + out + " --deadline-s 90 --heartbeat-timeout-ms 1500 " +
-                    launcher_flags + " -- " + RINGMASTER_TRAIN_EXAMPLE + " --steps " + std::to_string(kSteps) +
-                    " --samples " + std::to_string(kSamples) + " --batch " + std::to_string(kBatch) +
-                    " --seed 7 --timeout-ms 8000 " + worker_flags;
+  std::vector<std::string> argv = {RINGMASTER_RUN, "--out", out, "--deadline-s", "90", "--heartbeat-timeout-ms", "1500"};
+  AppendWords(launcher_flags, argv);
+  argv.insert(argv.end(), {"--", RINGMASTER_TRAIN_EXAMPLE, "--steps", std::to_string(kSteps), "--samples",
+                           std::to_string(kSamples), "--batch", std::to_string(kBatch), "--seed", "7", "--timeout-ms", "8000"});
+  AppendWords(worker_flags, argv);
+  std::string shown;
+  for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  std::fprintf(stderr, "$ %s > %s.log\n", shown.c_str(), out.c_str());
   // The output goes to OUT.log (for the test to read) and then to the test log.
-  cmd = "mkdir -p " + out + " && " + cmd + " > " + out + ".log 2>&1; rc=$?; cat " + out + ".log >&2; exit $rc";
-  std::fprintf(stderr, "$ %s\n", cmd.c_str());
-  int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  std::filesystem::create_directories(out);
+  std::filesystem::remove(out + ".log");
+  SpawnOptions options;
+  options.argv = argv;
+  options.env = ParseAssignments(env);  // the launcher's extra environment, which its workers inherit
+  options.out = options.err = Redirect::AppendTo(out + ".log");
+  auto launcher = Subprocess::Start(options);
+  if (!launcher.ok()) {
+    ADD_FAILURE() << "cannot start ringmaster-run: " << launcher.status();
+    return 128;
+  }
+  const ExitStatus exit = launcher->Wait();
+  std::fputs(ReadAll(out + ".log").c_str(), stderr);
+  return exit.exited() ? exit.code : 128;
 }
 
 std::vector<double> ReadWeights(const std::string& path) {

@@ -20,7 +20,7 @@ inline constexpr int kSteps = 30, kSamples = 40, kBatch = 8;  // 6 epochs
 std::filesystem::path Root();
 
 // Runs ringmaster-run with the standard data flags; returns its exit status.
-// `env` ("NAME=value ...", shell-quoted by the caller) is the launcher's extra
+// `env` ("NAME=value ...", a value may be single-quoted; no spaces) is the launcher's extra
 // environment, which its workers inherit.
 int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags = "",
            const std::string& env = "");

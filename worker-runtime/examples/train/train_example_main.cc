@@ -21,11 +21,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "data/elastic_sampler.h"
 #include "data/splitmix64.h"
 #include "elastic/elastic_driver.h"
@@ -324,8 +326,15 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
 
 int main(int argc, char** argv) {
   auto options = ringmaster::elastic::ParseTrainOptions(argc, argv, ringmaster::runtime::EnvironmentSnapshot());
-  if (!options.ok()) {
-    std::fprintf(stderr, "ringmaster-train-example: %s\n", options.status().message().c_str());
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-train-example", options, ringmaster::elastic::TrainUsage)) {
+    return *exit_code;
+  }
+  // --out may name a directory that does not exist yet (with its parents).
+  std::error_code ec;
+  std::filesystem::create_directories(options->out, ec);
+  if (ec) {
+    std::fprintf(stderr, "ringmaster-train-example: cannot create --out %s: %s\n", options->out.c_str(),
+                 ec.message().c_str());
     return 2;
   }
   // The runtime's RINGMASTER_* configuration (fusion, cycle time, timeline, process sets), read once.

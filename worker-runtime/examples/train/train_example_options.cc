@@ -1,108 +1,84 @@
 #include "examples/train/train_example_options.h"
 
-#include <exception>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "api/names.h"
 #include "api/worker_env.h"
+#include "base/cli.h"
 
 namespace ringmaster::elastic {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: ringmaster-train-example [--steps N] [--seed S] [--dtype float32|float64] [--samples N] [--features D]\n"
-    "  [--batch B] [--lr X] [--hierarchical true|false] [--backend gloo|nccl|auto] [--checkpoint-dir DIR]\n"
-    "  [--checkpoint-every K] [--out DIR] [--heartbeat-file F] [--membership-file F | --job-name J\n"
-    "  --job-namespace NS [--kubeconfig F]] [--worker-id ID] [--secret S] [--host IP] [--store-port P]\n"
-    "  [--health-port P] [--min N] [--timeout-ms T] [--step-delay-ms T]\n"
-    "Environment fallbacks: RINGMASTER_MEMBERSHIP_FILE, RINGMASTER_JOB_NAME, RINGMASTER_JOB_NAMESPACE,\n"
+constexpr char kDescription[] =
+    "ringmaster-train-example: data-parallel SGD on a synthetic data set under the elastic driver.\n"
+    "Membership: the file when one is given, else the TrainingJob named by --job-name/RINGMASTER_JOB_NAME.";
+
+constexpr char kFooter[] =
+    "Environment fallbacks (flags win): RINGMASTER_MEMBERSHIP_FILE, RINGMASTER_JOB_NAME, RINGMASTER_JOB_NAMESPACE,\n"
     "  RINGMASTER_WORKER_ID (else RINGMASTER_POD_NAME), RINGMASTER_SECRET, RINGMASTER_POD_IP (--host),\n"
     "  RINGMASTER_STORE_PORT (else RINGMASTER_COORDINATOR_PORT), RINGMASTER_HEALTH_PORT (9400; 0 = any),\n"
     "  RINGMASTER_MIN_WORKERS, RINGMASTER_BACKEND, RINGMASTER_CHECKPOINT_DIR, RINGMASTER_OUT,\n"
-    "  RINGMASTER_HEARTBEAT_FILE.\n"
-    "Membership: the file when one is given, else the TrainingJob named by --job-name/RINGMASTER_JOB_NAME.";
+    "  RINGMASTER_HEARTBEAT_FILE.";
 
-// The flags' values taken from the worker's environment (the local launcher and the operator's pods pass
-// everything through it); flags on the command line override them. Unset and empty variables give nothing.
-StatusOr<std::map<std::string, std::string>> FlagsFromEnvironment(const std::map<std::string, std::string>& env) {
-  RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv w, api::WorkerEnv::FromEnvironment(env));
-  std::map<std::string, std::string> v;
-  auto set = [&v](const char* flag, const std::string& value) {
-    if (!value.empty()) v[flag] = value;
-  };
-  auto set_int = [&v](const char* flag, std::optional<int32_t> value) {
-    if (value) v[flag] = std::to_string(*value);
-  };
-  set("--membership-file", w.membership_file);
-  set("--job-name", w.job_name);
-  set("--job-namespace", w.job_namespace);
-  set("--worker-id", w.worker_id.empty() ? w.pod_name : w.worker_id);
-  set("--secret", w.secret);
-  set("--host", w.pod_ip);
-  set_int("--store-port", w.store_port ? w.store_port : w.coordinator_port);
-  set_int("--health-port", w.health_port);
-  set_int("--min", w.min_workers);
-  set("--backend", w.backend.value_or(""));
-  set("--checkpoint-dir", w.checkpoint_dir);
-  set("--out", w.out);
-  set("--heartbeat-file", w.heartbeat_file);
-  return v;
+StatusOr<bool> ParseTrueFalse(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return InvalidArgumentError("must be true or false, not '" + text + "'");
 }
 
-}  // namespace
+StatusOr<bool> ParseFloat64(const std::string& text) {
+  if (text == "float64") return true;
+  if (text == "float32") return false;
+  return InvalidArgumentError("must be float32 or float64, not '" + text + "'");
+}
 
-StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env) {
-  // Environment first, flags override.
-  using Flags = std::map<std::string, std::string>;
-  RINGMASTER_ASSIGN_OR_RETURN(Flags v, FlagsFromEnvironment(env));
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help") return InvalidArgumentError(kUsage);
-    if (a.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument '" + a + "' (see --help)");
-    if (i + 1 >= argc) return InvalidArgumentError("flag '" + a + "' needs a value (see --help)");
-    v[a] = argv[++i];
-  }
+std::function<StatusOr<runtime::Backend>(const std::string&)> BackendParser() {
+  return [](const std::string& text) { return runtime::ParseBackend(text); };
+}
 
-  TrainOptions o;
-  for (const auto& [k, val] : v) {
-    try {
-      if (k == "--steps") o.steps = std::stoll(val);
-      else if (k == "--seed") o.seed = std::stoull(val);
-      else if (k == "--dtype") {
-        if (val != "float32" && val != "float64") return InvalidArgumentError("--dtype must be float32 or float64");
-        o.float64 = val == "float64";
-      } else if (k == "--samples") o.samples = std::stoull(val);
-      else if (k == "--features") o.features = std::stoi(val);
-      else if (k == "--batch") o.batch = std::stoull(val);
-      else if (k == "--lr") o.lr = std::stod(val);
-      else if (k == "--hierarchical") {
-        if (val != "true" && val != "false") return InvalidArgumentError("--hierarchical must be true or false");
-        o.hierarchical = val == "true";
-      } else if (k == "--backend") {
-        auto b = runtime::ParseBackend(val);
-        if (!b.ok()) return b.status().WithContext("--backend");
-        o.backend = *b;
-      } else if (k == "--checkpoint-dir") o.checkpoint_dir = val;
-      else if (k == "--checkpoint-every") o.checkpoint_every = std::stoi(val);
-      else if (k == "--out") o.out = val;
-      else if (k == "--heartbeat-file") o.heartbeat_file = val;
-      else if (k == "--membership-file") o.membership_file = val;
-      else if (k == "--job-name") o.job_name = val;
-      else if (k == "--job-namespace") o.job_namespace = val;
-      else if (k == "--kubeconfig") o.kubeconfig = val;
-      else if (k == "--worker-id") o.worker_id = val;
-      else if (k == "--secret") o.secret = val;
-      else if (k == "--host") o.host = val;
-      else if (k == "--store-port") o.store_port = std::stoi(val);
-      else if (k == "--health-port") o.health_port = std::stoi(val);
-      else if (k == "--min") o.min_size = std::stoi(val);
-      else if (k == "--timeout-ms") o.timeout_ms = std::stoi(val);
-      else if (k == "--step-delay-ms") o.step_delay_ms = std::stoi(val);
-      else return InvalidArgumentError("unknown flag '" + k + "' (see --help)");
-    } catch (const std::exception&) {
-      return InvalidArgumentError(k + " needs a number, got '" + val + "'");
-    }
-  }
+void AddModelFlags(CLI::App& app, TrainOptions& o) {
+  app.add_option("--steps", o.steps, "training steps")->check(cli::NotNegative());
+  app.add_option("--seed", o.seed, "seed of the synthetic data set")->check(cli::NotNegative());
+  cli::AddParsed<bool>(app, "--dtype", &o.float64, ParseFloat64, "float32 or float64", "float64");
+  app.add_option("--samples", o.samples, "samples in the data set")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  app.add_option("--features", o.features, "features per sample")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--batch", o.batch, "global batch size")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  app.add_option("--lr", o.lr, "learning rate");
+  cli::AddParsed<bool>(app, "--hierarchical", &o.hierarchical, ParseTrueFalse,
+                       "true: reduce per node, then across node leaders, then broadcast per node", "false");
+  cli::AddParsed<runtime::Backend>(app, "--backend", &o.backend, BackendParser(), "gloo, nccl or auto", "gloo");
+  app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are saved (none when empty)");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "save every K steps (0: never)")->check(CLI::Range(0, 1 << 30));
+  app.add_option("--out", o.out, "directory for weights.<worker>.txt and journal.<worker>.log (created)");
+  app.add_option("--heartbeat-file", o.heartbeat_file, "file rewritten with the committed step every 100 ms");
+}
+
+void AddWorkerFlags(CLI::App& app, TrainOptions& o) {
+  app.add_option("--membership-file", o.membership_file, "the launcher's membership file");
+  app.add_option("--job-name", o.job_name, "the TrainingJob to follow (in a pod)");
+  app.add_option("--job-namespace", o.job_namespace, "its namespace");
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig (default: $KUBECONFIG, then in-cluster)");
+  app.add_option("--worker-id", o.worker_id, "this worker's id in the membership");
+  app.add_option("--secret", o.secret, "the job's shared store secret");
+  app.add_option("--host", o.host, "where its store, Gloo and metrics listen (the pod IP in a pod)");
+  app.add_option("--store-port", o.store_port, "its rendezvous store port")->check(CLI::Range(0, 65535));
+  app.add_option("--health-port", o.health_port, "its /metrics and /readyz port (0: any free one)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--min", o.min_size, "fewest workers to train with")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--timeout-ms", o.timeout_ms, "rebuild and collective timeout")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--step-delay-ms", o.step_delay_ms, "sleep per step (tests)")->check(CLI::Range(0, 1 << 30));
+}
+
+std::unique_ptr<CLI::App> NewTrainApp(TrainOptions& o) {
+  auto app = cli::NewApp("ringmaster-train-example", kDescription, kFooter);
+  AddModelFlags(*app, o);
+  AddWorkerFlags(*app, o);
+  return app;
+}
+
+Status CheckTrainOptions(const TrainOptions& o) {
   if (o.membership_file.empty() && o.job_name.empty()) {
     return InvalidArgumentError("no membership source: give --membership-file (RINGMASTER_MEMBERSHIP_FILE) or "
                                 "--job-name (RINGMASTER_JOB_NAME, set by the operator in a worker pod)");
@@ -114,10 +90,57 @@ StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<s
     return InvalidArgumentError("--worker-id, --secret and --store-port are required (or RINGMASTER_WORKER_ID/"
                                 "POD_NAME, RINGMASTER_SECRET, RINGMASTER_STORE_PORT/COORDINATOR_PORT)");
   }
-  if (o.features < 1 || o.batch < 1 || o.samples < 1) {
-    return InvalidArgumentError("--features, --batch, --samples must be >= 1");
-  }
   if (o.health_port < 0 || o.health_port > 65535) return InvalidArgumentError("--health-port must be 0..65535");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ApplyTrainEnvironment(const std::map<std::string, std::string>& env, TrainOptions* o) {
+  RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv w, api::WorkerEnv::FromEnvironment(env));
+  auto set = [](const std::string& value, std::string* out) {
+    if (!value.empty()) *out = value;
+  };
+  auto set_int = [](std::optional<int32_t> value, int* out) {
+    if (value) *out = *value;
+  };
+  set(w.membership_file, &o->membership_file);
+  set(w.job_name, &o->job_name);
+  set(w.job_namespace, &o->job_namespace);
+  set(w.worker_id.empty() ? w.pod_name : w.worker_id, &o->worker_id);
+  set(w.secret, &o->secret);
+  set(w.pod_ip, &o->host);
+  set_int(w.store_port ? w.store_port : w.coordinator_port, &o->store_port);
+  set_int(w.health_port, &o->health_port);
+  set_int(w.min_workers, &o->min_size);
+  if (w.backend && !w.backend->empty()) {
+    auto b = runtime::ParseBackend(*w.backend);
+    if (!b.ok()) return b.status().WithContext(std::string(api::env::kBackend));
+    o->backend = *b;
+  }
+  set(w.checkpoint_dir, &o->checkpoint_dir);
+  set(w.out, &o->out);
+  set(w.heartbeat_file, &o->heartbeat_file);
+  return Status::Ok();
+}
+
+std::string TrainUsage() {
+  TrainOptions defaults;
+  return NewTrainApp(defaults)->help();
+}
+
+StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env) {
+  TrainOptions o;
+  const Status from_env = ApplyTrainEnvironment(env, &o);
+  auto app = NewTrainApp(o);  // flags override what the environment set
+  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, cli::Args(argc, argv)));
+  if (parsed == cli::Parsed::kHelp) {
+    TrainOptions help;
+    help.help = true;
+    return help;
+  }
+  RINGMASTER_RETURN_IF_ERROR(from_env);
+  RINGMASTER_RETURN_IF_ERROR(CheckTrainOptions(o));
   return o;
 }
 

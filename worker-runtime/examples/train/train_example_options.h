@@ -42,10 +42,18 @@ struct TrainOptions {
   int min_size = 1;
   int timeout_ms = 10000;
   int step_delay_ms = 0;
+  bool help = false;  // --help: print TrainUsage() and exit 0
 };
 
-// Flags win over the environment. Errors: InvalidArgument naming the flag (or
-// the usage text for --help).
+// Sets the fields the RINGMASTER_* environment gives (for each, the first variable present wins; see
+// TrainUsage()). Errors: InvalidArgument naming the variable whose value is malformed.
+Status ApplyTrainEnvironment(const std::map<std::string, std::string>& env, TrainOptions* o);
+
+// The environment (ApplyTrainEnvironment), then the flags argv[1..argc) over it (base/cli.h: CLI11).
+// Errors: InvalidArgument naming the flag or variable; `--help` sets help and nothing else is checked.
 StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env);
+
+// The --help text: every flag with its default, and the environment variables that stand in for flags.
+std::string TrainUsage();
 
 }  // namespace ringmaster::elastic

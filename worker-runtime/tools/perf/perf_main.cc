@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "tools/perf/bench.h"
 #include "tools/perf/fusion_bench.h"
 #include "testing/local_ranks.h"
@@ -50,21 +51,13 @@ StatusOr<std::string> RandomSecret() {
 
 int main(int argc, char** argv) {
   using namespace ringmaster::runtime;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto options = perf::ParsePerfOptions(args);
-  if (!options.ok()) {
-    std::fprintf(stderr, "ringmaster-perf: %s\n", options.status().message().c_str());
-    return 64;  // EX_USAGE
-  }
-  if (options->help) {
-    std::fputs(perf::Usage().c_str(), stdout);
-    return 0;
-  }
+  auto options = perf::ParsePerfOptions(ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-perf", options, perf::Usage)) return *exit_code;
   // The runtime's RINGMASTER_* tuning, read once; the flags above win where they overlap.
   auto config = ParseRuntimeConfig(EnvironmentSnapshot());
   if (!config.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", config.status().ToString().c_str());
-    return 64;
+    return ringmaster::cli::kExitUsage;
   }
   auto secret = perf::RandomSecret();
   if (!secret.ok()) {

@@ -3,6 +3,10 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
+
+#include "base/cli.h"
 
 namespace ringmaster::runtime::perf {
 
@@ -17,8 +21,9 @@ std::string_view CollectiveName(Collective c) {
   return "?";
 }
 
-std::string Usage() {
-  return R"(usage: ringmaster-perf COLLECTIVE [flags]
+namespace {
+
+constexpr char kDescription[] = R"(ringmaster-perf: a collective benchmark and checker.
 
 Starts --np local ranks over loopback (127.0.0.1), runs COLLECTIVE for every
 buffer size from --min-bytes to --max-bytes and prints, per size, the time,
@@ -26,35 +31,92 @@ algorithm bandwidth and bus bandwidth (nccl-tests formulas) and, with --check,
 the number of wrong result elements. Exits non-zero when any result is wrong
 or a rank fails.
 
-COLLECTIVE: allreduce | allgather | broadcast | reduce-scatter | fusion
-
 `fusion` submits --tensors allreduces of --tensor-bytes each asynchronously
 through the runtime, once with tensor fusion and once without, and prints both.
+Sizes take K, M or G (powers of 1024): 1K, 64M, 1G.)";
 
-flags:
-  --np N             number of local ranks (default 2)
-  --backend B        gloo | nccl | auto (default gloo; nccl needs one GPU per rank)
-  --min-bytes S      smallest buffer, e.g. 1K, 64M, 1G (default 1K)
-  --max-bytes S      largest buffer (default 64M)
-  --step-factor F    multiply the size by F between steps, F > 1 (default 2)
-  --iters N          timed iterations per size (default: about 256M of traffic, 1..50)
-  --warmup N         untimed iterations per size (default 1)
-  --in-place         run in place (output buffer = input buffer) instead of out of place
-  --check            verify every result against a reference and count wrong elements
-  --dtype T          float32 float64 float16 bfloat16 int32 int64 uint8 (default float32)
-  --op OP            sum avg min max product (allreduce, reduce-scatter; default sum)
-  --root R           broadcast root (default 0)
-  --timeout-ms MS    per-collective timeout; a hung peer fails the run after it (default 60000)
-  --tensors N        fusion: allreduces per round (default 1000)
-  --tensor-bytes S   fusion: bytes per tensor (default 4K)
-  --fusion-threshold S  fusion: fusion buffer size (default 64M)
-  --help             this text
-
-Size is the buffer a rank holds: allreduce and broadcast count*size(T); allgather
+constexpr char kFooter[] = R"(Size is the buffer a rank holds: allreduce and broadcast count*size(T); allgather
 the gathered output, reduce-scatter the input (both np*count*size(T)).
 busbw = algbw * factor, factor = 2(n-1)/n allreduce, (n-1)/n allgather and
-reduce-scatter, 1 broadcast.
-)";
+reduce-scatter, 1 broadcast.)";
+
+StatusOr<Collective> ParseCollective(const std::string& name) {
+  if (name == "allreduce") return Collective::kAllreduce;
+  if (name == "allgather") return Collective::kAllgather;
+  if (name == "broadcast") return Collective::kBroadcast;
+  if (name == "reduce-scatter" || name == "reducescatter") return Collective::kReduceScatter;
+  if (name == "fusion") return Collective::kFusion;
+  return InvalidArgumentError("unknown collective '" + name +
+                              "' (want allreduce, allgather, broadcast, reduce-scatter or fusion)");
+}
+
+template <typename T, typename Parser>
+std::function<StatusOr<T>(const std::string&)> Via(Parser parse) {
+  return [parse](const std::string& text) -> StatusOr<T> { return parse(text); };
+}
+
+void AddSizeFlags(CLI::App& app, PerfOptions& o) {
+  cli::AddParsed<uint64_t>(app, "--min-bytes", &o.min_bytes, ParseByteSize, "smallest buffer", FormatBytes(o.min_bytes));
+  cli::AddParsed<uint64_t>(app, "--max-bytes", &o.max_bytes, ParseByteSize, "largest buffer", FormatBytes(o.max_bytes));
+  cli::AddParsed<double>(
+      app, "--step-factor", &o.step_factor,
+      [](const std::string& text) -> StatusOr<double> {
+        char* end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(v > 1.0)) return InvalidArgumentError("wants a number > 1, got '" + text + "'");
+        return v;
+      },
+      "multiply the size by this (> 1) between steps", "2");
+  app.add_option("--iters", o.iters, "timed iterations per size (0: about 256M of traffic, 1..50)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--warmup", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 1000000));
+}
+
+void AddFusionFlags(CLI::App& app, PerfOptions& o) {
+  app.add_option("--tensors", o.tensors, "fusion: allreduces per round")->check(CLI::Range(1, 1000000));
+  cli::AddParsed<uint64_t>(app, "--tensor-bytes", &o.tensor_bytes, ParseByteSize, "fusion: bytes per tensor",
+                           FormatBytes(o.tensor_bytes));
+  cli::AddParsed<uint64_t>(app, "--fusion-threshold", &o.fusion_threshold, ParseByteSize,
+                           "fusion: fusion buffer size", FormatBytes(o.fusion_threshold));
+}
+
+// The flags, bound to `o`; o's values are the defaults --help shows.
+std::unique_ptr<CLI::App> NewPerfApp(PerfOptions& o) {
+  auto app = cli::NewApp("ringmaster-perf", kDescription, kFooter);
+  cli::AddParsed<Collective>(*app, "collective", &o.collective, ParseCollective,
+                             "allreduce | allgather | broadcast | reduce-scatter | fusion", "")
+      ->required();
+  app->add_option("--np", o.np, "number of local ranks")->check(CLI::Range(1, 256));
+  cli::AddParsed<Backend>(*app, "--backend", &o.backend, Via<Backend>(ParseBackend),
+                          "gloo | nccl | auto (nccl needs one GPU per rank)", "gloo");
+  AddSizeFlags(*app, o);
+  app->add_flag("--in-place", o.in_place, "run in place (output buffer = input buffer) instead of out of place");
+  app->add_flag("--check", o.check, "verify every result against a reference and count wrong elements");
+  cli::AddParsed<DataType>(*app, "--dtype", &o.type, Via<DataType>(ParseDataType),
+                           "float32 float64 float16 bfloat16 int32 int64 uint8", "float32");
+  cli::AddParsed<ReduceOp>(*app, "--op", &o.op, Via<ReduceOp>(ParseReduceOp),
+                           "sum avg min max product (allreduce, reduce-scatter)", "sum");
+  app->add_option("--root", o.root, "broadcast root")->check(CLI::Range(0, 255));
+  cli::AddParsed<std::chrono::milliseconds>(
+      *app, "--timeout-ms", &o.timeout,
+      [](const std::string& text) -> StatusOr<std::chrono::milliseconds> {
+        char* end = nullptr;
+        long v = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || v < 1 || v > 24L * 3600 * 1000) {
+          return InvalidArgumentError("wants milliseconds in [1, 86400000], got '" + text + "'");
+        }
+        return std::chrono::milliseconds(v);
+      },
+      "per-collective timeout; a hung peer fails the run after it", std::to_string(o.timeout.count()));
+  AddFusionFlags(*app, o);
+  return app;
+}
+
+}  // namespace
+
+std::string Usage() {
+  PerfOptions defaults;
+  return NewPerfApp(defaults)->help();
 }
 
 StatusOr<uint64_t> ParseByteSize(const std::string& text) {
@@ -91,106 +153,15 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
-namespace {
-
-StatusOr<long> ParseInt(const std::string& flag, const std::string& value, long min, long max) {
-  char* end = nullptr;
-  long v = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v < min || v > max) {
-    return InvalidArgumentError(flag + " wants an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-                                "], got '" + value + "'");
-  }
-  return v;
-}
-
-}  // namespace
-
 StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
   PerfOptions o;
-  bool have_collective = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-      return o;
-    }
-    if (a == "--check") {
-      o.check = true;
-      continue;
-    }
-    if (a == "--in-place") {
-      o.in_place = true;
-      continue;
-    }
-    if (a.rfind("--", 0) == 0) {
-      std::string flag = a, value;
-      if (size_t eq = a.find('='); eq != std::string::npos) flag = a.substr(0, eq);
-      static const char* const kValueFlags[] = {"--np",    "--backend", "--min-bytes", "--max-bytes", "--step-factor",
-                                                "--iters", "--warmup",  "--dtype",     "--op",        "--root",
-                                                "--timeout-ms", "--tensors", "--tensor-bytes", "--fusion-threshold"};
-      bool known = false;
-      for (const char* f : kValueFlags) known = known || flag == f;
-      if (!known) return InvalidArgumentError("unknown flag '" + flag + "' (see --help)");
-      if (size_t eq = a.find('='); eq != std::string::npos) {
-        flag = a.substr(0, eq);
-        value = a.substr(eq + 1);
-      } else {
-        if (i + 1 >= args.size()) return InvalidArgumentError(flag + " needs a value (see --help)");
-        value = args[++i];
-      }
-      if (flag == "--np") {
-        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 1, 256));
-        o.np = static_cast<int>(v);
-      } else if (flag == "--backend") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.backend, ParseBackend(value));
-      } else if (flag == "--min-bytes") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.min_bytes, ParseByteSize(value));
-      } else if (flag == "--max-bytes") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.max_bytes, ParseByteSize(value));
-      } else if (flag == "--step-factor") {
-        char* end = nullptr;
-        o.step_factor = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(o.step_factor > 1.0)) {
-          return InvalidArgumentError("--step-factor wants a number > 1, got '" + value + "'");
-        }
-      } else if (flag == "--iters") {
-        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 1, 1000000));
-        o.iters = static_cast<int>(v);
-      } else if (flag == "--warmup") {
-        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 0, 1000000));
-        o.warmup = static_cast<int>(v);
-      } else if (flag == "--dtype") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.type, ParseDataType(value));
-      } else if (flag == "--op") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.op, ParseReduceOp(value));
-      } else if (flag == "--root") {
-        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 0, 255));
-        o.root = static_cast<int>(v);
-      } else if (flag == "--tensors") {
-        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 1, 1000000));
-        o.tensors = static_cast<int>(v);
-      } else if (flag == "--tensor-bytes") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.tensor_bytes, ParseByteSize(value));
-      } else if (flag == "--fusion-threshold") {
-        RINGMASTER_ASSIGN_OR_RETURN(o.fusion_threshold, ParseByteSize(value));
-      } else if (flag == "--timeout-ms") {
-        RINGMASTER_ASSIGN_OR_RETURN(long v, ParseInt(flag, value, 1, 24L * 3600 * 1000));
-        o.timeout = std::chrono::milliseconds(v);
-      } else {
-        return InvalidArgumentError("unknown flag '" + flag + "' (see --help)");
-      }
-      continue;
-    }
-    if (have_collective) return InvalidArgumentError("unexpected argument '" + a + "' (see --help)");
-    have_collective = true;
-    if (a == "allreduce") o.collective = Collective::kAllreduce;
-    else if (a == "allgather") o.collective = Collective::kAllgather;
-    else if (a == "broadcast") o.collective = Collective::kBroadcast;
-    else if (a == "reduce-scatter" || a == "reducescatter") o.collective = Collective::kReduceScatter;
-    else if (a == "fusion") o.collective = Collective::kFusion;
-    else return InvalidArgumentError("unknown collective '" + a + "' (want allreduce, allgather, broadcast, reduce-scatter or fusion)");
+  auto app = NewPerfApp(o);
+  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
+  if (parsed == cli::Parsed::kHelp) {
+    PerfOptions help;
+    help.help = true;
+    return help;
   }
-  if (!have_collective) return InvalidArgumentError("missing COLLECTIVE (see --help)");
   if (o.min_bytes > o.max_bytes) return InvalidArgumentError("--min-bytes is larger than --max-bytes");
   if (o.root >= o.np) return InvalidArgumentError("--root must be below --np");
   return o;

@@ -25,43 +25,16 @@
 // the records (a replacement gets a new slot, so nodes fill and empty as on a
 // cluster); programs that split process sets by node see them change.
 //
+// The pieces: launcher_options.h (flags), chaos_spec.h (--chaos), worker_table.h (the process table
+// and heartbeats), launcher_membership.h (the record), save_killer.h (killsave).
 // Thread-safety: single-threaded program.
 #pragma once
 
-#include <chrono>
-#include <string>
-#include <vector>
-
-#include "base/status.h"
+#include "tools/run/launcher_options.h"
 
 namespace ringmaster::elastic {
 
-struct ChaosEvent {
-  std::string action;  // "random": drawn when it fires
-  int64_t step = 0;
-  int arg = 0;
-};
-
-struct LauncherOptions {
-  int np = 1, min = 1, max = 64;
-  std::vector<ChaosEvent> chaos;
-  std::chrono::milliseconds chaos_gap{300};
-  std::chrono::milliseconds pause{2000};
-  uint64_t chaos_seed = 1;
-  int workers_per_node = 0;  // > 0: worker slot i runs on simulated node "node<i/K>" (else all on "localhost")
-  std::chrono::milliseconds heartbeat_timeout{2000};
-  std::chrono::milliseconds deadline{120000};  // the whole run
-  std::string out = "ringmaster-run.out";
-  std::string checkpoint_dir;  // passed to workers as RINGMASTER_CHECKPOINT_DIR; watched by killsave
-  std::string secret = "ringmaster-local-secret";
-  std::vector<std::string> command;  // the worker command line
-};
-
-// Errors: InvalidArgument naming the flag.
-StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv);
-StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec);
-
-// Runs the job; returns the process exit status.
+// Runs the job; returns the process exit status (0: the training finished, 1 otherwise).
 int RunLauncher(const LauncherOptions& options);
 
 }  // namespace ringmaster::elastic

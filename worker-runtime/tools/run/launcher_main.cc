@@ -8,17 +8,14 @@
 // heart-beating (SIGSTOP: SIGKILLed after removal), injects chaos, prints
 // every change, and at the end resolves the workers' sample journals into
 // DIR/samples.log and copies a finisher's weights to DIR/weights.txt.
-// Exit status: 0 when the training finished, 1 otherwise, 2 for bad flags.
-#include <cstdio>
-#include <string>
-
+// Exit status: 0 when the training finished, 1 otherwise, 2 for a bad command line (--help: 0).
+#include "base/cli.h"
 #include "tools/run/launcher.h"
 
 int main(int argc, char** argv) {
   auto options = ringmaster::elastic::ParseLauncherOptions(argc, argv);
-  if (!options.ok()) {
-    std::fprintf(stderr, "ringmaster-run: %s\n", options.status().message().c_str());
-    return 2;
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-run", options, ringmaster::elastic::LauncherUsage)) {
+    return *exit_code;
   }
   return ringmaster::elastic::RunLauncher(*options);
 }
