@@ -53,6 +53,33 @@ std::optional<int> ExitEarly(const std::string& program, const StatusOr<Options>
   return ExitEarly(program, parsed.status(), parsed.ok() && parsed->help, help_text);
 }
 
+// The usual shape of a program's flags: an Options struct with a `bool help` member and a function that
+// binds its members to a new CLI::App (each binding's default is the member's initial value).
+template <typename Options>
+using AppFactory = std::unique_ptr<CLI::App> (*)(Options&);
+
+// --help's text for `new_app`, with the defaults of a default-constructed Options.
+template <typename Options>
+std::string UsageOf(AppFactory<Options> new_app) {
+  Options defaults;
+  return new_app(defaults)->help();
+}
+
+// Parses `args` into a fresh Options through `new_app`. On --help: a default Options with help = true
+// (nothing else checked). Errors: as Parse. A program's own cross-flag checks come after this.
+template <typename Options>
+StatusOr<Options> ParseInto(AppFactory<Options> new_app, const std::vector<std::string>& args) {
+  Options options;
+  auto app = new_app(options);
+  RINGMASTER_ASSIGN_OR_RETURN(Parsed parsed, Parse(*app, args));
+  if (parsed == Parsed::kHelp) {
+    Options help;
+    help.help = true;
+    return help;
+  }
+  return options;
+}
+
 // Binds --flag to *out through `parse` (e.g. a ParseBackend): a value `parse` refuses is a bad command
 // line whose message names the flag and carries parse's message. `default_text` is shown in --help.
 template <typename T>

@@ -84,17 +84,10 @@ std::unique_ptr<CLI::App> NewBenchApp(BenchFlags& f) {
   return app;
 }
 
-std::string BenchUsage() {
-  BenchFlags defaults;
-  return NewBenchApp(defaults)->help();
-}
+std::string BenchUsage() { return cli::UsageOf<BenchFlags>(NewBenchApp); }
 
 StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args) {
-  BenchFlags f;
-  auto app = NewBenchApp(f);
-  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
-  f.help = parsed == cli::Parsed::kHelp;
-  return f;
+  return cli::ParseInto<BenchFlags>(NewBenchApp, args);
 }
 
 }  // namespace

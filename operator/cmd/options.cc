@@ -67,20 +67,11 @@ std::unique_ptr<CLI::App> NewOperatorApp(OperatorOptions& o) {
 
 }  // namespace
 
-std::string UsageText() {
-  OperatorOptions defaults;
-  return NewOperatorApp(defaults)->help();
-}
+std::string UsageText() { return cli::UsageOf<OperatorOptions>(NewOperatorApp); }
 
 StatusOr<OperatorOptions> ParseOperatorFlags(const std::vector<std::string>& args) {
-  OperatorOptions o;
-  auto app = NewOperatorApp(o);
-  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
-  if (parsed == cli::Parsed::kHelp) {
-    OperatorOptions help;
-    help.help = true;
-    return help;
-  }
+  RINGMASTER_ASSIGN_OR_RETURN(OperatorOptions o, cli::ParseInto<OperatorOptions>(NewOperatorApp, args));
+  if (o.help) return o;
   if (o.renew_deadline >= o.lease_duration) {
     return InvalidArgumentError("--renew-deadline must be shorter than --lease-duration");
   }

@@ -56,17 +56,10 @@ std::unique_ptr<CLI::App> NewApp(Options& o) {
   return app;
 }
 
-std::string Usage() {
-  Options defaults;
-  return NewApp(defaults)->help();
-}
+std::string Usage() { return ringmaster::cli::UsageOf<Options>(NewApp); }
 
 ringmaster::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
-  Options o;
-  auto app = NewApp(o);
-  RINGMASTER_ASSIGN_OR_RETURN(ringmaster::cli::Parsed parsed, ringmaster::cli::Parse(*app, args));
-  o.help = parsed == ringmaster::cli::Parsed::kHelp;
-  return o;
+  return ringmaster::cli::ParseInto<Options>(NewApp, args);
 }
 
 void Say(const std::string& s) {

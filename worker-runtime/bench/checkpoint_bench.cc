@@ -129,17 +129,10 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   return app;
 }
 
-std::string Usage() {
-  Flags defaults;
-  return NewApp(defaults)->help();
-}
+std::string Usage() { return ringmaster::cli::UsageOf<Flags>(NewApp); }
 
 ringmaster::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
-  Flags f;
-  auto app = NewApp(f);
-  RINGMASTER_ASSIGN_OR_RETURN(ringmaster::cli::Parsed parsed, ringmaster::cli::Parse(*app, args));
-  f.help = parsed == ringmaster::cli::Parsed::kHelp;
-  return f;
+  return ringmaster::cli::ParseInto<Flags>(NewApp, args);
 }
 
 }  // namespace

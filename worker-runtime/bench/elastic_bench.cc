@@ -164,16 +164,10 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   return app;
 }
 
-std::string Usage() {
-  Flags defaults;
-  return NewApp(defaults)->help();
-}
+std::string Usage() { return cli::UsageOf<Flags>(NewApp); }
 
 StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
-  Flags f;
-  auto app = NewApp(f);
-  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
-  f.help = parsed == cli::Parsed::kHelp;
+  RINGMASTER_ASSIGN_OR_RETURN(Flags f, cli::ParseInto<Flags>(NewApp, args));
   if (!f.help && f.sizes.empty()) return InvalidArgumentError("--sizes: give at least one size");
   return f;
 }

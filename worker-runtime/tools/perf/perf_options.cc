@@ -114,10 +114,7 @@ std::unique_ptr<CLI::App> NewPerfApp(PerfOptions& o) {
 
 }  // namespace
 
-std::string Usage() {
-  PerfOptions defaults;
-  return NewPerfApp(defaults)->help();
-}
+std::string Usage() { return cli::UsageOf<PerfOptions>(NewPerfApp); }
 
 StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   if (text.empty()) return InvalidArgumentError("empty size");
@@ -154,14 +151,8 @@ std::string FormatBytes(uint64_t bytes) {
 }
 
 StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
-  PerfOptions o;
-  auto app = NewPerfApp(o);
-  RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, args));
-  if (parsed == cli::Parsed::kHelp) {
-    PerfOptions help;
-    help.help = true;
-    return help;
-  }
+  RINGMASTER_ASSIGN_OR_RETURN(PerfOptions o, cli::ParseInto<PerfOptions>(NewPerfApp, args));
+  if (o.help) return o;
   if (o.min_bytes > o.max_bytes) return InvalidArgumentError("--min-bytes is larger than --max-bytes");
   if (o.root >= o.np) return InvalidArgumentError("--root must be below --np");
   return o;
