@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -45,119 +46,171 @@ int WaitForSignal() {
   return sig;
 }
 
-int Run(const rm::operator_cmd::OperatorOptions& opts) {
-  rm::LogSink log = rm::operator_cmd::MakeLogger(opts.log_format);
-  const std::string identity = opts.identity.empty() ? DefaultIdentity() : opts.identity;
+using rm::operator_cmd::OperatorOptions;
 
+// The leader election, when --leader-elect: the elector and the thread running it.
+struct Election {
+  std::unique_ptr<rm::kube::LeaderElector> elector;
+  std::thread thread;
+};
+
+// Client: the Kubernetes client from the kubeconfig (or in-cluster config) with the flags' rate limits.
+// Errors: the configuration cannot be loaded or the client created; logged here, the caller exits 1.
+rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const OperatorOptions& opts,
+                                                             std::shared_ptr<rm::kube::ClientMetrics> metrics,
+                                                             const rm::LogSink& log) {
   auto config = rm::kube::LoadConfig(opts.kubeconfig, opts.context, rm::kube::ProcessEnvironment());
   if (!config.ok()) {
     log(LogLevel::kError, "cannot load the Kubernetes client configuration: " + config.status().ToString());
-    return 1;
+    return config.status();
   }
   for (const auto& w : config->warnings) log(LogLevel::kWarning, w);
   config->qps = opts.kube_api_qps;
   config->burst = opts.kube_api_burst;
+  auto client = rm::kube::NewClient(*config, std::move(metrics), log);
+  if (!client.ok()) log(LogLevel::kError, "cannot create the Kubernetes client: " + client.status().ToString());
+  return client;
+}
 
-  rm::metrics::Registry registry;
-  auto client_metrics = std::make_shared<rm::kube::ClientMetrics>(&registry);
-  rm::controller::OperatorMetrics operator_metrics(registry);
-  auto client = rm::kube::NewClient(*config, client_metrics, log);
-  if (!client.ok()) {
-    log(LogLevel::kError, "cannot create the Kubernetes client: " + client.status().ToString());
-    return 1;
-  }
-
-  rm::kube::EventRecorderOptions ro;
-  ro.host = identity;
-  ro.log = log;
-  rm::kube::EventRecorder recorder(*client, ro);
-
+// Controller: its options (informers' namespace and resync, workers) from the flags.
+rm::controller::ControllerOptions ControllerOptionsFrom(const OperatorOptions& opts,
+                                                       std::shared_ptr<rm::kube::ClientMetrics> client_metrics,
+                                                       const rm::LogSink& log) {
   rm::controller::ControllerOptions co;
   co.watch_namespace = opts.watch_namespace;
   co.workers = opts.workers;
   co.resync_period = opts.resync_period;
-  co.client_metrics = client_metrics;
+  co.client_metrics = std::move(client_metrics);
   co.log = log;
-  rm::controller::TrainingJobController controller(*client, &recorder, &operator_metrics, co);
+  return co;
+}
 
-  std::atomic<bool> leading{!opts.leader_elect};
-  rm::metrics::HttpServer metrics_server, health_server;
+// Servers: /metrics and /healthz + /readyz, each unless its bind address is "0". Ready once the caches
+// are synced; a standby replica (not leading) is ready to take over. The servers borrow `registry`,
+// `controller` and `leading` until stopped. Errors: a bind failure; logged here, the caller exits 1.
+rm::Status StartServers(const OperatorOptions& opts, rm::metrics::Registry& registry,
+                        rm::controller::TrainingJobController& controller, const std::atomic<bool>& leading,
+                        rm::metrics::HttpServer& metrics_server, rm::metrics::HttpServer& health_server,
+                        const rm::LogSink& log) {
   if (opts.metrics_bind_address != "0") {
     metrics_server.HandleMetrics(&registry);
     if (rm::Status s = metrics_server.Start(opts.metrics_bind_address); !s.ok()) {
       log(LogLevel::kError, "cannot serve metrics on " + opts.metrics_bind_address + ": " + s.ToString());
-      return 1;
+      return s;
     }
     log(LogLevel::kInfo, "serving metrics on " + opts.metrics_bind_address + " (port " + std::to_string(metrics_server.port()) + ")");
   }
   if (opts.health_probe_bind_address != "0") {
     health_server.HandleCheck("/healthz", [] { return true; });
-    // Ready once the caches are synced; a standby replica (not leading) is ready to take over.
-    health_server.HandleCheck("/readyz", [&] { return !leading.load() || controller.Synced(); });
+    health_server.HandleCheck("/readyz", [&leading, &controller] { return !leading.load() || controller.Synced(); });
     if (rm::Status s = health_server.Start(opts.health_probe_bind_address); !s.ok()) {
       log(LogLevel::kError, "cannot serve health probes on " + opts.health_probe_bind_address + ": " + s.ToString());
-      return 1;
+      return s;
     }
     log(LogLevel::kInfo, "serving /healthz and /readyz on " + opts.health_probe_bind_address + " (port " +
                              std::to_string(health_server.port()) + ")");
   }
+  return rm::Status::Ok();
+}
 
-  int exit_code = 0;
-  std::unique_ptr<rm::kube::LeaderElector> elector;
-  std::thread election;
-  if (opts.leader_elect) {
-    rm::kube::LeaderElectionConfig lc;
-    lc.lease_namespace = opts.leader_election_namespace;
-    lc.lease_name = opts.leader_election_id;
-    lc.identity = identity;
-    lc.lease_duration = opts.lease_duration;
-    lc.renew_deadline = opts.renew_deadline;
-    lc.retry_period = opts.retry_period;
-    lc.log = log;
-    lc.on_started_leading = [&] {
-      log(LogLevel::kInfo, identity + " is the leader; starting the controller");
-      leading = true;
-      if (rm::Status s = controller.Start(); !s.ok()) {
-        log(LogLevel::kError, s.ToString());
-        exit_code = 1;
-        kill(getpid(), SIGUSR1);
-      }
-    };
-    lc.on_stopped_leading = [&] {
-      if (leading.exchange(false)) {
-        log(LogLevel::kError, identity + " lost leadership; exiting so a restart rejoins as a candidate");
-        exit_code = exit_code == 0 ? 1 : exit_code;
-        kill(getpid(), SIGUSR1);
-      }
-    };
-    lc.on_new_leader = [&](const std::string& who) {
-      if (who != identity) log(LogLevel::kInfo, "the leader is " + who);
-    };
-    auto created = rm::kube::LeaderElector::Create(*client, lc);
-    if (!created.ok()) {
-      log(LogLevel::kError, "leader election: " + created.status().ToString());
-      return 1;
-    }
-    elector = std::move(created).value();
-    log(LogLevel::kInfo, identity + " is a candidate for lease " + opts.leader_election_namespace + "/" + opts.leader_election_id);
-    election = std::thread([&] { elector->Run(); });
-  } else if (rm::Status s = controller.Start(); !s.ok()) {
-    log(LogLevel::kError, s.ToString());
-    return 1;
+// Leader election: with --leader-elect, a candidate whose callbacks start the controller on winning
+// and raise SIGUSR1 (setting `exit_code`) when it cannot start or leadership is lost; otherwise the
+// controller starts now. The callbacks borrow every reference argument until election.thread is
+// joined. Errors: the elector cannot be created or the controller not started; logged here.
+rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity,
+                        std::shared_ptr<rm::kube::Client> client, rm::controller::TrainingJobController& controller,
+                        std::atomic<bool>& leading, int& exit_code, Election& election, const rm::LogSink& log) {
+  if (!opts.leader_elect) {
+    rm::Status s = controller.Start();
+    if (!s.ok()) log(LogLevel::kError, s.ToString());
+    return s;
   }
+  rm::kube::LeaderElectionConfig lc;
+  lc.lease_namespace = opts.leader_election_namespace;
+  lc.lease_name = opts.leader_election_id;
+  lc.identity = identity;
+  lc.lease_duration = opts.lease_duration;
+  lc.renew_deadline = opts.renew_deadline;
+  lc.retry_period = opts.retry_period;
+  lc.log = log;
+  lc.on_started_leading = [&, log] {
+    log(LogLevel::kInfo, identity + " is the leader; starting the controller");
+    leading = true;
+    if (rm::Status s = controller.Start(); !s.ok()) {
+      log(LogLevel::kError, s.ToString());
+      exit_code = 1;
+      kill(getpid(), SIGUSR1);
+    }
+  };
+  lc.on_stopped_leading = [&, log] {
+    if (leading.exchange(false)) {
+      log(LogLevel::kError, identity + " lost leadership; exiting so a restart rejoins as a candidate");
+      exit_code = exit_code == 0 ? 1 : exit_code;
+      kill(getpid(), SIGUSR1);
+    }
+  };
+  lc.on_new_leader = [&identity, log](const std::string& who) {
+    if (who != identity) log(LogLevel::kInfo, "the leader is " + who);
+  };
+  auto created = rm::kube::LeaderElector::Create(std::move(client), lc);
+  if (!created.ok()) {
+    log(LogLevel::kError, "leader election: " + created.status().ToString());
+    return created.status();
+  }
+  election.elector = std::move(created).value();
+  log(LogLevel::kInfo, identity + " is a candidate for lease " + opts.leader_election_namespace + "/" + opts.leader_election_id);
+  rm::kube::LeaderElector* elector = election.elector.get();
+  election.thread = std::thread([elector] { elector->Run(); });
+  return rm::Status::Ok();
+}
 
+// Wait: until SIGTERM or SIGINT (or our SIGUSR1), then stop in order: the controller (in-flight
+// reconciles finish first), the election (releases the Lease so a standby takes over at once), the
+// pending events, the servers.
+void WaitThenStop(rm::controller::TrainingJobController& controller, std::atomic<bool>& leading, Election& election,
+                  rm::kube::EventRecorder& recorder, rm::metrics::HttpServer& metrics_server,
+                  rm::metrics::HttpServer& health_server, const rm::LogSink& log) {
   int sig = WaitForSignal();
   if (sig != SIGUSR1) log(LogLevel::kInfo, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; shutting down");
   leading = false;
-  controller.Stop();  // in-flight reconciles finish first
-  if (elector) {
-    elector->Stop();  // releases the Lease so a standby takes over at once
-    election.join();
+  controller.Stop();
+  if (election.elector) {
+    election.elector->Stop();
+    election.thread.join();
   }
   recorder.Flush(std::chrono::seconds(5));
   metrics_server.Stop();
   health_server.Stop();
   log(LogLevel::kInfo, "stopped");
+}
+
+// client -> controller -> servers -> leader election -> wait. Returns the process exit code.
+int Run(const OperatorOptions& opts) {
+  rm::LogSink log = rm::operator_cmd::MakeLogger(opts.log_format);
+  const std::string identity = opts.identity.empty() ? DefaultIdentity() : opts.identity;
+
+  rm::metrics::Registry registry;
+  auto client_metrics = std::make_shared<rm::kube::ClientMetrics>(&registry);
+  rm::controller::OperatorMetrics operator_metrics(registry);
+  auto client = NewKubeClient(opts, client_metrics, log);
+  if (!client.ok()) return 1;
+
+  rm::kube::EventRecorderOptions ro;
+  ro.host = identity;
+  ro.log = log;
+  rm::kube::EventRecorder recorder(*client, ro);
+  rm::controller::TrainingJobController controller(*client, &recorder, &operator_metrics,
+                                                   ControllerOptionsFrom(opts, client_metrics, log));
+
+  std::atomic<bool> leading{!opts.leader_elect};
+  rm::metrics::HttpServer metrics_server, health_server;
+  if (!StartServers(opts, registry, controller, leading, metrics_server, health_server, log).ok()) return 1;
+
+  int exit_code = 0;
+  Election election;
+  if (!StartLeading(opts, identity, *client, controller, leading, exit_code, election, log).ok()) return 1;
+
+  WaitThenStop(controller, leading, election, recorder, metrics_server, health_server, log);
   return exit_code;
 }
 

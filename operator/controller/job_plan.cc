@@ -99,6 +99,378 @@ void EarliestRequeue(JobPlan& plan, Clock::time_point at) {
 
 bool Finished(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
 
+// What one PlanJob call has observed and decided so far; each step reads it and adds to it. The
+// observations (input, spec, current status, pods) never change after construction, so `pods` may be
+// pointed into. Not copyable (it holds references); lives on PlanJob's stack.
+struct Planning {
+  // Observe: the job's current status carried over as the starting point, and its pods viewed.
+  Planning(const PlanInput& input, const api::TrainingJob& job, const JobSpec& job_spec)
+      : in(input),
+        spec(job_spec),
+        current(job.status),
+        generation(job.metadata.generation),
+        now_s(FormatRfc3339(input.now)),
+        status(job.status),
+        phase(job.status.phase),
+        membership(job.status.membership.value_or(api::Membership{})),
+        restarts(job.status.restart_count),
+        failures(job.status.recent_failures) {
+    for (const auto& l : current.leaving) leaving[l.pod] = {l.uid, TimeOr(l.since, in.now)};
+    status.selector = WorkerSelector(job.metadata.name);
+    status.observed_generation = generation;
+    for (const auto& p : in.pods) pods.push_back(ViewPod(p, in.now));
+    std::sort(pods.begin(), pods.end(), [](const PodView& a, const PodView& b) { return a.index < b.index; });
+  }
+
+  // Observations.
+  const PlanInput& in;
+  const JobSpec& spec;
+  const api::TrainingJobStatus& current;
+  const int64_t generation;
+  const std::string now_s;
+  std::vector<PodView> pods;  // sorted by worker index
+
+  // Decisions.
+  api::TrainingJobStatus status;
+  std::string phase;
+  api::Membership membership;
+  int32_t restarts;
+  std::vector<api::FailureRecord> failures;
+  Clock::time_point last_failure{};  // the newest counted failure (set by PlanExitedWorkers)
+  // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
+  std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
+  JobPlan plan;
+};
+
+bool IsLeaving(const Planning& st, const std::string& pod, const std::string& uid) {
+  auto it = st.leaving.find(pod);
+  return it != st.leaving.end() && it->second.first == uid;
+}
+
+// Neither finished nor suspended: membership and workers are still managed.
+bool Active(const Planning& st) { return !Finished(st.phase) && st.phase != "Suspended"; }
+
+// Plans the deletion of `p`, unless it is already being deleted and this is not a forced delete.
+void DeletePod(Planning& st, const PodView& p, const std::string& why, bool force = false) {
+  if (p.deleting && !force) return;
+  st.plan.deletes.push_back(PodDeletion{p.name, p.uid, force, why});
+}
+
+// Ends the job in `final_phase` (Succeeded or Failed), with its condition and an event.
+void Finish(Planning& st, const std::string& final_phase, const std::string& reason, const std::string& message) {
+  st.phase = final_phase;
+  st.status.completion_time = st.now_s;
+  SetCondition(st.status.conditions, final_phase, "True", reason, message, st.now_s, st.generation);
+  SetCondition(st.status.conditions, "Running", "False", reason, message, st.now_s, st.generation);
+  st.plan.events.push_back({final_phase == "Failed" ? "Warning" : "Normal", reason, message});
+}
+
+// A member that exited 0 less than kFinishGrace ago: most likely done with its peers, so kept as is.
+bool Finishing(const Planning& st, const PodView& p) {
+  const api::Member* m = st.membership.Find(p.name);
+  return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && st.in.now < p.finished_at + kFinishGrace;
+}
+
+// Finished: deletes the pods spec.runPolicy.cleanPodPolicy names and, with a TTL, the job itself.
+void PlanFinishedJob(Planning& st) {
+  // Workers still running when the job succeeded are most likely finishing too (rank 0 was just the
+  // first to exit): they get kFinishGrace to exit by themselves before their pods are deleted.
+  const Clock::time_point done = TimeOr(st.current.completion_time, st.in.now);
+  const bool settling = st.phase == "Succeeded" && st.in.now < done + kFinishGrace;
+  const CleanPodPolicy policy = st.spec.clean_pod_policy;
+  for (const auto& p : st.pods) {
+    bool running = p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
+    if (policy == CleanPodPolicy::kAll || (policy == CleanPodPolicy::kRunning && running)) {
+      if (running && settling) {
+        EarliestRequeue(st.plan, done + kFinishGrace);
+        continue;
+      }
+      DeletePod(st, p, "the job has finished");
+    }
+  }
+  if (st.spec.ttl_after_finished) {
+    if (st.in.now >= done + *st.spec.ttl_after_finished) st.plan.delete_job = true;
+    else EarliestRequeue(st.plan, done + *st.spec.ttl_after_finished);
+  }
+}
+
+// Suspended: no workers and an empty membership; status (restart count, membership history) is kept.
+void PlanSuspension(Planning& st) {
+  for (const auto& p : st.pods) DeletePod(st, p, "the job is suspended");
+  if (st.phase != "Suspended") st.plan.events.push_back({"Normal", "Suspended", "the job is suspended; its workers are deleted"});
+  st.phase = "Suspended";
+  SetCondition(st.status.conditions, "Suspended", "True", "Suspended", "spec.runPolicy.suspend is true", st.now_s, st.generation);
+  SetCondition(st.status.conditions, "Running", "False", "Suspended", "the job is suspended", st.now_s, st.generation);
+  if (st.membership.world_size() > 0) {
+    api::Membership empty;
+    empty.generation = st.membership.generation + 1;
+    empty.reason = "Suspended";
+    empty.message = "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended)";
+    empty.changed_at = st.now_s;
+    st.membership = empty;
+  }
+}
+
+// Not suspended: a job that was suspended resumes (Pending); one past its active deadline fails.
+void PlanResumeAndDeadline(Planning& st) {
+  if (st.phase == "Suspended") {
+    st.plan.events.push_back({"Normal", "Resumed", "the job is resumed; its workers are recreated"});
+    SetCondition(st.status.conditions, "Suspended", "False", "Resumed", "spec.runPolicy.suspend is false", st.now_s,
+                 st.generation);
+    st.phase = "Pending";
+  }
+  if (st.spec.active_deadline && !st.current.start_time.empty()) {
+    Clock::time_point started = TimeOr(st.current.start_time, st.in.now);
+    if (st.in.now >= started + *st.spec.active_deadline) {
+      Finish(st, "Failed", "DeadlineExceeded",
+             "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" +
+                 std::to_string(st.spec.active_deadline->count()) + " s)");
+    } else {
+      EarliestRequeue(st.plan, started + *st.spec.active_deadline);
+    }
+  }
+}
+
+// Completion: the job succeeds when the worker holding rank 0 in the current membership exited 0.
+void DecideCompletion(Planning& st) {
+  const api::Member* rank0 = st.membership.members.empty() ? nullptr : &st.membership.members[0];
+  for (const auto& p : st.pods) {
+    if (rank0 && p.phase == "Succeeded" && p.name == rank0->pod && p.uid == rank0->uid) {
+      Finish(st, "Succeeded", "Completed", "rank 0 (" + p.name + ") exited 0");
+    }
+  }
+}
+
+// Exited workers: each failure is counted once (recentFailures remembers its uid) and its pod deleted,
+// as is a worker that exited 0 after it left membership; past maxRestarts the job fails.
+void PlanExitedWorkers(Planning& st) {
+  std::set<std::string> counted;
+  for (const auto& f : st.failures) counted.insert(f.uid);
+  for (const auto& f : st.failures) st.last_failure = std::max(st.last_failure, TimeOr(f.time, Clock::time_point{}));
+  for (const auto& p : st.pods) {
+    if (Finishing(st, p)) {
+      EarliestRequeue(st.plan, p.finished_at + kFinishGrace);
+      continue;
+    }
+    bool exited = p.phase == "Failed" || (p.phase == "Succeeded" && !(st.membership.Find(p.name) == nullptr));
+    if (p.phase == "Succeeded" && st.membership.Find(p.name) == nullptr) {
+      DeletePod(st, p, "the worker left after it was removed from membership");
+      continue;
+    }
+    if (!exited) continue;
+    if (!counted.count(p.uid) && p.phase == "Failed") {
+      ++st.restarts;
+      st.last_failure = st.in.now;
+      std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
+                            (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
+      st.failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason, st.now_s});
+      st.plan.events.push_back({"Warning", "WorkerFailed", message});
+    }
+    DeletePod(st, p, p.phase == "Failed" ? "the worker failed" : "the worker exited while still a member");
+  }
+  while (st.failures.size() > kRecentFailuresKept) st.failures.erase(st.failures.begin());
+  if (st.restarts > st.spec.max_restarts) {
+    Finish(st, "Failed", "RestartLimitExceeded",
+           "workers failed " + std::to_string(st.restarts) + " times, more than spec.elasticPolicy.maxRestarts (" +
+               std::to_string(st.spec.max_restarts) + ")");
+  }
+}
+
+// What membership and creation need to know about the workers of an active job.
+struct Workers {
+  std::vector<WorkerObservation> observed;
+  std::set<int32_t> used_indices;
+  std::vector<const PodView*> live;  // may count toward the desired number of workers (points into st.pods)
+};
+
+// Node loss: whether `p` is lost with its node (gone, or not Ready for spec's nodeUnresponsive); a lost
+// pod is deleted, forced when the node is gone or the pod overstayed the force-delete grace.
+bool PlanNodeLoss(Planning& st, const PodView& p) {
+  auto node = st.in.nodes.find(p.node);
+  bool gone = node == st.in.nodes.end();
+  if (!gone && node->second.ready) return false;
+  Clock::time_point lost_at = gone ? st.in.now : node->second.not_ready_since + st.spec.node_unresponsive;
+  if (st.in.now < lost_at) {
+    EarliestRequeue(st.plan, lost_at);
+    return false;
+  }
+  bool overstayed = p.deleting && st.in.now >= p.deleting_since + st.spec.force_delete_grace;
+  if (p.deleting && !gone && !overstayed) EarliestRequeue(st.plan, p.deleting_since + st.spec.force_delete_grace);
+  DeletePod(st, p, gone ? "its node " + p.node + " no longer exists" : "its node " + p.node + " is not Ready",
+            gone || overstayed);
+  return true;
+}
+
+// Observe workers: which can be members, which are lost with their node, which left for good.
+Workers ObserveWorkers(Planning& st) {
+  Workers workers;
+  for (const auto& p : st.pods) {
+    workers.used_indices.insert(p.index);
+    WorkerObservation w;
+    w.pod = p.name;
+    w.uid = p.uid;
+    w.index = p.index;
+    w.address = p.ip;
+    w.node = p.node;
+    w.ready = p.ready;
+    w.ready_since = p.ready_since;
+    w.for_scale_up = p.for_scale_up;
+    w.finishing = Finishing(st, p);
+    w.failed = p.phase == "Failed" || (p.phase == "Succeeded" && !w.finishing);
+    w.beyond_desired = IsLeaving(st, p.name, p.uid);  // it left: it never joins again
+    if (!p.node.empty() && !w.failed) w.node_lost = PlanNodeLoss(st, p);
+    if (!w.failed && !w.node_lost && !p.deleting && !w.beyond_desired) workers.live.push_back(&p);
+    workers.observed.push_back(w);
+  }
+  return workers;
+}
+
+// Surplus over the desired count is marked beyond_desired: pods not in membership first (newest index
+// first), then members from the highest rank down, so rank 0 stays put.
+void MarkSurplus(const Planning& st, Workers& workers) {
+  int32_t surplus = static_cast<int32_t>(workers.live.size()) - st.spec.desired_workers;
+  if (surplus <= 0) return;
+  std::vector<const PodView*> order = workers.live;
+  std::stable_sort(order.begin(), order.end(), [&](const PodView* a, const PodView* b) {
+    const api::Member* ma = st.membership.Find(a->name);
+    const api::Member* mb = st.membership.Find(b->name);
+    if ((ma == nullptr) != (mb == nullptr)) return ma == nullptr;
+    if (ma && mb) return ma->rank > mb->rank;
+    return a->index > b->index;
+  });
+  for (int32_t i = 0; i < surplus; ++i) {
+    for (auto& w : workers.observed) {
+      if (w.pod == order[i]->name) w.beyond_desired = true;
+    }
+  }
+}
+
+// Membership: the next generation, when DecideMembership publishes one, with its event, the
+// MembershipPublished condition and the job's start time.
+MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
+  MembershipPolicy policy;
+  policy.min_workers = st.spec.min_workers;
+  policy.join_batch_window = st.spec.join_batch_window;
+  policy.coordinator_port = api::kCoordinatorPort;
+  MembershipDecision decision = DecideMembership(st.membership, workers.observed, policy, st.in.now);
+  if (decision.recheck_at) EarliestRequeue(st.plan, *decision.recheck_at);
+  if (decision.next) {
+    st.membership = *decision.next;
+    const std::string& reason = st.membership.reason;
+    bool warning = reason == "WorkerFailed" || reason == "NodeLost" || reason == "WorkerRemoved";
+    st.plan.events.push_back({warning ? "Warning" : "Normal", reason, st.membership.message});
+    SetCondition(st.status.conditions, "MembershipPublished", "True", reason, st.membership.message, st.now_s,
+                 st.generation, /*touch=*/true);
+    if (st.status.start_time.empty() && st.membership.world_size() > 0) st.status.start_time = st.now_s;
+  }
+  return decision;
+}
+
+// Scale-down deletions. Surplus pods that never were members are deleted at once. A member that the
+// scale-down just dropped (in `before`, not in the new membership) is left to commit, let the survivors
+// take over and exit 0 (its pod is deleted then, by PlanExitedWorkers); it is deleted only when it is
+// still running spec.elasticPolicy.leaveGraceSeconds later.
+void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& before) {
+  for (const auto& w : workers.observed) {
+    if (!w.beyond_desired || w.failed || st.membership.Find(w.pod) != nullptr) continue;
+    const PodView* pod = nullptr;
+    for (const auto& p : st.pods)
+      if (p.name == w.pod && p.uid == w.uid) pod = &p;
+    if (pod == nullptr) continue;
+    const api::Member* was = before.Find(w.pod);
+    if (!IsLeaving(st, w.pod, w.uid) && was != nullptr && was->uid == w.uid) st.leaving[w.pod] = {w.uid, st.in.now};
+    if (!IsLeaving(st, w.pod, w.uid)) {
+      DeletePod(st, *pod, "the job was scaled down");
+    } else if (st.in.now >= st.leaving[w.pod].second + st.spec.leave_grace) {
+      DeletePod(st, *pod, "it was scaled down and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");
+    } else {
+      EarliestRequeue(st.plan, st.leaving[w.pod].second + st.spec.leave_grace);
+    }
+  }
+}
+
+// Creations: workers up to the desired count, at the lowest free indices, after the replacement backoff.
+// Errors: those of BuildWorkerPod.
+Status PlanCreations(Planning& st, const Workers& workers) {
+  const int32_t desired = st.spec.desired_workers;
+  int32_t missing = desired - std::min<int32_t>(static_cast<int32_t>(workers.live.size()), desired);
+  if (missing <= 0) return Status::Ok();
+  Clock::time_point allowed = st.last_failure + ReplacementBackoff(st.restarts);
+  if (st.restarts > 0 && st.in.now < allowed) {
+    EarliestRequeue(st.plan, allowed);
+    return Status::Ok();
+  }
+  const bool scale_up = desired > (st.current.replicas ? st.current.replicas->desired : desired);
+  const char* created_for = scale_up ? "ScaleUp" : (st.membership.generation == 0 ? "Start" : "Replacement");
+  for (int32_t index = 0; missing > 0; ++index) {
+    if (workers.used_indices.count(index)) continue;
+    RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(st.in.job, index));
+    pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = created_for;
+    st.plan.creates.push_back(std::move(pod));
+    --missing;
+  }
+  return Status::Ok();
+}
+
+// Phase and the Running condition of an active job, from its membership.
+void DecideRunning(Planning& st, const MembershipDecision& decision) {
+  if (st.membership.world_size() > 0) {
+    st.phase = "Running";
+    std::string msg = std::to_string(st.membership.world_size()) + " workers in generation " +
+                      std::to_string(st.membership.generation);
+    if (st.membership.world_size() < st.spec.min_workers) {
+      SetCondition(st.status.conditions, "Running", "False", "BelowMinimum",
+                   msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
+                       "); waiting for replacements",
+                   st.now_s, st.generation);
+    } else {
+      SetCondition(st.status.conditions, "Running", "True", "WorkersRunning", msg, st.now_s, st.generation);
+    }
+  } else {
+    st.phase = "Pending";
+    std::string why = decision.waiting_for.empty() ? "waiting for workers to become Ready" : decision.waiting_for;
+    SetCondition(st.status.conditions, "Running", "False", "WaitingForWorkers", why, st.now_s, st.generation);
+  }
+}
+
+// The workers of an active job: observe them, pick the surplus, publish membership, delete, create, and
+// set the phase. Errors: those of PlanCreations.
+Status PlanWorkers(Planning& st) {
+  Workers workers = ObserveWorkers(st);
+  MarkSurplus(st, workers);
+  const api::Membership before = st.membership;
+  const MembershipDecision decision = PublishMembership(st, workers);
+  PlanScaleDown(st, workers, before);
+  RINGMASTER_RETURN_IF_ERROR(PlanCreations(st, workers));
+  DecideRunning(st, decision);
+  return Status::Ok();
+}
+
+// The status to write: replica counts as observed now, phase, restarts, failures, the leaving workers
+// whose pods still exist, and membership; put in the plan only when it differs from the job's.
+void AssembleStatus(Planning& st) {
+  int32_t ready = 0, pending = 0, active = 0, failed = 0;
+  for (const auto& p : st.pods) {
+    if (p.phase == "Failed") ++failed;
+    else if (p.phase != "Succeeded" && !p.deleting) ++active;
+    if (p.ready) ++ready;
+    else if ((p.phase == "Pending" || p.phase.empty()) && !p.deleting) ++pending;
+  }
+  api::TrainingJobStatus& status = st.status;
+  status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed};
+  status.phase = st.phase.empty() ? "Pending" : st.phase;
+  status.restart_count = st.restarts;
+  status.recent_failures = st.failures;
+  status.leaving.clear();
+  for (const auto& [pod, entry] : st.leaving) {
+    bool exists = false;
+    for (const auto& p : st.pods) exists |= p.name == pod && p.uid == entry.first;
+    if (exists && !Finished(st.phase)) status.leaving.push_back({pod, entry.first, FormatRfc3339(entry.second)});
+  }
+  if (st.membership.generation > 0) status.membership = st.membership;
+  if (status != st.current) st.plan.status = api::TrainingJobStatusToJson(status);
+}
+
 }  // namespace
 
 std::chrono::seconds ReplacementBackoff(int32_t restarts) {
@@ -107,302 +479,21 @@ std::chrono::seconds ReplacementBackoff(int32_t restarts) {
   return std::chrono::seconds(std::min<int64_t>(int64_t{1} << shift, 60));
 }
 
+// Observe (Planning's constructor), decide the phase (finished, suspended, deadline, completion,
+// restart limit), then plan the workers of an active job, and assemble the status.
 StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   RINGMASTER_ASSIGN_OR_RETURN(const api::TrainingJob job, api::DecodeTrainingJob(in.job));
   RINGMASTER_ASSIGN_OR_RETURN(const JobSpec spec, ParseJobSpec(job.spec));
-  JobPlan plan;
-  if (!job.metadata.deletion_timestamp.empty()) return plan;  // garbage collection owns the rest
-  const std::string& job_name = job.metadata.name;
-  const int64_t generation = job.metadata.generation;
-  const std::string now_s = FormatRfc3339(in.now);
-
-  const api::TrainingJobStatus& current_status = job.status;
-  api::TrainingJobStatus status = current_status;
-  api::Membership membership = current_status.membership.value_or(api::Membership{});
-  int32_t restarts = current_status.restart_count;
-  std::vector<api::FailureRecord> failures = current_status.recent_failures;
-  // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
-  std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
-  for (const auto& l : current_status.leaving) leaving[l.pod] = {l.uid, TimeOr(l.since, in.now)};
-  auto is_leaving = [&](const std::string& pod, const std::string& uid) {
-    auto it = leaving.find(pod);
-    return it != leaving.end() && it->second.first == uid;
-  };
-  std::string phase = current_status.phase;
-  status.selector = WorkerSelector(job_name);
-  status.observed_generation = generation;
-
-  std::vector<PodView> pods;
-  for (const auto& p : in.pods) pods.push_back(ViewPod(p, in.now));
-  std::sort(pods.begin(), pods.end(), [](const PodView& a, const PodView& b) { return a.index < b.index; });
-
-  auto delete_pod = [&](const PodView& p, const std::string& why, bool force = false) {
-    if (p.deleting && !force) return;
-    plan.deletes.push_back(PodDeletion{p.name, p.uid, force, why});
-  };
-  auto finish = [&](const std::string& final_phase, const std::string& reason, const std::string& message) {
-    phase = final_phase;
-    status.completion_time = now_s;
-    SetCondition(status.conditions, final_phase, "True", reason, message, now_s, generation);
-    SetCondition(status.conditions, "Running", "False", reason, message, now_s, generation);
-    plan.events.push_back({final_phase == "Failed" ? "Warning" : "Normal", reason, message});
-  };
-
-  // 1. A finished job only cleans up and, with a TTL, deletes itself.
-  if (Finished(phase)) {
-    // Workers still running when the job succeeded are most likely finishing too (rank 0 was just the
-    // first to exit): they get kFinishGrace to exit by themselves before their pods are deleted.
-    const Clock::time_point done = TimeOr(current_status.completion_time, in.now);
-    const bool settling = phase == "Succeeded" && in.now < done + kFinishGrace;
-    for (const auto& p : pods) {
-      bool running = p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
-      if (spec.clean_pod_policy == CleanPodPolicy::kAll || (spec.clean_pod_policy == CleanPodPolicy::kRunning && running)) {
-        if (running && settling) {
-          EarliestRequeue(plan, done + kFinishGrace);
-          continue;
-        }
-        delete_pod(p, "the job has finished");
-      }
-    }
-    if (spec.ttl_after_finished) {
-      if (in.now >= done + *spec.ttl_after_finished) plan.delete_job = true;
-      else EarliestRequeue(plan, done + *spec.ttl_after_finished);
-    }
-  } else if (spec.suspend) {
-    // 2. Suspended: no workers; status (restart count, membership history) is kept.
-    for (const auto& p : pods) delete_pod(p, "the job is suspended");
-    if (phase != "Suspended") plan.events.push_back({"Normal", "Suspended", "the job is suspended; its workers are deleted"});
-    phase = "Suspended";
-    SetCondition(status.conditions, "Suspended", "True", "Suspended", "spec.runPolicy.suspend is true", now_s, generation);
-    SetCondition(status.conditions, "Running", "False", "Suspended", "the job is suspended", now_s, generation);
-    if (membership.world_size() > 0) {
-      api::Membership empty;
-      empty.generation = membership.generation + 1;
-      empty.reason = "Suspended";
-      empty.message = "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended)";
-      empty.changed_at = now_s;
-      membership = empty;
-    }
-  } else {
-    if (phase == "Suspended") {
-      plan.events.push_back({"Normal", "Resumed", "the job is resumed; its workers are recreated"});
-      SetCondition(status.conditions, "Suspended", "False", "Resumed", "spec.runPolicy.suspend is false", now_s, generation);
-      phase = "Pending";
-    }
-    // 3. Active deadline.
-    if (spec.active_deadline && !current_status.start_time.empty()) {
-      Clock::time_point started = TimeOr(current_status.start_time, in.now);
-      if (in.now >= started + *spec.active_deadline) {
-        finish("Failed", "DeadlineExceeded",
-               "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" + std::to_string(spec.active_deadline->count()) + " s)");
-      } else {
-        EarliestRequeue(plan, started + *spec.active_deadline);
-      }
-    }
-  }
-
-  if (!Finished(phase) && phase != "Suspended") {
-    // 4. Completion: the worker holding rank 0 in the current membership exited 0.
-    const api::Member* rank0 = membership.members.empty() ? nullptr : &membership.members[0];
-    for (const auto& p : pods) {
-      if (rank0 && p.phase == "Succeeded" && p.name == rank0->pod && p.uid == rank0->uid) {
-        finish("Succeeded", "Completed", "rank 0 (" + p.name + ") exited 0");
-      }
-    }
-  }
-
-  if (!Finished(phase) && phase != "Suspended") {
-    // 5. Failed workers: counted once (recentFailures remembers their uids), then deleted.
-    auto finishing = [&](const PodView& p) {
-      const api::Member* m = membership.Find(p.name);
-      return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && in.now < p.finished_at + kFinishGrace;
-    };
-    std::set<std::string> counted;
-    for (const auto& f : failures) counted.insert(f.uid);
-    Clock::time_point last_failure{};
-    for (const auto& f : failures) last_failure = std::max(last_failure, TimeOr(f.time, Clock::time_point{}));
-    for (const auto& p : pods) {
-      if (finishing(p)) {
-        EarliestRequeue(plan, p.finished_at + kFinishGrace);
-        continue;
-      }
-      bool exited = p.phase == "Failed" || (p.phase == "Succeeded" && !(membership.Find(p.name) == nullptr));
-      if (p.phase == "Succeeded" && membership.Find(p.name) == nullptr) {
-        delete_pod(p, "the worker left after it was removed from membership");
-        continue;
-      }
-      if (!exited) continue;
-      if (!counted.count(p.uid) && p.phase == "Failed") {
-        ++restarts;
-        last_failure = in.now;
-        std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
-                              (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
-        failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason, now_s});
-        plan.events.push_back({"Warning", "WorkerFailed", message});
-      }
-      delete_pod(p, p.phase == "Failed" ? "the worker failed" : "the worker exited while still a member");
-    }
-    while (failures.size() > kRecentFailuresKept) failures.erase(failures.begin());
-    if (restarts > spec.max_restarts) {
-      finish("Failed", "RestartLimitExceeded",
-             "workers failed " + std::to_string(restarts) + " times, more than spec.elasticPolicy.maxRestarts (" +
-                 std::to_string(spec.max_restarts) + ")");
-    }
-
-    if (!Finished(phase)) {
-      // 6. Observe: which workers can be members, which are lost with their node, which are surplus.
-      std::vector<WorkerObservation> observed;
-      std::set<int32_t> used_indices;
-      std::vector<const PodView*> live;  // may count toward the desired number of workers
-      for (const auto& p : pods) {
-        used_indices.insert(p.index);
-        WorkerObservation w;
-        w.pod = p.name;
-        w.uid = p.uid;
-        w.index = p.index;
-        w.address = p.ip;
-        w.node = p.node;
-        w.ready = p.ready;
-        w.ready_since = p.ready_since;
-        w.for_scale_up = p.for_scale_up;
-        w.finishing = finishing(p);
-        w.failed = p.phase == "Failed" || (p.phase == "Succeeded" && !w.finishing);
-        w.beyond_desired = is_leaving(p.name, p.uid);  // it left: it never joins again
-        if (!p.node.empty() && !w.failed) {
-          auto node = in.nodes.find(p.node);
-          bool gone = node == in.nodes.end();
-          if (gone || !node->second.ready) {
-            Clock::time_point lost_at = gone ? in.now : node->second.not_ready_since + spec.node_unresponsive;
-            if (in.now >= lost_at) {
-              w.node_lost = true;
-              bool overstayed = p.deleting && in.now >= p.deleting_since + spec.force_delete_grace;
-              if (p.deleting && !gone && !overstayed) EarliestRequeue(plan, p.deleting_since + spec.force_delete_grace);
-              delete_pod(p, gone ? "its node " + p.node + " no longer exists" : "its node " + p.node + " is not Ready",
-                         gone || overstayed);
-            } else {
-              EarliestRequeue(plan, lost_at);
-            }
-          }
-        }
-        if (!w.failed && !w.node_lost && !p.deleting && !w.beyond_desired) live.push_back(&p);
-        observed.push_back(w);
-      }
-
-      // Surplus over the desired count leaves: pods not in membership first (newest index first), then
-      // members from the highest rank down, so rank 0 stays put.
-      int32_t surplus = static_cast<int32_t>(live.size()) - spec.desired_workers;
-      if (surplus > 0) {
-        std::vector<const PodView*> order = live;
-        std::stable_sort(order.begin(), order.end(), [&](const PodView* a, const PodView* b) {
-          const api::Member* ma = membership.Find(a->name);
-          const api::Member* mb = membership.Find(b->name);
-          if ((ma == nullptr) != (mb == nullptr)) return ma == nullptr;
-          if (ma && mb) return ma->rank > mb->rank;
-          return a->index > b->index;
-        });
-        for (int32_t i = 0; i < surplus; ++i) {
-          for (auto& w : observed) {
-            if (w.pod == order[i]->name) w.beyond_desired = true;
-          }
-        }
-      }
-
-      MembershipPolicy policy;
-      policy.min_workers = spec.min_workers;
-      policy.join_batch_window = spec.join_batch_window;
-      policy.coordinator_port = api::kCoordinatorPort;
-      const api::Membership before = membership;
-      MembershipDecision decision = DecideMembership(membership, observed, policy, in.now);
-      if (decision.recheck_at) EarliestRequeue(plan, *decision.recheck_at);
-      if (decision.next) {
-        membership = *decision.next;
-        bool warning = membership.reason == "WorkerFailed" || membership.reason == "NodeLost" || membership.reason == "WorkerRemoved";
-        plan.events.push_back({warning ? "Warning" : "Normal", membership.reason, membership.message});
-        SetCondition(status.conditions, "MembershipPublished", "True", membership.reason, membership.message, now_s,
-                     generation, /*touch=*/true);
-        if (status.start_time.empty() && membership.world_size() > 0) status.start_time = now_s;
-      }
-      // Surplus pods that never were members are deleted at once. A member that the scale-down just
-      // dropped is left to commit, let the survivors take over and exit 0 (its pod is deleted then, in
-      // step 5); it is deleted only when it is still running spec.elasticPolicy.leaveGraceSeconds later.
-      for (const auto& w : observed) {
-        if (!w.beyond_desired || w.failed || membership.Find(w.pod) != nullptr) continue;
-        const PodView* pod = nullptr;
-        for (const auto& p : pods)
-          if (p.name == w.pod && p.uid == w.uid) pod = &p;
-        if (pod == nullptr) continue;
-        const api::Member* was = before.Find(w.pod);
-        if (!is_leaving(w.pod, w.uid) && was != nullptr && was->uid == w.uid) leaving[w.pod] = {w.uid, in.now};
-        if (!is_leaving(w.pod, w.uid)) {
-          delete_pod(*pod, "the job was scaled down");
-        } else if (in.now >= leaving[w.pod].second + spec.leave_grace) {
-          delete_pod(*pod, "it was scaled down and did not exit within " + std::to_string(spec.leave_grace.count()) + " s");
-        } else {
-          EarliestRequeue(plan, leaving[w.pod].second + spec.leave_grace);
-        }
-      }
-
-      // 7. Create workers up to the desired count, at the lowest free indices, after the backoff.
-      int32_t missing = spec.desired_workers - std::min<int32_t>(static_cast<int32_t>(live.size()), spec.desired_workers);
-      if (missing > 0) {
-        Clock::time_point allowed = last_failure + ReplacementBackoff(restarts);
-        if (restarts > 0 && in.now < allowed) {
-          EarliestRequeue(plan, allowed);
-        } else {
-          const bool scale_up = spec.desired_workers >
-                                (current_status.replicas ? current_status.replicas->desired : spec.desired_workers);
-          const char* created_for = scale_up ? "ScaleUp" : (membership.generation == 0 ? "Start" : "Replacement");
-          for (int32_t index = 0; missing > 0; ++index) {
-            if (used_indices.count(index)) continue;
-            RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(in.job, index));
-            pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = created_for;
-            plan.creates.push_back(std::move(pod));
-            --missing;
-          }
-        }
-      }
-
-      // 8. Phase and the Running condition.
-      if (membership.world_size() > 0) {
-        phase = "Running";
-        std::string msg = std::to_string(membership.world_size()) + " workers in generation " + std::to_string(membership.generation);
-        if (membership.world_size() < spec.min_workers) {
-          SetCondition(status.conditions, "Running", "False", "BelowMinimum",
-                       msg + ", fewer than spec.replicas.min (" + std::to_string(spec.min_workers) + "); waiting for replacements",
-                       now_s, generation);
-        } else {
-          SetCondition(status.conditions, "Running", "True", "WorkersRunning", msg, now_s, generation);
-        }
-      } else {
-        phase = "Pending";
-        std::string why = decision.waiting_for.empty() ? "waiting for workers to become Ready" : decision.waiting_for;
-        SetCondition(status.conditions, "Running", "False", "WaitingForWorkers", why, now_s, generation);
-      }
-    }
-  }
-
-  // Replica counts as observed now.
-  int32_t ready = 0, pending = 0, active = 0, failed = 0;
-  for (const auto& p : pods) {
-    if (p.phase == "Failed") ++failed;
-    else if (p.phase != "Succeeded" && !p.deleting) ++active;
-    if (p.ready) ++ready;
-    else if ((p.phase == "Pending" || p.phase.empty()) && !p.deleting) ++pending;
-  }
-  status.replicas = api::ReplicaCounts{spec.desired_workers, active, ready, pending, failed};
-  status.phase = phase.empty() ? "Pending" : phase;
-  status.restart_count = restarts;
-  status.recent_failures = failures;
-  // Leaving workers are remembered while their pods exist.
-  status.leaving.clear();
-  for (const auto& [pod, entry] : leaving) {
-    bool exists = false;
-    for (const auto& p : pods) exists |= p.name == pod && p.uid == entry.first;
-    if (exists && !Finished(phase)) status.leaving.push_back({pod, entry.first, FormatRfc3339(entry.second)});
-  }
-  if (membership.generation > 0) status.membership = membership;
-  if (status != current_status) plan.status = api::TrainingJobStatusToJson(status);
-  return plan;
+  if (!job.metadata.deletion_timestamp.empty()) return JobPlan{};  // garbage collection owns the rest
+  Planning st(in, job, spec);
+  if (Finished(st.phase)) PlanFinishedJob(st);
+  else if (spec.suspend) PlanSuspension(st);
+  else PlanResumeAndDeadline(st);
+  if (Active(st)) DecideCompletion(st);
+  if (Active(st)) PlanExitedWorkers(st);
+  if (Active(st)) RINGMASTER_RETURN_IF_ERROR(PlanWorkers(st));
+  AssembleStatus(st);
+  return std::move(st.plan);
 }
 
 }  // namespace ringmaster::controller

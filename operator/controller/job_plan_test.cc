@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "api/names.h"
 #include "base/time_format.h"
 #include "base/status_test_macros.h"
@@ -302,6 +304,31 @@ TEST(PlanJobTest, TtlAfterFinishDeletesTheJob) {
   auto late = PlanJob(Input(job, {}, kT0 + seconds(30)));
   ASSERT_OK(late);
   EXPECT_TRUE(late->delete_job);
+}
+
+// The active deadline counts from status.startTime: before it the job is looked at again when it
+// falls due; at or after it the job fails with DeadlineExceeded.
+TEST(PlanJobTest, ActiveDeadlineFailsTheJobWhenItFallsDue) {
+  struct Case {
+    int elapsed_s;
+    bool fails;
+  };
+  for (const Case& c : {Case{10, false}, Case{60, true}, Case{90, true}}) {
+    SCOPED_TRACE(c.elapsed_s);
+    json job = Job(1, 1, {{"runPolicy", {{"activeDeadlineSeconds", 60}}}});
+    job["status"] = {{"phase", "Running"}, {"startTime", FormatRfc3339(kT0)}};
+    auto plan = PlanJob(Input(job, {}, kT0 + seconds(c.elapsed_s)));
+    ASSERT_OK(plan);
+    ASSERT_TRUE(plan->status.has_value());
+    EXPECT_EQ((*plan->status)["phase"] == "Failed", c.fails);
+    const bool event = std::any_of(plan->events.begin(), plan->events.end(),
+                                   [](const JobEvent& e) { return e.reason == "DeadlineExceeded"; });
+    EXPECT_EQ(event, c.fails);
+    if (!c.fails) {
+      ASSERT_TRUE(plan->requeue_at.has_value());
+      EXPECT_LE(*plan->requeue_at, kT0 + seconds(60));
+    }
+  }
 }
 
 TEST(PlanJobTest, UnreadableSpecIsInvalidArgument) {

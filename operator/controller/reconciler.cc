@@ -118,64 +118,58 @@ void TrainingJobReconciler::UpdatePhaseGauge() {
 ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
   const auto started = std::chrono::steady_clock::now();
   ReconcileResult result;
-  auto finish = [&](const char* outcome) {
-    metrics_->reconciles.Add({{"result", outcome}}).Increment();
-    metrics_->reconcile_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    return result;
-  };
+  const char* outcome = ReconcileJob(key, result);
+  metrics_->reconciles.Add({{"result", outcome}}).Increment();
+  metrics_->reconcile_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return result;
+}
 
+const char* TrainingJobReconciler::ReconcileJob(const std::string& key, ReconcileResult& result) {
   kube::ObjectPtr job = jobs_->Get(key);
   if (!job) {  // deleted: its pods and owned objects go by garbage collection
     std::lock_guard<std::mutex> lock(mu_);
     dirty_since_.erase(key);
-    return finish("success");
+    return "success";
   }
-  PlanInput input;
-  input.job = *job;
-  for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
-  input.now = now_();
-  input.nodes = ObserveNodes(*nodes_, input.now);
-
+  const PlanInput input = Observe(key, *job);
   StatusOr<JobPlan> planned = PlanJob(input);
   if (!planned.ok()) {
     // The object cannot be read or acted on as written (a field of the wrong type, min > max): an event
     // says why, and the work loop requeues it rate-limited like any other failed reconcile.
     recorder_->Event(*job, "Warning", "InvalidSpec", planned.status().message());
     result.status = planned.status().WithContext("job " + key + " cannot be reconciled");
-    return finish("invalid");
+    return "invalid";
   }
-  JobPlan& plan = *planned;
-  const std::string ns = kube::NamespaceOf(*job);
+  return Apply(key, *job, *planned, input.now, result);
+}
 
-  if (!kube::NamespaceOf(*job).empty() && !plan.delete_job) {
-    Status ensured = EnsureOwnedObjects(*job);
+PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job) const {
+  PlanInput input;
+  input.job = job;
+  for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
+  input.now = now_();
+  input.nodes = ObserveNodes(*nodes_, input.now);
+  return input;
+}
+
+const char* TrainingJobReconciler::Apply(const std::string& key, const json& job, const JobPlan& plan,
+                                         std::chrono::system_clock::time_point now, ReconcileResult& result) {
+  const std::string ns = kube::NamespaceOf(job);
+  if (!ns.empty() && !plan.delete_job) {
+    Status ensured = EnsureOwnedObjects(job);
     if (!ensured.ok()) {
       result.status = ensured;
-      return finish("error");
+      return "error";
     }
   }
 
   // Status first: if it conflicts (someone wrote the job since our cache saw it) nothing else happens
   // and the reconcile repeats on fresh data, so a membership generation is published exactly once.
   if (plan.status) {
-    json updated = *job;
-    updated["status"] = *plan.status;
-    auto written = client_->UpdateStatus(TrainingJobs(), ns, updated);
+    Status written = WriteStatus(key, job, *plan.status);
     if (!written.ok()) {
-      result.status = written.status().WithContext("updating status of " + key);
-      return finish(kube::IsConflict(written.status()) ? "requeue" : "error");
-    }
-    const json& old_membership = At(*job, {"status", "membership"});
-    const json& new_membership = At(*plan.status, {"membership"});
-    if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {
-      metrics_->membership_changes.Add({{"reason", StringAt(new_membership, {"reason"})}}).Increment();
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = dirty_since_.find(key);
-      if (it != dirty_since_.end()) {
-        metrics_->publish_latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
-      }
-      log_(LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
-                                      StringAt(new_membership, {"message"}));
+      result.status = written.WithContext("updating status of " + key);
+      return kube::IsConflict(written) ? "requeue" : "error";
     }
   }
   {
@@ -183,6 +177,43 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
     dirty_since_.erase(key);
   }
 
+  Status first_error = ApplyPods(key, ns, plan);
+  for (const auto& e : plan.events) recorder_->Event(job, e.type, e.reason, e.message);
+  if (plan.delete_job) {
+    Status deleted = DeleteJob(job);
+    if (!deleted.ok() && first_error.ok()) first_error = deleted;
+  }
+  UpdatePhaseGauge();
+
+  result.status = first_error;
+  if (plan.requeue_at) {
+    auto delay = *plan.requeue_at - now;
+    result.requeue_after = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(10), delay);
+  }
+  return first_error.ok() ? "success" : "error";
+}
+
+Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& job, const json& status) {
+  json updated = job;
+  updated["status"] = status;
+  auto written = client_->UpdateStatus(TrainingJobs(), kube::NamespaceOf(job), updated);
+  if (!written.ok()) return written.status();
+  const json& old_membership = At(job, {"status", "membership"});
+  const json& new_membership = At(status, {"membership"});
+  if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {
+    metrics_->membership_changes.Add({{"reason", StringAt(new_membership, {"reason"})}}).Increment();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = dirty_since_.find(key);
+    if (it != dirty_since_.end()) {
+      metrics_->publish_latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
+    }
+    log_(LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
+                                    StringAt(new_membership, {"message"}));
+  }
+  return Status::Ok();
+}
+
+Status TrainingJobReconciler::ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan) {
   Status first_error;
   for (const auto& pod : plan.creates) {
     auto created = client_->Create(kube::resources::Pods(), ns, pod);
@@ -202,22 +233,16 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
       log_(LogLevel::kInfo, "job " + key + ": deleted pod " + d.name + (d.force ? " (forced)" : "") + ": " + d.why);
     }
   }
-  for (const auto& e : plan.events) recorder_->Event(*job, e.type, e.reason, e.message);
-  if (plan.delete_job) {
-    kube::DeleteOptions options;
-    options.propagation_policy = "Background";
-    options.precondition_uid = kube::UidOf(*job);
-    Status deleted = client_->Delete(TrainingJobs(), ns, kube::NameOf(*job), options);
-    if (!deleted.ok() && !kube::IsNotFound(deleted) && first_error.ok()) first_error = deleted;
-  }
-  UpdatePhaseGauge();
+  return first_error;
+}
 
-  result.status = first_error;
-  if (plan.requeue_at) {
-    auto delay = *plan.requeue_at - input.now;
-    result.requeue_after = std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(10), delay);
-  }
-  return finish(first_error.ok() ? "success" : "error");
+Status TrainingJobReconciler::DeleteJob(const json& job) {
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";
+  options.precondition_uid = kube::UidOf(job);
+  Status deleted = client_->Delete(TrainingJobs(), kube::NamespaceOf(job), kube::NameOf(job), options);
+  if (kube::IsNotFound(deleted)) return Status::Ok();
+  return deleted;
 }
 
 }  // namespace ringmaster::controller

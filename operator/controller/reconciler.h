@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "base/status.h"
+#include "controller/job_plan.h"
 #include "controller/operator_metrics.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
@@ -57,6 +58,25 @@ class TrainingJobReconciler {
   void NoteDirty(const std::string& key);
 
  private:
+  // Reconcile without the metrics: observe, plan, apply. Fills `result`; returns the outcome label
+  // of the reconciles metric (success, invalid, requeue, error).
+  const char* ReconcileJob(const std::string& key, ReconcileResult& result);
+  // Observe: the PlanInput for `job` from the informer stores (its pods by index, all nodes) at now_().
+  PlanInput Observe(const std::string& key, const nlohmann::json& job) const;
+  // Apply: owned objects, then the status (a conflict or error stops here), then pods, events and the
+  // job's deletion. Fills `result` (first error; requeue_after from the plan, at least 10 ms after
+  // `now`); returns the outcome label.
+  const char* Apply(const std::string& key, const nlohmann::json& job, const JobPlan& plan,
+                    std::chrono::system_clock::time_point now, ReconcileResult& result);
+  // Writes `status` as the job's .status (optimistic concurrency: the job's resourceVersion), and on a
+  // new membership generation records the metrics and a log line. Errors: the client's, unwrapped
+  // (Conflict when the job changed since the cache saw it).
+  Status WriteStatus(const std::string& key, const nlohmann::json& job, const nlohmann::json& status);
+  // Creates and deletes the plan's pods, all of them even after an error. Errors: the first one;
+  // AlreadyExists on create and NotFound/Conflict on delete are not errors.
+  Status ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan);
+  // Deletes the job (background propagation, only this uid). Errors: the client's; NotFound is OK.
+  Status DeleteJob(const nlohmann::json& job);
   Status EnsureOwnedObjects(const nlohmann::json& job);
   void UpdatePhaseGauge();
 
