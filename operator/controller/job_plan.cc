@@ -112,9 +112,7 @@ struct Planning {
         now_s(FormatRfc3339(input.now)),
         status(job.status),
         phase(job.status.phase),
-        membership(job.status.membership.value_or(api::Membership{})),
-        restarts(job.status.restart_count),
-        failures(job.status.recent_failures) {
+        membership(job.status.membership.value_or(api::Membership{})) {
     for (const auto& l : current.leaving) leaving[l.pod] = {l.uid, TimeOr(l.since, in.now)};
     status.selector = WorkerSelector(job.metadata.name);
     status.observed_generation = generation;
@@ -132,10 +130,8 @@ struct Planning {
 
   // Decisions.
   api::TrainingJobStatus status;
-  std::string phase;
-  api::Membership membership;
-  int32_t restarts;
-  std::vector<api::FailureRecord> failures;
+  std::string phase;  // "" until a step decides it (written as Pending); status.phase is set from it at the end
+  api::Membership membership;  // generation 0 until one is published (status.membership stays unset then)
   Clock::time_point last_failure{};  // the newest counted failure (set by PlanExitedWorkers)
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
   std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
@@ -245,8 +241,8 @@ void DecideCompletion(Planning& st) {
 // as is a worker that exited 0 after it left membership; past maxRestarts the job fails.
 void PlanExitedWorkers(Planning& st) {
   std::set<std::string> counted;
-  for (const auto& f : st.failures) counted.insert(f.uid);
-  for (const auto& f : st.failures) st.last_failure = std::max(st.last_failure, TimeOr(f.time, Clock::time_point{}));
+  for (const auto& f : st.status.recent_failures) counted.insert(f.uid);
+  for (const auto& f : st.status.recent_failures) st.last_failure = std::max(st.last_failure, TimeOr(f.time, Clock::time_point{}));
   for (const auto& p : st.pods) {
     if (Finishing(st, p)) {
       EarliestRequeue(st.plan, p.finished_at + kFinishGrace);
@@ -259,19 +255,19 @@ void PlanExitedWorkers(Planning& st) {
     }
     if (!exited) continue;
     if (!counted.count(p.uid) && p.phase == "Failed") {
-      ++st.restarts;
+      ++st.status.restart_count;
       st.last_failure = st.in.now;
       std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
                             (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
-      st.failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason, st.now_s});
+      st.status.recent_failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason, st.now_s});
       st.plan.events.push_back({"Warning", "WorkerFailed", message});
     }
     DeletePod(st, p, p.phase == "Failed" ? "the worker failed" : "the worker exited while still a member");
   }
-  while (st.failures.size() > kRecentFailuresKept) st.failures.erase(st.failures.begin());
-  if (st.restarts > st.spec.max_restarts) {
+  while (st.status.recent_failures.size() > kRecentFailuresKept) st.status.recent_failures.erase(st.status.recent_failures.begin());
+  if (st.status.restart_count > st.spec.max_restarts) {
     Finish(st, "Failed", "RestartLimitExceeded",
-           "workers failed " + std::to_string(st.restarts) + " times, more than spec.elasticPolicy.maxRestarts (" +
+           "workers failed " + std::to_string(st.status.restart_count) + " times, more than spec.elasticPolicy.maxRestarts (" +
                std::to_string(st.spec.max_restarts) + ")");
   }
 }
@@ -395,8 +391,8 @@ Status PlanCreations(Planning& st, const Workers& workers) {
   const int32_t desired = st.spec.desired_workers;
   int32_t missing = desired - std::min<int32_t>(static_cast<int32_t>(workers.live.size()), desired);
   if (missing <= 0) return Status::Ok();
-  Clock::time_point allowed = st.last_failure + ReplacementBackoff(st.restarts);
-  if (st.restarts > 0 && st.in.now < allowed) {
+  Clock::time_point allowed = st.last_failure + ReplacementBackoff(st.status.restart_count);
+  if (st.status.restart_count > 0 && st.in.now < allowed) {
     EarliestRequeue(st.plan, allowed);
     return Status::Ok();
   }
@@ -459,8 +455,6 @@ void AssembleStatus(Planning& st) {
   api::TrainingJobStatus& status = st.status;
   status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed};
   status.phase = st.phase.empty() ? "Pending" : st.phase;
-  status.restart_count = st.restarts;
-  status.recent_failures = st.failures;
   status.leaving.clear();
   for (const auto& [pod, entry] : st.leaving) {
     bool exists = false;

@@ -54,7 +54,7 @@ class ClusterTest : public ::testing::Test {
   std::string CreateNamespace(const std::string& prefix) {
     std::string ns = UniqueName(prefix);
     auto r = cluster_.Kubectl({"create", "namespace", ns});
-    EXPECT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().ToString());
+    EXPECT_COMMAND_OK(r);
     namespaces_.push_back(ns);
     Status sa = WaitFor("the default ServiceAccount in " + ns, std::chrono::seconds(30), [&](std::string* last) {
       auto got = cluster_.Kubectl({"get", "serviceaccount", "default", "-n", ns});

@@ -18,10 +18,6 @@ StatusOr<long long> ParseNumber(const std::string& key, const std::string& value
   return v;
 }
 
-}  // namespace
-
-namespace {
-
 StatusOr<std::vector<std::vector<int>>> ParseProcessSets(const std::string& value) {
   const std::string name(api::env::kProcessSets);
   std::vector<std::vector<int>> out;
@@ -73,7 +69,5 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
   }
   return c;
 }
-
-std::map<std::string, std::string> EnvironmentSnapshot() { return api::EnvironmentSnapshot(); }
 
 }  // namespace ringmaster::runtime

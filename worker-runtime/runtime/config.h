@@ -37,7 +37,4 @@ struct RuntimeConfig {
 // worker's variables, api::WorkerEnv::FromEnvironment).
 StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::string>& env);
 
-// A snapshot of the process environment, taken once (api::EnvironmentSnapshot).
-std::map<std::string, std::string> EnvironmentSnapshot();
-
 }  // namespace ringmaster::runtime

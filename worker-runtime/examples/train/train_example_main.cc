@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/worker_env.h"
 #include "base/cli.h"
 #include "data/elastic_sampler.h"
 #include "data/splitmix64.h"
@@ -325,7 +326,9 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
 }  // namespace ringmaster::elastic
 
 int main(int argc, char** argv) {
-  auto options = ringmaster::elastic::ParseTrainOptions(argc, argv, ringmaster::runtime::EnvironmentSnapshot());
+  // The environment, read once: the example's options and the runtime's configuration both come from it.
+  const std::map<std::string, std::string> env = ringmaster::api::EnvironmentSnapshot();
+  auto options = ringmaster::elastic::ParseTrainOptions(argc, argv, env);
   if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-train-example", options, ringmaster::elastic::TrainUsage)) {
     return *exit_code;
   }
@@ -337,8 +340,8 @@ int main(int argc, char** argv) {
                  ec.message().c_str());
     return 2;
   }
-  // The runtime's RINGMASTER_* configuration (fusion, cycle time, timeline, process sets), read once.
-  auto config = ringmaster::runtime::ParseRuntimeConfig(ringmaster::runtime::EnvironmentSnapshot());
+  // The runtime's RINGMASTER_* configuration (fusion, cycle time, timeline, process sets).
+  auto config = ringmaster::runtime::ParseRuntimeConfig(env);
   if (!config.ok()) {
     std::fprintf(stderr, "ringmaster-train-example: %s\n", config.status().message().c_str());
     return 2;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/worker_env.h"
 #include "base/cli.h"
 #include "tools/perf/bench.h"
 #include "tools/perf/fusion_bench.h"
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   auto options = perf::ParsePerfOptions(ringmaster::cli::Args(argc, argv));
   if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-perf", options, perf::Usage)) return *exit_code;
   // The runtime's RINGMASTER_* tuning, read once; the flags above win where they overlap.
-  auto config = ParseRuntimeConfig(EnvironmentSnapshot());
+  auto config = ParseRuntimeConfig(ringmaster::api::EnvironmentSnapshot());
   if (!config.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", config.status().ToString().c_str());
     return ringmaster::cli::kExitUsage;
