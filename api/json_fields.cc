@@ -16,9 +16,11 @@ const json* Field(const json& obj, const char* key) {
   return &*it;
 }
 
-StatusOr<const json*> IntegerField(const json& obj, std::string_view prefix, const char* key) {
+// The field when `is` holds for it, nullptr when it is absent or null; WrongType naming `want` otherwise.
+StatusOr<const json*> TypedField(const json& obj, std::string_view prefix, const char* key,
+                                 bool (json::*is)() const noexcept, std::string_view want) {
   const json* v = Field(obj, key);
-  if (v != nullptr && !v->is_number_integer()) return WrongType(FieldPath(prefix, key), "integer", *v);
+  if (v != nullptr && !(v->*is)()) return WrongType(FieldPath(prefix, key), want, *v);
   return v;
 }
 
@@ -48,15 +50,13 @@ Status WrongType(std::string_view path, std::string_view want, const json& got) 
 }
 
 Status ReadString(const json& obj, std::string_view prefix, const char* key, std::string* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_string()) return WrongType(FieldPath(prefix, key), "string", *v);
-  *out = v->get_ref<const std::string&>();
+  RINGMASTER_ASSIGN_OR_RETURN(const json* v, TypedField(obj, prefix, key, &json::is_string, "string"));
+  if (v != nullptr) *out = v->get_ref<const std::string&>();
   return Status::Ok();
 }
 
 Status ReadInt(const json& obj, std::string_view prefix, const char* key, int64_t* out) {
-  RINGMASTER_ASSIGN_OR_RETURN(const json* v, IntegerField(obj, prefix, key));
+  RINGMASTER_ASSIGN_OR_RETURN(const json* v, TypedField(obj, prefix, key, &json::is_number_integer, "integer"));
   if (v == nullptr) return Status::Ok();
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return InvalidArgumentError(FieldPath(prefix, key) + ": " + v->dump() + " is out of range");
@@ -84,10 +84,8 @@ Status ReadInt(const json& obj, std::string_view prefix, const char* key, std::o
 }
 
 Status ReadBool(const json& obj, std::string_view prefix, const char* key, bool* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_boolean()) return WrongType(FieldPath(prefix, key), "boolean", *v);
-  *out = v->get<bool>();
+  RINGMASTER_ASSIGN_OR_RETURN(const json* v, TypedField(obj, prefix, key, &json::is_boolean, "boolean"));
+  if (v != nullptr) *out = v->get<bool>();
   return Status::Ok();
 }
 
@@ -98,15 +96,11 @@ Status ReadObject(const json& obj, std::string_view prefix, const char* key, jso
 }
 
 StatusOr<const json*> ObjectField(const json& obj, std::string_view prefix, const char* key) {
-  const json* v = Field(obj, key);
-  if (v != nullptr && !v->is_object()) return WrongType(FieldPath(prefix, key), "object", *v);
-  return v;
+  return TypedField(obj, prefix, key, &json::is_object, "object");
 }
 
 StatusOr<const json*> ArrayField(const json& obj, std::string_view prefix, const char* key) {
-  const json* v = Field(obj, key);
-  if (v != nullptr && !v->is_array()) return WrongType(FieldPath(prefix, key), "array", *v);
-  return v;
+  return TypedField(obj, prefix, key, &json::is_array, "array");
 }
 
 }  // namespace ringmaster::api

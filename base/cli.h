@@ -80,6 +80,12 @@ StatusOr<Options> ParseInto(AppFactory<Options> new_app, const std::vector<std::
   return options;
 }
 
+// ExitEarly for a program whose --help text is UsageOf(new_app).
+template <typename Options>
+std::optional<int> ExitEarly(const std::string& program, const StatusOr<Options>& parsed, AppFactory<Options> new_app) {
+  return ExitEarly(program, parsed, std::function<std::string()>([new_app] { return UsageOf(new_app); }));
+}
+
 // Binds --flag to *out through `parse` (e.g. a ParseBackend): a value `parse` refuses is a bad command
 // line whose message names the flag and carries parse's message. `default_text` is shown in --help.
 template <typename T>

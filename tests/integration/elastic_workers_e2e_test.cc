@@ -44,12 +44,12 @@ std::vector<std::string> TrainFlags() {
           "--seed",  "7",                    "--timeout-ms", "8000"};
 }
 
-class ElasticWorkersE2eTest : public ClusterTest {
+class ElasticWorkersE2eTest : public JobTest {
  protected:
+  ElasticWorkersE2eTest() : JobTest("workers") {}
+
   void SetUp() override {
-    ClusterTest::SetUp();
-    EnsureTrainingJobCrd();
-    ns_ = CreateNamespace("workers");
+    JobTest::SetUp();
     out_ = ::testing::TempDir() + "elastic-workers-" + ns_;
     std::filesystem::remove_all(out_);
     std::filesystem::create_directories(out_ + "/train");
@@ -236,7 +236,7 @@ class ElasticWorkersE2eTest : public ClusterTest {
     return found;
   }
 
-  std::string ns_, out_;
+  std::string out_;
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;
 };

@@ -25,24 +25,13 @@ namespace ms = ringmaster::membership;
 
 const std::string kPort = std::to_string(api::kCoordinatorPort);
 
-class MembershipWatchTest : public ClusterTest {
+class MembershipWatchTest : public JobTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    EnsureTrainingJobCrd();
-    ns_ = CreateNamespace("members");
-  }
+  MembershipWatchTest() : JobTest("members") {}
 
   json CreateJob(const std::string& name, int min, int max) {
-    std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
-                           "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
-                           ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
-                           "  template:\n    spec:\n      containers:\n      - name: trainer\n        image: example/trainer:1\n"
-                           "        resources: {limits: {nvidia.com/gpu: 1}}\n";
-    EXPECT_OK(cluster_.Apply(manifest));
-    auto job = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
-    EXPECT_OK(job) << job.status();
-    return job.ok() ? *job : json();
+    return ApplyJob(name, "  replicas: {min: " + std::to_string(min) + ", max: " + std::to_string(max) +
+                              "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n");
   }
 
   // A client that authenticates only as the job's worker service account.
@@ -72,7 +61,6 @@ class MembershipWatchTest : public ClusterTest {
     ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
   }
 
-  std::string ns_;
 };
 
 TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {

@@ -21,13 +21,9 @@ using json = nlohmann::json;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
-class OperatorE2eTest : public ClusterTest {
+class OperatorE2eTest : public JobTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    EnsureTrainingJobCrd();
-    ns_ = CreateNamespace("op");
-  }
+  OperatorE2eTest() : JobTest("op") {}
 
   void TearDown() override {
     for (size_t i = 0; i < operators_.size(); ++i) {
@@ -107,7 +103,6 @@ class OperatorE2eTest : public ClusterTest {
     return r->ok() ? Status::Ok() : UnknownError(r->err);
   }
 
-  std::string ns_;
   std::vector<std::unique_ptr<BackgroundProcess>> operators_;
 };
 

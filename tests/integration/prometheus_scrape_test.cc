@@ -16,14 +16,9 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-class PrometheusScrapeTest : public ClusterTest {
+class PrometheusScrapeTest : public JobTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    EnsureTrainingJobCrd();
-    ns_ = CreateNamespace("prom");
-  }
-  std::string ns_;
+  PrometheusScrapeTest() : JobTest("prom") {}
 };
 
 // A free TCP port on 127.0.0.1, as the kernel picks it.

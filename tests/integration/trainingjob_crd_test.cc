@@ -11,22 +11,15 @@
 namespace ringmaster::testing {
 namespace {
 
-using json = nlohmann::json;
-using std::chrono::seconds;
-
 const std::string kCrdDir = std::string(RINGMASTER_SOURCE_DIR) + "/crds";
 
-class TrainingJobCrdTest : public ClusterTest {
+class TrainingJobCrdTest : public JobTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    EnsureTrainingJobCrd();
-    namespace_ = CreateNamespace("crd");
-  }
+  TrainingJobCrdTest() : JobTest("crd") {}
 
   // Applies `manifest` in this test's namespace; returns kubectl's result.
   CommandResult ApplyHere(const std::string& manifest) {
-    auto r = cluster_.Kubectl({"apply", "-n", namespace_, "-f", "-"}, manifest);
+    auto r = cluster_.Kubectl({"apply", "-n", ns_, "-f", "-"}, manifest);
     EXPECT_OK(r) << r.status();
     return r.ok() ? *r : CommandResult{};
   }
@@ -48,17 +41,16 @@ class TrainingJobCrdTest : public ClusterTest {
     EXPECT_NE(r.err.find(message), std::string::npos) << "wanted '" << message << "' in: " << r.err;
   }
 
-  std::string namespace_;
 };
 
 TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
   for (const char* sample : {"minimal", "elastic-gpu", "with-checkpoints"}) {
-    auto r = cluster_.Kubectl({"apply", "-n", namespace_, "-f", kCrdDir + "/samples/" + sample + ".yaml"});
+    auto r = cluster_.Kubectl({"apply", "-n", ns_, "-f", kCrdDir + "/samples/" + sample + ".yaml"});
     ASSERT_OK(r) << r.status();
     EXPECT_TRUE(r->ok()) << sample << ": " << r->err;
   }
   // Reachable by its short name, with defaults filled in by the schema.
-  auto tj = cluster_.KubectlJson({"get", "tj", "with-checkpoints", "-n", namespace_});
+  auto tj = cluster_.KubectlJson({"get", "tj", "with-checkpoints", "-n", ns_});
   ASSERT_OK(tj) << tj.status();
   EXPECT_EQ((*tj)["spec"]["checkpoint"].value("keep", 0), 3);
   EXPECT_EQ((*tj)["spec"]["runPolicy"].value("cleanPodPolicy", ""), "Running");
@@ -66,7 +58,7 @@ TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
 
 TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
   ASSERT_COMMAND_OK(ApplyHere(Job("cols", "{min: 1, max: 2}", Container("1"))));
-  auto r = cluster_.Kubectl({"get", std::string(api::kResource), "-n", namespace_});
+  auto r = cluster_.Kubectl({"get", std::string(api::kResource), "-n", ns_});
   ASSERT_COMMAND_OK(r);
   std::string header = r->out.substr(0, r->out.find('\n'));
   for (const char* column : {"NAME", "READY", "DESIRED", "GENERATION", "WORLD", "PHASE", "AGE"}) {
@@ -111,12 +103,12 @@ TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
 
 TEST_F(TrainingJobCrdTest, KubectlScaleDrivesDesiredWithinBounds) {
   ASSERT_COMMAND_OK(ApplyHere(Job("scaled", "{min: 2, max: 8}", Container("1"))));
-  auto r = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=4"});
+  auto r = cluster_.Kubectl({"scale", "-n", ns_, "tj/scaled", "--replicas=4"});
   ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
-  auto tj = cluster_.KubectlJson({"get", "tj", "scaled", "-n", namespace_});
+  auto tj = cluster_.KubectlJson({"get", "tj", "scaled", "-n", ns_});
   ASSERT_OK(tj);
   EXPECT_EQ((*tj)["spec"]["replicas"].value("desired", 0), 4);
-  auto refused = cluster_.Kubectl({"scale", "-n", namespace_, "tj/scaled", "--replicas=9"});
+  auto refused = cluster_.Kubectl({"scale", "-n", ns_, "tj/scaled", "--replicas=9"});
   ASSERT_OK(refused);
   EXPECT_NE(refused->exit_code, 0);
   EXPECT_NE(refused->err.find("spec.replicas.desired must lie between"), std::string::npos) << refused->err;

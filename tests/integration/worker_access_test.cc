@@ -16,26 +16,12 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-class WorkerAccessTest : public ClusterTest {
+class WorkerAccessTest : public JobTest {
  protected:
-  void SetUp() override {
-    ClusterTest::SetUp();
-    EnsureTrainingJobCrd();
-    ns_ = CreateNamespace("access");
-  }
+  WorkerAccessTest() : JobTest("access") {}
 
   // Creates a TrainingJob and returns it as stored (with its uid).
-  json CreateJob(const std::string& name) {
-    std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
-                           "\n  namespace: " + ns_ +
-                           "\nspec:\n  replicas: {min: 1, max: 2}\n  template:\n    spec:\n      containers:\n"
-                           "      - name: trainer\n        image: example/trainer:1\n"
-                           "        resources: {limits: {nvidia.com/gpu: 1}}\n";
-    EXPECT_OK(cluster_.Apply(manifest));
-    auto job = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
-    EXPECT_OK(job) << job.status();
-    return job.ok() ? *job : json();
-  }
+  json CreateJob(const std::string& name) { return ApplyJob(name, "  replicas: {min: 1, max: 2}\n"); }
 
   void ApplyJson(const StatusOr<json>& object) {
     ASSERT_OK(object) << object.status();
@@ -52,7 +38,6 @@ class WorkerAccessTest : public ClusterTest {
     return r.ok() ? r->out : "";
   }
 
-  std::string ns_;
 };
 
 TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {

@@ -38,17 +38,11 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   return app;
 }
 
-std::string Usage() { return ringmaster::cli::UsageOf<Flags>(NewApp); }
-
-ringmaster::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
-  return ringmaster::cli::ParseInto<Flags>(NewApp, args);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto flags = ParseFlags(ringmaster::cli::Args(argc, argv));
-  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-pod-runner", flags, Usage)) return *exit_code;
+  auto flags = ringmaster::cli::ParseInto<Flags>(NewApp, ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly<Flags>("ringmaster-pod-runner", flags, NewApp)) return *exit_code;
   const ringmaster::testing::PodRunnerOptions& o = flags->runner;
   const long deadline_s = flags->deadline_s;
   // SIGINT/SIGTERM are taken by sigtimedwait below; every thread inherits the blocked mask (the runner

@@ -80,4 +80,37 @@ class ClusterTest : public ::testing::Test {
   std::vector<std::string> pool_nodes_;
 };
 
+// JobTest: a ClusterTest about TrainingJobs. SetUp installs the CRD and gives the test a namespace of its
+// own, ns_, named after `prefix`.
+class JobTest : public ClusterTest {
+ protected:
+  explicit JobTest(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  void SetUp() override {
+    ClusterTest::SetUp();
+    if (HasFatalFailure()) return;
+    EnsureTrainingJobCrd();
+    ns_ = CreateNamespace(prefix_);
+  }
+
+  // Applies TrainingJob `name` in ns_ with `spec` (YAML lines under spec:, indented two spaces) and one
+  // trainer container asking for a GPU; returns the job as stored, with its uid (null after a failure).
+  nlohmann::json ApplyJob(const std::string& name, const std::string& spec) {
+    const std::string manifest = TrainingJobHead() + "metadata:\n  name: " + name + "\n  namespace: " + ns_ +
+                                 "\nspec:\n" + spec +
+                                 "  template:\n    spec:\n      containers:\n"
+                                 "      - name: trainer\n        image: example/trainer:1\n"
+                                 "        resources: {limits: {nvidia.com/gpu: 1}}\n";
+    EXPECT_OK(cluster_.Apply(manifest));
+    auto job = cluster_.KubectlJson({"get", std::string(api::kShortName), name, "-n", ns_});
+    EXPECT_OK(job);
+    return job.ok() ? *job : nlohmann::json();
+  }
+
+  std::string ns_;
+
+ private:
+  const std::string prefix_;
+};
+
 }  // namespace ringmaster::testing

@@ -129,17 +129,11 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   return app;
 }
 
-std::string Usage() { return ringmaster::cli::UsageOf<Flags>(NewApp); }
-
-ringmaster::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
-  return ringmaster::cli::ParseInto<Flags>(NewApp, args);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto flags = ParseFlags(ringmaster::cli::Args(argc, argv));
-  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-checkpoint-bench", flags, Usage)) return *exit_code;
+  auto flags = ringmaster::cli::ParseInto<Flags>(NewApp, ringmaster::cli::Args(argc, argv));
+  if (auto exit_code = ringmaster::cli::ExitEarly<Flags>("ringmaster-checkpoint-bench", flags, NewApp)) return *exit_code;
   const std::string dir = flags->dir;
   const std::vector<uint64_t> sizes_mib = flags->sizes_mib;
   const int blobs = flags->blobs;
