@@ -5,9 +5,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "controller/reconciler.h"
+#include "kube/config.h"
+#include "kube/informer.h"
 
 #include "support/manifests.h"
 #include "support/operator_process.h"
@@ -21,9 +26,59 @@ using json = nlohmann::json;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
+// Every version of the TrainingJobs in one namespace, in the order the apiserver's watch delivered them,
+// so that a wait sees a state that lasted less than one poll (a generation replaced within a second on a
+// loaded machine). Thread-safe: the informer's thread appends, the test reads.
+class JobHistory {
+ public:
+  Status Start(const TestCluster& cluster, const std::string& ns) {
+    RINGMASTER_ASSIGN_OR_RETURN(kube::ClientConfig config,
+                                kube::LoadConfig(cluster.kubeconfig(), "", kube::ProcessEnvironment()));
+    RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<kube::Client> client, kube::NewClient(config));
+    kube::InformerOptions options;
+    options.ns = ns;
+    informer_ = std::make_unique<kube::Informer>(client, controller::TrainingJobs(), options);
+    auto record = [this](const json& job) {
+      std::lock_guard<std::mutex> lock(mu_);
+      versions_.push_back(job);
+    };
+    informer_->AddEventHandler({record, [record](const json&, const json& job) { record(job); }, nullptr});
+    informer_->Start();
+    if (!informer_->WaitForSync(seconds(30))) return DeadlineExceededError("the TrainingJob watch did not sync");
+    return Status::Ok();
+  }
+
+  // The first version of job `name` at or after *cursor that satisfies `pred`; moves *cursor past it.
+  std::optional<json> FirstSince(size_t* cursor, const std::string& name, const std::function<bool(const json&)>& pred) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = *cursor; i < versions_.size(); ++i) {
+      if (kube::NameOf(versions_[i]) != name || !pred(versions_[i])) continue;
+      *cursor = i + 1;
+      return versions_[i];
+    }
+    return std::nullopt;
+  }
+
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return versions_.size();
+  }
+
+ private:
+  std::unique_ptr<kube::Informer> informer_;
+  mutable std::mutex mu_;
+  std::vector<json> versions_;  // guarded by mu_
+};
+
 class OperatorE2eTest : public JobTest {
  protected:
   OperatorE2eTest() : JobTest("op") {}
+
+  void SetUp() override {
+    JobTest::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_OK(history_.Start(cluster_, ns_));
+  }
 
   void TearDown() override {
     for (size_t i = 0; i < operators_.size(); ++i) {
@@ -76,14 +131,22 @@ class OperatorE2eTest : public JobTest {
     return json::object();
   }
 
-  // Waits until `pred(job)` holds; returns the job as then seen.
+  // Waits until `pred(job)` holds; returns the job as then seen: as it is now, or else the first version
+  // since the previous wait that the watch delivered with `pred` holding (a state that came and went
+  // between two polls).
   json WaitForJob(const std::string& name, const std::string& what, seconds timeout,
                   const std::function<bool(const json&)>& pred) {
     json job;
     Status s = WaitFor(what, timeout, [&](std::string* last) {
       job = Job(name);
       *last = job.value("status", json::object()).dump();
-      return pred(job);
+      if (pred(job)) {
+        history_cursor_ = history_.size();
+        return true;
+      }
+      std::optional<json> seen = history_.FirstSince(&history_cursor_, name, pred);
+      if (seen) job = *std::move(seen);
+      return seen.has_value();
     });
     EXPECT_OK(s) << s;
     return job;
@@ -104,6 +167,8 @@ class OperatorE2eTest : public JobTest {
   }
 
   std::vector<std::unique_ptr<BackgroundProcess>> operators_;
+  JobHistory history_;
+  size_t history_cursor_ = 0;  // versions before it were seen by an earlier wait
 };
 
 TEST_F(OperatorE2eTest, GangWaitsWithAClearConditionThenGrowsAsGpusArrive) {
