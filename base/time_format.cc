@@ -37,16 +37,18 @@ std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::str
     return std::nullopt;
   }
   size_t pos = static_cast<size_t>(consumed);
+  long long micros = 0;  // the fraction, to microseconds; further digits are dropped
   if (pos < s.size() && s[pos] == '.') {
     ++pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
+    long long scale = 100000;
+    for (; pos < s.size() && s[pos] >= '0' && s[pos] <= '9'; ++pos, scale /= 10) micros += (s[pos] - '0') * scale;
   }
   if (pos + 1 != s.size() || s[pos] != 'Z') return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   std::time_t secs = timegm(&tm);
   if (secs == static_cast<std::time_t>(-1)) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(secs);
+  return std::chrono::system_clock::from_time_t(secs) + std::chrono::microseconds(micros);
 }
 
 }  // namespace ringmaster

@@ -17,8 +17,8 @@ enum class TimePrecision {
 // Formats `t` in UTC, truncated (never rounded) to `precision`.
 std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision precision = TimePrecision::kSeconds);
 
-// Parses "YYYY-MM-DDTHH:MM:SS[.fraction]Z" to whole seconds (the fraction is ignored). nullopt when
-// malformed or not in UTC ("Z").
+// Parses "YYYY-MM-DDTHH:MM:SS[.fraction]Z", keeping the fraction to microseconds (so a value written
+// with kMillis or kMicros reads back exactly). nullopt when malformed or not in UTC ("Z").
 std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s);
 
 }  // namespace ringmaster

@@ -18,14 +18,18 @@ TEST(TimeFormatTest, EachPrecisionTruncates) {
   EXPECT_EQ(FormatRfc3339(At(-1), TimePrecision::kMicros), "1969-12-31T23:59:59.999999Z");
 }
 
-TEST(TimeFormatTest, ParseAcceptsFractionsAndRefusesOtherZones) {
+TEST(TimeFormatTest, ParseKeepsFractionsAndRefusesOtherZones) {
   const auto whole = At(1795414551000000LL);
   EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51Z"), whole);
-  EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51.123456Z"), whole);
-  EXPECT_EQ(ParseRfc3339(FormatRfc3339(whole, TimePrecision::kMillis)), whole);
+  EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51.123456Z"), At(1795414551123456LL));
+  EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51.5Z"), At(1795414551500000LL));
+  EXPECT_EQ(ParseRfc3339("2026-11-23T06:15:51.1234567Z"), At(1795414551123456LL));
+  const auto millis = At(1795414551123000LL);
+  EXPECT_EQ(ParseRfc3339(FormatRfc3339(millis, TimePrecision::kMillis)), millis);
   EXPECT_FALSE(ParseRfc3339("2026-11-23T06:15:51+01:00").has_value());
   EXPECT_FALSE(ParseRfc3339("2026-11-23 06:15:51Z").has_value());
   EXPECT_FALSE(ParseRfc3339("").has_value());
+  EXPECT_FALSE(ParseRfc3339("yesterday").has_value());
   EXPECT_FALSE(ParseRfc3339("2026-11-23T06:15:51Zjunk").has_value());
 }
 

@@ -259,7 +259,10 @@ void PlanExitedWorkers(Planning& st) {
       st.last_failure = st.in.now;
       std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
                             (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
-      st.status.recent_failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason, st.now_s});
+      // To the millisecond: the replacement backoff counts from this time, and whole seconds could cut
+      // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
+      st.status.recent_failures.push_back(
+          {p.name, p.uid, p.exit_code, p.exit_reason, FormatRfc3339(st.in.now, TimePrecision::kMillis)});
       st.plan.events.push_back({"Warning", "WorkerFailed", message});
     }
     DeletePod(st, p, p.phase == "Failed" ? "the worker failed" : "the worker exited while still a member");

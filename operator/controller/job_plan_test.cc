@@ -119,6 +119,30 @@ TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
   EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));
 }
 
+// A failure late in a second still waits the whole backoff: the failure time keeps its milliseconds,
+// so the replacement never races the failed pod's deletion for its index.
+TEST(PlanJobTest, ReplacementBackoffCountsFromTheExactFailureTime) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  const auto failed_at = kT0 + seconds(10) + std::chrono::milliseconds(900);
+  pods[1] = FailedPod(1, 1);
+  auto plan = PlanJob(Input(job, pods, failed_at));
+  ASSERT_OK(plan);
+  job = WithStatus(job, *plan);
+  pods.pop_back();
+  for (auto at : {failed_at + std::chrono::milliseconds(150), failed_at + std::chrono::milliseconds(950)}) {
+    auto early = PlanJob(Input(job, pods, at));
+    ASSERT_OK(early);
+    EXPECT_TRUE(early->creates.empty()) << "replaced " << (at - failed_at).count() << " ns after the failure";
+    ASSERT_TRUE(early->requeue_at.has_value());
+    EXPECT_EQ(*early->requeue_at, failed_at + seconds(1));
+  }
+  auto later = PlanJob(Input(job, pods, failed_at + seconds(1)));
+  ASSERT_OK(later);
+  EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));
+}
+
 TEST(PlanJobTest, TooManyFailuresFailTheJob) {
   json job = Job(1, 1);
   job["status"] = {{"restartCount", 2}, {"recentFailures", json::array()}};

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "base/time_format.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::controller {
@@ -173,14 +172,6 @@ TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
   EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"members", {{{"pod", "x"}}}}}).status().code(),
             StatusCode::kInvalidArgument);
-}
-
-TEST(TimeFormatTest, RoundTrips) {
-  EXPECT_EQ(FormatRfc3339(kT0), "2027-01-15T08:00:00Z");
-  EXPECT_EQ(ParseRfc3339("2027-01-15T08:00:00Z"), kT0);
-  EXPECT_EQ(ParseRfc3339("2027-01-15T08:00:00.123456Z"), kT0);
-  EXPECT_FALSE(ParseRfc3339("yesterday").has_value());
-  EXPECT_FALSE(ParseRfc3339("2027-01-15T08:00:00+01:00").has_value());
 }
 
 }  // namespace
