@@ -28,8 +28,11 @@ help:
 deps:
 	@tests/harness/deps.sh all
 
+# The Python package's native module is built against the project's venv (build/venv, made by make deps).
+PYTHON_FLAGS ?= -DPython_EXECUTABLE=$(CURDIR)/build/venv/bin/python
+
 configure:
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DRINGMASTER_SANITIZE=$(SANITIZE) $(CMAKE_FLAGS) >/dev/null \
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DRINGMASTER_SANITIZE=$(SANITIZE) $(PYTHON_FLAGS) $(CMAKE_FLAGS) >/dev/null \
 	  || { echo "ringmaster: error: cmake configure failed -- run 'make deps' first, then see the message above"; exit 1; }
 
 build: configure
@@ -46,7 +49,7 @@ FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := fuzz_watch_decoder fuzz_kubeconfig
 FUZZ_CORPORA := fuzz_watch_decoder:watch fuzz_kubeconfig:kubeconfig
 fuzz-smoke: deps
-	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMASTER_FUZZ=ON >/dev/null \
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMASTER_FUZZ=ON -DRINGMASTER_PYTHON=OFF >/dev/null \
 	  || { echo "ringmaster: error: configuring the fuzz build failed -- run 'make deps' (it installs clang-14)"; exit 1; }
 	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@for pair in $(FUZZ_CORPORA); do \

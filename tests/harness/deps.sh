@@ -14,6 +14,8 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev googletest clang-14 libclang-rt-14-dev
   # the local control plane harness; a real Prometheus that scrapes what we export
   openssl curl ca-certificates procps iproute2 unzip prometheus
+  # the Python package: the pinned interpreter's headers and venv
+  python3.11 python3.11-dev python3.11-venv
 )
 
 install_apt() {
@@ -76,6 +78,39 @@ install_cuda() {
   mkdir -p "$(dirname "$link")"
   ln -sfn "$dir" "$link"
   log "cuda: NCCL $(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' "$dir/include/nccl.h" | paste -sd.) at $link"
+}
+
+# The project's virtual environment at build/venv, owned by the pinned interpreter (the native module is
+# built against it), with the pinned packages of worker-runtime/python/requirements-dev.txt. pip's cache
+# wheels live outside the tree, so a fresh clone reinstalls from them without downloading torch again.
+install_python() {
+  local venv="$RINGMASTER_ROOT/build/venv" req="$RINGMASTER_ROOT/worker-runtime/python/requirements-dev.txt"
+  [[ -x "$PYTHON_INTERPRETER" ]] || die "$PYTHON_INTERPRETER not found" "run make deps as root (apt installs python3.11)"
+  local stamp="$venv/.ringmaster-requirements" want
+  want="$("$PYTHON_INTERPRETER" --version 2>&1) $(sha256sum "$req" | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    log "python: build/venv up to date ($("$venv/bin/python" --version 2>&1), torch $(sed -n 's/^torch==//p' "$req"))"
+    return
+  fi
+  if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys; sys.exit(sys.base_prefix != "/usr")' 2>/dev/null; then
+    rm -rf "$venv"
+    "$PYTHON_INTERPRETER" -m venv "$venv" || die "creating the venv at $venv failed" "apt install python3.11-venv"
+  fi
+  # The wheels are kept in the cache (pip's own HTTP cache is not reliable here), then installed from it.
+  local wheels="$RINGMASTER_CACHE/wheels"
+  mkdir -p "$wheels"
+  log "python: fetching $(grep -c '==' "$req") pinned packages into $wheels (torch's wheels are about 3 GB on the first" \
+      "run; $(du -sh "$wheels" 2>/dev/null | cut -f1) cached now)"
+  run_with_heartbeat "python: pip download" "$venv.pip.log" \
+    "$venv/bin/python" -m pip download --disable-pip-version-check --progress-bar off -d "$wheels" -r "$req" \
+    || die "pip could not download the Python packages (log: $venv.pip.log)" "check that PyPI is reachable"
+  log "python: installing into build/venv from $wheels"
+  run_with_heartbeat "python: pip install" "$venv.pip.log" \
+    "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off --no-index --find-links "$wheels" \
+    -r "$req" || die "pip could not install the Python packages (log: $venv.pip.log)" "see the log; rerun make deps"
+  rm -f "$venv.pip.log"
+  echo "$want" >"$stamp"
+  log "python: build/venv ready ($("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'))"
 }
 
 check_go() {
@@ -152,11 +187,12 @@ install_tools() {
 main() {
   local what="${1:-all}" start=$SECONDS
   case "$what" in
-    all) install_apt; install_cuda; install_tools ;;
+    all) install_apt; install_cuda; install_python; install_tools ;;
     apt) install_apt ;;
     cuda) install_cuda ;;
     tools) install_tools ;;
-    *) die "unknown deps target '$what'" "use one of: all apt cuda tools" ;;
+    python) install_python ;;
+    *) die "unknown deps target '$what'" "use one of: all apt cuda python tools" ;;
   esac
   log "deps ($what): done in $((SECONDS - start))s"
 }

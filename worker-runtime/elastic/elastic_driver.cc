@@ -62,6 +62,7 @@ ElasticDriver::ElasticDriver(ElasticOptions options, membership::MembershipSourc
 }
 
 ElasticDriver::~ElasticDriver() {
+  StopWatcher();
   std::lock_guard lock(mu_);
   if (runtime_) runtime_->Abort("driver destroyed");
   runtime_.reset();
@@ -386,10 +387,11 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
   }
 }
 
-void ElasticDriver::ReportRebuild(const api::Membership& record, RebuildStats& stats, int64_t& local_step) {
-  stats.steps_lost = std::max<int64_t>(0, local_step - state_->committed_step());
-  local_step = state_->committed_step();
+void ElasticDriver::ReportRebuild(const api::Membership& record, RebuildStats& stats) {
+  stats.steps_lost = std::max<int64_t>(0, local_step_ - state_->committed_step());
+  local_step_ = state_->committed_step();
   joined_generation_.store(record.generation);
+  joined_record_generation_.store(record.generation);
   if (options_.metrics) {
     options_.metrics->Joined(record.generation, record.world_size());
     options_.metrics->Rebuilt(stats);
@@ -408,36 +410,55 @@ void ElasticDriver::ReportRebuild(const api::Membership& record, RebuildStats& s
   Log(line);
 }
 
-Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step, const api::Membership& record,
-                                 int64_t& local_step) {
+StepContext ElasticDriver::Context() const {
   std::shared_ptr<runtime::Runtime> rt;
   {
     std::lock_guard lock(mu_);
     rt = runtime_;
   }
+  return StepContext{rt.get(), record_.generation, static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)),
+                     state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
+}
+
+void ElasticDriver::Commit(const runtime::data::SampleCursor& next) {
+  state_->Commit(state_->committed_step() + 1, next);
+  local_step_ = std::max(local_step_, state_->committed_step());  // a loop of the program's own counts here
+  std::shared_ptr<runtime::Runtime> rt;
+  {
+    std::lock_guard lock(mu_);
+    rt = runtime_;
+  }
+  if (rt) MaybeCheckpoint(*rt);
+}
+
+Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step) {
   while (state_->committed_step() < total_steps) {
-    if (Superseded(record.generation)) return AbortedError("membership generation " + std::to_string(newest_seen_.load()));
-    StepContext ctx{rt.get(), record.generation, static_cast<int64_t>(StoreGeneration(record.generation, attempt_)),
-                    state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
-    ++local_step;
+    if (Superseded()) return AbortedError("membership generation " + std::to_string(newest_seen_.load()));
+    const StepContext ctx = Context();
+    ++local_step_;
     const auto step_start = Clock::now();
     auto next = step(ctx);
     if (!next.ok()) return next.status();
     if (options_.metrics) options_.metrics->Step(Seconds(step_start));
-    state_->Commit(ctx.step + 1, *next);
-    MaybeCheckpoint(*rt);
+    Commit(*next);
   }
   return Status::Ok();
 }
 
-void ElasticDriver::FinishSaves() {
+void ElasticDriver::StopWatcher() {
+  stop_watch_ = true;
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void ElasticDriver::Finish() {
+  StopWatcher();
   if (!writer_) return;
   Status saved = writer_->Wait();  // the final step's checkpoint is on disk before we report success
   ReportSaves();
   if (!saved.ok()) Log("the last checkpoint failed: " + saved.ToString());
 }
 
-StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore) {
+Status ElasticDriver::Start() {
   RINGMASTER_RETURN_IF_ERROR(CheckOptions());
   LoadNewestCheckpoint();
   RINGMASTER_RETURN_IF_ERROR(ServeStore());
@@ -449,52 +470,69 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
   // The first record this worker is part of.
   auto first = source_->WaitNewer(0, std::chrono::hours(24));
   if (!first.ok()) return first.status();
-  api::Membership record = std::move(first).value();
-  newest_seen_.store(record.generation);
+  record_ = std::move(first).value();
+  newest_seen_.store(record_.generation);
+  failure_time_ = Clock::now();
+  local_step_ = state_->committed_step();
+  StopWatcher();
   stop_watch_ = false;
-  std::thread watcher([this] { Watch(); });
-  struct Joiner {
-    ElasticDriver* d;
-    std::thread* t;
-    ~Joiner() {
-      d->stop_watch_ = true;
-      t->join();
-    }
-  } joiner{this, &watcher};
+  watcher_ = std::thread([this] { Watch(); });
+  return Status::Ok();
+}
 
-  auto failure_time = Clock::now();
-  int64_t local_step = state_->committed_step();  // steps computed locally (committed or not)
+void ElasticDriver::Interrupted(const Status& why) {
+  failure_time_ = Clock::now();
+  interrupted_ = true;
+  Log("step " + std::to_string(state_->committed_step()) + " interrupted: " + why.ToString() +
+      "; waiting for the next generation");
+  Quiesce("quiesce");
+}
+
+StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
+  if (interrupted_) {
+    interrupted_ = false;
+    RINGMASTER_ASSIGN_OR_RETURN(record_, NextRecord(record_));
+  }
   for (;;) {
-    RINGMASTER_ASSIGN_OR_RETURN(bool member, ChooseRecord(record));
-    if (!member) return ElasticResult::kLeft;
+    RINGMASTER_ASSIGN_OR_RETURN(bool member, ChooseRecord(record_));
+    if (!member) return false;
     RebuildStats stats;
-    stats.generation = record.generation;
-    stats.detect = Seconds(failure_time);
-    Log("rebuilding at generation " + std::to_string(record.generation) + ": rank " +
-        std::to_string(record.Find(options_.worker_id)->rank) + " of " + std::to_string(record.world_size()));
-    Status built = Build(record, &stats);
+    stats.generation = record_.generation;
+    stats.detect = Seconds(failure_time_);
+    Log("rebuilding at generation " + std::to_string(record_.generation) + ": rank " +
+        std::to_string(record_.Find(options_.worker_id)->rank) + " of " + std::to_string(record_.world_size()));
+    Status built = Build(record_, &stats);
     if (!built.ok()) {
-      Log("generation " + std::to_string(record.generation) + " abandoned: " + built.ToString());
+      Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());
       const StatusCode code = built.code();
       if (code == StatusCode::kInternal || code == StatusCode::kUnauthenticated || code == StatusCode::kInvalidArgument) {
         return built;
       }
-      RINGMASTER_ASSIGN_OR_RETURN(record, NextRecord(record));
+      RINGMASTER_ASSIGN_OR_RETURN(record_, NextRecord(record_));
       continue;
     }
-    ReportRebuild(record, stats, local_step);
-    if (on_restore) on_restore(static_cast<int64_t>(StoreGeneration(record.generation, attempt_)), state_->committed_step());
-    Status failed = TrainUntil(total_steps, step, record, local_step);
+    ReportRebuild(record_, stats);
+    if (on_restore) on_restore(static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)), state_->committed_step());
+    return true;
+  }
+}
+
+StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore) {
+  RINGMASTER_RETURN_IF_ERROR(Start());
+  struct Stopper {
+    ElasticDriver* d;
+    ~Stopper() { d->StopWatcher(); }
+  } stopper{this};
+  for (;;) {
+    RINGMASTER_ASSIGN_OR_RETURN(bool member, Join(on_restore));
+    if (!member) return ElasticResult::kLeft;
+    Status failed = TrainUntil(total_steps, step);
     if (failed.ok()) {
-      FinishSaves();
+      Finish();
       return ElasticResult::kFinished;
     }
     if (!IsMembershipFailure(failed.code())) return failed;
-    failure_time = Clock::now();
-    Log("step " + std::to_string(state_->committed_step()) + " interrupted: " + failed.ToString() +
-        "; waiting for the next generation");
-    Quiesce("quiesce");
-    RINGMASTER_ASSIGN_OR_RETURN(record, NextRecord(record));
+    Interrupted(failed);
   }
 }
 

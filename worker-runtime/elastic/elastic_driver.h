@@ -42,8 +42,21 @@
 // and training goes on while they are written; a newer snapshot supersedes one
 // still waiting). Run() waits for the last save before it returns.
 //
-// Thread-safety: Run() is called once, from one thread; the driver runs one
-// watcher thread of its own while Run() is active.
+// A program that owns its training loop (the Python package: Horovod's
+// `elastic.run` around the user's function) drives the same steps one by one:
+//
+//   driver.Start();                        // checkpoint, store, first record, watcher
+//   for (;;) {
+//     if (!driver.Join(on_restore)) break;  // rebuilt and restored; false: left the job
+//     ... steps: driver.Context().rt, then driver.Commit(next_cursor) ...
+//     on a collective's failure, or driver.Superseded() at a commit: driver.Interrupted(why)
+//   }
+//   driver.Finish();
+//
+// Thread-safety: Run() (or Start/Join/Commit/Interrupted/Finish) is called
+// from one thread; the driver runs one watcher thread of its own between
+// Start() and Finish() (or destruction). joined_generation(), last_rebuild()
+// and Superseded() may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -54,6 +67,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "base/log.h"
 #include "checkpoint/async_checkpoint_writer.h"
@@ -132,6 +146,27 @@ class ElasticDriver {
   // error, or Internal when the state cannot be restored.
   StatusOr<ElasticResult> Run(int64_t total_steps, const StepFn& step, const RestoreFn& on_restore = {});
 
+  // Run's steps, for a program that owns its loop (see the top of this file).
+  // Start: loads the newest checkpoint, serves the store, reports ready, waits for the first record and
+  // starts the watcher. Errors: InvalidArgument (bad options), Cancelled (the source stopped), Unavailable.
+  Status Start();
+  // Rebuilds at the newest record and restores the newest committed state (after Interrupted(), first
+  // waits for the record that follows the failed one). Returns false when this worker is no longer a
+  // member (it has left the job). Errors: Internal (state), Unauthenticated, InvalidArgument, Cancelled.
+  StatusOr<bool> Join(const RestoreFn& on_restore = {});
+  // The joined generation's step context (valid until the next Join).
+  StepContext Context() const;
+  // The joined generation's record (the calling thread of Join only).
+  const api::Membership& record() const { return record_; }
+  // Commits the step that Context() described, with the cursor after it; rank 0 may queue a checkpoint.
+  void Commit(const runtime::data::SampleCursor& next);
+  // A newer generation than the joined one is known (the runtime is being aborted): stop and Join again.
+  bool Superseded() const { return Superseded(joined_record_generation_.load()); }
+  // A collective failed (or the program saw Superseded()): quiesces the runtime; the next Join rebuilds.
+  void Interrupted(const Status& why);
+  // Waits for the last checkpoint save and stops the watcher. Idempotent.
+  void Finish();
+
   // The generation this worker has joined (0 before the first); thread-safe.
   int64_t joined_generation() const { return joined_generation_.load(); }
   RebuildStats last_rebuild() const;
@@ -146,15 +181,13 @@ class ElasticDriver {
   // worker has left the job. Waits while it is not yet a member or the world is too small.
   StatusOr<bool> ChooseRecord(api::Membership& record);
   // Publishes a finished rebuild: metrics, last_rebuild(), the log line.
-  void ReportRebuild(const api::Membership& record, RebuildStats& stats, int64_t& local_step);
+  void ReportRebuild(const api::Membership& record, RebuildStats& stats);
   // Runs steps until total_steps are committed (OK) or one fails (its error).
-  Status TrainUntil(int64_t total_steps, const StepFn& step, const api::Membership& record,
-                    int64_t& local_step);
-  // Waits for the last checkpoint save and reports it.
-  void FinishSaves();
+  Status TrainUntil(int64_t total_steps, const StepFn& step);
   // Opens the run's timeline once this worker's rank says it writes one.
   Status OpenTimeline(int rank);
   void Watch();
+  void StopWatcher();
   Status Build(const api::Membership& record, RebuildStats* stats);
   // Build's first step: a client of rank 0's store at this build's store generation (following rank 0
   // to a later attempt). Rank 0 advances its own server first.
@@ -186,7 +219,14 @@ class ElasticDriver {
   std::atomic<int64_t> joined_generation_{0};
   std::atomic<bool> stop_watch_{false};
 
+  std::atomic<int64_t> joined_record_generation_{0};  // the record Join() built last (Superseded())
+  std::thread watcher_;  // between Start() and Finish()
+
   // Run()'s thread only: which build of which generation this is.
+  api::Membership record_;        // the record being built or trained on
+  bool interrupted_ = false;      // Interrupted() since the last Join()
+  std::chrono::steady_clock::time_point failure_time_;  // when the last interruption happened
+  int64_t local_step_ = 0;        // steps computed locally (committed or not)
   int64_t attempt_generation_ = 0;
   int64_t attempt_ = 0;
   std::map<std::string, int> process_sets_;  // of the current runtime

@@ -34,10 +34,8 @@
 #include "elastic/elastic_driver.h"
 #include "elastic/sample_journal.h"
 #include "elastic/worker_metrics.h"
+#include "elastic/worker_setup.h"
 #include "examples/train/train_example_options.h"
-#include "kube/config.h"
-#include "membership/file_source.h"
-#include "membership/kubernetes_source.h"
 #include "memory/buffer_memory.h"
 #include "runtime/config.h"
 
@@ -66,26 +64,6 @@ std::string Bytes(const std::vector<T>& w) {
 using LineLog = std::function<void(std::string_view)>;
 LogSink LineSink(LineLog log) {
   return [log = std::move(log)](LogLevel, std::string_view line) { log(line); };
-}
-
-StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const TrainOptions& o, const LineLog& log) {
-  if (!o.membership_file.empty()) {
-    membership::FileSourceOptions fo;
-    fo.path = o.membership_file;
-    fo.poll_interval = std::chrono::milliseconds(20);
-    fo.log = LineSink(log);
-    RINGMASTER_ASSIGN_OR_RETURN(auto file, membership::FileMembershipSource::Start(fo));
-    return std::unique_ptr<membership::MembershipSource>(std::move(file));
-  }
-  auto config = kube::LoadConfig(o.kubeconfig, "", kube::ProcessEnvironment());
-  if (!config.ok()) return config.status().WithContext("the Kubernetes membership source needs a client config");
-  for (const auto& w : config->warnings) log(w);
-  LogSink kube_log = LineSink(log);
-  RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, kube_log));
-  RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
-                                                client, {o.job_namespace, o.job_name, kube_log}));
-  log("membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
-  return std::unique_ptr<membership::MembershipSource>(std::move(watched));
 }
 
 // The gradient sum over the world: one allreduce, or (hierarchical) per node, across
@@ -133,67 +111,6 @@ class GradientBuffer {
   const size_t bytes_;
   void* ptr_ = nullptr;
 };
-
-StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(const TrainOptions& o,
-                                                                               const LineLog& log) {
-  if (o.checkpoint_dir.empty()) return std::unique_ptr<runtime::checkpoint::CheckpointStore>();
-  auto quiet_log = [log](std::string_view line) {  // retention deletes one old checkpoint per save: not news
-    if (line.rfind("retention", 0) != 0) log(line);
-  };
-  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), LineSink(quiet_log)});
-}
-
-// Heartbeat for the launcher: the committed step, rewritten every 100 ms until destroyed.
-class Heartbeat {
- public:
-  explicit Heartbeat(std::string path) : path_(std::move(path)) {
-    if (!path_.empty()) thread_ = std::thread([this] { Loop(); });
-  }
-  ~Heartbeat() {
-    done_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  void Set(int64_t committed) { committed_ = committed; }
-
- private:
-  void Loop() {
-    while (!done_) {
-      std::string tmp = path_ + ".tmp";
-      if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-        std::fprintf(f, "%lld\n", static_cast<long long>(committed_.load()));
-        std::fclose(f);
-        std::rename(tmp.c_str(), path_.c_str());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  const std::string path_;
-  std::atomic<bool> done_{false};
-  std::atomic<int64_t> committed_{0};
-  std::thread thread_;
-};
-
-// The driver's options: the runtime configuration read at start, with this program's flags on top.
-ElasticOptions DriverOptions(const TrainOptions& o, const runtime::RuntimeConfig& config, WorkerMetrics* metrics,
-                             runtime::checkpoint::CheckpointStore* checkpoints, const LineLog& log) {
-  ElasticOptions eo;
-  eo.metrics = metrics;
-  eo.worker_id = o.worker_id;
-  eo.secret = o.secret;
-  eo.store_host = o.host;
-  eo.store_port = static_cast<uint16_t>(o.store_port);
-  eo.min_size = o.min_size;
-  eo.rebuild_timeout = std::chrono::milliseconds(o.timeout_ms);
-  eo.runtime = config;
-  eo.runtime.backend = o.backend;
-  eo.runtime.host = o.host;
-  eo.runtime.timeout = std::chrono::milliseconds(o.timeout_ms);
-  if (o.hierarchical) eo.process_sets.push_back(SetsPerNode());
-  eo.checkpoints = checkpoints;
-  eo.checkpoint_every = o.checkpoint_every;
-  eo.log = LineSink(log);
-  return eo;
-}
 
 void WriteWeights(const std::string& path, const std::vector<double>& weights) {
   if (FILE* f = std::fopen((path + ".tmp").c_str(), "w")) {
@@ -282,13 +199,14 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
   LineLog log = [&](std::string_view line) {
     std::fprintf(stderr, "[%s] %.*s\n", o.worker_id.c_str(), static_cast<int>(line.size()), line.data());
   };
-  auto source = OpenMembershipSource(o, log);
+  const LogSink sink = LineSink(log);
+  auto source = OpenMembershipSource(o, sink);
   if (!source.ok()) return log(source.status().ToString()), 2;
   auto sampler = runtime::data::ElasticSampler::Create({o.samples, o.batch, o.seed});
   if (!sampler.ok()) return log(sampler.status().ToString()), 2;
   auto journal = SampleJournal::Open(o.out + "/journal." + o.worker_id + ".log");
   if (!journal.ok()) return log(journal.status().ToString()), 2;
-  auto checkpoints = OpenCheckpoints(o, log);
+  auto checkpoints = OpenCheckpoints(o, sink);
   if (!checkpoints.ok()) return log(checkpoints.status().ToString()), 2;
 
   Heartbeat heartbeat(o.heartbeat_file);
@@ -299,7 +217,9 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
   Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
   log(served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics.port())
                   : "metrics endpoint disabled: " + served.ToString());
-  ElasticDriver driver(DriverOptions(o, config, &metrics, checkpoints->get(), log), source->get(), &state);
+  ElasticOptions driver_options = DriverOptions(o, config, &metrics, checkpoints->get(), sink);
+  if (o.hierarchical) driver_options.process_sets.push_back(SetsPerNode());
+  ElasticDriver driver(std::move(driver_options), source->get(), &state);
   auto restored = [&](int64_t incarnation, int64_t at) {
     heartbeat.Set(at);
     Status s = journal->Restored(incarnation, at);

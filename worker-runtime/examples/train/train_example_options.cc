@@ -1,11 +1,9 @@
 #include "examples/train/train_example_options.h"
 
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "api/names.h"
-#include "api/worker_env.h"
 #include "base/cli.h"
 
 namespace ringmaster::elastic {
@@ -78,51 +76,9 @@ std::unique_ptr<CLI::App> NewTrainApp(TrainOptions& o) {
   return app;
 }
 
-Status CheckTrainOptions(const TrainOptions& o) {
-  if (o.membership_file.empty() && o.job_name.empty()) {
-    return InvalidArgumentError("no membership source: give --membership-file (RINGMASTER_MEMBERSHIP_FILE) or "
-                                "--job-name (RINGMASTER_JOB_NAME, set by the operator in a worker pod)");
-  }
-  if (o.membership_file.empty() && o.job_namespace.empty()) {
-    return InvalidArgumentError("--job-name needs --job-namespace (RINGMASTER_JOB_NAMESPACE)");
-  }
-  if (o.worker_id.empty() || o.secret.empty() || o.store_port <= 0 || o.store_port > 65535) {
-    return InvalidArgumentError("--worker-id, --secret and --store-port are required (or RINGMASTER_WORKER_ID/"
-                                "POD_NAME, RINGMASTER_SECRET, RINGMASTER_STORE_PORT/COORDINATOR_PORT)");
-  }
-  if (o.health_port < 0 || o.health_port > 65535) return InvalidArgumentError("--health-port must be 0..65535");
-  return Status::Ok();
-}
 
 }  // namespace
 
-Status ApplyTrainEnvironment(const std::map<std::string, std::string>& env, TrainOptions* o) {
-  RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv w, api::WorkerEnv::FromEnvironment(env));
-  auto set = [](const std::string& value, std::string* out) {
-    if (!value.empty()) *out = value;
-  };
-  auto set_int = [](std::optional<int32_t> value, int* out) {
-    if (value) *out = *value;
-  };
-  set(w.membership_file, &o->membership_file);
-  set(w.job_name, &o->job_name);
-  set(w.job_namespace, &o->job_namespace);
-  set(w.worker_id.empty() ? w.pod_name : w.worker_id, &o->worker_id);
-  set(w.secret, &o->secret);
-  set(w.pod_ip, &o->host);
-  set_int(w.store_port ? w.store_port : w.coordinator_port, &o->store_port);
-  set_int(w.health_port, &o->health_port);
-  set_int(w.min_workers, &o->min_size);
-  if (w.backend && !w.backend->empty()) {
-    auto b = runtime::ParseBackend(*w.backend);
-    if (!b.ok()) return b.status().WithContext(std::string(api::env::kBackend));
-    o->backend = *b;
-  }
-  set(w.checkpoint_dir, &o->checkpoint_dir);
-  set(w.out, &o->out);
-  set(w.heartbeat_file, &o->heartbeat_file);
-  return Status::Ok();
-}
 
 std::string TrainUsage() {
   TrainOptions defaults;
@@ -131,7 +87,7 @@ std::string TrainUsage() {
 
 StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env) {
   TrainOptions o;
-  const Status from_env = ApplyTrainEnvironment(env, &o);
+  const Status from_env = ApplyWorkerEnvironment(env, &o);
   auto app = NewTrainApp(o);  // flags override what the environment set
   RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, cli::Args(argc, argv)));
   if (parsed == cli::Parsed::kHelp) {
@@ -140,7 +96,7 @@ StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<s
     return help;
   }
   RINGMASTER_RETURN_IF_ERROR(from_env);
-  RINGMASTER_RETURN_IF_ERROR(CheckTrainOptions(o));
+  RINGMASTER_RETURN_IF_ERROR(CheckWorkerOptions(o));
   return o;
 }
 

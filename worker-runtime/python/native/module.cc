@@ -1,0 +1,321 @@
+// ringmaster._native: the Python package's native core, a nanobind module over the worker runtime.
+// Tensors arrive by DLPack (tensor.h), so the module links no libtorch and one build serves every torch
+// version. Every call that waits (joining a generation, a collective) releases the GIL. Errors become
+// Python exceptions here, at the boundary, and nowhere else:
+//   Aborted, DeadlineExceeded, Unavailable, Cancelled -> CollectiveAborted (a peer died, the membership
+//     changed, a timeout fired: the elastic loop rebuilds and restores; Horovod's HorovodInternalError)
+//   InvalidArgument, NotFound -> ValueError;  FailedPrecondition -> PreconditionError;  others -> RuntimeError
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "api/worker_env.h"
+#include "elastic/worker_session.h"
+#include "data/elastic_sampler.h"
+#include "runtime/runtime.h"
+#include "tensor.h"
+
+namespace nb = nanobind;
+
+namespace ringmaster::python {
+namespace {
+
+using runtime::DataType;
+using runtime::ReduceOp;
+
+struct CollectiveAborted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct PreconditionFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void Raise(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kAborted:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kUnavailable:
+    case StatusCode::kCancelled:
+      throw CollectiveAborted(s.ToString());
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+      throw nb::value_error(s.ToString().c_str());
+    case StatusCode::kFailedPrecondition:
+      throw PreconditionFailed(s.ToString());
+    default:
+      throw std::runtime_error(s.ToString());
+  }
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) Raise(s);
+}
+
+template <typename T>
+T Value(StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return std::move(v).value();
+}
+
+// Orders a collective after the work torch queued on its current stream for a CUDA tensor: an event
+// recorded on that stream, waited for before the collective is handed to NCCL (whose Wait() in turn
+// returns only when NCCL's stream has finished, so torch's later work sees the result).
+void OrderAfterStream(const TensorArg& t, uintptr_t stream) {
+  if (!t.cuda) return;
+  cudaEvent_t event;
+  if (cudaSetDevice(t.device) != cudaSuccess || cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) {
+    Raise(UnavailableError("CUDA: cannot create an event to order the collective after torch's stream"));
+  }
+  cudaError_t err = cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream));
+  if (err == cudaSuccess) {
+    nb::gil_scoped_release release;
+    err = cudaEventSynchronize(event);
+  }
+  cudaEventDestroy(event);
+  if (err != cudaSuccess) Raise(UnavailableError(std::string("CUDA: ") + cudaGetErrorString(err)));
+}
+
+// A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes.
+class PyHandle {
+ public:
+  PyHandle(runtime::Handle handle, std::vector<nb::object> keep) : handle_(handle), keep_(std::move(keep)) {}
+  bool Poll() const { return handle_.Poll(); }
+  void Wait() {
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = handle_.Wait();
+    }
+    keep_.clear();
+    Check(s);
+  }
+
+ private:
+  runtime::Handle handle_;
+  std::vector<nb::object> keep_;
+};
+
+LogSink WorkerLog(std::string who) {
+  return [who = std::move(who)](LogLevel, std::string_view line) {
+    std::fprintf(stderr, "[%s] %.*s\n", who.c_str(), static_cast<int>(line.size()), line.data());
+  };
+}
+
+// The Python Session: one WorkerSession and the collectives on its current generation's runtime.
+class PySession {
+ public:
+  PySession() {
+    auto env = api::EnvironmentSnapshot();
+    auto id = env.find("RINGMASTER_WORKER_ID");
+    auto pod = env.find("RINGMASTER_POD_NAME");
+    std::string who = id != env.end() ? id->second : pod != env.end() ? pod->second : "ringmaster";
+    session_ = Value(elastic::WorkerSession::Create(env, WorkerLog(who)));
+  }
+
+  void Start() {
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = session_->Start();
+    }
+    Check(s);
+  }
+  bool Join() {
+    StatusOr<bool> r = false;
+    {
+      nb::gil_scoped_release release;
+      r = session_->Join();
+    }
+    return Value(std::move(r));
+  }
+  void Interrupted(const std::string& why) { session_->Interrupted(AbortedError(why)); }
+  bool Superseded() const { return session_->Superseded(); }
+  void Commit(nb::bytes state, uint64_t epoch, uint64_t committed) {
+    session_->Commit(std::string(state.c_str(), state.size()), {epoch, committed});
+  }
+  nb::tuple Committed() const {
+    const auto& c = session_->cursor();
+    const std::string& bytes = session_->committed_bytes();
+    return nb::make_tuple(session_->committed_step(), c.epoch, c.committed, nb::bytes(bytes.data(), bytes.size()));
+  }
+  int64_t CommittedStep() const { return session_->committed_step(); }
+  bool Journaling() const { return session_->journaling(); }
+  void Finish() {
+    nb::gil_scoped_release release;
+    session_->Finish();
+  }
+  nb::dict Topology() const {
+    auto t = session_->topology();
+    nb::dict d;
+    d["generation"] = t.generation;
+    d["rank"] = t.rank;
+    d["size"] = t.size;
+    d["local_rank"] = t.local_rank;
+    d["local_size"] = t.local_size;
+    d["cross_rank"] = t.cross_rank;
+    d["cross_size"] = t.cross_size;
+    d["worker_ids"] = t.worker_ids;
+    return d;
+  }
+  std::string WorkerId() const { return session_->options().worker_id; }
+  std::string Backend() const { return std::string(runtime::BackendName(Rt().backend())); }
+  int MetricsPort() const { return session_->metrics_port(); }
+
+  PyHandle Allreduce(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
+    auto [i, o] = Pair(in, out, stream);
+    if (i.count != o.count) Raise(InvalidArgumentError("allreduce: the output must have as many elements as the input"));
+    return Submit(Rt().AllreduceAsync(name, i.data, o.data, i.count, i.type, static_cast<ReduceOp>(op), set), in, out);
+  }
+  PyHandle Allgather(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, std::vector<size_t> counts, int set,
+                     uintptr_t stream) {
+    auto [i, o] = Pair(in, out, stream);
+    size_t total = 0;
+    for (size_t c : counts) total += c;
+    if (total != o.count) Raise(InvalidArgumentError("allgather: the output must hold every rank's elements"));
+    return Submit(Rt().AllgathervAsync(name, i.data, o.data, std::move(counts), i.type, set), in, out);
+  }
+  PyHandle Broadcast(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int root, int set, uintptr_t stream) {
+    auto [i, o] = Pair(in, out, stream);
+    if (i.count != o.count) Raise(InvalidArgumentError("broadcast: the output must have as many elements as the input"));
+    return Submit(Rt().BroadcastAsync(name, i.data, o.data, i.count, i.type, root, set), in, out);
+  }
+  PyHandle ReduceScatter(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
+    auto [i, o] = Pair(in, out, stream);
+    const int n = SetSize(set);
+    if (i.count != o.count * static_cast<size_t>(n)) {
+      Raise(InvalidArgumentError("reducescatter: the input must hold the output's element count times the set size (" +
+                                 std::to_string(n) + ")"));
+    }
+    return Submit(Rt().ReduceScatterAsync(name, i.data, o.data, o.count, i.type, static_cast<ReduceOp>(op), set), in, out);
+  }
+  PyHandle Alltoall(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int set, uintptr_t stream) {
+    auto [i, o] = Pair(in, out, stream);
+    const size_t n = static_cast<size_t>(SetSize(set));
+    if (i.count != o.count || i.count % n != 0) {
+      Raise(InvalidArgumentError("alltoall: input and output must have the same element count, divisible by the set size"));
+    }
+    return Submit(Rt().AlltoallAsync(name, i.data, o.data, i.count / n, i.type, set), in, out);
+  }
+  PyHandle Barrier(int set) { return PyHandle(Rt().BarrierAsync(set), {}); }
+
+  int AddProcessSet(std::vector<int> ranks) {
+    StatusOr<int> id = 0;
+    {
+      nb::gil_scoped_release release;
+      id = Rt().AddProcessSet(std::move(ranks));
+    }
+    return Value(std::move(id));
+  }
+  void RemoveProcessSet(int id) { Check(Rt().RemoveProcessSet(id)); }
+  std::vector<int> ProcessSetRanks(int id) const { return Value(Rt().ProcessSetRanks(id)); }
+  int ProcessSetRank(int id) const { return Value(Rt().ProcessSetRank(id)); }
+  int RuleProcessSet(const std::string& name) const { return Value(session_->RuleProcessSet(name)); }
+  void Journal(int64_t step, uint64_t epoch, const std::vector<uint64_t>& samples) {
+    Check(session_->JournalAttempt(step, epoch, samples));
+  }
+
+ private:
+  runtime::Runtime& Rt() const {
+    runtime::Runtime* rt = session_->runtime();
+    if (rt == nullptr) Raise(FailedPreconditionError("ringmaster is not initialized: call init() first"));
+    return *rt;
+  }
+  int SetSize(int set) const { return static_cast<int>(Value(Rt().ProcessSetRanks(set)).size()); }
+  std::pair<TensorArg, TensorArg> Pair(const nb::ndarray<>& in, const nb::ndarray<>& out, uintptr_t stream) {
+    TensorArg i = Value(DescribeTensor(in, "input"));
+    TensorArg o = Value(DescribeTensor(out, "output"));
+    Check(CheckSameKind(i, o));
+    const bool nccl = Rt().backend() == runtime::Backend::kNccl;
+    if (i.cuda != nccl) {
+      Raise(InvalidArgumentError(i.cuda ? "a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
+                                          "(or auto) on a GPU worker, or move the tensor to the CPU"
+                                        : "a CPU tensor, but this generation runs NCCL: move the tensor to the GPU"));
+    }
+    OrderAfterStream(i, stream);
+    return {i, o};
+  }
+  static PyHandle Submit(runtime::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
+    return PyHandle(h, {nb::cast(in), nb::cast(out)});
+  }
+
+  std::unique_ptr<elastic::WorkerSession> session_;
+};
+
+// The exactly-once sampler's arithmetic (data/elastic_sampler.h) for ringmaster.torch.elastic.ElasticSampler.
+class PySampler {
+ public:
+  PySampler(uint64_t num_samples, uint64_t batch, uint64_t seed)
+      : sampler_(Value(runtime::data::ElasticSampler::Create({num_samples, batch, seed}))) {}
+  // (epoch of the step, this rank's ids, the cursor after the step)
+  nb::tuple Plan(uint64_t epoch, uint64_t committed, uint32_t size, uint32_t rank) {
+    auto plan = Value(sampler_.Plan({epoch, committed}, size, rank));
+    return nb::make_tuple(plan.epoch, plan.indices, plan.next.epoch, plan.next.committed);
+  }
+
+ private:
+  runtime::data::ElasticSampler sampler_;
+};
+
+}  // namespace
+}  // namespace ringmaster::python
+
+NB_MODULE(_native, m) {
+  using namespace ringmaster::python;
+  m.doc() = "Ringmaster's worker runtime (see ringmaster.torch for the Horovod-style API)";
+  nb::exception<CollectiveAborted>(m, "CollectiveAborted", PyExc_RuntimeError);
+  nb::exception<PreconditionFailed>(m, "PreconditionError", PyExc_RuntimeError);
+
+  m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
+  m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAvg);
+  m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
+  m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
+  m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+
+  nb::class_<PyHandle>(m, "Handle")
+      .def("poll", &PyHandle::Poll, "True once the collective has finished (never blocks)")
+      .def("wait", &PyHandle::Wait, "Blocks (without the GIL) until the collective finishes; raises on failure");
+
+  const auto in = nb::arg("input").noconvert();
+  const auto out = nb::arg("output").noconvert();
+  nb::class_<PySession>(m, "Session")
+      .def(nb::init<>(), "Reads the worker's RINGMASTER_* environment once (a world of one without a launcher)")
+      .def("start", &PySession::Start, "Joins the first membership generation and restores the newest state")
+      .def("join", &PySession::Join, "Rebuilds at the newest generation; False when this worker has left the job")
+      .def("interrupted", &PySession::Interrupted, nb::arg("why"))
+      .def("superseded", &PySession::Superseded)
+      .def("commit", &PySession::Commit, nb::arg("state"), nb::arg("epoch"), nb::arg("committed"))
+      .def("committed", &PySession::Committed, "(step, epoch, committed, state bytes)")
+      .def("committed_step", &PySession::CommittedStep)
+      .def("journaling", &PySession::Journaling, "whether the sampler's steps go into the sample journal")
+      .def("finish", &PySession::Finish)
+      .def("topology", &PySession::Topology)
+      .def("worker_id", &PySession::WorkerId)
+      .def("backend", &PySession::Backend)
+      .def("metrics_port", &PySession::MetricsPort)
+      .def("allreduce", &PySession::Allreduce, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"), nb::arg("stream"))
+      .def("allgather", &PySession::Allgather, nb::arg("name"), in, out, nb::arg("counts"), nb::arg("set"), nb::arg("stream"))
+      .def("broadcast", &PySession::Broadcast, nb::arg("name"), in, out, nb::arg("root"), nb::arg("set"), nb::arg("stream"))
+      .def("reducescatter", &PySession::ReduceScatter, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"),
+           nb::arg("stream"))
+      .def("alltoall", &PySession::Alltoall, nb::arg("name"), in, out, nb::arg("set"), nb::arg("stream"))
+      .def("barrier", &PySession::Barrier, nb::arg("set"))
+      .def("add_process_set", &PySession::AddProcessSet, nb::arg("ranks"))
+      .def("remove_process_set", &PySession::RemoveProcessSet, nb::arg("id"))
+      .def("process_set_ranks", &PySession::ProcessSetRanks, nb::arg("id"))
+      .def("process_set_rank", &PySession::ProcessSetRank, nb::arg("id"))
+      .def("rule_process_set", &PySession::RuleProcessSet, nb::arg("name"))
+      .def("journal", &PySession::Journal, nb::arg("step"), nb::arg("epoch"), nb::arg("samples"));
+
+  nb::class_<PySampler>(m, "Sampler")
+      .def(nb::init<uint64_t, uint64_t, uint64_t>(), nb::arg("num_samples"), nb::arg("global_batch"), nb::arg("seed"))
+      .def("plan", &PySampler::Plan, nb::arg("epoch"), nb::arg("committed"), nb::arg("size"), nb::arg("rank"));
+}

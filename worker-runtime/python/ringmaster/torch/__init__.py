@@ -1,0 +1,115 @@
+"""Horovod's PyTorch API on Ringmaster: a Horovod script runs after `import ringmaster.torch as hvd`.
+
+    import ringmaster.torch as hvd
+    hvd.init()
+    model = ...; optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+
+Under `ringmaster-run` or in a TrainingJob's pod the world comes from the launcher or the operator (the
+RINGMASTER_* environment); started by hand it is a world of one. Elastic training: `ringmaster.torch.elastic`.
+"""
+import os
+
+from . import _context
+from .compression import Compression
+from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from .ops import (Adasum, Average, HorovodInternalError, Max, Min, Product, Sum, allgather, allgather_async,
+                  allreduce, allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async, barrier,
+                  broadcast, broadcast_, broadcast_async, broadcast_async_, grouped_allreduce, grouped_allreduce_,
+                  grouped_allreduce_async, grouped_allreduce_async_, poll, reducescatter, reducescatter_async,
+                  synchronize)
+from .optimizer import DistributedOptimizer
+from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set, static_sets_variable
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Raised at a commit when the membership changed: the elastic loop rebuilds and carries on (nothing
+    committed is lost). Named as in Horovod."""
+
+    def __init__(self, skip_sync=False):
+        super().__init__("the job's membership changed")
+        self.skip_sync = skip_sync
+
+
+def init(process_sets=None):
+    """Joins the job: waits for the first membership generation that includes this worker, builds the
+    communicators and restores the newest committed state. `process_sets`: ProcessSet objects that exist in
+    every generation (re-created by rule after each membership change). Idempotent."""
+    if process_sets and not _context.is_initialized():
+        os.environ["RINGMASTER_PROCESS_SETS"] = static_sets_variable(process_sets)
+    ctx = _context.init()
+    for ps in process_sets or []:
+        ps._recreate(ctx)
+        if ps not in ctx.process_sets:
+            ctx.process_sets.append(ps)
+
+
+def shutdown():
+    """Leaves the job: waits for the last checkpoint and stops following the membership."""
+    _context.shutdown()
+
+
+def is_initialized():
+    return _context.is_initialized()
+
+
+def _topology(key):
+    return _context.context().topology[key]
+
+
+def rank():
+    return _topology("rank")
+
+
+def size():
+    return _topology("size")
+
+
+def local_rank():
+    """This worker's index among the workers on its node."""
+    return _topology("local_rank")
+
+
+def local_size():
+    return _topology("local_size")
+
+
+def cross_rank():
+    """This worker's node's index among the job's nodes."""
+    return _topology("cross_rank")
+
+
+def cross_size():
+    return _topology("cross_size")
+
+
+def is_homogeneous():
+    ctx = _context.context()
+    return ctx.topology["size"] == ctx.topology["local_size"] * ctx.topology["cross_size"]
+
+
+def gloo_built():
+    return True
+
+
+def nccl_built():
+    return True
+
+
+def mpi_built():
+    return False
+
+
+def gloo_enabled():
+    return _context.context().session.backend() == "gloo"
+
+
+def nccl_enabled():
+    return _context.context().session.backend() == "nccl"
+
+
+def mpi_enabled():
+    return False
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name != "os"]

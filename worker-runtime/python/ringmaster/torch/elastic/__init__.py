@@ -1,0 +1,71 @@
+"""Elastic training, Horovod's API on Ringmaster's in-place rebuild.
+
+    state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        for state.epoch in range(state.epoch, epochs):
+            state.sampler.set_epoch(state.epoch)
+            for batch in loader:
+                ...; optimizer.step(); state.commit()
+
+    train(state)
+
+When a worker dies, one is added or the job is scaled, the collective in flight fails (HorovodInternalError)
+or the next commit sees the new generation (HostsUpdatedInterrupt); `run` then rebuilds the communicators
+in place (no process restarts), restores the newest committed state on every worker, calls the state's
+reset callbacks and calls the function again, which resumes from the restored epoch and sampler cursor. A
+worker that is no longer a member exits with status 0 (WorkerRemoved). The membership comes from the
+launcher or the operator (the same contract as the C++ runtime).
+"""
+import functools
+import sys
+
+from .. import HostsUpdatedInterrupt, _context
+from ..ops import HorovodInternalError
+from .sampler import ElasticSampler
+from .state import ObjectState, State, TorchState
+
+
+class WorkerRemoved(SystemExit):
+    """This worker is not in the job's newest membership: it leaves with status 0."""
+
+    def __init__(self):
+        super().__init__(0)
+
+
+def _rejoin(ctx, why):
+    ctx.session.interrupted(why)
+    if not ctx.session.join():
+        print(f"[{ctx.session.worker_id()}] not in the newest membership: leaving the job", file=sys.stderr)
+        raise WorkerRemoved()
+    ctx.after_join()
+
+
+def run(func):
+    """Decorates `func(state, ...)`: runs it, and after every membership change rebuilds, restores `state`
+    and runs it again, until it returns."""
+    @functools.wraps(func)
+    def wrapper(state, *args, **kwargs):
+        ctx = _context.init()
+        reset = False
+        while True:
+            try:
+                if not state.restore():
+                    # Nothing committed anywhere yet: everyone starts from rank 0's initial state.
+                    state.sync()
+                    state.save()
+                if reset:
+                    state.on_reset()
+                result = func(state, *args, **kwargs)
+                ctx.session.finish()  # the last checkpoint is on disk before the job reports success
+                return result
+            except HorovodInternalError as e:
+                _rejoin(ctx, f"collective failed: {e}")
+            except HostsUpdatedInterrupt:
+                _rejoin(ctx, "membership changed")
+            reset = True
+    return wrapper
+
+
+__all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler", "WorkerRemoved"]

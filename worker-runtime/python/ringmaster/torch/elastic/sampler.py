@@ -1,0 +1,92 @@
+"""The exactly-once elastic sampler (the C++ runtime's, through the native module).
+
+Unlike Horovod's ElasticSampler, which gives every rank a fixed *local* batch and pads the epoch (so
+samples repeat), this one is a batch sampler over a fixed *global* batch: each step takes the next
+`batch_size` positions of the epoch's seeded permutation and cuts them into contiguous shares for the
+ranks of the current generation. After a membership change the rest of the epoch is re-strided over the
+new world from the committed cursor: every sample once per epoch, none lost, none repeated, no padding —
+and the global batch, hence the training arithmetic, does not depend on the world size.
+
+    sampler = ElasticSampler(dataset, batch_size=64, seed=0)          # 64 = the global batch
+    loader = DataLoader(dataset, batch_sampler=sampler)
+    state = TorchState(model, optimizer, sampler=sampler, epoch=0)
+    ... for batch in loader: ...; state.commit()                       # the step's samples are done
+
+`record_batch(batch_idx, batch_size)` marks the last yielded step as done (Horovod's name; the arguments
+are accepted and ignored, a step is always one global batch); `commit()` of a TorchState holding the
+sampler does it too.
+"""
+import torch
+
+from ringmaster import _native
+
+from .. import _context
+
+
+class ElasticSampler(torch.utils.data.Sampler):
+    def __init__(self, dataset, batch_size, shuffle=True, seed=0):
+        self.num_samples = len(dataset)
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise ValueError("batch_size (the global batch) must be >= 1")
+        if not shuffle:
+            raise ValueError("ElasticSampler always draws a seeded permutation per epoch; shuffle=False is not supported")
+        self.seed = int(seed)
+        self._plan = _native.Sampler(self.num_samples, self.batch_size, self.seed)
+        self.epoch = 0
+        self.committed = 0        # samples of `epoch` committed
+        self._yielded = None      # (epoch, committed) after the last step handed out
+
+    # -- cursor -------------------------------------------------------------------------------------
+    def set_epoch(self, epoch):
+        """Moves to `epoch` (from its start, unless the committed cursor is already inside it)."""
+        if epoch != self.epoch:
+            self.epoch, self.committed = int(epoch), 0
+        self._yielded = None
+
+    def cursor(self):
+        return (self.epoch, self.committed)
+
+    def record_batch(self, batch_idx=None, batch_size=None):
+        """The last step handed out is done."""
+        if self._yielded is not None:
+            self.epoch, self.committed = self._yielded
+            self._yielded = None
+
+    def record_indices(self, indices):
+        self.record_batch()
+
+    def state_dict(self):
+        return {"epoch": self.epoch, "committed": self.committed, "num_samples": self.num_samples,
+                "batch_size": self.batch_size, "seed": self.seed}
+
+    def load_state_dict(self, state):
+        if (state["num_samples"], state["batch_size"], state["seed"]) != (self.num_samples, self.batch_size, self.seed):
+            raise ValueError(f"sampler state for {state['num_samples']} samples, batch {state['batch_size']}, seed "
+                             f"{state['seed']} does not fit this sampler ({self.num_samples}, {self.batch_size}, "
+                             f"{self.seed})")
+        self.epoch, self.committed = int(state["epoch"]), int(state["committed"])
+        self._yielded = None
+
+    # -- iteration ----------------------------------------------------------------------------------
+    def __iter__(self):
+        """This rank's sample ids, one list per step, for the rest of the epoch from the committed cursor.
+        Each step's ids go into the sample journal (RINGMASTER_OUT) before they are trained on."""
+        ctx = _context.context()
+        epoch, committed = self.epoch, self.committed
+        while True:
+            topo = ctx.topology
+            plan_epoch, indices, next_epoch, next_committed = self._plan.plan(epoch, committed, topo["size"],
+                                                                              topo["rank"])
+            if plan_epoch != self.epoch:
+                return
+            if ctx.session.journaling():
+                ctx.session.journal(ctx.session.committed_step(), plan_epoch, indices)
+            self._yielded = (next_epoch, next_committed)
+            yield indices
+            epoch, committed = self._yielded if self._yielded is not None else (self.epoch, self.committed)
+
+    def __len__(self):
+        """Steps left in the epoch."""
+        left = max(0, self.num_samples - self.committed)
+        return (left + self.batch_size - 1) // self.batch_size

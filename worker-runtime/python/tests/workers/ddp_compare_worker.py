@@ -1,0 +1,45 @@
+"""DDP on the digits MLP for a few steps, over either the "ringmaster" backend (the unmodified
+`init_process_group("ringmaster")` call) or torch's own Gloo; writes this rank's final weights as exact
+hex floats to OUT/ddp.<backend>.<rank>.txt for the test to compare bit for bit."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import ringmaster.distributed  # noqa: F401  (registers the backend)
+import ringmaster.torch as hvd
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from digits_common import dataset  # noqa: E402
+
+backend, out = sys.argv[1], sys.argv[2]
+hvd.init()
+rank, size = hvd.rank(), hvd.size()
+if backend == "ringmaster":
+    dist.init_process_group("ringmaster")
+else:
+    dist.init_process_group("gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), size), rank=rank,
+                            world_size=size)
+assert dist.get_rank() == rank and dist.get_world_size() == size
+
+torch.manual_seed(7)
+net = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(), torch.nn.Linear(48, 10)).to(torch.float64)
+ddp = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.01)  # several buckets
+opt = torch.optim.Adam(ddp.parameters(), lr=0.01)
+data = dataset()
+x_all, y_all = data.tensors
+per_rank = 16
+for step in range(12):
+    begin = (step * per_rank * size + rank * per_rank) % (len(x_all) - per_rank)
+    x, y = x_all[begin:begin + per_rank], y_all[begin:begin + per_rank]
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(ddp(x), y).backward()
+    opt.step()
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, f"ddp.{backend}.{rank}.txt"), "w") as f:
+    for _, p in sorted(net.named_parameters()):
+        f.write("\n".join(v.hex() for v in p.detach().reshape(-1).tolist()) + "\n")
+dist.destroy_process_group()
+print(f"rank {rank}: DDP over {backend} done", flush=True)
+hvd.shutdown()
