@@ -5,6 +5,9 @@
 // and its service-account token. The workers learn their membership by watching their TrainingJob,
 // rendezvous, train over Gloo and rebuild in place when the operator publishes a new generation.
 //
+// The PyTorch test runs the same way with the ringmaster Python package's digits example (Horovod's
+// elastic API) as the container's command.
+//
 // Each test disturbs the job mid-run (a worker SIGKILLed, a node lost, a scale-down) and then requires:
 // the job Succeeded, every finisher's weights equal a one-process run (float64, 1e-9 relative), and
 // the committed samples (ResolveJournals over every worker's journal) cover each epoch exactly once.
@@ -14,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -44,6 +48,50 @@ std::vector<std::string> TrainFlags() {
           "--seed",  "7",                    "--timeout-ms", "8000"};
 }
 
+// What the job's workers run and how to check it: the C++ example trainer, or the PyTorch example.
+struct Workload {
+  std::vector<std::string> command;    // the container's command (found by name in the runner's bin dir)
+  std::vector<std::string> args;       // its args (the pacing flag added by ApplyJob)
+  std::vector<std::string> reference;  // the same training as one process, under ringmaster-run
+  std::vector<std::pair<std::string, std::string>> env;  // extra container env
+  size_t weights = 0;                  // values in weights.txt
+  int epochs = 0, samples = 0;
+  int64_t final_step = 0;              // committed steps at the end (ResolveJournals)
+  int disturb_at_step = kDisturbAtStep;
+};
+
+Workload TrainExample(const std::string& out) {
+  Workload w;
+  w.command = {"ringmaster-train-example"};
+  w.args = TrainFlags();
+  w.args.insert(w.args.end(), {"--step-delay-ms", std::to_string(kStepDelayMs), "--out", out});
+  w.reference = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example"};
+  for (const auto& f : TrainFlags()) w.reference.push_back(f);
+  w.env = {{std::string(api::env::kBackend), "gloo"}};
+  w.weights = 8;
+  w.epochs = kSteps * kBatch / kSamples;
+  w.samples = kSamples;
+  w.final_step = kSteps;
+  return w;
+}
+
+// The ringmaster package's digits MLP (1,797 samples, global batch 64, 2 epochs): 58 training steps plus
+// the initial state's commit.
+Workload PyTorchExample(const std::string& out) {
+  const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/digits_horovod_elastic.py";
+  Workload w;
+  w.command = {"python", script};
+  w.args = {"--epochs", "2", "--step-delay-ms", "150"};
+  w.reference = {RINGMASTER_PYTHON, script, "--epochs", "2"};
+  w.env = {{std::string(api::env::kBackend), "gloo"}, {std::string(api::env::kOut), out}};
+  w.weights = 64 * 32 + 32 + 32 * 10 + 10;
+  w.epochs = 2;
+  w.samples = 1797;
+  w.final_step = std::numeric_limits<int64_t>::max();
+  w.disturb_at_step = 8;
+  return w;
+}
+
 class ElasticWorkersE2eTest : public JobTest {
  protected:
   ElasticWorkersE2eTest() : JobTest("workers") {}
@@ -53,6 +101,14 @@ class ElasticWorkersE2eTest : public JobTest {
     out_ = ::testing::TempDir() + "elastic-workers-" + ns_;
     std::filesystem::remove_all(out_);
     std::filesystem::create_directories(out_ + "/train");
+    workload_ = TrainExample(out_ + "/train");
+    // The runner's bin dir: the example trainer, and `python` running the project's venv interpreter.
+    const std::string bin = out_ + "/bin";
+    std::filesystem::create_directories(bin);
+    std::filesystem::create_symlink(std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example",
+                                    bin + "/ringmaster-train-example");
+    std::ofstream(bin + "/python") << "#!/bin/sh\nexec " << RINGMASTER_PYTHON << " \"$@\"\n";
+    std::filesystem::permissions(bin + "/python", std::filesystem::perms::owner_all);
     // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
     for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
     Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
@@ -61,7 +117,7 @@ class ElasticWorkersE2eTest : public JobTest {
     ro.kubeconfig = cluster_.kubeconfig();
     ro.ns = ns_;
     ro.job = kJob;
-    ro.bin_dir = RINGMASTER_BIN_DIR;
+    ro.bin_dir = bin;
     ro.work_dir = out_ + "/pods";
     auto runner = PodRunner::Start(ro);
     ASSERT_OK(runner) << runner.status();
@@ -84,12 +140,15 @@ class ElasticWorkersE2eTest : public JobTest {
   }
 
   // The job: min 2, desired 3, max 4 CPU workers (one fake GPU each, so one per node), pinned to this
-  // test's nodes, running ringmaster-train-example with the Kubernetes membership source.
+  // test's nodes, running workload_ with the Kubernetes membership source.
   void ApplyJob() {
-    std::string args;
-    std::vector<std::string> flags = TrainFlags();
-    flags.insert(flags.end(), {"--step-delay-ms", std::to_string(kStepDelayMs), "--out", out_ + "/train"});
-    for (const auto& f : flags) args += (args.empty() ? "" : ", ") + json(f).dump();
+    auto list = [](const std::vector<std::string>& items) {
+      std::string out;
+      for (const auto& f : items) out += (out.empty() ? "" : ", ") + json(f).dump();
+      return "[" + out + "]";
+    };
+    std::string env;
+    for (const auto& [name, value] : workload_.env) env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
     Status s = cluster_.Apply(
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
         "}\nspec:\n  replicas: {min: 2, max: 4, desired: 3}\n"
@@ -97,8 +156,8 @@ class ElasticWorkersE2eTest : public JobTest {
         "leaveGraceSeconds: 30}\n"
         "  template:\n    spec:\n" + PoolPlacement(ns_, 6) +
         "      containers:\n      - name: trainer\n        image: ringmaster/train-example:dev\n"
-        "        command: [ringmaster-train-example]\n        args: [" + args + "]\n"
-        "        env: [{name: " + std::string(api::env::kBackend) + ", value: gloo}]\n"
+        "        command: " + list(workload_.command) + "\n        args: " + list(workload_.args) + "\n"
+        "        env: [" + env + "]\n"
         "        resources: {limits: {nvidia.com/gpu: 1}}\n");
     ASSERT_OK(s) << s;
   }
@@ -143,10 +202,11 @@ class ElasticWorkersE2eTest : public JobTest {
   json WaitUntilTraining() {
     json job = WaitForJob("the first membership of 3 workers", seconds(60),
                           [](const json& j) { return Membership(j).value("worldSize", 0) == 3; });
-    Status s = WaitFor("the workers to reach step " + std::to_string(kDisturbAtStep), seconds(45), [&](std::string* last) {
+    const int64_t at = workload_.disturb_at_step;
+    Status s = WaitFor("the workers to reach step " + std::to_string(at), seconds(45), [&](std::string* last) {
       int64_t p = Progress();
       *last = "step " + std::to_string(p);
-      return p >= kDisturbAtStep;
+      return p >= at;
     });
     EXPECT_OK(s) << s;
     return Job();
@@ -156,9 +216,9 @@ class ElasticWorkersE2eTest : public JobTest {
   std::vector<double> Reference() {
     std::string out = out_ + "/reference";
     std::vector<std::string> argv = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-run", "--np", "1", "--out", out,
-                                     "--deadline-s", "60", "--", std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example"};
-    for (const auto& f : TrainFlags()) argv.push_back(f);
-    auto r = RunCommand(argv, seconds(90));
+                                     "--deadline-s", "120", "--heartbeat-timeout-ms", "30000", "--"};
+    argv.insert(argv.end(), workload_.reference.begin(), workload_.reference.end());
+    auto r = RunCommand(argv, seconds(150));
     EXPECT_COMMAND_OK(r) << (r.ok() ? r->out + r->err : r.status().ToString());
     return ReadWeights(out + "/weights.txt");
   }
@@ -170,7 +230,7 @@ class ElasticWorkersE2eTest : public JobTest {
     EXPECT_EQ(Phase(done), "Succeeded") << done.value("status", json::object()).dump(2);
 
     const std::vector<double> ref = Reference();
-    EXPECT_EQ(ref.size(), 8u) << "the one-process reference run wrote no weights";
+    EXPECT_EQ(ref.size(), workload_.weights) << "the one-process reference run wrote no weights";
     std::set<std::string> finishers;
     std::vector<std::string> journals;
     for (const auto& e : std::filesystem::directory_iterator(out_ + "/train")) {
@@ -187,14 +247,14 @@ class ElasticWorkersE2eTest : public JobTest {
     }
     EXPECT_GE(finishers.size(), 2u) << "fewer than min workers wrote final weights";
 
-    auto resolved = elastic::ResolveJournals(journals, kSteps);
+    auto resolved = elastic::ResolveJournals(journals, workload_.final_step);
     EXPECT_OK(resolved) << resolved.status();
     if (resolved.ok()) {
       std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
       for (const auto& s : *resolved) by_epoch[s.epoch].insert(s.sample);
-      EXPECT_EQ(by_epoch.size(), static_cast<size_t>(kSteps * kBatch / kSamples));
+      EXPECT_EQ(by_epoch.size(), static_cast<size_t>(workload_.epochs));
       for (const auto& [epoch, ids] : by_epoch) {
-        EXPECT_EQ(ids.size(), static_cast<size_t>(kSamples)) << "epoch " << epoch;
+        EXPECT_EQ(ids.size(), static_cast<size_t>(workload_.samples)) << "epoch " << epoch;
         uint64_t expect = 0;
         for (uint64_t id : ids) EXPECT_EQ(id, expect++) << "epoch " << epoch << ": a sample missing or repeated";
       }
@@ -237,6 +297,7 @@ class ElasticWorkersE2eTest : public JobTest {
   }
 
   std::string out_;
+  Workload workload_;
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;
 };
@@ -288,6 +349,21 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   EXPECT_EQ(procs[1].exit_code, 0);
   EXPECT_TRUE(finishers.count(victim)) << "the replacement wrote no final weights";
   EXPECT_EQ(Job()["status"].value("restartCount", -1), 1);
+}
+
+// A PyTorch script (Horovod's elastic API through `import ringmaster.torch as hvd`) as the job's
+// workers: a worker SIGKILLed mid-run is replaced and the job ends with the one-process weights.
+TEST_F(ElasticWorkersE2eTest, PyTorchWorkerKilledAndTheJobFinishesExactly) {
+  ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
+  workload_ = PyTorchExample(out_ + "/train");
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const std::string victim = Membership(running)["members"][1].value("pod", "");
+  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  WaitForMembershipEvent("WorkerFailed", 2);
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_GE(finishers.size(), 2u);
 }
 
 TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {

@@ -112,4 +112,6 @@ def mpi_enabled():
     return False
 
 
+from . import elastic  # noqa: E402  (it uses HostsUpdatedInterrupt, defined above)
+
 __all__ = [name for name in dir() if not name.startswith("_") and name != "os"]

@@ -74,11 +74,12 @@ class ElasticSampler(torch.utils.data.Sampler):
         Each step's ids go into the sample journal (RINGMASTER_OUT) before they are trained on."""
         ctx = _context.context()
         epoch, committed = self.epoch, self.committed
+        this_epoch = epoch
         while True:
             topo = ctx.topology
             plan_epoch, indices, next_epoch, next_committed = self._plan.plan(epoch, committed, topo["size"],
                                                                               topo["rank"])
-            if plan_epoch != self.epoch:
+            if plan_epoch != this_epoch:
                 return
             if ctx.session.journaling():
                 ctx.session.journal(ctx.session.committed_step(), plan_epoch, indices)
