@@ -61,3 +61,23 @@ def test_elastic_run_matches_one_process(ranks, reference, example, scenario):
     assert got.shape == reference.shape
     np.testing.assert_allclose(got, reference, rtol=1e-9, atol=1e-12)
     assert_every_sample_once_per_epoch(out)
+
+
+def test_a_job_that_loses_every_worker_resumes_from_its_checkpoint(tmp_path, reference):
+    """Every worker killed: the launcher gives up; a new launch with the same checkpoint directory loads the
+    newest complete checkpoint (the commits rank 0 offered to the runtime's writer) and ends with the same
+    weights as an uninterrupted run."""
+    from conftest import run_ranks
+    ckpt = tmp_path / "ckpt"
+    extra = ["--checkpoint-dir", str(ckpt), "--chaos-gap-ms", "300"]
+    code, output, _ = run_ranks(tmp_path / "first", 2, EXAMPLES / "digits_horovod_elastic.py", *ARGS, min_workers=1,
+                                chaos="kill@15:0,kill@15:0", extra=extra)
+    assert code != 0, "the first launch should have lost every worker:\n" + output[-3000:]
+    assert any(ckpt.iterdir()), "no checkpoint was written"
+    code, output, out = run_ranks(tmp_path / "second", 2, EXAMPLES / "digits_horovod_elastic.py", *ARGS,
+                                  extra=["--checkpoint-dir", str(ckpt)])
+    assert code == 0, output[-4000:]
+    resumed = [line for line in output.splitlines() if "loaded checkpoint step" in line]
+    assert resumed, "the second launch did not load the checkpoint:\n" + output[-3000:]
+    assert int(resumed[0].split("loaded checkpoint step ")[1].split()[0]) >= 10
+    np.testing.assert_allclose(weights(out), reference, rtol=1e-9, atol=1e-12)
