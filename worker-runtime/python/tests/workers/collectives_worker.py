@@ -132,6 +132,59 @@ def check_refusals():
             sys.exit(f"unclear refusal: {e}")
 
 
+def check_model_helpers():
+    """broadcast_parameters, broadcast_optimizer_state and DistributedOptimizer (hooks, op, predivide,
+    backward_passes_per_step) against the same arithmetic done by hand."""
+    r, n = hvd.rank(), hvd.size()
+    torch.manual_seed(100 + r)  # every rank starts different
+    net = torch.nn.Linear(4, 3).to(torch.float64)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+    torch.manual_seed(100)
+    want = torch.nn.Linear(4, 3).to(torch.float64)
+    for (name, p), q in zip(net.named_parameters(), want.parameters()):
+        check(f"broadcast_parameters {name}", p, q.detach().numpy(), exact=True)
+    # Give rank 0's optimizer some state, then broadcast it.
+    net(torch.ones(1, 4, dtype=torch.float64)).sum().backward()
+    if r == 0:
+        opt.step()
+    opt.zero_grad()
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    if len(opt.state_dict()["state"]) != 2:
+        sys.exit(f"rank {r}: broadcast_optimizer_state left {len(opt.state_dict()['state'])} buffers")
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+
+    def inputs(rank, k):
+        g = torch.Generator().manual_seed(1000 * rank + k)
+        return torch.randn(5, 4, generator=g, dtype=torch.float64)
+
+    for op, predivide, passes in [(hvd.Average, 1.0, 1), (hvd.Average, 2.0, 2), (hvd.Sum, 1.0, 1)]:
+        model = torch.nn.Linear(4, 3).to(torch.float64)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        start = {k: v.clone() for k, v in model.state_dict().items()}
+        dopt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5),
+                                        named_parameters=model.named_parameters(), op=op,
+                                        gradient_predivide_factor=predivide, backward_passes_per_step=passes)
+        for k in range(passes):
+            model(inputs(r, k)).pow(2).sum().backward()
+        dopt.step()
+        # By hand: every rank's summed gradient over its passes, combined over the world.
+        ref = torch.nn.Linear(4, 3).to(torch.float64)
+        ref.load_state_dict(start)
+        grads = [torch.zeros_like(p) for p in ref.parameters()]
+        for rank in range(n):
+            ref.zero_grad()
+            for k in range(passes):
+                ref(inputs(rank, k)).pow(2).sum().backward()
+            for g, p in zip(grads, ref.parameters()):
+                g += p.grad / passes
+        for g in grads:
+            g /= n if op == hvd.Average else 1
+        for (name, p), g, s0 in zip(model.named_parameters(), grads, [start["weight"], start["bias"]]):
+            check(f"DistributedOptimizer op={op} predivide={predivide} passes={passes} {name}", p,
+                  (s0 - 0.5 * g).numpy())
+
+
 def main():
     n = int(sys.argv[1])
     evens = hvd.ProcessSet(range(0, n, 2))
@@ -140,6 +193,7 @@ def main():
         sys.exit(f"size {hvd.size()}, want {n}")
     check_world(list(range(n)), hvd.global_process_set)
     check_refusals()
+    check_model_helpers()
     if n > 1:
         if evens.included():
             check_world(evens.ranks, evens)
