@@ -13,7 +13,7 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-smoke test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo bench clean
+        cluster-up cluster-down cluster-status demo bench bench-operator bench-python clean
 
 help:
 	@echo "make demo          see it work: the operator keeping an elastic job's membership on a local cluster"
@@ -23,7 +23,7 @@ help:
 	@echo "make test-unit | test-integration | test-e2e | test-gpu   one tier"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
-	@echo "make bench         run the benchmarks (operator at scale: OPERATOR_BENCH_ARGS)"
+	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP step)"
 
 deps:
 	@tests/harness/deps.sh all
@@ -85,8 +85,17 @@ demo: deps build
 	@tests/harness/demo.sh
 
 # Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
-bench: build
+PYTHON_BENCH_TRIALS ?= 10
+bench: bench-operator bench-python
+
+bench-operator: build
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
+
+# PyTorch: recovery after a kill -9 (ringmaster.torch elastic vs torchrun vs torchft) and DDP step time
+# (the "ringmaster" backend vs torch's Gloo), in build/venv.
+bench-python: build
+	build/venv/bin/python worker-runtime/python/bench/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS)
+	build/venv/bin/python worker-runtime/python/bench/ddp_step_bench.py
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt
