@@ -10,7 +10,8 @@ Engine::Engine(std::shared_ptr<Communicator> data, std::shared_ptr<Communicator>
     : data_(std::move(data)),
       control_(std::move(control)),
       options_(std::move(options)),
-      can_fuse_(data_->memory() == MemoryKind::kHost && options_.fusion_threshold > 0),
+      can_fuse_(data_->memory() == MemoryKind::kHost && options_.fusion_threshold > 0 &&
+                options_.ordering == Ordering::kNegotiated),
       thread_([this] { Loop(); }) {}
 
 Engine::~Engine() {
@@ -74,6 +75,18 @@ void Engine::Loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) break;
+      if (options_.ordering == Ordering::kSubmissionOrder) {
+        // Every rank submits in the same order: run what is queued now, as it is, in order.
+        std::vector<std::unique_ptr<Item>> items;
+        while (!queue_.empty()) {
+          queued_bytes_ -= queue_.front()->request.bytes();
+          items.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        lock.unlock();
+        RunCycle(std::move(items));
+        continue;
+      }
       // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full.
       auto until = queue_.front()->request.submitted + options_.cycle_time;
       cv_.wait_until(lock, until, [&] { return stopping_ || queued_bytes_ >= options_.fusion_threshold; });

@@ -2,7 +2,9 @@
 // globals): callers submit collectives from any thread and get a Handle; one
 // background thread, every cycle, negotiates with the peers (negotiation.h),
 // fuses small allreduces into the fusion buffer (fusion_planner.h), runs the
-// collectives on the data communicator and completes the handles.
+// collectives on the data communicator and completes the handles. An engine
+// with Ordering::kSubmissionOrder skips the cycle, the negotiation and the
+// fusion and runs each request as it comes (torch.distributed's contract).
 //
 // Errors reported through handles: those of the communicator (Aborted makes
 // the engine fail every queued and later request with Aborted until the
@@ -34,9 +36,21 @@
 
 namespace ringmaster::runtime {
 
+// How an engine agrees with its peers on what to run next.
+enum class Ordering {
+  // Horovod's: every cycle the ranks negotiate which requests all of them have, verify they are the same,
+  // and fuse small allreduces. Callers may submit in different orders.
+  kNegotiated,
+  // torch.distributed's and NCCL's contract: every rank submits the same collectives in the same order, so
+  // each runs as soon as it is submitted, in submission order — no cycle wait, no negotiation, no fusion
+  // (a caller like DDP buckets by itself). A rank that breaks the contract gets the communicator's errors.
+  kSubmissionOrder,
+};
+
 struct EngineOptions {
   std::string name = "world";     // process set name, for messages
   int id = 0;                     // process set id, the timeline track
+  Ordering ordering = Ordering::kNegotiated;
   size_t fusion_threshold = 64u << 20;  // 0 disables fusion
   std::chrono::microseconds cycle_time{3500};
   Timeline* timeline = nullptr;   // not owned; may be null; must outlive the engine
@@ -68,6 +82,7 @@ class Engine {
   Handle SubmitTask(std::string name, std::function<Status(Communicator& data, Communicator& control)> fn);
 
   void Abort(const std::string& reason);
+  Ordering ordering() const { return options_.ordering; }
   EngineStats stats() const;
   int rank() const { return data_->rank(); }
   int size() const { return data_->size(); }

@@ -78,10 +78,11 @@ Runtime::~Runtime() {
   for (auto& s : all) s.engine.reset();
 }
 
-EngineOptions Runtime::EngineOptionsFor(int id, const std::string& name) const {
+EngineOptions Runtime::EngineOptionsFor(int id, const std::string& name, Ordering ordering) const {
   EngineOptions o;
   o.id = id;
   o.name = name;
+  o.ordering = ordering;
   o.fusion_threshold = config_.fusion_threshold_bytes;
   o.cycle_time = config_.cycle_time;
   o.timeline = timeline_.get();
@@ -157,7 +158,7 @@ Handle Runtime::BarrierAsync(int set) {
   return Submit(set, std::move(r));
 }
 
-StatusOr<int> Runtime::AddProcessSet(std::vector<int> ranks) {
+StatusOr<int> Runtime::AddProcessSet(std::vector<int> ranks, Ordering ordering) {
   std::sort(ranks.begin(), ranks.end());
   RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
   int id;
@@ -184,7 +185,7 @@ StatusOr<int> Runtime::AddProcessSet(std::vector<int> ranks) {
   });
   RINGMASTER_RETURN_IF_ERROR(h.Wait());
   ProcessSet set{id, name, ranks, nullptr};
-  if (data) set.engine = std::make_shared<Engine>(data, control, EngineOptionsFor(id, name));
+  if (data) set.engine = std::make_shared<Engine>(data, control, EngineOptionsFor(id, name, ordering));
   RINGMASTER_RETURN_IF_ERROR(sets_.Add(std::move(set)));
   return id;
 }

@@ -82,9 +82,11 @@ class Runtime {
   Status Barrier(int set = kWorldSet) { return BarrierAsync(set).Wait(); }
 
   // Adds a process set of the given world ranks; every world rank must call it
-  // in the same order with the same ranks. Returns its id (>0).
+  // in the same order with the same ranks. Returns its id (>0). With
+  // Ordering::kSubmissionOrder its collectives run in submission order without
+  // negotiation or fusion (a torch.distributed process group over the set).
   // Errors: InvalidArgument (bad ranks), Aborted.
-  StatusOr<int> AddProcessSet(std::vector<int> ranks);
+  StatusOr<int> AddProcessSet(std::vector<int> ranks, Ordering ordering = Ordering::kNegotiated);
   // Removes a set (every rank should call it). Errors: InvalidArgument.
   Status RemoveProcessSet(int id);
   // Errors: InvalidArgument (no such set).
@@ -105,7 +107,7 @@ class Runtime {
                                                      std::unique_ptr<Communicator> world,
                                                      std::shared_ptr<Timeline> timeline);
   Handle Submit(int set, Request request);
-  EngineOptions EngineOptionsFor(int id, const std::string& name) const;
+  EngineOptions EngineOptionsFor(int id, const std::string& name, Ordering ordering = Ordering::kNegotiated) const;
 
   // Constant after construction.
   const RuntimeConfig config_;

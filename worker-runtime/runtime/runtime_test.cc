@@ -247,6 +247,39 @@ TEST(RuntimeTest, StaticDynamicAndOverlappingProcessSets) {
   ExpectAllRanksOk(outcomes);
 }
 
+// A process set in submission order (a torch.distributed group): many async collectives in flight, each
+// launched alone (never fused, never negotiated), results exact and in order.
+TEST(RuntimeTest, SubmissionOrderedSetRunsEveryCollectiveAloneInOrder) {
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto rt = MakeRuntime(ctx, GlooConfig());
+    ASSERT_NE(rt, nullptr);
+    auto ordered = rt->AddProcessSet({0, 1, 2}, Ordering::kSubmissionOrder);
+    ASSERT_OK(ordered);
+    constexpr int kCount = 20;
+    std::vector<std::vector<double>> bufs(kCount);
+    std::vector<Handle> handles;
+    for (int i = 0; i < kCount; ++i) {
+      bufs[i].assign(16, ctx.rank + i);
+      handles.push_back(rt->AllreduceAsync("t" + std::to_string(i), bufs[i].data(), bufs[i].data(), 16,
+                                           DataType::kFloat64, ReduceOp::kSum, *ordered));
+    }
+    for (int i = 0; i < kCount; ++i) {
+      ASSERT_OK(handles[i].Wait());
+      EXPECT_EQ(bufs[i][15], 0 + 1 + 2 + 3.0 * i) << i;
+    }
+    double root = ctx.rank == 2 ? 7 : -1;
+    ASSERT_OK(rt->BroadcastAsync("b", &root, &root, 1, DataType::kFloat64, 2, *ordered).Wait());
+    EXPECT_EQ(root, 7);
+    auto stats = rt->Stats(*ordered);
+    ASSERT_OK(stats);
+    EXPECT_EQ(stats->launches, static_cast<uint64_t>(kCount + 1));
+    EXPECT_EQ(stats->fused_launches, 0u);
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
 TEST(RuntimeTest, KilledPeerFailsPendingHandlesWithAborted) {
   testing::WorldOptions options;
   options.size = 3;

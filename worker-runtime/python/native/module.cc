@@ -207,11 +207,12 @@ class PySession {
   }
   PyHandle Barrier(int set) { return PyHandle(Rt().BarrierAsync(set), {}); }
 
-  int AddProcessSet(std::vector<int> ranks) {
+  int AddProcessSet(std::vector<int> ranks, bool submission_order) {
     StatusOr<int> id = 0;
     {
       nb::gil_scoped_release release;
-      id = Rt().AddProcessSet(std::move(ranks));
+      id = Rt().AddProcessSet(std::move(ranks), submission_order ? runtime::Ordering::kSubmissionOrder
+                                                                 : runtime::Ordering::kNegotiated);
     }
     return Value(std::move(id));
   }
@@ -308,7 +309,8 @@ NB_MODULE(_native, m) {
            nb::arg("stream"))
       .def("alltoall", &PySession::Alltoall, nb::arg("name"), in, out, nb::arg("set"), nb::arg("stream"))
       .def("barrier", &PySession::Barrier, nb::arg("set"))
-      .def("add_process_set", &PySession::AddProcessSet, nb::arg("ranks"))
+      .def("add_process_set", &PySession::AddProcessSet, nb::arg("ranks"), nb::arg("submission_order") = false,
+           "submission_order: collectives run as submitted, no negotiation or fusion (torch.distributed's contract)")
       .def("remove_process_set", &PySession::RemoveProcessSet, nb::arg("id"))
       .def("process_set_ranks", &PySession::ProcessSetRanks, nb::arg("id"))
       .def("process_set_rank", &PySession::ProcessSetRank, nb::arg("id"))

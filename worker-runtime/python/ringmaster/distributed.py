@@ -17,14 +17,33 @@ generation; `rebuild()` does both inside `ringmaster.torch.elastic.run`:
 Without RANK/WORLD_SIZE/MASTER_ADDR in the environment, `init_process_group("ringmaster")` takes the rank
 and the world size from the Ringmaster worker environment (the launcher's or the operator's); the store
 torch would otherwise build is not needed (the runtime has its own rendezvous).
+
+How the collectives run, and why:
+
+* One runtime collective per torch call, and at most one in flight per group: a call first waits for the
+  previous one (DDP's comm hook calls `allreduce(bucket)` and at once `work.get_future()`, which waits
+  anyway). So the runtime never fuses two of DDP's buckets (or two async_op=True calls) into one buffer,
+  and each bucket is reduced by exactly the call torch's Gloo backend makes: `gloo::allreduce`, ring
+  algorithm, over that bucket alone. Gloo's ring adds each segment's values rank after rank, starting at
+  a rank that depends on the segment's place in the buffer, so sums over 3 or more ranks are
+  bit-identical to Gloo's only when the buffers are the same (tests/test_ddp.py).
+* Failures are raised where DDP calls us, never through a torch Future: a collective that failed (a peer
+  died, the membership changed) raises HorovodInternalError from `get_future()`/`wait()` inside the
+  backward pass, and autograd passes it on unchanged to `loss.backward()`, where `elastic.run` catches
+  it. A Future completed later with an exception is no alternative: torch 2.15's reducer crashed on one
+  (a segfault in c10d::detail::parseCppCommHookResult at the end of the backward pass), and the
+  exception's type would not survive the C++ wait anyway. The price: a bucket's allreduce does not
+  overlap the rest of the backward pass.
 """
 import importlib
 import os
+import weakref
 
 import torch
 import torch.distributed as dist
 
 from ringmaster.torch import _context, ops
+from ringmaster.torch.process_sets import ProcessSet
 
 _REDUCE_OPS = {
     dist.ReduceOp.SUM: ops.Sum,
@@ -35,31 +54,66 @@ _REDUCE_OPS = {
 }
 
 
-def _reduce_op(op):
+def _reduce_op(opts):
+    op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
     for key, value in _REDUCE_OPS.items():
         if op == key:
             return value
     raise ValueError(f"the ringmaster backend does not support reduce op {op}: use SUM, AVG, MIN, MAX or PRODUCT")
 
 
-class _Work(dist._Work):
-    """A collective in flight: its handles and the tensors it produces."""
+def _one_tensor(tensors, what):
+    """torch.distributed passes one tensor per process to allreduce and broadcast; several would mean
+    several devices per process, which this backend does not do."""
+    if len(tensors) != 1:
+        raise ValueError(f"the ringmaster backend's {what} takes exactly one tensor per process, got {len(tensors)}: "
+                         f"use one call per tensor (or allreduce_coalesced)")
+    return tensors[0]
 
-    def __init__(self, handles, result):
+
+class _Work(dist._Work):
+    """A collective in flight: its runtime handles, what to do once they are done (copy a staging buffer
+    back, for instance) and the value torch gets (`result()`, the future's value). Waiting raises the
+    collective's failure, every time it is asked (HorovodInternalError when the runtime aborted it)."""
+
+    def __init__(self, group, handles=(), finish=None, result=None):
         super().__init__()
-        self._handles = handles
+        self._group = group
+        self._handles = list(handles)
+        self._finish_fn = finish
         self._result = result
-        self._done = False
+        self._done = not self._handles and finish is None
+        self._error = None
 
     def _finish(self):
+        if self._error is not None:
+            raise self._error
         if not self._done:
+            try:
+                # A handle of an older generation is gone from the runtime: say so, not "unknown handle".
+                self._group._check()
+                for h in self._handles:
+                    ops.synchronize(h)
+                if self._finish_fn is not None:
+                    self._finish_fn()
+            except BaseException as e:
+                self._error = e
+                raise
             self._done = True
-            for h in self._handles:
-                ops.synchronize(h)
         return self._result
 
     def is_completed(self):
-        return self._done or all(ops.poll(h) for h in self._handles)
+        if self._done or self._error is not None:
+            return True
+        if _context.context().topology["generation"] != self._group._generation:
+            return True  # its generation is over: wait() raises at once
+        return all(ops.poll(h) for h in self._handles)
+
+    def is_success(self):
+        return self.is_completed() and self._error is None
+
+    def exception(self):
+        return self._error
 
     def wait(self, timeout=None):
         self._finish()
@@ -69,6 +123,7 @@ class _Work(dist._Work):
         return self._finish()
 
     def get_future(self):
+        # Completed here, synchronously: see the module docstring for why never with an exception.
         future = torch.futures.Future()
         future.set_result(self._finish())
         return future
@@ -76,83 +131,165 @@ class _Work(dist._Work):
 
 class ProcessGroupRingmaster(dist.ProcessGroup):
     """One generation's process group. Collectives on a group from an older generation fail with
-    HorovodInternalError (the runtime has moved on)."""
+    HorovodInternalError (the runtime has moved on); on a destroyed group with a RuntimeError."""
 
     def __init__(self, rank, size):
         super().__init__(rank, size)
         ctx = _context.context()
         self._generation = ctx.topology["generation"]
+        self._shut_down = False
+        self._in_flight = None  # the last _Work with runtime handles, until it is waited for
         if (rank, size) != (ctx.topology["rank"], ctx.topology["size"]):
             raise ValueError(f"init_process_group asked for rank {rank} of {size}, but this worker is rank "
                              f"{ctx.topology['rank']} of {ctx.topology['size']} in generation {self._generation}")
+        # The group's own process set over the world, in submission order: torch.distributed's contract
+        # (every rank issues the same collectives in the same order) makes the runtime's negotiation and
+        # its cycle wait unnecessary, and DDP buckets by itself. Made collectively, as every rank creates
+        # the group in init_process_group.
+        self._set = ProcessSet(range(size))
+        self._set.process_set_id = ctx.session.add_process_set(list(range(size)), submission_order=True)
+        self._set._generation = self._generation
 
     def getBackendName(self):
         return "ringmaster"
 
-    def _ctx(self):
+    def _check(self):
+        """The runtime context, if this group may still run collectives."""
+        if self._shut_down:
+            raise RuntimeError(f"the ringmaster process group of generation {self._generation} was destroyed: "
+                               f"make a new one (ringmaster.distributed.init_process_group or rebuild)")
         ctx = _context.context()
         if ctx.topology["generation"] != self._generation:
             raise ops.HorovodInternalError(f"process group of generation {self._generation} used in generation "
-                                           f"{ctx.topology['generation']}: make a new one (ringmaster.distributed.rebuild)")
+                                           f"{ctx.topology['generation']}: make a new one "
+                                           f"(ringmaster.distributed.rebuild)")
         return ctx
 
+    def _begin(self):
+        """Before a collective: the group is usable and the previous collective has finished (raising its
+        failure, if it failed: the group's collectives then all fail anyway)."""
+        self._check()
+        previous, self._in_flight = self._in_flight, None
+        if previous is not None:
+            previous.wait()
+
+    def _submitted(self, work):
+        self._in_flight = work
+        return work
+
+    def _in_place(self, tensor, submit, finish=None):
+        """Runs `submit(buffer) -> handle` on `tensor` itself, or, when it is not contiguous (the runtime's
+        in-place ops refuse to copy silently), on a contiguous copy that is copied back afterwards."""
+        if tensor.is_contiguous():
+            return self._submitted(_Work(self, [submit(tensor)], finish, [tensor]))
+        staging = tensor.contiguous()
+
+        def copy_back():
+            tensor.copy_(staging)
+            if finish is not None:
+                finish()
+        return self._submitted(_Work(self, [submit(staging)], copy_back, [tensor]))
+
+    # -- torch.distributed's collectives ------------------------------------------------------------
     def allreduce(self, tensors, opts=None):
-        self._ctx()
-        op = _reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        return _Work([ops.allreduce_async_(t, op=op, name=None) for t in tensors], tensors)
+        self._begin()
+        op = _reduce_op(opts)
+        tensor = _one_tensor(tensors, "allreduce")
+        return self._in_place(tensor, lambda t: ops.allreduce_async_(t, op=op, process_set=self._set))
 
     def allreduce_coalesced(self, tensors, opts=None):
-        return self.allreduce(tensors, opts)
+        """Gloo's way: the tensors flattened into one buffer, one allreduce, the results copied back."""
+        self._begin()
+        op = _reduce_op(opts)
+        if not tensors:
+            return _Work(self, result=tensors)
+        flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+
+        def unflatten():
+            offset = 0
+            for t in tensors:
+                t.copy_(flat[offset:offset + t.numel()].view_as(t))
+                offset += t.numel()
+        return self._submitted(_Work(self, [ops.allreduce_async_(flat, op=op, process_set=self._set)], unflatten, tensors))
 
     def broadcast(self, tensors, opts=None):
-        self._ctx()
+        self._begin()
         root = opts.rootRank if opts is not None else 0
-        return _Work([ops.broadcast_async_(t, root) for t in tensors], tensors)
+        tensor = _one_tensor(tensors, "broadcast")
+        return self._in_place(tensor, lambda t: ops.broadcast_async_(t, root, process_set=self._set))
 
     def allgather(self, output_lists, input_tensors, opts=None):
-        self._ctx()
+        self._begin()
         for outputs, inp in zip(output_lists, input_tensors):
-            gathered = ops.allgather(inp.reshape((1,) + tuple(inp.shape)))
+            if len(outputs) != self.size():
+                raise ValueError(f"allgather: {len(outputs)} output tensors for a world of {self.size()}")
+            gathered = ops.allgather(inp.reshape((1,) + tuple(inp.shape)), process_set=self._set)
             for i, out in enumerate(outputs):
                 out.copy_(gathered[i])
-        return _Work([], output_lists)
+        return _Work(self, result=output_lists)
 
     def _allgather_base(self, output, input, opts=None):
-        self._ctx()
-        output.copy_(ops.allgather(input).reshape(output.shape))
-        return _Work([], output)
+        self._begin()
+        if output.numel() != input.numel() * self.size():
+            raise ValueError(f"_allgather_base: the output has {output.numel()} elements, not {self.size()} x "
+                             f"{input.numel()}")
+        output.copy_(ops.allgather(input.reshape(-1), process_set=self._set).reshape(output.shape))
+        return _Work(self, result=output)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
         for out, inp in zip(outputs, inputs):
             self._allgather_base(out, inp, opts)
-        return _Work([], outputs)
+        return _Work(self, result=outputs)
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
-        self._ctx()
-        op = _reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        self._begin()
+        op = _reduce_op(opts)
         for out, inputs in zip(outputs, input_lists):
-            out.copy_(ops.reducescatter(torch.stack(inputs), op=op).reshape(out.shape))
-        return _Work([], outputs)
+            out.copy_(ops.reducescatter(torch.stack(inputs), op=op, process_set=self._set).reshape(out.shape))
+        return _Work(self, result=outputs)
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        self._ctx()
-        op = _reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        output.copy_(ops.reducescatter(input.reshape((self.size(), -1)), op=op).reshape(output.shape))
-        return _Work([], output)
+        self._begin()
+        op = _reduce_op(opts)
+        output.copy_(ops.reducescatter(input.reshape((self.size(), -1)), op=op, process_set=self._set)
+                     .reshape(output.shape))
+        return _Work(self, result=output)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        self._ctx()
+        self._begin()
         if input_split_sizes:
-            result, _ = ops.alltoall(input, splits=input_split_sizes)
+            result, _ = ops.alltoall(input, splits=input_split_sizes, process_set=self._set)
         else:
-            result = ops.alltoall(input)
+            result = ops.alltoall(input, process_set=self._set)
         output.copy_(result.reshape(output.shape))
-        return _Work([], output)
+        return _Work(self, result=output)
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        for out, inp in zip(outputs, inputs):
+            self._reduce_scatter_base(out, inp, opts)
+        return _Work(self, result=outputs)
+
+    # torch 2.15's Python API calls the single-tensor collectives by these names (C++ callers by the ones above).
+    all_gather_single = _allgather_base
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    reduce_scatter_single = _reduce_scatter_base
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+    all_to_all_single = alltoall_base
 
     def barrier(self, opts=None):
-        self._ctx()
-        ops.barrier()
-        return _Work([], None)
+        self._begin()
+        ops.barrier(process_set=self._set)
+        return _Work(self)
+
+    def shutdown(self):
+        """`destroy_process_group()`: no collective, so it cannot hang on a group whose peers are gone.
+        Work still in flight belongs to the runtime, which fails it when its generation ends."""
+        self._shut_down = True
+        self._in_flight = None
+        ctx = _context.context() if _context.is_initialized() else None
+        if ctx is not None and ctx.topology["generation"] == self._generation:
+            ctx.session.remove_process_set(self._set.process_set_id)  # local: stops the set's engine
+        super().shutdown()
 
 
 def _create(store, rank, size, timeout):
@@ -189,13 +326,31 @@ def init_process_group(**kwargs):
                             world_size=ctx.topology["size"], **kwargs)
 
 
+_last_ddp = None  # weak reference to the wrapper rebuild() made last
+
+
+def _retire(ddp):
+    """Takes an older generation's DDP wrapper off the model: its reducer's hooks sit on the parameters'
+    gradient accumulators and would otherwise run in the next backward pass — and, after a failure in
+    the middle of one, still expect it — calling the old group, whose collectives all fail. Normally
+    the wrapper is freed (and its hooks removed) when the failed frame goes, but a lingering reference
+    (a traceback kept by a logger, a reference cycle) must not break the next generation."""
+    if ddp is not None and getattr(ddp, "reducer", None) is not None:
+        ddp._remove_autograd_hooks()
+
+
 def rebuild(model, **ddp_kwargs):
-    """The current generation's process group and a DDP wrapper of `model` on it (the previous group, from
-    an older generation, is destroyed). Call it at the top of the function `elastic.run` decorates."""
+    """The current generation's process group and a DDP wrapper of `model` on it (the previous group and
+    wrapper, from an older generation, are retired). Call it at the top of the function `elastic.run`
+    decorates; one model per job (the group is the default one)."""
+    global _last_ddp
+    _retire(_last_ddp() if _last_ddp is not None else None)
     if dist.is_initialized():
         dist.destroy_process_group()
     init_process_group()
-    return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+    _last_ddp = weakref.ref(ddp)
+    return ddp
 
 
 if "ringmaster" not in dist.Backend.backend_list:

@@ -27,7 +27,7 @@ def run_ranks(tmp_path, np, script, *args, chaos=None, min_workers=1, max_worker
     cmd = [str(_require(BIN / "ringmaster-run")), "--np", str(np), "--min", str(min_workers),
            "--max", str(max_workers or np), "--out", str(out),
            # the interpreter and torch take seconds to start on a loaded machine
-           "--heartbeat-timeout-ms", "30000", *extra]
+           "--heartbeat-timeout-ms", "30000", "--deadline-s", str(timeout - 30), *extra]
     if chaos:
         cmd += ["--chaos", chaos]
     cmd += ["--", sys.executable, str(script), *[str(a) for a in args]]

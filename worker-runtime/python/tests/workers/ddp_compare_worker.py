@@ -1,6 +1,12 @@
 """DDP on the digits MLP for a few steps, over either the "ringmaster" backend (the unmodified
 `init_process_group("ringmaster")` call) or torch's own Gloo; writes this rank's final weights as exact
-hex floats to OUT/ddp.<backend>.<rank>.txt for the test to compare bit for bit."""
+hex floats to OUT/ddp.<backend>.<rank>.txt for the test to compare bit for bit.
+
+    python ddp_compare_worker.py BACKEND OUT NP      (under ringmaster-run --np NP)
+
+The buckets are tiny on purpose: after DDP's first step (one bucket: DDP does not bucket the first
+iteration) the gradients go in three buckets per step, so the comparison covers several allreduces per
+backward pass, which the ringmaster backend must keep apart exactly as Gloo does."""
 import os
 import sys
 
@@ -13,9 +19,16 @@ import ringmaster.torch as hvd
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 from digits_common import dataset  # noqa: E402
 
-backend, out = sys.argv[1], sys.argv[2]
+BUCKETS = 3  # what bucket_cap_mb=0.0001 gives this model: [fc2 weight+bias], [fc1 bias], [fc1 weight]
+
+backend, out, expected_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 hvd.init()
 rank, size = hvd.rank(), hvd.size()
+if size != expected_size:
+    sys.exit(f"rank {rank}: a world of {size}, not {expected_size}: the membership changed before training "
+             f"(a worker removed?), so there is nothing to compare; run the test again on a less loaded machine")
+# torch's FileStore waits (up to its timeout, minutes) for a file it cannot create: the directory must exist.
+os.makedirs(out, exist_ok=True)
 if backend == "ringmaster":
     dist.init_process_group("ringmaster")
 else:
@@ -25,7 +38,8 @@ assert dist.get_rank() == rank and dist.get_world_size() == size
 
 torch.manual_seed(7)
 net = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(), torch.nn.Linear(48, 10)).to(torch.float64)
-ddp = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.01)  # several buckets
+# DDP closes a bucket once it holds >= the cap (104 bytes here): three buckets, see BUCKETS.
+ddp = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.0001)
 opt = torch.optim.Adam(ddp.parameters(), lr=0.01)
 data = dataset()
 x_all, y_all = data.tensors
@@ -36,7 +50,10 @@ for step in range(12):
     opt.zero_grad()
     torch.nn.functional.cross_entropy(ddp(x), y).backward()
     opt.step()
-os.makedirs(out, exist_ok=True)
+buckets = ddp._get_ddp_logging_data().get("num_buckets_reduced")
+if buckets != BUCKETS:
+    sys.exit(f"rank {rank}: DDP reduced {buckets} buckets per step, not {BUCKETS}: adjust bucket_cap_mb so the "
+             f"comparison still covers several buckets")
 with open(os.path.join(out, f"ddp.{backend}.{rank}.txt"), "w") as f:
     for _, p in sorted(net.named_parameters()):
         f.write("\n".join(v.hex() for v in p.detach().reshape(-1).tolist()) + "\n")
