@@ -76,13 +76,16 @@ Workload TrainExample(const std::string& out) {
 }
 
 // The ringmaster package's digits MLP (1,797 samples, global batch 64, 2 epochs): 58 training steps plus
-// the initial state's commit.
-Workload PyTorchExample(const std::string& out) {
-  const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/digits_horovod_elastic.py";
+// the initial state's commit. `example`: digits_horovod_elastic.py (Horovod's API) or digits_ddp_elastic.py
+// (DDP on the "ringmaster" backend); both compute the same weights.
+Workload PyTorchExample(const std::string& out, const std::string& example) {
+  const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/" + example;
+  const std::string reference =
+      std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/digits_horovod_elastic.py";
   Workload w;
   w.command = {"python", script};
   w.args = {"--epochs", "2", "--step-delay-ms", "150"};
-  w.reference = {RINGMASTER_PYTHON, script, "--epochs", "2"};
+  w.reference = {RINGMASTER_PYTHON, reference, "--epochs", "2"};
   w.env = {{std::string(api::env::kBackend), "gloo"}, {std::string(api::env::kOut), out}};
   w.weights = 64 * 32 + 32 + 32 * 10 + 10;
   w.epochs = 2;
@@ -351,11 +354,14 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   EXPECT_EQ(Job()["status"].value("restartCount", -1), 1);
 }
 
-// A PyTorch script (Horovod's elastic API through `import ringmaster.torch as hvd`) as the job's
-// workers: a worker SIGKILLed mid-run is replaced and the job ends with the one-process weights.
-TEST_F(ElasticWorkersE2eTest, PyTorchWorkerKilledAndTheJobFinishesExactly) {
+// PyTorch scripts as the job's workers — Horovod's elastic API through `import ringmaster.torch as hvd`, and
+// unmodified DDP on the "ringmaster" backend — : a worker SIGKILLed mid-run is replaced and the job ends
+// with the one-process weights, every sample once per epoch.
+class PyTorchWorkersE2eTest : public ElasticWorkersE2eTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(PyTorchWorkersE2eTest, WorkerKilledAndTheJobFinishesExactly) {
   ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
-  workload_ = PyTorchExample(out_ + "/train");
+  workload_ = PyTorchExample(out_ + "/train", GetParam());
   ApplyJob();
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
@@ -365,6 +371,12 @@ TEST_F(ElasticWorkersE2eTest, PyTorchWorkerKilledAndTheJobFinishesExactly) {
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_GE(finishers.size(), 2u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Examples, PyTorchWorkersE2eTest,
+                         ::testing::Values("digits_horovod_elastic.py", "digits_ddp_elastic.py"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param).find("ddp") != std::string::npos ? "Ddp" : "Horovod";
+                         });
 
 TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {
   ApplyJob();
