@@ -87,3 +87,8 @@ def test_requires_grad_tensors_work():
 def test_collective_aborted_is_horovods_internal_error():
     assert hvd.HorovodInternalError is _native.CollectiveAborted
     assert issubclass(hvd.HorovodInternalError, RuntimeError)
+
+
+def test_a_horovod_style_sampler_without_the_global_batch_says_what_to_do():
+    with pytest.raises(ValueError, match="batch_sampler=sampler"):
+        hvd.elastic.ElasticSampler(list(range(10)))

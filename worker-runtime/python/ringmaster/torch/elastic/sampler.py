@@ -24,7 +24,11 @@ from .. import _context
 
 
 class ElasticSampler(torch.utils.data.Sampler):
-    def __init__(self, dataset, batch_size, shuffle=True, seed=0):
+    def __init__(self, dataset, batch_size=None, shuffle=True, seed=0):
+        if batch_size is None:
+            raise ValueError("ringmaster's ElasticSampler is a batch sampler over a fixed global batch: pass "
+                             "batch_size=<the global batch> and use DataLoader(dataset, batch_sampler=sampler) "
+                             "(Horovod's pads each rank's local batch; this one trains every sample once per epoch)")
         self.num_samples = len(dataset)
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
