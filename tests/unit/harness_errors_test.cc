@@ -51,7 +51,7 @@ TEST(HarnessErrorsTest, DownOnAClusterThatNeverRanIsHarmless) {
 TEST(HarnessErrorsTest, UnknownDepsTargetIsRefused) {
   auto r = RunCommand({kDeps, "everything"});
   ASSERT_OK(r) << r.status();
-  ExpectOneClearLine(*r, "unknown deps target 'everything'", "use one of: all apt cuda tools");
+  ExpectOneClearLine(*r, "unknown deps target 'everything'", "use one of: all apt cuda python tools");
 }
 
 }  // namespace
