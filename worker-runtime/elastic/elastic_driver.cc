@@ -391,7 +391,6 @@ void ElasticDriver::ReportRebuild(const api::Membership& record, RebuildStats& s
   stats.steps_lost = std::max<int64_t>(0, local_step_ - state_->committed_step());
   local_step_ = state_->committed_step();
   joined_generation_.store(record.generation);
-  joined_record_generation_.store(record.generation);
   if (options_.metrics) {
     options_.metrics->Joined(record.generation, record.world_size());
     options_.metrics->Rebuilt(stats);

@@ -161,7 +161,7 @@ class ElasticDriver {
   // Commits the step that Context() described, with the cursor after it; rank 0 may queue a checkpoint.
   void Commit(const runtime::data::SampleCursor& next);
   // A newer generation than the joined one is known (the runtime is being aborted): stop and Join again.
-  bool Superseded() const { return Superseded(joined_record_generation_.load()); }
+  bool Superseded() const { return Superseded(joined_generation_.load()); }
   // A collective failed (or the program saw Superseded()): quiesces the runtime; the next Join rebuilds.
   void Interrupted(const Status& why);
   // Waits for the last checkpoint save and stops the watcher. Idempotent.
@@ -219,7 +219,6 @@ class ElasticDriver {
   std::atomic<int64_t> joined_generation_{0};
   std::atomic<bool> stop_watch_{false};
 
-  std::atomic<int64_t> joined_record_generation_{0};  // the record Join() built last (Superseded())
   std::thread watcher_;  // between Start() and Finish()
 
   // Run()'s thread only: which build of which generation this is.

@@ -264,8 +264,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     if inp.dim() == 0:
         raise ValueError("reducescatter needs a tensor with at least one dimension")
     n = len(process_set.ranks)
-    me = process_set.ranks.index(_context.context().topology["rank"]) if process_set is not global_process_set \
-        else ctx.topology["rank"]
+    me = process_set.ranks.index(ctx.topology["rank"])
     if inp.shape[0] % n == 0:
         out = torch.empty((inp.shape[0] // n,) + tuple(inp.shape[1:]), dtype=inp.dtype, device=inp.device)
         native = ctx.session.reducescatter(name, inp, out, op, _set(ctx, process_set), _stream(inp))
@@ -318,8 +317,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
-    result = synchronize(alltoall_async(tensor, splits, name, process_set))
-    return result
+    return synchronize(alltoall_async(tensor, splits, name, process_set))
 
 
 def barrier(process_set=global_process_set):
