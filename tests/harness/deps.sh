@@ -92,7 +92,9 @@ install_python() {
     log "python: build/venv up to date ($("$venv/bin/python" --version 2>&1), torch $(sed -n 's/^torch==//p' "$req"))"
     return
   fi
-  if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys; sys.exit(sys.base_prefix != "/usr")' 2>/dev/null; then
+  # Remade when it is not the pinned interpreter's, or half-made (an interrupted run left it without pip).
+  if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys; sys.exit(sys.base_prefix != "/usr")' 2>/dev/null \
+     || ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
     rm -rf "$venv"
     "$PYTHON_INTERPRETER" -m venv "$venv" || die "creating the venv at $venv failed" "apt install python3.11-venv"
   fi
