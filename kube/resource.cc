@@ -28,6 +28,7 @@ GroupVersionResource Leases() { return {"coordination.k8s.io", "v1", "leases", t
 GroupVersionResource Deployments() { return {"apps", "v1", "deployments", true}; }
 GroupVersionResource Roles() { return {"rbac.authorization.k8s.io", "v1", "roles", true}; }
 GroupVersionResource RoleBindings() { return {"rbac.authorization.k8s.io", "v1", "rolebindings", true}; }
+GroupVersionResource NetworkPolicies() { return {"networking.k8s.io", "v1", "networkpolicies", true}; }
 GroupVersionResource CustomResourceDefinitions() { return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}; }
 }  // namespace resources
 

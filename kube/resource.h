@@ -35,6 +35,7 @@ GroupVersionResource Leases();
 GroupVersionResource Deployments();
 GroupVersionResource Roles();
 GroupVersionResource RoleBindings();
+GroupVersionResource NetworkPolicies();
 GroupVersionResource CustomResourceDefinitions();
 }  // namespace resources
 

@@ -72,7 +72,7 @@ rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const OperatorOpti
   return client;
 }
 
-// Controller: its options (informers' namespace and resync, workers) from the flags.
+// Controller: its options (informers' namespace and resync, workers, per-job objects) from the flags.
 rm::controller::ControllerOptions ControllerOptionsFrom(const OperatorOptions& opts,
                                                        std::shared_ptr<rm::kube::ClientMetrics> client_metrics,
                                                        const rm::LogSink& log) {
@@ -80,6 +80,7 @@ rm::controller::ControllerOptions ControllerOptionsFrom(const OperatorOptions& o
   co.watch_namespace = opts.watch_namespace;
   co.workers = opts.workers;
   co.resync_period = opts.resync_period;
+  co.reconciler.worker_network_policy = opts.worker_network_policy;
   co.client_metrics = std::move(client_metrics);
   co.log = log;
   return co;

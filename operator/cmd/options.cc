@@ -62,6 +62,9 @@ std::unique_ptr<CLI::App> NewOperatorApp(OperatorOptions& o) {
   app->add_option("--kube-api-burst", o.kube_api_burst, "Client-side burst of API requests.")->check(CLI::Range(1, 1000000));
   cli::AddParsed<LogFormat>(*app, "--log-format", &o.log_format, ParseLogFormat,
                             "text or json (one JSON object per line).", "text");
+  app->add_flag("--worker-network-policy", o.worker_network_policy,
+                "Create a NetworkPolicy per job letting only the job's own pods reach its workers (all but the "
+                "health/metrics port); =false where RBAC lacks networkpolicies (default: true).");
   return app;
 }
 

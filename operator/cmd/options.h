@@ -28,6 +28,7 @@ struct OperatorOptions {
   double kube_api_qps = 50;             // --kube-api-qps
   int kube_api_burst = 100;             // --kube-api-burst
   LogFormat log_format = LogFormat::kText;  // --log-format text|json
+  bool worker_network_policy = true;    // --worker-network-policy[=false]: a NetworkPolicy per job
   std::string identity;                 // --identity; "" = hostname_pid
   bool help = false;
 };

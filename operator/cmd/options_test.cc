@@ -1,6 +1,11 @@
 #include "cmd/options.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster::operator_cmd {
@@ -17,6 +22,20 @@ TEST(OperatorFlagsTest, DefaultsAndTheNamesChecksRelyOn) {
   EXPECT_EQ(o->workers, 4);
   EXPECT_EQ(o->lease_duration, std::chrono::seconds(15));
   EXPECT_EQ(o->log_format, LogFormat::kText);
+  EXPECT_TRUE(o->worker_network_policy);
+}
+
+TEST(OperatorFlagsTest, WorkerNetworkPolicyIsOnUnlessTurnedOff) {
+  // The chart always passes it with a value (workerNetworkPolicy.enabled).
+  for (const auto& [arg, want] : std::vector<std::pair<std::string, bool>>{
+           {"--worker-network-policy", true}, {"--worker-network-policy=true", true},
+           {"--worker-network-policy=false", false}}) {
+    auto o = ParseOperatorFlags({arg});
+    ASSERT_OK(o) << arg;
+    EXPECT_EQ(o->worker_network_policy, want) << arg;
+  }
+  EXPECT_NE(ParseOperatorFlags({"--worker-network-policy=maybe"}).status().message().find("--worker-network-policy"),
+            std::string::npos);
 }
 
 TEST(OperatorFlagsTest, ValuesOfEveryKind) {
@@ -47,7 +66,8 @@ TEST(OperatorFlagsTest, BadInputNamesTheFlag) {
 TEST(OperatorFlagsTest, HelpExplainsEveryFlag) {
   std::string usage = UsageText();
   for (const char* flag : {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address",
-                           "--leader-elect", "--log-format", "--workers", "--help", "=127.0.0.1:8080", "15s"}) {
+                           "--leader-elect", "--log-format", "--workers", "--worker-network-policy", "--help",
+                           "=127.0.0.1:8080", "15s"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
   auto o = ParseOperatorFlags({"--help", "--bogus"});

@@ -46,7 +46,7 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   nodes_ = std::make_unique<kube::Informer>(client_, kube::resources::Nodes(), no);
 
   reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
-                                                        recorder, metrics, options_.log);
+                                                        recorder, metrics, options_.log, options_.reconciler);
 
   auto job_key = [](const json& obj) { return kube::KeyOf(obj); };
   jobs_->AddEventHandler({[this, job_key](const json& o) { Enqueue(job_key(o)); },

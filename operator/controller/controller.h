@@ -26,6 +26,7 @@ struct ControllerOptions {
   std::string watch_namespace;  // "" = every namespace
   int workers = 4;
   std::chrono::seconds resync_period{300};
+  ReconcilerOptions reconciler;  // what is created per job besides pods
   std::shared_ptr<kube::ClientMetrics> client_metrics;  // optional
   LogSink log = StderrLogSink("ringmaster-kube");
 };

@@ -37,7 +37,7 @@ kube::IndexFunc IndexPodsByNode() {
 TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs,
                                              const kube::Store* pods, const kube::Store* nodes,
                                              kube::EventRecorder* recorder, OperatorMetrics* metrics, LogSink log,
-                                             NowFn now)
+                                             ReconcilerOptions options, NowFn now)
     : client_(std::move(client)),
       jobs_(jobs),
       pods_(pods),
@@ -45,6 +45,7 @@ TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> clien
       recorder_(recorder),
       metrics_(metrics),
       log_(std::move(log)),
+      options_(options),
       now_(std::move(now)) {}
 
 void TrainingJobReconciler::NoteDirty(const std::string& key) {
@@ -91,6 +92,10 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
                               {kube::resources::Services(), BuildHeadlessService(job)},
                               {kube::resources::Roles(), BuildWorkerRole(job)},
                               {kube::resources::RoleBindings(), BuildWorkerRoleBinding(job)}};
+  // Before any pod exists, so no worker listens unprotected where the policy is enforced.
+  if (options_.worker_network_policy) {
+    owned.push_back({kube::resources::NetworkPolicies(), BuildWorkerNetworkPolicy(job)});
+  }
   if (WorkerServiceAccountFor(job) == WorkerServiceAccountName(kube::NameOf(job))) {
     owned.push_back({kube::resources::ServiceAccounts(), BuildWorkerServiceAccount(job)});
   }
@@ -98,7 +103,13 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
     if (!o.object.ok()) return o.object.status();
     auto created = client_->Create(o.gvr, ns, *o.object);
     if (!created.ok() && !kube::IsAlreadyExists(created.status())) {
-      return created.status().WithContext("creating " + o.gvr.resource + " " + kube::NameOf(*o.object));
+      std::string what = "creating " + o.gvr.resource + " " + kube::NameOf(*o.object);
+      // The one owned kind an older ClusterRole lacks: say what the way out is.
+      if (o.gvr.resource == kube::resources::NetworkPolicies().resource &&
+          created.status().code() == StatusCode::kPermissionDenied) {
+        what += " (grant networkpolicies create, or run with --worker-network-policy=false)";
+      }
+      return created.status().WithContext(what);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

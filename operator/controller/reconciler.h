@@ -43,13 +43,20 @@ struct ReconcileResult {
   std::optional<std::chrono::nanoseconds> requeue_after;
 };
 
+// What the reconciler creates for a job besides its pods, where a cluster may want less.
+struct ReconcilerOptions {
+  // The per-job NetworkPolicy (BuildWorkerNetworkPolicy). Off for an operator whose RBAC lacks
+  // networkpolicies, or a cluster that manages its own policies (--worker-network-policy=false).
+  bool worker_network_policy = true;
+};
+
 class TrainingJobReconciler {
  public:
   using NowFn = std::function<std::chrono::system_clock::time_point()>;
 
   TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs, const kube::Store* pods,
                         const kube::Store* nodes, kube::EventRecorder* recorder, OperatorMetrics* metrics,
-                        LogSink log, NowFn now = std::chrono::system_clock::now);
+                        LogSink log, ReconcilerOptions options = {}, NowFn now = std::chrono::system_clock::now);
 
   ReconcileResult Reconcile(const std::string& key);
 
@@ -77,6 +84,10 @@ class TrainingJobReconciler {
   Status ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan);
   // Deletes the job (background propagation, only this uid). Errors: the client's; NotFound is OK.
   Status DeleteJob(const nlohmann::json& job);
+  // Creates the job's Secret, headless Service, NetworkPolicy (when options_ say so), Role, RoleBinding
+  // and ServiceAccount (when the template names none), once per job uid per process; AlreadyExists is
+  // success, so an operator restart or upgrade adds what is missing and changes nothing that exists.
+  // Errors: the first failed create (e.g. Forbidden when RBAC lacks a resource), with what it was.
   Status EnsureOwnedObjects(const nlohmann::json& job);
   void UpdatePhaseGauge();
 
@@ -88,11 +99,12 @@ class TrainingJobReconciler {
   kube::EventRecorder* const recorder_;
   OperatorMetrics* const metrics_;
   const LogSink log_;
+  const ReconcilerOptions options_;
   const NowFn now_;
 
   std::mutex mu_;
   // Guarded by mu_.
-  std::set<std::string> ensured_uids_;  // jobs whose Secret/Service/ServiceAccount/Role/RoleBinding exist
+  std::set<std::string> ensured_uids_;  // jobs whose owned objects (EnsureOwnedObjects) exist
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> dirty_since_;
 };
 

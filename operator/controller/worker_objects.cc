@@ -57,6 +57,7 @@ std::string HeadlessServiceName(const std::string& job) { return job + "-workers
 std::string WorkerServiceAccountName(const std::string& job) { return job + "-worker"; }
 std::string WorkerRoleName(const std::string& job) { return job + "-worker"; }
 std::string WorkerSecretName(const std::string& job) { return job + "-worker-secret"; }
+std::string WorkerNetworkPolicyName(const std::string& job) { return job + "-workers"; }
 std::string WorkerSelector(const std::string& job) { return std::string(api::kJobNameLabel) + "=" + job; }
 
 std::optional<int32_t> WorkerIndexOf(const json& pod) {
@@ -139,6 +140,23 @@ StatusOr<json> BuildWorkerSecret(const json& job, const std::string& secret) {
               {"type", "Opaque"},
               {"immutable", true},  // never rotated under a running job
               {"data", {{kJobSecretKey, kube::Base64Encode(secret)}}}};
+}
+
+StatusOr<json> BuildWorkerNetworkPolicy(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  const json this_job = {{"matchLabels", {{api::kJobNameLabel, id.name}}}};
+  // A podSelector without a namespaceSelector means this namespace only: a pod elsewhere that copies
+  // the label gets nothing. No ports on the first rule: every port, since Gloo and NCCL listen on
+  // ports chosen at run time.
+  json from_job = {{"from", json::array({{{"podSelector", this_job}}})}};
+  json health = {{"ports", json::array({{{"protocol", "TCP"}, {"port", api::kWorkerHealthPort}}})}};
+  return json{{"apiVersion", "networking.k8s.io/v1"},
+              {"kind", "NetworkPolicy"},
+              {"metadata", OwnedMetadata(id, WorkerNetworkPolicyName(id.name))},
+              {"spec",
+               {{"podSelector", this_job},
+                {"policyTypes", json::array({"Ingress"})},  // Ingress only: egress stays unrestricted
+                {"ingress", json::array({from_job, health})}}}};
 }
 
 StatusOr<json> BuildWorkerServiceAccount(const json& job) {

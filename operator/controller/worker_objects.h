@@ -1,6 +1,7 @@
 // The Kubernetes objects the operator owns for a TrainingJob, built from the job alone: worker pods,
 // the headless Service, the per-job ServiceAccount/Role/RoleBinding that let workers read their own
-// job (and nothing else), and the per-job Secret the workers authenticate to each other with.
+// job (and nothing else), the per-job Secret the workers authenticate to each other with, and the
+// per-job NetworkPolicy that keeps other pods off the workers' store and collective ports.
 // Pure functions over JSON; thread-safe.
 #pragma once
 
@@ -25,6 +26,7 @@ std::string HeadlessServiceName(const std::string& job);            // "<job>-wo
 std::string WorkerServiceAccountName(const std::string& job);       // "<job>-worker"
 std::string WorkerRoleName(const std::string& job);                 // "<job>-worker"
 std::string WorkerSecretName(const std::string& job);               // "<job>-worker-secret"
+std::string WorkerNetworkPolicyName(const std::string& job);        // "<job>-workers"
 // The key in that Secret whose value workers get as their secret (api::WorkerEnv::secret).
 inline constexpr char kJobSecretKey[] = "secret";
 // The worker index encoded in a pod's label; nullopt when absent or malformed.
@@ -51,6 +53,15 @@ StatusOr<nlohmann::json> BuildWorkerRoleBinding(const nlohmann::json& job);
 // The per-job Secret (Opaque, immutable, owned by the job) holding `secret` (job_secret.h,
 // NewJobSecret) under kJobSecretKey. InvalidArgument for an empty secret or a job without name/uid.
 StatusOr<nlohmann::json> BuildWorkerSecret(const nlohmann::json& job, const std::string& secret);
+// The per-job NetworkPolicy (owned by the job) over the job's worker pods (WorkerSelector): ingress on
+// every port only from pods of the same job in the same namespace — the rendezvous store
+// (api::kCoordinatorPort) and the collective transports, whose ports are dynamic — plus ingress from any
+// source on api::kWorkerHealthPort, which serves only /metrics, /healthz and /readyz (Prometheus scrapes
+// it; the kubelet probes it, and neither is necessarily a pod a selector could name). Egress is left
+// alone: workers reach the apiserver, storage and registries at addresses the operator cannot know.
+// Enforced only where the cluster's network plugin implements NetworkPolicy. InvalidArgument for a job
+// without name/uid.
+StatusOr<nlohmann::json> BuildWorkerNetworkPolicy(const nlohmann::json& job);
 // The service account workers run as: the template's, or the per-job one.
 std::string WorkerServiceAccountFor(const nlohmann::json& job);
 

@@ -100,6 +100,41 @@ TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {
   EXPECT_EQ((*svc)["spec"]["selector"][std::string(api::kJobNameLabel)], "bert");
 }
 
+TEST(WorkerObjectsTest, NetworkPolicyAdmitsOnlyTheJobsOwnPodsExceptOnTheHealthPort) {
+  auto policy = BuildWorkerNetworkPolicy(Job());
+  ASSERT_OK(policy) << policy.status();
+  const json& p = *policy;
+  const std::string job_label(api::kJobNameLabel);
+  EXPECT_EQ(p["apiVersion"], "networking.k8s.io/v1");
+  EXPECT_EQ(p["kind"], "NetworkPolicy");
+  EXPECT_EQ(p["metadata"]["name"], "bert-workers");
+  EXPECT_EQ(p["metadata"]["namespace"], "research");
+  EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");  // deleted with the job
+  EXPECT_EQ(p["metadata"]["labels"][job_label], "bert");
+  // It selects exactly the pods BuildWorkerPod labels, whatever label the template tried to set.
+  auto pod = BuildWorkerPod(Job(), 0);
+  ASSERT_OK(pod);
+  EXPECT_EQ(p["spec"]["podSelector"], json({{"matchLabels", {{job_label, (*pod)["metadata"]["labels"][job_label]}}}}));
+  // Ingress only: egress (apiserver, storage) is not restricted.
+  EXPECT_EQ(p["spec"]["policyTypes"], json::array({"Ingress"}));
+  const json& ingress = p["spec"]["ingress"];
+  ASSERT_EQ(ingress.size(), 2u) << ingress.dump();
+  // 1. Every port (the store on kCoordinatorPort, the collectives' dynamic ports), from this job's pods in
+  //    this namespace only: no namespaceSelector, no ipBlock, no port list.
+  const json& peers = ingress[0];
+  EXPECT_FALSE(peers.contains("ports")) << peers.dump();
+  ASSERT_EQ(peers["from"].size(), 1u);
+  EXPECT_EQ(peers["from"][0], json({{"podSelector", {{"matchLabels", {{job_label, "bert"}}}}}}));
+  // 2. The health/metrics port alone, from any source (Prometheus, the kubelet's probes).
+  const json& health = ingress[1];
+  EXPECT_FALSE(health.contains("from")) << health.dump();
+  EXPECT_EQ(health["ports"], json::array({{{"protocol", "TCP"}, {"port", api::kWorkerHealthPort}}}));
+
+  json no_uid = Job();
+  no_uid["metadata"].erase("uid");
+  EXPECT_EQ(BuildWorkerNetworkPolicy(no_uid).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum) {
   auto pod = BuildWorkerPod(Job(), 1);
   ASSERT_OK(pod) << pod.status();

@@ -1,11 +1,17 @@
-// The Helm chart on the real control plane: it lints, installs (CRD, RBAC, a leader-elected Deployment,
-// metrics Service, dashboard), its Deployment becomes Available on KWOK nodes, and — the point — the
+// The Helm chart on the real control plane: it lints strictly; what it renders is accepted by this
+// apiserver (server-side dry run) and is hardened by default (non-root, read-only root filesystem, a
+// PodDisruptionBudget, a NetworkPolicy); bad values are refused by values.schema.json, or by the chart's
+// own checks, with a message that names the value; it installs (CRD, RBAC, a leader-elected Deployment,
+// metrics Service, dashboard) and its Deployment becomes Available on KWOK nodes; and — the point — the
 // ClusterRole it grants is enough for ringmaster-operator to run a job: the real operator binary,
-// authenticated only as the chart's service account, publishes a membership and creates the per-job RBAC.
+// authenticated only as the chart's service account, publishes a membership and creates the per-job RBAC
+// and NetworkPolicy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "support/manifests.h"
 #include "support/background_process.h"
@@ -40,12 +46,72 @@ class HelmChartTest : public ClusterTest {
     return RunCommand(argv, seconds(120));
   }
 
+  // `helm template` of release_ into system_ns_ for this cluster's Kubernetes version, with `values`
+  // (each a --set argument).
+  StatusOr<CommandResult> Template(const std::vector<std::string>& values = {}) {
+    std::vector<std::string> args = {"template", release_, kChart, "-n", system_ns_, "--kube-version",
+                                     cluster_.Get("KUBERNETES_VERSION")};
+    for (const auto& v : values) args.insert(args.end(), {"--set", v});
+    return Helm(args);
+  }
+
+  // The objects of `manifests` as this apiserver would store them: `kubectl apply --dry-run=server`, which
+  // runs validation and admission and persists nothing; its warnings (stderr) go to *warnings. An error
+  // carries kubectl's message.
+  StatusOr<std::vector<json>> DryRunOnServer(const std::string& manifests, std::string* warnings = nullptr) {
+    RINGMASTER_ASSIGN_OR_RETURN(CommandResult r,
+                                cluster_.Kubectl({"apply", "--dry-run=server", "-f", "-", "-o", "json"}, manifests));
+    if (!r.ok()) return UnknownError("the apiserver refused the rendered chart: " + r.err);
+    if (warnings != nullptr) *warnings = r.err;
+    json out = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    if (out.is_discarded()) return DataLossError("kubectl printed invalid JSON: " + r.out.substr(0, 200));
+    if (out.value("kind", "") != "List") return std::vector<json>{out};
+    return out["items"].get<std::vector<json>>();
+  }
+
+  // Renders with `values` and dry-runs the result on the server; empty after a failed assertion.
+  std::vector<json> RenderAccepted(const std::vector<std::string>& values = {}, std::string* warnings = nullptr) {
+    auto rendered = Template(values);
+    EXPECT_COMMAND_OK(rendered);
+    if (!rendered.ok() || !rendered->ok()) return {};
+    auto objects = DryRunOnServer(rendered->out, warnings);
+    EXPECT_OK(objects) << objects.status();
+    return objects.ok() ? *objects : std::vector<json>{};
+  }
+
+  static std::vector<json> OfKind(const std::vector<json>& objects, const std::string& kind) {
+    std::vector<json> out;
+    for (const auto& o : objects)
+      if (o.value("kind", "") == kind) out.push_back(o);
+    return out;
+  }
+
+  // Whether the ClusterRole among `objects` grants `resource` of `group`.
+  static bool ClusterRoleGrants(const std::vector<json>& objects, const std::string& group, const std::string& resource) {
+    auto has = [](const json& list, const std::string& item) {
+      return list.is_array() && std::find(list.begin(), list.end(), json(item)) != list.end();
+    };
+    for (const auto& role : OfKind(objects, "ClusterRole"))
+      for (const auto& rule : role.value("rules", json::array()))
+        if (has(rule.value("apiGroups", json::array()), group) && has(rule.value("resources", json::array()), resource)) return true;
+    return false;
+  }
+
+  // The operator container's args, one string.
+  static std::string OperatorArgs(const std::vector<json>& objects) {
+    std::string args;
+    for (json d : OfKind(objects, "Deployment"))
+      for (const auto& a : d["spec"]["template"]["spec"]["containers"][0].value("args", json::array()))
+        args += a.get<std::string>() + " ";
+    return args;
+  }
+
   std::string release_, system_ns_, jobs_ns_;
 };
 
 TEST_F(HelmChartTest, ChartLintsAndRendersForThisKubernetes) {
   ASSERT_FALSE(cluster_.Get("HELM").empty()) << "cluster.env has no HELM: run make deps";
-  auto lint = Helm({"lint", kChart});
+  auto lint = Helm({"lint", "--strict", kChart});
   ASSERT_OK(lint);
   EXPECT_EQ(lint->exit_code, 0) << lint->out << lint->err;
   auto rendered = Helm({"template", "r", kChart, "--kube-version", cluster_.Get("KUBERNETES_VERSION")});
@@ -54,6 +120,119 @@ TEST_F(HelmChartTest, ChartLintsAndRendersForThisKubernetes) {
     EXPECT_NE(rendered->out.find(kind), std::string::npos) << kind;
   }
   EXPECT_NE(rendered->out.find("--leader-elect"), std::string::npos);
+}
+
+TEST_F(HelmChartTest, DefaultsAreAcceptedByTheApiserverAndHardened) {
+  // Pod Security admission warns about a Deployment whose pods the namespace's level would refuse.
+  ASSERT_COMMAND_OK(cluster_.Kubectl({"label", "namespace", system_ns_, "pod-security.kubernetes.io/warn=restricted"}));
+  std::string warnings;
+  const std::vector<json> objects = RenderAccepted({}, &warnings);
+  ASSERT_FALSE(objects.empty());
+  EXPECT_EQ(warnings.find("PodSecurity"), std::string::npos) << "not restricted: " << warnings;
+  // (The warning does come when the pods would break the level.)
+  std::string loosened;
+  ASSERT_FALSE(RenderAccepted({"securityContext.allowPrivilegeEscalation=true"}, &loosened).empty());
+  EXPECT_NE(loosened.find("PodSecurity"), std::string::npos) << loosened;
+
+  auto deployments = OfKind(objects, "Deployment");
+  ASSERT_EQ(deployments.size(), 1u);
+  json& pod = deployments[0]["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["securityContext"].value("runAsNonRoot", false), true) << pod["securityContext"];
+  EXPECT_EQ(pod["securityContext"].value("runAsUser", 0), 65532) << "the operator image's non-root UID";
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"].value("type", ""), "RuntimeDefault");
+  json& container = pod["containers"][0];
+  json& sc = container["securityContext"];
+  EXPECT_EQ(sc.value("readOnlyRootFilesystem", false), true) << sc;
+  EXPECT_EQ(sc.value("allowPrivilegeEscalation", true), false) << sc;
+  EXPECT_EQ(sc["capabilities"]["drop"], json::array({"ALL"})) << sc;
+  EXPECT_NE(OperatorArgs(objects).find("--worker-network-policy=true"), std::string::npos) << OperatorArgs(objects);
+
+  // Two replicas: a budget that keeps one through a node drain.
+  auto pdbs = OfKind(objects, "PodDisruptionBudget");
+  ASSERT_EQ(pdbs.size(), 1u);
+  EXPECT_EQ(pdbs[0]["spec"]["minAvailable"], 1);
+  EXPECT_EQ(pdbs[0]["spec"]["selector"], deployments[0]["spec"]["selector"]);
+
+  // The operator's pods take connections only on the metrics and health ports; egress is not restricted.
+  auto policies = OfKind(objects, "NetworkPolicy");
+  ASSERT_EQ(policies.size(), 1u);
+  json& np = policies[0]["spec"];
+  EXPECT_EQ(np["podSelector"], deployments[0]["spec"]["selector"]);
+  EXPECT_EQ(np["policyTypes"], json::array({"Ingress"})) << np;
+  std::vector<int> ports;
+  for (auto& rule : np["ingress"])
+    for (auto& p : rule["ports"]) ports.push_back(p.value("port", 0));
+  EXPECT_EQ(ports, (std::vector<int>{8080, 8081})) << np;
+
+  // The operator creates a NetworkPolicy per job, so it is granted them.
+  EXPECT_TRUE(ClusterRoleGrants(objects, "networking.k8s.io", "networkpolicies"));
+}
+
+TEST_F(HelmChartTest, EverySwitchTurnsItsObjectOff) {
+  const std::vector<json> off = RenderAccepted({"podDisruptionBudget.enabled=false", "networkPolicy.enabled=false",
+                                                "workerNetworkPolicy.enabled=false"});
+  ASSERT_FALSE(off.empty());
+  EXPECT_TRUE(OfKind(off, "PodDisruptionBudget").empty());
+  EXPECT_TRUE(OfKind(off, "NetworkPolicy").empty());
+  EXPECT_FALSE(ClusterRoleGrants(off, "networking.k8s.io", "networkpolicies"));
+  EXPECT_NE(OperatorArgs(off).find("--worker-network-policy=false"), std::string::npos) << OperatorArgs(off);
+
+  // One replica: no budget (one of one would block every drain), whatever podDisruptionBudget.enabled says.
+  const std::vector<json> single = RenderAccepted({"replicaCount=1"});
+  ASSERT_FALSE(single.empty());
+  EXPECT_TRUE(OfKind(single, "PodDisruptionBudget").empty());
+
+  // What a platform engineer sets, as the apiserver accepts it.
+  const std::vector<json> custom = RenderAccepted(
+      {"image.pullPolicy=Always", "imagePullSecrets[0].name=regcred", "podAnnotations.team=ml", "podLabels.tier=control",
+       "priorityClassName=system-cluster-critical", "nodeSelector.pool=system", "networkPolicy.egress[0].ports[0].port=6443",
+       "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring", "podDisruptionBudget.minAvailable=50%"});
+  ASSERT_FALSE(custom.empty());
+  auto deployments = OfKind(custom, "Deployment");
+  ASSERT_EQ(deployments.size(), 1u);
+  json& tmpl = deployments[0]["spec"]["template"];
+  EXPECT_EQ(tmpl["metadata"]["annotations"].value("team", ""), "ml");
+  EXPECT_EQ(tmpl["metadata"]["labels"].value("tier", ""), "control");
+  EXPECT_EQ(tmpl["spec"]["imagePullSecrets"][0].value("name", ""), "regcred");
+  EXPECT_EQ(tmpl["spec"]["containers"][0].value("imagePullPolicy", ""), "Always");
+  auto policies = OfKind(custom, "NetworkPolicy");
+  ASSERT_EQ(policies.size(), 1u);
+  EXPECT_EQ(policies[0]["spec"]["policyTypes"], json::array({"Ingress", "Egress"}));
+  EXPECT_EQ(OfKind(custom, "PodDisruptionBudget").at(0)["spec"]["minAvailable"], "50%");
+}
+
+TEST_F(HelmChartTest, BadValuesAreRefusedNamingTheValue) {
+  struct Case {
+    std::string set;     // a --set argument
+    std::string names;   // what stderr must contain: the value's path or name
+    std::string reason;  // and what is wrong with it
+  };
+  const std::vector<Case> cases = {
+      {"replicaCount=0", "/replicaCount", "want 1"},
+      {"logFormat=xml", "/logFormat", "'text', 'json'"},
+      {"image.pullPolicy=Sometimes", "/image/pullPolicy", "'IfNotPresent', 'Always', 'Never'"},
+      {"leaderElection.leaseDuration=fifteen", "/leaderElection/leaseDuration", "does not match pattern"},
+      {"replicas=2", "'replicas'", "not allowed"},  // a typo'd top-level key
+      {"image.tagg=v1", "'tagg'", "not allowed"},
+      {"metrics.port=70000", "/metrics/port", "want 65,535"},
+      {"healthProbePort=0", "/healthProbePort", "want 1"},
+      {"kubeApiQps=0", "/kubeApiQps", "want 1"},
+      {"workers=0", "/workers", "want 1"},
+      {"networkPolicy.enabled=yes", "/networkPolicy/enabled", "want boolean"},
+      {"metrics.serviceMonitor.interval=often", "/metrics/serviceMonitor/interval", "does not match pattern"},
+      // What the schema cannot say (two values together), said by the chart's own checks.
+      {"leaderElection.renewDeadline=20s", "leaderElection.renewDeadline", "shorter than leaderElection.leaseDuration"},
+      {"leaderElection.enabled=false", "leaderElection.enabled", "replicaCount=1"},
+      {"healthProbePort=8080", "healthProbePort", "two listeners"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.set);
+    auto rendered = Template({c.set});
+    ASSERT_OK(rendered);
+    EXPECT_NE(rendered->exit_code, 0) << rendered->out;
+    EXPECT_NE(rendered->err.find(c.names), std::string::npos) << rendered->err;
+    EXPECT_NE(rendered->err.find(c.reason), std::string::npos) << rendered->err;
+  }
 }
 
 TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
@@ -102,6 +281,8 @@ TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
   EXPECT_OK(published) << published << "\n" << op.Log();
   auto role = cluster_.Kubectl({"get", "role", "charted-worker", "-n", jobs_ns_});
   EXPECT_COMMAND_OK(role) << "the per-job Role was not created";
+  auto policy = cluster_.Kubectl({"get", "networkpolicy", "charted-workers", "-n", jobs_ns_});
+  EXPECT_COMMAND_OK(policy) << "the per-job NetworkPolicy was not created";
   EXPECT_EQ(op.Log().find("forbidden"), std::string::npos) << op.Log();
   op.Stop();
 }

@@ -302,6 +302,13 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   EXPECT_EQ((*secret_before).value("immutable", false), true);
   const std::string secret_data = (*secret_before)["data"].value("secret", "");
   EXPECT_EQ(secret_data.size(), 88u) << "64 hex digits, base64-encoded";
+  // The job's NetworkPolicy: owned by the job, over its workers, admitting every port only from them.
+  auto policy_before = cluster_.KubectlJson({"get", "networkpolicy", "restart-workers", "-n", ns_});
+  ASSERT_OK(policy_before) << policy_before.status();
+  EXPECT_EQ((*policy_before)["metadata"]["ownerReferences"][0].value("uid", ""), before["metadata"].value("uid", "x"));
+  const json job_selector = {{"matchLabels", {{std::string(api::kJobNameLabel), "restart"}}}};
+  EXPECT_EQ((*policy_before)["spec"]["podSelector"], job_selector);
+  EXPECT_EQ((*policy_before)["spec"]["ingress"][0]["from"][0]["podSelector"], job_selector);
   EXPECT_EQ(first->Stop(), 0) << first->Log();
   BackgroundProcess* second = StartOperator();
   ASSERT_OK(WaitFor("the new operator to sync", seconds(30), [&](std::string*) {
@@ -319,6 +326,11 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   EXPECT_EQ((*secret_after)["metadata"].value("uid", ""), (*secret_before)["metadata"].value("uid", "x"));
   EXPECT_EQ((*secret_after)["metadata"].value("resourceVersion", ""), (*secret_before)["metadata"].value("resourceVersion", "x"));
   EXPECT_EQ((*secret_after)["data"].value("secret", ""), secret_data);
+  // Nor rewrote the NetworkPolicy: created once, then left alone.
+  auto policy_after = cluster_.KubectlJson({"get", "networkpolicy", "restart-workers", "-n", ns_});
+  ASSERT_OK(policy_after) << policy_after.status();
+  EXPECT_EQ((*policy_after)["metadata"].value("resourceVersion", ""),
+            (*policy_before)["metadata"].value("resourceVersion", "x"));
 }
 
 TEST_F(OperatorE2eTest, JobSucceedsWhenRankZeroExitsZero) {

@@ -18,3 +18,39 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/name: ringmaster-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+{{/* The pods' labels: podLabels, with the selector labels winning (the Deployment must select its pods). */}}
+{{- define "ringmaster.podLabels" -}}
+{{- $selector := include "ringmaster.selectorLabels" . | fromYaml -}}
+{{- toYaml (merge $selector (.Values.podLabels | default dict)) -}}
+{{- end -}}
+
+{{/* Seconds in a duration the schema has already checked ("15s"). */}}
+{{- define "ringmaster.seconds" -}}
+{{- trimSuffix "s" . | atoi -}}
+{{- end -}}
+
+{{/*
+What values.schema.json cannot say, because it relates two values: each failure names the values and what
+to change. Rendered by the Deployment, so `helm template`, `install` and `upgrade` all stop here.
+*/}}
+{{- define "ringmaster.validate" -}}
+{{- $le := .Values.leaderElection -}}
+{{- if and (gt (int .Values.replicaCount) 1) (not $le.enabled) -}}
+{{- fail (printf "replicaCount is %d but leaderElection.enabled is false: two operators would act on the same jobs; enable leader election or set replicaCount=1" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if $le.enabled -}}
+{{- $lease := include "ringmaster.seconds" $le.leaseDuration | int -}}
+{{- $renew := include "ringmaster.seconds" $le.renewDeadline | int -}}
+{{- $retry := include "ringmaster.seconds" $le.retryPeriod | int -}}
+{{- if ge $renew $lease -}}
+{{- fail (printf "leaderElection.renewDeadline (%s) must be shorter than leaderElection.leaseDuration (%s)" $le.renewDeadline $le.leaseDuration) -}}
+{{- end -}}
+{{- if ge $retry $renew -}}
+{{- fail (printf "leaderElection.retryPeriod (%s) must be shorter than leaderElection.renewDeadline (%s)" $le.retryPeriod $le.renewDeadline) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (int .Values.metrics.port) (int .Values.healthProbePort) -}}
+{{- fail (printf "metrics.port and healthProbePort are both %d: the operator serves them on two listeners" (int .Values.healthProbePort)) -}}
+{{- end -}}
+{{- end -}}
