@@ -13,7 +13,7 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-smoke test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo bench bench-operator bench-python clean
+        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python clean
 
 help:
 	@echo "make demo          see it work: the operator keeping an elastic job's membership on a local cluster"
@@ -21,6 +21,7 @@ help:
 	@echo "make deps          install build and test dependencies (idempotent; seconds when present)"
 	@echo "make build         configure and build into $(BUILD_DIR)/ (SANITIZE=address|thread)"
 	@echo "make test-unit | test-integration | test-e2e | test-gpu   one tier"
+	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP step)"
@@ -39,7 +40,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Every CPU tier. GPU tests carry the label `gpu` and run with `make test-gpu` on a machine with a GPU.
-test: deps build fuzz-smoke
+test: deps build images fuzz-smoke
 	$(CTEST) -LE gpu
 
 # The libFuzzer targets (clang): built in $(FUZZ_BUILD_DIR) and run briefly on their seed corpora, so
@@ -58,6 +59,10 @@ fuzz-smoke: deps
 	  $(FUZZ_BUILD_DIR)/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$work 2>&1 | grep -E "stat::number_of_executed_units|^==[0-9]+==ERROR|^SUMMARY" ; \
 	  status=$${PIPESTATUS[0]}; rm -rf $$work; [ "$$status" = 0 ] || { echo "ringmaster: error: $$t found a failure"; exit 1; }; \
 	done
+
+# The shipped Dockerfiles, built with buildah on a Debian base bootstrapped by mmdebstrap (docker/build-images.sh).
+images: deps
+	@IMAGES_DIR=$(abspath $(BUILD_DIR))/images docker/build-images.sh
 
 test-unit: build
 	$(CTEST) -L unit
