@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -102,16 +105,99 @@ Status OpenRedirect(const Redirect& r, bool child_reads, int* child_fd, int* par
 
 void WriteStderr(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }
 
+// One mount of a container, ready for the child.
+struct ChildMount {
+  MountSpec spec;
+  std::vector<std::string> mkdirs;  // ancestors first
+  bool bind_then_readonly = false;
+};
+
+// A container's setup, ready for the child (ContainerSetup).
+struct ChildContainer {
+  int join_ns_fd = -1;  // close-on-exec; closed by the parent after fork
+  std::string hostname;
+  std::vector<ChildMount> mounts;
+  std::string root;
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
 // Everything the child needs, prepared before fork: it then makes only async-signal-safe calls.
 struct ChildPlan {
   std::string program;
+  std::vector<std::string> candidates;  // tried in order with execve (a PATH search inside a root)
   std::vector<std::string> argv_strings, env_strings;
   std::vector<char*> argv, envp;
   std::string cwd;
   std::string exec_failed;  // "exec failed: PROGRAM: "
   int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr of the child; -1: inherited
   bool own_group = true;
+  std::optional<ChildContainer> container;
 };
+
+[[noreturn]] void SetupFailed(const char* step, const char* what) {
+  const char* reason = strerrordesc_np(errno);
+  WriteStderr("container setup failed: ");
+  WriteStderr(step);
+  WriteStderr(" ");
+  WriteStderr(what);
+  WriteStderr(": ");
+  WriteStderr(reason ? reason : "unknown error");
+  WriteStderr("\n");
+  ::_exit(128);
+}
+
+// The container part of the child: namespaces, mounts, chroot, working directory, user. Async-signal-safe.
+void SetUpContainer(const ChildContainer& c, const std::string& cwd) {
+  if (c.join_ns_fd >= 0) {
+    if (::setns(c.join_ns_fd, CLONE_NEWNS) != 0) SetupFailed("setns", "mount namespace");
+  } else {
+    if (::unshare(CLONE_NEWNS) != 0) SetupFailed("unshare", "mount namespace");
+    // Nothing mounted here reaches the host; the host's unmounts still reach us.
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) SetupFailed("make rslave", "/");
+  }
+  if (!c.hostname.empty()) {
+    if (::unshare(CLONE_NEWUTS) != 0) SetupFailed("unshare", "UTS namespace");
+    if (::sethostname(c.hostname.data(), c.hostname.size()) != 0) SetupFailed("sethostname", c.hostname.c_str());
+  }
+  for (const ChildMount& m : c.mounts) {
+    for (const std::string& dir : m.mkdirs) {
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) SetupFailed("mkdir", dir.c_str());
+    }
+    if (m.spec.create == MountSpec::Create::kFile) {
+      int fd = ::open(m.spec.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) SetupFailed("create", m.spec.target.c_str());
+      ::close(fd);
+    }
+    const char* source = m.spec.source.empty() ? nullptr : m.spec.source.c_str();
+    const char* fstype = m.spec.fstype.empty() ? nullptr : m.spec.fstype.c_str();
+    const char* data = m.spec.data.empty() ? nullptr : m.spec.data.c_str();
+    if (m.bind_then_readonly) {
+      if (::mount(source, m.spec.target.c_str(), nullptr, MS_BIND | (m.spec.flags & MS_REC), nullptr) != 0) {
+        SetupFailed("bind", m.spec.target.c_str());
+      }
+      if (::mount(nullptr, m.spec.target.c_str(), nullptr, MS_REMOUNT | m.spec.flags, nullptr) != 0) {
+        SetupFailed("remount read-only", m.spec.target.c_str());
+      }
+    } else if (::mount(source, m.spec.target.c_str(), fstype, m.spec.flags, data) != 0) {
+      SetupFailed("mount", m.spec.target.c_str());
+    }
+  }
+  if (!c.root.empty()) {
+    if (::chroot(c.root.c_str()) != 0) SetupFailed("chroot", c.root.c_str());
+    const char* dir = cwd.empty() ? "/" : cwd.c_str();
+    if (::chdir(dir) != 0) SetupFailed("chdir (the working directory)", dir);
+  } else if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+    SetupFailed("chdir (the working directory)", cwd.c_str());
+  }
+  if (c.switch_user) {
+    if (::setgroups(c.groups.size(), c.groups.data()) != 0) SetupFailed("setgroups", "");
+    if (::setgid(c.gid) != 0) SetupFailed("setgid", "");
+    if (::setuid(c.uid) != 0) SetupFailed("setuid", "");
+  }
+}
 
 [[noreturn]] void ExecChild(const ChildPlan& plan) {
   if (plan.own_group) ::setpgid(0, 0);
@@ -126,15 +212,26 @@ struct ChildPlan {
   for (int i = 0; i < 3; ++i) {
     if (plan.fds[i] >= 0) ::dup2(plan.fds[i], i);  // the copy at i is not close-on-exec
   }
-  if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
+  if (plan.container) {
+    SetUpContainer(*plan.container, plan.cwd);
+  } else if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
     WriteStderr("cannot chdir to the working directory\n");
     ::_exit(128);
   }
   if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {  // the parent's sockets and files stay out
     for (int fd = 3; fd < 4096; ++fd) ::close(fd);
   }
-  ::execve(plan.program.c_str(), plan.argv.data(), plan.envp.data());
-  const char* reason = strerrordesc_np(errno);
+  // execvp's rule: a candidate that is missing is skipped; EACCES is kept if nothing else runs.
+  int error = ENOENT;
+  bool denied = false;
+  for (const std::string& candidate : plan.candidates) {
+    ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
+    error = errno;
+    if (error == EACCES) denied = true;
+    else if (error != ENOENT && error != ENOTDIR) break;
+  }
+  if (denied && (error == ENOENT || error == ENOTDIR)) error = EACCES;
+  const char* reason = strerrordesc_np(error);
   WriteStderr(plan.exec_failed.c_str());
   WriteStderr(reason ? reason : "unknown error");
   WriteStderr("\n");
@@ -160,6 +257,68 @@ ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
   return n;
 }
 
+// Every ancestor of `path` and `path` itself ("/a/b" -> "/a", "/a/b"), outermost first.
+std::vector<std::string> DirectoryChain(const std::string& path) {
+  std::vector<std::string> out;
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (path[i - 1] != '/') out.push_back(path.substr(0, i));
+    }
+  }
+  return out;
+}
+
+StatusOr<ChildContainer> PrepareContainer(const ContainerSetup& setup) {
+  ChildContainer c;
+  c.hostname = setup.hostname;
+  c.root = setup.root;
+  if (setup.uid) {
+    c.switch_user = true;
+    c.uid = *setup.uid;
+    c.gid = setup.gid;
+    c.groups = setup.groups;
+  }
+  for (const MountSpec& spec : setup.mounts) {
+    if (spec.target.empty() || spec.target[0] != '/') {
+      return InvalidArgumentError("a container mount needs an absolute target: '" + spec.target + "'");
+    }
+    ChildMount m;
+    m.spec = spec;
+    m.bind_then_readonly = (spec.flags & MS_BIND) && (spec.flags & MS_RDONLY) && !(spec.flags & MS_REMOUNT);
+    if (spec.create == MountSpec::Create::kDirectory) {
+      m.mkdirs = DirectoryChain(spec.target);
+    } else if (spec.create == MountSpec::Create::kFile) {
+      m.mkdirs = DirectoryChain(spec.target);
+      if (!m.mkdirs.empty()) m.mkdirs.pop_back();
+    }
+    c.mounts.push_back(std::move(m));
+  }
+  if (!setup.join_mount_namespace.empty()) {
+    c.join_ns_fd = ::open(setup.join_mount_namespace.c_str(), O_RDONLY | O_CLOEXEC);
+    if (c.join_ns_fd < 0) return InternalError(ErrnoText("open " + setup.join_mount_namespace));
+  }
+  return c;
+}
+
+// `name` in each directory of the child's PATH (a shell's default when it has none), for a search inside a
+// root that only the child sees.
+std::vector<std::string> PathCandidates(const std::string& name, const std::vector<std::string>& env) {
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const auto& e : env) {
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  }
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(begin, end - begin);
+    out.push_back((dir.empty() ? "." : dir) + "/" + name);
+    begin = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ExitStatus::ToString() const {
@@ -177,13 +336,22 @@ StatusOr<Subprocess> Subprocess::Start(const SpawnOptions& options) {
   for (auto& e : plan.env_strings) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
   plan.cwd = options.cwd;
-  plan.exec_failed = "exec failed: " + plan.program + ": ";
+  plan.candidates = {plan.program};
   plan.own_group = options.own_process_group;
+  if (options.container) {
+    RINGMASTER_ASSIGN_OR_RETURN(plan.container, PrepareContainer(*options.container));
+    if (!options.container->root.empty() && options.program.empty() && options.argv[0].find('/') == std::string::npos) {
+      plan.program = options.argv[0];
+      plan.candidates = PathCandidates(options.argv[0], plan.env_strings);
+    }
+  }
+  plan.exec_failed = "exec failed: " + plan.program + (plan.candidates.size() > 1 ? " (searched PATH)" : "") + ": ";
 
   Subprocess p;
   p.own_group_ = options.own_process_group;
   auto close_child_ends = [&plan] {
     for (int& fd : plan.fds) CloseFd(fd);
+    if (plan.container) CloseFd(plan.container->join_ns_fd);
   };
   const Redirect* redirects[3] = {&options.in, &options.out, &options.err};
   int* parent_ends[3] = {&p.stdin_fd_, &p.stdout_fd_, &p.stderr_fd_};

@@ -3,11 +3,15 @@
 //
 // A child starts the way a container's process does: default signal dispositions and nothing blocked
 // (whatever the parent set), no descriptor of the parent beyond stdin/stdout/stderr, optionally its own
-// process group (so a kill reaches its children) and a clean environment.
+// process group (so a kill reaches its children) and a clean environment. With `container` set it also
+// starts in a filesystem view of its own (a container runtime's part, done here so that there is one
+// fork/exec path): see ContainerSetup.
 //
 // Errors: Start returns InvalidArgument for an empty argv and Internal when a file cannot be opened or
-// fork fails. A program that cannot be executed is not an error of Start: the child writes
-// "exec failed: PROGRAM: REASON" on its stderr and exits 127; one that cannot chdir to `cwd` exits 128.
+// fork fails (or a namespace to join cannot be opened). A program that cannot be executed is not an error
+// of Start: the child writes "exec failed: PROGRAM: REASON" on its stderr and exits 127; one that cannot
+// chdir to `cwd` exits 128, and so does one whose container setup fails (after writing "container setup
+// failed: STEP: REASON" on its stderr).
 // Ownership: a Subprocess owns its process until it is reaped, and the parent's ends of its pipes.
 // Thread-safety: Start may be called from any thread of a multithreaded program (the child makes only
 // async-signal-safe calls before exec). One Subprocess is used by one thread at a time.
@@ -39,6 +43,37 @@ struct Redirect {
 
 using EnvironmentList = std::vector<std::pair<std::string, std::string>>;
 
+// One mount(2) made in the child's own mount namespace (ContainerSetup).
+struct MountSpec {
+  enum class Create { kNone, kDirectory, kFile };
+  std::string source;       // "" for none (a remount)
+  std::string target;       // a path as the child sees it before its chroot
+  std::string fstype;       // "" for a bind or a remount
+  unsigned long flags = 0;  // MS_*. MS_BIND|MS_RDONLY without MS_REMOUNT binds, then remounts the bind read-only
+  std::string data;         // filesystem options ("lowerdir=...,upperdir=...", "mode=1777")
+  Create create = Create::kNone;  // kDirectory: mkdir -p target first; kFile: mkdir -p its parent, then
+                                  // create it empty (a bind target for a file). Paths are used as given:
+                                  // resolve symlinks inside a root before (the caller's job).
+};
+
+// A child in a filesystem view of its own, as a container runtime starts a container's process. In the
+// child, in this order: join the mount namespace `join_mount_namespace` (a file such as
+// /proc/PID/ns/mnt, opened before fork) or else unshare a new one whose mounts propagate to no one
+// (rslave); with `hostname`, a UTS namespace of its own with that host name; every mount of `mounts` in
+// order; chroot to `root` (then `cwd`, default "/", is a path inside it); setgroups(`groups`),
+// setgid(`gid`), setuid(`uid`) when a uid is given. With a root, a program name without a '/' is looked up
+// in the child's PATH inside the root (as execvp would, after the chroot). Needs CAP_SYS_ADMIN (and
+// CAP_SETUID/CAP_SETGID for a uid). The namespace ends with its last process: nothing to unmount.
+struct ContainerSetup {
+  std::string join_mount_namespace;  // "": a new mount namespace
+  std::string hostname;              // "": the parent's UTS namespace
+  std::vector<MountSpec> mounts;
+  std::string root;  // "": no chroot
+  std::optional<uid_t> uid;
+  gid_t gid = 0;               // used with a uid
+  std::vector<gid_t> groups;   // supplementary groups, used with a uid
+};
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0]: the program, looked up in PATH unless it contains a '/'
   std::string program;            // when set, the file executed as is (argv[0] is only the name it sees)
@@ -49,6 +84,7 @@ struct SpawnOptions {
   Redirect out = Redirect::Inherit();
   Redirect err = Redirect::Inherit();
   bool own_process_group = true;  // false: it stays in the parent's group (a terminal's Ctrl-C reaches it)
+  std::optional<ContainerSetup> container;  // set: the child starts in a filesystem view of its own
 };
 
 struct ExitStatus {

@@ -20,8 +20,12 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
+#include "base/time_format.h"
 #include "pod_runner/container_env.h"
+#include "pod_runner/container_start.h"
 #include "pod_runner/local_process.h"
+#include "pod_runner/readiness_probe.h"
+#include "pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
 
@@ -64,8 +68,14 @@ std::string Tail(const std::string& path, size_t bytes) {
 struct PodRunner::Proc {
   RunnerProcess info;
   Subprocess process;
-  bool report_due = false;  // exited by itself; not reported yet
+  bool report_due = false;  // the pod's last container to exit, by itself; not reported yet
+  int report_code = 0;      // the pod's exit code to report
+  uint64_t exit_seq = 0;    // order of its exit among all exits
   Clock::time_point exited_at;
+  // Image mode:
+  SpawnOptions exec;                      // runs a command inside the container (exec probes)
+  std::optional<ProbeSpec> probe;         // its readiness probe
+  std::optional<ReadinessState> readiness;
 };
 
 // A pod whose start failed so far (retried every tick until start_timeout).
@@ -79,9 +89,15 @@ struct PodRunner::Pending {
 PodRunner::PodRunner(PodRunnerOptions options) : options_(std::move(options)), started_at_(Clock::now()) {}
 
 StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) {
-  if (options.kubeconfig.empty() || options.ns.empty() || options.job.empty() || options.bin_dir.empty() ||
-      options.work_dir.empty()) {
-    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job, bin_dir and work_dir");
+  if (options.kubeconfig.empty() || options.ns.empty() || options.job.empty() ||
+      (options.bin_dir.empty() && options.image_dir.empty()) || options.work_dir.empty()) {
+    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job, bin_dir or image_dir, and work_dir");
+  }
+  if (!options.image_dir.empty()) {
+    if (::geteuid() != 0) {
+      return FailedPreconditionError("PodRunner: image mode needs root (mount namespaces, overlayfs, chroot, setuid)");
+    }
+    if (options.rootfs_cache_dir.empty()) options.rootfs_cache_dir = DefaultRootfsCacheDir();
   }
   std::error_code ec;
   std::filesystem::create_directories(options.work_dir, ec);
@@ -115,7 +131,8 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
                                    std::to_string(o.sync_timeout.count()) + " s (is the apiserver up?)");
     }
   }
-  runner->Log("running the pods of job " + o.ns + "/" + o.job + " as local processes (logs in " + o.work_dir + ")");
+  runner->Log("running the pods of job " + o.ns + "/" + o.job + " as local processes (logs in " + o.work_dir + ")" +
+              (o.image_dir.empty() ? "" : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")"));
   runner->thread_ = std::thread([self] { self->Run(); });
   return runner;
 }
@@ -173,6 +190,7 @@ void PodRunner::Tick() {
     KillAndReapLocked(pods, nodes);
   }
   ReportExits();
+  if (!options_.image_dir.empty()) ProbeReadiness(pods);
 
   std::map<std::string, const json*> node_by_name;
   for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
@@ -241,12 +259,27 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     // Reap first: a process that exited by itself is reported even if its pod goes at the same time.
     if (std::optional<ExitStatus> exit = proc->process.Poll()) {
       p.running = false;
+      p.ready = false;
       p.exit_code = exit->ShellCode();
       proc->exited_at = Clock::now();
-      proc->report_due = p.killed_for.empty();
+      proc->exit_seq = ++exits_;
+      // The pod's exit is reported once its last container has exited by itself: the first non-zero code.
+      bool all_done = p.killed_for.empty();
+      const Proc* first_failure = nullptr;
+      for (const auto& sibling : procs_) {
+        if (sibling->info.uid != p.uid) continue;
+        all_done &= !sibling->info.running && sibling->info.killed_for.empty();
+        if (!sibling->info.running && sibling->info.exit_code != 0 &&
+            (first_failure == nullptr || sibling->exit_seq < first_failure->exit_seq)) {
+          first_failure = sibling.get();
+        }
+      }
+      proc->report_due = all_done;
+      proc->report_code = first_failure ? first_failure->info.exit_code : 0;
       std::string how = exit->exited() ? "exited " + std::to_string(exit->code)
                                        : "died of signal " + std::to_string(exit->signal);
-      Log(p.pod + " (uid " + ShortUid(p.uid) + ", pid " + std::to_string(p.pid) + ") " + how +
+      Log(p.pod + (p.container.empty() ? "" : "/" + p.container) + " (uid " + ShortUid(p.uid) + ", pid " +
+          std::to_string(p.pid) + ") " + how +
           (p.killed_for.empty() ? "" : ": killed because " + p.killed_for + "; not reported"));
       continue;
     }
@@ -279,7 +312,7 @@ void PodRunner::ReportExits() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : procs_)
-      if (p->report_due) due.push_back({p->info.pod, p->info.uid, p->info.exit_code});
+      if (p->report_due) due.push_back({p->info.pod, p->info.uid, p->report_code});
   }
   for (const auto& d : due) {
     Status s = ReportExit(d.pod, d.uid, d.code);
@@ -312,6 +345,7 @@ Status PodRunner::ReportExit(const std::string& pod, const std::string& uid, int
 }
 
 Status PodRunner::StartPod(const json& pod) {
+  if (!options_.image_dir.empty()) return StartImagePod(pod);
   const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
   const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
   const json& containers = pod["spec"]["containers"];
@@ -375,7 +409,8 @@ Status PodRunner::StartPod(const json& pod) {
   const pid_t pid = process.pid();
 
   auto proc = std::make_unique<Proc>();
-  proc->info = RunnerProcess{name, uid, node, ip, pid, true, -1, "", false, log_file, kubeconfig};
+  proc->info = RunnerProcess{name, uid, node, ip, StringAt(container, {"name"}), pid, true, -1, "", false, log_file,
+                             kubeconfig, true};
   proc->process = std::move(process);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -388,6 +423,170 @@ Status PodRunner::StartPod(const json& pod) {
   return Status::Ok();
 }
 
+StatusOr<std::string> PodRunner::PodToken(const json& pod, const std::vector<std::string>& audiences,
+                                          int64_t expiration_seconds) {
+  std::string sa = StringAt(pod, {"spec", "serviceAccountName"});
+  if (sa.empty()) sa = "default";
+  kube::TokenRequestOptions to;
+  to.bound_kind = "Pod";
+  to.bound_name = StringAt(pod, {"metadata", "name"});
+  to.bound_uid = StringAt(pod, {"metadata", "uid"});
+  to.audiences = audiences;
+  to.expiration_seconds = expiration_seconds;
+  return client_->CreateToken(options_.ns, sa, to);
+}
+
+Status PodRunner::StartImagePod(const json& pod) {
+  const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
+  const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
+  const std::string base = options_.work_dir + "/" + name + "." + ShortUid(uid);
+  PodStartContext ctx;
+  ctx.image_dir = options_.image_dir;
+  ctx.rootfs_cache_dir = options_.rootfs_cache_dir;
+  ctx.pod_dir = base + ".pod";
+  ctx.log_prefix = base + ".";
+  // KUBERNETES_SERVICE_HOST/PORT: the apiserver's address (https://HOST:PORT).
+  std::string hostport = server_.substr(server_.find("://") == std::string::npos ? 0 : server_.find("://") + 3);
+  hostport = hostport.substr(0, hostport.find('/'));
+  const size_t colon = hostport.rfind(':');
+  ctx.apiserver_host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  ctx.apiserver_port = colon == std::string::npos ? "443" : hostport.substr(colon + 1);
+  ctx.object_data = [this](const std::string& kind, const std::string& object) -> StatusOr<std::map<std::string, std::string>> {
+    const bool secret = kind == "Secret";
+    RINGMASTER_ASSIGN_OR_RETURN(json got, client_->Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(),
+                                                        options_.ns, object));
+    std::map<std::string, std::string> data;
+    const json& fields = At(got, {"data"});
+    if (!fields.is_object()) return data;
+    for (auto it = fields.begin(); it != fields.end(); ++it) {
+      if (!it.value().is_string()) continue;
+      if (secret) {
+        RINGMASTER_ASSIGN_OR_RETURN(data[it.key()], kube::Base64Decode(it.value().get<std::string>()));
+      } else {
+        data[it.key()] = it.value().get<std::string>();
+      }
+    }
+    return data;
+  };
+  ctx.token = [this, &pod](const FileSource& source) {
+    std::vector<std::string> audiences;
+    if (!source.audience.empty()) audiences.push_back(source.audience);
+    return PodToken(pod, audiences, source.expiration_seconds);
+  };
+  ctx.progress = [this](const std::string& line) { Log(line); };
+  RINGMASTER_ASSIGN_OR_RETURN(std::vector<StartedContainer> started, StartPodContainers(pod, ctx));
+
+  const auto now = Clock::now();
+  std::string names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& c : started) {
+      auto proc = std::make_unique<Proc>();
+      proc->info = RunnerProcess{name, uid, node, ip, c.name, c.process.pid(), true, -1, "", false, c.log_file, "",
+                                 !c.readiness.has_value()};
+      proc->process = std::move(c.process);
+      proc->exec = std::move(c.exec);
+      proc->probe = c.readiness;
+      if (c.readiness) proc->readiness.emplace(*c.readiness, now);
+      names += (names.empty() ? "" : ", ") + c.name;
+      procs_.push_back(std::move(proc));
+    }
+  }
+  Log("started " + name + " (uid " + ShortUid(uid) + ") on " + node + " at " + ip + " from its images: containers " + names);
+  return Status::Ok();
+}
+
+void PodRunner::ProbeReadiness(const std::vector<json>& pods) {
+  struct Attempt {
+    std::string uid, container, ip;
+    pid_t pid;
+    ProbeSpec spec;
+    SpawnOptions exec;
+  };
+  std::vector<Attempt> attempts;
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& p : procs_) {
+      if (!p->info.running || !p->info.killed_for.empty() || !p->readiness || !p->readiness->Due(now)) continue;
+      attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, *p->probe, p->exec});
+    }
+  }
+  for (const auto& a : attempts) {
+    Status result = a.spec.kind == ProbeSpec::Kind::kHttpGet     ? ProbeHttp(a.ip, a.spec)
+                    : a.spec.kind == ProbeSpec::Kind::kTcpSocket ? ProbeTcp(a.ip, a.spec)
+                                                                 : ExecInContainer(a.exec, a.pid, a.spec.command, a.spec.timeout);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& p : procs_) {
+      if (p->info.uid != a.uid || p->info.container != a.container || !p->info.running || !p->readiness) continue;
+      if (p->readiness->Record(result.ok(), Clock::now())) {
+        p->info.ready = p->readiness->ready();
+        Log(p->info.pod + "/" + a.container + " is " + (p->info.ready ? "ready" : "not ready") +
+            (result.ok() ? "" : ": " + result.ToString()));
+      }
+    }
+  }
+  // Level-based: the readiness the pod should show, patched wherever the pod shows another.
+  for (const auto& pod : pods) {
+    const std::string uid = StringAt(pod, {"metadata", "uid"});
+    std::map<std::string, bool> ready;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      bool any_running = false;
+      for (const auto& p : procs_) {
+        if (p->info.uid != uid) continue;
+        any_running |= p->info.running && p->info.killed_for.empty();
+        ready[p->info.container] = p->info.running && p->info.ready;
+      }
+      if (!any_running) continue;  // exited: KWOK's stages report it
+    }
+    bool all = true;
+    for (const auto& [c, r] : ready) all &= r;
+    bool differs = false;
+    for (const auto& c : At(pod, {"status", "conditions"}).is_array() ? pod["status"]["conditions"] : json::array()) {
+      const std::string type = StringAt(c, {"type"});
+      if (type == "Ready" || type == "ContainersReady") differs |= (StringAt(c, {"status"}) == "True") != all;
+    }
+    for (const auto& cs : At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array()) {
+      auto it = ready.find(StringAt(cs, {"name"}));
+      if (it != ready.end()) differs |= At(cs, {"ready"}).is_boolean() && cs["ready"].get<bool>() != it->second;
+    }
+    if (!differs) continue;
+    auto last = readiness_patched_.find(uid);
+    if (last != readiness_patched_.end() && Clock::now() - last->second < std::chrono::milliseconds(500)) continue;
+    readiness_patched_[uid] = Clock::now();
+    Status s = PatchReadiness(pod, ready);
+    Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) + (all ? " Ready" : " NotReady") +
+        (s.ok() ? "" : ": " + s.ToString()));
+  }
+}
+
+Status PodRunner::PatchReadiness(const json& pod, const std::map<std::string, bool>& ready) {
+  bool all = true;
+  for (const auto& [c, r] : ready) all &= r;
+  const std::string now = FormatRfc3339(std::chrono::system_clock::now());
+  const std::string status = all ? "True" : "False";
+  json conditions = json::array();
+  for (const char* type : {"Ready", "ContainersReady"}) {
+    json c = {{"type", type}, {"status", status}, {"lastTransitionTime", now}};
+    if (!all) c["reason"] = "ContainersNotReady";
+    conditions.push_back(c);
+  }
+  // containerStatuses is replaced as a whole by a patch: the current list with `ready` changed.
+  json statuses = At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array();
+  for (auto& cs : statuses) {
+    auto it = ready.find(StringAt(cs, {"name"}));
+    if (it != ready.end()) cs["ready"] = it->second;
+  }
+  json patch = {{"metadata", {{"uid", StringAt(pod, {"metadata", "uid"})}}},
+                {"status", {{"conditions", conditions}, {"containerStatuses", statuses}}}};
+  kube::PatchOptions po;
+  po.subresource = "status";
+  return client_->Patch(kube::resources::Pods(), options_.ns, StringAt(pod, {"metadata", "name"}),
+                        kube::PatchType::kStrategicMerge, patch, po)
+      .status();
+}
+
 std::vector<RunnerProcess> PodRunner::Processes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<RunnerProcess> out;
@@ -397,11 +596,16 @@ std::vector<RunnerProcess> PodRunner::Processes() const {
 
 Status PodRunner::Signal(const std::string& pod, int signal) {
   std::lock_guard<std::mutex> lock(mu_);
+  bool found = false;
+  Status result = Status::Ok();
   for (auto& p : procs_) {
     if (p->info.pod != pod || !p->info.running) continue;
-    return p->process.Signal(signal);  // refused once reaped: the pid may have been reused
+    found = true;
+    Status s = p->process.Signal(signal);  // refused once reaped: the pid may have been reused
+    if (!s.ok()) result = s;
   }
-  return NotFoundError("no running process for pod " + pod);
+  if (!found) return NotFoundError("no running process for pod " + pod);
+  return result;
 }
 
 std::vector<std::string> PodRunner::Errors() const {
@@ -417,7 +621,8 @@ std::string PodRunner::Describe(size_t tail_bytes) const {
     for (const auto& l : lines_) out += l + "\n";
   }
   for (const auto& p : procs_) {
-    out += "---- " + p->info.pod + " (uid " + ShortUid(p->info.uid) + "): " + p->info.log_file + " ----\n" +
+    out += "---- " + p->info.pod + (p->info.container.empty() ? "" : "/" + p->info.container) + " (uid " +
+           ShortUid(p->info.uid) + "): " + p->info.log_file + " ----\n" +
            Tail(p->info.log_file, tail_bytes) + "\n";
   }
   return out;

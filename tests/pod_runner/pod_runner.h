@@ -1,6 +1,8 @@
 // PodRunner: a kubelet for KWOK's fake nodes, for end-to-end tests. It runs the pods of one job (label
-// ringmaster.io/job-name=<job>) as local processes, so real workers run under the real operator:
+// ringmaster.io/job-name=<job>) as local processes, so real workers run under the real operator. It has
+// two modes:
 //
+// Bin-dir mode (`bin_dir` set, `image_dir` empty): the container's image is ignored.
 //   * A pod is started once KWOK reports it Running with a pod IP in the loopback pod CIDR (127.x): its
 //     first container's environment is resolved as the kubelet would (container_env.h; Secrets and
 //     ConfigMaps read with the runner's admin credentials), the command is looked up by its base name
@@ -8,6 +10,33 @@
 //     KUBECONFIG: a kubeconfig holding a TokenRequest token of the pod's service account, bound to the
 //     pod, so the worker authenticates exactly as in a pod (with only its per-job Role). Output goes to
 //     `<work_dir>/<pod>.<uid prefix>.log`; one progress line per event goes to `options.log`.
+//
+// Image mode (`image_dir` set): pods run from their images, as a kubelet would (container_start.h).
+//   * Every container of the pod runs from its image: an OCI archive <image_dir>/NAME.tar holding the tag
+//     (oci_image.h; a missing image fails the pod, as ErrImageNeverPull), unpacked once into
+//     `rootfs_cache_dir` (rootfs_cache.h) and shared read-only, each container with an overlayfs layer of
+//     its own under `work_dir`, in its own mount and UTS namespaces, chrooted, as its user (runAsUser,
+//     runAsGroup, runAsNonRoot, the image's User), with Kubernetes' command/args rules against
+//     ENTRYPOINT/CMD, the image's Env under the container's env (fieldRefs included), workingDir, the
+//     service-account token, CA and namespace at /var/run/secrets/kubernetes.io/serviceaccount (the token a
+//     TokenRequest bound to the pod; in-cluster config through KUBERNETES_SERVICE_HOST/PORT, no
+//     KUBECONFIG), and emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes
+//     (pod_spec.h). It shares the host's network and binds its pod IP. Needs root. A pod using a feature
+//     the runner cannot honour (pod_spec.h lists them: initContainers, livenessProbe, other volume types,
+//     a restartPolicy other than Never...) fails at once with a reason naming it. Not enforced (logged
+//     nowhere, documented here): seccomp/AppArmor profiles, capabilities.drop, allowPrivilegeEscalation,
+//     resources; the token is not rotated.
+//   * Readiness probes (httpGet to the pod IP, tcpSocket, exec inside the container) run on their
+//     periodSeconds with successThreshold/failureThreshold, and the runner patches the pod's status
+//     (Ready, ContainersReady, containerStatuses[].ready) when they change. KWOK's pod-ready stage
+//     (tests/harness/cluster/kwok-stages.yaml) leaves a pod with a readiness probe NotReady at start only
+//     when it carries the annotation kProbedReadinessAnnotation; otherwise KWOK marks it Ready at once and
+//     the runner patches it NotReady when its first container starts (a short window in which it looks
+//     Ready). Pods without the annotation keep KWOK's old behaviour where no runner runs.
+//   * The pod's exit is reported when every container has exited: 0 when all exited 0, else the first
+//     non-zero code.
+//
+// In both modes:
 //   * When the process exits by itself, the exit is reported through KWOK's stage labels: exit 0 ->
 //     pod-container-completed (the pod Succeeds), otherwise pod-container-running-failed with the exit
 //     code annotation (128+signal for a signal) -- so the operator sees a real pod lifecycle.
@@ -15,14 +44,16 @@
 //     or its node goes NotReady (KWOK's node-not-ready chaos label, or Ready not True) or disappears,
 //     the process group is SIGKILLed at once (a lost node) and nothing is reported.
 //   * A pod that cannot start is reported failed with exit code 128 and the reason is added to Errors():
-//     at once when no retry can help (no command, an unsupported env source), else when its start kept
-//     failing (no Secret yet, no token, no binary) for `start_timeout`.
+//     at once when no retry can help (no command, an unsupported env source or pod feature), else when its
+//     start kept failing (no Secret yet, no token, no binary or image) for `start_timeout`. The first
+//     start of an image waits for its unpack (minutes for the worker image) before that clock matters.
 //
 // Errors: Start() returns FailedPrecondition/InvalidArgument for bad options or kubeconfig, and
 // DeadlineExceeded when the pod and node caches do not sync within `sync_timeout`. Every later failure is
 // a progress line and, when it affects a pod, an entry of Errors(); nothing waits without a deadline.
 // Ownership: the runner owns its processes; Stop() (and the destructor) kills every one still running.
-// Thread-safety: every public method is thread-safe; the runner works on one thread of its own.
+// Thread-safety: every public method is thread-safe; the runner works on one thread of its own (which
+// also runs the probes and waits for image unpacks).
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +61,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,12 +80,19 @@ class Informer;
 
 namespace ringmaster::testing {
 
+// A pod annotated kProbedReadinessAnnotation=pod-runner stays NotReady after KWOK starts it until the
+// pod runner's readiness probes pass (image mode). Put it in a TrainingJob's template metadata.
+inline constexpr char kProbedReadinessAnnotation[] = "ringmaster.io/readiness";
+inline constexpr char kProbedReadinessValue[] = "pod-runner";
+
 struct PodRunnerOptions {
   std::string kubeconfig;  // admin: watch pods/nodes, read Secrets, patch pods, TokenRequest
   std::string ns;          // the job's namespace
   std::string job;         // pods labelled ringmaster.io/job-name=<job>
-  std::string bin_dir;     // where a container's command[0] is found (by its base name)
-  std::string work_dir;    // per-pod kubeconfigs, homes and logs (created)
+  std::string bin_dir;     // bin-dir mode: where a container's command[0] is found (by its base name)
+  std::string image_dir;   // set: image mode, the OCI archives <image_dir>/NAME.tar (bin_dir unused)
+  std::string rootfs_cache_dir;  // image mode: unpacked images; "": DefaultRootfsCacheDir() (rootfs_cache.h)
+  std::string work_dir;    // per-pod kubeconfigs, homes, container layers, volumes and logs (created)
   std::string pod_ip_prefix = "127.";  // only pods with such an IP can run here
   LogSink log;  // progress lines; empty: stderr
   std::chrono::milliseconds poll_interval{50};
@@ -61,16 +100,18 @@ struct PodRunnerOptions {
   std::chrono::seconds sync_timeout{30};
 };
 
-// One process the runner started (a snapshot).
+// One process the runner started (a snapshot): a pod's container.
 struct RunnerProcess {
   std::string pod, uid, node, ip;
+  std::string container;  // its name
   pid_t pid = -1;
   bool running = true;
   int exit_code = -1;     // once !running: the exit status, or 128+signal
   std::string killed_for; // "" when it exited by itself; else why the runner killed it
   bool reported = false;  // its exit was reported to the apiserver (KWOK stage labels)
   std::string log_file;
-  std::string kubeconfig;  // the pod's: its service-account token, valid while the pod exists
+  std::string kubeconfig;  // bin-dir mode: the pod's (its service-account token, valid while the pod exists)
+  bool ready = true;       // image mode: its readiness probe's verdict (true without a probe)
 };
 
 class PodRunner {
@@ -86,8 +127,8 @@ class PodRunner {
 
   // Every process started so far, in start order.
   std::vector<RunnerProcess> Processes() const;
-  // Sends `signal` to the running process of pod `pod` (a crash when SIGKILL: its exit is reported
-  // like any other). NotFound when that pod has no running process.
+  // Sends `signal` to every running process (container) of pod `pod` (a crash when SIGKILL: its exit is
+  // reported like any other). NotFound when that pod has no running process.
   Status Signal(const std::string& pod, int signal);
   // Failures that affected pods (a start that never succeeded, an exit that could not be reported).
   std::vector<std::string> Errors() const;
@@ -106,6 +147,15 @@ class PodRunner {
   void ReportExits();
   // Starts `pod`'s first container as a process; the error says why it cannot (yet).
   Status StartPod(const nlohmann::json& pod);
+  // Image mode: starts every container of `pod` from its image.
+  Status StartImagePod(const nlohmann::json& pod);
+  // Image mode: runs the readiness probes that are due and patches the readiness of pods that changed.
+  void ProbeReadiness(const std::vector<nlohmann::json>& pods);
+  // Patches pod `uid`'s Ready/ContainersReady conditions and containerStatuses[].ready.
+  Status PatchReadiness(const nlohmann::json& pod, const std::map<std::string, bool>& ready);
+  // The pod's service-account token (TokenRequest bound to it).
+  StatusOr<std::string> PodToken(const nlohmann::json& pod, const std::vector<std::string>& audiences,
+                                 int64_t expiration_seconds);
   // Reports an exit through KWOK's stage labels (0: completed; else failed with the exit code).
   Status ReportExit(const std::string& pod, const std::string& uid, int exit_code);
   // Records and prints a progress line. Takes only log_mu_ (callable with mu_ held).
@@ -127,6 +177,10 @@ class PodRunner {
   std::vector<std::unique_ptr<Pending>> pending_;  // pods whose start failed so far, retried
   std::vector<std::string> errors_;
   bool stopped_ = false;
+  uint64_t exits_ = 0;  // exits seen so far (orders a pod's container exits)
+
+  // Used by the runner's thread only.
+  std::map<std::string, std::chrono::steady_clock::time_point> readiness_patched_;  // by pod uid
 
   mutable std::mutex log_mu_;  // taken after mu_ when both are held
   // Guarded by log_mu_.

@@ -3,6 +3,8 @@
 //
 //   ringmaster-pod-runner --kubeconfig build/cluster/kubeconfig --namespace default --job demo
 //       --bin-dir build/bin --work-dir /tmp/demo-pods
+//   ringmaster-pod-runner ... --image-dir build/images --work-dir /tmp/demo-pods   (pods run from their images;
+//       needs root: see pod_runner.h's image mode)
 #include <signal.h>
 
 #include <cstdio>
@@ -17,8 +19,9 @@ namespace {
 
 constexpr char kDescription[] =
     "ringmaster-pod-runner: runs the pods of TrainingJob --job (label ringmaster.io/job-name) that KWOK reports\n"
-    "Running as local processes, reports their exits through KWOK's stage labels, and kills a pod's process\n"
-    "when the pod is deleted or its node goes NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
+    "Running as local processes (found in --bin-dir, or run from their images in --image-dir), reports their\n"
+    "exits through KWOK's stage labels, and kills a pod's processes when the pod is deleted or its node goes\n"
+    "NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
 
 struct Flags {
   ringmaster::testing::PodRunnerOptions runner;
@@ -31,8 +34,16 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   app->add_option("--kubeconfig", f.runner.kubeconfig, "the cluster's admin kubeconfig")->required();
   app->add_option("--namespace", f.runner.ns, "the job's namespace")->required();
   app->add_option("--job", f.runner.job, "the TrainingJob's name")->required();
-  app->add_option("--bin-dir", f.runner.bin_dir, "where the containers' commands are found")->required();
-  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home and log")->required();
+  auto* source = app->add_option_group("containers", "where the containers come from (exactly one)");
+  source->add_option("--bin-dir", f.runner.bin_dir,
+                     "bin-dir mode: a container's command is found here by its base name (its image is ignored)");
+  source->add_option("--image-dir", f.runner.image_dir,
+                     "image mode: pods run from their images, OCI archives NAME.tar here (needs root)");
+  source->require_option(1);
+  app->add_option("--rootfs-cache-dir", f.runner.rootfs_cache_dir,
+                  "image mode: where images are unpacked once (default $RINGMASTER_CACHE/rootfs or "
+                  "~/.cache/ringmaster/rootfs)");
+  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home, layers, volumes and logs")->required();
   app->add_option("--deadline-s", f.deadline_s, "stop after this many seconds (0: never)")
       ->check(CLI::Range(0L, 10L * 365 * 24 * 3600));
   return app;

@@ -1,0 +1,312 @@
+// The fixture of the e2e tests that run real workers under the real operator (elastic_workers_e2e_test.cc:
+// the operator as a process, the workers' commands from build/bin; helm_install_e2e_test.cc: the operator
+// installed by the chart, everything from the images `make images` writes). It holds the training the
+// workers run (Workload: the C++ example trainer or the PyTorch digits example), applies the job, follows
+// its progress through the workers' journals, and checks the end: the job Succeeded, every finisher's
+// weights equal a one-process run (float64, 1e-9 relative), each epoch's samples committed exactly once.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "support/manifests.h"
+#include "testing/chaos_harness.h"
+#include "elastic/sample_journal.h"
+#include "support/cluster_test.h"
+#include "support/operator_process.h"
+#include "pod_runner/pod_runner.h"
+#include "base/status_test_macros.h"
+
+namespace ringmaster::testing {
+
+
+// The training: 120 steps of a fixed global batch of 8 over 48 samples (20 epochs), paced so the
+// disturbances land mid-run and the rebuilds finish well before the end.
+inline constexpr int kSteps = 120, kSamples = 48, kBatch = 8, kStepDelayMs = 100;
+inline constexpr int kDisturbAtStep = 12;
+inline const std::string kJob = "train";
+
+inline std::vector<std::string> TrainFlags() {
+  return {"--steps", std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch", std::to_string(kBatch),
+          "--seed",  "7",                    "--timeout-ms", "8000"};
+}
+
+// What the job's workers run and how to check it: the C++ example trainer, or the PyTorch example.
+struct Workload {
+  std::vector<std::string> command;    // the container's command (found by name in the runner's bin dir)
+  std::vector<std::string> args;       // its args (the pacing flag added by ApplyJob)
+  std::vector<std::string> reference;  // the same training as one process, under ringmaster-run
+  std::vector<std::pair<std::string, std::string>> env;  // extra container env
+  size_t weights = 0;                  // values in weights.txt
+  int epochs = 0, samples = 0;
+  int64_t final_step = 0;              // committed steps at the end (ResolveJournals)
+  int disturb_at_step = kDisturbAtStep;
+};
+
+inline Workload TrainExample(const std::string& out) {
+  Workload w;
+  w.command = {"ringmaster-train-example"};
+  w.args = TrainFlags();
+  w.args.insert(w.args.end(), {"--step-delay-ms", std::to_string(kStepDelayMs), "--out", out});
+  w.reference = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example"};
+  for (const auto& f : TrainFlags()) w.reference.push_back(f);
+  w.env = {{std::string(api::env::kBackend), "gloo"}};
+  w.weights = 8;
+  w.epochs = kSteps * kBatch / kSamples;
+  w.samples = kSamples;
+  w.final_step = kSteps;
+  return w;
+}
+
+// The ringmaster package's digits MLP (1,797 samples, global batch 64, 2 epochs): 58 training steps plus
+// the initial state's commit. `example`: digits_horovod_elastic.py (Horovod's API) or digits_ddp_elastic.py
+// (DDP on the "ringmaster" backend); both compute the same weights.
+inline Workload PyTorchExample(const std::string& out, const std::string& example) {
+  const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/" + example;
+  const std::string reference =
+      std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/digits_horovod_elastic.py";
+  Workload w;
+  w.command = {"python", script};
+  w.args = {"--epochs", "2", "--step-delay-ms", "150"};
+  w.reference = {RINGMASTER_PYTHON, reference, "--epochs", "2"};
+  w.env = {{std::string(api::env::kBackend), "gloo"}, {std::string(api::env::kOut), out}};
+  w.weights = 64 * 32 + 32 + 32 * 10 + 10;
+  w.epochs = 2;
+  w.samples = 1797;
+  w.final_step = std::numeric_limits<int64_t>::max();
+  w.disturb_at_step = 8;
+  return w;
+}
+
+class ElasticWorkersE2eTest : public JobTest {
+ protected:
+  using json = nlohmann::json;
+  using seconds = std::chrono::seconds;
+
+  ElasticWorkersE2eTest() : JobTest("workers") {}
+
+  void SetUp() override {
+    JobTest::SetUp();
+    out_ = ::testing::TempDir() + "elastic-workers-" + ns_;
+    std::filesystem::remove_all(out_);
+    std::filesystem::create_directories(out_ + "/train");
+    workload_ = TrainExample(out_ + "/train");
+    // The runner's bin dir: the example trainer, and `python` running the project's venv interpreter.
+    const std::string bin = out_ + "/bin";
+    std::filesystem::create_directories(bin);
+    std::filesystem::create_symlink(std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example",
+                                    bin + "/ringmaster-train-example");
+    std::ofstream(bin + "/python") << "#!/bin/sh\nexec " << RINGMASTER_PYTHON << " \"$@\"\n";
+    std::filesystem::permissions(bin + "/python", std::filesystem::perms::owner_all);
+    // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
+    for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
+    StartOperatorAndRunner();
+  }
+
+  // The operator as a process of the test, and a runner taking the workers' commands from bin/.
+  virtual void StartOperatorAndRunner() {
+    const std::string bin = out_ + "/bin";
+    Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
+    ASSERT_OK(started) << started;
+    PodRunnerOptions ro;
+    ro.kubeconfig = cluster_.kubeconfig();
+    ro.ns = ns_;
+    ro.job = kJob;
+    ro.bin_dir = bin;
+    ro.work_dir = out_ + "/pods";
+    auto runner = PodRunner::Start(ro);
+    ASSERT_OK(runner) << runner.status();
+    runner_ = std::move(runner).value();
+  }
+
+  void TearDown() override {
+    if (runner_) {
+      if (HasFailure()) std::cerr << runner_->Describe() << "\n";
+      runner_->Stop();
+    }
+    if (HasFailure()) {
+      std::cerr << "---- operator log ----\n" << operator_.Log() << "\n";
+      auto job = cluster_.Kubectl({"get", "tj", kJob, "-n", ns_, "-o", "yaml"});
+      if (job.ok()) std::cerr << "---- the job ----\n" << job->out << "\n";
+    }
+    operator_.Stop(seconds(5));
+    ClusterTest::TearDown();
+    if (!HasFailure()) std::filesystem::remove_all(out_);  // kept for a person to read when it failed
+  }
+
+  // The job: min 2, desired 3, max 4 CPU workers (one fake GPU each, so one per node), pinned to this
+  // test's nodes, running workload_ with the Kubernetes membership source.
+  void ApplyJob() {
+    auto list = [](const std::vector<std::string>& items) {
+      std::string out;
+      for (const auto& f : items) out += (out.empty() ? "" : ", ") + json(f).dump();
+      return "[" + out + "]";
+    };
+    std::string env;
+    for (const auto& [name, value] : workload_.env) env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
+    Status s = cluster_.Apply(
+        ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
+        "}\nspec:\n  replicas: {min: 2, max: 4, desired: 3}\n"
+        "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
+        "leaveGraceSeconds: 30}\n"
+        "  template:\n" + template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
+        "      containers:\n      - name: trainer\n        image: " + image_ + "\n"
+        "        command: " + list(workload_.command) + "\n        args: " + list(workload_.args) + "\n"
+        "        env: [" + env + "]\n" + container_extra_ +
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n");
+    ASSERT_OK(s) << s;
+  }
+
+  json Job() {
+    auto j = cluster_.KubectlJson({"get", "tj", kJob, "-n", ns_});
+    return j.ok() ? *j : json::object();
+  }
+  static json Membership(const json& job) { return job.value("status", json::object()).value("membership", json::object()); }
+  static std::string Phase(const json& job) { return job.value("status", json::object()).value("phase", ""); }
+
+  json WaitForJob(const std::string& what, seconds timeout, const std::function<bool(const json&)>& pred) {
+    json job;
+    Status s = WaitFor(what, timeout, [&](std::string* last) {
+      job = Job();
+      *last = job.value("status", json::object()).dump();
+      return pred(job);
+    });
+    EXPECT_OK(s) << s;
+    return job;
+  }
+
+  // The highest step any worker has journaled (the training's progress).
+  int64_t Progress() {
+    int64_t best = -1;
+    for (const auto& e : std::filesystem::directory_iterator(out_ + "/train")) {
+      if (e.path().filename().string().rfind("journal.", 0) != 0) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string kind;
+        int64_t generation = 0, step = -1;
+        if (fields >> kind >> generation >> step && kind == "A") best = std::max(best, step);
+      }
+    }
+    return best;
+  }
+
+  // Waits until the job trains (its first generation is published and the workers pass kDisturbAtStep);
+  // returns the job as then seen.
+  json WaitUntilTraining() {
+    json job = WaitForJob("the first membership of 3 workers", seconds(60),
+                          [](const json& j) { return Membership(j).value("worldSize", 0) == 3; });
+    const int64_t at = workload_.disturb_at_step;
+    Status s = WaitFor("the workers to reach step " + std::to_string(at), seconds(45), [&](std::string* last) {
+      int64_t p = Progress();
+      *last = "step " + std::to_string(p);
+      return p >= at;
+    });
+    EXPECT_OK(s) << s;
+    return Job();
+  }
+
+  // A one-process run of the same training (the pacing flag does not change the arithmetic).
+  std::vector<double> Reference() {
+    std::string out = out_ + "/reference";
+    std::vector<std::string> argv = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-run", "--np", "1", "--out", out,
+                                     "--deadline-s", "120", "--heartbeat-timeout-ms", "30000", "--"};
+    argv.insert(argv.end(), workload_.reference.begin(), workload_.reference.end());
+    auto r = RunCommand(argv, seconds(150));
+    EXPECT_COMMAND_OK(r) << (r.ok() ? r->out + r->err : r.status().ToString());
+    return ringmaster::elastic::testing::ReadWeights(out + "/weights.txt");
+  }
+
+  // The job succeeds; every finisher's weights equal the reference; each epoch's samples are committed
+  // exactly once. Returns the pods whose workers wrote final weights.
+  std::set<std::string> ExpectSucceededWithExactResults() {
+    json done = WaitForJob("the job to succeed", seconds(60), [](const json& j) { return Phase(j) == "Succeeded" || Phase(j) == "Failed"; });
+    EXPECT_EQ(Phase(done), "Succeeded") << done.value("status", json::object()).dump(2);
+
+    const std::vector<double> ref = Reference();
+    EXPECT_EQ(ref.size(), workload_.weights) << "the one-process reference run wrote no weights";
+    std::set<std::string> finishers;
+    std::vector<std::string> journals;
+    for (const auto& e : std::filesystem::directory_iterator(out_ + "/train")) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("journal.", 0) == 0) journals.push_back(e.path().string());
+      if (name.rfind("weights.", 0) != 0 || name.size() < 4 || name.substr(name.size() - 4) != ".txt") continue;
+      std::string pod = name.substr(8, name.size() - 12);
+      finishers.insert(pod);
+      std::vector<double> got = ringmaster::elastic::testing::ReadWeights(e.path().string());
+      EXPECT_EQ(got.size(), ref.size()) << name;
+      for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
+        EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << name << " weight " << i << ": " << got[i] << " vs " << ref[i];
+      }
+    }
+    EXPECT_GE(finishers.size(), 2u) << "fewer than min workers wrote final weights";
+
+    auto resolved = elastic::ResolveJournals(journals, workload_.final_step);
+    EXPECT_OK(resolved) << resolved.status();
+    if (resolved.ok()) {
+      std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
+      for (const auto& s : *resolved) by_epoch[s.epoch].insert(s.sample);
+      EXPECT_EQ(by_epoch.size(), static_cast<size_t>(workload_.epochs));
+      for (const auto& [epoch, ids] : by_epoch) {
+        EXPECT_EQ(ids.size(), static_cast<size_t>(workload_.samples)) << "epoch " << epoch;
+        uint64_t expect = 0;
+        for (uint64_t id : ids) EXPECT_EQ(id, expect++) << "epoch " << epoch << ": a sample missing or repeated";
+      }
+    }
+    EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
+    return finishers;
+  }
+
+  // The runner's processes for `pod`, in start order.
+  std::vector<RunnerProcess> ProcessesOf(const std::string& pod) {
+    std::vector<RunnerProcess> out;
+    for (const auto& p : runner_->Processes())
+      if (p.pod == pod) out.push_back(p);
+    return out;
+  }
+
+  // Waits until the operator has recorded a membership change for `reason` to a world of `world`
+  // workers (the Event it records on the job for every generation; a generation can be superseded
+  // faster than the job could be polled). Returns the event's message.
+  std::string WaitForMembershipEvent(const std::string& reason, int world) {
+    std::string found;
+    Status s = WaitFor("a " + reason + " membership change to world size " + std::to_string(world), seconds(30),
+                       [&](std::string* last) {
+                         auto events = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                                                             "involvedObject.kind=TrainingJob,involvedObject.name=" + kJob +
+                                                                 ",reason=" + reason});
+                         if (!events.ok()) {
+                           *last = events.status().ToString();
+                           return false;
+                         }
+                         for (const auto& e : (*events)["items"]) {
+                           std::string message = e.value("message", "");
+                           *last = message;
+                           if (message.find("world size " + std::to_string(world) + " ") != std::string::npos) found = message;
+                         }
+                         return !found.empty();
+                       });
+    EXPECT_OK(s) << s;
+    return found;
+  }
+
+  std::string out_;
+  Workload workload_;
+  // The job's pod template beyond the workload: the image (only the image mode runs it), YAML lines under
+  // template: (metadata, indented 4), under the pod spec (indented 6) and under the container (indented 8).
+  std::string image_ = "ringmaster/train-example:dev";
+  std::string template_metadata_, pod_extra_, container_extra_;
+  BackgroundProcess operator_;
+  std::unique_ptr<PodRunner> runner_;
+};
+
+}  // namespace ringmaster::testing

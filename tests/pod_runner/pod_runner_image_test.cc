@@ -1,0 +1,218 @@
+// The pod runner's image mode against the real local control plane: a pod run from a small OCI image the
+// test builds with umoci (a shell and a few coreutils with their libraries), with Kubernetes' command/args
+// rules against the image's ENTRYPOINT/CMD, env (the image's and fieldRefs), workingDir, the image's User
+// and runAsUser, the service-account files at the usual path, an emptyDir shared by two containers, an
+// exec readiness probe flipping the pod Ready and NotReady again, the pod's exit once every container has
+// exited; and a pod with an unsupported volume failing with a readable reason. Needs root and umoci.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/json_path.h"
+#include "base/status_test_macros.h"
+#include "base/subprocess.h"
+#include "pod_runner/pod_runner.h"
+#include "support/cluster_test.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+constexpr char kJob[] = "tiny";
+
+// Builds <dir>/images/tiny.tar (tag 1): ENTRYPOINT ["/bin/sh", "-c"], CMD ["echo from-cmd $IMG"], User 1234,
+// WorkingDir /app, Env IMG=image, and /var/run -> /run as in Debian.
+constexpr char kBuildImage[] = R"sh(set -eu
+D=$1
+rm -rf "$D/layout" "$D/bundle" "$D/images"; mkdir -p "$D/images"
+umoci init --layout "$D/layout"
+umoci new --image "$D/layout:1"
+umoci unpack --image "$D/layout:1" "$D/bundle" >/dev/null
+R=$D/bundle/rootfs
+for b in /bin/sh /bin/cat /usr/bin/id /bin/sleep /bin/rm /usr/bin/touch /bin/pwd; do
+  mkdir -p "$R$(dirname $b)"; cp -L "$b" "$R$b"
+  for l in $(ldd "$b" | grep -o '/[^ ]*'); do mkdir -p "$R$(dirname $l)"; cp -L "$l" "$R$l"; done
+done
+mkdir -p "$R/etc" "$R/app" "$R/run" "$R/var" "$R/home/tester"
+ln -s /run "$R/var/run"
+printf 'root:x:0:0:root:/root:/bin/sh\ntester:x:1234:1234:tester:/home/tester:/bin/sh\n' > "$R/etc/passwd"
+printf 'root:x:0:\ntester:x:1234:\n' > "$R/etc/group"
+chown 1234:1234 "$R/home/tester"
+umoci repack --image "$D/layout:1" "$D/bundle" >/dev/null
+umoci config --image "$D/layout:1" --config.entrypoint /bin/sh --config.entrypoint -c --config.cmd 'echo from-cmd $IMG' \
+  --config.env IMG=image --config.env PATH=/usr/bin:/bin --config.workingdir /app --config.user 1234
+(cd "$D/layout" && tar -cf "$D/images/tiny.tar" .)
+)sh";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PodRunnerImageTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "image mode needs root";
+    if (::access("/usr/bin/umoci", X_OK) != 0) GTEST_SKIP() << "needs umoci";
+    ClusterTest::SetUp();
+    if (HasFatalFailure()) return;
+    ns_ = CreateNamespace("podimg");
+    dir_ = ::testing::TempDir() + "pod-runner-image-" + ns_;
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    SpawnOptions build;
+    build.argv = {"bash", "-c", kBuildImage, "build", dir_};
+    build.out = build.err = Redirect::AppendTo(dir_ + "/build.log");
+    auto p = Subprocess::Start(build);
+    ASSERT_OK(p);
+    ASSERT_EQ(p->Wait().code, 0) << Read(dir_ + "/build.log");
+    AddPoolNode(ns_ + "-n", ns_, 0);
+
+    PodRunnerOptions o;
+    o.kubeconfig = cluster_.kubeconfig();
+    o.ns = ns_;
+    o.job = kJob;
+    o.image_dir = dir_ + "/images";
+    o.rootfs_cache_dir = dir_ + "/rootfs-cache";
+    o.work_dir = dir_ + "/pods";
+    auto runner = PodRunner::Start(o);
+    ASSERT_OK(runner) << runner.status();
+    runner_ = std::move(runner).value();
+  }
+
+  void TearDown() override {
+    if (runner_) {
+      if (HasFailure()) std::cerr << runner_->Describe() << "\n";
+      runner_->Stop();
+    }
+    if (!HasFailure() && !dir_.empty()) std::filesystem::remove_all(dir_);  // kept for a failed test
+    ClusterTest::TearDown();
+  }
+
+  std::string PodHead(const std::string& name) {
+    return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns_ +
+           "\n  labels: {ringmaster.io/job-name: " + kJob + "}\n  annotations: {" + kProbedReadinessAnnotation + ": " +
+           kProbedReadinessValue + "}\nspec:\n  restartPolicy: Never\n" + PoolPlacement(ns_, 2);
+  }
+
+  // Waits until `check` holds for the pod's JSON.
+  void WaitForPod(const std::string& name, const std::string& what, const std::function<bool(const json&)>& check,
+                  seconds timeout = seconds(60)) {
+    Status s = WaitFor(name + " " + what, timeout, [&](std::string* last) {
+      auto pod = cluster_.KubectlJson({"get", "pod", name, "-n", ns_, "-o", "json"});
+      if (!pod.ok()) return false;
+      *last = At(*pod, {"status"}).dump();
+      return check(*pod);
+    });
+    ASSERT_OK(s) << s;
+  }
+
+  static std::string Condition(const json& pod, const std::string& type) {
+    for (const auto& c : At(pod, {"status", "conditions"}).is_array() ? pod["status"]["conditions"] : json::array()) {
+      if (StringAt(c, {"type"}) == type) return StringAt(c, {"status"});
+    }
+    return "";
+  }
+
+  std::string LogOf(const std::string& pod, const std::string& container) {
+    for (const auto& p : runner_->Processes())
+      if (p.pod == pod && p.container == container) return Read(p.log_file);
+    return "";
+  }
+
+  std::string ns_, dir_;
+  std::unique_ptr<PodRunner> runner_;
+};
+
+TEST_F(PodRunnerImageTest, RunsEveryContainerFromItsImageAsAKubeletWould) {
+  const std::string writer_script =
+      "echo \"args=$0,$1 env=$IMG,$MY_POD,$MY_IP cwd=$(pwd) uid=$(id -u) gid=$(id -g) home=$HOME host=$HOSTNAME\"; "
+      "echo \"ns=$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)\"; "
+      "test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token-readable; "
+      "test -s /var/run/secrets/kubernetes.io/serviceaccount/ca.crt && echo ca-readable; "
+      "echo \"api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT\"; "
+      "echo shared-by-writer > /shared/f; touch /tmp/ready; sleep 8; rm /tmp/ready; sleep 8";
+  ASSERT_OK(cluster_.Apply(
+      PodHead("p") +
+      "  containers:\n"
+      "  - name: writer\n    image: registry.example:5000/team/tiny:1\n"
+      "    args: [" + json(writer_script).dump() + ", a0, a1]\n"
+      "    env:\n    - {name: MY_POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+      "    - {name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
+      "    volumeMounts: [{name: shared, mountPath: /shared}]\n"
+      "    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1, failureThreshold: 1}\n"
+      "  - name: reader\n    image: tiny:1\n"
+      "    command: [/bin/sh, -c, 'while [ ! -f /shared/f ]; do sleep 0.2; done; cat /shared/f; echo \"uid=$(id -u) cwd=$(pwd)\"']\n"
+      "    workingDir: /work\n    securityContext: {runAsUser: 4321}\n"
+      "    volumeMounts: [{name: shared, mountPath: /shared, readOnly: true}]\n"
+      "  - name: defaults\n    image: tiny:1\n"
+      "  volumes: [{name: shared, emptyDir: {}}]\n"));
+
+  // Running but not Ready until the exec probe finds /tmp/ready inside the writer; then NotReady again.
+  WaitForPod("p", "Running", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Running"; });
+  WaitForPod("p", "Ready", [](const json& p) { return Condition(p, "Ready") == "True"; });
+  auto pod = cluster_.KubectlJson({"get", "pod", "p", "-n", ns_, "-o", "json"});
+  ASSERT_OK(pod);
+  const std::string ip = StringAt(*pod, {"status", "podIP"});
+  for (const auto& cs : (*pod)["status"]["containerStatuses"]) EXPECT_EQ(cs["ready"], true) << cs.dump();
+  WaitForPod("p", "NotReady again", [](const json& p) { return Condition(p, "Ready") == "False"; });
+  WaitForPod("p", "Succeeded", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Succeeded"; });
+
+  const std::string writer = LogOf("p", "writer");
+  EXPECT_NE(writer.find("args=a0,a1 env=image,p," + ip + " cwd=/app uid=1234 gid=1234 home=/home/tester host=p"),
+            std::string::npos) << writer;
+  EXPECT_NE(writer.find("ns=" + ns_), std::string::npos) << writer;
+  EXPECT_NE(writer.find("token-readable"), std::string::npos) << writer;
+  EXPECT_NE(writer.find("ca-readable"), std::string::npos) << writer;
+  EXPECT_NE(writer.find("api=127.0.0.1:"), std::string::npos) << writer;
+  const std::string reader = LogOf("p", "reader");
+  EXPECT_NE(reader.find("shared-by-writer\nuid=4321 cwd=/work"), std::string::npos) << reader;
+  EXPECT_NE(LogOf("p", "defaults").find("from-cmd image"), std::string::npos);
+  EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
+  // The image was unpacked once, into the cache.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ + "/rootfs-cache"), {}), 2);  // <hex>, <hex>.lock
+}
+
+TEST_F(PodRunnerImageTest, AnUnsupportedVolumeFailsThePodWithItsName) {
+  ASSERT_OK(cluster_.Apply(PodHead("bad") +
+                           "  containers:\n  - name: c\n    image: tiny:1\n"
+                           "    volumeMounts: [{name: data, mountPath: /data}]\n"
+                           "  volumes: [{name: data, nfs: {server: nfs.example, path: /exports}}]\n"));
+  WaitForPod("bad", "Failed", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Failed"; });
+  std::vector<std::string> errors = runner_->Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("volume data: volume type nfs is not supported by the pod runner"),
+            std::string::npos) << errors[0];
+  EXPECT_TRUE(runner_->Processes().empty());
+}
+
+TEST_F(PodRunnerImageTest, AMissingImageFailsThePodLikeErrImageNeverPull) {
+  runner_->Stop();
+  PodRunnerOptions o;
+  o.kubeconfig = cluster_.kubeconfig();
+  o.ns = ns_;
+  o.job = kJob;
+  o.image_dir = dir_ + "/images";
+  o.rootfs_cache_dir = dir_ + "/rootfs-cache";
+  o.work_dir = dir_ + "/pods";
+  o.start_timeout = seconds(2);
+  auto runner = PodRunner::Start(o);
+  ASSERT_OK(runner);
+  runner_ = std::move(runner).value();
+  ASSERT_OK(cluster_.Apply(PodHead("missing") + "  containers:\n  - name: c\n    image: tiny:2\n"));
+  WaitForPod("missing", "Failed", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Failed"; });
+  std::vector<std::string> errors = runner_->Errors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("image tiny:2 not found in " + dir_ + "/images: "), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("has no manifest tagged 2 (it has: 1)"), std::string::npos) << errors[0];
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
