@@ -2,13 +2,17 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "base/subprocess.h"
 
@@ -41,6 +45,29 @@ Status RunTool(const std::vector<std::string>& argv, Clock::time_point deadline)
   return Status::Ok();
 }
 
+// Marks `dir` as just used (its mtime), which is what pruning goes by.
+void Touch(const std::string& dir) { (void)::utimensat(AT_FDCWD, dir.c_str(), nullptr, 0); }
+
+// Every new image leaves ~GBs behind: unpacked roots beyond the `keep` most recently used go, but only
+// those unused for a day, so a root another test process is running on is never taken from under it.
+void Prune(const std::string& cache_dir, const std::string& current, size_t keep,
+           const std::function<void(const std::string&)>& progress) {
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> roots;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(cache_dir, ec)) {
+    if (!e.is_directory() || e.path().filename().string().rfind('.', 0) == 0 || e.path() == current) continue;
+    roots.emplace_back(e.last_write_time(ec), e.path());
+  }
+  std::sort(roots.rbegin(), roots.rend());
+  const auto day_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24);
+  for (size_t i = keep > 0 ? keep - 1 : 0; i < roots.size(); ++i) {
+    if (roots[i].first > day_ago) continue;
+    progress("removing the unpacked image " + roots[i].second.string() + " (unused for a day)");
+    std::filesystem::remove_all(roots[i].second, ec);
+    std::filesystem::remove(roots[i].second.string() + ".lock", ec);
+  }
+}
+
 }  // namespace
 
 std::string DefaultRootfsCacheDir() {
@@ -57,7 +84,10 @@ StatusOr<std::string> EnsureRootfs(const LocalImage& image, const std::string& c
   if (hex.empty()) return InvalidArgumentError("image " + image.reference + " has no manifest digest");
   const std::string dir = cache_dir + "/" + hex, rootfs = dir + "/rootfs";
   std::error_code ec;
-  if (std::filesystem::is_directory(rootfs, ec)) return rootfs;
+  if (std::filesystem::is_directory(rootfs, ec)) {
+    Touch(dir);
+    return rootfs;
+  }
 
   std::filesystem::create_directories(cache_dir, ec);
   if (ec) return InternalError("cannot create the rootfs cache " + cache_dir + ": " + ec.message());
@@ -95,6 +125,7 @@ StatusOr<std::string> EnsureRootfs(const LocalImage& image, const std::string& c
       char took[32];
       std::snprintf(took, sizeof(took), "%.1f", std::chrono::duration<double>(Clock::now() - started).count());
       progress("unpacked image " + image.reference + " in " + took + " s");
+      Prune(cache_dir, dir, 3, progress);
     } else {
       result = result.WithContext("unpacking image " + image.reference);
     }

@@ -5,7 +5,9 @@
 // Several processes may ask for the same image at once: the first takes an exclusive flock on
 // <cache_dir>/<hex>.lock, unpacks into a temporary directory beside it and renames it into place; the
 // others wait for the lock and find it done. A rootfs is complete exactly when its directory exists.
-// Progress lines ("unpacking ...", "unpacked ... in 12.3 s") go to `progress`.
+// Progress lines ("unpacking ...", "unpacked ... in 12.3 s") go to `progress`. Each use marks the root used
+// (its directory's mtime); after an unpack, roots beyond the three most recently used that nobody used
+// for a day are removed (an image is GBs unpacked).
 //
 // Errors: Internal when the cache cannot be written, or tar/umoci fail (with their output);
 // DeadlineExceeded when unpacking takes longer than `timeout`. Needs root (umoci keeps file owners).
