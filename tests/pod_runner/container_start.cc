@@ -158,11 +158,12 @@ StatusOr<std::string> Target(const std::string& rootfs, const std::string& merge
 
 StatusOr<StartedContainer> StartContainer(const json& pod, const json& container, const std::map<std::string, std::string>& volume_dirs,
                                           const std::vector<PodVolume>& volumes, const std::string& hosts_file,
-                                          const std::string& hostname_file, const PodStartContext& ctx) {
+                                          const std::string& hostname_file, const PodStartContext& ctx, bool restart) {
   const std::string name = StringAt(container, {"name"});
   const std::string where = "container " + name + ": ";
   RINGMASTER_ASSIGN_OR_RETURN(std::vector<ContainerMount> mounts, PlanContainerMounts(container, volumes));
   RINGMASTER_ASSIGN_OR_RETURN(std::optional<ProbeSpec> readiness, ParseReadinessProbe(container));
+  RINGMASTER_ASSIGN_OR_RETURN(std::optional<ProbeSpec> liveness, ParseLivenessProbe(container));
   StatusOr<LocalImage> image = FindLocalImage(ctx.image_dir, StringAt(container, {"image"}));
   if (!image.ok()) return image.status().WithContext(where.substr(0, where.size() - 2));
   RINGMASTER_ASSIGN_OR_RETURN(std::string rootfs, EnsureRootfs(*image, ctx.rootfs_cache_dir, ctx.progress));
@@ -195,11 +196,12 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   if (cwd.empty()) cwd = image->config.working_dir;
   if (cwd.empty()) cwd = "/";
 
-  // The container's layer: upper and work beside the merged view, all under the pod's directory.
+  // The container's layer: upper and work beside the merged view, all under the pod's directory. A
+  // restart keeps the layer, as a container runtime does.
   const std::string layer = ctx.pod_dir + "/containers/" + name;
   const std::string upper = layer + "/upper", work = layer + "/work", merged = layer + "/rootfs";
   std::error_code ec;
-  fs::remove_all(layer, ec);
+  if (!restart) fs::remove_all(layer, ec);
   for (const auto& d : {upper, work, merged}) RINGMASTER_RETURN_IF_ERROR(MakeDirectory(d, 0755));
   // A working directory the image lacks is created, as the runtime does (in the layer, before the mount).
   RINGMASTER_ASSIGN_OR_RETURN(std::string cwd_inside, ResolveInRoot(rootfs, cwd));
@@ -245,6 +247,7 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   c.name = name;
   c.log_file = ctx.log_prefix + name + ".log";
   c.readiness = readiness;
+  c.liveness = liveness;
   c.exec.inherit_environment = false;
   c.exec.env = env;
   c.exec.cwd = cwd;
@@ -259,7 +262,7 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   // Exec probes join its mount namespace: no mounts of their own, no new UTS namespace.
   c.exec.container->mounts.clear();
   c.exec.container->hostname.clear();
-  ctx.progress("started container " + name + " of " + StringAt(pod, {"metadata", "name"}) + " from image " +
+  ctx.progress(std::string(restart ? "restarted" : "started") + " container " + name + " of " + StringAt(pod, {"metadata", "name"}) + " from image " +
                image->reference + " as uid " + std::to_string(user.uid) + " (pid " + std::to_string(c.process.pid()) +
                "): " + c.command);
   return c;
@@ -275,6 +278,7 @@ StatusOr<std::vector<StartedContainer>> StartPodContainers(const json& original,
   for (const auto& c : pod["spec"]["containers"]) {
     RINGMASTER_RETURN_IF_ERROR(PlanContainerMounts(c, volumes).status());
     RINGMASTER_RETURN_IF_ERROR(ParseReadinessProbe(c).status());
+    RINGMASTER_RETURN_IF_ERROR(ParseLivenessProbe(c).status());
   }
   RINGMASTER_RETURN_IF_ERROR(MakeDirectory(ctx.pod_dir, 0755));
   std::map<std::string, std::string> volume_dirs;
@@ -296,10 +300,26 @@ StatusOr<std::vector<StartedContainer>> StartPodContainers(const json& original,
 
   std::vector<StartedContainer> started;  // killed by their destructors when a later one fails
   for (const auto& c : pod["spec"]["containers"]) {
-    RINGMASTER_ASSIGN_OR_RETURN(StartedContainer s, StartContainer(pod, c, volume_dirs, volumes, hosts, hostname_file, ctx));
+    RINGMASTER_ASSIGN_OR_RETURN(StartedContainer s, StartContainer(pod, c, volume_dirs, volumes, hosts, hostname_file, ctx, false));
     started.push_back(std::move(s));
   }
   return started;
+}
+
+StatusOr<StartedContainer> RestartPodContainer(const json& original, const std::string& container,
+                                               const PodStartContext& ctx) {
+  const json pod = WithServiceAccountVolume(original);
+  RINGMASTER_ASSIGN_OR_RETURN(std::vector<PodVolume> volumes, PlanPodVolumes(pod));
+  // The volumes stay as they are (the pod's other containers use them): only their paths are needed.
+  std::map<std::string, std::string> volume_dirs;
+  for (const auto& v : volumes) {
+    volume_dirs[v.name] = v.kind == PodVolume::Kind::kHostPath ? v.host_path : ctx.pod_dir + "/volumes/" + v.name;
+  }
+  for (const auto& c : pod["spec"]["containers"]) {
+    if (StringAt(c, {"name"}) != container) continue;
+    return StartContainer(pod, c, volume_dirs, volumes, ctx.pod_dir + "/hosts", ctx.pod_dir + "/hostname", ctx, true);
+  }
+  return InvalidArgumentError("the pod has no container " + container);
 }
 
 Status ExecInContainer(const SpawnOptions& exec, pid_t pid, const std::vector<std::string>& command,

@@ -57,12 +57,20 @@ struct StartedContainer {
   std::string log_file;
   std::string command;  // for progress lines
   std::optional<ProbeSpec> readiness;
+  std::optional<ProbeSpec> liveness;
   SpawnOptions exec;  // how to run a command inside it (ExecInContainer)
 };
 
 // Starts every container of `pod` (spec.containers, in order). The pod is taken as the ServiceAccount
 // admission plugin leaves it (WithServiceAccountVolume).
 StatusOr<std::vector<StartedContainer>> StartPodContainers(const nlohmann::json& pod, const PodStartContext& ctx);
+
+// Starts container `container` of `pod` again after it exited (a restart in place): the pod's volumes,
+// /etc/hosts and /etc/hostname are reused as StartPodContainers made them, and so is the container's
+// writable layer (what it wrote there survives, as with a container runtime). Errors as StartPodContainers;
+// InvalidArgument when the pod has no such container.
+StatusOr<StartedContainer> RestartPodContainer(const nlohmann::json& pod, const std::string& container,
+                                               const PodStartContext& ctx);
 
 // Runs `command` inside the running container whose process is `pid` and whose StartedContainer::exec
 // is `exec` (its mount namespace, root, user, environment and working directory), as an exec probe or

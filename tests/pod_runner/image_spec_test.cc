@@ -1,6 +1,7 @@
 // The pure parts of the pod runner's image mode: image references, the image config, Kubernetes'
 // command/args rules against ENTRYPOINT/CMD, user resolution, volume planning and the features it
-// refuses, readiness counting, paths inside a rootfs and reading one member of a tar.
+// refuses, readiness and liveness counting, restart decisions and back-off, paths inside a rootfs and
+// reading one member of a tar.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "pod_runner/oci_image.h"
 #include "pod_runner/pod_spec.h"
 #include "pod_runner/readiness_probe.h"
+#include "pod_runner/restart_policy.h"
 #include "pod_runner/rootfs_path.h"
 #include "pod_runner/tar_reader.h"
 
@@ -203,15 +205,19 @@ TEST(PodSpecTest, UnsupportedVolumesAndFeaturesFailWithTheirName) {
                 .status().code(), StatusCode::kUnimplemented);
   const std::string ok_container = R"("containers": [{"name": "c", "image": "i"}])";
   EXPECT_OK(CheckPodSupported(Pod(R"({"restartPolicy": "Never", )" + ok_container + "}")));
+  EXPECT_OK(CheckPodSupported(Pod(R"({"restartPolicy": "OnFailure", )" + ok_container + "}")));
+  EXPECT_OK(CheckPodSupported(Pod(R"({)" + ok_container + "}")));  // Always, the default
+  EXPECT_OK(CheckPodSupported(Pod(R"({"containers": [{"name": "c", "livenessProbe": {"exec": {"command": ["true"]}}}]})")));
+  EXPECT_EQ(CheckPodSupported(Pod(R"({"restartPolicy": "Sometimes", )" + ok_container + "}")).code(),
+            StatusCode::kInvalidArgument);
   struct Case {
     std::string spec, names;
   };
   for (const Case& c : std::vector<Case>{
-           {R"({)" + ok_container + "}", "restartPolicy Always (the default)"},
-           {R"({"restartPolicy": "OnFailure", )" + ok_container + "}", "restartPolicy OnFailure"},
            {R"({"restartPolicy": "Never", "initContainers": [{"name": "i"}], )" + ok_container + "}", "initContainers"},
            {R"({"restartPolicy": "Never", "hostPID": true, )" + ok_container + "}", "hostPID"},
-           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "livenessProbe": {"exec": {}}}]})", "container c: livenessProbe"},
+           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "startupProbe": {"exec": {}}}]})", "container c: startupProbe"},
+           {R"({"containers": [{"name": "c", "livenessProbe": {"grpc": {"port": 1}}}]})", "container c: a grpc livenessProbe"},
            {R"({"restartPolicy": "Never", "containers": [{"name": "c", "lifecycle": {}}]})", "container c: lifecycle"},
            {R"({"restartPolicy": "Never", "containers": [{"name": "c", "tty": true}]})", "tty"},
            {R"({"restartPolicy": "Never", "containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]})",
@@ -284,6 +290,70 @@ TEST(ReadinessTest, ParsesProbesAndCountsThresholds) {
   EXPECT_TRUE(r.ready());
   EXPECT_TRUE(r.Record(false, t0 + std::chrono::seconds(7)));
   EXPECT_FALSE(r.ready());
+}
+
+TEST(LivenessTest, ParsesLikeReadinessAndKillsAfterFailureThresholdFailuresInARow) {
+  auto p = ParseLivenessProbe(json::parse(R"({"name": "c", "ports": [{"name": "health", "containerPort": 8081}],
+      "readinessProbe": {"exec": {"command": ["x"]}},
+      "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"}, "periodSeconds": 2, "failureThreshold": 2,
+                        "successThreshold": 3, "initialDelaySeconds": 1}})"));
+  ASSERT_OK(p);
+  ASSERT_TRUE(p->has_value());
+  const ProbeSpec& s = **p;
+  EXPECT_EQ(s.kind, ProbeSpec::Kind::kHttpGet);
+  EXPECT_EQ(s.port, 8081);
+  EXPECT_EQ(s.path, "/healthz");
+  EXPECT_EQ(s.success_threshold, 1);  // the apiserver requires 1 for liveness
+  EXPECT_FALSE(ParseLivenessProbe(json::parse(R"({"name": "c", "readinessProbe": {"exec": {"command": ["x"]}}})"))->has_value());
+  Status bad = ParseLivenessProbe(json::parse(R"({"name": "c", "livenessProbe": {"tcpSocket": {"port": "nope"}}})")).status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("livenessProbe"), std::string::npos) << bad;
+
+  using Clock = LivenessState::Clock;
+  const Clock::time_point t0 = Clock::now();
+  LivenessState l(s, t0);
+  EXPECT_FALSE(l.Due(t0));
+  EXPECT_TRUE(l.Due(t0 + std::chrono::seconds(1)));
+  EXPECT_FALSE(l.Record(false, t0 + std::chrono::seconds(1)));  // one failure of two
+  EXPECT_FALSE(l.Due(t0 + std::chrono::seconds(2)));
+  EXPECT_FALSE(l.Record(true, t0 + std::chrono::seconds(3)));   // a success starts over
+  EXPECT_FALSE(l.Record(false, t0 + std::chrono::seconds(5)));
+  EXPECT_TRUE(l.Record(false, t0 + std::chrono::seconds(7)));   // two in a row: kill it
+  EXPECT_EQ(l.failures(), 2);
+  EXPECT_FALSE(l.Record(false, t0 + std::chrono::seconds(9)));  // once
+}
+
+TEST(RestartPolicyTest, DecidesLikeTheKubelet) {
+  EXPECT_EQ(*ParseRestartPolicy(Pod(R"({})")), RestartPolicy::kAlways);
+  EXPECT_EQ(*ParseRestartPolicy(Pod(R"({"restartPolicy": "Always"})")), RestartPolicy::kAlways);
+  EXPECT_EQ(*ParseRestartPolicy(Pod(R"({"restartPolicy": "OnFailure"})")), RestartPolicy::kOnFailure);
+  EXPECT_EQ(*ParseRestartPolicy(Pod(R"({"restartPolicy": "Never"})")), RestartPolicy::kNever);
+  EXPECT_EQ(ParseRestartPolicy(Pod(R"({"restartPolicy": "never"})")).status().code(), StatusCode::kInvalidArgument);
+  for (int code : {0, 1, 3, 137}) {
+    EXPECT_TRUE(ShouldRestart(RestartPolicy::kAlways, code)) << code;
+    EXPECT_EQ(ShouldRestart(RestartPolicy::kOnFailure, code), code != 0) << code;
+    EXPECT_FALSE(ShouldRestart(RestartPolicy::kNever, code)) << code;
+  }
+}
+
+TEST(RestartPolicyTest, BacksOffDoublingUpToTheMaxAndStartsOverAfterALongRun) {
+  using std::chrono::milliseconds;
+  const RestartBackOff& b = kTestRestartBackOff;
+  EXPECT_EQ(b.initial, milliseconds(1000));
+  EXPECT_EQ(b.max, milliseconds(10000));
+  const milliseconds brief(200);
+  milliseconds d = NextRestartDelay(b, milliseconds(0), brief);
+  std::vector<long> delays;
+  for (int i = 0; i < 6; ++i) {
+    delays.push_back(d.count());
+    d = NextRestartDelay(b, d, brief);
+  }
+  EXPECT_EQ(delays, (std::vector<long>{1000, 2000, 4000, 8000, 10000, 10000}));
+  EXPECT_EQ(NextRestartDelay(b, milliseconds(8000), milliseconds(9999)), milliseconds(10000));
+  EXPECT_EQ(NextRestartDelay(b, milliseconds(8000), milliseconds(10000)), milliseconds(1000));  // ran 10 s
+  // The kubelet's own numbers, for reference.
+  EXPECT_EQ(NextRestartDelay(kKubeletRestartBackOff, milliseconds(0), brief), std::chrono::seconds(10));
+  EXPECT_EQ(NextRestartDelay(kKubeletRestartBackOff, std::chrono::seconds(160), brief), std::chrono::minutes(5));
 }
 
 TEST(RootfsPathTest, ResolvesSymlinksInsideTheRoot) {

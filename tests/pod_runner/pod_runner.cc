@@ -25,6 +25,7 @@
 #include "pod_runner/container_start.h"
 #include "pod_runner/local_process.h"
 #include "pod_runner/readiness_probe.h"
+#include "pod_runner/restart_policy.h"
 #include "pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
@@ -54,6 +55,25 @@ std::string NodeTrouble(const json& node) {
 
 std::string ShortUid(const std::string& uid) { return uid.substr(0, 8); }
 
+std::string Seconds(std::chrono::milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+// One attempt of a probe of the container whose process is `pid` (exec probes run inside it).
+Status ProbeOnce(const ProbeSpec& spec, const std::string& ip, const SpawnOptions& exec, pid_t pid) {
+  switch (spec.kind) {
+    case ProbeSpec::Kind::kHttpGet:
+      return ProbeHttp(ip, spec);
+    case ProbeSpec::Kind::kTcpSocket:
+      return ProbeTcp(ip, spec);
+    case ProbeSpec::Kind::kExec:
+      return ExecInContainer(exec, pid, spec.command, spec.timeout);
+  }
+  return InternalError("unknown probe kind");
+}
+
 std::string Tail(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
@@ -76,6 +96,14 @@ struct PodRunner::Proc {
   SpawnOptions exec;                      // runs a command inside the container (exec probes)
   std::optional<ProbeSpec> probe;         // its readiness probe
   std::optional<ReadinessState> readiness;
+  std::optional<ProbeSpec> liveness_probe;
+  std::optional<LivenessState> liveness;
+  RestartPolicy policy = RestartPolicy::kNever;  // bin-dir mode: never restarted
+  Clock::time_point started_at;
+  std::chrono::milliseconds back_off{0};     // the wait before this run (0: the first run)
+  std::chrono::milliseconds next_back_off{0};  // once exited to be restarted: the wait before the next run
+  std::optional<Clock::time_point> restart_at;  // exited by itself; to be restarted then
+  bool superseded = false;                    // a later run of the same container exists
 };
 
 // A pod whose start failed so far (retried every tick until start_timeout).
@@ -89,9 +117,9 @@ struct PodRunner::Pending {
 PodRunner::PodRunner(PodRunnerOptions options) : options_(std::move(options)), started_at_(Clock::now()) {}
 
 StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) {
-  if (options.kubeconfig.empty() || options.ns.empty() || options.job.empty() ||
+  if (options.kubeconfig.empty() || options.ns.empty() || (options.job.empty() && options.label_selector.empty()) ||
       (options.bin_dir.empty() && options.image_dir.empty()) || options.work_dir.empty()) {
-    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job, bin_dir or image_dir, and work_dir");
+    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job or label_selector, bin_dir or image_dir, and work_dir");
   }
   if (!options.image_dir.empty()) {
     if (::geteuid() != 0) {
@@ -114,7 +142,7 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
 
   kube::InformerOptions po;
   po.ns = o.ns;
-  po.label_selector = std::string(api::kJobNameLabel) + "=" + o.job;
+  po.label_selector = o.label_selector.empty() ? std::string(api::kJobNameLabel) + "=" + o.job : o.label_selector;
   po.watch_timeout_seconds = 60;
   po.log = log;
   runner->pods_ = std::make_unique<kube::Informer>(runner->client_, kube::resources::Pods(), po);
@@ -131,7 +159,10 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
                                    std::to_string(o.sync_timeout.count()) + " s (is the apiserver up?)");
     }
   }
-  runner->Log("running the pods of job " + o.ns + "/" + o.job + " as local processes (logs in " + o.work_dir + ")" +
+  runner->Log("running the pods " + (o.label_selector.empty() ? "of job " + o.ns + "/" + o.job
+                                                               : "in " + o.ns + " matching " + o.label_selector +
+                                                                     (o.job.empty() ? "" : " (" + o.job + ")")) +
+              " as local processes (logs in " + o.work_dir + ")" +
               (o.image_dir.empty() ? "" : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")"));
   runner->thread_ = std::thread([self] { self->Run(); });
   return runner;
@@ -190,7 +221,10 @@ void PodRunner::Tick() {
     KillAndReapLocked(pods, nodes);
   }
   ReportExits();
-  if (!options_.image_dir.empty()) ProbeReadiness(pods);
+  if (!options_.image_dir.empty()) {
+    RestartContainers(pods);
+    ProbeContainers(pods);
+  }
 
   std::map<std::string, const json*> node_by_name;
   for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
@@ -253,22 +287,54 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     name_exists[StringAt(p, {"metadata", "name"})] = true;
   }
   for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
+  // Why a process of this pod must not run (""when it may).
+  auto trouble = [&](const RunnerProcess& p) -> std::string {
+    auto pod = pod_by_uid.find(p.uid);
+    auto node = node_by_name.find(p.node);
+    if (pod == pod_by_uid.end()) return name_exists.count(p.pod) ? "its pod was replaced by a new one" : "its pod was deleted";
+    if (HasDeletion(*pod->second)) return "its pod is being deleted";
+    if (node == node_by_name.end()) return "its node " + p.node + " is gone (lost)";
+    if (std::string t = NodeTrouble(*node->second); !t.empty()) return "its node " + p.node + " is " + t + " (lost)";
+    return "";
+  };
+  const auto now = Clock::now();
   for (auto& proc : procs_) {
     RunnerProcess& p = proc->info;
-    if (!p.running) continue;
+    if (!p.running) {
+      if (!proc->restart_at) continue;
+      if (std::string why = trouble(p); !why.empty()) {
+        proc->restart_at.reset();
+        p.killed_for = why;
+        Log("not restarting " + p.pod + "/" + p.container + " (uid " + ShortUid(p.uid) + "): " + why);
+      }
+      continue;
+    }
     // Reap first: a process that exited by itself is reported even if its pod goes at the same time.
     if (std::optional<ExitStatus> exit = proc->process.Poll()) {
       p.running = false;
       p.ready = false;
       p.exit_code = exit->ShellCode();
-      proc->exited_at = Clock::now();
+      proc->exited_at = now;
       proc->exit_seq = ++exits_;
-      // The pod's exit is reported once its last container has exited by itself: the first non-zero code.
+      std::string how = exit->exited() ? "exited " + std::to_string(exit->code)
+                                       : "died of signal " + std::to_string(exit->signal);
+      const std::string who = p.pod + (p.container.empty() ? "" : "/" + p.container) + " (uid " + ShortUid(p.uid) +
+                              ", pid " + std::to_string(p.pid) + ") ";
+      if (p.killed_for.empty() && ShouldRestart(proc->policy, p.exit_code)) {
+        const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - proc->started_at);
+        proc->next_back_off = NextRestartDelay(kTestRestartBackOff, proc->back_off, ran);
+        proc->restart_at = now + proc->next_back_off;
+        Log(who + how + "; restarting it in " + Seconds(proc->next_back_off) + " (restart " + std::to_string(p.restart + 1) +
+            ", restartPolicy " + (proc->policy == RestartPolicy::kAlways ? "Always" : "OnFailure") + ")");
+        continue;
+      }
+      // The pod's exit is reported once its last container has exited by itself and none is to be
+      // restarted: the first non-zero code of the containers' last runs.
       bool all_done = p.killed_for.empty();
       const Proc* first_failure = nullptr;
       for (const auto& sibling : procs_) {
-        if (sibling->info.uid != p.uid) continue;
-        all_done &= !sibling->info.running && sibling->info.killed_for.empty();
+        if (sibling->info.uid != p.uid || sibling->superseded) continue;
+        all_done &= !sibling->info.running && sibling->info.killed_for.empty() && !sibling->restart_at;
         if (!sibling->info.running && sibling->info.exit_code != 0 &&
             (first_failure == nullptr || sibling->exit_seq < first_failure->exit_seq)) {
           first_failure = sibling.get();
@@ -276,26 +342,11 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
       }
       proc->report_due = all_done;
       proc->report_code = first_failure ? first_failure->info.exit_code : 0;
-      std::string how = exit->exited() ? "exited " + std::to_string(exit->code)
-                                       : "died of signal " + std::to_string(exit->signal);
-      Log(p.pod + (p.container.empty() ? "" : "/" + p.container) + " (uid " + ShortUid(p.uid) + ", pid " +
-          std::to_string(p.pid) + ") " + how +
-          (p.killed_for.empty() ? "" : ": killed because " + p.killed_for + "; not reported"));
+      Log(who + how + (p.killed_for.empty() ? "" : ": killed because " + p.killed_for + "; not reported"));
       continue;
     }
     if (!p.killed_for.empty()) continue;  // SIGKILLed already; reaped on a later tick
-    std::string why;
-    auto pod = pod_by_uid.find(p.uid);
-    auto node = node_by_name.find(p.node);
-    if (pod == pod_by_uid.end()) {
-      why = name_exists.count(p.pod) ? "its pod was replaced by a new one" : "its pod was deleted";
-    } else if (HasDeletion(*pod->second)) {
-      why = "its pod is being deleted";
-    } else if (node == node_by_name.end()) {
-      why = "its node " + p.node + " is gone (lost)";
-    } else if (std::string trouble = NodeTrouble(*node->second); !trouble.empty()) {
-      why = "its node " + p.node + " is " + trouble + " (lost)";
-    }
+    std::string why = trouble(p);
     if (why.empty()) continue;
     (void)proc->process.SignalGroup(SIGKILL);  // reaped on a later tick
     p.killed_for = why;
@@ -410,7 +461,7 @@ Status PodRunner::StartPod(const json& pod) {
 
   auto proc = std::make_unique<Proc>();
   proc->info = RunnerProcess{name, uid, node, ip, StringAt(container, {"name"}), pid, true, -1, "", false, log_file,
-                             kubeconfig, true};
+                             kubeconfig, true, 0, ""};
   proc->process = std::move(process);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -436,9 +487,8 @@ StatusOr<std::string> PodRunner::PodToken(const json& pod, const std::vector<std
   return client_->CreateToken(options_.ns, sa, to);
 }
 
-Status PodRunner::StartImagePod(const json& pod) {
+PodStartContext PodRunner::StartContext(const json& pod) {
   const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
-  const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
   const std::string base = options_.work_dir + "/" + name + "." + ShortUid(uid);
   PodStartContext ctx;
   ctx.image_dir = options_.image_dir;
@@ -474,6 +524,14 @@ Status PodRunner::StartImagePod(const json& pod) {
     return PodToken(pod, audiences, source.expiration_seconds);
   };
   ctx.progress = [this](const std::string& line) { Log(line); };
+  return ctx;
+}
+
+Status PodRunner::StartImagePod(const json& pod) {
+  const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
+  const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
+  RINGMASTER_ASSIGN_OR_RETURN(RestartPolicy policy, ParseRestartPolicy(pod));
+  const PodStartContext ctx = StartContext(pod);
   RINGMASTER_ASSIGN_OR_RETURN(std::vector<StartedContainer> started, StartPodContainers(pod, ctx));
 
   const auto now = Clock::now();
@@ -483,11 +541,15 @@ Status PodRunner::StartImagePod(const json& pod) {
     for (auto& c : started) {
       auto proc = std::make_unique<Proc>();
       proc->info = RunnerProcess{name, uid, node, ip, c.name, c.process.pid(), true, -1, "", false, c.log_file, "",
-                                 !c.readiness.has_value()};
+                                 !c.readiness.has_value(), 0, ""};
       proc->process = std::move(c.process);
       proc->exec = std::move(c.exec);
       proc->probe = c.readiness;
       if (c.readiness) proc->readiness.emplace(*c.readiness, now);
+      proc->liveness_probe = c.liveness;
+      if (c.liveness) proc->liveness.emplace(*c.liveness, now);
+      proc->policy = policy;
+      proc->started_at = now;
       names += (names.empty() ? "" : ", ") + c.name;
       procs_.push_back(std::move(proc));
     }
@@ -496,10 +558,72 @@ Status PodRunner::StartImagePod(const json& pod) {
   return Status::Ok();
 }
 
-void PodRunner::ProbeReadiness(const std::vector<json>& pods) {
+void PodRunner::RestartContainers(const std::vector<json>& pods) {
+  struct Due {
+    std::string uid, container;
+  };
+  std::vector<Due> due;
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& p : procs_) {
+      if (p->restart_at && !p->superseded && now >= *p->restart_at) due.push_back({p->info.uid, p->info.container});
+    }
+  }
+  for (const Due& d : due) {
+    const json* pod = nullptr;
+    for (const auto& p : pods)
+      if (StringAt(p, {"metadata", "uid"}) == d.uid) pod = &p;
+    if (pod == nullptr || HasDeletion(*pod)) continue;  // KillAndReapLocked cancels the restart
+    const PodStartContext ctx = StartContext(*pod);
+    StatusOr<StartedContainer> c = RestartPodContainer(*pod, d.container, ctx);  // outside mu_: it may block
+    std::lock_guard<std::mutex> lock(mu_);
+    Proc* old = nullptr;
+    for (auto& p : procs_) {
+      if (p->info.uid == d.uid && p->info.container == d.container && p->restart_at && !p->superseded) old = p.get();
+    }
+    if (old == nullptr) continue;  // cancelled meanwhile; `c` (if any) is killed by its destructor
+    const std::string who = old->info.pod + "/" + d.container + " (uid " + ShortUid(d.uid) + ")";
+    if (!c.ok()) {
+      old->next_back_off = NextRestartDelay(kTestRestartBackOff, old->next_back_off, std::chrono::milliseconds(0));
+      old->restart_at = Clock::now() + old->next_back_off;
+      Log("cannot restart " + who + " (retrying in " + Seconds(old->next_back_off) + "): " + c.status().ToString());
+      continue;
+    }
+    const auto started = Clock::now();
+    auto proc = std::make_unique<Proc>();
+    proc->info = old->info;
+    proc->info.pid = c->process.pid();
+    proc->info.running = true;
+    proc->info.exit_code = -1;
+    proc->info.killed_for.clear();
+    proc->info.reported = false;
+    proc->info.log_file = c->log_file;
+    proc->info.ready = !c->readiness.has_value();
+    proc->info.restart = old->info.restart + 1;
+    proc->info.liveness_failure.clear();
+    proc->process = std::move(c->process);
+    proc->exec = std::move(c->exec);
+    proc->probe = c->readiness;
+    if (c->readiness) proc->readiness.emplace(*c->readiness, started);
+    proc->liveness_probe = c->liveness;
+    if (c->liveness) proc->liveness.emplace(*c->liveness, started);
+    proc->policy = old->policy;
+    proc->started_at = started;
+    proc->back_off = old->next_back_off;
+    old->restart_at.reset();
+    old->superseded = true;
+    Log("restarted " + who + " as pid " + std::to_string(proc->info.pid) + " (restart " +
+        std::to_string(proc->info.restart) + ")");
+    procs_.push_back(std::move(proc));
+  }
+}
+
+void PodRunner::ProbeContainers(const std::vector<json>& pods) {
   struct Attempt {
     std::string uid, container, ip;
     pid_t pid;
+    bool liveness;
     ProbeSpec spec;
     SpawnOptions exec;
   };
@@ -508,37 +632,49 @@ void PodRunner::ProbeReadiness(const std::vector<json>& pods) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : procs_) {
-      if (!p->info.running || !p->info.killed_for.empty() || !p->readiness || !p->readiness->Due(now)) continue;
-      attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, *p->probe, p->exec});
+      if (!p->info.running || !p->info.killed_for.empty() || !p->info.liveness_failure.empty()) continue;
+      if (p->readiness && p->readiness->Due(now)) {
+        attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, false, *p->probe, p->exec});
+      }
+      if (p->liveness && p->liveness->Due(now)) {
+        attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, true, *p->liveness_probe, p->exec});
+      }
     }
   }
   for (const auto& a : attempts) {
-    Status result = a.spec.kind == ProbeSpec::Kind::kHttpGet     ? ProbeHttp(a.ip, a.spec)
-                    : a.spec.kind == ProbeSpec::Kind::kTcpSocket ? ProbeTcp(a.ip, a.spec)
-                                                                 : ExecInContainer(a.exec, a.pid, a.spec.command, a.spec.timeout);
+    Status result = ProbeOnce(a.spec, a.ip, a.exec, a.pid);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& p : procs_) {
-      if (p->info.uid != a.uid || p->info.container != a.container || !p->info.running || !p->readiness) continue;
-      if (p->readiness->Record(result.ok(), Clock::now())) {
+      if (p->info.uid != a.uid || p->info.container != a.container || p->info.pid != a.pid || !p->info.running) continue;
+      if (!p->info.killed_for.empty() || !p->info.liveness_failure.empty()) continue;
+      if (a.liveness && p->liveness) {
+        if (!p->liveness->Record(result.ok(), Clock::now())) continue;
+        p->info.liveness_failure = result.ToString();
+        Log("liveness probe of " + p->info.pod + "/" + a.container + " failed " + std::to_string(p->liveness->failures()) +
+            " times: " + result.ToString() + "; killing it");
+        (void)p->process.SignalGroup(SIGKILL);  // reaped (and restarted or reported) on a later tick
+      } else if (!a.liveness && p->readiness && p->readiness->Record(result.ok(), Clock::now())) {
         p->info.ready = p->readiness->ready();
         Log(p->info.pod + "/" + a.container + " is " + (p->info.ready ? "ready" : "not ready") +
             (result.ok() ? "" : ": " + result.ToString()));
       }
     }
   }
-  // Level-based: the readiness the pod should show, patched wherever the pod shows another.
+  // Level-based: the readiness and restart counts the pod should show, patched wherever it shows others.
   for (const auto& pod : pods) {
     const std::string uid = StringAt(pod, {"metadata", "uid"});
     std::map<std::string, bool> ready;
+    std::map<std::string, int> restarts;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      bool any_running = false;
+      bool active = false;  // a container runs or waits for its restart
       for (const auto& p : procs_) {
-        if (p->info.uid != uid) continue;
-        any_running |= p->info.running && p->info.killed_for.empty();
+        if (p->info.uid != uid || p->superseded) continue;
+        active |= (p->info.running && p->info.killed_for.empty()) || p->restart_at.has_value();
         ready[p->info.container] = p->info.running && p->info.ready;
+        restarts[p->info.container] = p->info.restart;
       }
-      if (!any_running) continue;  // exited: KWOK's stages report it
+      if (!active) continue;  // exited: KWOK's stages report it
     }
     bool all = true;
     for (const auto& [c, r] : ready) all &= r;
@@ -548,20 +684,26 @@ void PodRunner::ProbeReadiness(const std::vector<json>& pods) {
       if (type == "Ready" || type == "ContainersReady") differs |= (StringAt(c, {"status"}) == "True") != all;
     }
     for (const auto& cs : At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array()) {
-      auto it = ready.find(StringAt(cs, {"name"}));
+      const std::string name = StringAt(cs, {"name"});
+      auto it = ready.find(name);
       if (it != ready.end()) differs |= At(cs, {"ready"}).is_boolean() && cs["ready"].get<bool>() != it->second;
+      auto r = restarts.find(name);
+      if (r != restarts.end()) differs |= IntAt(cs, {"restartCount"}, 0) != r->second;
     }
     if (!differs) continue;
     auto last = readiness_patched_.find(uid);
     if (last != readiness_patched_.end() && Clock::now() - last->second < std::chrono::milliseconds(500)) continue;
     readiness_patched_[uid] = Clock::now();
-    Status s = PatchReadiness(pod, ready);
+    Status s = PatchContainerStatuses(pod, ready, restarts);
+    int total = 0;
+    for (const auto& [c, n] : restarts) total += n;
     Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) + (all ? " Ready" : " NotReady") +
-        (s.ok() ? "" : ": " + s.ToString()));
+        (total ? " (" + std::to_string(total) + " restarts)" : "") + (s.ok() ? "" : ": " + s.ToString()));
   }
 }
 
-Status PodRunner::PatchReadiness(const json& pod, const std::map<std::string, bool>& ready) {
+Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::string, bool>& ready,
+                                         const std::map<std::string, int>& restarts) {
   bool all = true;
   for (const auto& [c, r] : ready) all &= r;
   const std::string now = FormatRfc3339(std::chrono::system_clock::now());
@@ -572,11 +714,14 @@ Status PodRunner::PatchReadiness(const json& pod, const std::map<std::string, bo
     if (!all) c["reason"] = "ContainersNotReady";
     conditions.push_back(c);
   }
-  // containerStatuses is replaced as a whole by a patch: the current list with `ready` changed.
+  // containerStatuses is replaced as a whole by a patch: the current list with `ready` and
+  // `restartCount` changed.
   json statuses = At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array();
   for (auto& cs : statuses) {
     auto it = ready.find(StringAt(cs, {"name"}));
     if (it != ready.end()) cs["ready"] = it->second;
+    auto r = restarts.find(StringAt(cs, {"name"}));
+    if (r != restarts.end()) cs["restartCount"] = r->second;
   }
   json patch = {{"metadata", {{"uid", StringAt(pod, {"metadata", "uid"})}}},
                 {"status", {{"conditions", conditions}, {"containerStatuses", statuses}}}};
@@ -621,6 +766,7 @@ std::string PodRunner::Describe(size_t tail_bytes) const {
     for (const auto& l : lines_) out += l + "\n";
   }
   for (const auto& p : procs_) {
+    if (p->superseded) continue;  // a later run appends to the same log
     out += "---- " + p->info.pod + (p->info.container.empty() ? "" : "/" + p->info.container) + " (uid " +
            ShortUid(p->info.uid) + "): " + p->info.log_file + " ----\n" +
            Tail(p->info.log_file, tail_bytes) + "\n";

@@ -1,6 +1,6 @@
 // PodRunner: a kubelet for KWOK's fake nodes, for end-to-end tests. It runs the pods of one job (label
-// ringmaster.io/job-name=<job>) as local processes, so real workers run under the real operator. It has
-// two modes:
+// ringmaster.io/job-name=<job>), or the pods matching `label_selector` (e.g. the operator's own Deployment),
+// as local processes, so real workers run under the real operator. It has two modes:
 //
 // Bin-dir mode (`bin_dir` set, `image_dir` empty): the container's image is ignored.
 //   * A pod is started once KWOK reports it Running with a pod IP in the loopback pod CIDR (127.x): its
@@ -22,10 +22,10 @@
 //     TokenRequest bound to the pod; in-cluster config through KUBERNETES_SERVICE_HOST/PORT, no
 //     KUBECONFIG), and emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes
 //     (pod_spec.h). It shares the host's network and binds its pod IP. Needs root. A pod using a feature
-//     the runner cannot honour (pod_spec.h lists them: initContainers, livenessProbe, other volume types,
-//     a restartPolicy other than Never...) fails at once with a reason naming it. Not enforced (logged
-//     nowhere, documented here): seccomp/AppArmor profiles, capabilities.drop, allowPrivilegeEscalation,
-//     resources; the token is not rotated.
+//     the runner cannot honour (pod_spec.h lists them: initContainers, startupProbe, other volume types...)
+//     fails at once with a reason naming it. Not enforced (logged nowhere, documented here):
+//     seccomp/AppArmor profiles, capabilities.drop, allowPrivilegeEscalation, resources; the token is not
+//     rotated.
 //   * Readiness probes (httpGet to the pod IP, tcpSocket, exec inside the container) run on their
 //     periodSeconds with successThreshold/failureThreshold, and the runner patches the pod's status
 //     (Ready, ContainersReady, containerStatuses[].ready) when they change. KWOK's pod-ready stage
@@ -33,8 +33,21 @@
 //     when it carries the annotation kProbedReadinessAnnotation; otherwise KWOK marks it Ready at once and
 //     the runner patches it NotReady when its first container starts (a short window in which it looks
 //     Ready). Pods without the annotation keep KWOK's old behaviour where no runner runs.
-//   * The pod's exit is reported when every container has exited: 0 when all exited 0, else the first
-//     non-zero code.
+//   * restartPolicy (restart_policy.h): a container that exits (Always: any exit; OnFailure: non-zero)
+//     is restarted in place after a back-off -- kTestRestartBackOff: 1 s doubling to 10 s, starting over
+//     after a run of 10 s (the kubelet's 10 s to 5 min, scaled for tests). Its writable layer, the pod's
+//     volumes and its log file (appended to) persist across restarts; the pod stays Running (nothing is
+//     reported through KWOK's stage labels), NotReady while the container waits, and the runner patches
+//     containerStatuses[].restartCount (status subresource). Each run is a RunnerProcess of its own
+//     (`restart` counts them). A pod deleted, replaced or on a lost node is never restarted.
+//   * Liveness probes (the same kinds and counting as readiness probes, readiness_probe.h) run on their
+//     periodSeconds after initialDelaySeconds; after failureThreshold failures in a row the container's
+//     process group is SIGKILLed ("liveness probe of POD/CONTAINER failed N times: WHY; killing it") and
+//     the exit (137) is handled like any other: restarted per restartPolicy, or the pod fails (Never).
+//   * The pod's exit is reported when every container has exited and none is to be restarted: 0 when
+//     all (their last runs) exited 0, else the first non-zero code.
+//
+// Bin-dir mode ignores restartPolicy and probes: a container runs once, as always.
 //
 // In both modes:
 //   * When the process exits by itself, the exit is reported through KWOK's stage labels: exit 0 ->
@@ -80,6 +93,8 @@ class Informer;
 
 namespace ringmaster::testing {
 
+struct PodStartContext;  // container_start.h
+
 // A pod annotated kProbedReadinessAnnotation=pod-runner stays NotReady after KWOK starts it until the
 // pod runner's readiness probes pass (image mode). Put it in a TrainingJob's template metadata.
 inline constexpr char kProbedReadinessAnnotation[] = "ringmaster.io/readiness";
@@ -87,8 +102,11 @@ inline constexpr char kProbedReadinessValue[] = "pod-runner";
 
 struct PodRunnerOptions {
   std::string kubeconfig;  // admin: watch pods/nodes, read Secrets, patch pods, TokenRequest
-  std::string ns;          // the job's namespace
-  std::string job;         // pods labelled ringmaster.io/job-name=<job>
+  std::string ns;          // the pods' namespace
+  std::string job;         // pods labelled ringmaster.io/job-name=<job> (unless label_selector is set)
+  // A label selector ("app=x,tier in (a,b)") for the pods to run, instead of the job's label; `job` is
+  // then only a name for progress lines (may be empty). One of job and label_selector is required.
+  std::string label_selector;
   std::string bin_dir;     // bin-dir mode: where a container's command[0] is found (by its base name)
   std::string image_dir;   // set: image mode, the OCI archives <image_dir>/NAME.tar (bin_dir unused)
   std::string rootfs_cache_dir;  // image mode: unpacked images; "": DefaultRootfsCacheDir() (rootfs_cache.h)
@@ -100,18 +118,23 @@ struct PodRunnerOptions {
   std::chrono::seconds sync_timeout{30};
 };
 
-// One process the runner started (a snapshot): a pod's container.
+// One process the runner started (a snapshot): a run of a pod's container (a restart is a new one).
 struct RunnerProcess {
   std::string pod, uid, node, ip;
   std::string container;  // its name
   pid_t pid = -1;
   bool running = true;
   int exit_code = -1;     // once !running: the exit status, or 128+signal
-  std::string killed_for; // "" when it exited by itself; else why the runner killed it
+  std::string killed_for; // "" when it exited by itself; else why the runner killed it (or, for a run
+                          // waiting for its restart when its pod or node went, why it was not restarted)
   bool reported = false;  // its exit was reported to the apiserver (KWOK stage labels)
   std::string log_file;
   std::string kubeconfig;  // bin-dir mode: the pod's (its service-account token, valid while the pod exists)
   bool ready = true;       // image mode: its readiness probe's verdict (true without a probe)
+  int restart = 0;         // image mode: 0 for the container's first run, N for its Nth restart
+  // Image mode: why its liveness probe failed, when the runner SIGKILLed it for that (an exit handled
+  // like one by itself: killed_for stays "", it is restarted or reported).
+  std::string liveness_failure;
 };
 
 class PodRunner {
@@ -149,10 +172,16 @@ class PodRunner {
   Status StartPod(const nlohmann::json& pod);
   // Image mode: starts every container of `pod` from its image.
   Status StartImagePod(const nlohmann::json& pod);
-  // Image mode: runs the readiness probes that are due and patches the readiness of pods that changed.
-  void ProbeReadiness(const std::vector<nlohmann::json>& pods);
-  // Patches pod `uid`'s Ready/ContainersReady conditions and containerStatuses[].ready.
-  Status PatchReadiness(const nlohmann::json& pod, const std::map<std::string, bool>& ready);
+  // Image mode: how `pod`'s containers are started (its callbacks refer to `pod`, which must outlive it).
+  PodStartContext StartContext(const nlohmann::json& pod);
+  // Image mode: restarts the containers whose back-off is over (their pods in `pods`).
+  void RestartContainers(const std::vector<nlohmann::json>& pods);
+  // Image mode: runs the readiness and liveness probes that are due, kills containers whose liveness
+  // probe failed, and patches the readiness and restart counts of pods that changed.
+  void ProbeContainers(const std::vector<nlohmann::json>& pods);
+  // Patches the pod's Ready/ContainersReady conditions and containerStatuses[].ready and .restartCount.
+  Status PatchContainerStatuses(const nlohmann::json& pod, const std::map<std::string, bool>& ready,
+                                const std::map<std::string, int>& restarts);
   // The pod's service-account token (TokenRequest bound to it).
   StatusOr<std::string> PodToken(const nlohmann::json& pod, const std::vector<std::string>& audiences,
                                  int64_t expiration_seconds);

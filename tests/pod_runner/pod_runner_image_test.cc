@@ -3,13 +3,17 @@
 // rules against the image's ENTRYPOINT/CMD, env (the image's and fieldRefs), workingDir, the image's User
 // and runAsUser, the service-account files at the usual path, an emptyDir shared by two containers, an
 // exec readiness probe flipping the pod Ready and NotReady again, the pod's exit once every container has
-// exited; and a pod with an unsupported volume failing with a readable reason. Needs root and umoci.
+// exited; a pod with an unsupported volume failing with a readable reason; restartPolicy Always (a
+// container restarted in place, its layer kept, and again when its liveness probe fails) and OnFailure;
+// and pods picked by a label selector. Needs root and umoci.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "base/json_path.h"
 #include "base/status_test_macros.h"
@@ -25,7 +29,7 @@ using std::chrono::seconds;
 
 constexpr char kJob[] = "tiny";
 
-// Builds <dir>/images/tiny.tar (tag 1): ENTRYPOINT ["/bin/sh", "-c"], CMD ["echo from-cmd $IMG"], User 1234,
+// Builds <dir>/images/tiny.tar (tag 1): ENTRYPOINT ["/bin/sh", "-c"], CMD ["echo from-cmd $IMG; sleep 4"], User 1234,
 // WorkingDir /app, Env IMG=image, and /var/run -> /run as in Debian.
 constexpr char kBuildImage[] = R"sh(set -eu
 D=$1
@@ -44,7 +48,7 @@ printf 'root:x:0:0:root:/root:/bin/sh\ntester:x:1234:1234:tester:/home/tester:/b
 printf 'root:x:0:\ntester:x:1234:\n' > "$R/etc/group"
 chown 1234:1234 "$R/home/tester"
 umoci repack --image "$D/layout:1" "$D/bundle" >/dev/null
-umoci config --image "$D/layout:1" --config.entrypoint /bin/sh --config.entrypoint -c --config.cmd 'echo from-cmd $IMG' \
+umoci config --image "$D/layout:1" --config.entrypoint /bin/sh --config.entrypoint -c --config.cmd 'echo from-cmd $IMG; sleep 4' \
   --config.env IMG=image --config.env PATH=/usr/bin:/bin --config.workingdir /app --config.user 1234
 (cd "$D/layout" && tar -cf "$D/images/tiny.tar" .)
 )sh";
@@ -96,10 +100,50 @@ class PodRunnerImageTest : public ClusterTest {
     ClusterTest::TearDown();
   }
 
-  std::string PodHead(const std::string& name) {
+  std::string PodHead(const std::string& name, const std::string& restart_policy = "Never",
+                      const std::string& labels = std::string("ringmaster.io/job-name: ") + kJob) {
     return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns_ +
-           "\n  labels: {ringmaster.io/job-name: " + kJob + "}\n  annotations: {" + kProbedReadinessAnnotation + ": " +
-           kProbedReadinessValue + "}\nspec:\n  restartPolicy: Never\n" + PoolPlacement(ns_, 2);
+           "\n  labels: {" + labels + "}\n  annotations: {" + kProbedReadinessAnnotation + ": " +
+           kProbedReadinessValue + "}\nspec:\n  restartPolicy: " + restart_policy + "\n" + PoolPlacement(ns_, 2);
+  }
+
+  // Replaces the runner with one started with `o` on top of the fixture's options.
+  void RestartRunner(const std::function<void(PodRunnerOptions&)>& change) {
+    runner_->Stop();
+    PodRunnerOptions o;
+    o.kubeconfig = cluster_.kubeconfig();
+    o.ns = ns_;
+    o.job = kJob;
+    o.image_dir = dir_ + "/images";
+    o.rootfs_cache_dir = dir_ + "/rootfs-cache";
+    o.work_dir = dir_ + "/pods";
+    change(o);
+    auto runner = PodRunner::Start(o);
+    ASSERT_OK(runner) << runner.status();
+    runner_ = std::move(runner).value();
+  }
+
+  // The runs of pod/container so far, in start order.
+  std::vector<RunnerProcess> Runs(const std::string& pod, const std::string& container) {
+    std::vector<RunnerProcess> out;
+    for (const auto& p : runner_->Processes())
+      if (p.pod == pod && p.container == container) out.push_back(p);
+    return out;
+  }
+
+  // Waits until pod/container's run `restart` is running.
+  void WaitForRun(const std::string& pod, const std::string& container, int restart) {
+    Status s = WaitFor(pod + "/" + container + " restart " + std::to_string(restart), seconds(60), [&](std::string* last) {
+      std::vector<RunnerProcess> runs = Runs(pod, container);
+      *last = std::to_string(runs.size()) + " runs";
+      return static_cast<int>(runs.size()) > restart && runs[restart].running;
+    });
+    ASSERT_OK(s) << s;
+  }
+
+  static int64_t RestartCount(const json& pod) {
+    const json& statuses = At(pod, {"status", "containerStatuses"});
+    return statuses.is_array() && !statuses.empty() ? IntAt(statuses[0], {"restartCount"}, 0) : 0;
   }
 
   // Waits until `check` holds for the pod's JSON.
@@ -149,13 +193,14 @@ TEST_F(PodRunnerImageTest, RunsEveryContainerFromItsImageAsAKubeletWould) {
       "    volumeMounts: [{name: shared, mountPath: /shared}]\n"
       "    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1, failureThreshold: 1}\n"
       "  - name: reader\n    image: tiny:1\n"
-      "    command: [/bin/sh, -c, 'while [ ! -f /shared/f ]; do sleep 0.2; done; cat /shared/f; echo \"uid=$(id -u) cwd=$(pwd)\"']\n"
+      "    command: [/bin/sh, -c, 'while [ ! -f /shared/f ]; do sleep 0.2; done; cat /shared/f; echo \"uid=$(id -u) cwd=$(pwd)\"; sleep 4']\n"
       "    workingDir: /work\n    securityContext: {runAsUser: 4321}\n"
       "    volumeMounts: [{name: shared, mountPath: /shared, readOnly: true}]\n"
       "  - name: defaults\n    image: tiny:1\n"
       "  volumes: [{name: shared, emptyDir: {}}]\n"));
 
   // Running but not Ready until the exec probe finds /tmp/ready inside the writer; then NotReady again.
+  // (reader and defaults sleep 4 s before they exit: a pod with an exited container is never Ready.)
   WaitForPod("p", "Running", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Running"; });
   WaitForPod("p", "Ready", [](const json& p) { return Condition(p, "Ready") == "True"; });
   auto pod = cluster_.KubectlJson({"get", "pod", "p", "-n", ns_, "-o", "json"});
@@ -212,6 +257,87 @@ TEST_F(PodRunnerImageTest, AMissingImageFailsThePodLikeErrImageNeverPull) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("image tiny:2 not found in " + dir_ + "/images: "), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("has no manifest tagged 2 (it has: 1)"), std::string::npos) << errors[0];
+}
+
+TEST_F(PodRunnerImageTest, RestartPolicyAlwaysRestartsInPlaceAndALivenessFailureRestartsAgain) {
+  // The first run leaves a marker in its writable layer and exits 3; later runs find it and stay up,
+  // alive while /alive/ok (an emptyDir) exists.
+  const std::string script =
+      "if [ -f /home/tester/ran ]; then echo run-again; touch /alive/ok; exec sleep 1000; fi; "
+      "touch /home/tester/ran; echo first-run; exit 3";
+  ASSERT_OK(cluster_.Apply(PodHead("r", "Always") +
+                           "  containers:\n  - name: c\n    image: tiny:1\n"
+                           "    command: [/bin/sh, -c, " + json(script).dump() + "]\n"
+                           "    volumeMounts: [{name: alive, mountPath: /alive}]\n"
+                           "    livenessProbe: {exec: {command: [/bin/sh, -c, 'test -f /alive/ok']}, initialDelaySeconds: 1,"
+                           " periodSeconds: 1, failureThreshold: 2}\n"
+                           "  volumes: [{name: alive, emptyDir: {}}]\n"));
+  bool ended = false;  // the pod was ever reported Failed or Succeeded
+  auto running_with_restarts = [&](int64_t n) {
+    return [&ended, n](const json& p) {
+      const std::string phase = StringAt(p, {"status", "phase"});
+      ended |= phase == "Failed" || phase == "Succeeded";
+      return phase == "Running" && RestartCount(p) >= n;
+    };
+  };
+  WaitForRun("r", "c", 1);
+  WaitForPod("r", "Running with restartCount 1", running_with_restarts(1));
+  std::vector<RunnerProcess> runs = Runs("r", "c");
+  ASSERT_GE(runs.size(), 2u);
+  EXPECT_FALSE(runs[0].running);
+  EXPECT_EQ(runs[0].exit_code, 3);
+  EXPECT_EQ(runs[0].killed_for, "");
+  EXPECT_FALSE(runs[0].reported);
+  EXPECT_EQ(runs[1].restart, 1);
+  const std::string log = LogOf("r", "c");  // one log, appended to by every run
+  EXPECT_NE(log.find("first-run\nrun-again"), std::string::npos) << log;
+
+  // The liveness probe fails once /alive/ok is gone: the container is SIGKILLed and restarted.
+  const std::string marker = dir_ + "/pods/r." + runs[1].uid.substr(0, 8) + ".pod/volumes/alive/ok";
+  ASSERT_TRUE(std::filesystem::exists(marker)) << marker;
+  std::filesystem::remove(marker);
+  WaitForRun("r", "c", 2);
+  WaitForPod("r", "Running with restartCount 2", running_with_restarts(2));
+  runs = Runs("r", "c");
+  EXPECT_EQ(runs[1].exit_code, 128 + SIGKILL);
+  EXPECT_NE(runs[1].liveness_failure.find("exec /bin/sh"), std::string::npos) << runs[1].liveness_failure;
+  EXPECT_EQ(runs[1].killed_for, "");
+  EXPECT_NE(runner_->Describe().find("liveness probe of r/c failed 2 times: "), std::string::npos);
+  EXPECT_FALSE(ended);
+  auto pod = cluster_.KubectlJson({"get", "pod", "r", "-n", ns_, "-o", "json"});
+  ASSERT_OK(pod);
+  EXPECT_EQ(At(*pod, {"metadata", "labels"}).dump().find("stage.kwok"), std::string::npos) << (*pod)["metadata"].dump();
+  for (const auto& run : runs) EXPECT_FALSE(run.reported);
+  EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
+
+  // Deleted: killed, not restarted.
+  ASSERT_OK(cluster_.Kubectl({"delete", "pod", "r", "-n", ns_, "--wait=false"}).status());
+  Status s = WaitFor("r's last run killed", seconds(30), [&](std::string*) { return !Runs("r", "c").back().running; });
+  ASSERT_OK(s) << s;
+  std::this_thread::sleep_for(seconds(2));  // longer than the back-off would be
+  EXPECT_EQ(Runs("r", "c").size(), 3u);
+}
+
+TEST_F(PodRunnerImageTest, ALabelSelectorPicksThePodsAndOnFailureEndsInSuccess) {
+  RestartRunner([](PodRunnerOptions& o) {
+    o.job = "";
+    o.label_selector = "app=op";
+  });
+  if (HasFatalFailure()) return;
+  const std::string script =
+      "if [ -f /home/tester/ran ]; then echo selected; exit 0; fi; touch /home/tester/ran; exit 3";
+  ASSERT_OK(cluster_.Apply(PodHead("ignored") + "  containers:\n  - name: c\n    image: tiny:1\n"));
+  ASSERT_OK(cluster_.Apply(PodHead("sel", "OnFailure", "app: op") + "  containers:\n  - name: c\n    image: tiny:1\n"
+                           "    command: [/bin/sh, -c, " + json(script).dump() + "]\n"));
+  WaitForPod("sel", "Succeeded", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Succeeded"; });
+  std::vector<RunnerProcess> runs = Runs("sel", "c");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].exit_code, 3);
+  EXPECT_EQ(runs[1].exit_code, 0);
+  EXPECT_TRUE(runs[1].reported);
+  EXPECT_NE(LogOf("sel", "c").find("selected"), std::string::npos);
+  EXPECT_TRUE(Runs("ignored", "c").empty());  // the job's label alone no longer selects it
+  EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
 }
 
 }  // namespace

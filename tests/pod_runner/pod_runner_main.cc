@@ -5,6 +5,9 @@
 //       --bin-dir build/bin --work-dir /tmp/demo-pods
 //   ringmaster-pod-runner ... --image-dir build/images --work-dir /tmp/demo-pods   (pods run from their images;
 //       needs root: see pod_runner.h's image mode)
+//   ringmaster-pod-runner ... --namespace ringmaster-system --selector app.kubernetes.io/name=ringmaster
+//       --image-dir build/images --work-dir /tmp/operator-pods   (any pods matching a label selector, e.g.
+//       the operator's Helm Deployment)
 #include <signal.h>
 
 #include <cstdio>
@@ -18,10 +21,10 @@
 namespace {
 
 constexpr char kDescription[] =
-    "ringmaster-pod-runner: runs the pods of TrainingJob --job (label ringmaster.io/job-name) that KWOK reports\n"
-    "Running as local processes (found in --bin-dir, or run from their images in --image-dir), reports their\n"
-    "exits through KWOK's stage labels, and kills a pod's processes when the pod is deleted or its node goes\n"
-    "NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
+    "ringmaster-pod-runner: runs the pods of TrainingJob --job (label ringmaster.io/job-name), or the pods\n"
+    "matching --selector, that KWOK reports Running as local processes (found in --bin-dir, or run from their\n"
+    "images in --image-dir), reports their exits through KWOK's stage labels, and kills a pod's processes when\n"
+    "the pod is deleted or its node goes NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
 
 struct Flags {
   ringmaster::testing::PodRunnerOptions runner;
@@ -32,8 +35,12 @@ struct Flags {
 std::unique_ptr<CLI::App> NewApp(Flags& f) {
   auto app = ringmaster::cli::NewApp("ringmaster-pod-runner", kDescription);
   app->add_option("--kubeconfig", f.runner.kubeconfig, "the cluster's admin kubeconfig")->required();
-  app->add_option("--namespace", f.runner.ns, "the job's namespace")->required();
-  app->add_option("--job", f.runner.job, "the TrainingJob's name")->required();
+  app->add_option("--namespace", f.runner.ns, "the pods' namespace")->required();
+  auto* pods = app->add_option_group("pods", "which pods to run (at least one)");
+  pods->add_option("--job", f.runner.job, "the TrainingJob's name (its pods' label ringmaster.io/job-name)");
+  pods->add_option("--selector", f.runner.label_selector,
+                   "a label selector for the pods to run, instead of --job's label (--job then only names them)");
+  pods->require_option(1, 2);
   auto* source = app->add_option_group("containers", "where the containers come from (exactly one)");
   source->add_option("--bin-dir", f.runner.bin_dir,
                      "bin-dir mode: a container's command is found here by its base name (its image is ignored)");

@@ -1,6 +1,7 @@
 #include "pod_runner/pod_spec.h"
 
 #include "base/json_path.h"
+#include "pod_runner/restart_policy.h"
 
 namespace ringmaster::testing {
 
@@ -79,22 +80,20 @@ Status CheckPodSupported(const json& pod) {
   for (const char* host : {"shareProcessNamespace", "hostPID", "hostIPC"}) {
     if (IsTrue(At(spec, {host}))) return Unsupported(std::string(host) + ": true");
   }
-  const std::string restart = StringAt(spec, {"restartPolicy"});
-  if (restart != "Never") {
-    return Unsupported("restartPolicy " + (restart.empty() ? std::string("Always (the default)") : restart) +
-                       " (containers are never restarted; use Never)");
-  }
+  RINGMASTER_RETURN_IF_ERROR(ParseRestartPolicy(pod).status());
   const json& containers = At(spec, {"containers"});
   if (!containers.is_array() || containers.empty()) return InvalidArgumentError("the pod has no containers");
   for (const auto& c : containers) {
     const std::string where = "container " + StringAt(c, {"name"}) + ": ";
-    for (const char* field : {"livenessProbe", "startupProbe", "lifecycle", "volumeDevices"}) {
+    for (const char* field : {"startupProbe", "lifecycle", "volumeDevices"}) {
       if (c.contains(field) && !c[field].is_null()) return Unsupported(where + field);
     }
     if (IsTrue(At(c, {"tty"})) || IsTrue(At(c, {"stdin"}))) return Unsupported(where + "tty/stdin");
     const json& add = At(c, {"securityContext", "capabilities", "add"});
     if (add.is_array() && !add.empty()) return Unsupported(where + "securityContext.capabilities.add");
-    if (At(c, {"readinessProbe"}).contains("grpc")) return Unsupported(where + "a grpc readinessProbe");
+    for (const char* probe : {"readinessProbe", "livenessProbe"}) {
+      if (At(c, {probe}).contains("grpc")) return Unsupported(where + "a grpc " + probe);
+    }
   }
   return Status::Ok();
 }

@@ -6,9 +6,10 @@
 // checks), configMap, secret, downwardAPI and projected (configMap, secret, downwardAPI and
 // serviceAccountToken sources: the kube-api-access volume the ServiceAccount admission plugin adds).
 // Refused (Unimplemented): any other volume type, subPathExpr, Bidirectional mount propagation,
-// initContainers, ephemeral containers, livenessProbe, startupProbe, lifecycle hooks, volumeDevices,
-// tty/stdin, capabilities.add, shareProcessNamespace/hostPID/hostIPC, and a restartPolicy other than Never
-// (the runner never restarts a container).
+// initContainers, ephemeral containers, startupProbe, grpc probes, lifecycle hooks, volumeDevices,
+// tty/stdin, capabilities.add, shareProcessNamespace/hostPID/hostIPC. restartPolicy Always, OnFailure and
+// Never are honoured (restart_policy.h; InvalidArgument for another value), and so are readiness and
+// liveness probes (readiness_probe.h).
 #pragma once
 
 #include <cstdint>

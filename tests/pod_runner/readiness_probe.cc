@@ -21,14 +21,14 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-StatusOr<int> Port(const json& container, const json& port) {
+StatusOr<int> Port(const json& container, const json& port, const std::string& field) {
   if (port.is_number_integer()) return static_cast<int>(port.get<int64_t>());
   const std::string name = port.is_string() ? port.get<std::string>() : "";
   for (const auto& p : At(container, {"ports"}).is_array() ? container["ports"] : json::array()) {
     if (StringAt(p, {"name"}) == name) return static_cast<int>(IntAt(p, {"containerPort"}));
   }
   if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) return std::stoi(name);
-  return InvalidArgumentError("readinessProbe port " + port.dump() + " is not a port of the container");
+  return InvalidArgumentError(field + " port " + port.dump() + " is not a port of the container");
 }
 
 // A connected TCP socket to ip:port within `deadline`, or Unavailable.
@@ -63,17 +63,17 @@ StatusOr<int> Connect(const std::string& ip, int port, Clock::time_point deadlin
 
 }  // namespace
 
-StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) {
-  const json& probe = At(container, {"readinessProbe"});
+StatusOr<std::optional<ProbeSpec>> ParseProbe(const json& container, const std::string& field) {
+  const json& probe = At(container, {field});
   if (probe.is_null()) return std::optional<ProbeSpec>();
   ProbeSpec s;
-  const std::string where = "container " + StringAt(container, {"name"}) + " readinessProbe: ";
+  const std::string where = "container " + StringAt(container, {"name"}) + " " + field + ": ";
   if (probe.contains("httpGet")) {
     const json& h = probe["httpGet"];
     s.kind = ProbeSpec::Kind::kHttpGet;
     std::string scheme = StringAt(h, {"scheme"});
     if (!scheme.empty() && scheme != "HTTP") return UnimplementedError(where + "scheme " + scheme + " is not supported by the pod runner");
-    RINGMASTER_ASSIGN_OR_RETURN(s.port, Port(container, At(h, {"port"})));
+    RINGMASTER_ASSIGN_OR_RETURN(s.port, Port(container, At(h, {"port"}), field));
     s.host = StringAt(h, {"host"});
     if (std::string path = StringAt(h, {"path"}); !path.empty()) s.path = path[0] == '/' ? path : "/" + path;
     for (const auto& hd : At(h, {"httpHeaders"}).is_array() ? h["httpHeaders"] : json::array()) {
@@ -81,7 +81,7 @@ StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) {
     }
   } else if (probe.contains("tcpSocket")) {
     s.kind = ProbeSpec::Kind::kTcpSocket;
-    RINGMASTER_ASSIGN_OR_RETURN(s.port, Port(container, At(probe, {"tcpSocket", "port"})));
+    RINGMASTER_ASSIGN_OR_RETURN(s.port, Port(container, At(probe, {"tcpSocket", "port"}), field));
     s.host = StringAt(probe, {"tcpSocket", "host"});
   } else if (probe.contains("exec")) {
     s.kind = ProbeSpec::Kind::kExec;
@@ -100,6 +100,14 @@ StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) {
   s.success_threshold = static_cast<int>(std::max<int64_t>(1, IntAt(probe, {"successThreshold"}, 1)));
   s.failure_threshold = static_cast<int>(std::max<int64_t>(1, IntAt(probe, {"failureThreshold"}, 3)));
   return std::optional<ProbeSpec>(s);
+}
+
+StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) { return ParseProbe(container, "readinessProbe"); }
+
+StatusOr<std::optional<ProbeSpec>> ParseLivenessProbe(const json& container) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::optional<ProbeSpec> spec, ParseProbe(container, "livenessProbe"));
+  if (spec) spec->success_threshold = 1;
+  return spec;
 }
 
 Status ProbeTcp(const std::string& ip, const ProbeSpec& spec) {
@@ -164,6 +172,17 @@ bool ReadinessState::Record(bool success, Clock::time_point now) {
     if (++failures_ >= spec_.failure_threshold) ready_ = false;
   }
   return ready_ != before;
+}
+
+LivenessState::LivenessState(const ProbeSpec& spec, Clock::time_point started)
+    : spec_(spec), next_(started + spec.initial_delay) {}
+
+bool LivenessState::Due(Clock::time_point now) const { return now >= next_; }
+
+bool LivenessState::Record(bool success, Clock::time_point now) {
+  next_ = now + spec_.period;
+  failures_ = success ? 0 : failures_ + 1;
+  return failures_ == spec_.failure_threshold;
 }
 
 }  // namespace ringmaster::testing
