@@ -31,7 +31,7 @@ Client::Client(std::shared_ptr<RestClient> rest, std::string default_namespace)
     : rest_(std::move(rest)), default_namespace_(std::move(default_namespace)) {}
 
 StatusOr<json> Client::Call(const std::string& method, const std::string& path, const json* body,
-                            const std::string& content_type, const RequestLabels& labels) {
+                            const std::string& content_type) {
   HttpRequest req;
   req.method = method;
   req.path = path;
@@ -39,7 +39,7 @@ StatusOr<json> Client::Call(const std::string& method, const std::string& path, 
     req.body = body->dump();
     req.content_type = content_type;
   }
-  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, rest_->Do(req, labels));
+  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, rest_->Do(req));
   if (resp.body.empty()) return json::object();
   json j = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return DataLossError(method + " " + path + ": response body is not JSON");
@@ -48,7 +48,7 @@ StatusOr<json> Client::Call(const std::string& method, const std::string& path, 
 
 StatusOr<json> Client::Get(const GroupVersionResource& gvr, const std::string& ns, const std::string& name,
                            const std::string& subresource) {
-  return Call("GET", gvr.Path(ns, name, subresource), nullptr, "", {"get", gvr.ToString()});
+  return Call("GET", gvr.Path(ns, name, subresource), nullptr, "");
 }
 
 StatusOr<json> Client::List(const GroupVersionResource& gvr, const std::string& ns, const ListOptions& o) {
@@ -59,7 +59,7 @@ StatusOr<json> Client::List(const GroupVersionResource& gvr, const std::string& 
   AddQuery(&path, "continue", o.continue_token);
   AddQuery(&path, "resourceVersion", o.resource_version);
   AddQuery(&path, "resourceVersionMatch", o.resource_version_match);
-  return Call("GET", path, nullptr, "", {"list", gvr.ToString()});
+  return Call("GET", path, nullptr, "");
 }
 
 StatusOr<json> Client::ListAll(const GroupVersionResource& gvr, const std::string& ns, ListOptions options) {
@@ -85,15 +85,14 @@ StatusOr<json> Client::ListAll(const GroupVersionResource& gvr, const std::strin
 
 StatusOr<json> Client::Create(const GroupVersionResource& gvr, const std::string& ns, const json& object,
                               const WriteOptions& options) {
-  return Call("POST", WriteQuery(gvr.Path(ns), options), &object, "application/json", {"create", gvr.ToString()});
+  return Call("POST", WriteQuery(gvr.Path(ns), options), &object, "application/json");
 }
 
 StatusOr<json> Client::Update(const GroupVersionResource& gvr, const std::string& ns, const json& object,
                               const WriteOptions& options, const std::string& subresource) {
   std::string name = NameOf(object);
   if (name.empty()) return InvalidArgumentError("update of " + gvr.ToString() + ": object has no metadata.name");
-  return Call("PUT", WriteQuery(gvr.Path(ns, name, subresource), options), &object, "application/json",
-              {"update", gvr.ToString()});
+  return Call("PUT", WriteQuery(gvr.Path(ns, name, subresource), options), &object, "application/json");
 }
 
 StatusOr<json> Client::Patch(const GroupVersionResource& gvr, const std::string& ns, const std::string& name,
@@ -110,7 +109,7 @@ StatusOr<json> Client::Patch(const GroupVersionResource& gvr, const std::string&
   std::string path = gvr.Path(ns, name, o.subresource);
   AddQuery(&path, "fieldManager", o.field_manager);
   if (o.force) AddQuery(&path, "force", "true");
-  return Call("PATCH", path, &patch, content_type, {"patch", gvr.ToString()});
+  return Call("PATCH", path, &patch, content_type);
 }
 
 StatusOr<json> Client::Apply(const GroupVersionResource& gvr, const std::string& ns, const json& object,
@@ -128,7 +127,7 @@ Status Client::Delete(const GroupVersionResource& gvr, const std::string& ns, co
   if (o.precondition_uid) body["preconditions"]["uid"] = *o.precondition_uid;
   if (o.precondition_resource_version) body["preconditions"]["resourceVersion"] = *o.precondition_resource_version;
   if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;
-  auto r = Call("DELETE", gvr.Path(ns, name), &body, "application/json", {"delete", gvr.ToString()});
+  auto r = Call("DELETE", gvr.Path(ns, name), &body, "application/json");
   return r.ok() ? Status::Ok() : r.status();
 }
 
@@ -152,7 +151,7 @@ StatusOr<std::string> Client::CreateToken(const std::string& ns, const std::stri
         {"apiVersion", "v1"}, {"kind", o.bound_kind}, {"name", o.bound_name}, {"uid", o.bound_uid}};
   }
   RINGMASTER_ASSIGN_OR_RETURN(json resp, Call("POST", resources::ServiceAccounts().Path(ns, sa, "token"), &body,
-                                              "application/json", {"create", "serviceaccounts/token"}));
+                                              "application/json"));
   std::string token = StringAt(resp, {"status", "token"});
   if (token.empty()) return DataLossError("TokenRequest answer has no status.token");
   return token;
@@ -172,7 +171,7 @@ StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const GroupVersionResource&
   req.timeout = o.client_idle_timeout.count() > 0
                     ? o.client_idle_timeout
                     : std::chrono::milliseconds(std::chrono::seconds(o.timeout_seconds > 0 ? o.timeout_seconds + 30 : 3600));
-  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, rest_->Stream(req, {"watch", gvr.ToString()}));
+  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, rest_->Stream(req));
   return std::make_unique<WatchStream>(std::move(resp.body));
 }
 

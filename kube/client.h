@@ -115,8 +115,7 @@ class Client {
   RestClient& rest() { return *rest_; }
 
  private:
-  StatusOr<json> Call(const std::string& method, const std::string& path, const json* body, const std::string& content_type,
-                      const RequestLabels& labels);
+  StatusOr<json> Call(const std::string& method, const std::string& path, const json* body, const std::string& content_type);
 
   const std::shared_ptr<RestClient> rest_;
   const std::string default_namespace_;

@@ -1,44 +1,82 @@
 #include "kube/client_metrics.h"
 
+#include "metrics/buckets.h"
+
 namespace ringmaster::kube {
 
 namespace {
+
 std::string CodeLabel(int code) { return code == 0 ? "<error>" : std::to_string(code); }
-const std::vector<double>& QueueBuckets() {
-  static const std::vector<double> b = metrics::ExponentialBuckets(1e-6, 10, 10);  // 1µs .. 1000s
+
+// client-go's buckets.
+const prometheus::Histogram::BucketBoundaries& RequestBuckets() {
+  static const prometheus::Histogram::BucketBoundaries b = {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60};
   return b;
 }
-}  // namespace
-
-ClientMetrics::ClientMetrics(metrics::Registry* r)
-    : requests_(r->AddCounterFamily("rest_client_requests_total", "Number of HTTP requests, by verb, resource and code.")),
-      latency_(r->AddHistogramFamily("rest_client_request_duration_seconds", "Request latency in seconds, by verb and resource.")),
-      retries_(r->AddCounterFamily("rest_client_request_retries_total", "Number of request retries, by verb, resource and code.")),
-      watch_restarts_(r->AddCounterFamily("ringmaster_watch_restarts_total", "Watches re-established, by resource and reason.")),
-      queue_depth_(r->AddGaugeFamily("workqueue_depth", "Current depth of the workqueue.")),
-      queue_adds_(r->AddCounterFamily("workqueue_adds_total", "Total number of adds handled by the workqueue.")),
-      queue_latency_(r->AddHistogramFamily("workqueue_queue_duration_seconds", "Seconds an item stays in the workqueue before being requested.")),
-      work_duration_(r->AddHistogramFamily("workqueue_work_duration_seconds", "Seconds processing an item from the workqueue takes.")),
-      queue_retries_(r->AddCounterFamily("workqueue_retries_total", "Total number of rate-limited retries handled by the workqueue.")) {}
-
-void ClientMetrics::ObserveRequest(const std::string& verb, const std::string& resource, int code,
-                                   std::chrono::nanoseconds latency) {
-  requests_.Add({{"verb", verb}, {"resource", resource}, {"code", CodeLabel(code)}}).Increment();
-  latency_.Add({{"verb", verb}, {"resource", resource}}).Observe(std::chrono::duration<double>(latency).count());
+const prometheus::Histogram::BucketBoundaries& QueueBuckets() {
+  static const prometheus::Histogram::BucketBoundaries b = metrics::ExponentialBuckets(1e-8, 10, 12);  // 10 ns .. 1000 s
+  return b;
 }
 
-void ClientMetrics::ObserveRetry(const std::string& verb, const std::string& resource, int code) {
-  retries_.Add({{"verb", verb}, {"resource", resource}, {"code", CodeLabel(code)}}).Increment();
+}  // namespace
+
+ClientMetrics::ClientMetrics(prometheus::Registry& r)
+    : requests_(prometheus::BuildCounter()
+                    .Name("rest_client_requests_total")
+                    .Help("Number of HTTP requests, partitioned by status code, method, and host.")
+                    .Register(r)),
+      latency_(prometheus::BuildHistogram()
+                   .Name("rest_client_request_duration_seconds")
+                   .Help("Request latency in seconds. Broken down by verb, and host.")
+                   .Register(r)),
+      retries_(prometheus::BuildCounter()
+                   .Name("rest_client_request_retries_total")
+                   .Help("Number of request retries, partitioned by status code, verb, and host.")
+                   .Register(r)),
+      watch_restarts_(prometheus::BuildCounter()
+                          .Name("ringmaster_watch_restarts_total")
+                          .Help("Watches re-established, by resource and reason.")
+                          .Register(r)),
+      queue_depth_(prometheus::BuildGauge().Name("workqueue_depth").Help("Current depth of workqueue").Register(r)),
+      queue_adds_(prometheus::BuildCounter()
+                      .Name("workqueue_adds_total")
+                      .Help("Total number of adds handled by workqueue")
+                      .Register(r)),
+      queue_latency_(prometheus::BuildHistogram()
+                         .Name("workqueue_queue_duration_seconds")
+                         .Help("How long in seconds an item stays in workqueue before being requested")
+                         .Register(r)),
+      work_duration_(prometheus::BuildHistogram()
+                         .Name("workqueue_work_duration_seconds")
+                         .Help("How long in seconds processing an item from workqueue takes.")
+                         .Register(r)),
+      queue_retries_(prometheus::BuildCounter()
+                         .Name("workqueue_retries_total")
+                         .Help("Total number of retries handled by workqueue")
+                         .Register(r)) {}
+
+void ClientMetrics::ObserveRequest(const std::string& host, const std::string& method, int code,
+                                   std::chrono::nanoseconds latency) {
+  requests_.Add({{"code", CodeLabel(code)}, {"method", method}, {"host", host}}).Increment();
+  latency_.Add({{"verb", method}, {"host", host}}, RequestBuckets()).Observe(std::chrono::duration<double>(latency).count());
+}
+
+void ClientMetrics::ObserveRetry(const std::string& host, const std::string& method, int code) {
+  retries_.Add({{"code", CodeLabel(code)}, {"verb", method}, {"host", host}}).Increment();
 }
 
 void ClientMetrics::ObserveWatchRestart(const std::string& resource, const std::string& reason) {
   watch_restarts_.Add({{"resource", resource}, {"reason", reason}}).Increment();
 }
 
-metrics::Gauge& ClientMetrics::QueueDepth(const std::string& q) { return queue_depth_.Add({{"name", q}}); }
-metrics::Counter& ClientMetrics::QueueAdds(const std::string& q) { return queue_adds_.Add({{"name", q}}); }
-metrics::Histogram& ClientMetrics::QueueLatency(const std::string& q) { return queue_latency_.Add({{"name", q}}, QueueBuckets()); }
-metrics::Histogram& ClientMetrics::WorkDuration(const std::string& q) { return work_duration_.Add({{"name", q}}, QueueBuckets()); }
-metrics::Counter& ClientMetrics::QueueRetries(const std::string& q) { return queue_retries_.Add({{"name", q}}); }
+void ClientMetrics::DeclareWatch(const std::string& resource) {
+  for (const char* reason : {"timeout", "gone", "error"}) watch_restarts_.Add({{"resource", resource}, {"reason", reason}});
+}
+
+prometheus::Gauge& ClientMetrics::QueueDepth(const std::string& q) { return queue_depth_.Add({{"name", q}}); }
+prometheus::Counter& ClientMetrics::QueueAdds(const std::string& q) { return queue_adds_.Add({{"name", q}}); }
+prometheus::Histogram& ClientMetrics::QueueLatency(const std::string& q) { return queue_latency_.Add({{"name", q}}, QueueBuckets()); }
+prometheus::Histogram& ClientMetrics::WorkDuration(const std::string& q) { return work_duration_.Add({{"name", q}}, QueueBuckets()); }
+prometheus::Counter& ClientMetrics::QueueRetries(const std::string& q) { return queue_retries_.Add({{"name", q}}); }
 
 }  // namespace ringmaster::kube

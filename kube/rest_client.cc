@@ -48,32 +48,32 @@ bool RestClient::ShouldRetry(const HttpRequest& request, int code, const std::ma
 }
 
 template <typename Response, typename Send>
-StatusOr<Response> RestClient::SendRetrying(const HttpRequest& request, const RequestLabels& labels, const Send& send) {
+StatusOr<Response> RestClient::SendRetrying(const HttpRequest& request, const Send& send) {
   static const std::map<std::string, std::string> kNoHeaders;
   for (int attempt = 0;; ++attempt) {
     bucket_.Accept();
     const auto start = std::chrono::steady_clock::now();
     StatusOr<Response> resp = send();
     const int code = resp.ok() ? resp->code : 0;
-    if (auto* m = metrics()) m->ObserveRequest(labels.verb, labels.resource, code, std::chrono::steady_clock::now() - start);
+    if (auto* m = metrics()) m->ObserveRequest(options_.host, request.method, code, std::chrono::steady_clock::now() - start);
     if (resp.ok() && code >= 200 && code < 300) return resp;
     Duration wait{};
     if (!ShouldRetry(request, code, resp.ok() ? resp->headers : kNoHeaders, attempt, &wait)) return resp;
-    if (auto* m = metrics()) m->ObserveRetry(labels.verb, labels.resource, code);
+    if (auto* m = metrics()) m->ObserveRetry(options_.host, request.method, code);
     std::this_thread::sleep_for(wait);
   }
 }
 
-StatusOr<HttpResponse> RestClient::Do(const HttpRequest& request, const RequestLabels& labels) {
-  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, SendRetrying<HttpResponse>(request, labels, [&] {
+StatusOr<HttpResponse> RestClient::Do(const HttpRequest& request) {
+  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, SendRetrying<HttpResponse>(request, [&] {
                                 return transport_->Send(request);
                               }));
   if (resp.code >= 200 && resp.code < 300) return resp;
   return StatusFromHttpResponse(resp.code, resp.body);
 }
 
-StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request, const RequestLabels& labels) {
-  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, SendRetrying<StreamedResponse>(request, labels, [&] {
+StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request) {
+  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, SendRetrying<StreamedResponse>(request, [&] {
                                 return transport_->Open(request);
                               }));
   if (resp.code >= 200 && resp.code < 300) return resp;
@@ -95,6 +95,9 @@ StatusOr<std::shared_ptr<RestClient>> NewRestClient(const ClientConfig& config, 
   options.qps = config.qps;
   options.burst = config.burst;
   options.metrics = std::move(metrics);
+  // "https://host:port" -> "host:port"
+  const auto scheme = config.server.find("://");
+  options.host = scheme == std::string::npos ? config.server : config.server.substr(scheme + 3);
   return std::make_shared<RestClient>(std::move(transport), std::move(options));
 }
 

@@ -32,12 +32,7 @@ struct RestClientOptions {
   int burst = 100;
   RetryPolicy retry;
   std::shared_ptr<ClientMetrics> metrics;  // optional
-};
-
-// Labels a request for metrics: verb (get, list, watch, create, update, patch, delete) and resource.
-struct RequestLabels {
-  std::string verb;
-  std::string resource;
+  std::string host;  // the apiserver's host:port, the metrics' host label
 };
 
 class RestClient {
@@ -46,11 +41,11 @@ class RestClient {
 
   // Sends `request` under the retry rule. Returns the 2xx response, or the Status of the last failure
   // (carrying the HTTP code and reason; kUnavailable when no answer came).
-  StatusOr<HttpResponse> Do(const HttpRequest& request, const RequestLabels& labels);
+  StatusOr<HttpResponse> Do(const HttpRequest& request);
 
   // Opens a streamed response (a watch) under the same rule for its opening; a non-2xx answer's body
   // is read and returned as a Status.
-  StatusOr<StreamedResponse> Stream(const HttpRequest& request, const RequestLabels& labels);
+  StatusOr<StreamedResponse> Stream(const HttpRequest& request);
 
   ClientMetrics* metrics() const { return options_.metrics.get(); }
 
@@ -62,7 +57,7 @@ class RestClient {
   // The one retry loop of Do and Stream: flow control, metrics, retries by ShouldRetry. Returns the
   // last response (2xx, or an error answer the caller turns into a Status) or the transport error.
   template <typename Response, typename Send>
-  StatusOr<Response> SendRetrying(const HttpRequest& request, const RequestLabels& labels, const Send& send);
+  StatusOr<Response> SendRetrying(const HttpRequest& request, const Send& send);
 
   // Constant after construction.
   const std::unique_ptr<Transport> transport_;

@@ -8,6 +8,7 @@
 
 #include "kube/api_error.h"
 #include "kube/client_metrics.h"
+#include "metrics/metrics_server.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::kube {
@@ -77,7 +78,7 @@ TEST(RestClientTest, RetriesTooManyRequestsHonouringRetryAfter) {
   auto* fake = new FakeTransport({{429, kTooMany, {{"retry-after", "1"}}}, {200, R"({"ok":true})", {}}});
   RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
   auto start = std::chrono::steady_clock::now();
-  auto r = rc.Do(Req("POST", "/api/v1/namespaces/x/pods", true), {"create", "pods"});
+  auto r = rc.Do(Req("POST", "/api/v1/namespaces/x/pods", true));
   auto waited = std::chrono::steady_clock::now() - start;
   ASSERT_OK(r) << r.status();
   EXPECT_EQ(fake->calls(), 2);
@@ -86,24 +87,25 @@ TEST(RestClientTest, RetriesTooManyRequestsHonouringRetryAfter) {
 
 TEST(RestClientTest, GivesUpAfterMaxRetriesWithTheLastError) {
   auto* fake = new FakeTransport({{503, "", {}}, {503, "", {}}, {503, "", {}}, {503, "", {}}, {200, "{}", {}}});
-  metrics::Registry registry;
+  auto registry = std::make_shared<prometheus::Registry>();
   auto opts = FastOptions();
-  opts.metrics = std::make_shared<ClientMetrics>(&registry);
+  opts.metrics = std::make_shared<ClientMetrics>(*registry);
+  opts.host = "apiserver:6443";
   RestClient rc{std::unique_ptr<Transport>(fake), opts};
-  auto r = rc.Do(Req("GET", "/api/v1/pods"), {"list", "pods"});
+  auto r = rc.Do(Req("GET", "/api/v1/pods"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(ApiErrorFromStatus(r.status())->http_code, 503);
   EXPECT_EQ(fake->calls(), 4);  // 1 + 3 retries
-  std::string text = registry.Render();
-  EXPECT_NE(text.find(R"(rest_client_request_retries_total{code="503",resource="pods",verb="list"} 3)"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"(rest_client_requests_total{code="503",resource="pods",verb="list"} 4)"), std::string::npos) << text;
+  std::string text = metrics::RenderText({registry});
+  EXPECT_NE(text.find(R"(rest_client_request_retries_total{code="503",host="apiserver:6443",verb="GET"} 3)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(rest_client_requests_total{code="503",host="apiserver:6443",method="GET"} 4)"), std::string::npos) << text;
 }
 
 TEST(RestClientTest, DoesNotRetryClientErrors) {
   auto* fake = new FakeTransport({{409, R"({"kind":"Status","reason":"Conflict","message":"stale","code":409})", {}}});
   RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
-  auto r = rc.Do(Req("PUT", "/api/v1/namespaces/x/pods/p", true), {"update", "pods"});
+  auto r = rc.Do(Req("PUT", "/api/v1/namespaces/x/pods/p", true));
   EXPECT_EQ(r.status().code(), StatusCode::kConflict);
   EXPECT_EQ(fake->calls(), 1);
 }
@@ -111,12 +113,12 @@ TEST(RestClientTest, DoesNotRetryClientErrors) {
 TEST(RestClientTest, ConnectionErrorsAreRetriedOnlyForGet) {
   auto* get = new FakeTransport({{0, "", {}}, {200, "{}", {}}});
   RestClient rc_get{std::unique_ptr<Transport>(get), FastOptions()};
-  EXPECT_OK(rc_get.Do(Req("GET", "/api/v1/pods"), {"list", "pods"}));
+  EXPECT_OK(rc_get.Do(Req("GET", "/api/v1/pods")));
   EXPECT_EQ(get->calls(), 2);
 
   auto* post = new FakeTransport({{0, "", {}}, {200, "{}", {}}});
   RestClient rc_post{std::unique_ptr<Transport>(post), FastOptions()};
-  auto r = rc_post.Do(Req("POST", "/api/v1/namespaces/x/pods", true), {"create", "pods"});
+  auto r = rc_post.Do(Req("POST", "/api/v1/namespaces/x/pods", true));
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(post->calls(), 1);
 }
@@ -124,7 +126,7 @@ TEST(RestClientTest, ConnectionErrorsAreRetriedOnlyForGet) {
 TEST(RestClientTest, InternalErrorOnAWriteIsNotRetriedWithoutRetryAfter) {
   auto* fake = new FakeTransport({{500, "", {}}, {200, "{}", {}}});
   RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
-  EXPECT_EQ(rc.Do(Req("POST", "/x", true), {"create", "x"}).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(rc.Do(Req("POST", "/x", true)).status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(fake->calls(), 1);
 }
 
@@ -135,7 +137,7 @@ TEST(RestClientTest, QpsLimitSpacesRequests) {
   opts.burst = 1;
   RestClient rc{std::unique_ptr<Transport>(fake), opts};
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 6; ++i) ASSERT_OK(rc.Do(Req("GET", "/x"), {"get", "x"}));
+  for (int i = 0; i < 6; ++i) ASSERT_OK(rc.Do(Req("GET", "/x")));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(95));  // 5 waits of 20 ms
 }
 

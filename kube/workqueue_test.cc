@@ -2,6 +2,7 @@
 #include "kube/workqueue.h"
 
 #include "kube/client_metrics.h"
+#include "metrics/metrics_server.h"
 
 #include <gtest/gtest.h>
 
@@ -206,21 +207,21 @@ TEST(WorkQueueTest, ConcurrentRateLimitedRequeues) {
 }
 
 TEST(WorkQueueTest, ReportsDepthAddsLatencyAndRetries) {
-  metrics::Registry registry;
+  auto registry = std::make_shared<prometheus::Registry>();
   WorkQueueOptions o = NoLimit();
   o.name = "jobs";
-  o.metrics = std::make_shared<ClientMetrics>(&registry);
+  o.metrics = std::make_shared<ClientMetrics>(*registry);
   WorkQueue q(std::move(o));
   q.Add("a");
   q.Add("b");
   q.Add("a");
-  std::string text = registry.Render();
+  std::string text = metrics::RenderText({registry});
   EXPECT_NE(text.find("workqueue_depth{name=\"jobs\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("workqueue_adds_total{name=\"jobs\"} 3\n"), std::string::npos) << text;
   auto k = q.Get();
   q.AddRateLimited(*k);
   q.Done(*k);
-  text = registry.Render();
+  text = metrics::RenderText({registry});
   EXPECT_NE(text.find("workqueue_depth{name=\"jobs\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("workqueue_queue_duration_seconds_count{name=\"jobs\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("workqueue_work_duration_seconds_count{name=\"jobs\"} 1\n"), std::string::npos) << text;

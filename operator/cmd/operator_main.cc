@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <prometheus/registry.h>
+
 #include "base/cli.h"
 #include "cmd/logging.h"
 #include "cmd/options.h"
@@ -20,8 +22,7 @@
 #include "kube/config.h"
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
-#include "metrics/http_server.h"
-#include "metrics/metrics.h"
+#include "metrics/metrics_server.h"
 
 namespace rm = ringmaster;
 using rm::LogLevel;
@@ -86,30 +87,40 @@ rm::controller::ControllerOptions ControllerOptionsFrom(const OperatorOptions& o
   return co;
 }
 
-// Servers: /metrics and /healthz + /readyz, each unless its bind address is "0". Ready once the caches
-// are synced; a standby replica (not leading) is ready to take over. The servers borrow `registry`,
-// `controller` and `leading` until stopped. Errors: a bind failure; logged here, the caller exits 1.
-rm::Status StartServers(const OperatorOptions& opts, rm::metrics::Registry& registry,
+// Servers: /metrics and /healthz + /readyz, each unless its bind address is "0", on separate ports and
+// threads, so a slow scrape never holds up a probe. /metrics: `registry` and the jobs' state from the
+// controller's cache, collected at scrape time. Ready once the caches are synced; a standby replica (not
+// leading) is ready to take over. The servers borrow `registry`, `controller` and `leading` until
+// destroyed. Errors: a bind failure; logged here, the caller exits 1.
+rm::Status StartServers(const OperatorOptions& opts, const std::shared_ptr<prometheus::Registry>& registry,
                         rm::controller::TrainingJobController& controller, const std::atomic<bool>& leading,
-                        rm::metrics::HttpServer& metrics_server, rm::metrics::HttpServer& health_server,
-                        const rm::LogSink& log) {
+                        std::unique_ptr<rm::metrics::MetricsServer>& metrics_server,
+                        std::unique_ptr<rm::metrics::MetricsServer>& health_server, const rm::LogSink& log) {
   if (opts.metrics_bind_address != "0") {
-    metrics_server.HandleMetrics(&registry);
-    if (rm::Status s = metrics_server.Start(opts.metrics_bind_address); !s.ok()) {
-      log(LogLevel::kError, "cannot serve metrics on " + opts.metrics_bind_address + ": " + s.ToString());
-      return s;
+    rm::metrics::MetricsServerOptions mo;
+    mo.bind_address = opts.metrics_bind_address;
+    mo.collectables = {registry, controller.StateMetrics()};
+    auto started = rm::metrics::MetricsServer::Start(std::move(mo));
+    if (!started.ok()) {
+      log(LogLevel::kError, "cannot serve metrics on " + opts.metrics_bind_address + ": " + started.status().ToString());
+      return started.status();
     }
-    log(LogLevel::kInfo, "serving metrics on " + opts.metrics_bind_address + " (port " + std::to_string(metrics_server.port()) + ")");
+    metrics_server = std::move(started).value();
+    log(LogLevel::kInfo, "serving metrics on " + opts.metrics_bind_address + " (port " + std::to_string(metrics_server->port()) + ")");
   }
   if (opts.health_probe_bind_address != "0") {
-    health_server.HandleCheck("/healthz", [] { return true; });
-    health_server.HandleCheck("/readyz", [&leading, &controller] { return !leading.load() || controller.Synced(); });
-    if (rm::Status s = health_server.Start(opts.health_probe_bind_address); !s.ok()) {
-      log(LogLevel::kError, "cannot serve health probes on " + opts.health_probe_bind_address + ": " + s.ToString());
-      return s;
+    rm::metrics::MetricsServerOptions ho;
+    ho.bind_address = opts.health_probe_bind_address;
+    ho.checks = {{"/healthz", [] { return true; }},
+                 {"/readyz", [&leading, &controller] { return !leading.load() || controller.Synced(); }}};
+    auto started = rm::metrics::MetricsServer::Start(std::move(ho));
+    if (!started.ok()) {
+      log(LogLevel::kError, "cannot serve health probes on " + opts.health_probe_bind_address + ": " + started.status().ToString());
+      return started.status();
     }
+    health_server = std::move(started).value();
     log(LogLevel::kInfo, "serving /healthz and /readyz on " + opts.health_probe_bind_address + " (port " +
-                             std::to_string(health_server.port()) + ")");
+                             std::to_string(health_server->port()) + ")");
   }
   return rm::Status::Ok();
 }
@@ -120,8 +131,10 @@ rm::Status StartServers(const OperatorOptions& opts, rm::metrics::Registry& regi
 // joined. Errors: the elector cannot be created or the controller not started; logged here.
 rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity,
                         std::shared_ptr<rm::kube::Client> client, rm::controller::TrainingJobController& controller,
-                        std::atomic<bool>& leading, int& exit_code, Election& election, const rm::LogSink& log) {
+                        std::atomic<bool>& leading, int& exit_code, Election& election,
+                        rm::controller::OperatorMetrics& metrics, const rm::LogSink& log) {
   if (!opts.leader_elect) {
+    metrics.SetLeading(true);
     rm::Status s = controller.Start();
     if (!s.ok()) log(LogLevel::kError, s.ToString());
     return s;
@@ -137,6 +150,7 @@ rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity
   lc.on_started_leading = [&, log] {
     log(LogLevel::kInfo, identity + " is the leader; starting the controller");
     leading = true;
+    metrics.SetLeading(true);
     if (rm::Status s = controller.Start(); !s.ok()) {
       log(LogLevel::kError, s.ToString());
       exit_code = 1;
@@ -144,6 +158,7 @@ rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity
     }
   };
   lc.on_stopped_leading = [&, log] {
+    metrics.SetLeading(false);
     if (leading.exchange(false)) {
       log(LogLevel::kError, identity + " lost leadership; exiting so a restart rejoins as a candidate");
       exit_code = exit_code == 0 ? 1 : exit_code;
@@ -169,8 +184,8 @@ rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity
 // reconciles finish first), the election (releases the Lease so a standby takes over at once), the
 // pending events, the servers.
 void WaitThenStop(rm::controller::TrainingJobController& controller, std::atomic<bool>& leading, Election& election,
-                  rm::kube::EventRecorder& recorder, rm::metrics::HttpServer& metrics_server,
-                  rm::metrics::HttpServer& health_server, const rm::LogSink& log) {
+                  rm::kube::EventRecorder& recorder, std::unique_ptr<rm::metrics::MetricsServer>& metrics_server,
+                  std::unique_ptr<rm::metrics::MetricsServer>& health_server, const rm::LogSink& log) {
   int sig = WaitForSignal();
   if (sig != SIGUSR1) log(LogLevel::kInfo, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; shutting down");
   leading = false;
@@ -180,8 +195,8 @@ void WaitThenStop(rm::controller::TrainingJobController& controller, std::atomic
     election.thread.join();
   }
   recorder.Flush(std::chrono::seconds(5));
-  metrics_server.Stop();
-  health_server.Stop();
+  metrics_server.reset();
+  health_server.reset();
   log(LogLevel::kInfo, "stopped");
 }
 
@@ -190,9 +205,9 @@ int Run(const OperatorOptions& opts) {
   rm::LogSink log = rm::operator_cmd::MakeLogger(opts.log_format);
   const std::string identity = opts.identity.empty() ? DefaultIdentity() : opts.identity;
 
-  rm::metrics::Registry registry;
-  auto client_metrics = std::make_shared<rm::kube::ClientMetrics>(&registry);
-  rm::controller::OperatorMetrics operator_metrics(registry);
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto client_metrics = std::make_shared<rm::kube::ClientMetrics>(*registry);
+  rm::controller::OperatorMetrics operator_metrics(*registry, "trainingjob", opts.leader_election_id);
   auto client = NewKubeClient(opts, client_metrics, log);
   if (!client.ok()) return 1;
 
@@ -204,12 +219,12 @@ int Run(const OperatorOptions& opts) {
                                                    ControllerOptionsFrom(opts, client_metrics, log));
 
   std::atomic<bool> leading{!opts.leader_elect};
-  rm::metrics::HttpServer metrics_server, health_server;
+  std::unique_ptr<rm::metrics::MetricsServer> metrics_server, health_server;  // destroyed before the controller
   if (!StartServers(opts, registry, controller, leading, metrics_server, health_server, log).ok()) return 1;
 
   int exit_code = 0;
   Election election;
-  if (!StartLeading(opts, identity, *client, controller, leading, exit_code, election, log).ok()) return 1;
+  if (!StartLeading(opts, identity, *client, controller, leading, exit_code, election, operator_metrics, log).ok()) return 1;
 
   WaitThenStop(controller, leading, election, recorder, metrics_server, health_server, log);
   return exit_code;

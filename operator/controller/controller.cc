@@ -21,7 +21,7 @@ std::string NodeReady(const json& node) {
 
 TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> client, kube::EventRecorder* recorder,
                                              OperatorMetrics* metrics, ControllerOptions options)
-    : options_(std::move(options)), client_(std::move(client)) {
+    : options_(std::move(options)), client_(std::move(client)), metrics_(metrics) {
   kube::WorkQueueOptions qo;
   qo.name = "trainingjob";
   qo.metrics = options_.client_metrics;
@@ -47,6 +47,8 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
 
   reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
                                                         recorder, metrics, options_.log, options_.reconciler);
+  state_metrics_ = std::make_shared<JobStateMetrics>(&jobs_->store(), [this] { return synced_.load(); });
+  metrics_->SetMaxConcurrentReconciles(options_.workers);
 
   auto job_key = [](const json& obj) { return kube::KeyOf(obj); };
   jobs_->AddEventHandler({[this, job_key](const json& o) { Enqueue(job_key(o)); },
@@ -100,6 +102,7 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
 
 void TrainingJobController::Work() {
   while (auto key = queue_->Get()) {
+    metrics_->WorkerBusy();
     ReconcileResult r = reconciler_->Reconcile(*key);
     if (!r.status.ok()) {
       // The one retry rule: an error requeues with per-key exponential backoff under a global bucket.
@@ -110,6 +113,7 @@ void TrainingJobController::Work() {
       if (r.requeue_after) queue_->AddAfter(*key, *r.requeue_after);
     }
     queue_->Done(*key);
+    metrics_->WorkerIdle();
   }
 }
 

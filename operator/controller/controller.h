@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/job_state_metrics.h"
 #include "controller/operator_metrics.h"
 #include "controller/reconciler.h"
 #include "kube/client.h"
@@ -45,6 +46,9 @@ class TrainingJobController {
   // Drains the queue (work in progress finishes), stops the workers and informers. Idempotent.
   void Stop();
   bool Synced() const { return synced_.load(); }
+  // The jobs' state (JobStateMetrics) from this controller's cache, reported while it is synced. Register
+  // it with the metrics server; it borrows the controller, so stop serving it before the controller goes.
+  std::shared_ptr<prometheus::Collectable> StateMetrics() const { return state_metrics_; }
 
  private:
   void Enqueue(const std::string& key);
@@ -57,6 +61,8 @@ class TrainingJobController {
   std::unique_ptr<kube::WorkQueue> queue_;
   std::unique_ptr<kube::Informer> jobs_, pods_, nodes_;
   std::unique_ptr<TrainingJobReconciler> reconciler_;
+  OperatorMetrics* const metrics_;
+  std::shared_ptr<JobStateMetrics> state_metrics_;
 
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopped_{false};

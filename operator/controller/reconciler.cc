@@ -117,21 +117,15 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
   return Status::Ok();
 }
 
-void TrainingJobReconciler::UpdatePhaseGauge() {
-  std::map<std::string, int> counts = {{"Pending", 0}, {"Running", 0}, {"Suspended", 0}, {"Succeeded", 0}, {"Failed", 0}};
-  for (const auto& job : jobs_->List()) {
-    std::string phase = StringAt(*job, {"status", "phase"});
-    counts[phase.empty() ? "Pending" : phase]++;
-  }
-  for (const auto& [phase, n] : counts) metrics_->jobs_by_phase.Add({{"phase", phase}}).Set(n);
-}
-
 ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
   const auto started = std::chrono::steady_clock::now();
   ReconcileResult result;
-  const char* outcome = ReconcileJob(key, result);
-  metrics_->reconciles.Add({{"result", outcome}}).Increment();
-  metrics_->reconcile_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  const std::string outcome = ReconcileJob(key, result);
+  // controller-runtime's result label: an invalid spec is an error (requeued rate-limited); a status
+  // conflict a plain requeue; success with a requeue-after timer "requeue_after".
+  std::string label = outcome == "invalid" ? "error" : outcome;
+  if (label == "success" && result.requeue_after) label = "requeue_after";
+  metrics_->Reconciled(label, std::chrono::steady_clock::now() - started);
   return result;
 }
 
@@ -194,8 +188,6 @@ const char* TrainingJobReconciler::Apply(const std::string& key, const json& job
     Status deleted = DeleteJob(job);
     if (!deleted.ok() && first_error.ok()) first_error = deleted;
   }
-  UpdatePhaseGauge();
-
   result.status = first_error;
   if (plan.requeue_at) {
     auto delay = *plan.requeue_at - now;
@@ -212,12 +204,10 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
   const json& old_membership = At(job, {"status", "membership"});
   const json& new_membership = At(status, {"membership"});
   if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {
-    metrics_->membership_changes.Add({{"reason", StringAt(new_membership, {"reason"})}}).Increment();
+    metrics_->MembershipPublished(StringAt(new_membership, {"reason"}));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = dirty_since_.find(key);
-    if (it != dirty_since_.end()) {
-      metrics_->publish_latency.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second).count());
-    }
+    if (it != dirty_since_.end()) metrics_->PublishLatency(std::chrono::steady_clock::now() - it->second);
     log_(LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
                                     StringAt(new_membership, {"message"}));
   }

@@ -89,7 +89,6 @@ class TrainingJobReconciler {
   // success, so an operator restart or upgrade adds what is missing and changes nothing that exists.
   // Errors: the first failed create (e.g. Forbidden when RBAC lacks a resource), with what it was.
   Status EnsureOwnedObjects(const nlohmann::json& job);
-  void UpdatePhaseGauge();
 
   // Constant after construction.
   const std::shared_ptr<kube::Client> client_;

@@ -90,6 +90,12 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   }
   meta["labels"][api::kWorkerIndexLabel] = std::to_string(index);
   if (At(tmpl, {"metadata", "annotations"}).is_object()) meta["annotations"] = tmpl["metadata"]["annotations"];
+  // For a Prometheus without the Prometheus Operator (its kubernetes_sd pod role); the template's own win.
+  for (const auto& [key, value] : {std::pair<const char*, std::string>{"prometheus.io/scrape", "true"},
+                                   {"prometheus.io/port", std::to_string(api::kWorkerHealthPort)},
+                                   {"prometheus.io/path", "/metrics"}}) {
+    if (!meta["annotations"].contains(key)) meta["annotations"][key] = value;
+  }
 
   json& spec = pod["spec"];
   spec["restartPolicy"] = "Never";  // a failed worker is replaced by the operator, never restarted in place
@@ -112,11 +118,27 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);
   // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.
+  // A member that stops answering leaves the membership, which costs every worker a rebuild, so that
+  // takes three failed probes: one slow answer under load, or a finished worker's last seconds of
+  // teardown (its exit 0 completes the job only while it is still a member), must not do it. A crash is
+  // seen sooner, by the pod's exit.
   json& main = spec["containers"][0];
+  // The runtime's /metrics (and probes) port, named for the chart's PodMonitor, unless the template
+  // already declares that port.
+  bool declared = false;
+  for (const auto& port : ArrayAt(main, {"ports"})) {
+    declared = declared || StringAt(port, {"name"}) == api::kWorkerMetricsPortName ||
+               IntAt(port, {"containerPort"}) == api::kWorkerHealthPort;
+  }
+  if (!declared) {
+    main["ports"].push_back({{"name", api::kWorkerMetricsPortName},
+                             {"containerPort", api::kWorkerHealthPort},
+                             {"protocol", "TCP"}});
+  }
   if (!main.contains("readinessProbe")) {
     main["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", api::kWorkerHealthPort}}},
                               {"periodSeconds", 2},
-                              {"failureThreshold", 1}};
+                              {"failureThreshold", 3}};
   }
   return pod;
 }

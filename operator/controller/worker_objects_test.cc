@@ -42,6 +42,29 @@ std::string EnvValue(const json& container, const std::string& name) {
   return "<absent>";
 }
 
+// Prometheus finds the runtime's /metrics by the container port named "metrics" (the chart's PodMonitor)
+// or by the prometheus.io annotations; the template's own annotation and port win.
+TEST(WorkerObjectsTest, PodNamesTheMetricsPortAndCarriesScrapeAnnotations) {
+  auto pod = BuildWorkerPod(Job(), 0);
+  ASSERT_OK(pod) << pod.status();
+  const json& main = (*pod)["spec"]["containers"][0];
+  EXPECT_EQ(main["ports"], json::array({{{"name", "metrics"}, {"containerPort", api::kWorkerHealthPort}, {"protocol", "TCP"}}}));
+  EXPECT_FALSE((*pod)["spec"]["containers"][1].contains("ports"));  // the sidecar's own business
+  const json& annotations = (*pod)["metadata"]["annotations"];
+  EXPECT_EQ(annotations["prometheus.io/scrape"], "true");
+  EXPECT_EQ(annotations["prometheus.io/port"], std::to_string(api::kWorkerHealthPort));
+  EXPECT_EQ(annotations["prometheus.io/path"], "/metrics");
+
+  json job = Job();
+  job["spec"]["template"]["metadata"]["annotations"] = {{"prometheus.io/scrape", "false"}};
+  job["spec"]["template"]["spec"]["containers"][0]["ports"] = json::array({{{"name", "metrics"}, {"containerPort", 9500}}});
+  auto own = BuildWorkerPod(job, 0);
+  ASSERT_OK(own) << own.status();
+  EXPECT_EQ((*own)["metadata"]["annotations"]["prometheus.io/scrape"], "false");
+  EXPECT_EQ((*own)["spec"]["containers"][0]["ports"].size(), 1u);
+  EXPECT_EQ((*own)["spec"]["containers"][0]["ports"][0]["containerPort"], 9500);
+}
+
 TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
   auto pod = BuildWorkerPod(Job(), 3);
   ASSERT_OK(pod) << pod.status();
@@ -67,6 +90,7 @@ TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
   EXPECT_EQ(EnvValue(trainer, std::string(api::env::kWorkerIndex)), "keep-mine");  // the template's own value stays
   EXPECT_EQ(EnvValue(trainer, std::string(api::env::kCheckpointDir)), "/ckpt");
   EXPECT_EQ(trainer["readinessProbe"]["httpGet"]["path"], "/readyz");
+  EXPECT_EQ(trainer["readinessProbe"]["failureThreshold"], 3);
   // A container with its own probe keeps it.
   EXPECT_TRUE(p["spec"]["containers"][1]["readinessProbe"].contains("exec"));
 }

@@ -4,7 +4,9 @@
 //   - time from apply to every job's first membership with W workers,
 //   - apiserver requests the operator made per job (its rest_client_requests_total),
 //   - the operator's peak RSS and CPU seconds,
-//   - time from a worker's failure (KWOK fails the pod) to the new generation in status, p50/p99.
+//   - time from a worker's failure (KWOK fails the pod) to the new generation in status, p50/p99,
+//   - the cost of a Prometheus scrape of the operator's /metrics with every job published: duration
+//     (curl's total, p50/p99 of 20) and bytes (the jobs' state is computed from the cache at each scrape).
 //
 //   ringmaster-operator-bench [--jobs 200] [--workers 8] [--nodes 200] [--failures 100] [--keep-cluster]
 #include <unistd.h>
@@ -182,6 +184,17 @@ int Run(const Options& o) {
       if (line.rfind("rest_client_requests_total{", 0) == 0) requests += std::stod(line.substr(line.rfind(' ') + 1));
   }
   auto [rss, cpu] = ProcessUsage(op.pid());
+  std::vector<double> scrape_seconds;
+  double scrape_bytes = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = rt::RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download}",
+                             "http://127.0.0.1:" + metrics_port + "/metrics"});
+    if (!r.ok() || !r->ok()) continue;
+    std::istringstream in(r->out);
+    double t = 0;
+    in >> t >> scrape_bytes;
+    scrape_seconds.push_back(t);
+  }
 
   // 2. Failure -> new generation, one at a time.
   Say("bench: failing " + std::to_string(o.failures) + " workers one at a time");
@@ -211,6 +224,10 @@ int Run(const Options& o) {
                 published, o.jobs);
   Say(buf);
   std::snprintf(buf, sizeof(buf), "  apiserver requests per job          : %.1f (%.0f total)", requests / o.jobs, requests);
+  Say(buf);
+  std::snprintf(buf, sizeof(buf), "  /metrics scrape                     : p50 %.1f ms, p99 %.1f ms, %.0f bytes (%.1f KiB)",
+                Percentile(scrape_seconds, 0.5) * 1e3, Percentile(scrape_seconds, 0.99) * 1e3, scrape_bytes,
+                scrape_bytes / 1024);
   Say(buf);
   std::snprintf(buf, sizeof(buf), "  operator peak RSS                   : %.1f MiB", rss);
   Say(buf);

@@ -9,7 +9,7 @@ APT_PACKAGES=(
   # toolchain
   cmake ninja-build g++ make pkg-config git ccache
   # libraries the code links
-  libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgloo-dev libcli11-dev
+  libcpprest-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgloo-dev libcli11-dev prometheus-cpp-dev
   # tests, fuzzing (libFuzzer ships in clang's runtime), sanitizers
   libgtest-dev libgmock-dev googletest clang-14 libclang-rt-14-dev
   # the local control plane harness; a real Prometheus that scrapes what we export
@@ -178,6 +178,16 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+# Debian's prometheus is built without Kubernetes service discovery, which the monitoring tests use: the
+# server from its Go module, with only that discovery (build tags), into the tool cache. Debian's package
+# stays for promtool.
+build_prometheus() {
+  cd "$HARNESS_DIR/gomod/prometheus"
+  go build -v -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
+    -o "$OUT/prometheus" github.com/prometheus/prometheus/cmd/prometheus
+}
+
 install_tools() {
   check_go
   local start=$SECONDS
@@ -185,6 +195,7 @@ install_tools() {
   build_tool etcd build_etcd
   build_tool kwok build_kwok
   build_tool helm build_helm
+  build_tool prometheus build_prometheus
   log "tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
 }
 

@@ -60,6 +60,7 @@ tool_dir() {
     etcd) key="etcd-$ETCD_VERSION-$(gomod_hash etcd)" ;;
     kwok) key="kwok-$KWOK_VERSION" ;;
     helm) key="helm-$HELM_VERSION" ;;
+    prometheus) key="prometheus-$PROMETHEUS_VERSION-$(gomod_hash prometheus)" ;;
     *) die "unknown tool '$name'" "this is a bug in tests/harness/lib.sh" ;;
   esac
   printf '%s/tools/%s\n' "$RINGMASTER_CACHE" "$key"

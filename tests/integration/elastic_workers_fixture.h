@@ -113,9 +113,14 @@ class ElasticWorkersE2eTest : public JobTest {
 
   // The operator as a process of the test, and a runner taking the workers' commands from bin/.
   virtual void StartOperatorAndRunner() {
-    const std::string bin = out_ + "/bin";
     Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
     ASSERT_OK(started) << started;
+    StartRunner();
+  }
+
+  // The runner of the job's pods, taking the workers' commands from bin/.
+  void StartRunner() {
+    const std::string bin = out_ + "/bin";
     PodRunnerOptions ro;
     ro.kubeconfig = cluster_.kubeconfig();
     ro.ns = ns_;
@@ -278,17 +283,23 @@ class ElasticWorkersE2eTest : public JobTest {
   // workers (the Event it records on the job for every generation; a generation can be superseded
   // faster than the job could be polled). Returns the event's message.
   std::string WaitForMembershipEvent(const std::string& reason, int world) {
-    std::string found;
-    Status s = WaitFor("a " + reason + " membership change to world size " + std::to_string(world), seconds(30),
+    return WaitForMembershipEvent(std::set<std::string>{reason}, world);
+  }
+  // The same for any of `reasons`: a killed worker whose pod's readiness is probed leaves as
+  // WorkerRemoved (not ready) before its exit is reported (WorkerFailed); either is the change.
+  std::string WaitForMembershipEvent(const std::set<std::string>& reasons, int world) {
+    std::string found, wanted;
+    for (const auto& r : reasons) wanted += (wanted.empty() ? "" : " or ") + r;
+    Status s = WaitFor("a " + wanted + " membership change to world size " + std::to_string(world), seconds(30),
                        [&](std::string* last) {
                          auto events = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                                                             "involvedObject.kind=TrainingJob,involvedObject.name=" + kJob +
-                                                                 ",reason=" + reason});
+                                                             "involvedObject.kind=TrainingJob,involvedObject.name=" + kJob});
                          if (!events.ok()) {
                            *last = events.status().ToString();
                            return false;
                          }
                          for (const auto& e : (*events)["items"]) {
+                           if (reasons.count(e.value("reason", "")) == 0) continue;
                            std::string message = e.value("message", "");
                            *last = message;
                            if (message.find("world size " + std::to_string(world) + " ") != std::string::npos) found = message;

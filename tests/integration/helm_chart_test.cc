@@ -13,6 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+
+#include "api/names.h"
 #include "support/manifests.h"
 #include "support/background_process.h"
 #include "support/cluster_test.h"
@@ -201,6 +206,46 @@ TEST_F(HelmChartTest, EverySwitchTurnsItsObjectOff) {
   EXPECT_EQ(OfKind(custom, "PodDisruptionBudget").at(0)["spec"]["minAvailable"], "50%");
 }
 
+// The Prometheus Operator's CRDs are not on this cluster, so its objects are rendered as if they were
+// (--api-versions) and checked here rather than by the apiserver: the ServiceMonitor, the PodMonitor over
+// every job's worker pods, and the PrometheusRule, whose rules promtool accepts.
+TEST_F(HelmChartTest, MonitoringObjectsRenderWhereThePrometheusOperatorIs) {
+  auto rendered = Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
+                        "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions",
+                        "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"});
+  ASSERT_COMMAND_OK(rendered) << (rendered.ok() ? rendered->err : "");
+  std::map<std::string, YAML::Node> by_kind;
+  for (const YAML::Node& doc : YAML::LoadAll(rendered->out))
+    if (doc && doc["kind"]) by_kind[doc["kind"].as<std::string>()] = doc;
+  ASSERT_TRUE(by_kind.count("ServiceMonitor") && by_kind.count("PodMonitor") && by_kind.count("PrometheusRule"))
+      << rendered->out;
+  EXPECT_TRUE(by_kind["ServiceMonitor"]["spec"]["endpoints"][0]["honorLabels"].as<bool>());
+  const YAML::Node pm = by_kind["PodMonitor"]["spec"];
+  EXPECT_EQ(pm["selector"]["matchExpressions"][0]["key"].as<std::string>(), api::kJobNameLabel);
+  EXPECT_EQ(pm["podMetricsEndpoints"][0]["port"].as<std::string>(), api::kWorkerMetricsPortName);
+  EXPECT_TRUE(pm["namespaceSelector"]["any"].as<bool>());
+  // The operator's pods carry the plain annotations too.
+  EXPECT_EQ(by_kind["Deployment"]["spec"]["template"]["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(), "true");
+
+  const std::string rules = ::testing::TempDir() + release_ + "-rules.yaml";
+  {
+    YAML::Node file;
+    file["groups"] = by_kind["PrometheusRule"]["spec"]["groups"];
+    std::ofstream(rules) << file;
+  }
+  auto checked = RunCommand({"promtool", "check", "rules", rules}, seconds(30));
+  ASSERT_OK(checked) << "promtool is not installed: run make deps (Debian package prometheus)";
+  EXPECT_EQ(checked->exit_code, 0) << checked->out << checked->err;
+  EXPECT_NE(checked->out.find("SUCCESS: 6 rules found"), std::string::npos) << checked->out;
+
+  // One namespace watched: the PodMonitor looks only there.
+  auto narrowed = Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
+                        "--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--set", "watchNamespace=" + jobs_ns_,
+                        "--show-only", "templates/podmonitor.yaml"});
+  ASSERT_COMMAND_OK(narrowed) << (narrowed.ok() ? narrowed->err : "");
+  EXPECT_EQ(YAML::Load(narrowed->out)["spec"]["namespaceSelector"]["matchNames"][0].as<std::string>(), jobs_ns_);
+}
+
 TEST_F(HelmChartTest, BadValuesAreRefusedNamingTheValue) {
   struct Case {
     std::string set;     // a --set argument
@@ -220,6 +265,9 @@ TEST_F(HelmChartTest, BadValuesAreRefusedNamingTheValue) {
       {"workers=0", "/workers", "want 1"},
       {"networkPolicy.enabled=yes", "/networkPolicy/enabled", "want boolean"},
       {"metrics.serviceMonitor.interval=often", "/metrics/serviceMonitor/interval", "does not match pattern"},
+      {"metrics.podMonitor.interval=often", "/metrics/podMonitor/interval", "does not match pattern"},
+      {"metrics.prometheusRule.rebuildFailures=0", "/metrics/prometheusRule/rebuildFailures", "want 1"},
+      {"metrics.prometheusRule.belowMinimumFor=five", "/metrics/prometheusRule/belowMinimumFor", "does not match pattern"},
       // What the schema cannot say (two values together), said by the chart's own checks.
       {"leaderElection.renewDeadline=20s", "leaderElection.renewDeadline", "shorter than leaderElection.leaseDuration"},
       {"leaderElection.enabled=false", "leaderElection.enabled", "replicaCount=1"},

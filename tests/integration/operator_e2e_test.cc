@@ -283,7 +283,8 @@ TEST_F(OperatorE2eTest, ServesMetricsAndProbes) {
   ASSERT_COMMAND_OK(m);
   for (const char* series : {"ringmaster_membership_changes_total{reason=\"JobStarted\"} 1",
                              "# TYPE ringmaster_membership_publish_latency_seconds histogram",
-                             "ringmaster_reconcile_total{result=\"success\"}", "ringmaster_trainingjobs{phase=\"Running\"} 1",
+                             "controller_runtime_reconcile_total{controller=\"trainingjob\",result=\"success\"}",
+                             "ringmaster_trainingjobs{phase=\"Running\"} 1", "leader_election_master_status{",
                              "rest_client_requests_total{", "workqueue_depth{"}) {
     EXPECT_NE(m->out.find(series), std::string::npos) << series << " missing from /metrics";
   }

@@ -1,14 +1,18 @@
-// A real Prometheus (Debian's) scrapes ringmaster-operator's /metrics: the in-house exposition format
-// must be accepted by promtool and by the server, and the series a dashboard uses must be queryable.
-#include <gtest/gtest.h>
-
+// A real Prometheus (Debian's) finds the operator and the workers of an elastic job by Kubernetes service
+// discovery against the local cluster -- the selection the chart's ServiceMonitor and PodMonitor make --
+// and scrapes them through a worker kill and a scale-up, with the chart's PrometheusRule loaded. Then:
+// promtool accepts both endpoints' text (no family twice); every dashboard and rule expression evaluates
+// without error; every dashboard panel's query returns a series; the generation, the membership changes
+// and the restarts Prometheus holds equal the job's status.
+//
+// The operator runs as a process of the test, as in elastic_workers_e2e_test, listening on the pod IP of a
+// stand-in pod that carries the chart's labels and its "metrics" port: the chart's Service selects such
+// pods, but its Endpoints cannot be followed here (the apiserver refuses loopback addresses, and KWOK's
+// pod IPs are loopback), so the operator is found by the pod role with the Service's selector instead.
 #include <fstream>
-#include <string>
+#include <regex>
 
-#include "support/manifests.h"
-#include "support/cluster_test.h"
-#include "support/operator_process.h"
-#include "base/status_test_macros.h"
+#include "integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -16,85 +20,277 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-class PrometheusScrapeTest : public JobTest {
+const std::string kChart = std::string(RINGMASTER_SOURCE_DIR) + "/helm/ringmaster";
+const std::string kRelease = "rm";
+constexpr int kOperatorMetricsPort = 8080;
+
+class PrometheusScrapeTest : public ElasticWorkersE2eTest {
  protected:
-  PrometheusScrapeTest() : JobTest("prom") {}
-};
-
-// A free TCP port on 127.0.0.1, as the kernel picks it.
-std::string FreePort() {
-  auto r = RunCommand({"python3", "-c",
-                       "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"});
-  return r.ok() && r->ok() ? r->out.substr(0, r->out.find('\n')) : "";
-}
-
-TEST_F(PrometheusScrapeTest, PrometheusScrapesTheOperatorsSeries) {
-  for (const char* tool : {"prometheus", "promtool"}) {
-    auto which = RunCommand({"sh", "-c", std::string("command -v ") + tool});
-    ASSERT_COMMAND_OK(which) << tool << " is not installed: run make deps (Debian package prometheus)";
+  // The stand-in pod (the chart's selector labels, port "metrics"), then the operator on its pod IP.
+  void StartOperatorAndRunner() override {
+    ASSERT_OK(cluster_.Apply("apiVersion: v1\nkind: Pod\nmetadata:\n  name: operator\n  namespace: " + ns_ +
+                             "\n  labels: {app.kubernetes.io/name: ringmaster, app.kubernetes.io/instance: " + kRelease +
+                             "}\nspec:\n" + PoolPlacement(ns_, 2) +
+                             "  containers:\n  - name: operator\n    image: ringmaster/operator:dev\n"
+                             "    ports: [{name: metrics, containerPort: " + std::to_string(kOperatorMetricsPort) + "}]\n"));
+    Status ip = WaitFor("the operator pod's IP", seconds(30), [&](std::string* last) {
+      auto pod = cluster_.KubectlJson({"get", "pod", "operator", "-n", ns_});
+      if (pod.ok()) operator_ip_ = pod->value("status", json::object()).value("podIP", "");
+      *last = pod.ok() ? pod->value("status", json::object()).dump() : pod.status().ToString();
+      return !operator_ip_.empty();
+    });
+    ASSERT_OK(ip) << ip;
+    // Later flags win: metrics on the pod's IP.
+    Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log",
+                                          {"--metrics-bind-address", operator_ip_ + ":" + std::to_string(kOperatorMetricsPort),
+                                           // the lease the chart's RingmasterNoLeader rule watches
+                                           "--leader-election-id", kRelease + "-ringmaster-operator"});
+    ASSERT_OK(started) << started;
+    StartRunner();
   }
-  BackgroundProcess op;
-  ASSERT_OK(StartOperatorProcess(&op, RINGMASTER_OPERATOR_BIN, cluster_, ns_, ::testing::TempDir() + ns_ + "-op.log"));
-  ASSERT_OK(cluster_
-                  .Apply(ringmaster::testing::TrainingJobHead() + "metadata: {name: scraped, namespace: " + ns_ +
-                         "}\nspec:\n  replicas: {min: 1, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
-                         "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "
-                         "resources: {limits: {nvidia.com/gpu: 1}}}\n")
-                  );
-  std::string metrics_port;
-  ASSERT_OK(WaitFor("the operator's metrics port", seconds(30), [&](std::string*) {
-                metrics_port = LoggedPort(op.Log(), "metrics");
-                return !metrics_port.empty();
-              }));
-  ASSERT_TRUE(WaitFor("a published membership", seconds(60), [&](std::string*) {
-                auto job = cluster_.KubectlJson({"get", "tj", "scraped", "-n", ns_});
-                return job.ok() && job->value("status", json::object()).value("membership", json::object()).value("worldSize", 0) == 2;
-              }).ok());
 
-  // promtool lints the exposition text.
-  auto text = RunCommand({"curl", "-sf", "http://127.0.0.1:" + metrics_port + "/metrics"});
-  ASSERT_COMMAND_OK(text);
-  auto lint = RunCommand({"promtool", "check", "metrics"}, seconds(30), text->out);
-  ASSERT_OK(lint);
-  EXPECT_EQ(lint->exit_code, 0) << lint->out << lint->err;
+  void TearDown() override {
+    if (HasFailure() && prometheus_.Running()) std::cerr << "---- prometheus log ----\n" << prometheus_.Log() << "\n";
+    prometheus_.Stop();
+    ElasticWorkersE2eTest::TearDown();
+  }
 
-  // A Prometheus server scrapes it every second; its query API then answers with our series.
-  const std::string dir = ::testing::TempDir() + ns_ + "-prometheus";
-  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
-  {
+  // The chart's PrometheusRule's groups, as a rules file for Prometheus and promtool.
+  std::string RenderRules() {
+    auto rendered = RunCommand({cluster_.Get("HELM"), "template", kRelease, kChart, "--kube-version",
+                                cluster_.Get("KUBERNETES_VERSION"), "--api-versions", "monitoring.coreos.com/v1/PrometheusRule",
+                                "--show-only", "templates/prometheusrule.yaml"},
+                               seconds(60));
+    EXPECT_COMMAND_OK(rendered) << (rendered.ok() ? rendered->err : rendered.status().ToString());
+    if (!rendered.ok() || !rendered->ok()) return "";
+    const std::string out = rendered->out;
+    const auto spec = out.find("\nspec:\n");
+    EXPECT_NE(spec, std::string::npos) << out;
+    if (spec == std::string::npos) return "";
+    // spec's children are indented two spaces: drop them to make `groups:` the top level.
+    std::istringstream in(out.substr(spec + 7));
+    std::string line, rules;
+    while (std::getline(in, line)) rules += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
+    return rules;
+  }
+
+  // Kubernetes service discovery with the ServiceMonitor's and the PodMonitor's selections.
+  void StartPrometheus(const std::string& dir, const std::string& rules_file) {
+    const std::string sd = "  kubernetes_sd_configs:\n  - role: pod\n    kubeconfig_file: " + cluster_.kubeconfig() +
+                           "\n    namespaces: {names: [" + ns_ + "]}\n";
+    const std::string common =
+        "  - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}\n"
+        "  - {source_labels: [__meta_kubernetes_pod_phase], regex: 'Failed|Succeeded', action: drop}\n"
+        "  - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}\n"
+        "  - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}\n";
     std::ofstream cfg(dir + "/prometheus.yml");
-    cfg << "global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n- job_name: ringmaster\n"
-           "  static_configs:\n  - targets: ['127.0.0.1:" << metrics_port << "']\n";
+    cfg << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        << "rule_files: ['" << rules_file << "']\n"
+        << "scrape_configs:\n"
+        // The ServiceMonitor: the Service's pods (its selector: the chart's name and instance labels).
+        << "- job_name: ringmaster-operator\n  honor_labels: true\n" << sd << "  relabel_configs:\n"
+        << "  - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name, "
+           "__meta_kubernetes_pod_label_app_kubernetes_io_instance], regex: 'ringmaster;" << kRelease << "', action: keep}\n"
+        << common
+        // The PodMonitor: every pod with a ringmaster.io/job-name label; trainingjob from it.
+        << "- job_name: ringmaster-workers\n" << sd << "  relabel_configs:\n"
+        << "  - {source_labels: [__meta_kubernetes_pod_labelpresent_ringmaster_io_job_name], regex: 'true', action: keep}\n"
+        << common
+        << "  - {source_labels: [__meta_kubernetes_pod_label_ringmaster_io_job_name], target_label: trainingjob}\n";
+    cfg.close();
+    // (Not `promtool check config`: Debian's promtool has no Kubernetes discovery either. The server refuses a
+    // bad file at start, which the first query below then reports with the server's log.)
+    auto port = RunCommand({"python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"});
+    ASSERT_COMMAND_OK(port);
+    prom_port_ = port->out.substr(0, port->out.find('\n'));
+    ASSERT_OK(prometheus_.Start({cluster_.Get("PROMETHEUS"), "--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
+                                 "--web.listen-address=127.0.0.1:" + prom_port_},
+                                dir + "/prometheus.log"));
   }
-  std::string prom_port = FreePort();
-  ASSERT_FALSE(prom_port.empty());
-  BackgroundProcess prom;
-  ASSERT_OK(prom.Start({"prometheus", "--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
-                          "--web.listen-address=127.0.0.1:" + prom_port},
-                         dir + "/prometheus.log")
-                  );
-  auto query = [&](const std::string& q) -> json {
-    auto r = RunCommand({"curl", "-s", "--get", "--data-urlencode", "query=" + q,
-                         "http://127.0.0.1:" + prom_port + "/api/v1/query"});
+
+  // GET /api/v1/<what> with the form `params`; the decoded answer (an empty object when unreachable).
+  json Api(const std::string& what, const std::vector<std::pair<std::string, std::string>>& params = {}) {
+    std::vector<std::string> argv = {"curl", "-s", "--get"};
+    for (const auto& [k, v] : params) argv.insert(argv.end(), {"--data-urlencode", k + "=" + v});
+    argv.push_back("http://127.0.0.1:" + prom_port_ + "/api/v1/" + what);
+    auto r = RunCommand(argv, seconds(30));
     if (!r.ok() || !r->ok()) return json::object();
     json j = json::parse(r->out, nullptr, false);
     return j.is_object() ? j : json::object();
-  };
-  Status up = WaitFor("Prometheus to scrape the operator", seconds(60), [&](std::string* last) {
-    json j = query("up{job=\"ringmaster\"}");
-    *last = j.dump();
-    auto result = j.value("data", json::object()).value("result", json::array());
-    return !result.empty() && result[0]["value"][1] == "1";
+  }
+  // An instant query at `time` (empty: now).
+  json Query(const std::string& expr, const std::string& time = "") {
+    std::vector<std::pair<std::string, std::string>> params = {{"query", expr}};
+    if (!time.empty()) params.push_back({"time", time});
+    return Api("query", params);
+  }
+  static json Result(const json& answer) { return answer.value("data", json::object()).value("result", json::array()); }
+  // The value of a one-series answer, or NaN.
+  static double Scalar(const json& answer) {
+    json r = Result(answer);
+    if (r.size() != 1) return std::nan("");
+    return std::stod(r[0]["value"][1].get<std::string>());
+  }
+
+  // promtool check metrics on an endpoint's text, and each family's # TYPE line once.
+  void ExpectCleanExposition(const std::string& url) {
+    SCOPED_TRACE(url);
+    auto text = RunCommand({"curl", "-sf", url}, seconds(30));
+    ASSERT_COMMAND_OK(text);
+    auto lint = RunCommand({"promtool", "check", "metrics"}, seconds(30), text->out);
+    ASSERT_OK(lint);
+    EXPECT_EQ(lint->exit_code, 0) << lint->out << lint->err;
+    std::map<std::string, int> types;
+    std::istringstream in(text->out);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("# TYPE ", 0) == 0) types[line.substr(7, line.find(' ', 7) - 7)]++;
+    EXPECT_GT(types.size(), 5u) << text->out;
+    for (const auto& [family, n] : types) EXPECT_EQ(n, 1) << family << " emitted " << n << " times";
+  }
+
+  std::string operator_ip_, prom_port_;
+  BackgroundProcess prometheus_;
+};
+
+TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
+  auto promtool = RunCommand({"sh", "-c", "command -v promtool"});
+  ASSERT_COMMAND_OK(promtool) << "promtool is not installed: run make deps (Debian package prometheus)";
+  // Debian's server has no Kubernetes service discovery: make deps builds one (tests/harness/gomod/prometheus).
+  ASSERT_FALSE(cluster_.Get("PROMETHEUS").empty()) << "cluster.env has no PROMETHEUS: run make deps";
+  ASSERT_TRUE(std::filesystem::exists(cluster_.Get("PROMETHEUS"))) << cluster_.Get("PROMETHEUS") << ": run make deps";
+  ASSERT_FALSE(cluster_.Get("HELM").empty()) << "cluster.env has no HELM: run make deps";
+  const std::string dir = out_ + "/prometheus";
+  std::filesystem::create_directories(dir);
+
+  // The chart's alerts: promtool accepts them, and the server evaluates them throughout.
+  const std::string rules = RenderRules();
+  ASSERT_FALSE(rules.empty());
+  ASSERT_NE(rules.find("groups:"), std::string::npos) << rules;
+  std::ofstream(dir + "/rules.yaml") << rules;
+  auto checked = RunCommand({"promtool", "check", "rules", dir + "/rules.yaml"}, seconds(30));
+  ASSERT_COMMAND_OK(checked) << (checked.ok() ? checked->out + checked->err : checked.status().ToString()) << rules;
+  StartPrometheus(dir, dir + "/rules.yaml");
+  ASSERT_FALSE(HasFailure());
+
+  // Slower steps than the other e2e tests (a kill and a scale-up must land mid-run), with checkpoints.
+  for (size_t i = 0; i + 1 < workload_.args.size(); ++i)
+    if (workload_.args[i] == "--step-delay-ms") workload_.args[i + 1] = "300";
+  workload_.args.insert(workload_.args.end(), {"--checkpoint-dir", out_ + "/ckpt", "--checkpoint-every", "5"});
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+
+  // A worker killed: the operator replaces it (world 2, then 3 again).
+  const std::string victim = Membership(running)["members"][1].value("pod", "");
+  const std::string victim_uid = Membership(running)["members"][1].value("uid", "");
+  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  WaitForJob("the replacement to join", seconds(45), [&](const json& j) {
+    for (const auto& member : Membership(j).value("members", json::array()))
+      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid) return Membership(j).value("worldSize", 0) == 3;
+    return false;
   });
-  ASSERT_OK(up) << up << "\n" << prom.Log();
-  json changes = query("sum(ringmaster_membership_changes_total{reason=\"JobStarted\"})");
-  auto result = changes.value("data", json::object()).value("result", json::array());
-  ASSERT_FALSE(result.empty()) << changes.dump();
-  EXPECT_EQ(result[0]["value"][1], "1");
-  json latency = query("histogram_quantile(0.5, sum by (le) (ringmaster_membership_publish_latency_seconds_bucket))");
-  EXPECT_FALSE(latency.value("data", json::object()).value("result", json::array()).empty()) << latency.dump();
-  prom.Stop();
-  op.Stop();
+  ASSERT_FALSE(HasFailure());
+  // Scaled up to the maximum: four workers.
+  auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=4"});
+  ASSERT_COMMAND_OK(scaled) << (scaled.ok() ? scaled->err : "");
+  json job = WaitForJob("four workers", seconds(45), [](const json& j) { return Membership(j).value("worldSize", 0) == 4; });
+  ASSERT_FALSE(HasFailure());
+  const int64_t generation = Membership(job).value("generation", int64_t{0});
+  const int64_t restarts = job["status"].value("restartCount", int64_t{-1});
+  ASSERT_GE(generation, 3);  // started, a worker lost (and replaced), scaled up
+
+  // Prometheus sees all four workers at the generation the status says (they are still training).
+  const std::string sel = "namespace=\"" + ns_ + "\", trainingjob=\"" + kJob + "\"";
+  std::string at;  // the evaluation time of every check below: while the workers run
+  Status seen = WaitFor("Prometheus to scrape four workers at generation " + std::to_string(generation), seconds(60),
+                        [&](std::string* last) {
+                          json r = Query("count(ringmaster_worker_generation{" + sel + "} == " + std::to_string(generation) + ")");
+                          *last = r.dump();
+                          if (Scalar(r) != 4) return false;
+                          at = std::to_string(Result(r)[0]["value"][0].get<double>());
+                          return true;
+                        });
+  ASSERT_OK(seen) << seen << "\n" << Api("targets").dump();
+
+  // Both endpoints, as promtool sees them.
+  ExpectCleanExposition("http://" + operator_ip_ + ":" + std::to_string(kOperatorMetricsPort) + "/metrics");
+  json worker_targets = Result(Query("up{job=\"ringmaster-workers\", " + sel + "} == 1", at));
+  ASSERT_EQ(worker_targets.size(), 4u) << worker_targets.dump();
+  ExpectCleanExposition("http://" + worker_targets[0]["metric"].value("instance", "") + "/metrics");
+  EXPECT_EQ(Scalar(Query("up{job=\"ringmaster-operator\"}", at)), 1);
+
+  // The figures agree with the job's status: the last generation (operator and workers), the membership
+  // changes (every generation; the rebuilds: all but the first) and the failure-driven restarts.
+  EXPECT_EQ(Scalar(Query("max(ringmaster_worker_generation{" + sel + "})", at)), generation);
+  EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_membership_generation{" + sel + "}", at)), generation);
+  EXPECT_EQ(Scalar(Query("sum(ringmaster_membership_changes_total{job=\"ringmaster-operator\"})", at)), generation);
+  EXPECT_EQ(Scalar(Query("sum(ringmaster_membership_changes_total{job=\"ringmaster-operator\", reason!=\"JobStarted\"})", at)),
+            generation - 1);
+  EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_restarts_total{" + sel + "}", at)), restarts);
+  EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_workers_ready{" + sel + "}", at)), 4);
+  EXPECT_EQ(Scalar(Query("max(leader_election_master_status)", at)), 1);
+  // The replacement and the newcomer restored from a checkpoint; the survivors rebuilt at least twice.
+  EXPECT_GE(Scalar(Query("sum(ringmaster_worker_checkpoint_seconds_count{op=\"restore\", " + sel + "})", at)), 1);
+  EXPECT_GE(Scalar(Query("max(ringmaster_worker_rebuilds_total{" + sel + "})", at)), 2);
+
+  // Every dashboard panel's query evaluates and returns at least one series.
+  std::ifstream dash_file(kChart + "/dashboards/ringmaster-operator.json");
+  json dashboard = json::parse(dash_file, nullptr, false);
+  ASSERT_TRUE(dashboard.is_object());
+  int queries = 0;
+  for (const auto& panel : dashboard["panels"]) {
+    for (const auto& target : panel.value("targets", json::array())) {
+      std::string expr = target.value("expr", "");
+      expr = std::regex_replace(expr, std::regex("\\$namespace"), ns_);
+      expr = std::regex_replace(expr, std::regex("\\$job"), kJob);
+      SCOPED_TRACE(panel.value("title", "") + ": " + expr);
+      ++queries;
+      json answer = Query(expr, at);
+      EXPECT_EQ(answer.value("status", ""), "success") << answer.dump();
+      EXPECT_FALSE(Result(answer).empty()) << "no series";
+    }
+  }
+  EXPECT_GE(queries, 20);
+  // The dashboard's variables find this job.
+  for (const auto& var : dashboard["templating"]["list"]) {
+    if (var.value("type", "") != "query") continue;
+    std::smatch m;
+    std::string q = var["query"].value("query", "");
+    ASSERT_TRUE(std::regex_match(q, m, std::regex(R"(label_values\((.*), (\w+)\))"))) << q;
+    std::string series = std::regex_replace(m[1].str(), std::regex("\\$namespace"), ns_);
+    json values = Api("label/" + m[2].str() + "/values", {{"match[]", series}});
+    json list = values.value("data", json::array());
+    EXPECT_NE(std::find(list.begin(), list.end(), m[2] == "namespace" ? json(ns_) : json(kJob)), list.end())
+        << q << ": " << values.dump();
+  }
+
+  // Every rule's expression evaluates, and the server's own evaluations of the loaded rules are healthy.
+  int rule_count = 0;
+  Status evaluated = WaitFor("every rule evaluated", seconds(30), [&](std::string* last) {
+    json groups = Api("rules").value("data", json::object()).value("groups", json::array());
+    rule_count = 0;
+    bool healthy = !groups.empty();
+    for (const auto& g : groups)
+      for (const auto& r : g.value("rules", json::array())) {
+        ++rule_count;
+        healthy = healthy && r.value("health", "") == "ok";
+      }
+    *last = groups.dump();
+    return healthy;
+  });
+  EXPECT_OK(evaluated) << evaluated;
+  EXPECT_EQ(rule_count, 6);
+  for (const auto& g : Api("rules").value("data", json::object()).value("groups", json::array())) {
+    for (const auto& r : g.value("rules", json::array())) {
+      json answer = Query(r.value("query", ""), at);
+      EXPECT_EQ(answer.value("status", ""), "success") << r.value("name", "") << ": " << answer.dump();
+    }
+  }
+  // Nothing is wrong with this job, so none of the alerts about it fires.
+  json alerts = Api("alerts").value("data", json::object()).value("alerts", json::array());
+  for (const auto& a : alerts)
+    EXPECT_NE(a.value("state", ""), "firing") << a.dump();
 }
 
 }  // namespace

@@ -287,6 +287,7 @@ void ElasticDriver::ReportSaves() {
   reported_saves_ = stats.committed + stats.failed;
   Status last = writer_->last_status();
   if (!last.ok()) {
+    if (options_.metrics) options_.metrics->CheckpointFailed("save");
     Log("checkpoint save failed: " + last.ToString());
     return;
   }
@@ -342,6 +343,7 @@ void ElasticDriver::LoadNewestCheckpoint() {
       if (options_.metrics) options_.metrics->CheckpointRestored(loaded->stats.seconds, loaded->stats.bytes);
       Log("loaded checkpoint step " + std::to_string(state_->committed_step()) + " from " + loaded->path);
     } else {
+      if (options_.metrics) options_.metrics->CheckpointFailed("restore");
       Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
     }
   }
@@ -502,6 +504,7 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
         std::to_string(record_.Find(options_.worker_id)->rank) + " of " + std::to_string(record_.world_size()));
     Status built = Build(record_, &stats);
     if (!built.ok()) {
+      if (options_.metrics) options_.metrics->RebuildFailed();
       Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());
       const StatusCode code = built.code();
       if (code == StatusCode::kInternal || code == StatusCode::kUnauthenticated || code == StatusCode::kInvalidArgument) {

@@ -135,15 +135,38 @@ TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
   m.Step(0.01);
   m.CheckpointSaved(0.5, 1000);
   m.Collective(0.001, 64);
+  m.Samples(8);
+  m.RebuildFailed();
+  m.CheckpointFailed("save");
   EXPECT_EQ(metrics::LoopbackHttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
   std::string text = metrics::LoopbackHttpGet(m.port(), "/metrics");
   for (const char* want : {"ringmaster_worker_generation 4", "ringmaster_worker_world_size 3",
-                           "ringmaster_worker_rebuild_seconds_count{phase=\"detect\"} 1",
-                           "ringmaster_worker_rebuild_seconds_count{phase=\"restore\"} 1",
+                           "ringmaster_worker_rebuild_phase_seconds_count{phase=\"detect\"} 1", "ringmaster_worker_rebuild_seconds_count 1",
+                           "ringmaster_worker_rebuild_phase_seconds_count{phase=\"restore\"} 1",
                            "ringmaster_worker_steps_lost_total 2", "ringmaster_worker_checkpoint_bytes_total{op=\"save\"} 1000",
-                           "ringmaster_worker_collective_bytes_total 64", "ringmaster_worker_step_seconds_count 1"}) {
+                           "ringmaster_worker_collective_bytes_total 64", "ringmaster_worker_step_seconds_count 1",
+                           "ringmaster_worker_samples_total 8", "ringmaster_worker_rebuild_failures_total 1",
+                           "ringmaster_worker_checkpoint_failures_total{op=\"save\"} 1",
+                           "ringmaster_worker_checkpoint_failures_total{op=\"restore\"} 0"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
+  EXPECT_NE(text.find(m.Render()), std::string::npos) << "Render() is the body /metrics serves";
+}
+
+// The kubelet probes the port Prometheus scrapes: a client that connects to it and sends nothing (a
+// stuck scraper, a port scan) must not hold up /healthz or /readyz. The server would hold such a
+// connection for its request timeout (10 s), far longer than the 5 s the probes are given here.
+TEST(WorkerMetricsTest, ASilentClientOnTheMetricsPortDoesNotDelayTheProbes) {
+  WorkerMetrics m;
+  ASSERT_OK(m.Serve("127.0.0.1:0"));
+  m.Available();
+  const int silent = metrics::OpenSilentConnection(m.port());
+  ASSERT_GE(silent, 0);
+  std::string health = metrics::LoopbackHttpGet(m.port(), "/healthz", std::chrono::seconds(5));
+  std::string ready = metrics::LoopbackHttpGet(m.port(), "/readyz", std::chrono::seconds(5));
+  ::close(silent);
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+  EXPECT_EQ(ready.rfind("HTTP/1.1 200", 0), 0u) << ready;
 }
 
 // The operator admits only Ready pods, so a worker must turn Ready while it waits for its first

@@ -1,48 +1,81 @@
 #include "elastic/worker_metrics.h"
 
 #include "elastic/elastic_driver.h"
+#include "metrics/buckets.h"
 
 namespace ringmaster::elastic {
 
 namespace {
-const std::vector<double>& PhaseBuckets() {
-  static const std::vector<double> b = metrics::ExponentialBuckets(0.001, 2.5, 12);  // 1 ms .. ~60 s
+
+const prometheus::Histogram::BucketBoundaries& PhaseBuckets() {
+  static const prometheus::Histogram::BucketBoundaries b = metrics::ExponentialBuckets(0.001, 2.5, 12);  // 1 ms .. ~60 s
   return b;
 }
+
+template <typename Builder>
+auto& Register(Builder builder, const char* name, const char* help, prometheus::Registry& r) {
+  return builder.Name(name).Help(help).Register(r);
+}
+
 }  // namespace
 
 WorkerMetrics::WorkerMetrics()
-    : generation_(registry_.AddGaugeFamily("ringmaster_worker_generation", "Membership generation this worker has joined.").Add({})),
-      world_size_(registry_.AddGaugeFamily("ringmaster_worker_world_size", "Workers in the joined generation.").Add({})),
-      step_seconds_(registry_.AddHistogramFamily("ringmaster_worker_step_seconds", "Duration of committed training steps.")
-                        .Add({}, PhaseBuckets())),
-      rebuild_seconds_(registry_.AddHistogramFamily("ringmaster_worker_rebuild_seconds",
-                                                    "Rebuild duration by phase (detect, rendezvous, communicator, restore).")),
-      rebuilds_(registry_.AddCounterFamily("ringmaster_worker_rebuilds_total", "Generations joined.").Add({})),
-      steps_lost_(registry_.AddCounterFamily("ringmaster_worker_steps_lost_total",
-                                             "Computed steps rolled back by restores (not committed).").Add({})),
-      checkpoint_seconds_(registry_.AddHistogramFamily("ringmaster_worker_checkpoint_seconds",
-                                                       "Checkpoint save/restore duration by op.")),
-      checkpoint_bytes_(registry_.AddCounterFamily("ringmaster_worker_checkpoint_bytes_total",
-                                                   "Checkpoint bytes saved/restored by op.")),
-      collective_seconds_(registry_.AddCounterFamily("ringmaster_worker_collective_seconds_total",
-                                                     "Seconds spent in training collectives.").Add({})),
-      collective_bytes_(registry_.AddCounterFamily("ringmaster_worker_collective_bytes_total",
-                                                   "Bytes contributed to training collectives.").Add({})) {}
+    : registry_(std::make_shared<prometheus::Registry>()),
+      generation_(Register(prometheus::BuildGauge(), "ringmaster_worker_generation",
+                           "Membership generation this worker has joined.", *registry_).Add({})),
+      world_size_(Register(prometheus::BuildGauge(), "ringmaster_worker_world_size", "Workers in the joined generation.",
+                           *registry_).Add({})),
+      step_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_step_seconds",
+                             "Duration of committed training steps.", *registry_).Add({}, PhaseBuckets())),
+      samples_(Register(prometheus::BuildCounter(), "ringmaster_worker_samples_total",
+                        "Samples this worker trained on: its share of each step's global batch.", *registry_).Add({})),
+      rebuild_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_rebuild_seconds",
+                                "Rebuild duration, from the failure (or membership change) to resumed training.",
+                                *registry_).Add({}, PhaseBuckets())),
+      rebuild_phase_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_rebuild_phase_seconds",
+                                      "Rebuild duration by phase (detect, rendezvous, communicator, restore).", *registry_)),
+      rebuilds_(Register(prometheus::BuildCounter(), "ringmaster_worker_rebuilds_total", "Generations joined.", *registry_)
+                    .Add({})),
+      rebuild_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_rebuild_failures_total",
+                                 "Builds of a generation abandoned (rendezvous or communicator failed).", *registry_)
+                            .Add({})),
+      steps_lost_(Register(prometheus::BuildCounter(), "ringmaster_worker_steps_lost_total",
+                           "Computed steps rolled back by restores (not committed).", *registry_).Add({})),
+      checkpoint_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_checkpoint_seconds",
+                                   "Checkpoint save/restore duration by op.", *registry_)),
+      checkpoint_bytes_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_bytes_total",
+                                 "Checkpoint bytes saved/restored by op.", *registry_)),
+      checkpoint_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_failures_total",
+                                    "Checkpoint saves/restores that failed, by op.", *registry_)),
+      collective_seconds_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_seconds_total",
+                                   "Seconds spent in training collectives.", *registry_).Add({})),
+      collective_bytes_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_bytes_total",
+                                 "Bytes contributed to training collectives.", *registry_).Add({})) {
+  // Every labelled series from the start, at 0: a panel or an alert over them has data before the first event.
+  for (const char* phase : {"detect", "rendezvous", "communicator", "restore"}) {
+    rebuild_phase_seconds_.Add({{"phase", phase}}, PhaseBuckets());
+  }
+  for (const char* op : {"save", "restore"}) {
+    checkpoint_seconds_.Add({{"op", op}}, PhaseBuckets());
+    checkpoint_bytes_.Add({{"op", op}});
+    checkpoint_failures_.Add({{"op", op}});
+  }
+}
 
 WorkerMetrics::~WorkerMetrics() { server_.reset(); }
 
 Status WorkerMetrics::Serve(const std::string& bind_address) {
-  auto server = std::make_unique<metrics::HttpServer>();
-  server->HandleMetrics(&registry_);
-  server->HandleCheck("/healthz", [] { return true; });
-  server->HandleCheck("/readyz", [this] { return ready_.load(); });
-  RINGMASTER_RETURN_IF_ERROR(server->Start(bind_address));
-  server_ = std::move(server);
+  metrics::MetricsServerOptions o;
+  o.bind_address = bind_address;
+  o.collectables = {registry_};
+  o.checks = {{"/healthz", [] { return true; }}, {"/readyz", [this] { return ready_.load(); }}};
+  RINGMASTER_ASSIGN_OR_RETURN(server_, metrics::MetricsServer::Start(std::move(o)));
   return Status::Ok();
 }
 
 int WorkerMetrics::port() const { return server_ ? server_->port() : 0; }
+
+std::string WorkerMetrics::Render() const { return metrics::RenderText({registry_}); }
 
 void WorkerMetrics::Available() { ready_ = true; }
 
@@ -53,14 +86,19 @@ void WorkerMetrics::Joined(int64_t generation, int world_size) {
 
 void WorkerMetrics::Step(double seconds) { step_seconds_.Observe(seconds); }
 
+void WorkerMetrics::Samples(uint64_t n) { samples_.Increment(static_cast<double>(n)); }
+
 void WorkerMetrics::Rebuilt(const RebuildStats& s) {
   rebuilds_.Increment();
   steps_lost_.Increment(static_cast<double>(s.steps_lost));
-  rebuild_seconds_.Add({{"phase", "detect"}}, PhaseBuckets()).Observe(s.detect);
-  rebuild_seconds_.Add({{"phase", "rendezvous"}}, PhaseBuckets()).Observe(s.rendezvous);
-  rebuild_seconds_.Add({{"phase", "communicator"}}, PhaseBuckets()).Observe(s.communicator);
-  rebuild_seconds_.Add({{"phase", "restore"}}, PhaseBuckets()).Observe(s.restore);
+  rebuild_seconds_.Observe(s.detect + s.rendezvous + s.communicator + s.restore);
+  rebuild_phase_seconds_.Add({{"phase", "detect"}}, PhaseBuckets()).Observe(s.detect);
+  rebuild_phase_seconds_.Add({{"phase", "rendezvous"}}, PhaseBuckets()).Observe(s.rendezvous);
+  rebuild_phase_seconds_.Add({{"phase", "communicator"}}, PhaseBuckets()).Observe(s.communicator);
+  rebuild_phase_seconds_.Add({{"phase", "restore"}}, PhaseBuckets()).Observe(s.restore);
 }
+
+void WorkerMetrics::RebuildFailed() { rebuild_failures_.Increment(); }
 
 void WorkerMetrics::CheckpointSaved(double seconds, uint64_t bytes) {
   checkpoint_seconds_.Add({{"op", "save"}}, PhaseBuckets()).Observe(seconds);
@@ -71,6 +109,8 @@ void WorkerMetrics::CheckpointRestored(double seconds, uint64_t bytes) {
   checkpoint_seconds_.Add({{"op", "restore"}}, PhaseBuckets()).Observe(seconds);
   checkpoint_bytes_.Add({{"op", "restore"}}).Increment(static_cast<double>(bytes));
 }
+
+void WorkerMetrics::CheckpointFailed(const std::string& op) { checkpoint_failures_.Add({{"op", op}}).Increment(); }
 
 void WorkerMetrics::Collective(double seconds, uint64_t bytes) {
   collective_seconds_.Increment(seconds);

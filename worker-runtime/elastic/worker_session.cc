@@ -190,6 +190,10 @@ StatusOr<int> WorkerSession::RuleProcessSet(const std::string& name) const {
   return driver_->Context().ProcessSet(name);
 }
 
+void WorkerSession::CountSamples(uint64_t n) {
+  if (metrics_) metrics_->Samples(n);
+}
+
 Status WorkerSession::JournalAttempt(int64_t step, uint64_t epoch, const std::vector<uint64_t>& samples) {
   if (!journal_) return FailedPreconditionError("no sample journal: RINGMASTER_OUT is not set");
   const int64_t incarnation = driver_ ? driver_->Context().incarnation : 0;

@@ -90,6 +90,10 @@ class WorkerSession {
   // Errors: FailedPrecondition when no output directory was given (RINGMASTER_OUT), Unavailable.
   Status JournalAttempt(int64_t step, uint64_t epoch, const std::vector<uint64_t>& samples);
 
+  // Counts `n` samples this rank trained on in a step that committed (ringmaster_worker_samples_total).
+  // Thread-safe; a no-op before Start() opened the metrics.
+  void CountSamples(uint64_t n);
+
   // Whether JournalAttempt writes anywhere (RINGMASTER_OUT was given).
   bool journaling() const { return journal_.has_value(); }
   const WorkerOptions& options() const { return options_; }
@@ -108,11 +112,13 @@ class WorkerSession {
   const bool journal_wanted_;  // RINGMASTER_OUT was given: journal every step's samples there
   const LogSink log_;
 
+  // Declared first, destroyed last: /readyz answers while the rest shuts down (stopping the membership
+  // watch can take seconds), so the pod stays Ready, and a member, until its process exits.
+  std::unique_ptr<WorkerMetrics> metrics_;
   std::string pending_;  // the bytes Commit() hands to the state
   ElasticState state_;
   std::unique_ptr<membership::MembershipSource> source_;
   std::unique_ptr<runtime::checkpoint::CheckpointStore> checkpoints_;
-  std::unique_ptr<WorkerMetrics> metrics_;
   std::unique_ptr<Heartbeat> heartbeat_;
   std::optional<SampleJournal> journal_;
   std::unique_ptr<ElasticDriver> driver_;

@@ -163,6 +163,7 @@ ADMIN_CERT=$DIR/pki/admin.crt
 ADMIN_KEY=$DIR/pki/admin.key
 KUBECTL=$DIR/bin/kubectl
 HELM=$DIR/bin/helm
+PROMETHEUS=$DIR/bin/prometheus
 KUBERNETES_VERSION=$KUBERNETES_VERSION
 ETCD_URL=http://127.0.0.1:$ETCD_PORT
 KWOK_SERVER=http://127.0.0.1:$KWOK_PORT
@@ -302,6 +303,7 @@ cmd_up() {
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do ln -sf "$k8s/$b" "$DIR/bin/$b"; done
   ln -sf "$etcd_bin" "$DIR/bin/etcd"; ln -sf "$kwok_bin" "$DIR/bin/kwok"
   if [[ -f "$(tool_dir helm)/.complete" ]]; then ln -sf "$(tool_dir helm)/helm" "$DIR/bin/helm"; fi
+  if [[ -f "$(tool_dir prometheus)/.complete" ]]; then ln -sf "$(tool_dir prometheus)/prometheus" "$DIR/bin/prometheus"; fi
   KUBECTL="$DIR/bin/kubectl"
 
   local start_time=$SECONDS attempt

@@ -156,6 +156,7 @@ class LinearRegression {
     }));
     const std::vector<T>& sum = grad;  // now the world's sum
     if (ctx.metrics) {
+      ctx.metrics->Samples(plan.indices.size());
       ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                               grad.size() * sizeof(T));
     }

@@ -149,6 +149,7 @@ class PySession {
   }
   int64_t CommittedStep() const { return session_->committed_step(); }
   bool Journaling() const { return session_->journaling(); }
+  void CountSamples(uint64_t n) { session_->CountSamples(n); }
   void Finish() {
     nb::gil_scoped_release release;
     session_->Finish();
@@ -296,6 +297,8 @@ NB_MODULE(_native, m) {
       .def("commit", &PySession::Commit, nb::arg("state"), nb::arg("epoch"), nb::arg("committed"))
       .def("committed", &PySession::Committed, "(step, epoch, committed, state bytes)")
       .def("committed_step", &PySession::CommittedStep)
+      .def("count_samples", &PySession::CountSamples, nb::arg("n"),
+           "counts n samples this rank trained on in a committed step (ringmaster_worker_samples_total)")
       .def("journaling", &PySession::Journaling, "whether the sampler's steps go into the sample journal")
       .def("finish", &PySession::Finish)
       .def("topology", &PySession::Topology)

@@ -39,7 +39,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         self._plan = _native.Sampler(self.num_samples, self.batch_size, self.seed)
         self.epoch = 0
         self.committed = 0        # samples of `epoch` committed
-        self._yielded = None      # (epoch, committed) after the last step handed out
+        self._yielded = None      # (epoch, committed, this rank's samples) after the last step handed out
 
     # -- cursor -------------------------------------------------------------------------------------
     def set_epoch(self, epoch):
@@ -54,8 +54,10 @@ class ElasticSampler(torch.utils.data.Sampler):
     def record_batch(self, batch_idx=None, batch_size=None):
         """The last step handed out is done."""
         if self._yielded is not None:
-            self.epoch, self.committed = self._yielded
+            self.epoch, self.committed, samples = self._yielded
             self._yielded = None
+            if _context.is_initialized():
+                _context.context().session.count_samples(samples)
 
     def record_indices(self, indices):
         self.record_batch()
@@ -87,9 +89,9 @@ class ElasticSampler(torch.utils.data.Sampler):
                 return
             if ctx.session.journaling():
                 ctx.session.journal(ctx.session.committed_step(), plan_epoch, indices)
-            self._yielded = (next_epoch, next_committed)
+            self._yielded = (next_epoch, next_committed, len(indices))
             yield indices
-            epoch, committed = self._yielded if self._yielded is not None else (self.epoch, self.committed)
+            epoch, committed = self._yielded[:2] if self._yielded is not None else (self.epoch, self.committed)
 
     def __len__(self):
         """Steps left in the epoch."""

@@ -1,0 +1,80 @@
+#include "controller/job_state_metrics.h"
+
+#include <array>
+#include <map>
+#include <string>
+
+#include "base/json_path.h"
+#include "kube/client.h"
+
+namespace ringmaster::controller {
+
+using json = nlohmann::json;
+
+namespace {
+
+prometheus::MetricFamily Family(const char* name, const char* help, prometheus::MetricType type) {
+  return prometheus::MetricFamily{name, help, type, {}};
+}
+
+void Add(prometheus::MetricFamily& family, std::vector<prometheus::ClientMetric::Label> labels, double value) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  if (family.type == prometheus::MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  family.metric.push_back(std::move(m));
+}
+
+double NumberAt(const json& j, std::initializer_list<std::string_view> path) {
+  const json& v = At(j, path);
+  return v.is_number() ? v.get<double>() : 0;
+}
+
+}  // namespace
+
+JobStateMetrics::JobStateMetrics(const kube::Store* jobs, std::function<bool()> active)
+    : jobs_(jobs), active_(std::move(active)) {}
+
+std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
+  if (!active_()) return {};
+  using prometheus::MetricType;
+  auto phases = Family("ringmaster_trainingjobs", "TrainingJobs by phase.", MetricType::Gauge);
+  auto info = Family("ringmaster_trainingjob_info", "One series per TrainingJob, labelled with its phase.", MetricType::Gauge);
+  auto min = Family("ringmaster_trainingjob_workers_min", "The job's minimum workers (spec.replicas.min).", MetricType::Gauge);
+  auto max = Family("ringmaster_trainingjob_workers_max", "The job's maximum workers (spec.replicas.max).", MetricType::Gauge);
+  auto desired = Family("ringmaster_trainingjob_workers_desired", "Workers the operator wants for the job.", MetricType::Gauge);
+  auto ready = Family("ringmaster_trainingjob_workers_ready", "The job's Running and Ready worker pods.", MetricType::Gauge);
+  auto generation = Family("ringmaster_trainingjob_membership_generation",
+                           "The job's published membership generation.", MetricType::Gauge);
+  auto world = Family("ringmaster_trainingjob_membership_world_size", "Workers in the published membership.",
+                      MetricType::Gauge);
+  auto restarts = Family("ringmaster_trainingjob_restarts_total", "Failure-driven worker restarts (status.restartCount).",
+                         MetricType::Counter);
+
+  std::map<std::string, int> by_phase = {{"Pending", 0}, {"Running", 0}, {"Suspended", 0}, {"Succeeded", 0}, {"Failed", 0}};
+  for (const auto& job : jobs_->List()) {
+    std::string phase = StringAt(*job, {"status", "phase"});
+    if (phase.empty()) phase = "Pending";
+    by_phase[phase]++;
+    std::vector<prometheus::ClientMetric::Label> id = {{"namespace", kube::NamespaceOf(*job)},
+                                                       {"trainingjob", kube::NameOf(*job)}};
+    auto with_phase = id;
+    with_phase.push_back({"phase", phase});
+    Add(info, with_phase, 1);
+    Add(min, id, NumberAt(*job, {"spec", "replicas", "min"}));
+    Add(max, id, NumberAt(*job, {"spec", "replicas", "max"}));
+    Add(desired, id, NumberAt(*job, {"status", "replicas", "desired"}));
+    Add(ready, id, NumberAt(*job, {"status", "replicas", "ready"}));
+    Add(generation, id, NumberAt(*job, {"status", "membership", "generation"}));
+    Add(world, id, NumberAt(*job, {"status", "membership", "worldSize"}));
+    Add(restarts, id, NumberAt(*job, {"status", "restartCount"}));
+  }
+  for (const auto& [phase, n] : by_phase) Add(phases, {{"phase", phase}}, n);
+  return {std::move(phases), std::move(info), std::move(min), std::move(max), std::move(desired), std::move(ready),
+          std::move(generation), std::move(world), std::move(restarts)};
+}
+
+}  // namespace ringmaster::controller
