@@ -125,11 +125,14 @@ build ringmaster-worker docker/worker/Dockerfile "${build_stage[@]}" "${wheels[@
 export_archive ringmaster-operator
 export_archive ringmaster-worker
 
-# Every source change leaves the previous images' layers behind as the layer cache; past the limit they
-# go (the next build recompiles, from ccache).
+# Every source change leaves the previous images' layers behind as the layer cache; past the limit, or
+# when the disk runs short of room for the next build (a worker image is ~7 GB), they go (the next build
+# recompiles, from ccache).
 used_gb="$(du -s --block-size=1G "$STORE" | cut -f1)"
-if ((used_gb > ${RINGMASTER_IMAGE_STORE_MAX_GB:-40})); then
-  log "images: $STORE holds ${used_gb} GB (> ${RINGMASTER_IMAGE_STORE_MAX_GB:-40}); removing untagged layers"
+free_gb="$(df --output=avail --block-size=1G "$STORE" | tail -1 | tr -dc 0-9)"
+if ((used_gb > ${RINGMASTER_IMAGE_STORE_MAX_GB:-40} || free_gb < ${RINGMASTER_IMAGE_MIN_FREE_GB:-20})); then
+  log "images: $STORE holds ${used_gb} GB (limit ${RINGMASTER_IMAGE_STORE_MAX_GB:-40}), ${free_gb} GB free on its disk" \
+      "(want ${RINGMASTER_IMAGE_MIN_FREE_GB:-20}); removing untagged layers"
   "${BUILDAH[@]}" rmi --prune >/dev/null || log "images: pruning failed; remove $STORE by hand if space runs short"
 fi
 log "images: done in $((SECONDS - start))s (storage: $(du -sh "$STORE" 2>/dev/null | cut -f1) in $STORE)"
