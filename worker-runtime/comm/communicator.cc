@@ -116,6 +116,46 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(const std::vector<in
   return DoSplit(ranks, name);
 }
 
+namespace {
+
+// A transfer of nothing: done when posted, on both sides alike.
+class DoneTransfer : public Transfer {
+ public:
+  Status Wait() override { return Status::Ok(); }
+};
+
+Status CheckPeer(int peer, int rank, int size, const void* buf, size_t bytes, const char* op) {
+  if (peer < 0 || peer >= size || peer == rank) {
+    return InvalidArgumentError(std::string(op) + ": peer " + std::to_string(peer) + " is not another rank of " +
+                                std::to_string(size) + " (this is rank " + std::to_string(rank) + ")");
+  }
+  return CheckBuffers(buf, buf, bytes, op);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transfer>> Communicator::PostSend(const void* buf, size_t bytes, int peer, uint32_t tag) {
+  RINGMASTER_RETURN_IF_ERROR(CheckPeer(peer, rank(), size(), buf, bytes, "send"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  if (bytes == 0) return std::unique_ptr<Transfer>(new DoneTransfer);
+  return DoPostSend(buf, bytes, peer, tag);
+}
+
+StatusOr<std::unique_ptr<Transfer>> Communicator::PostRecv(void* buf, size_t bytes, int peer, uint32_t tag) {
+  RINGMASTER_RETURN_IF_ERROR(CheckPeer(peer, rank(), size(), buf, bytes, "recv"));
+  RINGMASTER_RETURN_IF_ERROR(health());
+  if (bytes == 0) return std::unique_ptr<Transfer>(new DoneTransfer);
+  return DoPostRecv(buf, bytes, peer, tag);
+}
+
+StatusOr<std::unique_ptr<Transfer>> Communicator::DoPostSend(const void*, size_t, int, uint32_t) {
+  return UnimplementedError("backend " + std::string(BackendName(backend())) + " has no point-to-point send");
+}
+
+StatusOr<std::unique_ptr<Transfer>> Communicator::DoPostRecv(void*, size_t, int, uint32_t) {
+  return UnimplementedError("backend " + std::string(BackendName(backend())) + " has no point-to-point receive");
+}
+
 StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded,
                                                               const std::string& name) {
   // No health check: shrinking an aborted communicator is the point.

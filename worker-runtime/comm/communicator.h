@@ -12,7 +12,8 @@
 //                     Aborted until it is rebuilt (a new one is created).
 //
 // Thread-safety: a communicator is used by one thread at a time (the runtime's
-// background thread); Abort() may be called from any thread.
+// background thread); Abort() may be called from any thread, and so may the
+// point-to-point calls PostSend/PostRecv (they run beside the collectives).
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,18 @@ std::string_view BackendName(Backend backend);  // "auto", "gloo", "nccl"
 StatusOr<Backend> ParseBackend(std::string_view name);
 
 enum class MemoryKind { kHost, kCuda };
+
+// A point-to-point send or receive in flight (Communicator::PostSend/PostRecv).
+// Owns what it needs from the communicator, so it may outlive it. Wait() from
+// one thread at a time.
+class Transfer {
+ public:
+  virtual ~Transfer() = default;
+  // Blocks until the buffer may be reused (send) or holds the data (receive).
+  // Errors: Aborted (the peer died, the communicator was aborted or the
+  // communicator's timeout passed); later calls return the same status.
+  virtual Status Wait() = 0;
+};
 
 class Communicator {
  public:
@@ -78,6 +91,19 @@ class Communicator {
   // Returns nullptr on ranks outside `ranks`. Errors: InvalidArgument, Aborted.
   StatusOr<std::unique_ptr<Communicator>> Split(const std::vector<int>& ranks, const std::string& name);
 
+  // Point-to-point, not collective: this rank and `peer` (another rank of this
+  // communicator) alone. PostSend queues `bytes` bytes of `buf` for `peer`,
+  // PostRecv posts `buf` for `bytes` bytes from `peer`; both return at once and
+  // the Transfer's Wait() completes them. Sends and receives between two ranks
+  // with the same `tag` match in the order they were posted; the sizes must
+  // agree. `buf` must stay valid until Wait() returns. Unlike the collectives,
+  // these may be called from any thread, beside a collective in progress.
+  // Errors: InvalidArgument (peer out of range or this rank, null buffer),
+  // Unimplemented (the backend has no point-to-point: Gloo has, NCCL's
+  // communicator here not -- stage through host memory), Aborted.
+  StatusOr<std::unique_ptr<Transfer>> PostSend(const void* buf, size_t bytes, int peer, uint32_t tag);
+  StatusOr<std::unique_ptr<Transfer>> PostRecv(void* buf, size_t bytes, int peer, uint32_t tag);
+
   // Whether Shrink can work now (the backend supports it and the communicator's
   // resources are still held). Safe from any thread.
   virtual bool can_shrink() const { return false; }
@@ -110,6 +136,9 @@ class Communicator {
   virtual Status DoAlltoall(const void* in, void* out, size_t count, DataType type) = 0;
   virtual Status DoBarrier() = 0;
   virtual StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) = 0;
+  // Checked arguments, bytes > 0; may run on any thread. Default: Unimplemented.
+  virtual StatusOr<std::unique_ptr<Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag);
+  virtual StatusOr<std::unique_ptr<Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag);
   // Default: Unimplemented.
   virtual StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name);
 };

@@ -21,6 +21,7 @@
 
 #include "comm/validate.h"
 #include "gloo/gloo_store.h"
+#include "gloo/gloo_transfer.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -134,9 +135,15 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
     error = "unknown exception";
   }
   Abort(std::string(what) + " failed on rank " + std::to_string(rank_) + ": " + error);
-  // Closing our sockets makes peers blocked on us fail now instead of at their timeout.
+  // Closing our sockets makes peers blocked on us fail now instead of at their timeout (or, while a
+  // point-to-point transfer still holds the context, when that transfer ends).
+  std::shared_ptr<gloo::Context> closing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing.swap(context_);
+  }
   try {
-    context_.reset();
+    closing.reset();
   } catch (...) {
   }
   return health();
@@ -305,6 +312,28 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::DoSplit(const std::vec
     }
   }
   return std::unique_ptr<Communicator>();
+}
+
+StatusOr<std::unique_ptr<Transfer>> GlooCommunicator::DoPostSend(const void* buf, size_t bytes, int peer,
+                                                                 uint32_t tag) {
+  std::shared_ptr<gloo::Context> context;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    context = context_;
+  }
+  // Gloo's send only reads the buffer; its unbound buffer type is not const.
+  return GlooTransfer::Post(std::move(context), GlooTransfer::Direction::kSend, const_cast<void*>(buf), bytes, peer, tag,
+                            options_.timeout, "communicator '" + prefix_ + "'");
+}
+
+StatusOr<std::unique_ptr<Transfer>> GlooCommunicator::DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) {
+  std::shared_ptr<gloo::Context> context;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    context = context_;
+  }
+  return GlooTransfer::Post(std::move(context), GlooTransfer::Direction::kRecv, buf, bytes, peer, tag, options_.timeout,
+                            "communicator '" + prefix_ + "'");
 }
 
 }  // namespace ringmaster::runtime

@@ -8,7 +8,10 @@
 // Signals: Gloo writes to sockets without MSG_NOSIGNAL, so the first Create
 // sets SIGPIPE to SIG_IGN when it still has the default (killing) action.
 //
-// Thread-safety: as Communicator (one caller at a time; Abort from any thread).
+// Point-to-point: gloo_transfer.h, on this communicator's context.
+//
+// Thread-safety: as Communicator (one caller at a time; Abort, PostSend and
+// PostRecv from any thread).
 #pragma once
 
 #include <atomic>
@@ -60,6 +63,8 @@ class GlooCommunicator : public Communicator {
   Status DoAlltoall(const void* in, void* out, size_t count, DataType type) override;
   Status DoBarrier() override;
   StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
+  StatusOr<std::unique_ptr<Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag) override;
+  StatusOr<std::unique_ptr<Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) override;
 
  private:
   static StatusOr<std::unique_ptr<Communicator>> CreateOnDevice(std::shared_ptr<Store> store, std::string prefix,
@@ -80,7 +85,8 @@ class GlooCommunicator : public Communicator {
   const GlooOptions options_;
   const std::shared_ptr<gloo::transport::Device> device_;
 
-  // Used only by the calling thread (see class comment); reset on failure.
+  // Read by the calling thread without a lock, by point-to-point calls under
+  // mu_; reset (under mu_) on failure, by the calling thread only.
   std::shared_ptr<gloo::Context> context_;
 
   mutable std::mutex mu_;

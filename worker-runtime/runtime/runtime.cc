@@ -44,16 +44,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config
     RINGMASTER_ASSIGN_OR_RETURN(timeline, OpenTimelineForRank(config.timeline_path, rank));
   }
   std::shared_ptr<Communicator> data(std::move(world));
-  std::shared_ptr<Communicator> control = data;
-  if (data->memory() != MemoryKind::kHost) {
-    // Negotiation runs on the host (Horovod's controller/ops split): a Gloo side channel.
-    GlooOptions go;
-    go.host = config.host;
-    go.timeout = config.timeout;
-    RINGMASTER_ASSIGN_OR_RETURN(auto c, GlooCommunicator::Create(store, config.name + "/control", rank, size, go));
-    control = std::move(c);
-  }
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> control,
+                              ControlChannel(config, store, data, config.name + "/control"));
   std::unique_ptr<Runtime> rt(new Runtime(config, rank, size, data->backend(), std::move(timeline)));
+  rt->store_ = store;
   RINGMASTER_RETURN_IF_ERROR(rt->sets_.Add(
       ProcessSet{kWorldSet, "world", [&] {
                    std::vector<int> all(size);
@@ -66,6 +60,19 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config
     if (!id.ok()) return id.status().WithContext("static process set");
   }
   return rt;
+}
+
+StatusOr<std::shared_ptr<Communicator>> Runtime::ControlChannel(const RuntimeConfig& config,
+                                                                const std::shared_ptr<Store>& store,
+                                                                const std::shared_ptr<Communicator>& data,
+                                                                const std::string& prefix) {
+  if (data->memory() == MemoryKind::kHost) return data;
+  // Negotiation runs on the host (Horovod's controller/ops split): a Gloo side channel.
+  GlooOptions go;
+  go.host = config.host;
+  go.timeout = config.timeout;
+  RINGMASTER_ASSIGN_OR_RETURN(auto c, GlooCommunicator::Create(store, prefix, data->rank(), data->size(), go));
+  return std::shared_ptr<Communicator>(std::move(c));
 }
 
 Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline)

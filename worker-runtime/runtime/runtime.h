@@ -17,6 +17,7 @@
 // ordered per process set in submission order, which must match across ranks.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,12 +88,31 @@ class Runtime {
   // negotiation or fusion (a torch.distributed process group over the set).
   // Errors: InvalidArgument (bad ranks), Aborted.
   StatusOr<int> AddProcessSet(std::vector<int> ranks, Ordering ordering = Ordering::kNegotiated);
+  // Adds a process set of the given world ranks (sorted) over a communicator of
+  // its own, built by the members alone through the generation's store (a
+  // torch.distributed subgroup: non-members never hear of it). Every member
+  // calls it with the same ranks and `key` (unique among the groups that ranks
+  // create in this generation; the same key again makes a second group). The id
+  // it returns is local to this rank. Errors: InvalidArgument (bad ranks or
+  // key), FailedPrecondition (this rank is not in `ranks`), those of the
+  // backend's rendezvous (Aborted, DeadlineExceeded).
+  StatusOr<int> AddGroup(std::vector<int> ranks, const std::string& key, Ordering ordering = Ordering::kSubmissionOrder);
   // Removes a set (every rank should call it). Errors: InvalidArgument.
   Status RemoveProcessSet(int id);
   // Errors: InvalidArgument (no such set).
   StatusOr<std::vector<int>> ProcessSetRanks(int id) const { return sets_.Ranks(id); }
   // This rank's rank inside the set. Errors: InvalidArgument, FailedPrecondition.
   StatusOr<int> ProcessSetRank(int id) const;
+
+  // Point-to-point with `peer`, a rank of set `set` (numbered inside the set):
+  // not collective and not ordered with the set's collectives; see
+  // Communicator::PostSend. Runs on the set's host communicator (the data
+  // communicator under Gloo, the control one under NCCL), so `buf` is host
+  // memory: a caller with CUDA memory stages it. Errors: InvalidArgument,
+  // FailedPrecondition (not a member), Aborted.
+  StatusOr<std::unique_ptr<Transfer>> SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag,
+                                                int set = kWorldSet);
+  StatusOr<std::unique_ptr<Transfer>> RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set = kWorldSet);
 
   // What the engine of a set has run so far. Errors: InvalidArgument, FailedPrecondition.
   StatusOr<EngineStats> Stats(int set = kWorldSet) const;
@@ -106,6 +126,12 @@ class Runtime {
   static StatusOr<std::unique_ptr<Runtime>> Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
                                                      std::unique_ptr<Communicator> world,
                                                      std::shared_ptr<Timeline> timeline);
+  // The host communicator that negotiates for `data`: data itself when it is host memory, else a Gloo
+  // side channel of the same ranks under `prefix`. Errors: those of Gloo's rendezvous.
+  static StatusOr<std::shared_ptr<Communicator>> ControlChannel(const RuntimeConfig& config,
+                                                                const std::shared_ptr<Store>& store,
+                                                                const std::shared_ptr<Communicator>& data,
+                                                                const std::string& prefix);
   Handle Submit(int set, Request request);
   EngineOptions EngineOptionsFor(int id, const std::string& name, Ordering ordering = Ordering::kNegotiated) const;
 
@@ -117,10 +143,12 @@ class Runtime {
   const std::shared_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
 
   ProcessSetTable sets_;  // thread-safe itself
+  std::shared_ptr<Store> store_;  // set by Assemble; for AddGroup's rendezvous
 
   std::mutex mu_;
   // Guarded by mu_.
   int next_set_id_ = 1;
+  std::map<std::string, int> group_keys_;  // AddGroup: how often each key was used
 };
 
 }  // namespace ringmaster::runtime

@@ -1,6 +1,7 @@
 // The runtime end to end on forked ranks: async handles, tensor fusion (1,000
 // small tensors, fused == unfused == reference), order-mismatch detection,
-// static/dynamic/overlapping process sets, the timeline, and a killed peer.
+// static/dynamic/overlapping process sets, groups built by their members,
+// point-to-point, the timeline, and a killed peer.
 #include "runtime/runtime.h"
 
 #include <gtest/gtest.h>
@@ -276,6 +277,53 @@ TEST(RuntimeTest, SubmissionOrderedSetRunsEveryCollectiveAloneInOrder) {
     ASSERT_OK(stats);
     EXPECT_EQ(stats->launches, static_cast<uint64_t>(kCount + 1));
     EXPECT_EQ(stats->fused_launches, 0u);
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
+TEST(RuntimeTest, GroupsOfTheirMembersAloneAndPointToPoint) {
+  testing::WorldOptions options;
+  options.size = 4;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto rt = MakeRuntime(ctx, GlooConfig());
+    ASSERT_NE(rt, nullptr);
+    // Only the odd ranks make the odd group; the even ranks make theirs twice under one key.
+    std::vector<int> members = ctx.rank % 2 ? std::vector<int>{1, 3} : std::vector<int>{0, 2};
+    const int me = ctx.rank / 2, peer = 1 - me;
+    auto group = rt->AddGroup(members, ctx.rank % 2 ? "odd" : "even");
+    ASSERT_OK(group);
+    if (ctx.rank % 2 == 0) {
+      auto again = rt->AddGroup(members, "even");
+      ASSERT_OK(again);
+      EXPECT_NE(*again, *group);
+    }
+    EXPECT_EQ(rt->AddGroup({0, 1}, "x").status().code(), ctx.rank < 2 ? StatusCode::kOk : StatusCode::kFailedPrecondition);
+    double sum = ctx.rank;
+    ASSERT_OK(rt->AllreduceAsync("s", &sum, &sum, 1, DataType::kFloat64, ReduceOp::kSum, *group).Wait());
+    EXPECT_EQ(sum, ctx.rank % 2 ? 4 : 2);
+    // Both directions at once, two tags received in the other order, on the group (peers by group rank).
+    std::vector<int64_t> a(1000, ctx.rank), b(3, 10 * ctx.rank), got_a(1000), got_b(3);
+    auto sa = rt->SendAsync(a.data(), a.size() * 8, peer, 1, *group);
+    auto sb = rt->SendAsync(b.data(), b.size() * 8, peer, 2, *group);
+    auto rb = rt->RecvAsync(got_b.data(), got_b.size() * 8, peer, 2, *group);
+    auto ra = rt->RecvAsync(got_a.data(), got_a.size() * 8, peer, 1, *group);
+    for (auto* t : {&sa, &sb, &rb, &ra}) {
+      ASSERT_OK(*t);
+      ASSERT_OK((**t)->Wait());
+    }
+    const int64_t other = members[peer];
+    EXPECT_EQ(got_a[999], other);
+    EXPECT_EQ(got_b[2], 10 * other);
+    // On the world too; a bad peer is an argument error.
+    int64_t token = ctx.rank, from = -1;
+    auto s = rt->SendAsync(&token, 8, (ctx.rank + 1) % 4, 0);
+    auto r = rt->RecvAsync(&from, 8, (ctx.rank + 3) % 4, 0);
+    ASSERT_OK(s);
+    ASSERT_OK(r);
+    ASSERT_OK((*r)->Wait());
+    ASSERT_OK((*s)->Wait());
+    EXPECT_EQ(from, (ctx.rank + 3) % 4);
+    EXPECT_EQ(rt->SendAsync(&token, 8, ctx.rank, 0).status().code(), StatusCode::kInvalidArgument);
   });
   ExpectAllRanksOk(outcomes);
 }

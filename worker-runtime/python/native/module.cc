@@ -104,6 +104,26 @@ class PyHandle {
   std::vector<nb::object> keep_;
 };
 
+// A point-to-point send or receive in flight and the array it borrows, kept alive until it completes.
+class PyTransfer {
+ public:
+  PyTransfer(std::unique_ptr<runtime::Transfer> transfer, nb::object keep)
+      : transfer_(std::move(transfer)), keep_(std::move(keep)) {}
+  void Wait() {
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = transfer_->Wait();
+    }
+    keep_ = nb::none();
+    Check(s);
+  }
+
+ private:
+  std::unique_ptr<runtime::Transfer> transfer_;
+  nb::object keep_;
+};
+
 LogSink WorkerLog(std::string who) {
   return [who = std::move(who)](LogLevel, std::string_view line) {
     std::fprintf(stderr, "[%s] %.*s\n", who.c_str(), static_cast<int>(line.size()), line.data());
@@ -207,6 +227,17 @@ class PySession {
     return Submit(Rt().AlltoallAsync(name, i.data, o.data, i.count / n, i.type, set), in, out);
   }
   PyHandle Barrier(int set) { return PyHandle(Rt().BarrierAsync(set), {}); }
+  // Point-to-point on set `set` with its rank `peer`: host memory only (the Python side stages CUDA tensors).
+  PyTransfer Send(nb::ndarray<> buf, int peer, uint32_t tag, int set) {
+    TensorArg t = HostBuffer(buf, "send");
+    const size_t bytes = t.count * runtime::DataTypeSize(t.type);
+    return PyTransfer(Value(Rt().SendAsync(t.data, bytes, peer, tag, set)), nb::cast(buf));
+  }
+  PyTransfer Recv(nb::ndarray<> buf, int peer, uint32_t tag, int set) {
+    TensorArg t = HostBuffer(buf, "recv");
+    const size_t bytes = t.count * runtime::DataTypeSize(t.type);
+    return PyTransfer(Value(Rt().RecvAsync(t.data, bytes, peer, tag, set)), nb::cast(buf));
+  }
 
   int AddProcessSet(std::vector<int> ranks, bool submission_order) {
     StatusOr<int> id = 0;
@@ -214,6 +245,14 @@ class PySession {
       nb::gil_scoped_release release;
       id = Rt().AddProcessSet(std::move(ranks), submission_order ? runtime::Ordering::kSubmissionOrder
                                                                  : runtime::Ordering::kNegotiated);
+    }
+    return Value(std::move(id));
+  }
+  int AddGroup(std::vector<int> ranks, const std::string& key) {
+    StatusOr<int> id = 0;
+    {
+      nb::gil_scoped_release release;
+      id = Rt().AddGroup(std::move(ranks), key);
     }
     return Value(std::move(id));
   }
@@ -230,6 +269,11 @@ class PySession {
     runtime::Runtime* rt = session_->runtime();
     if (rt == nullptr) Raise(FailedPreconditionError("ringmaster is not initialized: call init() first"));
     return *rt;
+  }
+  static TensorArg HostBuffer(const nb::ndarray<>& buf, std::string_view role) {
+    TensorArg t = Value(DescribeTensor(buf, role));
+    if (t.cuda) Raise(InvalidArgumentError(std::string(role) + ": point-to-point takes host memory; stage CUDA tensors"));
+    return t;
   }
   int SetSize(int set) const { return static_cast<int>(Value(Rt().ProcessSetRanks(set)).size()); }
   std::pair<TensorArg, TensorArg> Pair(const nb::ndarray<>& in, const nb::ndarray<>& out, uintptr_t stream) {
@@ -286,6 +330,9 @@ NB_MODULE(_native, m) {
       .def("poll", &PyHandle::Poll, "True once the collective has finished (never blocks)")
       .def("wait", &PyHandle::Wait, "Blocks (without the GIL) until the collective finishes; raises on failure");
 
+  nb::class_<PyTransfer>(m, "Transfer")
+      .def("wait", &PyTransfer::Wait, "Blocks (without the GIL) until the send or receive completes; raises on failure");
+
   const auto in = nb::arg("input").noconvert();
   const auto out = nb::arg("output").noconvert();
   nb::class_<PySession>(m, "Session")
@@ -312,6 +359,12 @@ NB_MODULE(_native, m) {
            nb::arg("stream"))
       .def("alltoall", &PySession::Alltoall, nb::arg("name"), in, out, nb::arg("set"), nb::arg("stream"))
       .def("barrier", &PySession::Barrier, nb::arg("set"))
+      .def("send", &PySession::Send, nb::arg("buffer").noconvert(), nb::arg("peer"), nb::arg("tag"), nb::arg("set"),
+           "posts a send of a host buffer to rank `peer` of the set; returns a Transfer")
+      .def("recv", &PySession::Recv, nb::arg("buffer").noconvert(), nb::arg("peer"), nb::arg("tag"), nb::arg("set"),
+           "posts a receive into a host buffer from rank `peer` of the set; returns a Transfer")
+      .def("add_group", &PySession::AddGroup, nb::arg("ranks"), nb::arg("key"),
+           "a set over its own communicator, made by its members alone (a torch.distributed subgroup)")
       .def("add_process_set", &PySession::AddProcessSet, nb::arg("ranks"), nb::arg("submission_order") = false,
            "submission_order: collectives run as submitted, no negotiation or fusion (torch.distributed's contract)")
       .def("remove_process_set", &PySession::RemoveProcessSet, nb::arg("id"))

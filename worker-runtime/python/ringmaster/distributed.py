@@ -37,6 +37,7 @@ How the collectives run, and why:
 """
 import importlib
 import os
+import sys
 import weakref
 
 import torch
@@ -129,29 +130,129 @@ class _Work(dist._Work):
         return future
 
 
+def _bytes(tensor):
+    """A contiguous tensor's memory as bytes (point-to-point moves bytes, whatever the dtype)."""
+    return tensor.reshape(-1).view(torch.uint8)
+
+
+def _tag(tag):
+    if not 0 <= int(tag) < 2 ** 32:
+        raise ValueError(f"the ringmaster backend's tags are 32-bit unsigned integers, got {tag}")
+    return int(tag)
+
+
+class _TransferWork(dist._Work):
+    """A send or receive in flight. Waiting raises its failure (HorovodInternalError when a peer died)."""
+
+    def __init__(self, group, transfer, keep, finish=None):
+        super().__init__()
+        self._group = group
+        self._transfer = transfer
+        self._keep = keep
+        self._finish_fn = finish
+        self._done = False
+        self._error = None
+
+    def wait(self, timeout=None):
+        if self._error is not None:
+            raise self._error
+        if not self._done:
+            try:
+                self._transfer.wait()
+                if self._finish_fn is not None:
+                    self._finish_fn()
+            except BaseException as e:  # HorovodInternalError when a peer died
+                self._error = e
+                raise
+            self._done = True
+            self._keep = None
+        return True
+
+    def is_completed(self):
+        return self._done or self._error is not None
+
+    def is_success(self):
+        return self._done
+
+    def exception(self):
+        return self._error
+
+    def result(self):
+        self.wait()
+        return [self._keep]
+
+    def get_future(self):
+        future = torch.futures.Future()
+        self.wait()
+        future.set_result(None)
+        return future
+
+
 class ProcessGroupRingmaster(dist.ProcessGroup):
     """One generation's process group. Collectives on a group from an older generation fail with
     HorovodInternalError (the runtime has moved on); on a destroyed group with a RuntimeError."""
 
-    def __init__(self, rank, size):
+    # What torch's split_group and batch_isend_irecv ask of a group's backend (see _get_backend).
+    supports_splitting = True
+    supports_coalescing = False
+
+    def __init__(self, rank, size, global_ranks=None, key=None):
         super().__init__(rank, size)
         ctx = _context.context()
         self._generation = ctx.topology["generation"]
         self._shut_down = False
         self._in_flight = None  # the last _Work with runtime handles, until it is waited for
-        if (rank, size) != (ctx.topology["rank"], ctx.topology["size"]):
-            raise ValueError(f"init_process_group asked for rank {rank} of {size}, but this worker is rank "
-                             f"{ctx.topology['rank']} of {ctx.topology['size']} in generation {self._generation}")
-        # The group's own process set over the world, in submission order: torch.distributed's contract
-        # (every rank issues the same collectives in the same order) makes the runtime's negotiation and
-        # its cycle wait unnecessary, and DDP buckets by itself. Made collectively, as every rank creates
-        # the group in init_process_group.
-        self._set = ProcessSet(range(size))
-        self._set.process_set_id = ctx.session.add_process_set(list(range(size)), submission_order=True)
+        self._key = key or "world"
+        if global_ranks is None:
+            if (rank, size) != (ctx.topology["rank"], ctx.topology["size"]):
+                raise ValueError(f"init_process_group asked for rank {rank} of {size}, but this worker is rank "
+                                 f"{ctx.topology['rank']} of {ctx.topology['size']} in generation {self._generation}")
+            # The group's own process set over the world, in submission order: torch.distributed's contract
+            # (every rank issues the same collectives in the same order) makes the runtime's negotiation and
+            # its cycle wait unnecessary, and DDP buckets by itself. Made collectively, as every rank creates
+            # the group in init_process_group.
+            self._set = ProcessSet(range(size))
+            self._set.process_set_id = ctx.session.add_process_set(list(range(size)), submission_order=True)
+        else:
+            # A subgroup (new_group, split_group, a DeviceMesh dimension): its members alone build its
+            # communicator, through the runtime's store, under torch's group name.
+            global_ranks = [int(r) for r in global_ranks]
+            if global_ranks != sorted(global_ranks):
+                raise ValueError(f"the ringmaster backend's subgroups keep their ranks in ascending order; got "
+                                 f"{global_ranks} (torch's new_group sorts them unless told not to)")
+            self._set = ProcessSet(global_ranks)
+            self._set.process_set_id = ctx.session.add_group(global_ranks, key.replace("/", "_"))
         self._set._generation = self._generation
 
     def getBackendName(self):
         return "ringmaster"
+
+    def name(self):
+        return "ringmaster"
+
+    # torch asks a group for its per-device backend (split_group, batch_isend_irecv); this group is its own.
+    def _get_backend(self, device=None):
+        return self
+
+    @property
+    def _device_types(self):
+        """The devices this group serves, for torch.distributed.split_group alone. Everywhere else the
+        answer stays what torch knows a Python process group by: none, so that torch does not attach
+        its flight recorder, which files entries under a name only a C++ backend can hold."""
+        if sys._getframe(1).f_code.co_name != "split_group":
+            return []
+        return [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+
+    # torch keeps a group's name in its C++ backends, which a Python process group has none of: kept here.
+    def _set_group_name(self, name):
+        self._group_name = name
+
+    @property
+    def group_name(self):
+        return getattr(self, "_group_name", "")
+
+    def _world_rank(self, group_rank):
+        return self._set.ranks[group_rank]
 
     def _check(self):
         """The runtime context, if this group may still run collectives."""
@@ -214,9 +315,75 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
 
     def broadcast(self, tensors, opts=None):
         self._begin()
-        root = opts.rootRank if opts is not None else 0
+        root = self._world_rank(opts.rootRank if opts is not None else 0)
         tensor = _one_tensor(tensors, "broadcast")
         return self._in_place(tensor, lambda t: ops.broadcast_async_(t, root, process_set=self._set))
+
+    def reduce(self, tensors, opts=None):
+        """The reduction lands in the root's tensor; the others' tensors are left as they were."""
+        self._begin()
+        op = _reduce_op(opts)
+        tensor = _one_tensor(tensors, "reduce")
+        result = tensor.detach().clone(memory_format=torch.contiguous_format)
+
+        def land():
+            if self.rank() == opts.rootRank:
+                tensor.copy_(result)
+        return self._submitted(_Work(self, [ops.allreduce_async_(result, op=op, process_set=self._set)], land,
+                                     [tensor]))
+
+    def gather(self, output_lists, input_tensors, opts=None):
+        self._begin()
+        inp = _one_tensor(input_tensors, "gather")
+        root = opts.rootRank if opts is not None else 0
+        gathered = ops.allgather(inp.detach().reshape((1,) + tuple(inp.shape)), process_set=self._set)
+        if self.rank() == root:
+            outputs = _one_tensor(output_lists, "gather")
+            if len(outputs) != self.size():
+                raise ValueError(f"gather: {len(outputs)} output tensors for a group of {self.size()}")
+            for i, out in enumerate(outputs):
+                out.copy_(gathered[i])
+        return _Work(self, result=output_lists)
+
+    def scatter(self, output_tensors, input_lists, opts=None):
+        """The root's list, stacked and broadcast; every member keeps its own block."""
+        self._begin()
+        out = _one_tensor(output_tensors, "scatter")
+        root = opts.rootRank if opts is not None else 0
+        if self.rank() == root:
+            inputs = _one_tensor(input_lists, "scatter")
+            if len(inputs) != self.size():
+                raise ValueError(f"scatter: {len(inputs)} input tensors for a group of {self.size()}")
+            stacked = torch.stack([t.detach() for t in inputs]).contiguous()
+        else:
+            stacked = torch.empty((self.size(),) + tuple(out.shape), dtype=out.dtype, device=out.device)
+        ops.broadcast_(stacked, self._world_rank(root), process_set=self._set)
+        out.copy_(stacked[self.rank()])
+        return _Work(self, result=output_tensors)
+
+    # -- point-to-point: posted at once, beside the collectives (never queued behind one) --------------
+    def send(self, tensors, dst, tag=0):
+        self._check()
+        tensor = _one_tensor(tensors, "send")
+        staged = tensor.detach().contiguous()
+        if staged.is_cuda:  # the runtime's point-to-point runs over host memory (runtime.h)
+            staged = staged.cpu()
+        ctx = _context.context()
+        transfer = ctx.session.send(_bytes(staged), int(dst), _tag(tag), self._set.process_set_id)
+        return _TransferWork(self, transfer, keep=staged)
+
+    def recv(self, tensors, src, tag=0):
+        self._check()
+        tensor = _one_tensor(tensors, "recv")
+        direct = tensor.is_contiguous() and not tensor.is_cuda
+        staged = tensor.detach() if direct else torch.empty(tensor.shape, dtype=tensor.dtype)
+        ctx = _context.context()
+        transfer = ctx.session.recv(_bytes(staged), int(src), _tag(tag), self._set.process_set_id)
+        return _TransferWork(self, transfer, keep=staged, finish=None if direct else lambda: tensor.copy_(staged))
+
+    def recv_anysource(self, tensors, tag=0):
+        raise ValueError("the ringmaster backend needs the source rank of a recv (recv from any source is not "
+                         "supported)")
 
     def allgather(self, output_lists, input_tensors, opts=None):
         self._begin()
@@ -257,8 +424,9 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         self._begin()
-        if input_split_sizes:
-            result, _ = ops.alltoall(input, splits=input_split_sizes, process_set=self._set)
+        if input_split_sizes or output_split_sizes:
+            splits = list(input_split_sizes) or [input.shape[0] // self.size()] * self.size()
+            result, _ = ops.alltoall(input, splits=splits, process_set=self._set)
         else:
             result = ops.alltoall(input, process_set=self._set)
         output.copy_(result.reshape(output.shape))
@@ -281,6 +449,21 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         ops.barrier(process_set=self._set)
         return _Work(self)
 
+    def split_group(self, ranks, timeout=None, opts=None, group_name=None, group_desc=None, device_types=None):
+        """torch.distributed.split_group: the split this rank is in, as a new group (None outside it)."""
+        ranks = [int(r) for r in ranks]
+        if self.rank() not in ranks:
+            return None
+        group = ProcessGroupRingmaster(ranks.index(self.rank()), len(ranks), [self._world_rank(r) for r in ranks],
+                                       key=group_name)
+        group._set_group_name(group_name)
+        if group_desc is not None:
+            group._set_group_desc(group_desc)
+        return group
+
+    def get_group_store(self):
+        return dist.HashStore()  # the runtime has its own rendezvous; torch only keeps this one
+
     def shutdown(self):
         """`destroy_process_group()`: no collective, so it cannot hang on a group whose peers are gone.
         Work still in flight belongs to the runtime, which fails it when its generation ends."""
@@ -292,9 +475,17 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         super().shutdown()
 
 
-def _create(store, rank, size, timeout):
+def _create(opts, backend_options=None):
+    """torch's extended backend API: the default group over the world (no global ranks given), or a
+    subgroup of the given world ranks named by torch's group name (the same on every member)."""
     _context.init()
-    return ProcessGroupRingmaster(rank, size)
+    if not opts.global_ranks_in_group:
+        group = ProcessGroupRingmaster(opts.group_rank, opts.group_size)
+    else:
+        group = ProcessGroupRingmaster(opts.group_rank, opts.group_size, list(opts.global_ranks_in_group),
+                                       key=f"{opts.group_id}")
+    group._set_group_name(opts.group_id)  # torch's hooks (the flight recorder) look groups up by name
+    return group
 
 
 def _ringmaster_rendezvous(url, timeout=None, **kwargs):
@@ -354,6 +545,6 @@ def rebuild(model, **ddp_kwargs):
 
 
 if "ringmaster" not in dist.Backend.backend_list:
-    dist.Backend.register_backend("ringmaster", _create, devices=["cpu", "cuda"])
+    dist.Backend.register_backend("ringmaster", _create, extended_api=True, devices=["cpu", "cuda"])
     dist.register_rendezvous_handler("ringmaster", _ringmaster_rendezvous)
 _install_env_fallback()

@@ -1,0 +1,53 @@
+// Runtime: subgroups built by their members alone, and point-to-point transfers (runtime.h).
+#include <algorithm>
+
+#include "comm/validate.h"
+#include "runtime/runtime.h"
+#include "runtime/world.h"
+
+namespace ringmaster::runtime {
+
+StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, Ordering ordering) {
+  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
+  if (key.empty() || key.find('/') != std::string::npos) {
+    return InvalidArgumentError("group key '" + key + "': want a non-empty name without '/'");
+  }
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return FailedPreconditionError("rank " + std::to_string(rank_) + " is not in group '" + key + "'");
+  const int group_rank = static_cast<int>(me - ranks.begin());
+  const int group_size = static_cast<int>(ranks.size());
+  int id;
+  std::string prefix;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_set_id_++;
+    prefix = config_.name + "/group/" + key + "#" + std::to_string(group_keys_[key]++);
+  }
+  WorldOptions wo;
+  wo.backend = backend_;
+  wo.timeout = config_.timeout;
+  wo.local_rank = config_.local_rank;
+  wo.host = config_.host;
+  wo.prefix = prefix;
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> made,
+                              CreateWorldCommunicator(store_, group_rank, group_size, wo));
+  std::shared_ptr<Communicator> data(std::move(made));
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> control,
+                              ControlChannel(config_, store_, data, prefix + "-control"));
+  const std::string name = "group:" + key;
+  RINGMASTER_RETURN_IF_ERROR(sets_.Add(
+      ProcessSet{id, name, std::move(ranks), std::make_shared<Engine>(data, control, EngineOptionsFor(id, name, ordering))}));
+  return id;
+}
+
+StatusOr<std::unique_ptr<Transfer>> Runtime::SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag, int set) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(set));
+  return engine->control()->PostSend(buf, bytes, peer, tag);
+}
+
+StatusOr<std::unique_ptr<Transfer>> Runtime::RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(set));
+  return engine->control()->PostRecv(buf, bytes, peer, tag);
+}
+
+}  // namespace ringmaster::runtime
