@@ -21,6 +21,14 @@ constexpr size_t kRecentFailuresKept = 20;
 // completes the job) is moments away: it stays a member, and is not replaced, for this long. Likewise
 // workers still running when rank 0's exit completed the job get this long to exit before cleanup.
 constexpr std::chrono::seconds kFinishGrace{10};
+// A member whose readiness probe started failing while its container still runs stays a member this
+// long. A worker that finished the training stops serving /readyz when its session ends, and its
+// process may take seconds more to exit (a PyTorch interpreter's teardown on a busy node): dropping it
+// at once would publish a generation without the workers that just completed the job, and their
+// exits (0, no longer members) would then read as departures, not as the job's end. A worker that is
+// really gone is still dropped: its exit, its node's loss or its deletion act at once, and a hung one
+// after this grace.
+constexpr std::chrono::seconds kReadinessLossGrace{5};
 
 // What the plan needs to know about one worker pod.
 struct PodView {
@@ -30,6 +38,7 @@ struct PodView {
   bool deleting = false;
   Clock::time_point deleting_since{};
   Clock::time_point ready_since{};
+  std::optional<Clock::time_point> not_ready_since;  // its Ready condition is False since then
   int exit_code = 0;
   std::string exit_reason;
   Clock::time_point finished_at{};  // when its container terminated (valid when phase is Succeeded/Failed)
@@ -59,6 +68,9 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
     if (StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "True") {
       v.ready = v.phase == "Running" && !v.deleting;
       v.ready_since = TimeOr(StringAt(c, {"lastTransitionTime"}), now);
+    }
+    if (StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "False") {
+      v.not_ready_since = TimeOr(StringAt(c, {"lastTransitionTime"}), now);
     }
   }
   for (const auto& cs : ArrayAt(status, {"containerStatuses"})) {
@@ -165,6 +177,17 @@ void Finish(Planning& st, const std::string& final_phase, const std::string& rea
 bool Finishing(const Planning& st, const PodView& p) {
   const api::Member* m = st.membership.Find(p.name);
   return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && st.in.now < p.finished_at + kFinishGrace;
+}
+
+// A member whose readiness was lost less than kReadinessLossGrace ago while its container runs on:
+// still counted as Ready (the plan is looked at again when the grace ends).
+bool ReadinessLossGraced(Planning& st, const PodView& p) {
+  const api::Member* m = st.membership.Find(p.name);
+  if (p.ready || !p.not_ready_since || m == nullptr || m->uid != p.uid || p.phase != "Running" || p.deleting) return false;
+  const Clock::time_point until = *p.not_ready_since + kReadinessLossGrace;
+  if (st.in.now >= until) return false;
+  EarliestRequeue(st.plan, until);
+  return true;
 }
 
 // Finished: deletes the pods spec.runPolicy.cleanPodPolicy names and, with a TTL, the job itself.
@@ -311,7 +334,7 @@ Workers ObserveWorkers(Planning& st) {
     w.index = p.index;
     w.address = p.ip;
     w.node = p.node;
-    w.ready = p.ready;
+    w.ready = p.ready || ReadinessLossGraced(st, p);
     w.ready_since = p.ready_since;
     w.for_scale_up = p.for_scale_up;
     w.finishing = Finishing(st, p);

@@ -299,6 +299,39 @@ TEST(PlanJobTest, MemberExitingZeroStaysBrieflySoTheEndCausesNoChurn) {
   EXPECT_EQ((*late->status)["restartCount"], 0);
 }
 
+// A member's readiness lost while its container runs: kept for 5 s (a finishing worker's session is
+// gone before its process is), so when it then exits 0 as rank 0 the job completes; one that stays
+// NotReady past the grace is dropped.
+TEST(PlanJobTest, MemberThatTurnsNotReadyIsKeptBrieflyThenDropped) {
+  json job = Job(2, 3);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  const int64_t generation = job["status"]["membership"]["generation"].get<int64_t>();
+  std::vector<json> not_ready = pods;
+  for (int i : {0, 1}) {
+    not_ready[i]["status"]["conditions"] = {
+        {{"type", "Ready"}, {"status", "False"}, {"lastTransitionTime", FormatRfc3339(kT0 + seconds(30))}}};
+  }
+  auto graced = PlanJob(Input(job, not_ready, kT0 + seconds(33)));
+  ASSERT_OK(graced) << graced.status();
+  EXPECT_FALSE(graced->status && (*graced->status)["membership"]["generation"] != generation) << graced->status->dump(2);
+  EXPECT_TRUE(graced->deletes.empty());
+  ASSERT_TRUE(graced->requeue_at.has_value());
+  EXPECT_EQ(*graced->requeue_at, kT0 + seconds(35));
+  // Rank 0 exits 0 within the grace: the job is complete.
+  std::vector<json> exited = not_ready;
+  exited[0] = Pod(0, "Succeeded", false);
+  auto completed = PlanJob(Input(job, exited, kT0 + seconds(34)));
+  ASSERT_OK(completed);
+  EXPECT_EQ((*completed->status)["phase"], "Succeeded");
+  // Still NotReady when the grace is over: both leave the membership; rank 2 is rank 0 now.
+  auto dropped = PlanJob(Input(job, not_ready, kT0 + seconds(35)));
+  ASSERT_OK(dropped);
+  EXPECT_EQ((*dropped->status)["membership"]["generation"], generation + 1);
+  EXPECT_EQ((*dropped->status)["membership"]["worldSize"], 1);
+  EXPECT_EQ((*dropped->status)["membership"]["members"][0]["pod"], "j-worker-2");
+}
+
 TEST(PlanJobTest, SuspendDeletesWorkersAndResumeRecreatesThem) {
   json job = Job(1, 2);
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};

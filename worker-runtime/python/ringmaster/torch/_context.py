@@ -69,23 +69,28 @@ class Context:
 
 _context = None
 _context_lock = threading.Lock()
+# The context shutdown() finished, kept until the interpreter exits or init() is called again: its
+# session serves the pod's /readyz, and a worker that is done must not look NotReady to the operator
+# during the seconds its interpreter takes to exit (the operator would drop it from the membership).
+_finished = None
 
 
 def init():
     """Joins the job (idempotent)."""
-    global _context
+    global _context, _finished
     with _context_lock:
         if _context is None:
+            _finished = None  # a new session takes its ports
             _context = Context()
         return _context
 
 
 def shutdown():
-    global _context
+    global _context, _finished
     with _context_lock:
         if _context is not None:
             _context.session.finish()
-            _context = None
+            _finished, _context = _context, None
 
 
 def context():
