@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure fuzz-smoke test test-unit test-integration test-e2e test-gpu \
+.PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
         cluster-up cluster-down cluster-status demo images bench bench-operator bench-python clean
 
 help:
@@ -24,6 +24,7 @@ help:
 	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
+	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP step)"
 
 deps:
@@ -44,21 +45,33 @@ test: deps build images fuzz-smoke
 	$(CTEST) -LE gpu
 
 # The libFuzzer targets (clang): built in $(FUZZ_BUILD_DIR) and run briefly on their seed corpora, so
-# they keep building and a regression in the parsers they cover shows. Longer runs: FUZZ_SECONDS=600.
+# they keep building and a regression in the parsers they cover shows. `make fuzz` runs each for
+# FUZZ_SECONDS (600) on a corpus kept in $(FUZZ_BUILD_DIR)/corpus/ and ends with a table of executions
+# and crashes; a failing input lands in $(FUZZ_BUILD_DIR)/artifacts/<target>/.
 FUZZ_BUILD_DIR ?= build-fuzz
-FUZZ_SECONDS ?= 10
-FUZZ_TARGETS := fuzz_watch_decoder fuzz_kubeconfig
-FUZZ_CORPORA := fuzz_watch_decoder:watch fuzz_kubeconfig:kubeconfig
-fuzz-smoke: deps
+FUZZ_SMOKE_SECONDS ?= 8
+FUZZ_SECONDS ?= 600
+FUZZ_CORPORA := \
+  fuzz_watch_decoder:kube/fuzz/corpus/watch \
+  fuzz_kubeconfig:kube/fuzz/corpus/kubeconfig \
+  fuzz_store_wire:worker-runtime/fuzz/corpus/store_wire \
+  fuzz_store_server:worker-runtime/fuzz/corpus/store_server \
+  fuzz_membership:worker-runtime/fuzz/corpus/membership \
+  fuzz_checkpoint_manifest:worker-runtime/fuzz/corpus/checkpoint_manifest \
+  fuzz_checkpoint_state:worker-runtime/fuzz/corpus/checkpoint_state \
+  fuzz_worker_env:worker-runtime/fuzz/corpus/worker_env
+FUZZ_TARGETS := $(foreach pair,$(FUZZ_CORPORA),$(firstword $(subst :, ,$(pair))))
+
+fuzz-build: deps
 	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGMASTER_FUZZ=ON -DRINGMASTER_PYTHON=OFF >/dev/null \
 	  || { echo "ringmaster: error: configuring the fuzz build failed -- run 'make deps' (it installs clang-14)"; exit 1; }
 	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target $(FUZZ_TARGETS)
-	@for pair in $(FUZZ_CORPORA); do \
-	  t=$${pair%%:*}; work=$$(mktemp -d); cp -r kube/fuzz/corpus/$${pair#*:}/. $$work/; \
-	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
-	  $(FUZZ_BUILD_DIR)/bin/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$work 2>&1 | grep -E "stat::number_of_executed_units|^==[0-9]+==ERROR|^SUMMARY" ; \
-	  status=$${PIPESTATUS[0]}; rm -rf $$work; [ "$$status" = 0 ] || { echo "ringmaster: error: $$t found a failure"; exit 1; }; \
-	done
+
+fuzz-smoke: fuzz-build
+	@tests/harness/fuzz.sh $(FUZZ_BUILD_DIR) $(FUZZ_SMOKE_SECONDS) $(FUZZ_CORPORA)
+
+fuzz: fuzz-build
+	@tests/harness/fuzz.sh --keep-corpus $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZ_CORPORA)
 
 # The shipped Dockerfiles, built with buildah on a Debian base bootstrapped by mmdebstrap (docker/build-images.sh).
 images: deps

@@ -81,6 +81,22 @@ StatusOr<Membership> MembershipFromJson(const json& j, std::string_view path_vie
   return m;
 }
 
+StatusOr<Membership> ParseMembership(std::string_view text) {
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgumentError("not valid JSON (" + std::to_string(text.size()) + " bytes)");
+  return MembershipFromJson(doc);
+}
+
+StatusOr<std::optional<Membership>> MembershipOfJob(const json& job) {
+  if (!job.is_object()) return WrongType("trainingjob", "object", job);
+  RINGMASTER_ASSIGN_OR_RETURN(const json* status, ObjectField(job, "", "status"));
+  if (status == nullptr) return std::optional<Membership>();
+  auto it = status->find("membership");
+  if (it == status->end() || it->is_null()) return std::optional<Membership>();
+  RINGMASTER_ASSIGN_OR_RETURN(Membership m, MembershipFromJson(*it, "status.membership"));
+  return std::optional<Membership>(std::move(m));
+}
+
 Membership NextMembership(const Membership& current, const std::function<std::optional<Member>(const Member&)>& survive,
                           std::vector<Member> joiners, const std::function<std::string(const Member&)>& coordinator_of) {
   Membership next;

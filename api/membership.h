@@ -54,6 +54,12 @@ nlohmann::json MembershipToJson(const Membership& m);
 // wrong type, a negative generation, a member without pod or without an integer rank, ranks that are not
 // 0..n-1, or a worldSize that disagrees with the member list.
 StatusOr<Membership> MembershipFromJson(const nlohmann::json& j, std::string_view path = "membership");
+// The record in a JSON text (the launcher's membership file). InvalidArgument when the text is not JSON
+// ("not valid JSON (N bytes)"), otherwise as MembershipFromJson. Never throws, whatever the bytes.
+StatusOr<Membership> ParseMembership(std::string_view text);
+// A TrainingJob object's status.membership (what a worker's Kubernetes source watches): nullopt while the
+// job has none; InvalidArgument when the job or its status is not an object, or as MembershipFromJson.
+StatusOr<std::optional<Membership>> MembershipOfJob(const nlohmann::json& job);
 
 // The membership rule. `survive` is asked about each current member in rank order and returns it
 // (possibly with a new address/node) when it stays, nullopt when it leaves; `joiners` are appended in

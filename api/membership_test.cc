@@ -92,5 +92,37 @@ TEST(NextMembershipTest, SurvivorsKeepOrderNewcomersAppendedGenerationGrows) {
   EXPECT_TRUE(none.coordinator.empty());
 }
 
+TEST(MembershipTextTest, ParsesTheLaunchersFileAndRefusesWhatIsNotJson) {
+  auto parsed = ParseMembership(MembershipToJson(TwoMembers()).dump(2));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, TwoMembers());
+  for (const char* text : {"", "{", "\xff", "{\"generation\": 1,}"}) {
+    auto bad = ParseMembership(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(bad.status().message().starts_with("not valid JSON")) << bad.status();
+  }
+}
+
+TEST(MembershipOfJobTest, ReadsStatusMembershipAndRefusesOtherShapes) {
+  auto none = MembershipOfJob(json{{"metadata", {{"name", "j"}}}});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  auto published = MembershipOfJob(json{{"status", {{"membership", MembershipToJson(TwoMembers())}}}});
+  ASSERT_TRUE(published.ok()) << published.status();
+  ASSERT_TRUE(published->has_value());
+  EXPECT_EQ(**published, TwoMembers());
+  // Never an exception, whatever the object looks like.
+  for (const json& job : {json::array(), json("job"), json{{"status", "Running"}},
+                          json{{"status", {{"membership", {{"members", 3}}}}}}}) {
+    auto bad = MembershipOfJob(job);
+    ASSERT_FALSE(bad.ok()) << job.dump();
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_NE(MembershipOfJob(json{{"status", {{"membership", {{"members", 3}}}}}}).status().message().find(
+                "status.membership.members"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ringmaster::api

@@ -5,15 +5,10 @@
 
 namespace ringmaster {
 
-std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision precision) {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  // Floor division, so instants before 1970 keep a fraction in [0, 1 s).
-  const long long us_per_s = 1000000;
-  long long secs = us / us_per_s, frac = us % us_per_s;
-  if (frac < 0) {
-    frac += us_per_s;
-    --secs;
-  }
+namespace {
+
+// `secs` since the epoch plus `frac_us` in [0, 1 s), in UTC.
+std::string Format(long long secs, long long frac_us, TimePrecision precision) {
   const std::time_t time = static_cast<std::time_t>(secs);
   std::tm tm{};
   gmtime_r(&time, &tm);
@@ -22,11 +17,36 @@ std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision
                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   switch (precision) {
     case TimePrecision::kSeconds: break;
-    case TimePrecision::kMillis: n += std::snprintf(buf + n, sizeof buf - n, ".%03lld", frac / 1000); break;
-    case TimePrecision::kMicros: n += std::snprintf(buf + n, sizeof buf - n, ".%06lld", frac); break;
+    case TimePrecision::kMillis: n += std::snprintf(buf + n, sizeof buf - n, ".%03lld", frac_us / 1000); break;
+    case TimePrecision::kMicros: n += std::snprintf(buf + n, sizeof buf - n, ".%06lld", frac_us); break;
   }
   std::snprintf(buf + n, sizeof buf - n, "Z");
   return buf;
+}
+
+// Floor division, so instants before 1970 keep a fraction in [0, 1 s).
+void SplitFloor(long long v, long long unit, long long* whole, long long* rest) {
+  *whole = v / unit;
+  *rest = v % unit;
+  if (*rest < 0) {
+    *rest += unit;
+    --*whole;
+  }
+}
+
+}  // namespace
+
+std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision precision) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  long long secs = 0, frac_us = 0;
+  SplitFloor(us, 1000000, &secs, &frac_us);
+  return Format(secs, frac_us, precision);
+}
+
+std::string FormatUnixMillisRfc3339(int64_t unix_ms, TimePrecision precision) {
+  long long secs = 0, frac_ms = 0;
+  SplitFloor(unix_ms, 1000, &secs, &frac_ms);
+  return Format(secs, frac_ms * 1000, precision);
 }
 
 std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {

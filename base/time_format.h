@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,9 @@ enum class TimePrecision {
 
 // Formats `t` in UTC, truncated (never rounded) to `precision`.
 std::string FormatRfc3339(std::chrono::system_clock::time_point t, TimePrecision precision = TimePrecision::kSeconds);
+// The same for milliseconds since the epoch, over the whole int64 range (a system_clock time_point spans
+// only about 292 years either side of 1970); kMicros prints the fraction's last three digits as zeros.
+std::string FormatUnixMillisRfc3339(int64_t unix_ms, TimePrecision precision = TimePrecision::kMillis);
 
 // Parses "YYYY-MM-DDTHH:MM:SS[.fraction]Z", keeping the fraction to microseconds (so a value written
 // with kMillis or kMicros reads back exactly). nullopt when malformed or not in UTC ("Z").

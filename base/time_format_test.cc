@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace ringmaster {
 namespace {
 
@@ -16,6 +18,16 @@ TEST(TimeFormatTest, EachPrecisionTruncates) {
   EXPECT_EQ(FormatRfc3339(t, TimePrecision::kMicros), "2026-11-23T06:15:51.123456Z");
   EXPECT_EQ(FormatRfc3339(At(999), TimePrecision::kMillis), "1970-01-01T00:00:00.000Z");
   EXPECT_EQ(FormatRfc3339(At(-1), TimePrecision::kMicros), "1969-12-31T23:59:59.999999Z");
+}
+
+TEST(TimeFormatTest, UnixMillisCoverTheWholeRange) {
+  EXPECT_EQ(FormatUnixMillisRfc3339(1795414551123LL), "2026-11-23T06:15:51.123Z");
+  EXPECT_EQ(FormatUnixMillisRfc3339(-1), "1969-12-31T23:59:59.999Z");
+  // Beyond system_clock's +-292 years, where a conversion to its nanoseconds would overflow.
+  EXPECT_EQ(FormatUnixMillisRfc3339(-62135596800000LL), "0001-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatUnixMillisRfc3339(253402300799999LL), "9999-12-31T23:59:59.999Z");
+  EXPECT_FALSE(FormatUnixMillisRfc3339(INT64_MAX).empty());
+  EXPECT_FALSE(FormatUnixMillisRfc3339(INT64_MIN).empty());
 }
 
 TEST(TimeFormatTest, ParseKeepsFractionsAndRefusesOtherZones) {

@@ -31,10 +31,6 @@ bool ParseHex32(const std::string& s, uint32_t* out) {
   return true;
 }
 
-std::string CreatedAt(int64_t unix_ms) {
-  return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms)), TimePrecision::kMillis);
-}
-
 }  // namespace
 
 Status ValidateBlobName(std::string_view name) {
@@ -61,7 +57,7 @@ std::string SerializeManifest(const Manifest& manifest) {
                       {"step", manifest.step},
                       {"world_size", manifest.world_size},
                       {"created_unix_ms", manifest.created_unix_ms},
-                      {"created_at", CreatedAt(manifest.created_unix_ms)},
+                      {"created_at", FormatUnixMillisRfc3339(manifest.created_unix_ms)},
                       {"checksum", "crc32c"},
                       {"blobs", std::move(blobs)}};
   return j.dump(1) + "\n";

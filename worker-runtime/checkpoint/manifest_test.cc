@@ -23,6 +23,21 @@ TEST(ManifestTest, RoundTrip) {
   EXPECT_EQ(*back, Sample());
 }
 
+// Found by fuzz_checkpoint_manifest (corpus: checkpoint_manifest/created_year_1): a creation time beyond
+// system_clock's +-292 years overflowed converting to nanoseconds while serializing.
+TEST(ManifestTest, AnyCreationTimeSerializes) {
+  Manifest m = Sample();
+  m.created_unix_ms = -62135596800000;
+  const std::string text = SerializeManifest(m);
+  EXPECT_NE(text.find("\"created_at\": \"0001-01-01T00:00:00.000Z\""), std::string::npos) << text;
+  for (int64_t ms : {INT64_MIN, INT64_MAX}) {
+    m.created_unix_ms = ms;
+    StatusOr<Manifest> back = ParseManifest(SerializeManifest(m), "x/MANIFEST.json");
+    ASSERT_OK(back) << back.status();
+    EXPECT_EQ(*back, m);
+  }
+}
+
 TEST(ManifestTest, EveryTruncationAndByteFlipIsRejectedOrHarmless) {
   const std::string text = SerializeManifest(Sample());
   for (size_t cut = 0; cut < text.size() - 1; ++cut) {  // the last byte is a newline

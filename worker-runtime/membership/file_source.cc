@@ -51,17 +51,12 @@ void FileMembershipSource::PollOnce() {
   buffer << in.rdbuf();
   last_seen_ = id;
   std::string error;
-  nlohmann::json doc = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
   api::Membership record;
-  if (doc.is_discarded()) {
-    error = "not valid JSON (" + std::to_string(buffer.str().size()) + " bytes)";
+  StatusOr<api::Membership> parsed = api::ParseMembership(buffer.str());
+  if (!parsed.ok()) {
+    error = parsed.status().ToString();
   } else {
-    StatusOr<api::Membership> parsed = api::MembershipFromJson(doc);
-    if (!parsed.ok()) {
-      error = parsed.status().ToString();
-    } else {
-      record = std::move(parsed).value();
-    }
+    record = std::move(parsed).value();
   }
   if (!error.empty()) {
     if (error != last_error_) Log("membership file " + options_.path + " ignored: " + error + "; keeping the last good record");

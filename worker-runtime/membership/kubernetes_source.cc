@@ -27,17 +27,16 @@ StatusOr<std::unique_ptr<KubernetesMembershipSource>> KubernetesMembershipSource
 KubernetesMembershipSource::~KubernetesMembershipSource() { Stop(); }
 
 void KubernetesMembershipSource::Observe(const json& job) {
-  const json& status = job.value("status", json::object());
-  if (!status.contains("membership")) return;
-  StatusOr<api::Membership> record = api::MembershipFromJson(status["membership"]);
+  StatusOr<std::optional<api::Membership>> record = api::MembershipOfJob(job);
   if (!record.ok()) {
     options_.log(LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
                                                options_.job_name + ": " + record.status().ToString());
     return;
   }
+  if (!record->has_value()) return;  // not published yet
   std::lock_guard<std::mutex> lock(mu_);
-  if (record->generation <= latest_.generation) return;  // generations only move forward
-  latest_ = std::move(record).value();
+  if ((*record)->generation <= latest_.generation) return;  // generations only move forward
+  latest_ = std::move(**record);
   cv_.notify_all();
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "store/protocol.h"
 #include "store/socket.h"
 #include "store/store.h"
 
@@ -41,7 +42,7 @@ class StoreClient : public Store {
 
  private:
   StoreClient(StoreClientOptions options, Socket socket) : options_(std::move(options)), socket_(std::move(socket)) {}
-  StatusOr<std::string> Call(uint8_t op, const std::vector<std::string>& keys, const std::string& value,
+  StatusOr<std::string> Call(store_protocol::Op op, const std::vector<std::string>& keys, const std::string& value,
                              std::chrono::milliseconds wait);
 
   // Constant after construction.

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "store/auth.h"
-#include "store/protocol.h"
+#include "store/messages.h"
 #include "store/wire.h"
 
 namespace ringmaster::runtime {
@@ -18,15 +18,7 @@ struct StoreServer::Connection {
 
 namespace {
 
-constexpr size_t kMaxKeys = 4096;
-constexpr size_t kMaxKeyBytes = 4096;
-constexpr size_t kMaxHelloBytes = 1024;
-
-std::string Response(const Status& status, std::string_view value = {}) {
-  WireWriter w;
-  w.U8(static_cast<uint8_t>(status.code())).Bytes(status.message()).Bytes(value);
-  return w.data();
-}
+using sp::EncodeResponse;
 
 std::string ScopedKey(uint64_t generation, const std::string& key) {
   return std::to_string(generation) + "/" + key;
@@ -135,31 +127,28 @@ void StoreServer::AcceptLoop() {
 Status StoreServer::Handshake(Socket& socket, uint64_t* generation) {
   Deadline deadline = DeadlineIn(options_.io_timeout);
   RINGMASTER_ASSIGN_OR_RETURN(std::string server_nonce, RandomNonce());
-  std::string challenge(sp::kMagic);
-  challenge.append(server_nonce);
-  RINGMASTER_RETURN_IF_ERROR(WriteFrame(socket, challenge, deadline));
-  RINGMASTER_ASSIGN_OR_RETURN(std::string hello, ReadFrame(socket, kMaxHelloBytes, deadline, options_.io_timeout));
-  WireReader r(hello);
-  RINGMASTER_ASSIGN_OR_RETURN(std::string client_nonce, r.Bytes(kNonceBytes));
-  RINGMASTER_ASSIGN_OR_RETURN(uint64_t gen, r.U64());
-  RINGMASTER_ASSIGN_OR_RETURN(uint32_t rank, r.U32());
-  RINGMASTER_ASSIGN_OR_RETURN(std::string mac, r.Bytes(kMacBytes));
-  if (client_nonce.size() != kNonceBytes || !r.AtEnd()) return InvalidArgumentError("malformed hello");
-  std::string expected = HmacSha256(options_.secret, sp::ClientProofMessage(server_nonce, client_nonce, gen, rank));
-  if (!MacEquals(mac, expected)) {
+  RINGMASTER_RETURN_IF_ERROR(WriteFrame(socket, sp::EncodeChallenge(server_nonce), deadline));
+  RINGMASTER_ASSIGN_OR_RETURN(std::string payload,
+                              ReadFrame(socket, sp::kMaxHelloBytes, deadline, options_.io_timeout));
+  RINGMASTER_ASSIGN_OR_RETURN(sp::Hello hello, sp::DecodeHello(payload));
+  const uint64_t gen = hello.generation;
+  const uint32_t rank = hello.rank;
+  std::string expected =
+      HmacSha256(options_.secret, sp::ClientProofMessage(server_nonce, hello.client_nonce, gen, rank));
+  if (!MacEquals(hello.mac, expected)) {
     Status refused = UnauthenticatedError("store refused rank " + std::to_string(rank) + ": bad job secret");
-    (void)WriteFrame(socket, Response(refused), deadline);
+    (void)WriteFrame(socket, EncodeResponse(refused), deadline);
     return refused;
   }
   uint64_t current = this->generation();
   if (gen < current) {
     Status refused = AbortedError("store refused rank " + std::to_string(rank) + ": generation " +
                                   std::to_string(gen) + " is stale (current " + std::to_string(current) + ")");
-    (void)WriteFrame(socket, Response(refused), deadline);
+    (void)WriteFrame(socket, EncodeResponse(refused), deadline);
     return refused;
   }
-  std::string proof = HmacSha256(options_.secret, sp::ServerProofMessage(client_nonce, server_nonce));
-  RINGMASTER_RETURN_IF_ERROR(WriteFrame(socket, Response(Status::Ok(), proof), deadline));
+  std::string proof = HmacSha256(options_.secret, sp::ServerProofMessage(hello.client_nonce, server_nonce));
+  RINGMASTER_RETURN_IF_ERROR(WriteFrame(socket, EncodeResponse(Status::Ok(), proof), deadline));
   *generation = gen;
   return Status::Ok();
 }
@@ -175,7 +164,7 @@ void StoreServer::Serve(Connection* conn) {
     socket.Shutdown();  // the peer sees EOF now, not when the thread is reaped
     return;
   }
-  const size_t max_frame = options_.max_value_bytes + kMaxKeys * (kMaxKeyBytes + 4) + 64;
+  const size_t max_frame = options_.max_value_bytes + sp::kMaxKeys * (sp::kMaxKeyBytes + 4) + 64;
   for (;;) {
     StatusOr<std::string> request =
         ReadFrame(socket, max_frame, DeadlineIn(options_.idle_timeout), options_.io_timeout);
@@ -190,19 +179,12 @@ void StoreServer::Serve(Connection* conn) {
 }
 
 std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_generation) {
-  WireReader r(payload);
-  StatusOr<uint8_t> op = r.U8();
-  StatusOr<uint32_t> nkeys = r.U32();
-  if (!op.ok() || !nkeys.ok() || *nkeys > kMaxKeys) return {};
+  StatusOr<sp::Request> request = sp::DecodeRequest(payload, options_.max_value_bytes);
+  if (!request.ok()) return {};
+  const sp::Op op = request->op;
   std::vector<std::string> keys;
-  for (uint32_t i = 0; i < *nkeys; ++i) {
-    StatusOr<std::string> key = r.Bytes(kMaxKeyBytes);
-    if (!key.ok()) return {};
-    keys.push_back(ScopedKey(conn_generation, *key));
-  }
-  StatusOr<std::string> value = r.Bytes(options_.max_value_bytes);
-  StatusOr<uint64_t> timeout_ms = r.U64();
-  if (!value.ok() || !timeout_ms.ok() || !r.AtEnd()) return {};
+  for (const std::string& key : request->keys) keys.push_back(ScopedKey(conn_generation, key));
+  std::string& value = request->value;
 
   std::unique_lock<std::mutex> lock(mu_);
   auto generation_status = [&]() -> Status {
@@ -216,18 +198,16 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
     }
     return Status::Ok();
   };
-  if (Status s = generation_status(); !s.ok()) return Response(s);
+  if (Status s = generation_status(); !s.ok()) return EncodeResponse(s);
 
-  switch (static_cast<sp::Op>(*op)) {
+  switch (op) {
     case sp::Op::kSet:
-      if (keys.size() != 1) return {};
-      data_[keys[0]] = std::move(value).value();
+      data_[keys[0]] = std::move(value);
       lock.unlock();
       changed_.notify_all();
-      return Response(Status::Ok());
+      return EncodeResponse(Status::Ok());
     case sp::Op::kAdd: {
-      if (keys.size() != 1 || value->size() != 8) return {};
-      WireReader vr(*value);
+      WireReader vr(value);  // DecodeRequest checked: 8 bytes
       int64_t delta = static_cast<int64_t>(vr.U64().value());
       int64_t current = 0;
       auto it = data_.find(keys[0]);
@@ -241,27 +221,26 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
       data_[keys[0]] = w.data();
       lock.unlock();
       changed_.notify_all();
-      return Response(Status::Ok(), w.data());
+      return EncodeResponse(Status::Ok(), w.data());
     }
     case sp::Op::kGet:
     case sp::Op::kWait: {
-      if (keys.empty() || (*op == static_cast<uint8_t>(sp::Op::kGet) && keys.size() != 1)) return {};
-      auto wait = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(*timeout_ms), options_.max_wait);
+      auto wait = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(request->timeout_ms), options_.max_wait);
       Deadline deadline = DeadlineIn(wait);
       auto all_present = [&] {
         return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data_.count(k) > 0; });
       };
       for (;;) {
-        if (Status s = generation_status(); !s.ok()) return Response(s);
+        if (Status s = generation_status(); !s.ok()) return EncodeResponse(s);
         if (all_present()) break;
         if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !all_present()) {
-          if (Status s = generation_status(); !s.ok()) return Response(s);
-          return Response(DeadlineExceededError("timed out after " + std::to_string(wait.count()) +
+          if (Status s = generation_status(); !s.ok()) return EncodeResponse(s);
+          return EncodeResponse(DeadlineExceededError("timed out after " + std::to_string(wait.count()) +
                                                 " ms waiting for store key '" +
                                                 keys[0].substr(keys[0].find('/') + 1) + "'"));
         }
       }
-      return Response(Status::Ok(), *op == static_cast<uint8_t>(sp::Op::kGet) ? data_[keys[0]] : std::string());
+      return EncodeResponse(Status::Ok(), op == sp::Op::kGet ? data_[keys[0]] : std::string());
     }
   }
   return {};
