@@ -1,5 +1,6 @@
 #include "store/store_client.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "store/auth.h"
@@ -52,8 +53,9 @@ StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(StoreClientOptions o
 
 StatusOr<std::string> StoreClient::Call(sp::Op op, const std::vector<std::string>& keys, const std::string& value,
                                         std::chrono::milliseconds wait) {
-  const std::string request =
-      sp::EncodeRequest({op, keys, value, static_cast<uint64_t>(std::max<int64_t>(0, wait.count()))});
+  // A server caps waits far below this; the cap keeps now + wait from overflowing the clock.
+  wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(std::chrono::hours(24 * 30)));
+  const std::string request = sp::EncodeRequest({op, keys, value, static_cast<uint64_t>(wait.count())});
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_) return UnavailableError("store connection was lost by an earlier request");
   Deadline deadline = DeadlineIn(options_.io_timeout + wait);

@@ -215,7 +215,10 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
         WireReader cr(it->second);
         current = static_cast<int64_t>(cr.U64().value());
       }
-      current += delta;
+      if (__builtin_add_overflow(current, delta, &current)) {  // a client must not make the server overflow
+        return EncodeResponse(OutOfRangeError("adding " + std::to_string(delta) + " to store counter '" +
+                                              request->keys[0] + "' overflows 64 bits"));
+      }
       WireWriter w;
       w.U64(static_cast<uint64_t>(current));
       data_[keys[0]] = w.data();
@@ -225,7 +228,9 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
     }
     case sp::Op::kGet:
     case sp::Op::kWait: {
-      auto wait = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(request->timeout_ms), options_.max_wait);
+      // Capped before it becomes a duration: a timeout near 2^64 ms must not overflow the clock.
+      const auto wait = std::chrono::milliseconds(
+          std::min<uint64_t>(request->timeout_ms, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_wait.count()))));
       Deadline deadline = DeadlineIn(wait);
       auto all_present = [&] {
         return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data_.count(k) > 0; });

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "store/auth.h"
+#include "store/messages.h"
 #include "store/protocol.h"
 #include "store/store_client.h"
 #include "store/store_server.h"
@@ -40,8 +41,8 @@ class StoreTest : public ::testing::Test {
   }
 
   // A raw connection that completed the handshake honestly.
-  Socket AuthenticatedRawSocket() {
-    auto s = Socket::Connect("127.0.0.1", server_->port(), DeadlineIn(2s));
+  Socket AuthenticatedRawSocket(StoreServer* server = nullptr) {
+    auto s = Socket::Connect("127.0.0.1", (server ? server : server_.get())->port(), DeadlineIn(2s));
     EXPECT_OK(s);
     auto challenge = ReadFrame(*s, 1024, DeadlineIn(2s), 2s);
     EXPECT_OK(challenge);
@@ -218,6 +219,43 @@ TEST_F(StoreTest, OversizedValueIsRefusedByDroppingTheConnection) {
   ASSERT_OK(c);
   EXPECT_FALSE((*c)->Set("big", std::string(4096, 'x')).ok());
   EXPECT_EQ((*c)->Set("k", "v").code(), StatusCode::kUnavailable);  // the connection is gone; says so
+}
+
+// Found in review while writing fuzz_store_server: a counter pushed past INT64_MAX overflowed (undefined
+// behaviour) inside the server. Now the Add is refused and the counter keeps its value.
+TEST_F(StoreTest, AddThatWouldOverflowIsRefused) {
+  auto c = Connect();
+  ASSERT_OK(c);
+  ASSERT_OK((*c)->Add("n", INT64_MAX));
+  auto over = (*c)->Add("n", 1);
+  EXPECT_EQ(over.status().code(), StatusCode::kOutOfRange) << over.status();
+  EXPECT_EQ((*c)->Add("n", 0).value(), INT64_MAX);
+  ASSERT_OK((*c)->Add("m", INT64_MIN));
+  EXPECT_EQ((*c)->Add("m", -1).status().code(), StatusCode::kOutOfRange);
+}
+
+// A timeout near 2^64 ms (the wire carries a u64) turned negative as a duration and overflowed the clock;
+// now it is capped at max_wait like any long wait.
+TEST_F(StoreTest, HugeWaitTimeoutIsCappedAtMaxWait) {
+  StoreServerOptions o;
+  o.secret = "s3cret";
+  o.generation = 5;
+  o.max_wait = 200ms;
+  auto server = StoreServer::Start(o);
+  ASSERT_OK(server);
+  Socket s = AuthenticatedRawSocket(server->get());
+  for (uint64_t timeout_ms : {uint64_t{1} << 63, ~uint64_t{0}}) {
+    const auto start = Clock::now();
+    ASSERT_OK(WriteFrame(s, store_protocol::EncodeRequest({store_protocol::Op::kGet, {"missing"}, "", timeout_ms}),
+                         DeadlineIn(1s)));
+    auto frame = ReadFrame(s, 1 << 16, DeadlineIn(5s), 5s);
+    ASSERT_OK(frame);
+    auto response = store_protocol::DecodeResponse(*frame, 1 << 16);
+    ASSERT_OK(response);
+    EXPECT_EQ(response->status.code(), StatusCode::kDeadlineExceeded) << response->status;
+    EXPECT_NE(response->status.message().find("after 200 ms"), std::string::npos) << response->status;
+    EXPECT_GE(Clock::now() - start, 150ms);
+  }
 }
 
 }  // namespace
