@@ -1,6 +1,8 @@
 #include "runtime/config.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "api/names.h"
@@ -9,11 +11,20 @@
 namespace ringmaster::runtime {
 namespace {
 
-StatusOr<long long> ParseNumber(const std::string& key, const std::string& value, long long min) {
+// The longest collective timeout: a year (a larger one could overflow the clock as a deadline).
+constexpr long long kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
+
+// An integer in [min, max]; out-of-range text (strtoll's ERANGE) is refused, never clamped.
+StatusOr<long long> ParseNumber(const std::string& key, const std::string& value, long long min,
+                                long long max = std::numeric_limits<long long>::max()) {
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v < min) {
-    return InvalidArgumentError(key + "='" + value + "' is not an integer >= " + std::to_string(min));
+  if (value.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    std::string range = max == std::numeric_limits<long long>::max()
+                            ? ">= " + std::to_string(min)
+                            : "between " + std::to_string(min) + " and " + std::to_string(max);
+    return InvalidArgumentError(key + "='" + value + "' is not an integer " + range);
   }
   return v;
 }
@@ -28,7 +39,7 @@ StatusOr<std::vector<std::vector<int>>> ParseProcessSets(const std::string& valu
     std::stringstream rs(set);
     std::string r;
     while (std::getline(rs, r, ',')) {
-      RINGMASTER_ASSIGN_OR_RETURN(long long n, ParseNumber(name, r, 0));
+      RINGMASTER_ASSIGN_OR_RETURN(long long n, ParseNumber(name, r, 0, std::numeric_limits<int>::max()));
       ranks.push_back(static_cast<int>(n));
     }
     if (ranks.empty()) return InvalidArgumentError(name + "='" + value + "' has an empty set");
@@ -48,7 +59,8 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
     c.backend = *b;
   }
   if (worker.collective_timeout_ms) {
-    RINGMASTER_ASSIGN_OR_RETURN(long long ms, ParseNumber(std::string(api::env::kCollectiveTimeoutMs), *worker.collective_timeout_ms, 1));
+    RINGMASTER_ASSIGN_OR_RETURN(long long ms, ParseNumber(std::string(api::env::kCollectiveTimeoutMs), *worker.collective_timeout_ms, 1,
+                                                         kMaxTimeoutMs));
     c.timeout = std::chrono::milliseconds(ms);
   }
   if (worker.fusion_threshold_bytes) {

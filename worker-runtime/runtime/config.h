@@ -3,7 +3,7 @@
 // the runtime reads getenv. The variables (api/names.h, env::k*):
 //
 //   RINGMASTER_BACKEND                 auto | gloo | nccl           (auto)
-//   RINGMASTER_COLLECTIVE_TIMEOUT_MS   per collective and rendezvous (60000)
+//   RINGMASTER_COLLECTIVE_TIMEOUT_MS   per collective and rendezvous (60000), at most a year
 //   RINGMASTER_FUSION_THRESHOLD_BYTES  fusion buffer size, 0 = off   (67108864)
 //   RINGMASTER_CYCLE_TIME_MS           fusion cycle, may be fractional (3.5)
 //   RINGMASTER_TIMELINE                Chrome-trace path; "{rank}" is replaced by the

@@ -42,5 +42,26 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
   EXPECT_FALSE(ParseRuntimeConfig({{Var(api::env::kProcessSets), "0,x"}}).ok());
 }
 
+// Found by fuzz_worker_env (corpus: worker_env/process_set_rank_overflow): strtoll clamps an
+// out-of-range number to LLONG_MAX, which became rank -1 in a process set; a huge timeout became a
+// deadline that overflows the clock. Out-of-range values are refused now.
+TEST(RuntimeConfigTest, OutOfRangeNumbersAreRefused) {
+  for (const char* sets : {"0,2147483648", "0,99999999999999999999", "1;4294967296"}) {
+    auto c = ParseRuntimeConfig({{Var(api::env::kProcessSets), sets}});
+    ASSERT_FALSE(c.ok()) << sets;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find("RINGMASTER_PROCESS_SETS"), std::string::npos) << c.status();
+  }
+  auto max_rank = ParseRuntimeConfig({{Var(api::env::kProcessSets), "0,2147483647"}});
+  ASSERT_OK(max_rank);
+  EXPECT_EQ(max_rank->process_sets[0][1], 2147483647);
+  for (const char* ms : {"99999999999999999999", "9223372036854775807", "31536000001"}) {
+    auto c = ParseRuntimeConfig({{Var(api::env::kCollectiveTimeoutMs), ms}});
+    EXPECT_FALSE(c.ok()) << ms;
+  }
+  ASSERT_OK(ParseRuntimeConfig({{Var(api::env::kCollectiveTimeoutMs), "31536000000"}}));
+  EXPECT_FALSE(ParseRuntimeConfig({{Var(api::env::kFusionThresholdBytes), "99999999999999999999"}}).ok());
+}
+
 }  // namespace
 }  // namespace ringmaster::runtime
