@@ -19,8 +19,9 @@ auto& Register(Builder builder, const char* name, const char* help, prometheus::
 
 }  // namespace
 
-WorkerMetrics::WorkerMetrics()
+WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus)
     : registry_(std::make_shared<prometheus::Registry>()),
+      gpus_(std::move(gpus)),
       generation_(Register(prometheus::BuildGauge(), "ringmaster_worker_generation",
                            "Membership generation this worker has joined.", *registry_).Add({})),
       world_size_(Register(prometheus::BuildGauge(), "ringmaster_worker_world_size", "Workers in the joined generation.",
@@ -67,7 +68,7 @@ WorkerMetrics::~WorkerMetrics() { server_.reset(); }
 Status WorkerMetrics::Serve(const std::string& bind_address) {
   metrics::MetricsServerOptions o;
   o.bind_address = bind_address;
-  o.collectables = {registry_};
+  o.collectables = Collectables();
   o.checks = {{"/healthz", [] { return true; }}, {"/readyz", [this] { return ready_.load(); }}};
   RINGMASTER_ASSIGN_OR_RETURN(server_, metrics::MetricsServer::Start(std::move(o)));
   return Status::Ok();
@@ -75,7 +76,13 @@ Status WorkerMetrics::Serve(const std::string& bind_address) {
 
 int WorkerMetrics::port() const { return server_ ? server_->port() : 0; }
 
-std::string WorkerMetrics::Render() const { return metrics::RenderText({registry_}); }
+std::string WorkerMetrics::Render() const { return metrics::RenderText(Collectables()); }
+
+std::vector<std::weak_ptr<prometheus::Collectable>> WorkerMetrics::Collectables() const {
+  std::vector<std::weak_ptr<prometheus::Collectable>> c = {registry_};
+  if (gpus_) c.push_back(gpus_);
+  return c;
+}
 
 void WorkerMetrics::Available() { ready_ = true; }
 

@@ -18,9 +18,12 @@
 //   ringmaster_worker_checkpoint_failures_total{op}     counter
 //   ringmaster_worker_collective_seconds_total          counter
 //   ringmaster_worker_collective_bytes_total            counter
+// and, when given a GpuTelemetry (a machine with NVIDIA's driver), its series read at every scrape:
+//   ringmaster_worker_gpu_utilization_ratio{gpu,uuid}, _gpu_memory_used_bytes, _gpu_memory_total_bytes,
+//   _gpu_power_watts, _gpu_nccl_bytes_total (gpu/gpu_telemetry.h). Without one, none of them.
 //
 // Thread-safety: every method is thread-safe. Ownership: the server (when started) serves this object's
-// registry; both live as long as the object.
+// registry and the GPU telemetry it shares; all live as long as the object.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -32,8 +35,10 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "gpu/gpu_telemetry.h"
 #include "metrics/metrics_server.h"
 
 namespace ringmaster::elastic {
@@ -42,7 +47,8 @@ struct RebuildStats;
 
 class WorkerMetrics {
  public:
-  WorkerMetrics();
+  // `gpus` (may be null: no GPU series) is collected at every scrape and Render().
+  explicit WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus = nullptr);
   ~WorkerMetrics();
 
   // Serves /metrics, /healthz and /readyz on bind_address ("0.0.0.0:9400"; port 0 picks one). Errors:
@@ -62,12 +68,19 @@ class WorkerMetrics {
   void CheckpointFailed(const std::string& op);  // "save" or "restore"
   void Collective(double seconds, uint64_t bytes);
 
+  // Where the NCCL communicators count bytes per GPU (RuntimeConfig::gpu_traffic); null without GPU telemetry.
+  std::shared_ptr<runtime::DeviceTraffic> gpu_traffic() const { return gpus_ ? gpus_->traffic() : nullptr; }
+
   bool ready() const { return ready_.load(); }
   // The /metrics text, without HTTP.
   std::string Render() const;
 
  private:
+  // The registry, then the GPU telemetry when there is one.
+  std::vector<std::weak_ptr<prometheus::Collectable>> Collectables() const;
+
   const std::shared_ptr<prometheus::Registry> registry_;
+  const std::shared_ptr<gpu::GpuTelemetry> gpus_;
   prometheus::Gauge& generation_;
   prometheus::Gauge& world_size_;
   prometheus::Histogram& step_seconds_;

@@ -31,6 +31,7 @@ Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, Wor
   set(w.checkpoint_dir, &o->checkpoint_dir);
   set(w.out, &o->out);
   set(w.heartbeat_file, &o->heartbeat_file);
+  o->gpus = gpu::GpuVisibility::FromEnvironment(env);
   return Status::Ok();
 }
 

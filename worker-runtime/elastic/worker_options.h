@@ -12,6 +12,7 @@
 #include "api/names.h"
 #include "base/status.h"
 #include "comm/communicator.h"
+#include "gpu/visible_gpus.h"
 
 namespace ringmaster::elastic {
 
@@ -35,6 +36,8 @@ struct WorkerOptions {
   int health_port = api::kWorkerHealthPort;
   int min_size = 1;
   int timeout_ms = 10000;
+  // The GPUs it uses (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES), for its GPU telemetry.
+  gpu::GpuVisibility gpus;
 
   // Whether any membership source is configured (a file or a TrainingJob).
   bool has_membership_source() const { return !membership_file.empty() || !job_name.empty(); }
@@ -42,7 +45,7 @@ struct WorkerOptions {
 
 // Sets the fields the RINGMASTER_* environment gives (for each, the first variable present wins:
 // RINGMASTER_WORKER_ID else RINGMASTER_POD_NAME; RINGMASTER_STORE_PORT else RINGMASTER_COORDINATOR_PORT;
-// RINGMASTER_POD_IP is the host). Errors: InvalidArgument naming the variable whose value is malformed.
+// RINGMASTER_POD_IP is the host), and the GPU visibility variables. Errors: InvalidArgument naming the variable whose value is malformed.
 Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, WorkerOptions* o);
 
 // Errors: InvalidArgument naming what is missing or out of range (no membership source, a job name without

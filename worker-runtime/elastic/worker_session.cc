@@ -125,7 +125,7 @@ Status WorkerSession::Start() {
     journal_.emplace(std::move(journal).value());
   }
   heartbeat_ = std::make_unique<Heartbeat>(options_.heartbeat_file);
-  metrics_ = std::make_unique<WorkerMetrics>();
+  metrics_ = std::make_unique<WorkerMetrics>(OpenGpuTelemetry(options_, log_));
   Status served = metrics_->Serve(options_.host + ":" + std::to_string(options_.health_port));
   Log(log_, served.ok() ? LogLevel::kInfo : LogLevel::kWarning,
       served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics_->port())

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "elastic/worker_metrics.h"
 #include "kube/config.h"
 #include "membership/file_source.h"
 #include "membership/kubernetes_source.h"
@@ -51,10 +52,15 @@ ElasticOptions DriverOptions(const WorkerOptions& o, const runtime::RuntimeConfi
   eo.runtime.backend = o.backend;
   eo.runtime.host = o.host;
   eo.runtime.timeout = std::chrono::milliseconds(o.timeout_ms);
+  if (metrics) eo.runtime.gpu_traffic = metrics->gpu_traffic();
   eo.checkpoints = checkpoints;
   eo.checkpoint_every = o.checkpoint_every;
   eo.log = std::move(log);
   return eo;
+}
+
+std::shared_ptr<gpu::GpuTelemetry> OpenGpuTelemetry(const WorkerOptions& o, const LogSink& log) {
+  return gpu::OpenGpuTelemetry(o.gpus, log);
 }
 
 Heartbeat::Heartbeat(std::string path) : path_(std::move(path)) {

@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "elastic/elastic_driver.h"
 #include "elastic/worker_options.h"
+#include "gpu/gpu_telemetry.h"
 #include "membership/membership_source.h"
 #include "runtime/config.h"
 
@@ -29,10 +30,14 @@ StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(con
 StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
                                                                                const LogSink& log);
 
-// The driver's options: the runtime configuration read at start, with the worker's options on top.
-// Pointers are not owned and may be null.
+// The driver's options: the runtime configuration read at start, with the worker's options on top; the
+// NCCL communicators count their bytes into metrics' GPU telemetry. Pointers are not owned and may be null.
 ElasticOptions DriverOptions(const WorkerOptions& o, const runtime::RuntimeConfig& config, WorkerMetrics* metrics,
                              runtime::checkpoint::CheckpointStore* checkpoints, LogSink log);
+
+// The worker's GPU telemetry (gpu::OpenGpuTelemetry over o.gpus), logged in one line; null on a machine
+// without NVIDIA's driver or without a visible GPU.
+std::shared_ptr<gpu::GpuTelemetry> OpenGpuTelemetry(const WorkerOptions& o, const LogSink& log);
 
 // Heartbeat for the local launcher: the committed step, rewritten atomically every 100 ms into `path` until
 // destroyed (nothing when `path` is empty). Set() may be called from any thread.

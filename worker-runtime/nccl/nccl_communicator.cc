@@ -182,15 +182,24 @@ Status NcclCommunicator::WaitStream(const char* what) {
   }
 }
 
-Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status NcclCommunicator::Counted(Status done, size_t bytes) {
+  if (done.ok() && options_.traffic) options_.traffic->Add(options_.device, bytes);
+  return done;
+}
+
+Status NcclCommunicator::AllreduceOnStream(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(
       Check(ncclAllReduce(in, out, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclAllReduce"));
   return WaitStream("allreduce");
 }
 
+Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  return Counted(AllreduceOnStream(in, out, count, type, op), count * DataTypeSize(type));
+}
+
 Status NcclCommunicator::DoAllgather(const void* in, void* out, size_t count, DataType type) {
   RINGMASTER_RETURN_IF_ERROR(Check(ncclAllGather(in, out, count, ToNccl(type), comm_, stream_), "ncclAllGather"));
-  return WaitStream("allgather");
+  return Counted(WaitStream("allgather"), count * DataTypeSize(type));
 }
 
 Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
@@ -206,13 +215,13 @@ Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vect
     offset += counts[r];
   }
   RINGMASTER_RETURN_IF_ERROR(Check(ncclGroupEnd(), "ncclGroupEnd"));
-  return WaitStream("allgatherv");
+  return Counted(WaitStream("allgatherv"), counts[rank_] * DataTypeSize(type));
 }
 
 Status NcclCommunicator::DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) {
   RINGMASTER_RETURN_IF_ERROR(
       Check(ncclBroadcast(in, out, count, ToNccl(type), root, comm_, stream_), "ncclBroadcast"));
-  return WaitStream("broadcast");
+  return Counted(WaitStream("broadcast"), count * DataTypeSize(type));
 }
 
 Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
@@ -226,7 +235,7 @@ Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count
       return Fail("cudaMemcpyAsync: " + CudaError(e));
     }
   }
-  return WaitStream("reduce-scatter");
+  return Counted(WaitStream("reduce-scatter"), count * DataTypeSize(type) * static_cast<size_t>(size_));
 }
 
 StatusOr<void*> NcclCommunicator::Scratch(size_t bytes) {
@@ -259,12 +268,12 @@ Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, Dat
     (void)Check(ncclRecv(At(out, count * r, type), count, ToNccl(type), r, comm_, stream_), "ncclRecv");
   }
   RINGMASTER_RETURN_IF_ERROR(Check(ncclGroupEnd(), "ncclGroupEnd"));
-  return WaitStream("alltoall");
+  return Counted(WaitStream("alltoall"), count * DataTypeSize(type) * static_cast<size_t>(size_));
 }
 
 Status NcclCommunicator::DoBarrier() {
   RINGMASTER_ASSIGN_OR_RETURN(void* word, Scratch(sizeof(int32_t)));
-  return DoAllreduce(word, word, 1, DataType::kInt32, ReduceOp::kSum);
+  return AllreduceOnStream(word, word, 1, DataType::kInt32, ReduceOp::kSum);
 }
 
 StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoSplit(const std::vector<int>& ranks,

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/device_traffic.h"
 #include "nccl/nccl_version.h"
 #include "store/store.h"
 
@@ -36,6 +37,9 @@ namespace ringmaster::runtime {
 struct NcclOptions {
   int device = 0;                            // CUDA device of this rank
   std::chrono::milliseconds timeout{60000};  // init and per collective
+  // Where each successful collective's payload is counted under `device` (see DeviceTraffic); shared with
+  // the communicators split or shrunk from this one. May be null: nothing is counted.
+  std::shared_ptr<DeviceTraffic> traffic;
 };
 
 class NcclCommunicator : public Communicator {
@@ -77,6 +81,10 @@ class NcclCommunicator : public Communicator {
   Status WaitComm(const char* what);
   // Polls until the stream has drained every enqueued operation.
   Status WaitStream(const char* what);
+  // The allreduce itself, not counted (DoBarrier's word is no payload).
+  Status AllreduceOnStream(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // `done`; when it is OK, `bytes` are added to options_.traffic.
+  Status Counted(Status done, size_t bytes);
   // Checks an NCCL return code of an enqueue call; failures abort.
   Status Check(int result, const char* what);
   Status Fail(const std::string& why);

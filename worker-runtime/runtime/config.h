@@ -13,11 +13,13 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "comm/communicator.h"
+#include "comm/device_traffic.h"
 
 namespace ringmaster::runtime {
 
@@ -31,6 +33,9 @@ struct RuntimeConfig {
   std::string host = "127.0.0.1";  // Gloo listen address
   int local_rank = 0;              // NCCL device selection
   std::string name = "rt";         // store key prefix of this runtime's communicators
+  // Not from the environment: the program's counter of NCCL bytes per GPU, kept across generations
+  // (WorkerMetrics' ringmaster_worker_gpu_nccl_bytes_total). May be null.
+  std::shared_ptr<DeviceTraffic> gpu_traffic;
 };
 
 // Errors: InvalidArgument naming the variable and the bad value (any of the

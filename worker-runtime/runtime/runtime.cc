@@ -15,6 +15,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, 
   wo.timeout = config.timeout;
   wo.local_rank = config.local_rank;
   wo.host = config.host;
+  wo.gpu_traffic = config.gpu_traffic;
   wo.prefix = config.name + "/world";
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, CreateWorldCommunicator(store, rank, size, wo));
   return Assemble(config, std::move(store), std::move(world), std::move(timeline));

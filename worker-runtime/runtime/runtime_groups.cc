@@ -28,6 +28,7 @@ StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, 
   wo.timeout = config_.timeout;
   wo.local_rank = config_.local_rank;
   wo.host = config_.host;
+  wo.gpu_traffic = config_.gpu_traffic;
   wo.prefix = prefix;
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> made,
                               CreateWorldCommunicator(store_, group_rank, group_size, wo));

@@ -20,6 +20,7 @@ StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<
       NcclOptions no;
       no.device = options.local_rank % gpus;
       no.timeout = options.timeout;
+      no.traffic = options.gpu_traffic;
       return NcclCommunicator::Create(std::move(store), options.prefix, rank, size, no);
     }
     case Backend::kGloo:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/device_traffic.h"
 #include "store/store.h"
 
 namespace ringmaster::runtime {
@@ -18,6 +19,7 @@ struct WorldOptions {
   int local_rank = 0;                        // NCCL: CUDA device = local_rank % visible GPUs
   std::string host = "127.0.0.1";            // Gloo: address peers reach this rank on
   std::string prefix = "world";              // store key prefix, unique per communicator in a generation
+  std::shared_ptr<DeviceTraffic> gpu_traffic;  // NCCL: where collective bytes are counted (may be null)
 };
 
 // The backend `auto` resolves to on this machine (never kAuto).

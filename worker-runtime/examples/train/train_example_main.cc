@@ -214,7 +214,7 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
   LinearRegression<T> model(o, &*sampler, &*journal, source->get(), &heartbeat);
   ElasticState state = model.MakeState();
   // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
-  WorkerMetrics metrics;
+  WorkerMetrics metrics(OpenGpuTelemetry(o, sink));
   Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
   log(served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics.port())
                   : "metrics endpoint disabled: " + served.ToString());
