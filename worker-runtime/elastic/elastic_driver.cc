@@ -74,6 +74,12 @@ void ElasticDriver::Log(const std::string& line) const {
   ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
 }
 
+void ElasticDriver::RequireMinSize(int n) {
+  int current = required_min_size_.load();
+  while (n > current && !required_min_size_.compare_exchange_weak(current, n)) {
+  }
+}
+
 RebuildStats ElasticDriver::last_rebuild() const {
   std::lock_guard lock(mu_);
   return last_rebuild_;
@@ -377,10 +383,10 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
           std::to_string(state_->committed_step()) + " committed");
       return false;
     }
-    if (member && record.world_size() >= options_.min_size) return true;
+    if (member && record.world_size() >= min_size()) return true;
     if (member) {
       Log("generation " + std::to_string(record.generation) + " has " + std::to_string(record.world_size()) +
-          " workers, below the minimum " + std::to_string(options_.min_size) + ": paused until the next generation");
+          " workers, below the minimum " + std::to_string(min_size()) + ": paused until the next generation");
     }
     // A newcomer started before the record that adds it was published, or the job is paused: wait.
     auto next = source_->WaitNewer(record.generation, std::chrono::hours(24));

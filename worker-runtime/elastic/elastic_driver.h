@@ -59,6 +59,7 @@
 // and Superseded() may be called from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -170,6 +171,12 @@ class ElasticDriver {
   // The generation this worker has joined (0 before the first); thread-safe.
   int64_t joined_generation() const { return joined_generation_.load(); }
   RebuildStats last_rebuild() const;
+  // Raises the size below which the job pauses (ElasticOptions::min_size) to `n` for the builds that
+  // follow, e.g. a program whose parallel layout needs at least n workers (ringmaster.torch.elastic's
+  // MeshRule). Never lowers it. Thread-safe.
+  void RequireMinSize(int n);
+  // The size below which the job pauses: the larger of options.min_size and RequireMinSize's.
+  int min_size() const { return std::max(options_.min_size, required_min_size_.load()); }
 
  private:
   void Log(const std::string& line) const;
@@ -217,6 +224,7 @@ class ElasticDriver {
 
   std::atomic<int64_t> newest_seen_{0};        // newest generation the watcher saw
   std::atomic<int64_t> joined_generation_{0};
+  std::atomic<int> required_min_size_{0};  // RequireMinSize's
   std::atomic<bool> stop_watch_{false};
 
   std::thread watcher_;  // between Start() and Finish()

@@ -132,6 +132,7 @@ Status WorkerSession::Start() {
                   : "metrics endpoint disabled: " + served.ToString());
   driver_ = std::make_unique<ElasticDriver>(DriverOptions(options_, config_, metrics_.get(), checkpoints_.get(), log_),
                                             source_.get(), &state_);
+  driver_->RequireMinSize(min_size());
   RINGMASTER_RETURN_IF_ERROR(driver_->Start());
   RINGMASTER_ASSIGN_OR_RETURN(bool member, Join());
   if (!member) return FailedPreconditionError("worker " + options_.worker_id + " left the job before it joined");
@@ -155,6 +156,19 @@ StatusOr<bool> WorkerSession::Join() {
   std::lock_guard lock(mu_);
   topology_ = std::move(t);
   return true;
+}
+
+void WorkerSession::RequireMinSize(int n) {
+  {
+    std::lock_guard lock(mu_);
+    required_min_size_ = std::max(required_min_size_, n);
+  }
+  if (driver_) driver_->RequireMinSize(n);
+}
+
+int WorkerSession::min_size() const {
+  std::lock_guard lock(mu_);
+  return std::max(options_.min_size, required_min_size_);
 }
 
 void WorkerSession::Interrupted(const Status& why) {

@@ -94,6 +94,16 @@ class WorkerSession {
   // Thread-safe; a no-op before Start() opened the metrics.
   void CountSamples(uint64_t n);
 
+  // The program's layout needs at least `n` workers: generations below that pause (ElasticDriver::
+  // RequireMinSize) from the next Join on. Never lowers the minimum. Before Start it is remembered.
+  void RequireMinSize(int n);
+  // The size below which this worker pauses: the larger of RINGMASTER_MIN_WORKERS and RequireMinSize's.
+  int min_size() const;
+  // Figures of the last rebuild (zero before the first); thread-safe.
+  RebuildStats last_rebuild() const { return driver_ ? driver_->last_rebuild() : RebuildStats{}; }
+  // No membership source: a world of one that never changes.
+  bool standalone() const { return standalone_; }
+
   // Whether JournalAttempt writes anywhere (RINGMASTER_OUT was given).
   bool journaling() const { return journal_.has_value(); }
   const WorkerOptions& options() const { return options_; }
@@ -124,6 +134,7 @@ class WorkerSession {
 
   mutable std::mutex mu_;
   SessionTopology topology_;  // guarded by mu_: the joined generation's
+  int required_min_size_ = 0;  // guarded by mu_: RequireMinSize's, passed on to the driver
 };
 
 }  // namespace ringmaster::elastic

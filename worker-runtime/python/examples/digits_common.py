@@ -1,4 +1,4 @@
-"""What the two digits examples share: the data set, the model, the arguments and the output files.
+"""What the digits examples share: the data set, the model, the arguments and the output files.
 
 scikit-learn's bundled digits (1,797 8x8 images, 10 classes; no download), float64, a small MLP with a
 seeded initialisation: every run with the same seed computes the same thing, whatever the world size,
@@ -12,8 +12,10 @@ import torch
 from sklearn.datasets import load_digits
 
 
-def parse_args(description):
+def parse_args(description, mesh=False):
     p = argparse.ArgumentParser(description=description)
+    if mesh:
+        p.add_argument("--tp", type=int, default=2, help="tensor-parallel width of the mesh (dp = the rest)")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=64, help="the global batch, fixed whatever the world size")
     p.add_argument("--lr", type=float, default=0.05)
@@ -51,10 +53,15 @@ def pause(args):
 def write_weights(args, net, worker_id):
     """weights.<worker>.txt: every parameter, flattened in name order, one %.17g per line (ringmaster-run
     copies a finisher's to weights.txt)."""
+    write_tensors(args, dict(net.named_parameters()), worker_id)
+
+
+def write_tensors(args, named, worker_id):
+    """write_weights for a {name: tensor} dict (e.g. the full tensors of a sharded model)."""
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"weights.{worker_id}.txt")
     with open(path + ".tmp", "w") as f:
-        for _, p in sorted(net.named_parameters()):
+        for _, p in sorted(named.items()):
             for v in p.detach().reshape(-1).tolist():
                 f.write(f"{v:.17g}\n")
     os.replace(path + ".tmp", path)

@@ -188,6 +188,24 @@ class PySession {
     return d;
   }
   std::string WorkerId() const { return session_->options().worker_id; }
+  std::string CheckpointDir() const { return session_->options().checkpoint_dir; }
+  void RequireMinSize(int n) {
+    if (n < 1) throw nb::value_error("require_min_size: the minimum must be >= 1");
+    session_->RequireMinSize(n);
+  }
+  int MinSize() const { return session_->min_size(); }
+  bool Standalone() const { return session_->standalone(); }
+  nb::dict LastRebuild() const {
+    auto r = session_->last_rebuild();
+    nb::dict d;
+    d["generation"] = r.generation;
+    d["detect"] = r.detect;
+    d["rendezvous"] = r.rendezvous;
+    d["communicator"] = r.communicator;
+    d["restore"] = r.restore;
+    d["shrunk"] = r.shrunk;
+    return d;
+  }
   std::string Backend() const { return std::string(runtime::BackendName(Rt().backend())); }
   int MetricsPort() const { return session_->metrics_port(); }
 
@@ -350,6 +368,12 @@ NB_MODULE(_native, m) {
       .def("finish", &PySession::Finish)
       .def("topology", &PySession::Topology)
       .def("worker_id", &PySession::WorkerId)
+      .def("checkpoint_dir", &PySession::CheckpointDir, "RINGMASTER_CHECKPOINT_DIR (empty when none)")
+      .def("require_min_size", &PySession::RequireMinSize, nb::arg("n"),
+           "generations with fewer than n workers pause (the program's layout needs n); never lowers the minimum")
+      .def("min_size", &PySession::MinSize, "the size below which this worker pauses")
+      .def("standalone", &PySession::Standalone, "a world of one without a launcher or operator")
+      .def("last_rebuild", &PySession::LastRebuild, "the last rebuild's phases in seconds")
       .def("backend", &PySession::Backend)
       .def("metrics_port", &PySession::MetricsPort)
       .def("allreduce", &PySession::Allreduce, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"), nb::arg("stream"))

@@ -475,15 +475,49 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         super().shutdown()
 
 
+class WorldOfRanks:
+    """`pg_options` of `init_process_group("ringmaster")` whose world is some of the workers, not all: torch's
+    rank r is worker `ranks[r]` (ascending). The others stay out of torch.distributed altogether — e.g. the
+    standbys of ringmaster.torch.elastic's MeshRule when the world does not fill a whole mesh."""
+
+    def __init__(self, ranks):
+        self.ranks = [int(r) for r in ranks]
+        if not self.ranks or self.ranks != sorted(set(self.ranks)):
+            raise ValueError(f"WorldOfRanks needs distinct worker ranks in ascending order, got {ranks}")
+
+
+def _torch_world_ranks():
+    """Worker ranks by torch rank of the default group, when that group is a WorldOfRanks (None otherwise)."""
+    if not dist.is_initialized():
+        return None
+    default = dist.distributed_c10d._get_default_group()
+    return getattr(default, "_world_of_ranks", None)
+
+
 def _create(opts, backend_options=None):
-    """torch's extended backend API: the default group over the world (no global ranks given), or a
-    subgroup of the given world ranks named by torch's group name (the same on every member)."""
+    """torch's extended backend API: the default group over the world (no global ranks given; a
+    WorldOfRanks as pg_options makes it a part of the world), or a subgroup of the given torch ranks named
+    by torch's group name (the same on every member)."""
     _context.init()
-    if not opts.global_ranks_in_group:
+    if isinstance(backend_options, WorldOfRanks):
+        ranks = backend_options.ranks
+        me = _context.context().topology["rank"]
+        if me not in ranks or (opts.group_rank, opts.group_size) != (ranks.index(me), len(ranks)):
+            raise ValueError(f"init_process_group asked for rank {opts.group_rank} of {opts.group_size} in the world "
+                             f"of workers {ranks}, but this is worker rank {me}")
+        group = ProcessGroupRingmaster(opts.group_rank, opts.group_size, ranks,
+                                       key="world-of-" + "-".join(map(str, ranks)))
+        group._world_of_ranks = ranks
+    elif not opts.global_ranks_in_group:
         group = ProcessGroupRingmaster(opts.group_rank, opts.group_size)
     else:
-        group = ProcessGroupRingmaster(opts.group_rank, opts.group_size, list(opts.global_ranks_in_group),
-                                       key=f"{opts.group_id}")
+        # torch numbers a subgroup's members by their rank in its default group: the workers' own ranks,
+        # unless that group is a WorldOfRanks.
+        world = _torch_world_ranks()
+        members = [int(r) for r in opts.global_ranks_in_group]
+        if world is not None:
+            members = [world[r] for r in members]
+        group = ProcessGroupRingmaster(opts.group_rank, opts.group_size, members, key=f"{opts.group_id}")
     group._set_group_name(opts.group_id)  # torch's hooks (the flight recorder) look groups up by name
     return group
 
@@ -510,11 +544,20 @@ def _install_env_fallback():
     rdzv._rendezvous_handlers["env"] = handler
 
 
-def init_process_group(**kwargs):
-    """`torch.distributed.init_process_group("ringmaster")` for this generation's rank and size."""
+def init_process_group(ranks=None, **kwargs):
+    """`torch.distributed.init_process_group("ringmaster")` for this generation's rank and size; with
+    `ranks` (worker ranks, ascending, this worker's among them) a world of those workers alone."""
     ctx = _context.init()
-    dist.init_process_group("ringmaster", store=dist.HashStore(), rank=ctx.topology["rank"],
-                            world_size=ctx.topology["size"], **kwargs)
+    if ranks is None:
+        dist.init_process_group("ringmaster", store=dist.HashStore(), rank=ctx.topology["rank"],
+                                world_size=ctx.topology["size"], **kwargs)
+        return
+    world = WorldOfRanks(ranks)
+    if ctx.topology["rank"] not in world.ranks:
+        raise ValueError(f"init_process_group(ranks={world.ranks}): this worker (rank {ctx.topology['rank']}) is "
+                         f"not among them")
+    dist.init_process_group("ringmaster", store=dist.HashStore(), rank=world.ranks.index(ctx.topology["rank"]),
+                            world_size=len(world.ranks), pg_options=world, **kwargs)
 
 
 _last_ddp = None  # weak reference to the wrapper rebuild() made last

@@ -21,13 +21,14 @@ def _require(path):
 
 
 def run_ranks(tmp_path, np, script, *args, chaos=None, min_workers=1, max_workers=None, extra=(), timeout=240,
-              env=None):
-    """Runs `python script args` on `np` workers under ringmaster-run; returns (exit code, output, out dir)."""
+              env=None, heartbeat_ms=30000):
+    """Runs `python script args` on `np` workers under ringmaster-run; returns (exit code, output, out dir).
+    `heartbeat_ms`: how long a worker may stay silent (its imports included) before the launcher drops it."""
     out = tmp_path / f"run-np{np}"
     cmd = [str(_require(BIN / "ringmaster-run")), "--np", str(np), "--min", str(min_workers),
            "--max", str(max_workers or np), "--out", str(out),
            # the interpreter and torch take seconds to start on a loaded machine
-           "--heartbeat-timeout-ms", "30000", "--deadline-s", str(timeout - 30), *extra]
+           "--heartbeat-timeout-ms", str(heartbeat_ms), "--deadline-s", str(timeout - 30), *extra]
     if chaos:
         cmd += ["--chaos", chaos]
     cmd += ["--", sys.executable, str(script), *[str(a) for a in args]]

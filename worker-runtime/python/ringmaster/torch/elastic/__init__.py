@@ -17,6 +17,9 @@ in place (no process restarts), restores the newest committed state on every wor
 reset callbacks and calls the function again, which resumes from the restored epoch and sampler cursor. A
 worker that is no longer a member exits with status 0 (WorkerRemoved). The membership comes from the
 launcher or the operator (the same contract as the C++ runtime).
+
+Sharded training on a DeviceMesh (FSDP2, tensor parallel): `run_mesh(MeshRule(tp=...), parallelize)` with a
+`MeshState` rebuilds the mesh from the rule in every generation and restores through DCP (mesh.py).
 """
 import functools
 import sys
@@ -68,4 +71,7 @@ def run(func):
     return wrapper
 
 
-__all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler", "WorkerRemoved"]
+from .mesh import MeshRule, MeshState, run_mesh  # noqa: E402  (mesh.py uses _rejoin above)
+
+__all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler", "WorkerRemoved", "MeshRule", "MeshState",
+           "run_mesh"]

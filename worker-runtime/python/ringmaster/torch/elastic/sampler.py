@@ -12,6 +12,11 @@ and the global batch, hence the training arithmetic, does not depend on the worl
     state = TorchState(model, optimizer, sampler=sampler, epoch=0)
     ... for batch in loader: ...; state.commit()                       # the step's samples are done
 
+Under a DeviceMesh the data is split over the data-parallel replicas, not over every worker:
+`shard(dp_rank, dp_size, journal)` (ringmaster.torch.elastic.MeshRule calls it in every generation) makes
+the replicas the ranks the steps are cut for; the workers of one replica get the same share, and only one
+of them (`journal=True`) writes it to the sample journal and counts it.
+
 `record_batch(batch_idx, batch_size)` marks the last yielded step as done (Horovod's name; the arguments
 are accepted and ignored, a step is always one global batch); `commit()` of a TorchState holding the
 sampler does it too.
@@ -40,6 +45,22 @@ class ElasticSampler(torch.utils.data.Sampler):
         self.epoch = 0
         self.committed = 0        # samples of `epoch` committed
         self._yielded = None      # (epoch, committed, this rank's samples) after the last step handed out
+        self._shard = None        # (rank, size, journal) set by shard(); None: this worker's rank in the world
+
+    def shard(self, rank, size, journal=True):
+        """Cuts the steps for `size` data-parallel replicas, this worker's being `rank`; `journal`: whether
+        this worker records the replica's share (one worker per replica). shard(None, None) undoes it."""
+        if rank is None:
+            self._shard = None
+            return
+        rank, size = int(rank), int(size)
+        if not 0 <= rank < size:
+            raise ValueError(f"ElasticSampler.shard: replica {rank} of {size} is out of range")
+        self._shard = (rank, size, bool(journal))
+
+    def _where(self, topo):
+        """(rank, size, journal) this worker's steps are cut for."""
+        return self._shard if self._shard is not None else (topo["rank"], topo["size"], True)
 
     # -- cursor -------------------------------------------------------------------------------------
     def set_epoch(self, epoch):
@@ -56,7 +77,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         if self._yielded is not None:
             self.epoch, self.committed, samples = self._yielded
             self._yielded = None
-            if _context.is_initialized():
+            if _context.is_initialized() and (self._shard is None or self._shard[2]):
                 _context.context().session.count_samples(samples)
 
     def record_indices(self, indices):
@@ -82,12 +103,11 @@ class ElasticSampler(torch.utils.data.Sampler):
         epoch, committed = self.epoch, self.committed
         this_epoch = epoch
         while True:
-            topo = ctx.topology
-            plan_epoch, indices, next_epoch, next_committed = self._plan.plan(epoch, committed, topo["size"],
-                                                                              topo["rank"])
+            rank, size, journal = self._where(ctx.topology)
+            plan_epoch, indices, next_epoch, next_committed = self._plan.plan(epoch, committed, size, rank)
             if plan_epoch != this_epoch:
                 return
-            if ctx.session.journaling():
+            if journal and ctx.session.journaling():
                 ctx.session.journal(ctx.session.committed_step(), plan_epoch, indices)
             self._yielded = (next_epoch, next_committed, len(indices))
             yield indices
