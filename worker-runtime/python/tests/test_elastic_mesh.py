@@ -47,6 +47,17 @@ def test_fsdp_mesh_of_four_loses_a_worker_and_equals_one_process(tmp_path, refer
     assert _figures(output, capsys), "no FIGURE line after the rebuild:\n" + output[-4000:]
 
 
+def test_a_replacement_worker_takes_its_place_in_the_mesh_from_the_dcp_checkpoint(tmp_path, reference):
+    """2 workers, tp=2, --min 1: one killed and a replacement added back to back; the world of one in between
+    has no mesh (the survivor pauses below 2), and the newcomer loads its shards from the DCP checkpoint."""
+    code, output, out = run_ranks(tmp_path, 2, EXAMPLE, *ARGS, min_workers=1, max_workers=3, chaos="killadd@6:1",
+                                  timeout=400, heartbeat_ms=90000, extra=["--checkpoint-dir", str(tmp_path / "ckpt")])
+    assert code == 0, output[-6000:]
+    assert "replacement added" in output, output[-4000:]
+    np.testing.assert_allclose(weights(out), reference, rtol=1e-9, atol=1e-12)
+    assert_every_sample_once_per_epoch(out)
+
+
 def test_a_mesh_job_without_a_checkpoint_directory_is_refused(tmp_path):
     code, output, _ = run_ranks(tmp_path, 2, EXAMPLE, *ARGS, min_workers=2, timeout=120)
     assert code != 0
