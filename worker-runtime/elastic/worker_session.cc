@@ -78,14 +78,16 @@ StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(const std::map<st
   if (!standalone) RINGMASTER_RETURN_IF_ERROR(CheckWorkerOptions(o));
   auto out = env.find(std::string(api::env::kOut));
   const bool journal = out != env.end() && !out->second.empty();
-  std::unique_ptr<WorkerSession> session(new WorkerSession(std::move(o), std::move(config), journal, std::move(log)));
+  std::unique_ptr<WorkerSession> session(new WorkerSession(std::move(o), std::move(config), standalone, journal, std::move(log)));
   if (standalone) RINGMASTER_RETURN_IF_ERROR(session->MakeStandalone());
   return session;
 }
 
-WorkerSession::WorkerSession(WorkerOptions options, runtime::RuntimeConfig config, bool journal, LogSink log)
+WorkerSession::WorkerSession(WorkerOptions options, runtime::RuntimeConfig config, bool standalone, bool journal,
+                             LogSink log)
     : options_(std::move(options)),
       config_(std::move(config)),
+      standalone_(standalone),
       journal_wanted_(journal),
       log_(std::move(log)),
       state_([this] { return pending_; }, [](std::string_view) { return Status::Ok(); }) {}

@@ -110,7 +110,7 @@ class WorkerSession {
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
  private:
-  WorkerSession(WorkerOptions options, runtime::RuntimeConfig config, bool journal, LogSink log);
+  WorkerSession(WorkerOptions options, runtime::RuntimeConfig config, bool standalone, bool journal, LogSink log);
   // A world of one: a free store port, a random secret, a fixed record.
   Status MakeStandalone();
   void Restored(int64_t incarnation, int64_t step);
@@ -118,6 +118,7 @@ class WorkerSession {
   // Constant after construction.
   WorkerOptions options_;
   const runtime::RuntimeConfig config_;
+  const bool standalone_;
   const bool journal_wanted_;  // RINGMASTER_OUT was given: journal every step's samples there
   const LogSink log_;
 
