@@ -25,7 +25,7 @@ help:
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
-	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP step)"
+	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step)"
 
 deps:
 	@tests/harness/deps.sh all
@@ -109,11 +109,12 @@ bench: bench-operator bench-python
 bench-operator: build
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
 
-# PyTorch: recovery after a kill -9 (ringmaster.torch elastic vs torchrun vs torchft) and DDP step time
-# (the "ringmaster" backend vs torch's Gloo), in build/venv.
+# PyTorch: recovery after a kill -9 (ringmaster.torch elastic vs torchrun vs torchft), DDP step time and
+# FSDP2-on-a-mesh step time (the "ringmaster" backend vs torch's Gloo), in build/venv.
 bench-python: build
 	build/venv/bin/python worker-runtime/python/bench/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS)
 	build/venv/bin/python worker-runtime/python/bench/ddp_step_bench.py
+	build/venv/bin/python worker-runtime/python/bench/fsdp_step_bench.py
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt

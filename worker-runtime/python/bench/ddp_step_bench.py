@@ -15,41 +15,23 @@ optimizer.step(); its time is the slowest rank's. The table gives the median ste
 ratio ringmaster/gloo; progress lines go by while it runs.
 """
 import argparse
-import json
 import os
-import signal
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
+from step_bench_common import (alternate, add_run_args, init_group, launch_world, loadavg, log, median_ms,
+                               worker_world, write_result)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 EXAMPLES = os.path.join(HERE, "..", "examples")
-BACKENDS = ("gloo", "ringmaster")
 GLOBAL_BATCH = 64
-
-
-def log(msg):
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def loadavg():
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--np", type=int, nargs="+", default=[2, 4], help="world sizes to measure")
-    p.add_argument("--steps", type=int, default=200, help="timed steps per backend and round")
-    p.add_argument("--warmup", type=int, default=20, help="untimed steps before them")
-    p.add_argument("--rounds", type=int, default=2, help="gloo then ringmaster, this many times")
-    p.add_argument("--bin", default=os.path.join(REPO, "build", "bin"), help="where ringmaster-run is")
-    p.add_argument("--timeout-s", type=int, default=540, help="per world size, launcher start to finish")
-    p.add_argument("--out", help="keep the launcher's directories here (default: a temporary directory)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
+    add_run_args(p, steps=200, warmup=20, rounds=2, timeout_s=540)
     return p.parse_args()
 
 
@@ -70,26 +52,17 @@ def _train_steps(ddp, optimizer, x, y, world, count):
     return times
 
 
-def _init_group(dist, backend, store_dir, tag, rank, world):
-    if backend == "ringmaster":
-        dist.init_process_group("ringmaster")
-    else:
-        # A fresh file per group: a FileStore file that still holds an earlier group's keys would mix them.
-        store = dist.FileStore(os.path.join(store_dir, f"gloo.{tag}.store"), world)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
-
-
 def _measure(args, torch, dist, backend, store_dir, tag, rank, world, x, y):
     """One backend for one round: a fresh model and group, warm-up, timed steps, the group destroyed."""
     from digits_common import model
-    _init_group(dist, backend, store_dir, tag, rank, world)
+    init_group(dist, backend, store_dir, tag, rank, world)
     try:
         net = model(argparse.Namespace(seed=1, hidden=32))
         ddp = torch.nn.parallel.DistributedDataParallel(net)
         optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
         _train_steps(ddp, optimizer, x, y, world, args.warmup)
         dist.barrier()  # every rank starts the timed steps together
-        return _train_steps(ddp, optimizer, x, y, world, args.steps)
+        return _train_steps(ddp, optimizer, x, y, world, args.steps), ""
     finally:
         dist.destroy_process_group()
 
@@ -104,75 +77,22 @@ def worker(args):
     from digits_common import dataset
 
     hvd.init()
-    rank, world = hvd.rank(), hvd.size()
-    expected = int(os.environ["DDP_BENCH_NP"])
-    if world != expected:
-        sys.exit(f"rank {rank}: a world of {world}, not {expected} (a worker was removed before the bench "
-                 f"started?): the figures would not be for {expected} ranks; run it again")
+    rank, world, store_dir = worker_world(hvd)
     share = GLOBAL_BATCH // world
     x_all, y_all = dataset().tensors
     x, y = x_all[rank * share:(rank + 1) * share], y_all[rank * share:(rank + 1) * share]
-    store_dir = os.environ["DDP_BENCH_STORE_DIR"]  # made by the driver (a FileStore cannot create it)
-    times = {b: [] for b in BACKENDS}
-    for r in range(args.rounds):
-        for backend in BACKENDS:
-            mine = _measure(args, torch, dist, backend, store_dir, f"{r}", rank, world, x, y)
-            # A step takes as long as its slowest rank: every rank's times, the maximum per step.
-            every = hvd.allgather(torch.tensor([mine], dtype=torch.float64), name=f"bench.{backend}.{r}")
-            slowest = every.max(dim=0).values.tolist()
-            times[backend] += slowest
-            if rank == 0:
-                log(f"np={world} round {r + 1}/{args.rounds} {backend}: {len(slowest)} steps, median "
-                    f"{statistics.median(slowest) * 1e3:.3f} ms ({loadavg()})")
-    if rank == 0:
-        with open(args.result, "w") as f:
-            json.dump({"np": world, "times": times}, f)
+    times = alternate(args, hvd, torch, rank, world,
+                      lambda backend, tag: _measure(args, torch, dist, backend, store_dir, tag, rank, world, x, y))
+    write_result(args, rank, {"np": world, "times": times})
     hvd.shutdown()
 
 
 # -- the driver ----------------------------------------------------------------------------------------
 
-def _launch(args, np_, out):
-    """ringmaster-run --np np_ with this script as the worker; streams the bench's progress lines and
-    returns (exit status, the launcher's whole output, the result file)."""
-    launcher = os.path.join(args.bin, "ringmaster-run")
-    if not os.path.exists(launcher):
-        sys.exit(f"{launcher} is missing: build the project first (make build) or pass --bin")
-    result = os.path.join(out, f"result.np{np_}.json")
-    cmd = [launcher, "--np", str(np_), "--min", str(np_), "--max", str(np_), "--out", os.path.join(out, f"np{np_}"),
-           # the interpreter and torch take seconds to start on a loaded machine
-           "--heartbeat-timeout-ms", "30000", "--deadline-s", str(args.timeout_s),
-           "--", sys.executable, os.path.abspath(__file__), "--worker", "--result", result,
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--rounds", str(args.rounds)]
-    stores = os.path.join(out, f"np{np_}.stores")
-    os.makedirs(stores, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", DDP_BENCH_NP=str(np_),
-               DDP_BENCH_STORE_DIR=stores)
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    lines = []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if "[bench " in line or (line.startswith("[ringmaster-run") and ("generation" in line or "FAILED" in line)):
-                print("  " + line.rstrip(), flush=True)
-        code = proc.wait(timeout=60)
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)  # the launcher's session: it and the workers it started
-        proc.wait()
-        raise
-    return code, "".join(lines), result
-
-
-def _median_ms(values):
-    return statistics.median(values) * 1e3
-
-
 def _table(results):
     rows = [f"{'ranks':>5}  {'steps':>5}  {'gloo ms':>9}  {'ringmaster ms':>13}  {'ringmaster/gloo':>15}"]
     for np_, times in results:
-        gloo, ours = _median_ms(times["gloo"]), _median_ms(times["ringmaster"])
+        gloo, ours = median_ms(times["gloo"]), median_ms(times["ringmaster"])
         rows.append(f"{np_:>5}  {len(times['gloo']):>5}  {gloo:>9.3f}  {ours:>13.3f}  {ours / gloo:>15.2f}")
     return "\n".join(rows)
 
@@ -185,12 +105,7 @@ def driver(args):
     results = []
     for np_ in args.np:
         log(f"np={np_}: starting ringmaster-run ({loadavg()})")
-        code, output, result = _launch(args, np_, out)
-        if code != 0 or not os.path.exists(result):
-            sys.exit(f"np={np_}: ringmaster-run exited {code} without a result; its output ends with:\n"
-                     f"{output[-4000:]}\n(logs kept in {out})")
-        with open(result) as f:
-            results.append((np_, json.load(f)["times"]))
+        results.append((np_, launch_world(args, __file__, np_, out, [])["times"]))
         log(f"np={np_}: done ({loadavg()})")
     print()
     print("median step time (slowest rank per step), DDP over each backend:")
