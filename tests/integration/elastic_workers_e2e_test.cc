@@ -5,8 +5,8 @@
 // and its service-account token. The workers learn their membership by watching their TrainingJob,
 // rendezvous, train over Gloo and rebuild in place when the operator publishes a new generation.
 //
-// The PyTorch test runs the same way with the ringmaster Python package's digits example (Horovod's
-// elastic API) as the container's command.
+// The PyTorch tests run the same way with the ringmaster Python package's digits examples (Horovod's
+// elastic API, DDP, FSDP2 on a DeviceMesh) as the container's command.
 //
 // Each test disturbs the job mid-run (a worker SIGKILLed, a node lost, a scale-down) and then requires:
 // the job Succeeded, every finisher's weights equal a one-process run (float64, 1e-9 relative), and
@@ -92,6 +92,74 @@ INSTANTIATE_TEST_SUITE_P(Examples, PyTorchWorkersE2eTest,
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param).find("ddp") != std::string::npos ? "Ddp" : "Horovod";
                          });
+
+// FSDP2 on a DeviceMesh as the job's workers: digits_fsdp_mesh_elastic.py (MeshRule(tp=2): FSDP2 on dp, tensor
+// parallel on tp) on 4 workers trains on a (2 x 2) mesh. Rank 1 SIGKILLed mid-run leaves 3, and its node is
+// cordoned so that no replacement can come at once: the job continues on a (1 x 2) mesh over two of them, the
+// third standing by, the sharded state resharded from the DCP checkpoint in the job's spec.checkpoint directory
+// (the host's in process mode, so shared by every worker). Then the node is given back: the replacement may
+// join before the end and the mesh grow back to (2 x 2) with the old rank 2 as rank 1, or the job may finish on
+// 3; either way it ends with the one-process weights and every sample once per epoch.
+TEST_F(ElasticWorkersE2eTest, PyTorchFsdpMeshLosesAWorkerAndFinishesExactly) {
+  ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
+  workload_ = PyTorchExample(out_ + "/train", "digits_fsdp_mesh_elastic.py");
+  // One epoch (28 steps after the initial commit; the reference too): the kill lands at step 8 or later.
+  workload_.args = {"--epochs", "1", "--step-delay-ms", "150", "--tp", "2"};
+  *(std::find(workload_.reference.begin(), workload_.reference.end(), "--epochs") + 1) = "1";
+  workload_.epochs = 1;
+  workload_.workers = 4;
+  workload_.env.push_back({"OMP_NUM_THREADS", "1"});  // four torch processes on a small machine
+  // Four processes import torch (and FSDP, DCP) at once before the first step: on a busy 2-core
+  // machine that alone can take a minute.
+  workload_.start_timeout = seconds(150);
+  const std::string ckpt = out_ + "/ckpt";
+  std::filesystem::create_directories(ckpt);
+  spec_extra_ = "  checkpoint: {volumeName: ckpt, path: " + ckpt + "}\n";
+  pod_extra_ = "      volumes: [{name: ckpt, hostPath: {path: " + ckpt + ", type: Directory}}]\n";
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string rank0 = m["members"][0].value("pod", "");
+  const std::string victim = m["members"][1].value("pod", "");
+  const std::string node = m["members"][1].value("node", "");
+  // Rank 0 logs every generation's mesh ("generation G: mesh dp=D x tp=2 over N of W workers ...").
+  auto rank0_log = [&] {
+    std::ifstream in(ProcessesOf(rank0).at(0).log_file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_NE(rank0_log().find("mesh dp=2 x tp=2 over 4 of 4 workers (0 standing by)"), std::string::npos);
+
+  ASSERT_COMMAND_OK(cluster_.Kubectl({"cordon", node}));
+  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 3);
+  Status shrunk = WaitFor("rank 0 to train on a (1 x 2) mesh with a standby", seconds(60), [&](std::string* last) {
+    std::string log = rank0_log();
+    *last = log.substr(log.size() > 600 ? log.size() - 600 : 0);
+    return log.find("mesh dp=1 x tp=2 over 2 of 3 workers (1 standing by)") != std::string::npos;
+  });
+  ASSERT_OK(shrunk) << shrunk;
+  ASSERT_COMMAND_OK(cluster_.Kubectl({"uncordon", node}));
+
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  // Every member at the end writes rank 0's weights, the standby too: the 3 survivors, and the
+  // replacement (the victim's pod name) when it joined in time.
+  EXPECT_TRUE(finishers.size() == 3u || finishers.size() == 4u) << finishers.size() << " workers wrote final weights";
+  // No worker but the victim died: each that ended by itself exited 0 (a replacement still starting when
+  // the job ended is killed with its pod, which is no failure of its own).
+  for (const auto& p : runner_->Processes()) {
+    if (p.pod == victim && p.uid == m["members"][1].value("uid", "")) continue;
+    if (!p.running && p.killed_for.empty()) {
+      EXPECT_EQ(p.exit_code, 0) << p.pod << " (uid " << p.uid << "): " << p.log_file;
+    }
+  }
+  std::istringstream lines(rank0_log());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(": mesh dp=") != std::string::npos) std::cout << line << "\n";
+    if (line.find("FIGURE mesh-rebuild") != std::string::npos) std::cout << line.substr(line.find("FIGURE")) << "\n";
+  }
+  EXPECT_NE(rank0_log().find("FIGURE mesh-rebuild"), std::string::npos) << "no FIGURE line after the rebuild";
+}
 
 TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {
   ApplyJob();

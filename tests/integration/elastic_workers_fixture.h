@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -49,6 +51,8 @@ struct Workload {
   int epochs = 0, samples = 0;
   int64_t final_step = 0;              // committed steps at the end (ResolveJournals)
   int disturb_at_step = kDisturbAtStep;
+  int workers = 3;                     // the job's desired workers: its first membership's world
+  std::chrono::seconds start_timeout{45};  // from the first membership to disturb_at_step
 };
 
 inline Workload TrainExample(const std::string& out) {
@@ -147,8 +151,8 @@ class ElasticWorkersE2eTest : public JobTest {
     if (!HasFailure()) std::filesystem::remove_all(out_);  // kept for a person to read when it failed
   }
 
-  // The job: min 2, desired 3, max 4 CPU workers (one fake GPU each, so one per node), pinned to this
-  // test's nodes, running workload_ with the Kubernetes membership source.
+  // The job: min 2, desired workload_.workers (3 unless set), max 4 CPU workers (one fake GPU each, so one
+  // per node), pinned to this test's nodes, running workload_ with the Kubernetes membership source.
   void ApplyJob() {
     auto list = [](const std::vector<std::string>& items) {
       std::string out;
@@ -159,7 +163,7 @@ class ElasticWorkersE2eTest : public JobTest {
     for (const auto& [name, value] : workload_.env) env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
     Status s = cluster_.Apply(
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
-        "}\nspec:\n  replicas: {min: 2, max: 4, desired: 3}\n"
+        "}\nspec:\n  replicas: {min: 2, max: 4, desired: " + std::to_string(workload_.workers) + "}\n" + spec_extra_ +
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
         "leaveGraceSeconds: 30}\n"
         "  template:\n" + template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
@@ -205,13 +209,14 @@ class ElasticWorkersE2eTest : public JobTest {
     return best;
   }
 
-  // Waits until the job trains (its first generation is published and the workers pass kDisturbAtStep);
-  // returns the job as then seen.
+  // Waits until the job trains (its first generation of workload_.workers is published and the workers pass
+  // its disturb_at_step); returns the job as then seen.
   json WaitUntilTraining() {
-    json job = WaitForJob("the first membership of 3 workers", seconds(60),
-                          [](const json& j) { return Membership(j).value("worldSize", 0) == 3; });
+    const int workers = workload_.workers;
+    json job = WaitForJob("the first membership of " + std::to_string(workers) + " workers", seconds(60),
+                          [&](const json& j) { return Membership(j).value("worldSize", 0) == workers; });
     const int64_t at = workload_.disturb_at_step;
-    Status s = WaitFor("the workers to reach step " + std::to_string(at), seconds(45), [&](std::string* last) {
+    Status s = WaitFor("the workers to reach step " + std::to_string(at), workload_.start_timeout, [&](std::string* last) {
       int64_t p = Progress();
       *last = "step " + std::to_string(p);
       return p >= at;
@@ -312,8 +317,10 @@ class ElasticWorkersE2eTest : public JobTest {
 
   std::string out_;
   Workload workload_;
-  // The job's pod template beyond the workload: the image (only the image mode runs it), YAML lines under
-  // template: (metadata, indented 4), under the pod spec (indented 6) and under the container (indented 8).
+  // The job beyond the workload: YAML lines under spec: (indented 2, e.g. its checkpoint), the pod
+  // template's image (only the image mode runs it), and YAML lines under template: (metadata, indented 4),
+  // under the pod spec (indented 6) and under the container (indented 8).
+  std::string spec_extra_;
   std::string image_ = "ringmaster/train-example:dev";
   std::string template_metadata_, pod_extra_, container_extra_;
   BackgroundProcess operator_;

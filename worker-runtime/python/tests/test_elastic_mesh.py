@@ -58,6 +58,19 @@ def test_a_replacement_worker_takes_its_place_in_the_mesh_from_the_dcp_checkpoin
     assert_every_sample_once_per_epoch(out)
 
 
+def test_workers_whose_ranks_moved_take_their_new_places_in_a_mesh_of_the_same_shape(tmp_path, reference):
+    """4 workers, tp=2: rank 1 killed and a replacement added back to back, so the (2 x 2) mesh comes back with
+    the old rank 2 as rank 1. A DeviceMesh equals any other of its shape, so DTensor's caches would hand that
+    worker the first generation's mesh and a tp group it is not in: every worker must train to the end."""
+    code, output, out = run_ranks(tmp_path, 4, EXAMPLE, *ARGS, min_workers=2, chaos="killadd@6:1", timeout=400,
+                                  heartbeat_ms=90000, extra=["--checkpoint-dir", str(tmp_path / "ckpt")])
+    assert code == 0, output[-6000:]
+    assert "exited with status" not in output, output[-6000:]
+    assert output.count("mesh dp=2 x tp=2 over 4 of 4 workers") >= 2, output[-4000:]
+    np.testing.assert_allclose(weights(out), reference, rtol=1e-9, atol=1e-12)
+    assert_every_sample_once_per_epoch(out)
+
+
 def test_a_mesh_job_without_a_checkpoint_directory_is_refused(tmp_path):
     code, output, _ = run_ranks(tmp_path, 2, EXAMPLE, *ARGS, min_workers=2, timeout=120)
     assert code != 0

@@ -211,12 +211,28 @@ def _build_mesh(rule, ctx):
     dp, tp, in_mesh = rule.layout(size)
     if dist.is_initialized():
         dist.destroy_process_group()
+    _forget_dtensor_caches()
     if rank >= in_mesh:
         return None, None, dp, size - in_mesh
     rd.init_process_group(ranks=None if in_mesh == size else list(range(in_mesh)))
     device = rule.device_type or ("cuda" if ctx.session.backend() == "nccl" else "cpu")
     mesh = init_device_mesh(device, (dp, tp), mesh_dim_names=rule.names)
     return mesh, rank // tp, dp, size - in_mesh
+
+
+def _forget_dtensor_caches():
+    """DTensor caches its sharding decisions (output specs, which hold their DeviceMesh) and redistribute plans
+    by mesh, and a DeviceMesh equals any other of the same shape: its process groups are no part of that.
+    A worker whose rank moved (ranks 2 -> 1 when rank 1 is lost and a replacement brings the (2 x 2) mesh
+    back) would find the earlier generation's mesh, and its tp group's name, which this generation's torch
+    world does not have ("Could not resolve the process group registered under the name 4"). Forgotten at
+    every rebuild."""
+    from torch.distributed.tensor import _redistribute, debug
+    from torch.distributed.tensor._sharding_prop import ShardingPropagator
+    debug._clear_sharding_prop_cache()  # the Python propagation cache and the C++ fast path's
+    ShardingPropagator._propagate_tensor_meta_cached.cache_clear()
+    _redistribute._gen_transform_infos.cache_clear()
+    _redistribute.clear_redistribute_planner_cache()
 
 
 def _log(ctx, line):
