@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -237,6 +239,25 @@ TEST_F(HelmChartTest, MonitoringObjectsRenderWhereThePrometheusOperatorIs) {
   ASSERT_OK(checked) << "promtool is not installed: run make deps (Debian package prometheus)";
   EXPECT_EQ(checked->exit_code, 0) << checked->out << checked->err;
   EXPECT_NE(checked->out.find("SUCCESS: 6 rules found"), std::string::npos) << checked->out;
+
+  // Each alert fires on the series it is meant for, after its `for`, with its rendered text, and not on
+  // the case beside it (promtool's rule unit tests, tests/integration/testdata/alert_rules_test.yaml).
+  const std::string lease = by_kind["Deployment"]["metadata"]["name"].as<std::string>();
+  std::ifstream in(std::string(RINGMASTER_SOURCE_DIR) + "/tests/integration/testdata/alert_rules_test.yaml");
+  ASSERT_TRUE(in) << "alert_rules_test.yaml is missing from the source tree";
+  std::string cases((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  cases = std::regex_replace(cases, std::regex("@RULES@"), rules);
+  cases = std::regex_replace(cases, std::regex("@LEASE@"), lease);
+  const std::string cases_path = ::testing::TempDir() + release_ + "-rules-test.yaml";
+  std::ofstream(cases_path) << cases;
+  auto tested = RunCommand({"promtool", "test", "rules", cases_path}, seconds(60));
+  ASSERT_OK(tested);
+  EXPECT_EQ(tested->exit_code, 0) << tested->out << tested->err;
+  EXPECT_NE(tested->out.find("SUCCESS"), std::string::npos) << tested->out;
+  if (!HasFailure()) {  // kept for a look when something failed
+    std::filesystem::remove(rules);
+    std::filesystem::remove(cases_path);
+  }
 
   // One namespace watched: the PodMonitor looks only there.
   auto narrowed = Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
