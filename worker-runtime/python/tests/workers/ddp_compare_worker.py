@@ -13,8 +13,8 @@ import sys
 import torch
 import torch.distributed as dist
 
-import ringmaster.distributed  # noqa: F401  (registers the backend)
 import ringmaster.torch as hvd
+import torch_world
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 from digits_common import dataset  # noqa: E402
@@ -22,18 +22,7 @@ from digits_common import dataset  # noqa: E402
 BUCKETS = 3  # what bucket_cap_mb=0.0001 gives this model: [fc2 weight+bias], [fc1 bias], [fc1 weight]
 
 backend, out, expected_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
-hvd.init()
-rank, size = hvd.rank(), hvd.size()
-if size != expected_size:
-    sys.exit(f"rank {rank}: a world of {size}, not {expected_size}: the membership changed before training "
-             f"(a worker removed?), so there is nothing to compare; run the test again on a less loaded machine")
-# torch's FileStore waits (up to its timeout, minutes) for a file it cannot create: the directory must exist.
-os.makedirs(out, exist_ok=True)
-if backend == "ringmaster":
-    dist.init_process_group("ringmaster")
-else:
-    dist.init_process_group("gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), size), rank=rank,
-                            world_size=size)
+rank, size = torch_world.join(backend, out, expected_size, "training")
 assert dist.get_rank() == rank and dist.get_world_size() == size
 
 torch.manual_seed(7)

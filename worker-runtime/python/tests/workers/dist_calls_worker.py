@@ -14,20 +14,11 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 
-import ringmaster.distributed  # noqa: F401  (registers the backend)
 import ringmaster.torch as hvd
+import torch_world
 
 backend, out, expected_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
-hvd.init()
-rank, n = hvd.rank(), hvd.size()
-if n != expected_size:
-    sys.exit(f"rank {rank}: a world of {n}, not {expected_size}: the membership changed before the calls "
-             f"(a worker removed?); run the test again on a less loaded machine")
-os.makedirs(out, exist_ok=True)
-if backend == "ringmaster":
-    dist.init_process_group("ringmaster")
-else:
-    dist.init_process_group("gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), n), rank=rank, world_size=n)
+rank, n = torch_world.join(backend, out, expected_size, "the calls")
 results = {}
 
 

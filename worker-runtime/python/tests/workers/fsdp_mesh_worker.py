@@ -10,8 +10,8 @@ import time
 import torch
 import torch.distributed as dist
 
-import ringmaster.distributed  # noqa: F401  (registers the backend)
 import ringmaster.torch as hvd
+import torch_world
 
 TP = 2
 GLOBAL_BATCH = 8
@@ -56,15 +56,7 @@ from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 from torch.distributed.fsdp import fully_shard  # noqa: E402
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module  # noqa: E402
 
-hvd.init()
-rank, size = hvd.rank(), hvd.size()
-if size != np_:
-    sys.exit(f"rank {rank}: a world of {size}, not {np_}: the membership changed before training")
-if backend == "ringmaster":
-    dist.init_process_group("ringmaster")
-else:
-    dist.init_process_group("gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), size), rank=rank,
-                            world_size=size)
+rank, size = torch_world.join(backend, out, np_, "training")
 mesh = init_device_mesh("cpu", (size // TP, TP), mesh_dim_names=("dp", "tp"))
 net = model()
 parallelize_module(net, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})

@@ -9,8 +9,8 @@ import sys
 import torch
 import torch.distributed as dist
 
-import ringmaster.distributed  # noqa: F401  (registers the backend)
 import ringmaster.torch as hvd
+import torch_world
 
 BATCH, MICROBATCHES, STEPS = 8, 4, 3
 
@@ -42,15 +42,7 @@ if backend == "none":
 
 from torch.distributed.pipelining import PipelineStage, ScheduleGPipe  # noqa: E402
 
-hvd.init()
-rank, size = hvd.rank(), hvd.size()
-if size != 2:
-    sys.exit(f"rank {rank}: a world of {size}, not 2")
-if backend == "ringmaster":
-    dist.init_process_group("ringmaster")
-else:
-    dist.init_process_group("gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), size), rank=rank,
-                            world_size=size)
+rank, size = torch_world.join(backend, out, 2, "training")
 first = net[:3] if rank == 0 else net[3:]
 stage = PipelineStage(first, rank, 2, torch.device("cpu"))
 schedule = ScheduleGPipe(stage, MICROBATCHES, loss_fn=torch.nn.functional.mse_loss)
