@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -31,6 +32,7 @@ constexpr char kLoader[] = "/lib64/ld-linux-x86-64.so.2";
 struct Unpacked {
   LocalImage image;
   std::string rootfs;
+  std::shared_ptr<RootfsLease> lease;  // the root stays while a test looks at it
 };
 
 // Finds NAME:<chart appVersion> in build/images and unpacks it (once per manifest, shared with the pod runner).
@@ -41,9 +43,10 @@ StatusOr<Unpacked> Unpack(const std::string& name) {
   }
   RINGMASTER_ASSIGN_OR_RETURN(LocalImage image, FindLocalImage(dir, name + ":" + RINGMASTER_IMAGE_TAG));
   RINGMASTER_ASSIGN_OR_RETURN(
-      std::string rootfs,
+      RootfsLease lease,
       EnsureRootfs(image, DefaultRootfsCacheDir(), [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }));
-  return Unpacked{image, rootfs};
+  const std::string rootfs = lease.rootfs();
+  return Unpacked{image, rootfs, std::make_shared<RootfsLease>(std::move(lease))};
 }
 
 bool IsElf(const fs::path& path) {

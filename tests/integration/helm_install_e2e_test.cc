@@ -47,6 +47,7 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
     auto rootfs = EnsureRootfs(*worker_image, DefaultRootfsCacheDir(),
                                [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
     ASSERT_OK(rootfs) << rootfs.status();
+    worker_rootfs_ = std::move(rootfs).value();
     workload_ = TrainExample("/out");
     // Slower steps than the process e2e test: three disturbances (a kill, a scale, the leader's loss)
     // must land before the 120 steps end.
@@ -160,6 +161,7 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
 
   std::string release_, system_ns_;
   std::unique_ptr<PodRunner> operator_runner_;
+  RootfsLease worker_rootfs_;  // the unpacked worker image, held for the test (rootfs_cache.h)
   bool installed_ = false;
 };
 

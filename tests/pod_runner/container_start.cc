@@ -166,7 +166,8 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   RINGMASTER_ASSIGN_OR_RETURN(std::optional<ProbeSpec> liveness, ParseLivenessProbe(container));
   StatusOr<LocalImage> image = FindLocalImage(ctx.image_dir, StringAt(container, {"image"}));
   if (!image.ok()) return image.status().WithContext(where.substr(0, where.size() - 2));
-  RINGMASTER_ASSIGN_OR_RETURN(std::string rootfs, EnsureRootfs(*image, ctx.rootfs_cache_dir, ctx.progress));
+  RINGMASTER_ASSIGN_OR_RETURN(RootfsLease lease, EnsureRootfs(*image, ctx.rootfs_cache_dir, ctx.progress));
+  const std::string rootfs = lease.rootfs();
 
   // Environment: the image's, the runtime's, the container's (container_env.h resolves the latter).
   KeyLookup lookup = [&ctx](const std::string& kind, const std::string& object, const std::string& key) -> StatusOr<std::string> {
@@ -245,6 +246,7 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
 
   StartedContainer c;
   c.name = name;
+  c.rootfs = std::move(lease);
   c.log_file = ctx.log_prefix + name + ".log";
   c.readiness = readiness;
   c.liveness = liveness;

@@ -32,6 +32,7 @@
 #include "base/subprocess.h"
 #include "pod_runner/pod_spec.h"
 #include "pod_runner/readiness_probe.h"
+#include "pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
 
@@ -59,6 +60,7 @@ struct StartedContainer {
   std::optional<ProbeSpec> readiness;
   std::optional<ProbeSpec> liveness;
   SpawnOptions exec;  // how to run a command inside it (ExecInContainer)
+  RootfsLease rootfs;  // its image's root, held while the container may run (rootfs_cache.h)
 };
 
 // Starts every container of `pod` (spec.containers, in order). The pod is taken as the ServiceAccount

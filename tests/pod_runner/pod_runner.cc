@@ -98,6 +98,7 @@ struct PodRunner::Proc {
   std::optional<ReadinessState> readiness;
   std::optional<ProbeSpec> liveness_probe;
   std::optional<LivenessState> liveness;
+  RootfsLease rootfs;  // its image's root, kept from pruning while this Proc exists
   RestartPolicy policy = RestartPolicy::kNever;  // bin-dir mode: never restarted
   Clock::time_point started_at;
   std::chrono::milliseconds back_off{0};     // the wait before this run (0: the first run)
@@ -544,6 +545,7 @@ Status PodRunner::StartImagePod(const json& pod) {
                                  !c.readiness.has_value(), 0, ""};
       proc->process = std::move(c.process);
       proc->exec = std::move(c.exec);
+      proc->rootfs = std::move(c.rootfs);
       proc->probe = c.readiness;
       if (c.readiness) proc->readiness.emplace(*c.readiness, now);
       proc->liveness_probe = c.liveness;
@@ -604,6 +606,7 @@ void PodRunner::RestartContainers(const std::vector<json>& pods) {
     proc->info.liveness_failure.clear();
     proc->process = std::move(c->process);
     proc->exec = std::move(c->exec);
+    proc->rootfs = std::move(c->rootfs);
     proc->probe = c->readiness;
     if (c->readiness) proc->readiness.emplace(*c->readiness, started);
     proc->liveness_probe = c->liveness;

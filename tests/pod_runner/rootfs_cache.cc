@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -45,27 +45,20 @@ Status RunTool(const std::vector<std::string>& argv, Clock::time_point deadline)
   return Status::Ok();
 }
 
-// Marks `dir` as just used (its mtime), which is what pruning goes by.
-void Touch(const std::string& dir) { (void)::utimensat(AT_FDCWD, dir.c_str(), nullptr, 0); }
+// flock(2), retried when a signal interrupts it.
+int Flock(int fd, int operation) {
+  int r;
+  while ((r = ::flock(fd, operation)) != 0 && errno == EINTR) {
+  }
+  return r;
+}
 
-// Every new image leaves ~GBs behind: unpacked roots beyond the `keep` most recently used go, but only
-// those unused for a day, so a root another test process is running on is never taken from under it.
-void Prune(const std::string& cache_dir, const std::string& current, size_t keep,
-           const std::function<void(const std::string&)>& progress) {
-  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> roots;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(cache_dir, ec)) {
-    if (!e.is_directory() || e.path().filename().string().rfind('.', 0) == 0 || e.path() == current) continue;
-    roots.emplace_back(e.last_write_time(ec), e.path());
-  }
-  std::sort(roots.rbegin(), roots.rend());
-  const auto day_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24);
-  for (size_t i = keep > 0 ? keep - 1 : 0; i < roots.size(); ++i) {
-    if (roots[i].first > day_ago) continue;
-    progress("removing the unpacked image " + roots[i].second.string() + " (unused for a day)");
-    std::filesystem::remove_all(roots[i].second, ec);
-    std::filesystem::remove(roots[i].second.string() + ".lock", ec);
-  }
+// True when `name` is ".unpacking-<hex>-<pid>" of a process that no longer exists (it crashed mid-unpack).
+bool IsAbandonedUnpack(const std::string& name) {
+  if (name.rfind(".unpacking-", 0) != 0) return false;
+  const size_t dash = name.rfind('-');
+  const long pid = std::strtol(name.c_str() + dash + 1, nullptr, 10);
+  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 }  // namespace
@@ -76,7 +69,54 @@ std::string DefaultRootfsCacheDir() {
   return std::string(home && *home ? home : "/root") + "/.cache/ringmaster/rootfs";
 }
 
-StatusOr<std::string> EnsureRootfs(const LocalImage& image, const std::string& cache_dir,
+RootfsLease::RootfsLease(RootfsLease&& other) noexcept
+    : rootfs_(std::move(other.rootfs_)), lock_fd_(std::exchange(other.lock_fd_, -1)) {}
+
+RootfsLease& RootfsLease::operator=(RootfsLease&& other) noexcept {
+  if (this != &other) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    rootfs_ = std::move(other.rootfs_);
+    lock_fd_ = std::exchange(other.lock_fd_, -1);
+  }
+  return *this;
+}
+
+RootfsLease::~RootfsLease() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the shared flock
+}
+
+int PruneUnusedRootfs(const std::string& cache_dir, const std::string& keep,
+                      const std::function<void(const std::string&)>& progress) {
+  int removed = 0;
+  std::error_code ec;
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(cache_dir, ec)) {
+    if (e.is_directory(ec)) entries.push_back(e.path());
+  }
+  for (const auto& path : entries) {
+    const std::string name = path.filename().string();
+    if (IsAbandonedUnpack(name)) {
+      progress("removing " + path.string() + " (left by an unpack whose process is gone)");
+      std::filesystem::remove_all(path, ec);
+      continue;
+    }
+    if (name.rfind('.', 0) == 0 || path.string() == keep) continue;
+    // The lock files stay (empty): removing one another process has open would split the lock in two.
+    const std::string lock_path = path.string() + ".lock";
+    const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock < 0) continue;
+    if (Flock(lock, LOCK_EX | LOCK_NB) == 0) {  // no lease anywhere, and none can start until we are done
+      progress("removing the unpacked image " + path.string() + " (no container uses it)");
+      std::filesystem::remove_all(path, ec);
+      if (ec) progress("could not remove " + path.string() + ": " + ec.message());
+      ++removed;
+    }
+    ::close(lock);
+  }
+  return removed;
+}
+
+StatusOr<RootfsLease> EnsureRootfs(const LocalImage& image, const std::string& cache_dir,
                                    const std::function<void(const std::string&)>& progress,
                                    std::chrono::seconds timeout) {
   const size_t colon = image.manifest_digest.find(':');
@@ -84,31 +124,34 @@ StatusOr<std::string> EnsureRootfs(const LocalImage& image, const std::string& c
   if (hex.empty()) return InvalidArgumentError("image " + image.reference + " has no manifest digest");
   const std::string dir = cache_dir + "/" + hex, rootfs = dir + "/rootfs";
   std::error_code ec;
-  if (std::filesystem::is_directory(rootfs, ec)) {
-    Touch(dir);
-    return rootfs;
-  }
-
   std::filesystem::create_directories(cache_dir, ec);
   if (ec) return InternalError("cannot create the rootfs cache " + cache_dir + ": " + ec.message());
   const std::string lock_path = dir + ".lock";
-  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0) return InternalError("cannot open " + lock_path + ": " + std::strerror(errno));
-  const auto started = Clock::now();
-  int locked;
-  while ((locked = ::flock(lock, LOCK_EX)) != 0 && errno == EINTR) {
-  }
-  if (locked != 0) {
+  auto fail = [lock](Status s) {
     ::close(lock);
-    return InternalError("cannot lock " + lock_path + ": " + std::strerror(errno));
-  }
-  Status result = Status::Ok();
-  if (!std::filesystem::is_directory(rootfs, ec)) {  // not unpacked by another process meanwhile
+    return s;
+  };
+
+  // flock cannot convert between shared and exclusive atomically, so a pruner may take the root in the
+  // gap after an unpack; then it is unpacked again.
+  for (int attempt = 0;; ++attempt) {
+    if (Flock(lock, LOCK_SH) != 0) return fail(InternalError("cannot lock " + lock_path + ": " + std::strerror(errno)));
+    if (std::filesystem::is_directory(rootfs, ec)) return RootfsLease(rootfs, lock);
+    if (attempt == 3) {
+      return fail(AbortedError("the unpacked image " + dir + " was removed three times before it could be taken; try again"));
+    }
+    if (Flock(lock, LOCK_EX) != 0) return fail(InternalError("cannot lock " + lock_path + ": " + std::strerror(errno)));
+    if (std::filesystem::is_directory(rootfs, ec)) continue;  // another process unpacked it meanwhile
+
+    const auto started = Clock::now();
     const std::string tmp = cache_dir + "/.unpacking-" + hex + "-" + std::to_string(::getpid());
     const std::string layout = tmp + "/layout", bundle = tmp + "/bundle";
     progress("unpacking image " + image.reference + " (" + image.archive + ", manifest " + image.manifest_digest.substr(0, 19) +
              ") into " + dir);
     const auto deadline = Clock::now() + timeout;
+    Status result = Status::Ok();
     std::filesystem::remove_all(tmp, ec);
     std::filesystem::create_directories(layout, ec);
     if (ec) result = InternalError("cannot create " + layout + ": " + ec.message());
@@ -121,18 +164,13 @@ StatusOr<std::string> EnsureRootfs(const LocalImage& image, const std::string& c
       }
     }
     std::filesystem::remove_all(tmp, ec);
-    if (result.ok()) {
-      char took[32];
-      std::snprintf(took, sizeof(took), "%.1f", std::chrono::duration<double>(Clock::now() - started).count());
-      progress("unpacked image " + image.reference + " in " + took + " s");
-      Prune(cache_dir, dir, 3, progress);
-    } else {
-      result = result.WithContext("unpacking image " + image.reference);
-    }
+    if (!result.ok()) return fail(result.WithContext("unpacking image " + image.reference));
+    char took[32];
+    std::snprintf(took, sizeof(took), "%.1f", std::chrono::duration<double>(Clock::now() - started).count());
+    progress("unpacked image " + image.reference + " in " + took + " s");
+    // A new image usually replaces an older one: roots no container holds go (each is GBs).
+    PruneUnusedRootfs(cache_dir, dir, progress);
   }
-  ::close(lock);  // releases the flock
-  if (!result.ok()) return result;
-  return rootfs;
 }
 
 }  // namespace ringmaster::testing
