@@ -57,6 +57,9 @@ TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
   EXPECT_EQ(HttpCode(t, jobs + "/beta"), "403");
   EXPECT_EQ(HttpCode(t, jobs), "403");  // listing every job is not allowed
   EXPECT_EQ(HttpCode(t, "/api/v1/namespaces/" + ns_ + "/pods"), "403");
+  // Its job's secret reaches it as a mounted file, never through the API: no Secret can be read.
+  EXPECT_EQ(HttpCode(t, "/api/v1/namespaces/" + ns_ + "/secrets"), "403");
+  EXPECT_EQ(HttpCode(t, "/api/v1/namespaces/" + ns_ + "/secrets/" + controller::WorkerSecretName("alpha")), "403");
 }
 
 TEST_F(WorkerAccessTest, WorkerPodIsAcceptedScheduledByGpuAndRuns) {

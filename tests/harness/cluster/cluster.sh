@@ -5,7 +5,8 @@
 #   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--fresh]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
-#   cluster.sh restart --dir DIR COMPONENT   (e.g. kube-apiserver: same flags, ports and data)
+#   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
+#                                                                   data; stopped SECONDS before the start)
 #
 # up: reuses a healthy cluster already running in DIR (or, with --fresh, replaces it); refuses a
 #     half-running one with advice. Ports are chosen free, so clusters in different DIRs run side by side.
@@ -364,8 +365,8 @@ cmd_down() {
   log "stopped $before cluster processes in $DIR"
 }
 
-# Stops one component and starts it again with the same command line (tests use it to prove that
-# watches survive an apiserver restart).
+# Stops one component, waits $DOWN_FOR seconds, and starts it again with the same command line (tests use
+# it to prove that watches survive an apiserver restart and an etcd outage).
 cmd_restart() {
   local name="$1"
   [[ " ${COMPONENTS[*]} " == *" $name "* ]] || die "unknown component '$name'" "use one of: ${COMPONENTS[*]}"
@@ -380,6 +381,10 @@ cmd_restart() {
   fi
   local argv=()
   mapfile -d '' -t argv <"$DIR/cmdlines/$name"
+  if ((DOWN_FOR > 0)); then
+    log "$name stopped; starting it again in ${DOWN_FOR}s"
+    sleep "$DOWN_FOR"
+  fi
   log "restarting $name"
   start "$name" "${argv[@]}"
   case "$name" in
@@ -401,7 +406,7 @@ cmd_status() {
 
 main() {
   local cmd="${1:-}"; shift || true
-  DIR="" NODES=4 GPUS=8 FRESH=0
+  DIR="" NODES=4 GPUS=8 FRESH=0 DOWN_FOR=0
   local positional=()
   while (($#)); do
     case "$1" in
@@ -409,13 +414,15 @@ main() {
       --nodes) NODES="${2:-}"; shift 2 ;;
       --gpus-per-node) GPUS="${2:-}"; shift 2 ;;
       --fresh) FRESH=1; shift ;;
+      --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
       -h|--help) usage; exit 0 ;;
       -*) die "unknown option '$1'" "see $0 --help" ;;
       *) positional+=("$1"); shift ;;
     esac
   done
   [[ -n "$DIR" ]] || die "--dir is required" "e.g. $0 $cmd --dir build/cluster"
-  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ ]] || die "--nodes and --gpus-per-node take whole numbers" ""
+  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ && "$DOWN_FOR" =~ ^[0-9]+$ ]] \
+    || die "--nodes, --gpus-per-node and --down-for take whole numbers" ""
   mkdir -p "$DIR"
   DIR="$(cd "$DIR" && pwd)"
   case "$cmd" in

@@ -1,0 +1,182 @@
+// The control plane failing in the middle of a change, under a real elastic job (elastic_workers_fixture.h:
+// the operator and its workers as processes, KWOK's fake GPU nodes): the apiserver restarted while a killed
+// worker is being replaced, and etcd stopped for longer than the workers' rebuild timeout with a worker
+// killed during the outage. The operator's and the workers' watches must resume (or relist on 410 Gone)
+// and the change must finish:
+//   * every membership the job's status shows, recorded by a watch of the test's own (an informer, which
+//     resumes or relists across the outage as the operator's does), never goes back a generation and never
+//     names two different worlds under one generation;
+//   * the failure makes exactly one generation and the replacement's join exactly one more;
+//   * the job ends with the one-process weights and every sample committed once per epoch.
+// These tests stop parts of the shared test cluster, so ctest runs them alone (SERIAL).
+#include <algorithm>
+#include <csignal>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "integration/elastic_workers_fixture.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+// Every membership a TrainingJob's status shows, as a watch delivers them, and what is wrong with them.
+// Thread-safe.
+class MembershipHistory {
+ public:
+  MembershipHistory(std::shared_ptr<kube::Client> client, const std::string& ns, const std::string& job)
+      : informer_(std::move(client),
+                  {std::string(api::kGroup), std::string(api::kVersion), std::string(api::kResource), true},
+                  Options(ns, job)) {
+    kube::EventHandler handler;
+    handler.on_add = [this](const json& obj) { Record(obj); };
+    handler.on_update = [this](const json&, const json& obj) { Record(obj); };
+    informer_.AddEventHandler(handler);
+    informer_.Start();
+  }
+
+  // Generations that went back or were published with two different worlds; empty when none.
+  std::vector<std::string> Problems() const {
+    std::lock_guard lock(mu_);
+    return problems_;
+  }
+  // generation -> its world ("pod/uid@rank, ..."), for messages.
+  std::string Describe() const {
+    std::lock_guard lock(mu_);
+    std::string out;
+    for (const auto& [g, world] : worlds_) out += "  generation " + std::to_string(g) + ": " + world + "\n";
+    return out;
+  }
+  int64_t lists() const { return informer_.lists(); }
+
+ private:
+  static kube::InformerOptions Options(const std::string& ns, const std::string& job) {
+    kube::InformerOptions o;
+    o.ns = ns;
+    o.field_selector = "metadata.name=" + job;
+    o.max_backoff = seconds(1);  // come back quickly after the outage
+    return o;
+  }
+
+  void Record(const json& job) {
+    const json membership = job.value("status", json::object()).value("membership", json::object());
+    const int64_t generation = membership.value("generation", int64_t{0});
+    if (generation == 0) return;
+    std::string world;
+    for (const auto& m : membership.value("members", json::array())) {
+      world += (world.empty() ? "" : ", ") + m.value("pod", "") + "/" + m.value("uid", "").substr(0, 8) + "@" +
+               std::to_string(m.value("rank", -1));
+    }
+    std::lock_guard lock(mu_);
+    if (generation < highest_) {
+      problems_.push_back("generation " + std::to_string(generation) + " seen after " + std::to_string(highest_));
+    }
+    highest_ = std::max(highest_, generation);
+    auto [it, inserted] = worlds_.emplace(generation, world);
+    if (!inserted && it->second != world) {
+      problems_.push_back("generation " + std::to_string(generation) + " published as [" + it->second + "] and as [" +
+                          world + "]");
+    }
+  }
+
+  mutable std::mutex mu_;
+  int64_t highest_ = 0;                // guarded by mu_
+  std::map<int64_t, std::string> worlds_;  // guarded by mu_
+  std::vector<std::string> problems_;  // guarded by mu_
+  kube::Informer informer_;            // last: stopped (its handlers done) before the members above go
+};
+
+class ControlPlaneFaultsE2eTest : public ElasticWorkersE2eTest {
+ protected:
+  void SetUp() override {
+    ElasticWorkersE2eTest::SetUp();
+    if (HasFatalFailure()) return;
+    auto config = kube::LoadConfig(cluster_.kubeconfig(), "", kube::ProcessEnvironment());
+    ASSERT_OK(config) << config.status();
+    auto client = kube::NewClient(*config);
+    ASSERT_OK(client) << client.status();
+    history_ = std::make_unique<MembershipHistory>(*client, ns_, kJob);
+  }
+  void TearDown() override {
+    history_.reset();
+    ElasticWorkersE2eTest::TearDown();
+  }
+
+  // cluster.sh restart: stops `component`, waits `down_for`, starts it with the same flags and data.
+  StatusOr<CommandResult> Restart(const std::string& component, seconds down_for) {
+    return RunCommand({std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh", "restart", "--dir",
+                       cluster_.dir(), "--down-for", std::to_string(down_for.count()), component},
+                      down_for + seconds(150));
+  }
+
+  // After `victim` (a member at `generation`) was killed: its failure makes generation + 1 and its
+  // replacement (same pod name, a new pod) joins as generation + 2; then the job finishes exactly and no
+  // generation was ever shown twice or out of order.
+  void ExpectReplacedAndFinishedExactly(const std::string& victim, const std::string& victim_uid, int64_t generation) {
+    std::string failed = WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
+    EXPECT_NE(failed.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << failed;
+    EXPECT_NE(failed.find(victim), std::string::npos) << failed;
+    json joined = WaitForJob("the replacement to join", seconds(60), [&](const json& j) {
+      for (const auto& member : Membership(j).value("members", json::array()))
+        if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid) return Membership(j).value("worldSize", 0) == 3;
+      return false;
+    });
+    EXPECT_EQ(Membership(joined).value("generation", int64_t{0}), generation + 2)
+        << "a generation was published twice or skipped:\n" << history_->Describe();
+    ExpectSucceededWithExactResults();
+    EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();
+  }
+
+  std::unique_ptr<MembershipHistory> history_;
+};
+
+TEST_F(ControlPlaneFaultsE2eTest, ApiserverRestartWhileAKilledWorkerIsReplacedLosesNoGeneration) {
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string victim = m["members"][1].value("pod", "");
+  const std::string victim_uid = m["members"][1].value("uid", "");
+  const int64_t generation = m.value("generation", int64_t{0});
+
+  // The kill and the restart together: the exit is reported, the pod replaced and the generation
+  // published across the apiserver's absence.
+  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  auto restarted = Restart("kube-apiserver", seconds(0));
+  ASSERT_COMMAND_OK(restarted);
+  ExpectReplacedAndFinishedExactly(victim, victim_uid, generation);
+}
+
+TEST_F(ControlPlaneFaultsE2eTest, EtcdDownPastTheRebuildTimeoutWithAWorkerKilledMeanwhile) {
+  // Slower steps: after the outage enough of the 120 remain for the replacement to be created and join.
+  *(std::find(workload_.args.begin(), workload_.args.end(), "--step-delay-ms") + 1) = "400";
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string victim = m["members"][1].value("pod", "");
+  const std::string victim_uid = m["members"][1].value("uid", "");
+  const int64_t generation = m.value("generation", int64_t{0});
+  const int64_t lists_before = history_->lists();
+
+  // etcd away for 20 s; the worker dies 3 s into it, so nothing about it can be written until etcd is
+  // back: meanwhile the survivors time out on the old generation and build it again, and again.
+  auto outage = std::async(std::launch::async, [&] { return Restart("etcd", seconds(20)); });
+  std::this_thread::sleep_for(seconds(3));
+  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  auto restarted = outage.get();
+  ASSERT_COMMAND_OK(restarted);
+  ExpectReplacedAndFinishedExactly(victim, victim_uid, generation);
+  std::cerr << "the test's watch listed " << history_->lists() - lists_before << " times across the outage\n";
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
