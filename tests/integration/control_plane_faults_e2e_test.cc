@@ -12,15 +12,11 @@
 #include <algorithm>
 #include <csignal>
 #include <future>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "integration/elastic_workers_fixture.h"
-#include "kube/client.h"
-#include "kube/config.h"
-#include "kube/informer.h"
+#include "integration/membership_history.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -28,82 +24,14 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-// Every membership a TrainingJob's status shows, as a watch delivers them, and what is wrong with them.
-// Thread-safe.
-class MembershipHistory {
- public:
-  MembershipHistory(std::shared_ptr<kube::Client> client, const std::string& ns, const std::string& job)
-      : informer_(std::move(client),
-                  {std::string(api::kGroup), std::string(api::kVersion), std::string(api::kResource), true},
-                  Options(ns, job)) {
-    kube::EventHandler handler;
-    handler.on_add = [this](const json& obj) { Record(obj); };
-    handler.on_update = [this](const json&, const json& obj) { Record(obj); };
-    informer_.AddEventHandler(handler);
-    informer_.Start();
-  }
-
-  // Generations that went back or were published with two different worlds; empty when none.
-  std::vector<std::string> Problems() const {
-    std::lock_guard lock(mu_);
-    return problems_;
-  }
-  // generation -> its world ("pod/uid@rank, ..."), for messages.
-  std::string Describe() const {
-    std::lock_guard lock(mu_);
-    std::string out;
-    for (const auto& [g, world] : worlds_) out += "  generation " + std::to_string(g) + ": " + world + "\n";
-    return out;
-  }
-  int64_t lists() const { return informer_.lists(); }
-
- private:
-  static kube::InformerOptions Options(const std::string& ns, const std::string& job) {
-    kube::InformerOptions o;
-    o.ns = ns;
-    o.field_selector = "metadata.name=" + job;
-    o.max_backoff = seconds(1);  // come back quickly after the outage
-    return o;
-  }
-
-  void Record(const json& job) {
-    const json membership = job.value("status", json::object()).value("membership", json::object());
-    const int64_t generation = membership.value("generation", int64_t{0});
-    if (generation == 0) return;
-    std::string world;
-    for (const auto& m : membership.value("members", json::array())) {
-      world += (world.empty() ? "" : ", ") + m.value("pod", "") + "/" + m.value("uid", "").substr(0, 8) + "@" +
-               std::to_string(m.value("rank", -1));
-    }
-    std::lock_guard lock(mu_);
-    if (generation < highest_) {
-      problems_.push_back("generation " + std::to_string(generation) + " seen after " + std::to_string(highest_));
-    }
-    highest_ = std::max(highest_, generation);
-    auto [it, inserted] = worlds_.emplace(generation, world);
-    if (!inserted && it->second != world) {
-      problems_.push_back("generation " + std::to_string(generation) + " published as [" + it->second + "] and as [" +
-                          world + "]");
-    }
-  }
-
-  mutable std::mutex mu_;
-  int64_t highest_ = 0;                // guarded by mu_
-  std::map<int64_t, std::string> worlds_;  // guarded by mu_
-  std::vector<std::string> problems_;  // guarded by mu_
-  kube::Informer informer_;            // last: stopped (its handlers done) before the members above go
-};
-
 class ControlPlaneFaultsE2eTest : public ElasticWorkersE2eTest {
  protected:
   void SetUp() override {
     ElasticWorkersE2eTest::SetUp();
     if (HasFatalFailure()) return;
-    auto config = kube::LoadConfig(cluster_.kubeconfig(), "", kube::ProcessEnvironment());
-    ASSERT_OK(config) << config.status();
-    auto client = kube::NewClient(*config);
-    ASSERT_OK(client) << client.status();
-    history_ = std::make_unique<MembershipHistory>(*client, ns_, kJob);
+    auto history = MembershipHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
+    ASSERT_OK(history) << history.status();
+    history_ = std::move(history).value();
   }
   void TearDown() override {
     history_.reset();
