@@ -27,8 +27,10 @@ constexpr std::chrono::seconds kFinishGrace{10};
 // at once would publish a generation without the workers that just completed the job, and their
 // exits (0, no longer members) would then read as departures, not as the job's end. A worker that is
 // really gone is still dropped: its exit, its node's loss or its deletion act at once, and a hung one
-// after this grace.
-constexpr std::chrono::seconds kReadinessLossGrace{5};
+// after this grace (short beside a kubelet's own 30 s of failed probes before NotReady). 5 s was too
+// short: on a loaded 2-core machine two finished PyTorch workers took 5.1 and 6.2 s from their last
+// /readyz answer to their exit, and the job trained again instead of completing.
+constexpr std::chrono::seconds kReadinessLossGrace{15};
 
 // What the plan needs to know about one worker pod.
 struct PodView {

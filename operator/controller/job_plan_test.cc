@@ -299,7 +299,7 @@ TEST(PlanJobTest, MemberExitingZeroStaysBrieflySoTheEndCausesNoChurn) {
   EXPECT_EQ((*late->status)["restartCount"], 0);
 }
 
-// A member's readiness lost while its container runs: kept for 5 s (a finishing worker's session is
+// A member's readiness lost while its container runs: kept for 15 s (a finishing worker's session is
 // gone before its process is), so when it then exits 0 as rank 0 the job completes; one that stays
 // NotReady past the grace is dropped.
 TEST(PlanJobTest, MemberThatTurnsNotReadyIsKeptBrieflyThenDropped) {
@@ -317,15 +317,15 @@ TEST(PlanJobTest, MemberThatTurnsNotReadyIsKeptBrieflyThenDropped) {
   EXPECT_FALSE(graced->status && (*graced->status)["membership"]["generation"] != generation) << graced->status->dump(2);
   EXPECT_TRUE(graced->deletes.empty());
   ASSERT_TRUE(graced->requeue_at.has_value());
-  EXPECT_EQ(*graced->requeue_at, kT0 + seconds(35));
+  EXPECT_EQ(*graced->requeue_at, kT0 + seconds(45));
   // Rank 0 exits 0 within the grace: the job is complete.
   std::vector<json> exited = not_ready;
   exited[0] = Pod(0, "Succeeded", false);
-  auto completed = PlanJob(Input(job, exited, kT0 + seconds(34)));
+  auto completed = PlanJob(Input(job, exited, kT0 + seconds(44)));
   ASSERT_OK(completed);
   EXPECT_EQ((*completed->status)["phase"], "Succeeded");
   // Still NotReady when the grace is over: both leave the membership; rank 2 is rank 0 now.
-  auto dropped = PlanJob(Input(job, not_ready, kT0 + seconds(35)));
+  auto dropped = PlanJob(Input(job, not_ready, kT0 + seconds(45)));
   ASSERT_OK(dropped);
   EXPECT_EQ((*dropped->status)["membership"]["generation"], generation + 1);
   EXPECT_EQ((*dropped->status)["membership"]["worldSize"], 1);
