@@ -13,7 +13,7 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python clean
+        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python soak clean
 
 help:
 	@echo "make demo          see it work: the operator keeping an elastic job's membership on a local cluster"
@@ -25,6 +25,7 @@ help:
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
+	@echo "make soak          SOAK_MINUTES (30) of random faults against one elastic job; the exact result and a table of faults"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step)"
 
 deps:
@@ -88,6 +89,15 @@ test-e2e: build
 
 test-gpu: build
 	$(CTEST) -L gpu
+
+# Minutes of random faults (kill -9, SIGSTOP, scale, node NotReady, operator and apiserver loss) against one
+# elastic job on a cluster of its own (build/soak-cluster), then the exact-result check and a table of the
+# faults survived (tests/soak/elastic_soak_test.cc). Not part of make test.
+SOAK_MINUTES ?= 30
+soak: deps build
+	@$(CLUSTER) up --dir $(BUILD_DIR)/soak-cluster --fresh
+	@RINGMASTER_TEST_CLUSTER_DIR=$(abspath $(BUILD_DIR))/soak-cluster RINGMASTER_SOAK_MINUTES=$(SOAK_MINUTES) \
+	  $(BUILD_DIR)/bin/elastic_soak_test; rc=$$?; $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit $$rc
 
 cluster-up:
 	@tests/harness/deps.sh tools

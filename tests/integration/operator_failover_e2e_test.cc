@@ -17,16 +17,13 @@
 
 #include "integration/elastic_workers_fixture.h"
 #include "integration/membership_history.h"
+#include "integration/operator_replicas.h"
 
 namespace ringmaster::testing {
 namespace {
 
 using json = nlohmann::json;
 using std::chrono::seconds;
-using Clock = std::chrono::steady_clock;
-
-constexpr char kLease[] = "ringmaster";
-
 class OperatorFailoverE2eTest : public ElasticWorkersE2eTest {
  protected:
   void SetUp() override {
@@ -36,17 +33,8 @@ class OperatorFailoverE2eTest : public ElasticWorkersE2eTest {
   }
 
   void StartOperatorAndRunner() override {
-    auto flags = [this](const std::string& identity) {
-      return std::vector<std::string>{"--leader-elect", "--leader-election-namespace", ns_, "--leader-election-id", kLease,
-                                      "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
-                                      "--identity", identity};
-    };
-    Status a = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator-a.log",
-                                    flags("replica-a"));
-    ASSERT_OK(a) << a;
-    Status b = StartOperatorProcess(&standby_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator-b.log",
-                                    flags("replica-b"));
-    ASSERT_OK(b) << b;
+    Status started = replicas_.Start(RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator");
+    ASSERT_OK(started) << started;
     StartRunner();
     auto history = MembershipHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
     ASSERT_OK(history) << history.status();
@@ -54,44 +42,22 @@ class OperatorFailoverE2eTest : public ElasticWorkersE2eTest {
   }
 
   void TearDown() override {
-    if (HasFailure()) std::cerr << "---- the other replica's log ----\n" << standby_.Log() << "\n";
-    standby_.Stop(seconds(5));
+    if (HasFailure()) std::cerr << replicas_.Logs();
+    replicas_.Stop();
     history_.reset();
     ElasticWorkersE2eTest::TearDown();
-  }
-
-  // The lease's holder ("replica-a" or "replica-b"), once there is one; "" on timeout (a failure).
-  std::string Holder() {
-    std::string holder;
-    Status s = WaitFor("a lease holder", seconds(30), [&](std::string* last) {
-      auto lease = cluster_.KubectlJson({"get", "lease", kLease, "-n", ns_});
-      holder = lease.ok() ? (*lease)["spec"].value("holderIdentity", "") : "";
-      *last = lease.ok() ? "holder '" + holder + "'" : lease.status().ToString();
-      return holder == "replica-a" || holder == "replica-b";
-    });
-    EXPECT_OK(s) << s;
-    return s.ok() ? holder : "";
   }
 
   // `kubectl scale` to `replicas`, then the leader SIGKILLed at once (its lease is not released); returns
   // when the standby holds the lease, having printed how long the handover took.
   void ScaleAndKillTheLeader(int replicas) {
-    const std::string leader = Holder();
-    ASSERT_FALSE(leader.empty());
-    BackgroundProcess& dying = leader == "replica-a" ? operator_ : standby_;
-    const std::string standby = leader == "replica-a" ? "replica-b" : "replica-a";
+    ASSERT_OK(replicas_.Holder().status());
     auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=" + std::to_string(replicas)});
     ASSERT_COMMAND_OK(scaled) << (scaled.ok() ? scaled->err : "");
-    const auto killed_at = Clock::now();
-    dying.Kill();
-    Status took_over = WaitFor("the standby " + standby + " to take the lease", seconds(30), [&](std::string* last) {
-      auto lease = cluster_.KubectlJson({"get", "lease", kLease, "-n", ns_});
-      *last = lease.ok() ? (*lease)["spec"].value("holderIdentity", "") : lease.status().ToString();
-      return *last == standby;
-    });
-    ASSERT_OK(took_over) << took_over;
-    std::cerr << leader << " killed after `kubectl scale --replicas=" << replicas << "`; " << standby << " took the lease in "
-              << std::chrono::duration<double>(Clock::now() - killed_at).count() << " s (lease 4 s)\n";
+    auto took = replicas_.KillLeader();
+    ASSERT_OK(took) << took.status();
+    std::cerr << "the leader killed after `kubectl scale --replicas=" << replicas << "`; the standby took the lease in "
+              << *took << " s (lease 4 s)\n";
   }
 
   // The job once its status shows membership generation `generation` or a later one. (Not the Event: the
@@ -111,7 +77,7 @@ class OperatorFailoverE2eTest : public ElasticWorkersE2eTest {
     return out;
   }
 
-  BackgroundProcess standby_;
+  OperatorReplicas replicas_;  // in place of the fixture's one operator
   std::unique_ptr<MembershipHistory> history_;
 };
 

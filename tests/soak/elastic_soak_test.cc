@@ -1,0 +1,210 @@
+// make soak: minutes of random faults against one elastic job on a local cluster of its own, then the
+// same end as every e2e test — the job Succeeded, every finisher's weights equal a one-process run
+// (float64, 1e-9 relative), every sample committed once per epoch — and a table of the faults it survived.
+// A benchmark-like program, not part of make test (it runs for RINGMASTER_SOAK_MINUTES, 30 by default).
+//
+// The job is elastic_workers_fixture.h's (ringmaster-train-example workers run by the pod runner on four
+// one-GPU fake nodes, min 2, max 4) under two operator replicas with leader election, long enough to
+// outlast the soak. Between faults the soak waits until the job is settled (its membership has the desired
+// world), then a random 2-6 s, then draws one fault (RINGMASTER_SOAK_SEED, else the clock, printed):
+//   kill      a member SIGKILLed (its pod fails; a replacement comes after the back-off)
+//   stop      a member SIGSTOPped for 1-5 s, then SIGCONT (its peers time out and rebuild the generation)
+//   scale     kubectl scale to another size in [2, 4]
+//   node      a member's node NotReady for 5 s (its worker is killed; the operator drops it)
+//   operator  the leading operator SIGKILLed; the standby takes over; the dead one restarts as standby
+//   apiserver kube-apiserver restarted
+// Network partitions are not among them: pods share the host's loopback here (DESIGN.md, issue 16).
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration/elastic_workers_fixture.h"
+#include "integration/membership_history.h"
+#include "integration/operator_replicas.h"
+
+namespace ringmaster::testing {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+class ElasticSoakTest : public ElasticWorkersE2eTest {
+ protected:
+  void SetUp() override {
+    minutes_ = EnvInt("RINGMASTER_SOAK_MINUTES", 30);
+    ElasticWorkersE2eTest::SetUp();
+    // Pure training time is the soak's length (100 ms a step); the faults' stalls come on top. A
+    // multiple of 6 steps: whole epochs of 48 samples in batches of 8.
+    steps_ = std::max(600, minutes_ * 60 * 1000 / kStepDelayMs / 6 * 6);
+    *(std::find(workload_.args.begin(), workload_.args.end(), "--steps") + 1) = std::to_string(steps_);
+    *(std::find(workload_.reference.begin(), workload_.reference.end(), "--steps") + 1) = std::to_string(steps_);
+    workload_.final_step = steps_;
+    workload_.epochs = steps_ * kBatch / kSamples;
+    workload_.start_timeout = seconds(60);
+  }
+
+  void StartOperatorAndRunner() override {
+    Status started = replicas_.Start(RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator");
+    ASSERT_OK(started) << started;
+    StartRunner();
+    auto history = MembershipHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
+    ASSERT_OK(history) << history.status();
+    history_ = std::move(history).value();
+  }
+
+  void TearDown() override {
+    if (HasFailure()) std::cerr << replicas_.Logs();
+    replicas_.Stop();
+    history_.reset();
+    ElasticWorkersE2eTest::TearDown();
+  }
+
+  void Say(const std::string& line) {
+    const double t = std::chrono::duration<double>(Clock::now() - start_).count();
+    std::fprintf(stderr, "[soak %3d:%02d] %s\n", static_cast<int>(t) / 60, static_cast<int>(t) % 60, line.c_str());
+  }
+
+  // Waits until the membership has the desired world; false (with a failure) after 150 s.
+  bool Settle() {
+    Status s = WaitFor("the job to settle", seconds(150), [&](std::string* last) {
+      json j = Job();
+      const int desired = j.value("spec", json::object()).value("replicas", json::object()).value("desired", 0);
+      const int world = Membership(j).value("worldSize", 0);
+      *last = "world " + std::to_string(world) + " of " + std::to_string(desired) + ", phase " + Phase(j);
+      return desired > 0 && world == desired;
+    });
+    EXPECT_OK(s) << s;
+    return s.ok();
+  }
+
+  template <typename T>
+  T Pick(const std::vector<T>& from) {
+    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
+  }
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+
+  // Draws and injects one fault; returns its kind and a description.
+  std::pair<std::string, std::string> InjectOne() {
+    const json job = Job();
+    std::vector<json> members;
+    for (const auto& m : Membership(job).value("members", json::array())) members.push_back(m);
+    const std::string kind = Pick<std::string>({"kill", "stop", "scale", "node", "operator", "apiserver"});
+    if (kind == "kill" || kind == "stop" || kind == "node") {
+      const json victim = Pick(members);
+      const std::string pod = victim.value("pod", "");
+      if (kind == "kill") {
+        EXPECT_OK(runner_->Signal(pod, SIGKILL)) << pod;
+        return {kind, "SIGKILL " + pod};
+      }
+      if (kind == "stop") {
+        const int ms = Uniform(1000, 5000);
+        EXPECT_OK(runner_->Signal(pod, SIGSTOP)) << pod;
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        EXPECT_OK(runner_->Signal(pod, SIGCONT)) << pod;
+        return {kind, "SIGSTOP " + pod + " for " + std::to_string(ms) + " ms"};
+      }
+      const std::string node = victim.value("node", "");
+      const std::string label = "node-not-ready.stage.kwok.x-k8s.io";
+      EXPECT_COMMAND_OK(cluster_.Kubectl({"label", "node", node, label + "=true"}));
+      std::this_thread::sleep_for(seconds(5));
+      EXPECT_COMMAND_OK(cluster_.Kubectl({"label", "node", node, label + "-"}));
+      return {kind, "node " + node + " (of " + pod + ") NotReady for 5 s"};
+    }
+    if (kind == "scale") {
+      const int desired = job["spec"]["replicas"].value("desired", 3);
+      int to = desired;
+      while (to == desired) to = Uniform(2, 4);
+      EXPECT_COMMAND_OK(cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=" + std::to_string(to)}));
+      return {kind, "scale " + std::to_string(desired) + " -> " + std::to_string(to)};
+    }
+    if (kind == "operator") {
+      auto took = replicas_.KillLeader();
+      EXPECT_OK(took) << took.status();
+      EXPECT_OK(replicas_.Restart());
+      char text[96];
+      std::snprintf(text, sizeof text, "leader SIGKILLed, the standby took over in %.1f s", took.ok() ? *took : -1.0);
+      return {kind, text};
+    }
+    auto restarted = RunCommand({std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh", "restart",
+                                 "--dir", cluster_.dir(), "kube-apiserver"},
+                                seconds(150));
+    EXPECT_COMMAND_OK(restarted);
+    return {kind, "kube-apiserver restarted"};
+  }
+
+  int minutes_ = 30, steps_ = 0;
+  Clock::time_point start_ = Clock::now();
+  std::mt19937_64 rng_;
+  OperatorReplicas replicas_;  // in place of the fixture's one operator
+  std::unique_ptr<MembershipHistory> history_;
+};
+
+TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
+  const uint64_t seed = static_cast<uint64_t>(EnvInt("RINGMASTER_SOAK_SEED", static_cast<int>(::time(nullptr) % 100000)));
+  rng_.seed(seed);
+  start_ = Clock::now();
+  Say("soak: " + std::to_string(minutes_) + " min of faults, seed " + std::to_string(seed) + " (RINGMASTER_SOAK_SEED), " +
+      std::to_string(steps_) + " training steps");
+  ApplyJob();
+  WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+
+  std::map<std::string, int> survived;
+  std::map<std::string, double> settle_seconds;
+  const auto end = start_ + std::chrono::minutes(minutes_);
+  int n = 0;
+  while (Clock::now() < end && Progress() < steps_ - 300) {
+    if (!Settle()) break;
+    auto restarted = replicas_.RestartExited();
+    ASSERT_OK(restarted) << restarted.status();
+    for (const auto& name : *restarted) Say(name + " had exited (it lost its lease); started again, as its Deployment would");
+    std::this_thread::sleep_for(std::chrono::milliseconds(Uniform(2000, 6000)));
+    const int64_t generation = Membership(Job()).value("generation", int64_t{0});
+    auto [kind, what] = InjectOne();
+    if (HasFailure()) break;
+    const auto injected = Clock::now();
+    if (!Settle()) break;
+    const double took = std::chrono::duration<double>(Clock::now() - injected).count();
+    ++survived[kind];
+    settle_seconds[kind] += took;
+    char line[256];
+    std::snprintf(line, sizeof line, "fault %d: %-9s %s (generation %lld -> %lld, settled in %.1f s, step %lld of %d)",
+                  ++n, kind.c_str(), what.c_str(), static_cast<long long>(generation),
+                  static_cast<long long>(Membership(Job()).value("generation", int64_t{0})), took,
+                  static_cast<long long>(Progress()), steps_);
+    Say(line);
+  }
+  ASSERT_FALSE(HasFailure());
+  Say("faults stop; the training runs to its end (step " + std::to_string(Progress()) + " of " + std::to_string(steps_) + ")");
+  Status finished = WaitFor("the training to end", seconds(600), [&](std::string* last) {
+    *last = "phase " + Phase(Job()) + ", step " + std::to_string(Progress());
+    return Phase(Job()) == "Succeeded" || Phase(Job()) == "Failed";
+  });
+  ASSERT_OK(finished) << finished;
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();
+
+  std::fprintf(stderr, "\nsoak: %d faults in %.1f min, seed %llu; the job %s with %zu finishers%s\n", n,
+               std::chrono::duration<double>(Clock::now() - start_).count() / 60, static_cast<unsigned long long>(seed),
+               Phase(Job()).c_str(), finishers.size(), HasFailure() ? " -- FAILED (see above)" : ", weights exact, every sample once per epoch");
+  std::fprintf(stderr, "  %-10s %9s %20s\n", "fault", "survived", "mean time to settle");
+  for (const auto& [kind, count] : survived) {
+    std::fprintf(stderr, "  %-10s %9d %18.1f s\n", kind.c_str(), count, settle_seconds[kind] / count);
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster::testing
