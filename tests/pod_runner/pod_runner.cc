@@ -226,6 +226,7 @@ void PodRunner::Tick() {
     RestartContainers(pods);
     ProbeContainers(pods);
   }
+  ReassertReadiness(pods, nodes);
 
   std::map<std::string, const json*> node_by_name;
   for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
@@ -702,6 +703,38 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
     for (const auto& [c, n] : restarts) total += n;
     Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) + (all ? " Ready" : " NotReady") +
         (total ? " (" + std::to_string(total) + " restarts)" : "") + (s.ok() ? "" : ": " + s.ToString()));
+  }
+}
+
+void PodRunner::ReassertReadiness(const std::vector<json>& pods, const std::vector<json>& nodes) {
+  std::map<std::string, const json*> node_by_name;
+  for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
+  for (const auto& pod : pods) {
+    if (StringAt(pod, {"status", "phase"}) != "Running" || HasDeletion(pod)) continue;
+    if (StringAt(pod, {"metadata", "annotations", kProbedReadinessAnnotation}) == kProbedReadinessValue) continue;
+    auto node = node_by_name.find(StringAt(pod, {"spec", "nodeName"}));
+    if (node == node_by_name.end() || !NodeTrouble(*node->second).empty()) continue;
+    bool not_ready = false;
+    for (const auto& c : At(pod, {"status", "conditions"}).is_array() ? pod["status"]["conditions"] : json::array()) {
+      not_ready |= StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "False";
+    }
+    if (!not_ready) continue;
+    const std::string uid = StringAt(pod, {"metadata", "uid"});
+    bool running_here = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& p : procs_) running_here |= p->info.uid == uid && p->info.running;
+    }
+    if (!running_here) continue;
+    std::map<std::string, bool> ready;
+    for (const auto& c : At(pod, {"spec", "containers"}).is_array() ? pod["spec"]["containers"] : json::array()) {
+      ready[StringAt(c, {"name"})] = true;
+    }
+    const std::string name = StringAt(pod, {"metadata", "name"});
+    Status patched = PatchContainerStatuses(pod, ready, {});
+    Log(patched.ok() ? "marked " + name + " Ready again: its node is Ready and its process runs (the node lifecycle "
+                                        "controller had marked it NotReady with its node)"
+                     : "cannot mark " + name + " Ready again: " + patched.ToString());
   }
 }
 

@@ -179,6 +179,10 @@ class PodRunner {
   // Image mode: runs the readiness and liveness probes that are due, kills containers whose liveness
   // probe failed, and patches the readiness and restart counts of pods that changed.
   void ProbeContainers(const std::vector<nlohmann::json>& pods);
+  // Pods whose readiness KWOK owns (no kProbedReadinessAnnotation) that run here on a Ready node but
+  // read NotReady are patched Ready again: the node lifecycle controller marks every pod of a node it
+  // sees NotReady, late, and nothing else would undo it (a kubelet's status sync does). Outside mu_.
+  void ReassertReadiness(const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& nodes);
   // Patches the pod's Ready/ContainersReady conditions and containerStatuses[].ready and .restartCount.
   Status PatchContainerStatuses(const nlohmann::json& pod, const std::map<std::string, bool>& ready,
                                 const std::map<std::string, int>& restarts);
