@@ -1,17 +1,33 @@
 // ringmaster-checkpoint-bench: checkpoint save/restore throughput against the
 // disk's own bandwidth, measured by dd in the same run on the same directory.
 //
-//   ringmaster-checkpoint-bench [--dir DIR] [--sizes-mib 256,1024] [--blobs 4]
+//   ringmaster-checkpoint-bench [--dir DIR] [--sizes-mib 256,1024] [--blobs 4] [--reps 5] [--dd-bs-mib 1]
 //
-// For each size: dd write (conv=fsync), a synchronous Save (fsync'd, committed),
-// then -- after dropping both files from the page cache with
-// posix_fadvise(DONTNEED), so reads come from the disk where the kernel allows
-// -- a dd read-back and a LoadLatest (read + CRC32C verify). Prints MB/s
-// (10^6 bytes/s) and the ratio to dd.
+// Cache-neutral, so that the figures say what the disk does and not what the
+// page cache holds:
+//   - dd writes with oflag=direct conv=fsync and reads with iflag=direct (O_DIRECT);
+//   - our files are fsync'd and dropped from the page cache with
+//     posix_fadvise(POSIX_FADV_DONTNEED) right before each timed restore (no
+//     machine-wide drop_caches: the machine is shared);
+//   - writes are timed until durable on both sides (dd's fsync; Save's fsyncs,
+//     manifest, rename and directory fsyncs);
+//   - both sides write fresh files: the previous checkpoint and the previous dd
+//     file are deleted, and the file system synced, before the clock starts
+//     (so neither pays for freeing the other's blocks).
+// Each size runs --reps rounds; within a round dd and ours alternate which goes
+// first. Printed per operation: the median MB/s (10^6 bytes/s) with its spread
+// (min-max) for ours and for dd, and the ratio of the medians (ours / dd; >= 1
+// means ours is at least as fast). The load average is printed at the start and
+// the end; the CRC32C's own GB/s on one core is printed per size, for scale.
+// Every restore is compared with the bytes saved (untimed). Progress on stderr.
+//
+// Needs dd (coreutils) on PATH and about twice the largest size free in --dir,
+// which is created, emptied first and removed at the end.
 #include <fcntl.h>
-#include <sys/wait.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,112 +37,254 @@
 #include <vector>
 
 #include "base/cli.h"
+#include "base/subprocess.h"
 #include "checkpoint/checkpoint_store.h"
+#include "checkpoint/crc32c.h"
 
 namespace {
 
+using ringmaster::Status;
+using ringmaster::StatusOr;
 using ringmaster::runtime::checkpoint::BlobRef;
 using ringmaster::runtime::checkpoint::CheckpointOptions;
 using ringmaster::runtime::checkpoint::CheckpointStore;
+using ringmaster::runtime::checkpoint::Crc32c;
 using ringmaster::runtime::checkpoint::ListDirectory;
+using ringmaster::runtime::checkpoint::MakeDirectories;
 using ringmaster::runtime::checkpoint::RemoveTree;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Runs a command with /bin/sh, its output discarded; returns the wall seconds or -1.
-double TimeCommand(const std::string& command) {
-  const double start = Now();
-  const int rc = std::system((command + " >/dev/null 2>&1").c_str());
-  if (rc != 0) {
-    std::fprintf(stderr, "command failed (%d): %s\n", rc, command.c_str());
-    return -1;
-  }
-  return Now() - start;
+std::string LoadAverage() {
+  double load[3] = {0, 0, 0};
+  if (::getloadavg(load, 3) != 3) return "unknown";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f %.2f %.2f", load[0], load[1], load[2]);
+  return buf;
 }
 
+// Runs argv (PATH lookup, output discarded) and returns its wall seconds.
+StatusOr<double> TimeCommand(const std::vector<std::string>& argv) {
+  ringmaster::SpawnOptions options;
+  options.argv = argv;
+  options.out = ringmaster::Redirect::Null();
+  options.err = ringmaster::Redirect::Null();
+  const double start = Now();
+  RINGMASTER_ASSIGN_OR_RETURN(ringmaster::Subprocess child, ringmaster::Subprocess::Start(options));
+  const ringmaster::ExitStatus exit = child.Wait();
+  const double seconds = Now() - start;
+  if (!exit.exited() || exit.code != 0) {
+    return ringmaster::InternalError(argv[0] + " " + argv[1] + "...: " + exit.ToString());
+  }
+  return seconds;
+}
+
+// Writes back and drops `path` from the page cache (a regular file), or every file in it (a directory).
 void DropFromCache(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  auto names = ListDirectory(path);
+  if (names.ok()) {
+    for (const std::string& name : *names) DropFromCache(path + "/" + name);
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
-  ::fdatasync(fd);
+  ::fsync(fd);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
 
-void DropDirFromCache(const std::string& dir) {
-  auto names = ListDirectory(dir);
-  if (!names.ok()) return;
-  for (const std::string& name : *names) DropFromCache(dir + "/" + name);
+// Deletes `path` (file or tree) and syncs the file system under `dir`, so freeing its blocks is not timed.
+void RemoveAndSettle(const std::string& path, const std::string& dir) {
+  (void)RemoveTree(path);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::syncfs(fd);
+  ::close(fd);
 }
+
+// MB/s figures of one operation on one side, one per round.
+struct Series {
+  std::vector<double> mbps;
+  double Median() const {
+    std::vector<double> v = mbps;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  }
+  double Min() const { return mbps.empty() ? 0 : *std::min_element(mbps.begin(), mbps.end()); }
+  double Max() const { return mbps.empty() ? 0 : *std::max_element(mbps.begin(), mbps.end()); }
+};
 
 double Mbps(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
-
-// One size: dd write, Save, dd read-back, LoadLatest; prints two lines. False on a failure (printed).
-bool BenchOneSize(CheckpointStore& store, const std::string& ddfile, uint64_t mib, int blobs, int64_t step) {
-  const uint64_t bytes = mib << 20;
-  std::fprintf(stderr, "[%llu MiB] filling the buffer...\n", static_cast<unsigned long long>(mib));
-  std::vector<std::byte> data(bytes);
-  for (uint64_t i = 0; i < bytes; i += 4096) data[i] = static_cast<std::byte>(i * 2654435761u >> 13);
-
-  std::fprintf(stderr, "[%llu MiB] dd write (conv=fsync)...\n", static_cast<unsigned long long>(mib));
-  const double dd_write = TimeCommand("dd if=/dev/zero of=" + ddfile + " bs=1M count=" + std::to_string(mib) +
-                                      " conv=fsync");
-  std::fprintf(stderr, "[%llu MiB] checkpoint save...\n", static_cast<unsigned long long>(mib));
-  std::vector<BlobRef> refs;
-  std::vector<std::string> names;
-  for (int b = 0; b < blobs; ++b) names.push_back("blob" + std::to_string(b));
-  const uint64_t per = bytes / blobs;
-  for (int b = 0; b < blobs; ++b) {
-    const uint64_t begin = per * b, end = b + 1 == blobs ? bytes : per * (b + 1);
-    refs.push_back({names[b], std::span<const std::byte>(data.data() + begin, end - begin)});
-  }
-  auto saved = store.Save(step, 1, refs);
-  if (!saved.ok()) {
-    std::fprintf(stderr, "save: %s\n", saved.status().ToString().c_str());
-    return false;
-  }
-  std::printf("%-9s %-22s %10.3f %10.1f %10.1f %8.2f\n", (std::to_string(mib) + "MiB").c_str(),
-              "save (fsync, commit)", saved->seconds, Mbps(bytes, saved->seconds), Mbps(bytes, dd_write),
-              dd_write > 0 ? dd_write / saved->seconds : 0.0);
-  data = {};
-
-  std::fprintf(stderr, "[%llu MiB] dd read-back...\n", static_cast<unsigned long long>(mib));
-  DropFromCache(ddfile);
-  const double dd_read = TimeCommand("dd if=" + ddfile + " of=/dev/null bs=1M");
-  std::fprintf(stderr, "[%llu MiB] checkpoint restore...\n", static_cast<unsigned long long>(mib));
-  DropDirFromCache(saved->path);
-  auto loaded = store.LoadLatest();
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "load: %s\n", loaded.status().ToString().c_str());
-    return false;
-  }
-  std::printf("%-9s %-22s %10.3f %10.1f %10.1f %8.2f\n", (std::to_string(mib) + "MiB").c_str(),
-              "restore (read, verify)", loaded->stats.seconds, Mbps(bytes, loaded->stats.seconds),
-              Mbps(bytes, dd_read), dd_read > 0 ? dd_read / loaded->stats.seconds : 0.0);
-  std::fflush(stdout);
-  ::unlink(ddfile.c_str());
-  return true;
-}
 
 // The command line, parsed once (base/cli.h).
 struct Flags {
   std::string dir = "/tmp/ringmaster-checkpoint-bench";
   std::vector<uint64_t> sizes_mib = {256, 1024};
   int blobs = 4;
+  int reps = 5;
+  int dd_bs_mib = 1;
   bool help = false;
 };
 
+// One size's context: the bytes to save and where things go.
+struct SizeRun {
+  SizeRun(const Flags& f, CheckpointStore& s) : flags(f), store(s) {}
+  const Flags& flags;
+  CheckpointStore& store;
+  uint64_t mib = 0;
+  uint64_t bytes = 0;
+  std::vector<std::byte> data;
+  std::vector<std::string> names;
+  std::vector<BlobRef> refs;
+  std::string ddfile;
+  int64_t step = 0;  // the newest saved step (0: none yet)
+  Series save, restore, dd_write, dd_read;
+
+  void Progress(const std::string& what) const {
+    std::fprintf(stderr, "[%llu MiB] %s\n", static_cast<unsigned long long>(mib), what.c_str());
+  }
+};
+
+void FillData(SizeRun& run) {
+  run.data.resize(run.bytes);
+  // Not compressible, not zero: splitmix64 words.
+  uint64_t x = run.mib;
+  for (uint64_t i = 0; i + 8 <= run.bytes; i += 8) {
+    uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    std::memcpy(run.data.data() + i, &z, 8);
+  }
+  const uint64_t per = run.bytes / run.flags.blobs;
+  for (int b = 0; b < run.flags.blobs; ++b) run.names.push_back("blob" + std::to_string(b));
+  for (int b = 0; b < run.flags.blobs; ++b) {
+    const uint64_t begin = per * b, end = b + 1 == run.flags.blobs ? run.bytes : per * (b + 1);
+    run.refs.push_back({run.names[b], std::span<const std::byte>(run.data.data() + begin, end - begin)});
+  }
+}
+
+// The checksum alone, in memory, one core: how much of a save or restore it can cost.
+void PrintCrcSpeed(const SizeRun& run) {
+  const double start = Now();
+  const uint32_t crc = Crc32c(run.data.data(), run.data.size());
+  const double seconds = Now() - start;
+  std::printf("%-9s crc32c in memory, one core: %.2f GB/s (%.3f s; crc %08x)\n",
+              (std::to_string(run.mib) + "MiB").c_str(), run.bytes / seconds / 1e9, seconds, crc);
+}
+
+Status DdWrite(SizeRun& run) {
+  RemoveAndSettle(run.ddfile, run.flags.dir);
+  const uint64_t count = run.mib / run.flags.dd_bs_mib;
+  RINGMASTER_ASSIGN_OR_RETURN(
+      double seconds, TimeCommand({"dd", "if=/dev/zero", "of=" + run.ddfile,
+                                   "bs=" + std::to_string(run.flags.dd_bs_mib) + "M", "count=" + std::to_string(count),
+                                   "oflag=direct", "conv=fsync"}));
+  run.dd_write.mbps.push_back(Mbps(count * run.flags.dd_bs_mib << 20, seconds));
+  return Status::Ok();
+}
+
+Status DdRead(SizeRun& run) {
+  DropFromCache(run.ddfile);
+  RINGMASTER_ASSIGN_OR_RETURN(
+      double seconds, TimeCommand({"dd", "if=" + run.ddfile, "of=/dev/null",
+                                   "bs=" + std::to_string(run.flags.dd_bs_mib) + "M", "iflag=direct"}));
+  run.dd_read.mbps.push_back(Mbps(run.mib / run.flags.dd_bs_mib * run.flags.dd_bs_mib << 20, seconds));
+  return Status::Ok();
+}
+
+Status Save(SizeRun& run) {
+  if (run.step > 0) RemoveAndSettle(run.store.dir() + "/step-" + std::to_string(run.step), run.flags.dir);
+  const double start = Now();
+  RINGMASTER_RETURN_IF_ERROR(run.store.Save(++run.step, 1, run.refs).status());
+  run.save.mbps.push_back(Mbps(run.bytes, Now() - start));
+  return Status::Ok();
+}
+
+Status Restore(SizeRun& run) {
+  DropFromCache(run.store.dir());
+  const double start = Now();
+  RINGMASTER_ASSIGN_OR_RETURN(auto loaded, run.store.LoadLatest());
+  run.restore.mbps.push_back(Mbps(run.bytes, Now() - start));
+  if (loaded.manifest.step != run.step) return ringmaster::InternalError("restored the wrong step");
+  for (const BlobRef& ref : run.refs) {
+    const auto& blob = loaded.blobs.at(std::string(ref.name));
+    if (blob.size != ref.data.size() || std::memcmp(blob.data.get(), ref.data.data(), blob.size) != 0) {
+      return ringmaster::InternalError("restored blob " + std::string(ref.name) + " differs from the saved bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Last(const Series& s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MB/s", s.mbps.empty() ? 0 : s.mbps.back());
+  return buf;
+}
+
+// One round: writes, then reads; dd first in even rounds, ours first in odd ones.
+Status Round(SizeRun& run, int round) {
+  const bool dd_first = round % 2 == 0;
+  if (dd_first) RINGMASTER_RETURN_IF_ERROR(DdWrite(run));
+  RINGMASTER_RETURN_IF_ERROR(Save(run));
+  if (!dd_first) RINGMASTER_RETURN_IF_ERROR(DdWrite(run));
+  if (dd_first) RINGMASTER_RETURN_IF_ERROR(DdRead(run));
+  RINGMASTER_RETURN_IF_ERROR(Restore(run));
+  if (!dd_first) RINGMASTER_RETURN_IF_ERROR(DdRead(run));
+  run.Progress("round " + std::to_string(round + 1) + "/" + std::to_string(run.flags.reps) + ": save " +
+               Last(run.save) + ", dd write " + Last(run.dd_write) + ", restore " + Last(run.restore) +
+               ", dd read " + Last(run.dd_read) + " (load " + LoadAverage() + ")");
+  return Status::Ok();
+}
+
+void PrintRow(uint64_t mib, const char* operation, const Series& ours, const Series& dd) {
+  char ours_text[40], dd_text[40];
+  std::snprintf(ours_text, sizeof ours_text, "%.0f (%.0f-%.0f)", ours.Median(), ours.Min(), ours.Max());
+  std::snprintf(dd_text, sizeof dd_text, "%.0f (%.0f-%.0f)", dd.Median(), dd.Min(), dd.Max());
+  std::printf("%-9s %-28s %-20s %-20s %6.2f\n", (std::to_string(mib) + "MiB").c_str(), operation, ours_text, dd_text,
+              dd.Median() > 0 ? ours.Median() / dd.Median() : 0.0);
+  std::fflush(stdout);
+}
+
+Status BenchOneSize(const Flags& flags, CheckpointStore& store, uint64_t mib) {
+  SizeRun run(flags, store);
+  run.mib = mib;
+  run.bytes = mib << 20;
+  run.ddfile = flags.dir + "/ddtest";
+  run.Progress("filling the buffer...");
+  FillData(run);
+  PrintCrcSpeed(run);
+  for (int round = 0; round < flags.reps; ++round) RINGMASTER_RETURN_IF_ERROR(Round(run, round));
+  PrintRow(mib, "save (write, fsync, commit)", run.save, run.dd_write);
+  PrintRow(mib, "restore (read, CRC verify)", run.restore, run.dd_read);
+  RemoveAndSettle(run.ddfile, flags.dir);
+  RemoveAndSettle(store.dir() + "/step-" + std::to_string(run.step), flags.dir);
+  return Status::Ok();
+}
+
 std::unique_ptr<CLI::App> NewApp(Flags& f) {
   auto app = ringmaster::cli::NewApp("ringmaster-checkpoint-bench",
-                                     "ringmaster-checkpoint-bench: checkpoint save/restore throughput against dd on the "
-                                     "same disk.");
-  app->add_option("--dir", f.dir, "scratch directory (emptied first)");
+                                     "ringmaster-checkpoint-bench: checkpoint save/restore throughput against dd "
+                                     "(O_DIRECT, fsync) on the same disk, page cache dropped before reads; median "
+                                     "of --reps rounds.");
+  app->add_option("--dir", f.dir, "scratch directory (emptied first, removed at the end)");
   app->add_option("--sizes-mib", f.sizes_mib, "checkpoint sizes in MiB, comma-separated")
       ->delimiter(',')
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   app->add_option("--blobs", f.blobs, "blobs per checkpoint")->check(CLI::Range(1, 4096));
+  app->add_option("--reps", f.reps, "rounds per size (the median is printed)")->check(CLI::Range(1, 1000));
+  app->add_option("--dd-bs-mib", f.dd_bs_mib, "dd's block size in MiB")->check(CLI::Range(1, 1024));
   return app;
+}
+
+std::string FileSystemType(const std::string& dir) {
+  struct statfs st {};
+  if (::statfs(dir.c_str(), &st) != 0) return "unknown";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(st.f_type));
+  return buf;
 }
 
 }  // namespace
@@ -134,25 +292,36 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
 int main(int argc, char** argv) {
   auto flags = ringmaster::cli::ParseInto<Flags>(NewApp, ringmaster::cli::Args(argc, argv));
   if (auto exit_code = ringmaster::cli::ExitEarly<Flags>("ringmaster-checkpoint-bench", flags, NewApp)) return *exit_code;
-  const std::string dir = flags->dir;
-  const std::vector<uint64_t> sizes_mib = flags->sizes_mib;
-  const int blobs = flags->blobs;
-  if (!RemoveTree(dir).ok()) return 1;
+  if (Status s = RemoveTree(flags->dir); !s.ok() || !(s = MakeDirectories(flags->dir)).ok()) {
+    std::fprintf(stderr, "ringmaster-checkpoint-bench: %s\n", s.ToString().c_str());
+    return 1;
+  }
   CheckpointOptions options;
-  options.dir = dir + "/checkpoints";
+  options.dir = flags->dir + "/checkpoints";
   options.keep_last = 1;
   auto store = CheckpointStore::Open(options);
   if (!store.ok()) {
-    std::fprintf(stderr, "open: %s\n", store.status().ToString().c_str());
+    std::fprintf(stderr, "ringmaster-checkpoint-bench: open: %s\n", store.status().ToString().c_str());
     return 1;
   }
-  const std::string ddfile = dir + "/ddtest";
-  std::printf("directory: %s (%d blobs per checkpoint)\n", dir.c_str(), blobs);
-  std::printf("%-9s %-22s %10s %10s %10s %8s\n", "size", "operation", "seconds", "MB/s", "dd MB/s", "ratio");
-  int64_t step = 0;
-  for (uint64_t mib : sizes_mib) {
-    if (!BenchOneSize(**store, ddfile, mib, blobs, ++step)) return 1;
+  std::printf("directory: %s (file system magic %s), %d blobs per checkpoint, median of %d rounds, ours and dd "
+              "alternating first\n",
+              flags->dir.c_str(), FileSystemType(flags->dir).c_str(), flags->blobs, flags->reps);
+  std::printf("dd: bs=%dM, writes oflag=direct conv=fsync, reads iflag=direct; ours: page cache dropped "
+              "(fsync + POSIX_FADV_DONTNEED) before each restore\n",
+              flags->dd_bs_mib);
+  std::printf("load average at start: %s\n", LoadAverage().c_str());
+  std::printf("%-9s %-28s %-20s %-20s %6s\n", "size", "operation", "ours MB/s (min-max)", "dd MB/s (min-max)",
+              "ratio");
+  int rc = 0;
+  for (uint64_t mib : flags->sizes_mib) {
+    if (Status s = BenchOneSize(*flags, **store, mib); !s.ok()) {
+      std::fprintf(stderr, "ringmaster-checkpoint-bench: %s\n", s.ToString().c_str());
+      rc = 1;
+      break;
+    }
   }
-  (void)RemoveTree(dir);
-  return 0;
+  std::printf("load average at end: %s\n", LoadAverage().c_str());
+  (void)RemoveTree(flags->dir);
+  return rc;
 }
