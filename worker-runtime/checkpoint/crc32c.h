@@ -7,6 +7,9 @@
 // up to 32 bits and random damage with probability 1 - 2^-32, and with the
 // SSE4.2 instruction it runs at several GB/s on one core, well above disk
 // bandwidth, while SHA-256 would be a visible share of save and restore time.
+// The hardware path runs three independent crc32 streams (the instruction's
+// latency is three times its throughput) and combines them with compile-time
+// shift tables, about three times one stream's speed; the bench prints it.
 // LevelDB, RocksDB and ext4 metadata use it for the same reason.
 //
 // Thread-safety: pure functions; call from any thread.
