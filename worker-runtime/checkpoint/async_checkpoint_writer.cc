@@ -29,9 +29,8 @@ Status AsyncCheckpointWriter::Save(int64_t step, uint32_t world_size, std::span<
   snapshot->step = step;
   snapshot->world_size = world_size;
   for (const BlobRef& blob : blobs) {
-    ByteBuffer buffer;
-    buffer.size = blob.data.size();
-    buffer.data = std::make_unique_for_overwrite<std::byte[]>(buffer.size);
+    // Aligned, so the store writes it to the disk directly, without a staging copy.
+    RINGMASTER_ASSIGN_OR_RETURN(ByteBuffer buffer, ByteBuffer::Allocate(blob.data.size()));
     if (buffer.size > 0) std::memcpy(buffer.data.get(), blob.data.data(), buffer.size);
     snapshot->names.emplace_back(blob.name);
     snapshot->buffers.push_back(std::move(buffer));

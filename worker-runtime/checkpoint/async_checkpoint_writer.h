@@ -49,7 +49,8 @@ class AsyncCheckpointWriter {
 
   // Snapshots `blobs` and queues the save. Returns once the bytes are copied.
   // Errors: InvalidArgument as CheckpointStore::Save (checked here, before
-  // copying); disk errors surface later through Wait()/last_status().
+  // copying); ResourceExhausted when the snapshot cannot be allocated; disk
+  // errors surface later through Wait()/last_status().
   Status Save(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs);
 
   // Blocks until nothing is in flight or pending; returns the status of the

@@ -11,12 +11,10 @@
 #include <filesystem>
 #include <system_error>
 
-#include "checkpoint/crc32c.h"
+#include "checkpoint/streaming_io.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {
-
-constexpr size_t kIoChunk = size_t{8} << 20;  // CRC + write in 8 MiB pieces (cache-friendly)
 
 // Closes a file descriptor on scope exit unless released.
 class FdCloser {
@@ -65,29 +63,9 @@ Status WriteFileDurably(const std::string& path, std::span<const std::byte> data
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "create", path);
   FdCloser closer(fd);
-  uint32_t c = 0;
-  size_t done = 0;
-  while (done < data.size()) {
-    const size_t piece = std::min(kIoChunk, data.size() - done);
-    c = Crc32cExtend(c, data.data() + done, piece);
-    size_t written = 0;
-    while (written < piece) {
-      const ssize_t n = ::write(fd, data.data() + done + written, piece - written);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus(errno, "write", path);
-      }
-      written += static_cast<size_t>(n);
-    }
-    // Start write-back of this piece now (as RocksDB's bytes_per_sync does), so
-    // the disk works while we produce the next one and the final fsync has
-    // little left to do. Advisory: an error here is caught by fsync below.
-    (void)::sync_file_range(fd, static_cast<off_t>(done), static_cast<off_t>(piece), SYNC_FILE_RANGE_WRITE);
-    done += piece;
-  }
+  RINGMASTER_RETURN_IF_ERROR(WriteStreaming(fd, data, path, crc));
   if (::fsync(fd) != 0) return ErrnoStatus(errno, "fsync", path);
   if (::close(closer.Release()) != 0) return ErrnoStatus(errno, "close", path);
-  if (crc != nullptr) *crc = c;
   return Status::Ok();
 }
 
@@ -121,26 +99,8 @@ StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_s
     return DataLossError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_size) +
                          "-byte limit");
   }
-  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // larger readahead
-  ByteBuffer buffer;
-  buffer.data = std::make_unique_for_overwrite<std::byte[]>(size);
-  buffer.size = size;
-  if (crc != nullptr) *crc = 0;
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::read(fd, buffer.data.get() + done, std::min(kIoChunk, size - done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "read", path);
-    }
-    if (n == 0) {
-      return DataLossError(path + ": ended after " + std::to_string(done) + " of " + std::to_string(size) +
-                           " bytes (truncated while reading)");
-    }
-    // CRC while the bytes are still in cache.
-    if (crc != nullptr) *crc = Crc32cExtend(*crc, buffer.data.get() + done, static_cast<size_t>(n));
-    done += static_cast<size_t>(n);
-  }
+  RINGMASTER_ASSIGN_OR_RETURN(ByteBuffer buffer, ByteBuffer::Allocate(size));
+  RINGMASTER_RETURN_IF_ERROR(ReadStreaming(fd, buffer, path, crc));
   return buffer;
 }
 

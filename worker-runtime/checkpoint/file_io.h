@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "checkpoint/byte_buffer.h"
 
 namespace ringmaster::runtime::checkpoint {
 
@@ -23,27 +24,21 @@ namespace ringmaster::runtime::checkpoint {
 Status ErrnoStatus(int err, const std::string& what, const std::string& path);
 
 // Creates `path` (which must not exist), writes `data`, fsyncs and closes it.
-// Stores the CRC32C of the data in *crc (computed while writing, so each byte
-// is read once).
+// Stores the CRC32C of the data in *crc (computed while the previous chunk is
+// written; large files go through direct IO, see streaming_io.h).
 Status WriteFileDurably(const std::string& path, std::span<const std::byte> data, uint32_t* crc);
 
 // fsyncs a directory, making the entries created/renamed in it durable.
 Status SyncDirectory(const std::string& path);
 
-// An owned byte buffer without the zero-fill of std::vector.
-struct ByteBuffer {
-  std::unique_ptr<std::byte[]> data;
-  size_t size = 0;
-
-  std::span<const std::byte> span() const { return {data.get(), size}; }
-};
-
 // Reads the regular file at `path`. Refuses (never hangs on) FIFOs, devices and
 // directories. When expected_size >= 0 the file must have exactly that size;
 // otherwise it must be at most max_size bytes. Errors: NotFound when absent,
 // DataLoss naming the file when it has the wrong type or size (a truncated or
-// extended file), else as ErrnoStatus. When `crc` is not null it receives the
-// CRC32C of the bytes read (computed chunk by chunk while they are cache-hot).
+// extended file), else as ErrnoStatus; ResourceExhausted when the buffer cannot
+// be allocated. When `crc` is not null it receives the CRC32C of the bytes read
+// (computed on one chunk while the next is read; large files are read with
+// direct IO into an aligned buffer, see streaming_io.h).
 StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size,
                                      uint32_t* crc = nullptr);
 
