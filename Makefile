@@ -114,7 +114,7 @@ demo: deps build
 
 # Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
 PYTHON_BENCH_TRIALS ?= 10
-bench: bench-operator bench-python
+bench: bench-operator bench-python bench-checkpoint
 
 bench-operator: build
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
@@ -125,6 +125,15 @@ bench-python: build
 	build/venv/bin/python worker-runtime/python/bench/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS)
 	build/venv/bin/python worker-runtime/python/bench/ddp_step_bench.py
 	build/venv/bin/python worker-runtime/python/bench/fsdp_step_bench.py
+
+# Checkpoint save/restore against dd (O_DIRECT, fsync, page cache dropped) in a temporary directory on the
+# disk under CHECKPOINT_BENCH_DIR, removed afterwards (also when interrupted).
+CHECKPOINT_BENCH_DIR ?= /tmp
+CHECKPOINT_BENCH_ARGS ?= --sizes-mib 256,1024 --reps 5
+.PHONY: bench-checkpoint
+bench-checkpoint: build
+	@dir=$$(mktemp -d $(CHECKPOINT_BENCH_DIR)/ringmaster-checkpoint-bench.XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
+	  $(BUILD_DIR)/bin/ringmaster-checkpoint-bench --dir "$$dir/scratch" $(CHECKPOINT_BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt
