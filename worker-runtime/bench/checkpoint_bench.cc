@@ -1,7 +1,8 @@
 // ringmaster-checkpoint-bench: checkpoint save/restore throughput against the
 // disk's own bandwidth, measured by dd in the same run on the same directory.
 //
-//   ringmaster-checkpoint-bench [--dir DIR] [--sizes-mib 256,1024] [--blobs 4] [--reps 5] [--dd-bs-mib 1]
+//   ringmaster-checkpoint-bench [--dir DIR] [--sizes-mib 256,1024] [--blobs 4] [--reps 5]
+//                               [--dd-bs-mib 1]
 //
 // Cache-neutral, so that the figures say what the disk does and not what the
 // page cache holds:
@@ -15,9 +16,9 @@
 //     file are deleted, and the file system synced, before the clock starts
 //     (so neither pays for freeing the other's blocks).
 // Each size runs --reps rounds; in a round each side writes and reads back its
-// file, and dd and ours alternate which goes first. Printed per operation: the median MB/s (10^6 bytes/s) with its spread
-// (min-max) for ours and for dd, and the ratio of the medians (ours / dd; >= 1
-// means ours is at least as fast). The load average is printed at the start and
+// file, and dd and ours alternate which goes first. Printed per operation: the
+// median MB/s (10^6 bytes/s) with its spread (min-max) for ours and for dd, and
+// the ratio of the medians (ours / dd; >= 1 means ours is at least as fast). The load average is printed at the start and
 // the end; per size, for scale, the CRC32C's own GB/s on one core and how fast
 // the machine hands out fresh memory (a restore fills new buffers).
 // Every restore is compared with the bytes saved (untimed). Progress on stderr.

@@ -13,7 +13,8 @@ StatusOr<ByteBuffer> ByteBuffer::Allocate(size_t size) {
   if (size > SIZE_MAX - kDirectIoAlignment) {
     return ResourceExhaustedError("buffer of " + std::to_string(size) + " bytes: too large");
   }
-  const size_t capacity = (std::max<size_t>(size, 1) + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
+  const size_t capacity =
+      (std::max<size_t>(size, 1) + kDirectIoAlignment - 1) / kDirectIoAlignment * kDirectIoAlignment;
   void* p = std::aligned_alloc(kDirectIoAlignment, capacity);
   if (p == nullptr) {
     return ResourceExhaustedError("cannot allocate a buffer of " + std::to_string(size) + " bytes");
