@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/validate.h"
+#include "gloo/gloo_abort.h"
 #include "gloo/gloo_store.h"
 #include "gloo/gloo_transfer.h"
 
@@ -84,8 +85,13 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::CreateOnDevice(
     context->setTimeout(options.timeout);
     GlooStore gloo_store(store, prefix, options.timeout);
     context->connectFullMesh(gloo_store, device);
-    return std::unique_ptr<Communicator>(
-        new GlooCommunicator(std::move(store), std::move(prefix), rank, size, options, device, context));
+    std::vector<std::vector<char>> published(size);
+    for (int i = 0; i < size; ++i) {
+      if (i != rank) published[i] = gloo_store.fetched(std::to_string(i));
+    }
+    GlooSockets sockets = GlooSockets::Find(*context, published);
+    return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(store), std::move(prefix), rank, size, options,
+                                                              device, context, std::move(sockets)));
   } catch (const std::exception& e) {
     return AbortedError("gloo rendezvous of '" + prefix + "' (rank " + std::to_string(rank) + " of " +
                         std::to_string(size) + ") failed: " + e.what());
@@ -96,13 +102,14 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::CreateOnDevice(
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
                                    GlooOptions options, std::shared_ptr<gloo::transport::Device> device,
-                                   std::shared_ptr<gloo::Context> context)
+                                   std::shared_ptr<gloo::Context> context, GlooSockets sockets)
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
       rank_(rank),
       size_(size),
       options_(std::move(options)),
       device_(std::move(device)),
+      sockets_(std::move(sockets)),
       context_(std::move(context)) {}
 
 GlooCommunicator::~GlooCommunicator() {
@@ -113,8 +120,12 @@ GlooCommunicator::~GlooCommunicator() {
 }
 
 void GlooCommunicator::Abort(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' aborted: " + reason);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' aborted: " + reason);
+  }
+  // A collective in flight on another thread fails now (not at its timeout), and so do the peers'.
+  sockets_.Shutdown();
 }
 
 Status GlooCommunicator::health() const {
@@ -134,9 +145,9 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
   } catch (...) {
     error = "unknown exception";
   }
+  // Abort shuts our sockets down: peers blocked on us fail now, all at once, instead of at their timeout
+  // (or one by one as the context is torn down).
   Abort(std::string(what) + " failed on rank " + std::to_string(rank_) + ": " + error);
-  // Closing our sockets makes peers blocked on us fail now instead of at their timeout (or, while a
-  // point-to-point transfer still holds the context, when that transfer ends).
   std::shared_ptr<gloo::Context> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -2,8 +2,9 @@
 //
 // Every Gloo call runs under the communicator's timeout; Gloo exceptions
 // (IoException, EnforceNotMet, anything else) are caught here and become
-// Aborted. After the first failure the Gloo context is torn down, which closes
-// its sockets so that peers still blocked on this rank fail fast too.
+// Aborted. After the first failure the Gloo context is torn down. Abort (from
+// any thread) shuts the context's sockets down (gloo_abort.h): a collective in
+// flight fails at once with Aborted, and so do the peers blocked on this rank.
 //
 // Signals: Gloo writes to sockets without MSG_NOSIGNAL, so the first Create
 // sets SIGPIPE to SIG_IGN when it still has the default (killing) action.
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "gloo/gloo_abort.h"
 #include "store/store.h"
 
 namespace gloo {
@@ -71,7 +73,8 @@ class GlooCommunicator : public Communicator {
                                                                 int rank, int size, GlooOptions options,
                                                                 std::shared_ptr<gloo::transport::Device> device);
   GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size, GlooOptions options,
-                   std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::Context> context);
+                   std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::Context> context,
+                   GlooSockets sockets);
   // Runs fn (which calls into Gloo) unless broken; converts exceptions to Aborted.
   template <typename F>
   Status Guard(const char* what, F&& fn);
@@ -84,6 +87,7 @@ class GlooCommunicator : public Communicator {
   const int size_;
   const GlooOptions options_;
   const std::shared_ptr<gloo::transport::Device> device_;
+  const GlooSockets sockets_;  // the context's sockets, for Abort from any thread (held past context_)
 
   // Read by the calling thread without a lock, by point-to-point calls under
   // mu_; reset (under mu_) on failure, by the calling thread only.

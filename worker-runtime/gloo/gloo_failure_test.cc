@@ -1,6 +1,7 @@
 // Failure semantics of the Gloo backend: a peer that dies (kill -9) or stalls
 // mid-collective makes every survivor's call return Aborted within the
-// configured timeout, and the communicator stays unusable afterwards.
+// configured timeout, and the communicator stays unusable afterwards; Abort from
+// another thread ends a collective in flight at once.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -106,6 +107,37 @@ TEST(GlooFailureTest, AbortFromAnotherThreadMakesLaterCallsFail) {
     Status s = comm->Barrier();
     EXPECT_EQ(s.code(), StatusCode::kAborted);
     EXPECT_NE(s.message().find("membership changed"), std::string::npos) << s;
+  });
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+}
+
+// The elastic driver's watcher aborts the runtime of every survivor when a new membership generation
+// appears: a collective in flight must end then, not at its timeout.
+TEST(GlooFailureTest, AbortFromAnotherThreadEndsACollectiveInFlight) {
+  constexpr auto kLongTimeout = 60s;
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [&](RankContext& ctx) {
+    GlooOptions go;
+    go.timeout = kLongTimeout;
+    auto comm = GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, go);
+    ASSERT_OK(comm);
+    std::vector<float> buf(1024, 1.0f);
+    if (ctx.rank == 0) {  // never joins the collective (and serves the store): the others stay blocked
+      EXPECT_OK(ctx.store->Wait({"survivor/1", "survivor/2"}, 120s));
+      return;
+    }
+    std::thread watcher([&] {
+      std::this_thread::sleep_for(300ms);  // the collective is blocked by then
+      (*comm)->Abort("membership generation 2");
+    });
+    auto start = Clock::now();
+    Status s = (*comm)->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+    auto took = Clock::now() - start;
+    watcher.join();
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+    EXPECT_LT(took, kLongTimeout / 2) << "ended by its timeout, not by the abort";
+    EXPECT_OK(ctx.store->Set("survivor/" + std::to_string(ctx.rank), "done"));
   });
   for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
 }

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,11 +32,18 @@ class GlooStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
+  // The value a get() of `key` (unprefixed) returned; empty when Gloo never read it. Gloo's
+  // connectFullMesh reads every peer's addresses this way (GlooSockets finds the sockets with them).
+  std::vector<char> fetched(const std::string& key) const;
+
  private:
   // Constant after construction.
   const std::shared_ptr<runtime::Store> store_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<char>> fetched_;  // guarded by mu_
 };
 
 }  // namespace ringmaster::runtime
