@@ -102,19 +102,29 @@ GlooSockets GlooSockets::Find(gloo::Context& context, const std::vector<std::vec
 
 GlooSockets::~GlooSockets() { CloseAll(); }
 
-GlooSockets::GlooSockets(GlooSockets&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
+GlooSockets::GlooSockets(GlooSockets&& other) noexcept
+    : fds_(std::move(other.fds_)), interrupted_(other.interrupted_.load()) {
+  other.fds_.clear();
+}
 
 GlooSockets& GlooSockets::operator=(GlooSockets&& other) noexcept {
   if (this != &other) {
     CloseAll();
     fds_ = std::move(other.fds_);
+    interrupted_ = other.interrupted_.load();
     other.fds_.clear();
   }
   return *this;
 }
 
-void GlooSockets::Shutdown() const noexcept {
-  for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+void GlooSockets::Interrupt() const noexcept {
+  interrupted_ = true;
+  for (int fd : fds_) ::shutdown(fd, SHUT_RD);
+}
+
+void GlooSockets::Hangup() const noexcept {
+  if (interrupted_.load()) return;
+  for (int fd : fds_) ::shutdown(fd, SHUT_WR);
 }
 
 void GlooSockets::CloseAll() noexcept {

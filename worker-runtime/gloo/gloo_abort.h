@@ -8,24 +8,32 @@
 // connections end one by one (each then failing its own peers in turn).
 //
 // GlooSockets holds a duplicate of every connected socket of a context, found
-// by address right after the context connected. Shutdown() shuts each one down
-// (shutdown(2), SHUT_RDWR): the device's event loop then sees end-of-file and
-// fails the pair exactly as when a peer dies (every send and receive pending on
-// it raises gloo::IoException in the thread waiting for it), and every peer sees
-// its end of the connection close at the same moment. Only public Gloo API and
-// POSIX calls are used: Gloo keeps its sockets private.
+// by address right after the context connected. Interrupt() shuts their
+// reading side down (shutdown(2), SHUT_RD): the device's event loop then reads
+// end-of-file and fails each pair exactly as when a peer dies, so every send
+// and receive pending on it raises gloo::IoException in the thread waiting for
+// it. The writing side stays open: a send that Gloo is issuing at that moment
+// still completes (Gloo drops an operation whose write fails, and its waiter
+// would then wait for the timeout). Hangup() shuts the writing side down, so
+// the peers see their connections end: call it once nothing of this rank can
+// be writing (the context is destroyed). Hangup() does nothing after
+// Interrupt(): a socket shut both ways answers a peer's later write with a
+// reset, and Gloo loses a write that fails (its waiter then waits for the
+// timeout); an interrupted context's peers learn otherwise (their own abort, or
+// the close when this object goes). Only public Gloo API and POSIX calls are
+// used: Gloo keeps its sockets private.
 //
 // Because the duplicates keep the sockets open, a connection ends (FIN) only
-// when both Gloo and this object let go of it: shut down (Shutdown) or close
-// (destructor) after Gloo closes its pairs, as GlooCommunicator does.
+// when both Gloo and this object let go of it: Hangup(), or the destructor.
 //
-// Errors: none; a socket that cannot be found is not held (Shutdown then does
+// Errors: none; a socket that cannot be found is not held (Interrupt then does
 // not reach it, and that pair fails at Gloo's timeout as before).
-// Ownership: owns the duplicate descriptors. Thread-safety: Shutdown() may be
-// called from any thread, concurrently with itself and with collectives on the
-// context; construction and destruction need exclusive access.
+// Ownership: owns the duplicate descriptors. Thread-safety: Interrupt() and
+// Hangup() may be called from any thread, concurrently with each other and with
+// collectives on the context; construction and destruction need exclusive access.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -50,14 +58,17 @@ class GlooSockets {
   GlooSockets(const GlooSockets&) = delete;
   GlooSockets& operator=(const GlooSockets&) = delete;
 
-  // Shuts every held socket down. Idempotent.
-  void Shutdown() const noexcept;
+  // Fails every operation pending on the context, here, at once (SHUT_RD). Idempotent.
+  void Interrupt() const noexcept;
+  // Ends every held connection for the peers (SHUT_WR), unless Interrupt() came first. Idempotent.
+  void Hangup() const noexcept;
   // How many sockets are held (size - 1 for a fully found context).
   size_t count() const { return fds_.size(); }
 
  private:
   void CloseAll() noexcept;
-  std::vector<int> fds_;  // duplicates, owned
+  std::vector<int> fds_;  // duplicates, owned; constant after Find
+  mutable std::atomic<bool> interrupted_{false};
 };
 
 }  // namespace ringmaster::runtime

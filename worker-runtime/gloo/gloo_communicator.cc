@@ -124,8 +124,8 @@ void GlooCommunicator::Abort(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' aborted: " + reason);
   }
-  // A collective in flight on another thread fails now (not at its timeout), and so do the peers'.
-  sockets_.Shutdown();
+  // A collective in flight on another thread fails now, not at its timeout.
+  sockets_.Interrupt();
 }
 
 Status GlooCommunicator::health() const {
@@ -145,18 +145,24 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
   } catch (...) {
     error = "unknown exception";
   }
-  // Abort shuts our sockets down: peers blocked on us fail now, all at once, instead of at their timeout
-  // (or one by one as the context is torn down).
-  Abort(std::string(what) + " failed on rank " + std::to_string(rank_) + ": " + error);
   std::shared_ptr<gloo::Context> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (broken_.ok()) {
+      broken_ = AbortedError("communicator '" + prefix_ + "' aborted: " + what + " failed on rank " +
+                             std::to_string(rank_) + ": " + error);
+    }
     closing.swap(context_);
   }
+  // Once the context is gone nothing here writes to its sockets: hang up, so that peers blocked on us
+  // fail now, all at once, instead of at their timeout. (While a point-to-point transfer still holds the
+  // context, the connections end with this communicator.)
+  const bool last = closing.use_count() == 1;
   try {
     closing.reset();
   } catch (...) {
   }
+  if (last) sockets_.Hangup();
   return health();
 }
 

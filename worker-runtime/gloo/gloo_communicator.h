@@ -2,9 +2,10 @@
 //
 // Every Gloo call runs under the communicator's timeout; Gloo exceptions
 // (IoException, EnforceNotMet, anything else) are caught here and become
-// Aborted. After the first failure the Gloo context is torn down. Abort (from
-// any thread) shuts the context's sockets down (gloo_abort.h): a collective in
-// flight fails at once with Aborted, and so do the peers blocked on this rank.
+// Aborted. After the first failure the Gloo context is torn down and its
+// connections hung up, so that peers blocked on this rank fail fast too. Abort
+// (from any thread) interrupts the context's sockets (gloo_abort.h): a
+// collective in flight fails at once with Aborted.
 //
 // Signals: Gloo writes to sockets without MSG_NOSIGNAL, so the first Create
 // sets SIGPIPE to SIG_IGN when it still has the default (killing) action.
