@@ -66,6 +66,7 @@ ElasticDriver::~ElasticDriver() {
   std::lock_guard lock(mu_);
   if (runtime_) runtime_->Abort("driver destroyed");
   runtime_.reset();
+  retired_.reset();
   parent_.reset();
   server_.reset();
 }
@@ -160,6 +161,9 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
   const std::string& coordinator = record.coordinator;
   if (coordinator.empty()) return InvalidArgumentError("generation " + std::to_string(record.generation) + " names no coordinator");
   RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
+  // Rank 0 advances its store when it sees the record, usually within a few ms of the others: retry
+  // soon (a probe is one loopback connection), backing off to 50 ms for a rank 0 that is slow to start.
+  auto backoff = 2ms;
   for (;;) {
     if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
     runtime::StoreClientOptions co;
@@ -187,7 +191,8 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
       continue;
     }
     if (Clock::now() > deadline) return probe.WithContext("rendezvous at " + coordinator);
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 50ms);
   }
 }
 
@@ -229,6 +234,12 @@ void ElasticDriver::Quiesce(const std::string& why) {
     parent_ = std::move(runtime_);
     parent_record_ = built_record_;
     parent_incarnation_ = static_cast<int64_t>(StoreGeneration(attempt_generation_, attempt_));
+  } else {
+    // Destroyed after the next generation's first committed step (Commit), not now: a peer still in
+    // this generation's collective may write to our connections until it joins the next one, and a
+    // connection closed under such a write makes Gloo lose the write and its waiter wait for the
+    // timeout. The teardown (an engine thread, a Gloo event loop) also leaves the rebuild's path.
+    retired_ = std::move(runtime_);
   }
   runtime_.reset();
 }
@@ -251,20 +262,27 @@ Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const api::Members
 }
 
 Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
-  int64_t mine = state_->committed_step();
-  int64_t newest = 0;
-  RINGMASTER_RETURN_IF_ERROR(rt.Allreduce("elastic.step", &mine, &newest, 1, DataType::kInt64, ReduceOp::kMax));
-  int64_t candidate = mine == newest ? rt.rank() : rt.size();
-  int64_t root = 0;
-  RINGMASTER_RETURN_IF_ERROR(rt.Allreduce("elastic.root", &candidate, &root, 1, DataType::kInt64, ReduceOp::kMin));
+  // One engine cycle on the host communicator: an allgather of every rank's (committed step, state
+  // size), from which each rank picks the same root (the lowest rank holding the newest commit), then
+  // the root's state broadcast. (Was four negotiated collectives: step MAX, root MIN, length, state.)
+  const int64_t committed = state_->committed_step();
   std::string blob = state_->Encode();
-  int64_t length = static_cast<int64_t>(blob.size());
-  RINGMASTER_RETURN_IF_ERROR(
-      rt.BroadcastAsync("elastic.length", &length, &length, 1, DataType::kInt64, static_cast<int>(root)).Wait());
-  blob.resize(static_cast<size_t>(length));
-  RINGMASTER_RETURN_IF_ERROR(
-      rt.BroadcastAsync("elastic.state", blob.data(), blob.data(), blob.size(), DataType::kUInt8, static_cast<int>(root))
-          .Wait());
+  int64_t newest = 0;
+  int root = 0;
+  Status synced = rt.RunOnHost("elastic.restore", [&](runtime::Communicator& host) -> Status {
+    const int64_t mine[2] = {committed, static_cast<int64_t>(blob.size())};
+    std::vector<int64_t> all(2 * static_cast<size_t>(host.size()));
+    RINGMASTER_RETURN_IF_ERROR(host.Allgather(mine, all.data(), 2, DataType::kInt64));
+    newest = committed;
+    for (int r = 0; r < host.size(); ++r) newest = std::max(newest, all[2 * r]);
+    while (all[2 * root] != newest) ++root;
+    const int64_t length = all[2 * root + 1];
+    if (length < 0) return InternalError("rank " + std::to_string(root) + " reported a state of " + std::to_string(length) + " bytes");
+    blob.resize(static_cast<size_t>(length));
+    if (length == 0) return Status::Ok();
+    return host.Broadcast(blob.data(), blob.data(), blob.size(), DataType::kUInt8, root);
+  });
+  RINGMASTER_RETURN_IF_ERROR(synced);
   if (rt.rank() != root) {
     Status s = state_->Adopt(blob);
     if (!s.ok()) return InternalError("state from rank " + std::to_string(root) + ": " + s.ToString());
@@ -272,7 +290,7 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
   Status s = state_->Restore();
   if (!s.ok()) return InternalError("restoring the committed state: " + s.ToString());
   Log("restored step " + std::to_string(newest) + " (cursor " + runtime::data::CursorToString(state_->cursor()) +
-      ") from rank " + std::to_string(root) + ", " + std::to_string(length) + " bytes");
+      ") from rank " + std::to_string(root) + ", " + std::to_string(blob.size()) + " bytes");
   (void)stats;
   return Status::Ok();
 }
@@ -429,6 +447,11 @@ StepContext ElasticDriver::Context() const {
 
 void ElasticDriver::Commit(const runtime::data::SampleCursor& next) {
   state_->Commit(state_->committed_step() + 1, next);
+  std::shared_ptr<runtime::Runtime> retired;
+  {
+    std::lock_guard lock(mu_);
+    retired.swap(retired_);  // every member has left the previous generation: destroyed below
+  }
   local_step_ = std::max(local_step_, state_->committed_step());  // a loop of the program's own counts here
   std::shared_ptr<runtime::Runtime> rt;
   {

@@ -21,7 +21,8 @@
 //      "{rank}" = the rank in the first generation this worker writes it);
 //      its static process sets (RINGMASTER_PROCESS_SETS) become the sets
 //      "static:<i>" of the ranks the generation has;
-//   3. restore: allreduce MAX of committed steps, the lowest rank holding the
+//   3. restore (one engine cycle on the host communicator): an allgather of
+//      every rank's committed step and state size, the lowest rank holding the
 //      newest commit broadcasts its state, everyone Restore()s (work since the
 //      last commit is rolled back); the data cursor comes with the state, so
 //      the sampler re-strides the rest of the epoch over the new world.
@@ -251,6 +252,7 @@ class ElasticDriver {
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).
   std::shared_ptr<runtime::Runtime> runtime_;
+  std::shared_ptr<runtime::Runtime> retired_;  // the last aborted (unshrinkable) one, until the next Commit
   std::unique_ptr<runtime::StoreServer> server_;
   RebuildStats last_rebuild_;
 };

@@ -214,6 +214,11 @@ StatusOr<EngineStats> Runtime::Stats(int set) const {
   return engine->stats();
 }
 
+Status Runtime::RunOnHost(std::string name, const std::function<Status(Communicator& host)>& fn) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, sets_.EngineFor(kWorldSet));
+  return world->SubmitTask(std::move(name), [&](Communicator&, Communicator& control) { return fn(control); }).Wait();
+}
+
 void Runtime::Abort(const std::string& reason) {
   for (int id : sets_.Ids()) {
     auto engine = sets_.EngineFor(id);

@@ -17,6 +17,7 @@
 // ordered per process set in submission order, which must match across ranks.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -113,6 +114,13 @@ class Runtime {
   StatusOr<std::unique_ptr<Transfer>> SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag,
                                                 int set = kWorldSet);
   StatusOr<std::unique_ptr<Transfer>> RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set = kWorldSet);
+
+  // Runs fn on the world engine's thread with the world's host communicator (the data communicator
+  // under Gloo, the control one under NCCL), ordered with the world's collectives and negotiated like
+  // one: every rank calls it at the same position with the same `name`. One engine cycle however many
+  // collectives fn runs (the elastic driver's restore). Blocks until fn returns; fn's error is
+  // returned. Errors: also Aborted (the runtime was aborted), FailedPrecondition (order mismatch).
+  Status RunOnHost(std::string name, const std::function<Status(Communicator& host)>& fn);
 
   // What the engine of a set has run so far. Errors: InvalidArgument, FailedPrecondition.
   StatusOr<EngineStats> Stats(int set = kWorldSet) const;
