@@ -13,7 +13,7 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python soak clean
+        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint soak clean
 
 help:
 	@echo "make demo          see it work: the operator keeping an elastic job's membership on a local cluster"
@@ -114,7 +114,7 @@ demo: deps build
 
 # Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
 PYTHON_BENCH_TRIALS ?= 10
-bench: bench-operator bench-python bench-checkpoint
+bench: bench-operator bench-python bench-runtime bench-checkpoint
 
 bench-operator: build
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
@@ -134,6 +134,10 @@ CHECKPOINT_BENCH_ARGS ?= --sizes-mib 256,1024 --reps 5
 bench-checkpoint: build
 	@dir=$$(mktemp -d $(CHECKPOINT_BENCH_DIR)/ringmaster-checkpoint-bench.XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
 	  $(BUILD_DIR)/bin/ringmaster-checkpoint-bench --dir "$$dir/scratch" $(CHECKPOINT_BENCH_ARGS)
+
+# Recovery: a worker's death -> the next successful allreduce, by phase, against bare Gloo's connect.
+bench-runtime: build
+	$(BUILD_DIR)/bin/ringmaster-elastic-bench --trials 20
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt

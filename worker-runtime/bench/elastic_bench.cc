@@ -1,6 +1,8 @@
 // ringmaster-elastic-bench: how long from a worker's death to the next
-// successful allreduce, at 2, 4 and 8 ranks (median of --trials), split by
-// phase. A benchmark that prints figures, not a test.
+// successful allreduce, at 2, 4, 8, 16 and 32 ranks, split by phase, with the
+// median and p90 of --trials (--large-trials above 8 ranks: 16 and 32
+// processes on a small machine are slow). A benchmark that prints figures, not
+// a test.
 //
 // The bench is its own launcher: it forks N workers (ElasticDriver over a
 // FileMembershipSource, a 1-float allreduce per step), then per trial kills the
@@ -9,10 +11,19 @@
 // generation completed (CLOCK_MONOTONIC is shared by all processes). A
 // replacement is added after each trial (not measured) to get back to N.
 //
-//   ringmaster-elastic-bench [--sizes 2,4,8] [--trials 20] [--out DIR]
+// The peer, in the same run: bare Gloo connecting a full mesh of N-1 processes
+// (the rebuilt world's size) over the same store and transport
+// (gloo_connect_peer.h); ratio = our communicator phase / that connect.
+// The scratch directory (the membership file) defaults to /dev/shm, so that
+// the launcher's fsyncs of the record are not part of the figures.
+//
+//   ringmaster-elastic-bench [--sizes 2,4,8,16,32] [--trials 20] [--large-trials 5] [--out DIR]
+// RINGMASTER_BENCH_VERBOSE=1 prints every worker's log lines with CLOCK_MONOTONIC stamps (ms).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -28,6 +39,7 @@
 #include <vector>
 
 #include "base/cli.h"
+#include "bench/gloo_connect_peer.h"
 #include "elastic/elastic_driver.h"
 #include "membership/file_source.h"
 #include "store/socket.h"
@@ -61,7 +73,9 @@ uint16_t FreePort() {
   o.runtime.timeout = 20s;
   o.runtime.fusion_threshold_bytes = 0;
   if (std::getenv("RINGMASTER_BENCH_VERBOSE")) {
-    o.log = [id](LogLevel, std::string_view line) { std::fprintf(stderr, "[%s] %.*s\n", id.c_str(), static_cast<int>(line.size()), line.data()); };
+    o.log = [id](LogLevel, std::string_view line) {
+      std::fprintf(stderr, "%.3f [%s] %.*s\n", NowNs() / 1e6, id.c_str(), static_cast<int>(line.size()), line.data());
+    };
   }
   ElasticDriver driver(o, source->get(), &state);
   int64_t reported = 0;
@@ -142,15 +156,33 @@ class Bench {
   int next_ = 0;
 };
 
-double Median(std::vector<double> v) {
+// The q-quantile (nearest rank) of v; 0 when empty.
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+  size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+std::string LoadAverage() {
+  double l[3] = {0, 0, 0};
+  if (::getloadavg(l, 3) != 3) return "unknown";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return b;
+}
+
+std::string DefaultDir() {
+  std::filesystem::path base = std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                         : std::filesystem::temp_directory_path();
+  return base / ("ringmaster-elastic-bench." + std::to_string(::getpid()));
 }
 
 struct Flags {
-  std::vector<int> sizes = {2, 4, 8};
+  std::vector<int> sizes = {2, 4, 8, 16, 32};
   int trials = 20;
-  std::string dir = std::filesystem::temp_directory_path() / ("ringmaster-elastic-bench." + std::to_string(::getpid()));
+  int large_trials = 5;
+  std::string dir = DefaultDir();
   bool help = false;
 };
 
@@ -159,8 +191,10 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
                          "ringmaster-elastic-bench: worker death -> next successful allreduce, by phase (Gloo on "
                          "loopback).");
   app->add_option("--sizes", f.sizes, "world sizes, comma-separated")->delimiter(',')->check(CLI::Range(2, 1024));
-  app->add_option("--trials", f.trials, "trials per size")->check(CLI::Range(1, 1000000));
-  app->add_option("--out", f.dir, "scratch directory (removed at the end)");
+  app->add_option("--trials", f.trials, "trials per size up to 8 ranks")->check(CLI::Range(1, 1000000));
+  app->add_option("--large-trials", f.large_trials, "trials per size above 8 ranks (slow on a small machine)")
+      ->check(CLI::Range(1, 1000000));
+  app->add_option("--out", f.dir, "scratch directory (removed at the end; default under /dev/shm)");
   return app;
 }
 
@@ -172,16 +206,26 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
   return f;
 }
 
+void PrintRow(int n, int trials, const char* stat, double q, const std::vector<std::vector<double>>& columns,
+              double peer, const std::string& load) {
+  std::printf("%5d %6d %4s", n, trials, stat);
+  for (const auto& c : columns) std::printf(" %9.2f", Quantile(c, q));
+  const double comm = Quantile(columns[4], q);
+  std::printf(" %9.2f %6.2f  %s\n", peer, peer > 0 ? comm / peer : 0.0, load.c_str());
+}
+
 int Main(int argc, char** argv) {
   auto flags = ParseFlags(cli::Args(argc, argv));
   if (auto exit_code = cli::ExitEarly("ringmaster-elastic-bench", flags, Usage)) return *exit_code;
-  const std::vector<int> sizes = flags->sizes;
-  const int trials = flags->trials;
   const std::string dir = flags->dir;
-  std::printf("death of one worker -> next successful allreduce, Gloo on loopback, median of %d trials (ms)\n", trials);
-  std::printf("%5s %9s %9s %9s %11s %13s %9s %11s\n", "ranks", "total", "notice", "detect", "rendezvous",
-              "communicator", "restore", "1st-allred");
-  for (int n : sizes) {
+  const bool verbose = std::getenv("RINGMASTER_BENCH_VERBOSE") != nullptr;
+  std::printf("death of one worker -> next successful allreduce, Gloo on loopback, %d cores; ms; load average at "
+              "start %s\n",
+              static_cast<int>(std::thread::hardware_concurrency()), LoadAverage().c_str());
+  std::printf("%5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s  %s\n", "ranks", "trials", "stat", "total", "notice",
+              "detect", "rendezv", "commun", "restore", "1st-allr", "gloo-conn", "ratio", "load average (1/5/15 min)");
+  for (int n : flags->sizes) {
+    const int trials = n > 8 ? flags->large_trials : flags->trials;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     Bench b(dir);
@@ -198,6 +242,10 @@ int Main(int argc, char** argv) {
       b.procs_.pop_back();
       b.Publish();
       const int64_t published = NowNs();
+      if (verbose) {
+        std::fprintf(stderr, "%.3f [bench] killed %s at %.3f; generation %lld published\n", published / 1e6,
+                     victim.id.c_str(), killed / 1e6, static_cast<long long>(b.gen_));
+      }
       auto reports = b.WaitReports();
       double last = 0, d = 0, r = 0, c = 0, s = 0;
       for (const auto& v : reports) {
@@ -218,15 +266,25 @@ int Main(int argc, char** argv) {
       b.Spawn();  // back to n (not measured)
       b.Publish();
       b.WaitReports();
+      if (n > 8) std::fprintf(stderr, "  %d ranks: trial %d/%d done (%.1f ms)\n", n, t + 1, trials, tot);
     }
-    std::printf("%5d %9.2f %9.2f %9.2f %11.2f %13.2f %9.2f %11.2f\n", n, Median(total), Median(notice), Median(detect),
-                Median(rdzv), Median(comm), Median(restore), Median(first));
-    std::fflush(stdout);
     b.KillAll();
+    // The peer: the rebuilt world's n-1 processes connecting bare Gloo, as many trials.
+    auto peer = MeasureGlooConnect(n - 1, trials, 60s);
+    if (!peer.ok()) std::fprintf(stderr, "gloo peer at %d ranks: %s\n", n - 1, peer.status().ToString().c_str());
+    const std::vector<double> connects = peer.ok() ? *peer : std::vector<double>();
+    const std::vector<std::vector<double>> columns = {total, notice, detect, rdzv, comm, restore, first};
+    const std::string load = LoadAverage();
+    PrintRow(n, trials, "med", 0.5, columns, Quantile(connects, 0.5), load);
+    PrintRow(n, trials, "p90", 0.9, columns, Quantile(connects, 0.9), load);
+    std::fflush(stdout);
   }
-  std::printf("notice: kill -> membership published (launcher's waitpid); detect: worker saw the failure -> rebuild\n"
-              "start (includes waiting for the record); per-phase columns are the slowest survivor's; 1st-allred:\n"
-              "the rest (the first training allreduce; phases overlap across ranks, so the columns need not sum).\n");
+  std::printf("notice: kill -> membership published (the launcher's waitpid and record); detect: the worker saw the\n"
+              "failure -> rebuild start (includes waiting for the record); rendezv, commun, restore: the rebuild's\n"
+              "phases; per-phase columns are the slowest survivor's; 1st-allr: the rest (the first training\n"
+              "allreduce; phases overlap across ranks, so the columns need not sum). gloo-conn: bare Gloo's TCP device\n"
+              "+ connectFullMesh of ranks-1 processes over the same store, the slowest rank's, same trials; ratio:\n"
+              "commun / gloo-conn (each row's quantile). Rows above 8 ranks use --large-trials.\n");
   std::filesystem::remove_all(dir);
   return 0;
 }
