@@ -26,6 +26,11 @@
 // Because the duplicates keep the sockets open, a connection ends (FIN) only
 // when both Gloo and this object let go of it: Hangup(), or the destructor.
 //
+// Limits: matching is by address, so a socket of an older Gloo context whose
+// ephemeral port a new pair's listener reuses (Gloo sets SO_REUSEADDR) can be
+// held too; interrupting it is harmless when that context was aborted already,
+// as the elastic driver's are.
+//
 // Errors: none; a socket that cannot be found is not held (Interrupt then does
 // not reach it, and that pair fails at Gloo's timeout as before).
 // Ownership: owns the duplicate descriptors. Thread-safety: Interrupt() and
