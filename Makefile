@@ -26,7 +26,8 @@ help:
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
 	@echo "make soak          SOAK_MINUTES (30) of random faults against one elastic job; the exact result and a table of faults"
-	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step)"
+	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
+	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd)"
 
 deps:
 	@tests/harness/deps.sh all
