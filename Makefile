@@ -25,7 +25,7 @@ help:
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
-	@echo "make soak          SOAK_MINUTES (30) of random faults against one elastic job; the exact result and a table of faults"
+	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
 	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd)"
 
