@@ -1,5 +1,7 @@
 #include "common/dtype.h"
 
+#include "common/reduce_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -33,39 +35,6 @@ T Combine(ReduceOp op, T a, T b) {
       return static_cast<T>(a * b);
   }
   return a;
-}
-
-template <typename T>
-void ReduceTyped(ReduceOp op, void* out, const void* a, const void* b, size_t n) {
-  // memcpy-based loads keep this correct for unaligned fusion-buffer offsets.
-  auto* o = static_cast<unsigned char*>(out);
-  const auto* x = static_cast<const unsigned char*>(a);
-  const auto* y = static_cast<const unsigned char*>(b);
-  if (reinterpret_cast<uintptr_t>(o) % alignof(T) == 0 && reinterpret_cast<uintptr_t>(x) % alignof(T) == 0 &&
-      reinterpret_cast<uintptr_t>(y) % alignof(T) == 0) {
-    T* to = reinterpret_cast<T*>(o);
-    const T* ta = reinterpret_cast<const T*>(x);
-    const T* tb = reinterpret_cast<const T*>(y);
-    switch (op) {  // hoisted so the loops vectorize
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        for (size_t i = 0; i < n; ++i) to[i] = static_cast<T>(ta[i] + tb[i]);
-        return;
-      case ReduceOp::kProduct:
-        for (size_t i = 0; i < n; ++i) to[i] = static_cast<T>(ta[i] * tb[i]);
-        return;
-      default:
-        for (size_t i = 0; i < n; ++i) to[i] = Combine(op, ta[i], tb[i]);
-        return;
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    T va, vb;
-    std::memcpy(&va, x + i * sizeof(T), sizeof(T));
-    std::memcpy(&vb, y + i * sizeof(T), sizeof(T));
-    T r = Combine(op, va, vb);
-    std::memcpy(o + i * sizeof(T), &r, sizeof(T));
-  }
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
@@ -219,11 +188,11 @@ uint16_t FloatToBFloat16(float f) {
 
 void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a, const void* b, size_t count) {
   switch (type) {
-    case DataType::kFloat32: return ReduceTyped<float>(op, out, a, b, count);
-    case DataType::kFloat64: return ReduceTyped<double>(op, out, a, b, count);
-    case DataType::kInt32: return ReduceTyped<int32_t>(op, out, a, b, count);
-    case DataType::kInt64: return ReduceTyped<int64_t>(op, out, a, b, count);
-    case DataType::kUInt8: return ReduceTyped<uint8_t>(op, out, a, b, count);
+    case DataType::kFloat32: return ReduceFloat32(op, out, a, b, count);
+    case DataType::kFloat64: return ReduceFloat64(op, out, a, b, count);
+    case DataType::kInt32: return ReduceInt32(op, out, a, b, count);
+    case DataType::kInt64: return ReduceInt64(op, out, a, b, count);
+    case DataType::kUInt8: return ReduceUInt8(op, out, a, b, count);
     case DataType::kFloat16: return Reduce16<HalfToFloat, FloatToHalf>(op, out, a, b, count);
     case DataType::kBFloat16: return Reduce16<BFloat16ToFloat, FloatToBFloat16>(op, out, a, b, count);
   }

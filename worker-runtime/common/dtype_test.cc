@@ -62,6 +62,51 @@ TEST(DtypeTest, ReduceEveryTypeAndOp) {
   }
 }
 
+// The vectorised kernels (whole cache lines, then a tail) against one element at a time, for every length
+// around the line size, unaligned buffers, and out being a or b.
+TEST(DtypeTest, ReduceMatchesElementByElementAtAnyLengthAlignmentAndAlias) {
+  for (DataType t : kAllDataTypes) {
+    const size_t es = DataTypeSize(t);
+    for (ReduceOp op : kAllReduceOps) {
+      for (size_t n : {0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000}) {
+        for (size_t shift : {0, 1, 3}) {
+          std::vector<uint8_t> a(n * es + shift), b(n * es + shift), out(n * es + shift);
+          for (size_t i = 0; i < n; ++i) {
+            StoreFromDouble(t, a.data() + shift, i, static_cast<double>((i * 7) % 11) - 3);
+            StoreFromDouble(t, b.data() + shift, i, static_cast<double>((i * 5) % 13) - 6);
+          }
+          std::vector<uint8_t> want(n * es);
+          for (size_t i = 0; i < n; ++i) {
+            ReduceBuffers(t, op, want.data() + i * es, a.data() + shift + i * es, b.data() + shift + i * es, 1);
+          }
+          ReduceBuffers(t, op, out.data() + shift, a.data() + shift, b.data() + shift, n);
+          EXPECT_EQ(0, std::memcmp(out.data() + shift, want.data(), n * es))
+              << DataTypeName(t) << " " << ReduceOpName(op) << " n=" << n << " shift=" << shift;
+          std::vector<uint8_t> in_a = a, in_b = b;  // out is a, then out is b
+          ReduceBuffers(t, op, in_a.data() + shift, in_a.data() + shift, b.data() + shift, n);
+          ReduceBuffers(t, op, in_b.data() + shift, a.data() + shift, in_b.data() + shift, n);
+          EXPECT_EQ(0, std::memcmp(in_a.data() + shift, want.data(), n * es)) << DataTypeName(t) << " n=" << n;
+          EXPECT_EQ(0, std::memcmp(in_b.data() + shift, want.data(), n * es)) << DataTypeName(t) << " n=" << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(DtypeTest, MinAndMaxKeepTheirNaNRuleInEveryLane) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> a(40, 1.0f), b(40, 2.0f), out(40);
+  a[3] = nan;   // inside the vectorised lines
+  b[37] = nan;  // in the tail
+  ReduceBuffers(DataType::kFloat32, ReduceOp::kMin, out.data(), a.data(), b.data(), a.size());
+  EXPECT_TRUE(std::isnan(out[3]));   // b < NaN is false: a (NaN) is kept
+  EXPECT_EQ(out[37], 1.0f);          // NaN < a is false: a is kept
+  ReduceBuffers(DataType::kFloat32, ReduceOp::kMax, out.data(), a.data(), b.data(), a.size());
+  EXPECT_TRUE(std::isnan(out[3]));
+  EXPECT_EQ(out[37], 1.0f);
+  EXPECT_EQ(out[0], 2.0f);
+}
+
 TEST(DtypeTest, AverageTruncatesIntegersAndDividesFloats) {
   int32_t ints[] = {7, -7};
   FinishAverage(DataType::kInt32, ints, 2, 2);
