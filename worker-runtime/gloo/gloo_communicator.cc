@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/validate.h"
+#include "gloo/allreduce_algorithm.h"
 #include "gloo/gloo_abort.h"
 #include "gloo/gloo_store.h"
 #include "gloo/gloo_transfer.h"
@@ -182,6 +183,9 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, Da
         ReduceBuffers(type, op, o, a, b, n);
       });
       opts.setTimeout(options_.timeout);
+      if (ChooseGlooAllreduce(size_, bytes) == GlooAllreduceAlgorithm::kBcube) {
+        opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
+      }
       gloo::allreduce(opts);
     });
     if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);

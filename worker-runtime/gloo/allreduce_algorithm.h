@@ -1,0 +1,29 @@
+// Which of Gloo's allreduce algorithms the CPU backend runs for a given world
+// size and buffer.
+//
+// Gloo's ring (torch's ProcessGroupGloo always runs it) pipelines segments of
+// up to 1 MiB around the ring: bandwidth-optimal, but 2 x (at least 2n)
+// dependent steps, each of which waits for a neighbour to be scheduled. With
+// little data per rank that latency is the whole cost, and more so on a loaded
+// machine. BCube (recursive halving, then doubling) sends the same bytes in
+// 2 x log2(n) steps, without the ring's pipelining, which loses once each rank's
+// share is large. Measured with ringmaster-perf on a 2-core machine: BCube is
+// 2-3x faster at 1 MiB for 4 and 8 ranks, even at 512 KiB per rank, slower from
+// 2 MiB per rank; at 2 ranks the ring wins at every size.
+//
+// Thread-safety: a pure function.
+#pragma once
+
+#include <cstddef>
+
+namespace ringmaster::runtime {
+
+enum class GlooAllreduceAlgorithm { kRing, kBcube };
+
+// Largest share of the buffer per rank (bytes / ranks) that runs BCube.
+inline constexpr size_t kBcubeMaxBytesPerRank = 512 * 1024;
+
+// The algorithm for `bytes` reduced over `ranks` ranks (ranks >= 1).
+GlooAllreduceAlgorithm ChooseGlooAllreduce(int ranks, size_t bytes);
+
+}  // namespace ringmaster::runtime

@@ -1,0 +1,19 @@
+#include "gloo/allreduce_algorithm.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::runtime {
+namespace {
+
+TEST(GlooAllreduceAlgorithmTest, BcubeForSmallSharesFromFourRanksRingOtherwise) {
+  EXPECT_EQ(ChooseGlooAllreduce(2, 4), GlooAllreduceAlgorithm::kRing);
+  EXPECT_EQ(ChooseGlooAllreduce(3, 4), GlooAllreduceAlgorithm::kRing);
+  EXPECT_EQ(ChooseGlooAllreduce(4, 8), GlooAllreduceAlgorithm::kBcube);
+  EXPECT_EQ(ChooseGlooAllreduce(4, 4 * kBcubeMaxBytesPerRank), GlooAllreduceAlgorithm::kBcube);
+  EXPECT_EQ(ChooseGlooAllreduce(4, 4 * kBcubeMaxBytesPerRank + 4), GlooAllreduceAlgorithm::kRing);
+  EXPECT_EQ(ChooseGlooAllreduce(8, 4u << 20), GlooAllreduceAlgorithm::kBcube);
+  EXPECT_EQ(ChooseGlooAllreduce(8, 64u << 20), GlooAllreduceAlgorithm::kRing);
+}
+
+}  // namespace
+}  // namespace ringmaster::runtime
