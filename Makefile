@@ -115,10 +115,15 @@ demo: deps build
 
 # Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
 PYTHON_BENCH_TRIALS ?= 10
-bench: bench-operator bench-python bench-runtime bench-checkpoint
+bench: bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce
 
 bench-operator: build
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
+
+# CPU allreduce: ours vs torch's Gloo process group at 2, 4, 8 ranks, 1M-256M, and fused vs unfused 1,000 x 4K.
+.PHONY: bench-allreduce
+bench-allreduce: build
+	build/venv/bin/python worker-runtime/bench/allreduce_bench.py --perf $(BUILD_DIR)/bin/ringmaster-perf $(ALLREDUCE_BENCH_ARGS)
 
 # PyTorch: recovery after a kill -9 (ringmaster.torch elastic vs torchrun vs torchft), DDP step time and
 # FSDP2-on-a-mesh step time (the "ringmaster" backend vs torch's Gloo), in build/venv.

@@ -4,7 +4,9 @@
 Prints, per size, the allreduce time, algbw and busbw (nccl-tests formulas, like ringmaster-perf),
 and for N small tensors: one allreduce per tensor (what torch does without a bucketing layer).
 
-usage: torch_gloo_bench.py --np 2 --sizes 1M,64M,256M [--tensors 1000 --tensor-bytes 4K] [--iters N]
+usage: torch_gloo_bench.py --np 2 --sizes 1M,64M,256M [--tensors 1000 --tensor-bytes 4K] [--iters N | --traffic 1G]
+
+Without --iters, each size runs max(2, min(50, traffic // size)) timed iterations, ringmaster-perf's rule.
 """
 import argparse
 import os
@@ -33,7 +35,7 @@ def rank_main(rank, args, port, queue):
     results = []
     for size in args.sizes:
         t = torch.full((size // 4,), float(rank + 1), dtype=torch.float32)
-        iters = args.iters or max(2, min(50, (1 << 30) // size))
+        iters = args.iters or max(2, min(50, args.traffic // size))
         dist.all_reduce(t)  # warm-up
         dist.barrier()
         start = time.perf_counter()
@@ -68,9 +70,11 @@ def main():
     p.add_argument("--tensors", type=int, default=1000)
     p.add_argument("--tensor-bytes", default="4K")
     p.add_argument("--iters", type=int, default=0)
+    p.add_argument("--traffic", default="1G", help="bytes per size that set the iterations when --iters is 0")
     args = p.parse_args()
     args.sizes = [parse_size(s) for s in args.sizes.split(",")]
     args.tensor_bytes = parse_size(args.tensor_bytes)
+    args.traffic = parse_size(args.traffic)
     import torch
     import torch.multiprocessing as mp
 
