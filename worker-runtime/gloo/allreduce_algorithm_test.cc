@@ -5,8 +5,10 @@
 namespace ringmaster::runtime {
 namespace {
 
-TEST(GlooAllreduceAlgorithmTest, BcubeForSmallSharesFromFourRanksRingOtherwise) {
-  EXPECT_EQ(ChooseGlooAllreduce(2, 4), GlooAllreduceAlgorithm::kRing);
+TEST(GlooAllreduceAlgorithmTest, PairExchangeForTwoBcubeForSmallSharesFromFourRingOtherwise) {
+  EXPECT_EQ(ChooseGlooAllreduce(2, 4), GlooAllreduceAlgorithm::kPairExchange);
+  EXPECT_EQ(ChooseGlooAllreduce(2, kPairExchangeMaxBytes), GlooAllreduceAlgorithm::kPairExchange);
+  EXPECT_EQ(ChooseGlooAllreduce(2, kPairExchangeMaxBytes + 4), GlooAllreduceAlgorithm::kRing);
   EXPECT_EQ(ChooseGlooAllreduce(3, 4), GlooAllreduceAlgorithm::kRing);
   EXPECT_EQ(ChooseGlooAllreduce(4, 8), GlooAllreduceAlgorithm::kBcube);
   EXPECT_EQ(ChooseGlooAllreduce(4, 4 * kBcubeMaxBytesPerRank), GlooAllreduceAlgorithm::kBcube);

@@ -173,7 +173,13 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, Da
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
   }
+  const GlooAllreduceAlgorithm algorithm = ChooseGlooAllreduce(size_, bytes);
   return Guard("allreduce", [&] {
+    if (algorithm == GlooAllreduceAlgorithm::kPairExchange) {
+      Status s = PairExchangeAllreduce(in, out, count, type, op);
+      if (!s.ok()) throw gloo::Exception(s.ToString());
+      return;
+    }
     WithStorage(type, [&](auto tag) {
       using T = decltype(tag);
       gloo::AllreduceOptions opts(context_);
@@ -183,13 +189,36 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, Da
         ReduceBuffers(type, op, o, a, b, n);
       });
       opts.setTimeout(options_.timeout);
-      if (ChooseGlooAllreduce(size_, bytes) == GlooAllreduceAlgorithm::kBcube) {
+      if (algorithm == GlooAllreduceAlgorithm::kBcube) {
         opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
       }
       gloo::allreduce(opts);
     });
     if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
   });
+}
+
+// Two ranks: each sends its whole buffer to the other and receives the other's into scratch_, then both
+// compute op(rank 0's, rank 1's) in that order, so min/max with NaNs and every rounding agree bit for bit.
+Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+  const size_t bytes = count * DataTypeSize(type);
+  if (in != out) std::memcpy(out, in, bytes);
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  auto mine = context_->createUnboundBuffer(out, bytes);
+  auto theirs = context_->createUnboundBuffer(scratch_.data(), bytes);
+  const int peer = 1 - rank_;
+  const uint64_t slot = static_cast<uint64_t>(context_->nextSlot());
+  theirs->recv(peer, slot);
+  mine->send(peer, slot);
+  if (!theirs->waitRecv(options_.timeout)) return AbortedError("allreduce receive aborted");
+  if (!mine->waitSend(options_.timeout)) return AbortedError("allreduce send aborted");
+  if (rank_ == 0) {
+    ReduceBuffers(type, op, out, out, scratch_.data(), count);
+  } else {
+    ReduceBuffers(type, op, out, scratch_.data(), out, count);
+  }
+  if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
+  return Status::Ok();
 }
 
 Status GlooCommunicator::DoAllgather(const void* in, void* out, size_t count, DataType type) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "gloo/gloo_abort.h"
@@ -80,6 +81,7 @@ class GlooCommunicator : public Communicator {
   template <typename F>
   Status Guard(const char* what, F&& fn);
   Status RingReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Status PairExchangeAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
 
   // Constant after construction.
   const std::shared_ptr<Store> store_;
@@ -93,6 +95,9 @@ class GlooCommunicator : public Communicator {
   // Read by the calling thread without a lock, by point-to-point calls under
   // mu_; reset (under mu_) on failure, by the calling thread only.
   std::shared_ptr<gloo::Context> context_;
+
+  // Used only by the calling thread: the peer's buffer in a two-rank allreduce (allreduce_algorithm.h).
+  std::vector<uint8_t> scratch_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.
