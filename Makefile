@@ -13,7 +13,7 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint soak clean
+        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce soak clean
 
 help:
 	@echo "make demo          see it work: the operator keeping an elastic job's membership on a local cluster"
@@ -27,7 +27,8 @@ help:
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
-	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd)"
+	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd),"
+	@echo "                   bench-allreduce (CPU allreduce and fusion vs torch.distributed's Gloo)"
 
 deps:
 	@tests/harness/deps.sh all
@@ -121,7 +122,6 @@ bench-operator: build
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
 
 # CPU allreduce: ours vs torch's Gloo process group at 2, 4, 8 ranks, 1M-256M, and fused vs unfused 1,000 x 4K.
-.PHONY: bench-allreduce
 bench-allreduce: build
 	build/venv/bin/python worker-runtime/bench/allreduce_bench.py --perf $(BUILD_DIR)/bin/ringmaster-perf $(ALLREDUCE_BENCH_ARGS)
 
@@ -136,7 +136,6 @@ bench-python: build
 # disk under CHECKPOINT_BENCH_DIR, removed afterwards (also when interrupted).
 CHECKPOINT_BENCH_DIR ?= /tmp
 CHECKPOINT_BENCH_ARGS ?= --sizes-mib 256,1024 --reps 5
-.PHONY: bench-checkpoint
 bench-checkpoint: build
 	@dir=$$(mktemp -d $(CHECKPOINT_BENCH_DIR)/ringmaster-checkpoint-bench.XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
 	  $(BUILD_DIR)/bin/ringmaster-checkpoint-bench --dir "$$dir/scratch" $(CHECKPOINT_BENCH_ARGS)
