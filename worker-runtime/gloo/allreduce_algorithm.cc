@@ -4,9 +4,7 @@ namespace ringmaster::runtime {
 
 GlooAllreduceAlgorithm ChooseGlooAllreduce(int ranks, size_t bytes) {
   if (ranks == 2 && bytes <= kPairExchangeMaxBytes) return GlooAllreduceAlgorithm::kPairExchange;
-  if (ranks < 4) return GlooAllreduceAlgorithm::kRing;
-  return bytes / static_cast<size_t>(ranks) <= kBcubeMaxBytesPerRank ? GlooAllreduceAlgorithm::kBcube
-                                                                     : GlooAllreduceAlgorithm::kRing;
+  return GlooAllreduceAlgorithm::kRing;
 }
 
 }  // namespace ringmaster::runtime

@@ -9,7 +9,10 @@
 // 2 x log2(n) steps, without the ring's pipelining, which loses once each rank's
 // share is large. Measured with ringmaster-perf on a 2-core machine: BCube is
 // 2-3x faster at 1 MiB for 4 and 8 ranks, even at 512 KiB per rank, slower from
-// 2 MiB per rank. Two ranks with little data: the ring still takes 2 x 4
+// 2 MiB per rank. It is not used: it adds the ranks' values in another order
+// than the ring, so DDP over our backend would no longer be bit-identical to
+// DDP over torch's Gloo (unit.python.ddp at 4 ranks failed with it). Two ranks
+// with little data: the ring still takes 2 x 4
 // dependent steps where one exchange does (each rank sends its buffer to the
 // other, which adds it: the same bytes as the ring sends); that helps up to
 // 1 MiB, while at 4 MiB the unpipelined exchange was 2-3x slower than the ring.
@@ -23,12 +26,9 @@ namespace ringmaster::runtime {
 
 enum class GlooAllreduceAlgorithm {
   kRing,
-  kBcube,
   kPairExchange,  // 2 ranks: swap whole buffers, then each adds (rank 0's, rank 1's) in that order
 };
 
-// Largest share of the buffer per rank (bytes / ranks) that runs BCube.
-inline constexpr size_t kBcubeMaxBytesPerRank = 512 * 1024;
 // Largest buffer that two ranks exchange whole.
 inline constexpr size_t kPairExchangeMaxBytes = 1024 * 1024;
 

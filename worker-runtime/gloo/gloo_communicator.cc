@@ -189,10 +189,7 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, Da
         ReduceBuffers(type, op, o, a, b, n);
       });
       opts.setTimeout(options_.timeout);
-      if (algorithm == GlooAllreduceAlgorithm::kBcube) {
-        opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
-      }
-      gloo::allreduce(opts);
+      gloo::allreduce(opts);  // the ring, as torch's ProcessGroupGloo: the same sums in the same order
     });
     if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
   });
