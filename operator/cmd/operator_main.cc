@@ -68,6 +68,7 @@ rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const OperatorOpti
   for (const auto& w : config->warnings) log(LogLevel::kWarning, w);
   config->qps = opts.kube_api_qps;
   config->burst = opts.kube_api_burst;
+  config->user_agent = "ringmaster-operator/0.1";  // the apiserver's audit log tells its requests apart
   auto client = rm::kube::NewClient(*config, std::move(metrics), log);
   if (!client.ok()) log(LogLevel::kError, "cannot create the Kubernetes client: " + client.status().ToString());
   return client;

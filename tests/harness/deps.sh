@@ -188,6 +188,17 @@ build_prometheus() {
     -o "$OUT/prometheus" github.com/prometheus/prometheus/cmd/prometheus
 }
 
+# Kubeflow's training-operator (v1), the peer ringmaster-operator's bench runs beside it on the same
+# cluster: the binary from its Go module, and its CRDs, which ship in the module (manifests/base/crds).
+build_kubeflow() {
+  cd "$HARNESS_DIR/gomod/kubeflow"
+  go build -v -trimpath -ldflags "-s -w" -o "$OUT/training-operator" \
+    github.com/kubeflow/training-operator/cmd/training-operator.v1
+  local mod; mod="$(go list -m -f '{{.Dir}}' github.com/kubeflow/training-operator)"
+  mkdir -p "$OUT/crds"
+  cp "$mod"/manifests/base/crds/kubeflow.org_*.yaml "$OUT/crds/"
+}
+
 install_tools() {
   check_go
   local start=$SECONDS
@@ -196,6 +207,7 @@ install_tools() {
   build_tool kwok build_kwok
   build_tool helm build_helm
   build_tool prometheus build_prometheus
+  build_tool kubeflow build_kubeflow
   log "tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
 }
 

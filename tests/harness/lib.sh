@@ -61,6 +61,7 @@ tool_dir() {
     kwok) key="kwok-$KWOK_VERSION" ;;
     helm) key="helm-$HELM_VERSION" ;;
     prometheus) key="prometheus-$PROMETHEUS_VERSION-$(gomod_hash prometheus)" ;;
+    kubeflow) key="kubeflow-training-operator-$KUBEFLOW_TRAINING_OPERATOR_VERSION-$(gomod_hash kubeflow)" ;;
     *) die "unknown tool '$name'" "this is a bug in tests/harness/lib.sh" ;;
   esac
   printf '%s/tools/%s\n' "$RINGMASTER_CACHE" "$key"

@@ -2,7 +2,7 @@
 # The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one Kubernetes
 # release, built by `make deps`) and KWOK simulating GPU nodes, all on 127.0.0.1.
 #
-#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--fresh]
+#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--fresh] [--audit-log]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
 #   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
@@ -12,6 +12,9 @@
 #     half-running one with advice. Ports are chosen free, so clusters in different DIRs run side by side.
 # DIR holds everything: kubeconfig (admin), cluster.env (addresses and files, KEY=VALUE), pki/, logs/,
 #     pids/, bin/ (kubectl, helm, ...), etcd/.
+# --audit-log: the apiserver also writes every request's metadata (user, user agent, verb, resource;
+#     one JSON line per stage, RequestReceived omitted) to logs/audit.log;
+#     benchmarks count each client's requests there.
 set -euo pipefail
 CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$CLUSTER_SCRIPT_DIR/../lib.sh"
@@ -20,7 +23,7 @@ source "$CLUSTER_SCRIPT_DIR/pki.sh"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------------------------------------------
 # processes
@@ -237,7 +240,14 @@ start_components() {
     --log-level=warn
   wait_healthy etcd http_health "$ETCD_PORT" health || return $?
 
-  start kube-apiserver "$DIR/bin/kube-apiserver" \
+  local audit=()
+  if [[ "$AUDIT" == 1 ]]; then
+    printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
+      'rules:' '- level: Metadata' >"$DIR/audit-policy.yaml"
+    audit=(--audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/logs/audit.log"
+           --audit-log-format=json --audit-log-mode=batch --audit-log-maxsize=0)
+  fi
+  start kube-apiserver "$DIR/bin/kube-apiserver" "${audit[@]}" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
@@ -406,7 +416,7 @@ cmd_status() {
 
 main() {
   local cmd="${1:-}"; shift || true
-  DIR="" NODES=4 GPUS=8 FRESH=0 DOWN_FOR=0
+  DIR="" NODES=4 GPUS=8 FRESH=0 DOWN_FOR=0 AUDIT=0
   local positional=()
   while (($#)); do
     case "$1" in
@@ -415,6 +425,7 @@ main() {
       --gpus-per-node) GPUS="${2:-}"; shift 2 ;;
       --fresh) FRESH=1; shift ;;
       --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
+      --audit-log) AUDIT=1; shift ;;
       -h|--help) usage; exit 0 ;;
       -*) die "unknown option '$1'" "see $0 --help" ;;
       *) positional+=("$1"); shift ;;
