@@ -1,105 +1,396 @@
-// ringmaster-operator-bench: the operator at scale on the local control plane (a program that prints
-// figures; not a test). It starts its own cluster with N fake 8-GPU nodes, runs ringmaster-operator,
-// applies J TrainingJobs of W one-GPU workers, and measures
-//   - time from apply to every job's first membership with W workers,
-//   - apiserver requests the operator made per job (its rest_client_requests_total),
-//   - the operator's peak RSS and CPU seconds,
-//   - time from a worker's failure (KWOK fails the pod) to the new generation in status, p50/p99,
-//   - the cost of a Prometheus scrape of the operator's /metrics with every job published: duration
-//     (curl's total, p50/p99 of 20) and bytes (the jobs' state is computed from the cache at each scrape).
+// ringmaster-operator-bench: the operator at scale on the local control plane, beside its peer (a
+// program that prints figures; not a test). It starts its own cluster (etcd, kube-apiserver with an
+// audit log, scheduler, controller-manager, KWOK with fake 8-GPU nodes) and prints one table per part:
 //
-//   ringmaster-operator-bench [--jobs 200] [--workers 8] [--nodes 200] [--failures 100] [--keep-cluster]
+//   1. failure -> new generation: the bench fails a worker pod (patches its status to Failed, as a
+//      kubelet would) and a watching client (GenerationWatch) timestamps the TrainingJob event that
+//      carries the next generation; one failure at a time in distinct jobs, all jobs live; p50/p99.
+//   2. the peer: Kubeflow's training-operator v1.8.1 (make deps builds it) with J PyTorchJobs of W
+//      one-GPU pods (1 Master + W-1 Workers) and ringmaster-operator with J TrainingJobs of W workers,
+//      one after the other on the same cluster: apply -> all pods created -> all Running (-> our
+//      memberships published), both from a pod watch; API requests per job from the apiserver's audit
+//      log (by user agent); each operator's peak RSS and CPU seconds; ratios.
+//   3. growth (--jobs 100,200,500,1000): ours alone at each size, a fresh operator process each time:
+//      time to all memberships, requests per job, peak RSS, reconcile p99 (its own histogram).
+//
+// Each operator runs as it ships: ours with its defaults (the chart's: 4 workers, 50 QPS, burst 100,
+// or --operator-* flags), Kubeflow's as its manifests deploy it (1 thread, 20 QPS, burst 30).
+//
+//   ringmaster-operator-bench [--jobs 200[,500,...]] [--workers 8] [--nodes N] [--gpus-per-node 8]
+//                             [--failures 100] [--no-peer] [--keep-cluster]
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
-#include <map>
+#include <cmath>
 #include <memory>
-#include <regex>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "audit_counts.h"
 #include "base/cli.h"
-#include "support/manifests.h"
+#include "bench_figures.h"
+#include "controller/reconciler.h"
+#include "generation_watch.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/resource.h"
+#include "kubeflow_peer.h"
+#include "metrics_text.h"
+#include "pod_milestones.h"
 #include "support/background_process.h"
+#include "support/manifests.h"
+#include "support/operator_process.h"
 #include "support/subprocess.h"
 #include "support/test_cluster.h"
 
 namespace rt = ringmaster::testing;
+namespace rb = ringmaster::bench;
 using json = nlohmann::json;
 using ringmaster::Status;
-using Clock = std::chrono::steady_clock;
+using ringmaster::StatusOr;
+using rb::Clock;
+using rb::Format;
+using rb::Say;
 using std::chrono::seconds;
 
 namespace {
 
+constexpr char kOurAgent[] = "ringmaster-operator/";
+constexpr char kKubeflowAgent[] = "training-operator/";
+
 struct Options {
-  int jobs = 200, workers = 8, nodes = 200, failures = 100;
-  bool keep_cluster = false;
+  std::vector<int> jobs{200};
+  int workers = 8, nodes = 0, gpus_per_node = 8, failures = 100;
+  int operator_workers = 4, operator_burst = 100;
+  double operator_qps = 50;
+  bool no_peer = false, keep_cluster = false;
   bool help = false;
 };
 
 std::unique_ptr<CLI::App> NewApp(Options& o) {
   auto app = ringmaster::cli::NewApp(
       "ringmaster-operator-bench",
-      "ringmaster-operator-bench: the operator against a local control plane with many simulated GPU nodes:\n"
-      "jobs reconciled per second and pod failure -> new generation latency.");
-  app->add_option("--jobs", o.jobs, "TrainingJobs to create")->check(CLI::Range(1, 1000000));
-  app->add_option("--workers", o.workers, "workers per job")->check(CLI::Range(1, 100000));
-  app->add_option("--nodes", o.nodes, "simulated GPU nodes")->check(CLI::Range(1, 1000000));
-  app->add_option("--failures", o.failures, "pod failures to inject")->check(CLI::Range(0, 1000000));
+      "ringmaster-operator-bench: ringmaster-operator against a local control plane with simulated GPU nodes,\n"
+      "beside Kubeflow's training-operator: failure -> new generation seen by a watch, apply -> pods created ->\n"
+      "Running -> memberships, API requests per job (audit log), RSS and CPU, and growth with the job count.");
+  app->add_option("--jobs", o.jobs, "job counts, comma-separated; the first is the peer comparison's and the failures'")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1000000));
+  app->add_option("--workers", o.workers, "workers (pods, one GPU each) per job")->check(CLI::Range(1, 100000));
+  app->add_option("--nodes", o.nodes, "simulated GPU nodes (0: enough for the largest job count)")
+      ->check(CLI::Range(0, 1000000));
+  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 100));
+  app->add_option("--failures", o.failures, "pod failures to inject (one at a time, distinct jobs)")
+      ->check(CLI::Range(0, 1000000));
+  app->add_option("--operator-workers", o.operator_workers, "ringmaster-operator --workers")->check(CLI::Range(1, 10000));
+  app->add_option("--operator-qps", o.operator_qps, "ringmaster-operator --kube-api-qps")->check(CLI::Range(1.0, 1e6));
+  app->add_option("--operator-burst", o.operator_burst, "ringmaster-operator --kube-api-burst")
+      ->check(CLI::Range(1, 1000000));
+  app->add_flag("--no-peer", o.no_peer, "skip Kubeflow's training-operator");
   app->add_flag("--keep-cluster", o.keep_cluster, "leave the cluster running at the end");
   return app;
 }
 
 std::string Usage() { return ringmaster::cli::UsageOf<Options>(NewApp); }
 
-ringmaster::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   return ringmaster::cli::ParseInto<Options>(NewApp, args);
 }
 
-void Say(const std::string& s) {
-  std::printf("%s\n", s.c_str());
-  std::fflush(stdout);
+// What one operator did with one batch of jobs. Times are seconds from the start of the apply.
+struct Phase {
+  std::string who;
+  int jobs = 0;
+  std::optional<double> created, running, published;
+  double requests = 0;  // the apiserver's count (audit log), this operator's user agent
+  std::map<std::string, int64_t> by_verb;
+  double peak_rss_mib = 0, cpu_seconds = 0;
+  double reconcile_p99 = 0;  // ours only (its histogram), seconds
+  double own_requests = 0;   // ours only: its client's rest_client_requests_total
+};
+
+std::string Opt(const std::optional<double>& v) { return v ? Format("%.1f s", *v) : std::string("-"); }
+
+std::string Ratio(const std::optional<double>& ours, const std::optional<double>& peer) {
+  return ours && peer && *peer > 0 ? Format("%.2fx", *ours / *peer) : std::string("-");
 }
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Reads /proc/<pid>: peak RSS (MiB) and CPU seconds.
-std::pair<double, double> ProcessUsage(pid_t pid) {
-  double rss_mib = 0, cpu = 0;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) rss_mib = std::stod(line.substr(6)) / 1024.0;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(stat)), {});
-  auto close = all.rfind(')');
-  std::istringstream fields(all.substr(close + 2));
-  std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
-  if (f.size() > 13) cpu = (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return {rss_mib, cpu};
+// Waits until `done()` or `limit`, printing `progress()` every 10 s.
+bool WaitWithProgress(const std::string& what, std::chrono::minutes limit, const std::function<bool()>& done,
+                      const std::function<std::string()>& progress) {
+  auto start = Clock::now();
+  auto next = start + seconds(10);
+  while (!done()) {
+    if (Clock::now() - start > limit) {
+      Say("bench:   " + what + ": gave up after " + std::to_string(limit.count()) + " min (" + progress() + ")");
+      return false;
+    }
+    if (Clock::now() >= next) {
+      Say(Format("bench:   %s: %s after %.0f s (load %s)", what.c_str(), progress().c_str(), rb::Since(start),
+                 rb::LoadAverage().c_str()));
+      next += seconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
+class Bench {
+ public:
+  Bench(Options o, rt::TestCluster cluster, std::shared_ptr<ringmaster::kube::Client> client, std::string dir)
+      : o_(std::move(o)), cluster_(std::move(cluster)), client_(std::move(client)), dir_(std::move(dir)) {}
+
+  std::string audit_log() const { return cluster_.dir() + "/logs/audit.log"; }
+
+  Status CreateNamespace(const std::string& ns) {
+    RINGMASTER_RETURN_IF_ERROR(cluster_.Apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"));
+    return rt::WaitFor("default SA in " + ns, seconds(60), [&](std::string*) {
+      auto r = cluster_.Kubectl({"get", "sa", "default", "-n", ns});
+      return r.ok() && r->ok();
+    });
+  }
+
+  // Deletes `ns` and waits until none of its pods is left, so the next phase has every GPU.
+  void DeleteNamespace(const std::string& ns) {
+    Say("bench: deleting namespace " + ns + " and waiting for its pods to go");
+    (void)cluster_.Kubectl({"delete", "namespace", ns, "--wait=false"});
+    size_t left = 0;
+    WaitWithProgress(
+        "pods of " + ns + " gone", std::chrono::minutes(10),
+        [&] {
+          auto r = client_->List(ringmaster::kube::resources::Pods(), ns, {});
+          left = r.ok() ? (*r)["items"].size() : 1;
+          if (left) std::this_thread::sleep_for(std::chrono::seconds(1));
+          return left == 0;
+        },
+        [&] { return std::to_string(left) + " left"; });
+  }
+
+  // Applies `manifest` and follows its pods (and our memberships when `generations`) until
+  // every one is there; fills the phase's times. The apply's kubectl is part of the time.
+  bool ApplyAndFollow(Phase& p, const std::string& manifest, rb::PodMilestones& milestones,
+                      rb::GenerationWatch* generations) {
+    const size_t pods = static_cast<size_t>(p.jobs) * static_cast<size_t>(o_.workers);
+    Say(Format("bench: %s: applying %d jobs x %d workers (load %s)", p.who.c_str(), p.jobs, o_.workers,
+               rb::LoadAverage().c_str()));
+    auto t0 = Clock::now();
+    auto applied = cluster_.Kubectl({"apply", "-f", "-"}, manifest, std::chrono::minutes(10));
+    if (!applied.ok() || !applied->ok()) {
+      Say("bench: apply failed: " + (applied.ok() ? applied->err : applied.status().ToString()));
+      return false;
+    }
+    Say(Format("bench:   kubectl apply returned after %.1f s", rb::Since(t0)));
+    bool ok = WaitWithProgress(
+        p.who + " pods", std::chrono::minutes(30),
+        [&] {
+          return milestones.all_running() &&
+                 (!generations || generations->published() >= static_cast<size_t>(p.jobs));
+        },
+        [&] {
+          std::string s = Format("%zu/%zu created, %zu Running", milestones.created(), pods, milestones.running());
+          if (generations) s += Format(", %zu/%d memberships", generations->published(), p.jobs);
+          return s;
+        });
+    if (auto t = milestones.all_created()) p.created = rb::Seconds(t0, *t);
+    if (auto t = milestones.all_running()) p.running = rb::Seconds(t0, *t);
+    if (generations)
+      if (auto t = generations->published_at(static_cast<size_t>(p.jobs))) p.published = rb::Seconds(t0, *t);
+    return ok;
+  }
+
+  // The requests `agent` made from `from` in the audit log up to now, and the process's usage.
+  void Account(Phase& p, const std::string& agent, int64_t from, pid_t pid) {
+    std::this_thread::sleep_for(seconds(3));  // the audit log's batch and the operator's last writes
+    auto counted = rb::CountAgentRequests(audit_log(), from, rb::AuditLogSize(audit_log()), agent);
+    if (counted.ok()) {
+      p.requests = static_cast<double>(counted->total);
+      p.by_verb = counted->by_verb_resource;
+    } else {
+      Say("bench: " + counted.status().ToString());
+    }
+    auto u = rb::UsageOf(pid);
+    p.peak_rss_mib = u.peak_rss_mib;
+    p.cpu_seconds = u.cpu_seconds;
+  }
+
+  std::optional<Phase> RunPeer(int jobs) {
+    auto tool = rb::FindKubeflow(RINGMASTER_SOURCE_DIR);
+    if (!tool.ok()) {
+      Say("bench: no peer: " + tool.status().ToString());
+      return std::nullopt;
+    }
+    const std::string ns = "bench-kubeflow";
+    if (!CreateNamespace(ns).ok()) return std::nullopt;
+    rt::BackgroundProcess op;
+    Say("bench: starting Kubeflow's training-operator (" + tool->binary + ")");
+    Status started = rb::StartKubeflow(*tool, cluster_, ns, dir_ + "/kubeflow-operator.log", &op);
+    if (!started.ok()) {
+      Say("bench: no peer: " + started.ToString());
+      return std::nullopt;
+    }
+    Phase p;
+    p.who = "kubeflow training-operator v1.8.1";
+    p.jobs = jobs;
+    int64_t from = rb::AuditLogSize(audit_log());
+    rb::PodMilestones milestones(client_, ns, static_cast<size_t>(jobs) * static_cast<size_t>(o_.workers));
+    bool ok = milestones.Start().ok() &&
+              ApplyAndFollow(p, rb::PyTorchJobsManifest(ns, jobs, o_.workers), milestones, nullptr);
+    Account(p, kKubeflowAgent, from, op.pid());
+    op.Stop();
+    DeleteNamespace(ns);
+    if (!ok) Say("bench: the peer did not run every pod; its figures are partial");
+    return p;
+  }
+
+  // Our operator on `jobs` TrainingJobs in a fresh namespace; with `failures`, then fails workers.
+  std::optional<Phase> RunOurs(int jobs, int failures, std::vector<double>* latencies, std::string* where) {
+    const std::string ns = "bench-" + std::to_string(jobs);
+    if (!CreateNamespace(ns).ok()) return std::nullopt;
+    rt::BackgroundProcess op;
+    Status started = rt::StartOperatorProcess(
+        &op, RINGMASTER_OPERATOR_BIN, cluster_, ns, dir_ + "/operator-" + std::to_string(jobs) + ".log",
+        {"--kube-api-qps", Format("%g", o_.operator_qps), "--kube-api-burst", std::to_string(o_.operator_burst),
+         "--workers", std::to_string(o_.operator_workers)});
+    std::string metrics_port;
+    (void)rt::WaitFor("operator metrics port", seconds(30), [&](std::string*) {
+      std::string l = op.Log();
+      metrics_port = rt::LoggedPort(l, "metrics");
+      return !metrics_port.empty() && l.find("caches synced") != std::string::npos;
+    });
+    if (!started.ok() || metrics_port.empty()) {
+      Say("bench: ringmaster-operator did not start:\n" + op.Log());
+      return std::nullopt;
+    }
+    rb::GenerationWatch generations(client_, ns, o_.workers);
+    if (!generations.Start().ok()) return std::nullopt;
+    rb::PodMilestones milestones(client_, ns, static_cast<size_t>(jobs) * static_cast<size_t>(o_.workers));
+    if (!milestones.Start().ok()) return std::nullopt;
+
+    Phase p;
+    p.who = "ringmaster-operator";
+    p.jobs = jobs;
+    std::string manifest;
+    for (int j = 0; j < jobs; ++j) {
+      manifest += "---\n" + rt::TrainingJobHead() + "metadata: {name: job-" + std::to_string(j) + ", namespace: " + ns +
+                  "}\nspec:\n  replicas: {min: " + std::to_string(o_.workers) + ", max: " + std::to_string(o_.workers) +
+                  "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n  template:\n    spec:\n"
+                  "      containers:\n      - {name: t, image: example/trainer:1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
+    }
+    int64_t from = rb::AuditLogSize(audit_log());
+    bool ok = ApplyAndFollow(p, manifest, milestones, &generations);
+    Account(p, kOurAgent, from, op.pid());
+    auto metrics = rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
+    if (metrics.ok()) {
+      p.reconcile_p99 = rb::HistogramQuantile(metrics->out, "controller_runtime_reconcile_time_seconds", 0.99);
+      p.own_requests = rb::SumOf(metrics->out, "rest_client_requests_total");
+    }
+    if (ok && failures > 0) Fail(ns, jobs, failures, generations, milestones, metrics_port, latencies, where);
+    op.Stop();
+    DeleteNamespace(ns);
+    return p;
+  }
+
+  // Fails the highest-ranked worker of job-0, job-1, ... one at a time: its status patched to Failed
+  // (t0 = just before the PATCH is sent), and the watch's arrival of the job's next generation.
+  void Fail(const std::string& ns, int jobs, int failures, const rb::GenerationWatch& generations,
+            const rb::PodMilestones& pods, const std::string& metrics_port, std::vector<double>* latencies,
+            std::string* where) {
+    Say(Format("bench: failing %d workers one at a time, each in its own job, with %d jobs live", failures, jobs));
+    auto before = rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
+    std::vector<double> patch_rtt, to_pod_event, pod_event_to_generation;
+    for (int i = 0; i < failures; ++i) {
+      const std::string job = "job-" + std::to_string(i % jobs);
+      if (i >= jobs) {  // the job lost a worker before: wait for its replacement to join
+        (void)rt::WaitFor("full membership of " + job, seconds(60), [&](std::string*) {
+          return generations.Current(job).world_size == o_.workers;
+        }, std::chrono::milliseconds(20));
+      }
+      auto m = generations.Current(job);
+      if (m.last_pod.empty()) continue;
+      std::string now = "2026-01-01T00:00:00Z";
+      json patch = {{"status",
+                     {{"phase", "Failed"},
+                      {"conditions", json::array({{{"type", "Ready"}, {"status", "False"}, {"reason", "PodFailed"}},
+                                                  {{"type", "ContainersReady"}, {"status", "False"}, {"reason", "PodFailed"}}})},
+                      {"containerStatuses",
+                       json::array({{{"name", "t"},
+                                     {"ready", false},
+                                     {"state",
+                                      {{"running", nullptr},
+                                       {"terminated", {{"exitCode", 1}, {"reason", "Error"}, {"finishedAt", now}}}}}}})}}}};
+      ringmaster::kube::PatchOptions po;
+      po.subresource = "status";
+      auto t0 = Clock::now();
+      auto r = client_->Patch(ringmaster::kube::resources::Pods(), ns, m.last_pod,
+                              ringmaster::kube::PatchType::kStrategicMerge, patch, po);
+      patch_rtt.push_back(rb::Since(t0));
+      if (!r.ok()) {
+        Say("bench:   failing " + m.last_pod + ": " + r.status().ToString());
+        continue;
+      }
+      auto at = generations.WaitForGeneration(job, m.generation, std::chrono::seconds(30));
+      auto failed_at = pods.WaitForFailed(m.last_pod, std::chrono::seconds(1));
+      if (at) latencies->push_back(rb::Seconds(t0, *at));
+      else Say("bench:   no new generation of " + job + " within 30 s");
+      if (at && failed_at) {
+        to_pod_event.push_back(rb::Seconds(t0, *failed_at));
+        pod_event_to_generation.push_back(rb::Seconds(*failed_at, *at));
+      }
+      if ((i + 1) % 20 == 0)
+        Say(Format("bench:   %d failures measured, p50 so far %.1f ms", i + 1, rb::Percentile(*latencies, 0.5) * 1e3));
+    }
+    auto after = rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
+    if (before.ok() && after.ok()) {
+      // The operator's own view over the same failures, from its histograms (bucket upper bounds).
+      auto q = [&](const std::string& name, double quantile, const std::string& filter) {
+        return rb::HistogramQuantile(after->out, name, quantile, filter);
+      };
+      *where = Format(
+          "  where it goes: failure -> the pod's Failed event at a watcher : p50 %.1f ms, p99 %.1f ms\n"
+          "                 that event -> the new generation's event        : p50 %.1f ms, p99 %.1f ms\n"
+          "  PATCH pod status round trip        : p50 %.1f ms, p99 %.1f ms\n"
+          "  operator: event -> published (whole run, buckets) : p50 <= %.0f ms, p99 <= %.0f ms\n"
+          "  operator: workqueue wait (whole run, buckets)     : p50 <= %.1f ms, p99 <= %.1f ms\n"
+          "  operator: reconcile time (whole run, buckets)     : p50 <= %.1f ms, p99 <= %.1f ms",
+          rb::Percentile(to_pod_event, 0.5) * 1e3, rb::Percentile(to_pod_event, 0.99) * 1e3,
+          rb::Percentile(pod_event_to_generation, 0.5) * 1e3, rb::Percentile(pod_event_to_generation, 0.99) * 1e3,
+          rb::Percentile(patch_rtt, 0.5) * 1e3, rb::Percentile(patch_rtt, 0.99) * 1e3,
+          q("ringmaster_membership_publish_latency_seconds", 0.5, "") * 1e3,
+          q("ringmaster_membership_publish_latency_seconds", 0.99, "") * 1e3,
+          q("workqueue_queue_duration_seconds", 0.5, "") * 1e3, q("workqueue_queue_duration_seconds", 0.99, "") * 1e3,
+          q("controller_runtime_reconcile_time_seconds", 0.5, "") * 1e3,
+          q("controller_runtime_reconcile_time_seconds", 0.99, "") * 1e3);
+    }
+  }
+
+ private:
+  const Options o_;
+  const rt::TestCluster cluster_;
+  const std::shared_ptr<ringmaster::kube::Client> client_;
+  const std::string dir_;
+};
+
+void PrintVerbs(const Phase& p) {
+  std::string s;
+  for (const auto& [verb, n] : p.by_verb)
+    if (static_cast<double>(n) >= 0.02 * p.requests) s += Format("%s %.2f, ", verb.c_str(), static_cast<double>(n) / p.jobs);
+  if (!s.empty()) Say("    " + p.who + " per job: " + s.substr(0, s.size() - 2));
 }
 
 int Run(const Options& o) {
   const std::string dir = "/tmp/ringmaster-operator-bench-" + std::to_string(getpid());
   const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh";
-  Say("bench: starting a control plane with " + std::to_string(o.nodes) + " fake nodes x 8 GPUs in " + dir);
-  auto up = rt::RunCommand({script, "up", "--dir", dir, "--nodes", std::to_string(o.nodes), "--gpus-per-node", "8"},
-                           std::chrono::minutes(5));
+  int max_jobs = *std::max_element(o.jobs.begin(), o.jobs.end());
+  int nodes = o.nodes > 0 ? o.nodes : (max_jobs * o.workers + o.gpus_per_node - 1) / o.gpus_per_node;
+  Say(Format("bench: starting a control plane with %d fake nodes x %d GPUs (audit log on) in %s; load %s", nodes,
+             o.gpus_per_node, dir.c_str(), rb::LoadAverage().c_str()));
+  auto up = rt::RunCommand({script, "up", "--dir", dir, "--nodes", std::to_string(nodes), "--gpus-per-node",
+                            std::to_string(o.gpus_per_node), "--audit-log"},
+                           std::chrono::minutes(10));
   if (!up.ok() || !up->ok()) {
     std::fprintf(stderr, "bench: cluster up failed: %s\n", up.ok() ? up->err.c_str() : up.status().ToString().c_str());
     return 1;
@@ -113,135 +404,78 @@ int Run(const Options& o) {
     down();
     return 1;
   }
-  (void)cluster->EnsureCrd(ringmaster::testing::TrainingJobCrdPath(),
-                           std::string(ringmaster::api::kCrdName));
-  (void)cluster->Kubectl({"create", "namespace", "bench"});
-  (void)rt::WaitFor("default SA", seconds(60), [&](std::string*) {
-    auto r = cluster->Kubectl({"get", "sa", "default", "-n", "bench"});
-    return r.ok() && r->ok();
-  });
-
-  rt::BackgroundProcess op;
-  const std::string log = dir + "/operator.log";
-  Status started = op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster->kubeconfig(), "--namespace", "bench",
-                             "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "0",
-                             "--kube-api-qps", "200", "--kube-api-burst", "400", "--workers", "8"},
-                            log);
-  std::string metrics_port;
-  (void)rt::WaitFor("operator metrics port", seconds(30), [&](std::string*) {
-    std::smatch m;
-    std::string l = op.Log();
-    if (std::regex_search(l, m, std::regex("serving metrics on .* \\(port ([0-9]+)\\)"))) metrics_port = m[1];
-    return !metrics_port.empty() && l.find("caches synced") != std::string::npos;
-  });
-  if (!started.ok() || metrics_port.empty()) {
-    std::fprintf(stderr, "bench: operator did not start:\n%s\n", op.Log().c_str());
+  (void)cluster->EnsureCrd(rt::TrainingJobCrdPath(), std::string(ringmaster::api::kCrdName));
+  auto config = ringmaster::kube::LoadKubeconfigFiles(cluster->kubeconfig());
+  if (!config.ok()) {
+    std::fprintf(stderr, "bench: %s\n", config.status().ToString().c_str());
     down();
     return 1;
   }
-
-  // 1. Apply every job at once, then wait for every membership.
-  std::string manifest;
-  for (int j = 0; j < o.jobs; ++j) {
-    manifest += "---\n" + ringmaster::testing::TrainingJobHead() + "metadata: {name: job-" + std::to_string(j) +
-                ", namespace: bench}\nspec:\n  replicas: {min: " + std::to_string(o.workers) + ", max: " +
-                std::to_string(o.workers) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n  template:\n    spec:\n"
-                "      containers:\n      - {name: t, image: example/trainer:1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
-  }
-  Say("bench: applying " + std::to_string(o.jobs) + " jobs x " + std::to_string(o.workers) + " workers");
-  auto t0 = Clock::now();
-  auto applied = cluster->Kubectl({"apply", "-f", "-"}, manifest, std::chrono::minutes(5));
-  if (!applied.ok() || !applied->ok()) {
-    std::fprintf(stderr, "bench: apply failed\n");
+  config->user_agent = "ringmaster-operator-bench/0.1";
+  config->qps = 1000;
+  config->burst = 2000;
+  auto client = ringmaster::kube::NewClient(*config, nullptr, [](ringmaster::LogLevel, std::string_view) {});
+  if (!client.ok()) {
     down();
     return 1;
   }
-  int published = 0;
-  double last_report = 0;
-  Status all = rt::WaitFor("every membership", std::chrono::minutes(20), [&](std::string* last) {
-    auto list = cluster->KubectlJson({"get", "tj", "-n", "bench"});
-    if (!list.ok()) return false;
-    published = 0;
-    for (const auto& j : (*list)["items"])
-      published += j.value("status", json::object()).value("membership", json::object()).value("worldSize", 0) == o.workers;
-    *last = std::to_string(published) + " published";
-    if (Since(t0) - last_report >= 10) {
-      last_report = Since(t0);
-      Say("bench:   " + std::to_string(published) + "/" + std::to_string(o.jobs) + " memberships after " +
-          std::to_string(static_cast<int>(last_report)) + " s");
-    }
-    return published == o.jobs;
-  }, std::chrono::milliseconds(500));
-  double apply_to_published = Since(t0);
-  if (!all.ok()) Say("bench: " + all.ToString());
+  Bench bench(o, *cluster, *client, dir);
 
-  auto metrics = rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
-  double requests = 0;
-  if (metrics.ok()) {
-    std::istringstream in(metrics->out);
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("rest_client_requests_total{", 0) == 0) requests += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  auto [rss, cpu] = ProcessUsage(op.pid());
-  std::vector<double> scrape_seconds;
-  double scrape_bytes = 0;
-  for (int i = 0; i < 20; ++i) {
-    auto r = rt::RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download}",
-                             "http://127.0.0.1:" + metrics_port + "/metrics"});
-    if (!r.ok() || !r->ok()) continue;
-    std::istringstream in(r->out);
-    double t = 0;
-    in >> t >> scrape_bytes;
-    scrape_seconds.push_back(t);
-  }
-
-  // 2. Failure -> new generation, one at a time.
-  Say("bench: failing " + std::to_string(o.failures) + " workers one at a time");
+  std::optional<Phase> peer;
+  if (!o.no_peer) peer = bench.RunPeer(o.jobs[0]);
+  std::vector<Phase> ours;
   std::vector<double> latencies;
-  for (int i = 0; i < o.failures && all.ok(); ++i) {
-    std::string name = "job-" + std::to_string(i % o.jobs);
-    auto job = cluster->KubectlJson({"get", "tj", name, "-n", "bench"});
-    if (!job.ok()) continue;
-    const json m = (*job)["status"]["membership"];
-    int64_t gen = m.value("generation", int64_t{0});
-    std::string pod = m["members"][m["members"].size() - 1].value("pod", "");
-    auto t = Clock::now();
-    (void)cluster->Kubectl({"label", "pod", pod, "-n", "bench", "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
-    Status s = rt::WaitFor("generation > " + std::to_string(gen), seconds(60), [&](std::string*) {
-      auto r = cluster->Kubectl({"get", "tj", name, "-n", "bench", "-o", "jsonpath={.status.membership.generation}"});
-      return r.ok() && r->ok() && !r->out.empty() && std::stoll(r->out) > gen;
-    }, std::chrono::milliseconds(20));
-    if (s.ok()) latencies.push_back(Since(t));
-    if ((i + 1) % 20 == 0) Say("bench:   " + std::to_string(i + 1) + " failures measured");
+  std::string where;
+  for (size_t i = 0; i < o.jobs.size(); ++i) {
+    auto p = bench.RunOurs(o.jobs[i], i == 0 ? o.failures : 0, &latencies, &where);
+    if (p) ours.push_back(*p);
   }
+  const std::string load = rb::LoadAverage();
+  const std::string setting =
+      Format("ours: --workers %d --kube-api-qps %g --kube-api-burst %d", o.operator_workers, o.operator_qps, o.operator_burst);
 
-  char buf[1024];
   Say("");
-  Say("ringmaster-operator at scale (" + std::to_string(o.jobs) + " jobs x " + std::to_string(o.workers) + " workers, " +
-      std::to_string(o.nodes) + " nodes x 8 GPUs, 2-core machine shared with the control plane)");
-  std::snprintf(buf, sizeof(buf), "  apply -> every membership published : %.1f s (%d/%d jobs)", apply_to_published,
-                published, o.jobs);
-  Say(buf);
-  std::snprintf(buf, sizeof(buf), "  apiserver requests per job          : %.1f (%.0f total)", requests / o.jobs, requests);
-  Say(buf);
-  std::snprintf(buf, sizeof(buf), "  /metrics scrape                     : p50 %.1f ms, p99 %.1f ms, %.0f bytes (%.1f KiB)",
-                Percentile(scrape_seconds, 0.5) * 1e3, Percentile(scrape_seconds, 0.99) * 1e3, scrape_bytes,
-                scrape_bytes / 1024);
-  Say(buf);
-  std::snprintf(buf, sizeof(buf), "  operator peak RSS                   : %.1f MiB", rss);
-  Say(buf);
-  std::snprintf(buf, sizeof(buf), "  operator CPU seconds (to published) : %.1f s", cpu);
-  Say(buf);
-  std::snprintf(buf, sizeof(buf),
-                "  pod failure -> new generation        : p50 %.3f s, p99 %.3f s over %zu failures "
-                "(includes kubectl polling at 20 ms)",
-                Percentile(latencies, 0.5), Percentile(latencies, 0.99), latencies.size());
-  Say(buf);
-  Say("  peer: none measured (Kubeflow's training-operator v1 restarts every pod on a failure and has no membership)");
-  op.Stop();
+  if (o.failures > 0 && !ours.empty()) {
+    Say(Format("1. pod failure -> new generation, seen by a TrainingJob watch (%zu failures, %d jobs x %d workers live; %s)",
+               latencies.size(), o.jobs[0], o.workers, setting.c_str()));
+    Say(Format("  failure -> watch event with the new generation : p50 %.1f ms, p99 %.1f ms, max %.1f ms  (goal p50 <= 50, p99 <= 250)",
+               rb::Percentile(latencies, 0.5) * 1e3, rb::Percentile(latencies, 0.99) * 1e3,
+               rb::Percentile(latencies, 1.0) * 1e3));
+    if (!where.empty()) Say(where);
+    Say("");
+  }
+  if (peer && !ours.empty()) {
+    const Phase& us = ours[0];
+    Say(Format("2. %d jobs x %d workers, side by side on one cluster (%d nodes x %d GPUs); kubeflow: 1 thread, 20 QPS, burst 30; %s",
+               o.jobs[0], o.workers, nodes, o.gpus_per_node, setting.c_str()));
+    Say(Format("  %-34s %14s %14s %8s", "", "ringmaster", "kubeflow", "ratio"));
+    Say(Format("  %-34s %14s %14s %8s", "apply -> all pods created", Opt(us.created).c_str(), Opt(peer->created).c_str(),
+               Ratio(us.created, peer->created).c_str()));
+    Say(Format("  %-34s %14s %14s %8s  (goal <= 0.5x)", "apply -> all pods Running", Opt(us.running).c_str(),
+               Opt(peer->running).c_str(), Ratio(us.running, peer->running).c_str()));
+    Say(Format("  %-34s %14s %14s %8s", "apply -> all memberships published", Opt(us.published).c_str(), "(none)", "-"));
+    Say(Format("  %-34s %14.1f %14.1f %7.2fx", "API requests per job (audit log)", us.requests / us.jobs,
+               peer->requests / peer->jobs, peer->requests > 0 ? us.requests / peer->requests : 0.0));
+    Say(Format("  %-34s %12.1f M %12.1f M %7.2fx  (goal <= 0.25x)", "peak RSS (MiB)", us.peak_rss_mib, peer->peak_rss_mib,
+               peer->peak_rss_mib > 0 ? us.peak_rss_mib / peer->peak_rss_mib : 0.0));
+    Say(Format("  %-34s %12.1f s %12.1f s %7.2fx", "CPU seconds (start -> done)", us.cpu_seconds, peer->cpu_seconds,
+               peer->cpu_seconds > 0 ? us.cpu_seconds / peer->cpu_seconds : 0.0));
+    PrintVerbs(us);
+    PrintVerbs(*peer);
+    Say(Format("    (ours per its own client: %.1f requests per job)", us.own_requests / us.jobs));
+    Say("");
+  }
+  if (!ours.empty()) {
+    Say(Format("3. growth, ringmaster-operator alone (%d workers per job; %s)", o.workers, setting.c_str()));
+    Say(Format("  %6s %14s %14s %16s %12s %14s", "jobs", "pods Running", "memberships", "requests/job", "peak RSS",
+               "reconcile p99"));
+    for (const auto& p : ours)
+      Say(Format("  %6d %14s %14s %16.1f %10.1f M %11.1f ms", p.jobs, Opt(p.running).c_str(), Opt(p.published).c_str(),
+                 p.requests / p.jobs, p.peak_rss_mib, p.reconcile_p99 * 1e3));
+  }
+  Say("load average at the end: " + load + " (2-core machine shared with the control plane and other work)");
   down();
-  return all.ok() ? 0 : 1;
+  return ours.empty() ? 1 : 0;
 }
 
 }  // namespace
