@@ -130,7 +130,8 @@ ReconcileResult TrainingJobReconciler::Reconcile(const std::string& key) {
 }
 
 const char* TrainingJobReconciler::ReconcileJob(const std::string& key, ReconcileResult& result) {
-  kube::ObjectPtr job = jobs_->Get(key);
+  // The cache, or our own newer write when the watch has not brought it back yet.
+  kube::ObjectPtr job = written_.Freshest(key, jobs_->Get(key));
   if (!job) {  // deleted: its pods and owned objects go by garbage collection
     std::lock_guard<std::mutex> lock(mu_);
     dirty_since_.erase(key);
@@ -201,6 +202,7 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
   updated["status"] = status;
   auto written = client_->UpdateStatus(TrainingJobs(), kube::NamespaceOf(job), updated);
   if (!written.ok()) return written.status();
+  written_.Wrote(key, kube::ResourceVersionOf(job), std::make_shared<const json>(std::move(*written)));
   const json& old_membership = At(job, {"status", "membership"});
   const json& new_membership = At(status, {"membership"});
   if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {

@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "controller/job_plan.h"
 #include "controller/operator_metrics.h"
+#include "controller/written_objects.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "base/log.h"
@@ -100,6 +101,9 @@ class TrainingJobReconciler {
   const LogSink log_;
   const ReconcilerOptions options_;
   const NowFn now_;
+
+  // The jobs as this operator last wrote them, until the cache has them (thread-safe itself).
+  WrittenObjects written_;
 
   std::mutex mu_;
   // Guarded by mu_.
