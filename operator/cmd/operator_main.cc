@@ -1,4 +1,5 @@
 // ringmaster-operator: runs TrainingJobs as elastic sets of GPU worker pods. See --help.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -234,6 +235,10 @@ int Run(const OperatorOptions& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Few malloc arenas: glibc gives every thread that allocates its own (up to 8 per core), and the HTTP
+  // client's thread pool and the informers would each keep freed memory in theirs. Reconciles are not
+  // allocation-bound, so two are plenty.
+  mallopt(M_ARENA_MAX, 2);
   auto opts = rm::operator_cmd::ParseOperatorFlags(rm::cli::Args(argc, argv));
   if (auto exit_code = rm::cli::ExitEarly("ringmaster-operator", opts, rm::operator_cmd::UsageText)) return *exit_code;
   // Every thread inherits this mask; WaitForSignal() is the one place these signals are taken.

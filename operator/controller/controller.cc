@@ -1,6 +1,7 @@
 #include "controller/controller.h"
 
 #include "base/json_path.h"
+#include "controller/cache_transforms.h"
 #include "controller/worker_objects.h"
 #include "kube/resource.h"
 
@@ -38,11 +39,13 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   po.resync_period = std::chrono::seconds(0);
   po.label_selector = std::string(api::kJobNameLabel);  // only worker pods: the label exists
   po.indexers = {{kPodsByJobIndex, IndexPodsByJob()}, {kPodsByNodeIndex, IndexPodsByNode()}};
+  po.transform = [](json* pod) { SlimPod(pod); };  // only what reconcile reads (cache_transforms.h)
   pods_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), po);
 
   kube::InformerOptions no;
   no.log = options_.log;
   no.metrics = options_.client_metrics;
+  no.transform = [](json* node) { SlimNode(node); };
   nodes_ = std::make_unique<kube::Informer>(client_, kube::resources::Nodes(), no);
 
   reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),

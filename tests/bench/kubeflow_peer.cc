@@ -93,19 +93,25 @@ Status StartKubeflow(const KubeflowTool& tool, const testing::TestCluster& clust
   }, std::chrono::milliseconds(200));
 }
 
-std::string PyTorchJobsManifest(const std::string& ns, int jobs, int workers) {
-  auto replica = [](const std::string& type, int n) {
-    return "    " + type + ":\n      replicas: " + std::to_string(n) +
-           "\n      restartPolicy: OnFailure\n      template:\n        spec:\n          containers:\n"
-           "          - {name: pytorch, image: example/trainer:1, resources: {limits: {nvidia.com/gpu: 1}}}\n";
+kube::GroupVersionResource PyTorchJobs() { return {"kubeflow.org", "v1", "pytorchjobs"}; }
+
+nlohmann::json PyTorchJob(const std::string& ns, const std::string& name, int workers) {
+  auto replica = [](int n) {
+    return nlohmann::json{
+        {"replicas", n},
+        {"restartPolicy", "OnFailure"},
+        {"template",
+         {{"spec",
+           {{"containers", nlohmann::json::array({{{"name", "pytorch"},
+                                                   {"image", "example/trainer:1"},
+                                                   {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}};
   };
-  std::string m;
-  for (int j = 0; j < jobs; ++j) {
-    m += "---\napiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: job-" + std::to_string(j) +
-         ", namespace: " + ns + "}\nspec:\n  pytorchReplicaSpecs:\n" + replica("Master", 1);
-    if (workers > 1) m += replica("Worker", workers - 1);
-  }
-  return m;
+  nlohmann::json specs = {{"Master", replica(1)}};
+  if (workers > 1) specs["Worker"] = replica(workers - 1);
+  return {{"apiVersion", "kubeflow.org/v1"},
+          {"kind", "PyTorchJob"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", {{"pytorchReplicaSpecs", specs}}}};
 }
 
 }  // namespace ringmaster::bench

@@ -7,7 +7,10 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
+#include "kube/resource.h"
 #include "support/background_process.h"
 #include "support/test_cluster.h"
 
@@ -25,11 +28,16 @@ StatusOr<KubeflowTool> FindKubeflow(const std::string& source_dir);
 // Installs the PyTorchJob CRD (server-side apply: it is too large for the last-applied annotation),
 // creates `ns` and the empty Secret its certificate rotator fills, and starts the operator on `ns`
 // with its metrics and probes off and its webhook on a free port; returns when its PyTorchJob
-// controller's workers run. Errors: kubectl's, or DeadlineExceeded with the operator's log tail.
+// controller's workers run. Its certificate rotator fills the Secret and then waits for the files a
+// kubelet would mount from it at a fixed path (/tmp/k8s-webhook-server/serving-certs): this writes them
+// there, as that mount would. Errors: kubectl's, or DeadlineExceeded with the operator's log tail.
 Status StartKubeflow(const KubeflowTool& tool, const testing::TestCluster& cluster, const std::string& ns,
                      const std::string& log_file, testing::BackgroundProcess* process);
 
-// `jobs` PyTorchJobs named job-0.. in `ns`, each a Master and workers-1 Workers of one GPU each.
-std::string PyTorchJobsManifest(const std::string& ns, int jobs, int workers);
+// The PyTorchJob resource (kubeflow.org/v1).
+kube::GroupVersionResource PyTorchJobs();
+
+// PyTorchJob `name` in `ns`: a Master and workers-1 Workers of one GPU each.
+nlohmann::json PyTorchJob(const std::string& ns, const std::string& name, int workers);
 
 }  // namespace ringmaster::bench

@@ -36,9 +36,12 @@ double SumOf(const std::string& exposition, const std::string& name, const std::
   return sum;
 }
 
-double HistogramQuantile(const std::string& exposition, const std::string& name, double q,
-                         const std::string& label_filter) {
-  std::map<double, double> cumulative;  // upper bound -> count
+namespace {
+
+// Cumulative bucket counts by upper bound, summed over the series whose labels contain `label_filter`.
+std::map<double, double> Buckets(const std::string& exposition, const std::string& name,
+                                 const std::string& label_filter) {
+  std::map<double, double> cumulative;
   ForEachSample(exposition, name + "_bucket", [&](const std::string& labels, double v) {
     if (labels.find(label_filter) == std::string::npos) return;
     auto le = labels.find("le=\"");
@@ -47,11 +50,29 @@ double HistogramQuantile(const std::string& exposition, const std::string& name,
     double b = bound == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(bound.c_str(), nullptr);
     cumulative[b] += v;
   });
-  if (cumulative.empty() || cumulative.rbegin()->second == 0) return 0;
+  return cumulative;
+}
+
+double Quantile(const std::map<double, double>& cumulative, double q) {
+  if (cumulative.empty() || cumulative.rbegin()->second <= 0) return 0;
   double want = q * cumulative.rbegin()->second;
   for (const auto& [bound, count] : cumulative)
     if (count >= want) return bound;
   return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+double HistogramQuantile(const std::string& exposition, const std::string& name, double q,
+                         const std::string& label_filter) {
+  return Quantile(Buckets(exposition, name, label_filter), q);
+}
+
+double HistogramQuantileBetween(const std::string& before, const std::string& after, const std::string& name,
+                                double q) {
+  auto delta = Buckets(after, name, "");
+  for (const auto& [bound, count] : Buckets(before, name, "")) delta[bound] -= count;
+  return Quantile(delta, q);
 }
 
 }  // namespace ringmaster::bench

@@ -16,4 +16,8 @@ double SumOf(const std::string& exposition, const std::string& name, const std::
 double HistogramQuantile(const std::string& exposition, const std::string& name, double q,
                          const std::string& label_filter = "");
 
+// The same quantile over what happened between two expositions of one process (`after`'s buckets
+// minus `before`'s): the figure for one phase of a run.
+double HistogramQuantileBetween(const std::string& before, const std::string& after, const std::string& name, double q);
+
 }  // namespace ringmaster::bench

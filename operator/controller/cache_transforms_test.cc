@@ -1,0 +1,58 @@
+#include "controller/cache_transforms.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::controller {
+namespace {
+
+using json = nlohmann::json;
+
+TEST(CacheTransformsTest, APodKeepsWhatReconcileReads) {
+  json pod = json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "j-worker-0", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                 "labels": {"a": "b"}, "annotations": {"c": "d"}, "ownerReferences": [{"uid": "j"}],
+                 "creationTimestamp": "t0", "deletionTimestamp": "t1",
+                 "managedFields": [{"manager": "kwok", "fieldsV1": {"f:status": {}}}]},
+    "spec": {"nodeName": "n1", "containers": [{"name": "t", "image": "i", "env": [{"name": "X"}]}],
+             "volumes": [{"name": "v"}]},
+    "status": {"phase": "Failed", "podIP": "127.0.0.9", "hostIP": "127.0.0.1",
+               "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "t2", "lastProbeTime": null}],
+               "containerStatuses": [{"name": "t", "image": "i", "ready": false,
+                                      "state": {"terminated": {"exitCode": 3, "reason": "Error", "finishedAt": "t3",
+                                                               "startedAt": "t4"}}}]}})");
+  SlimPod(&pod);
+  EXPECT_EQ(pod, json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "j-worker-0", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                 "labels": {"a": "b"}, "annotations": {"c": "d"}, "ownerReferences": [{"uid": "j"}],
+                 "creationTimestamp": "t0", "deletionTimestamp": "t1"},
+    "spec": {"nodeName": "n1"},
+    "status": {"phase": "Failed", "podIP": "127.0.0.9",
+               "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "t2"}],
+               "containerStatuses": [{"name": "t", "state": {"terminated": {"exitCode": 3, "reason": "Error",
+                                                                             "finishedAt": "t3"}}}]}})"));
+}
+
+TEST(CacheTransformsTest, APendingPodHasEmptyStatusLists) {
+  json pod = {{"metadata", {{"name", "p"}}}, {"spec", {{"containers", json::array()}}}};
+  SlimPod(&pod);
+  EXPECT_EQ(pod["status"]["conditions"], json::array());
+  EXPECT_EQ(pod["status"]["containerStatuses"], json::array());
+  EXPECT_FALSE(pod["spec"].contains("nodeName"));
+  EXPECT_FALSE(pod["status"].contains("phase"));
+}
+
+TEST(CacheTransformsTest, ANodeKeepsItsNameAndConditions) {
+  json node = json::parse(R"({"metadata": {"name": "n1", "resourceVersion": "3", "labels": {"x": "y"}},
+    "status": {"capacity": {"nvidia.com/gpu": "8"}, "images": [{"names": ["a"]}],
+               "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t",
+                               "lastHeartbeatTime": "h", "message": "m"}]}})");
+  SlimNode(&node);
+  EXPECT_EQ(node, json::parse(R"({"apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "n1", "resourceVersion": "3"},
+    "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"}]}})"));
+}
+
+}  // namespace
+}  // namespace ringmaster::controller
