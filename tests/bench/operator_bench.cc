@@ -9,7 +9,8 @@
 //      one-GPU pods (1 Master + W-1 Workers) and ringmaster-operator with J TrainingJobs of W workers,
 //      one after the other on the same cluster: apply -> all pods created -> all Running (-> our
 //      memberships published), both from a pod watch; API requests per job from the apiserver's audit
-//      log (by user agent); each operator's peak RSS and CPU seconds; ratios.
+//      log (by user agent); each operator's peak RSS and CPU seconds; ratios; the cost of a Prometheus
+//      scrape of our /metrics with every job published.
 //   3. growth (--jobs 100,200,500,1000): ours alone at each size, a fresh operator process each time:
 //      time to all memberships, requests per job, peak RSS, reconcile p99 (its own histogram).
 //
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +115,9 @@ struct Phase {
   double peak_rss_mib = 0, cpu_seconds = 0;
   double reconcile_p99 = 0;  // ours only (its histogram), seconds
   double own_requests = 0;   // ours only: its client's rest_client_requests_total
+  // Ours only: a Prometheus scrape of its /metrics with every job published (curl's total time, 20 of
+  // them; the jobs' state is computed from the cache at each scrape) and its size.
+  double scrape_p50 = 0, scrape_p99 = 0, scrape_bytes = 0;
 };
 
 std::string Opt(const std::optional<double>& v) { return v ? Format("%.1f s", *v) : std::string("-"); }
@@ -340,6 +345,17 @@ class Bench {
       p.reconcile_p99 = rb::HistogramQuantile(metrics->out, "controller_runtime_reconcile_time_seconds", 0.99);
       p.own_requests = rb::SumOf(metrics->out, "rest_client_requests_total");
     }
+    std::vector<double> scrapes;
+    for (int i = 0; i < 20; ++i) {
+      auto r = rt::RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download}",
+                               "http://127.0.0.1:" + metrics_port + "/metrics"});
+      if (!r.ok() || !r->ok()) continue;
+      double t = 0;
+      std::istringstream(r->out) >> t >> p.scrape_bytes;
+      scrapes.push_back(t);
+    }
+    p.scrape_p50 = rb::Percentile(scrapes, 0.5);
+    p.scrape_p99 = rb::Percentile(scrapes, 0.99);
     if (ok && failures > 0) Fail(ns, jobs, failures, generations, milestones, metrics_port, latencies, where);
     op.Stop();
     DeleteNamespace(ns);
@@ -518,7 +534,8 @@ int Run(const Options& o) {
                peer->cpu_seconds > 0 ? us.cpu_seconds / peer->cpu_seconds : 0.0));
     PrintVerbs(us);
     PrintVerbs(*peer);
-    Say(Format("    (ours per its own client: %.1f requests per job)", us.own_requests / us.jobs));
+    Say(Format("    (ours per its own client: %.1f requests per job; its /metrics scrape: p50 %.1f ms, p99 %.1f ms, %.1f KiB)",
+               us.own_requests / us.jobs, us.scrape_p50 * 1e3, us.scrape_p99 * 1e3, us.scrape_bytes / 1024));
     Say("");
   }
   if (!ours.empty()) {
