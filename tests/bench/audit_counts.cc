@@ -16,6 +16,7 @@ int64_t AuditLogSize(const std::string& path) {
 
 StatusOr<AgentRequests> CountAgentRequests(const std::string& path, int64_t from, int64_t to,
                                            const std::string& agent_prefix) {
+  if (to < from) return FailedPreconditionError("the audit log " + path + " was rotated during the phase");
   std::ifstream in(path);
   if (!in) return NotFoundError("cannot read the audit log " + path + " (was the cluster started with --audit-log?)");
   in.seekg(from);

@@ -21,7 +21,8 @@ struct AgentRequests {
 int64_t AuditLogSize(const std::string& path);
 
 // Counts the requests in bytes [from, to) of the audit log at `path` whose userAgent starts with
-// `agent_prefix`. Errors: NotFound when the file cannot be read.
+// `agent_prefix`. Errors: NotFound when the file cannot be read; FailedPrecondition when `to` < `from`
+// (the log was rotated meanwhile).
 StatusOr<AgentRequests> CountAgentRequests(const std::string& path, int64_t from, int64_t to,
                                            const std::string& agent_prefix);
 

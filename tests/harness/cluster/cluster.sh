@@ -245,7 +245,7 @@ start_components() {
     printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
       'rules:' '- level: Metadata' >"$DIR/audit-policy.yaml"
     audit=(--audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/logs/audit.log"
-           --audit-log-format=json --audit-log-mode=batch --audit-log-maxsize=0)
+           --audit-log-format=json --audit-log-mode=batch --audit-log-maxsize=100000)  # MB: never rotated
   fi
   start kube-apiserver "$DIR/bin/kube-apiserver" "${audit[@]}" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
