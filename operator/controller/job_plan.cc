@@ -17,6 +17,10 @@ using json = nlohmann::json;
 namespace {
 
 constexpr size_t kRecentFailuresKept = 20;
+// Failures older than this no longer lengthen the replacement backoff (a kubelet resets a container's
+// crash back-off after 10 minutes of running): a long job that lost a worker now and then is not held
+// at the 60 s cap for good.
+constexpr std::chrono::minutes kBackoffMemory{10};
 // A member that exits 0 has most likely finished the training with its peers, and rank 0's exit (which
 // completes the job) is moments away: it stays a member, and is not replaced, for this long. Likewise
 // workers still running when rank 0's exit completed the job get this long to exit before cleanup.
@@ -419,8 +423,10 @@ Status PlanCreations(Planning& st, const Workers& workers) {
   const int32_t desired = st.spec.desired_workers;
   int32_t missing = desired - std::min<int32_t>(static_cast<int32_t>(workers.live.size()), desired);
   if (missing <= 0) return Status::Ok();
-  Clock::time_point allowed = st.last_failure + ReplacementBackoff(st.status.restart_count);
-  if (st.status.restart_count > 0 && st.in.now < allowed) {
+  int32_t recent = 0;
+  for (const auto& f : st.status.recent_failures) recent += TimeOr(f.time, Clock::time_point{}) > st.in.now - kBackoffMemory;
+  Clock::time_point allowed = st.last_failure + ReplacementBackoff(recent);
+  if (recent > 0 && st.in.now < allowed) {
     EarliestRequeue(st.plan, allowed);
     return Status::Ok();
   }

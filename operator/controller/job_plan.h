@@ -60,7 +60,8 @@ struct PlanInput {
 // records it as a condition and waits for the object to change).
 StatusOr<JobPlan> PlanJob(const PlanInput& input);
 
-// The replacement backoff after `restarts` failure-driven restarts: 1 s, 2 s, 4 s, ... capped at 60 s.
+// The replacement backoff after `restarts` failures within the last 10 minutes: 1 s, 2 s, 4 s, ... capped
+// at 60 s.
 std::chrono::seconds ReplacementBackoff(int32_t restarts);
 
 }  // namespace ringmaster::controller

@@ -143,6 +143,41 @@ TEST(PlanJobTest, ReplacementBackoffCountsFromTheExactFailureTime) {
   EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));
 }
 
+// The backoff counts the failures of the last 10 minutes only: after many old ones, a new failure's
+// replacement waits 1 s, not the 60 s cap.
+TEST(PlanJobTest, OldFailuresNoLongerLengthenTheReplacementBackoff) {
+  json job = Job(1, 2);
+  job["spec"]["elasticPolicy"] = {{"maxRestarts", 100}};
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  json old = json::array();
+  for (int i = 0; i < 8; ++i) {
+    old.push_back({{"pod", "j-worker-1"}, {"uid", "old-" + std::to_string(i)}, {"exitCode", 137},
+                   {"time", FormatRfc3339(kT0 + seconds(i), TimePrecision::kMillis)}});
+  }
+  job["status"]["recentFailures"] = old;
+  job["status"]["restartCount"] = 8;
+  const auto failed_at = kT0 + std::chrono::minutes(30);
+  pods[1] = FailedPod(1, 137);
+  auto plan = PlanJob(Input(job, pods, failed_at));
+  ASSERT_OK(plan) << plan.status();
+  EXPECT_EQ((*plan->status)["restartCount"], 9);
+  job = WithStatus(job, *plan);
+  pods.pop_back();
+  auto later = PlanJob(Input(job, pods, failed_at + seconds(1)));
+  ASSERT_OK(later);
+  EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"})) << "held by failures 30 minutes old";
+  // Within the window they still count: the same failures 5 minutes before wait 2^(9-1) s capped at 60.
+  for (auto& f : job["status"]["recentFailures"]) {
+    if (f.value("uid", "").rfind("old-", 0) == 0) f["time"] = FormatRfc3339(failed_at - std::chrono::minutes(5), TimePrecision::kMillis);
+  }
+  auto held = PlanJob(Input(job, pods, failed_at + seconds(1)));
+  ASSERT_OK(held);
+  EXPECT_TRUE(held->creates.empty());
+  ASSERT_TRUE(held->requeue_at.has_value());
+  EXPECT_EQ(*held->requeue_at, failed_at + seconds(60));
+}
+
 TEST(PlanJobTest, TooManyFailuresFailTheJob) {
   json job = Job(1, 1);
   job["status"] = {{"restartCount", 2}, {"recentFailures", json::array()}};
