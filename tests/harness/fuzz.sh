@@ -33,6 +33,7 @@ for pair in "$@"; do
   before=$(find "$artifacts" -type f | wc -l)
   echo "fuzz: $target for $seconds s (seeds: ${pair#*:})"
   # New inputs go to the first directory; the committed seeds are only read.
+  LSAN_OPTIONS="suppressions=$RINGMASTER_ROOT/tests/harness/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
   "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" "$seeds" >"$log" 2>&1
   status=$?
