@@ -39,7 +39,10 @@ constexpr char kCompletedLabel[] = "pod-container-completed.stage.kwok.x-k8s.io"
 constexpr char kFailedLabel[] = "pod-container-running-failed.stage.kwok.x-k8s.io";
 constexpr char kExitCodeAnnotation[] = "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code";
 constexpr char kNodeNotReadyLabel[] = "node-not-ready.stage.kwok.x-k8s.io";
-constexpr auto kReportDeadline = std::chrono::seconds(30);
+// How long an exit's report is retried (every tick) before it counts as an error. A kubelet retries
+// its status updates for as long as it runs; minutes cover a control-plane outage: an etcd outage made
+// one PATCH hang for the client's 30 s timeout, and a 30 s deadline then dropped the report for good.
+constexpr auto kReportDeadline = std::chrono::minutes(5);
 
 
 bool HasDeletion(const json& obj) { return obj.contains("metadata") && obj["metadata"].contains("deletionTimestamp"); }
