@@ -15,37 +15,19 @@
 #include <string>
 #include <vector>
 
-#include "integration/elastic_workers_fixture.h"
-#include "integration/membership_history.h"
-#include "integration/operator_replicas.h"
+#include "integration/replicated_operator_fixture.h"
 
 namespace ringmaster::testing {
 namespace {
 
 using json = nlohmann::json;
 using std::chrono::seconds;
-class OperatorFailoverE2eTest : public ElasticWorkersE2eTest {
+class OperatorFailoverE2eTest : public ReplicatedOperatorWorkersTest {
  protected:
   void SetUp() override {
-    ElasticWorkersE2eTest::SetUp();
+    ReplicatedOperatorWorkersTest::SetUp();
     // Slower steps (48 s in all): the handover and the change must land before the 120 steps end.
     *(std::find(workload_.args.begin(), workload_.args.end(), "--step-delay-ms") + 1) = "400";
-  }
-
-  void StartOperatorAndRunner() override {
-    Status started = replicas_.Start(RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator");
-    ASSERT_OK(started) << started;
-    StartRunner();
-    auto history = MembershipHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
-    ASSERT_OK(history) << history.status();
-    history_ = std::move(history).value();
-  }
-
-  void TearDown() override {
-    if (HasFailure()) std::cerr << replicas_.Logs();
-    replicas_.Stop();
-    history_.reset();
-    ElasticWorkersE2eTest::TearDown();
   }
 
   // `kubectl scale` to `replicas`, then the leader SIGKILLed at once (its lease is not released); returns
@@ -77,8 +59,6 @@ class OperatorFailoverE2eTest : public ElasticWorkersE2eTest {
     return out;
   }
 
-  OperatorReplicas replicas_;  // in place of the fixture's one operator
-  std::unique_ptr<MembershipHistory> history_;
 };
 
 TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleDownAndTheStandbyFinishesIt) {

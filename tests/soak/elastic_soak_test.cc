@@ -26,9 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "integration/elastic_workers_fixture.h"
-#include "integration/membership_history.h"
-#include "integration/operator_replicas.h"
+#include "integration/replicated_operator_fixture.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -42,11 +40,11 @@ int EnvInt(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
-class ElasticSoakTest : public ElasticWorkersE2eTest {
+class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
  protected:
   void SetUp() override {
     minutes_ = EnvInt("RINGMASTER_SOAK_MINUTES", 30);
-    ElasticWorkersE2eTest::SetUp();
+    ReplicatedOperatorWorkersTest::SetUp();
     // Pure training time is the soak's length (100 ms a step); the faults' stalls come on top. A
     // multiple of 6 steps: whole epochs of 48 samples in batches of 8.
     steps_ = std::max(600, minutes_ * 60 * 1000 / kStepDelayMs / 6 * 6);
@@ -55,22 +53,6 @@ class ElasticSoakTest : public ElasticWorkersE2eTest {
     workload_.final_step = steps_;
     workload_.epochs = steps_ * kBatch / kSamples;
     workload_.start_timeout = seconds(60);
-  }
-
-  void StartOperatorAndRunner() override {
-    Status started = replicas_.Start(RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator");
-    ASSERT_OK(started) << started;
-    StartRunner();
-    auto history = MembershipHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
-    ASSERT_OK(history) << history.status();
-    history_ = std::move(history).value();
-  }
-
-  void TearDown() override {
-    if (HasFailure()) std::cerr << replicas_.Logs();
-    replicas_.Stop();
-    history_.reset();
-    ElasticWorkersE2eTest::TearDown();
   }
 
   void Say(const std::string& line) {
@@ -149,8 +131,6 @@ class ElasticSoakTest : public ElasticWorkersE2eTest {
   int minutes_ = 30, steps_ = 0;
   Clock::time_point start_ = Clock::now();
   std::mt19937_64 rng_;
-  OperatorReplicas replicas_;  // in place of the fixture's one operator
-  std::unique_ptr<MembershipHistory> history_;
 };
 
 TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
