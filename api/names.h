@@ -25,6 +25,8 @@ inline constexpr std::string_view kCrdFile = "crds/ringmaster.io_trainingjobs.ya
 inline constexpr std::string_view kJobNameLabel = "ringmaster.io/job-name";          // every object of a job
 inline constexpr std::string_view kWorkerIndexLabel = "ringmaster.io/worker-index";  // a worker pod's index
 inline constexpr std::string_view kCreatedForAnnotation = "ringmaster.io/created-for";
+// On a job's peer-reports ConfigMap (api/peer_report.h), so the operator watches only those.
+inline constexpr std::string_view kPeerReportsLabel = "ringmaster.io/peer-reports";
 
 // Ports a worker listens on.
 inline constexpr int32_t kCoordinatorPort = 29500;  // the rendezvous store, served by rank 0

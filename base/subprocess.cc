@@ -134,6 +134,7 @@ struct ChildPlan {
   std::string exec_failed;  // "exec failed: PROGRAM: "
   int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr of the child; -1: inherited
   bool own_group = true;
+  int net_ns_fd = -1;  // a network namespace to join first; -1: the parent's
   std::optional<ChildContainer> container;
 };
 
@@ -212,6 +213,7 @@ void SetUpContainer(const ChildContainer& c, const std::string& cwd) {
   for (int i = 0; i < 3; ++i) {
     if (plan.fds[i] >= 0) ::dup2(plan.fds[i], i);  // the copy at i is not close-on-exec
   }
+  if (plan.net_ns_fd >= 0 && ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) SetupFailed("setns", "network namespace");
   if (plan.container) {
     SetUpContainer(*plan.container, plan.cwd);
   } else if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
@@ -345,6 +347,13 @@ StatusOr<Subprocess> Subprocess::Start(const SpawnOptions& options) {
       plan.candidates = PathCandidates(options.argv[0], plan.env_strings);
     }
   }
+  if (!options.network_namespace.empty()) {
+    plan.net_ns_fd = ::open(options.network_namespace.c_str(), O_RDONLY | O_CLOEXEC);
+    if (plan.net_ns_fd < 0) {
+      if (plan.container) CloseFd(plan.container->join_ns_fd);
+      return InternalError(ErrnoText("open network namespace " + options.network_namespace));
+    }
+  }
   plan.exec_failed = "exec failed: " + plan.program + (plan.candidates.size() > 1 ? " (searched PATH)" : "") + ": ";
 
   Subprocess p;
@@ -352,6 +361,7 @@ StatusOr<Subprocess> Subprocess::Start(const SpawnOptions& options) {
   auto close_child_ends = [&plan] {
     for (int& fd : plan.fds) CloseFd(fd);
     if (plan.container) CloseFd(plan.container->join_ns_fd);
+    CloseFd(plan.net_ns_fd);
   };
   const Redirect* redirects[3] = {&options.in, &options.out, &options.err};
   int* parent_ends[3] = {&p.stdin_fd_, &p.stdout_fd_, &p.stderr_fd_};

@@ -8,7 +8,7 @@
 // fork/exec path): see ContainerSetup.
 //
 // Errors: Start returns InvalidArgument for an empty argv and Internal when a file cannot be opened or
-// fork fails (or a namespace to join cannot be opened). A program that cannot be executed is not an error
+// fork fails (or a namespace to join, mount or network, cannot be opened). A program that cannot be executed is not an error
 // of Start: the child writes "exec failed: PROGRAM: REASON" on its stderr and exits 127; one that cannot
 // chdir to `cwd` exits 128, and so does one whose container setup fails (after writing "container setup
 // failed: STEP: REASON" on its stderr).
@@ -85,6 +85,10 @@ struct SpawnOptions {
   Redirect err = Redirect::Inherit();
   bool own_process_group = true;  // false: it stays in the parent's group (a terminal's Ctrl-C reaches it)
   std::optional<ContainerSetup> container;  // set: the child starts in a filesystem view of its own
+  // A network namespace to join (a file such as /run/netns/NAME or /proc/PID/ns/net, opened before fork),
+  // before anything else of `container`: the child and what it execs see only that namespace's interfaces.
+  // Needs CAP_SYS_ADMIN; a failure to join exits 128 ("container setup failed: setns network namespace").
+  std::string network_namespace;
 };
 
 struct ExitStatus {

@@ -48,7 +48,14 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   no.transform = [](json* node) { SlimNode(node); };
   nodes_ = std::make_unique<kube::Informer>(client_, kube::resources::Nodes(), no);
 
+  // The jobs' peer-reports ConfigMaps only (by their label): a worker's report enqueues its job.
+  kube::InformerOptions ro = jo;
+  ro.resync_period = std::chrono::seconds(0);
+  ro.label_selector = std::string(api::kPeerReportsLabel);
+  peer_reports_ = std::make_unique<kube::Informer>(client_, kube::resources::ConfigMaps(), ro);
+
   reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
+                                                        &peer_reports_->store(),
                                                         recorder, metrics, options_.log, options_.reconciler);
   state_metrics_ = std::make_shared<JobStateMetrics>(&jobs_->store(), [this] { return synced_.load(); });
   metrics_->SetMaxConcurrentReconciles(options_.workers);
@@ -61,6 +68,11 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
     for (const auto& key : IndexPodsByJob()(pod)) Enqueue(key);
   };
   pods_->AddEventHandler({pod_job, [pod_job](const json&, const json& o) { pod_job(o); }, pod_job});
+  auto reports_job = [this](const json& cm) {
+    const std::string job = StringAt(cm, {"metadata", "labels", std::string(api::kJobNameLabel)});
+    if (!job.empty()) Enqueue(kube::NamespaceOf(cm) + "/" + job);
+  };
+  peer_reports_->AddEventHandler({reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
   // Nodes matter only when their readiness changes or they vanish: then the jobs with pods there.
   auto node_name = [](const json& n) { return StringAt(n, {"metadata", "name"}); };
   nodes_->AddEventHandler({[this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); },
@@ -86,12 +98,13 @@ void TrainingJobController::EnqueueJobsOnNode(const std::string& node) {
 Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
   nodes_->Start();
   pods_->Start();
+  peer_reports_->Start();
   jobs_->Start();
-  for (kube::Informer* informer : {nodes_.get(), pods_.get(), jobs_.get()}) {
+  for (kube::Informer* informer : {nodes_.get(), pods_.get(), peer_reports_.get(), jobs_.get()}) {
     if (!informer->WaitForSync(sync_timeout)) {
       return DeadlineExceededError(
           "informer caches did not sync within " + std::to_string(sync_timeout.count()) +
-          " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this identity list trainingjobs, pods and nodes?");
+          " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this identity list trainingjobs, pods, nodes and configmaps?");
     }
   }
   synced_ = true;
@@ -126,6 +139,7 @@ void TrainingJobController::Stop() {
   for (auto& t : workers_) t.join();
   workers_.clear();
   jobs_->Stop();
+  peer_reports_->Stop();
   pods_->Stop();
   nodes_->Stop();
 }

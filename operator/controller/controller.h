@@ -59,7 +59,7 @@ class TrainingJobController {
   const ControllerOptions options_;
   std::shared_ptr<kube::Client> client_;
   std::unique_ptr<kube::WorkQueue> queue_;
-  std::unique_ptr<kube::Informer> jobs_, pods_, nodes_;
+  std::unique_ptr<kube::Informer> jobs_, pods_, nodes_, peer_reports_;
   std::unique_ptr<TrainingJobReconciler> reconciler_;
   OperatorMetrics* const metrics_;
   std::shared_ptr<JobStateMetrics> state_metrics_;

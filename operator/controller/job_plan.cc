@@ -7,6 +7,7 @@
 #include "api/training_job.h"
 #include "base/json_path.h"
 #include "controller/membership.h"
+#include "controller/peer_verdict.h"
 #include "base/time_format.h"
 #include "controller/worker_objects.h"
 
@@ -332,6 +333,8 @@ bool PlanNodeLoss(Planning& st, const PodView& p) {
 // Observe workers: which can be members, which are lost with their node, which left for good.
 Workers ObserveWorkers(Planning& st) {
   Workers workers;
+  std::map<std::string, std::vector<std::string>> cut_off;  // member pod -> who cannot reach it
+  for (auto& c : CutOffMembers(st.membership, st.in.peer_reports)) cut_off[c.pod] = std::move(c.reporters);
   for (const auto& p : st.pods) {
     workers.used_indices.insert(p.index);
     WorkerObservation w;
@@ -347,7 +350,16 @@ Workers ObserveWorkers(Planning& st) {
     w.failed = p.phase == "Failed" || (p.phase == "Succeeded" && !w.finishing);
     w.beyond_desired = IsLeaving(st, p.name, p.uid);  // it left: it never joins again
     if (!p.node.empty() && !w.failed) w.node_lost = PlanNodeLoss(st, p);
-    if (!w.failed && !w.node_lost && !p.deleting && !w.beyond_desired) workers.live.push_back(&p);
+    // Partitioned from its peers: it leaves the membership and its pod goes (a replacement, reachable,
+    // takes its place), so the next generation does not wait on it again.
+    if (const api::Member* m = st.membership.Find(p.name); m && m->uid == p.uid && cut_off.count(p.name) && !w.failed) {
+      w.unreachable = true;
+      std::string by;
+      for (const auto& r : cut_off[p.name]) by += (by.empty() ? "" : ", ") + r;
+      DeletePod(st, p, "its peers cannot reach it (reported by " + by + " in generation " +
+                           std::to_string(st.membership.generation) + ")");
+    }
+    if (!w.failed && !w.node_lost && !w.unreachable && !p.deleting && !w.beyond_desired) workers.live.push_back(&p);
     workers.observed.push_back(w);
   }
   return workers;
@@ -385,7 +397,8 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   if (decision.next) {
     st.membership = *decision.next;
     const std::string& reason = st.membership.reason;
-    bool warning = reason == "WorkerFailed" || reason == "NodeLost" || reason == "WorkerRemoved";
+    bool warning = reason == "WorkerFailed" || reason == "NodeLost" || reason == "WorkerRemoved" ||
+                   reason == "PeerUnreachable";
     st.plan.events.push_back({warning ? "Warning" : "Normal", reason, st.membership.message});
     SetCondition(st.status.conditions, "MembershipPublished", "True", reason, st.membership.message, st.now_s,
                  st.generation, /*touch=*/true);

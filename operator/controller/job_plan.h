@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/peer_report.h"
 #include "base/status.h"
 #include "controller/job_spec.h"
 
@@ -54,6 +55,7 @@ struct PlanInput {
   std::vector<nlohmann::json> pods;         // this job's worker pods (by label), any phase
   std::map<std::string, NodeState> nodes;   // by name; a node absent here does not exist
   Clock::time_point now;
+  std::vector<api::PeerReport> peer_reports;  // the job's (api/peer_report.h); members cut off are removed
 };
 
 // Errors: InvalidArgument when the job's spec or status cannot be read (not retryable; the reconciler

@@ -48,7 +48,7 @@ json FailedPod(int index, int exit_code) {
 }
 
 PlanInput Input(json job, std::vector<json> pods, Clock::time_point now = kT0) {
-  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now};
+  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now, {}};
 }
 
 // Applies a plan's status to the job, as the apiserver would.
@@ -121,6 +121,43 @@ TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
 
 // A failure late in a second still waits the whole backoff: the failure time keeps its milliseconds,
 // so the replacement never races the failed pod's deletion for its index.
+TEST(PlanJobTest, AMemberItsPeersCannotReachLeavesAndItsPodIsReplacedWithoutCountingAFailure) {
+  json job = Job(2, 3);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  ASSERT_EQ(job["status"]["membership"]["generation"], 1);
+
+  PlanInput in = Input(job, pods, kT0 + seconds(10));
+  in.peer_reports = {{"j-worker-0", 1, {"j-worker-2"}, ""}, {"j-worker-1", 1, {"j-worker-2"}, ""},
+                     {"j-worker-2", 1, {"j-worker-0", "j-worker-1"}, ""}};
+  auto plan = PlanJob(in);
+  ASSERT_OK(plan) << plan.status();
+  ASSERT_EQ(plan->deletes.size(), 1u);
+  EXPECT_EQ(plan->deletes[0].name, "j-worker-2");
+  EXPECT_NE(plan->deletes[0].why.find("reported by j-worker-0, j-worker-1 in generation 1"), std::string::npos)
+      << plan->deletes[0].why;
+  const json& m = (*plan->status)["membership"];
+  EXPECT_EQ(m["generation"], 2);
+  EXPECT_EQ(m["worldSize"], 2);
+  EXPECT_EQ(m["reason"], "PeerUnreachable");
+  EXPECT_EQ((*plan->status)["restartCount"], 0);
+  // Replaced at once at a fresh index, as a worker lost with its node is: no failure, no backoff.
+  EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-3"}));
+
+  // Level-based: with its pod being deleted, the same reports change the membership no further.
+  job = WithStatus(job, *plan);
+  pods[2]["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0 + seconds(10));
+  pods.push_back(Pod(3, "Pending", false));
+  in = Input(job, pods, kT0 + seconds(11));
+  in.peer_reports = {{"j-worker-0", 1, {"j-worker-2"}, ""}, {"j-worker-1", 1, {"j-worker-2"}, ""}};
+  plan = PlanJob(in);
+  ASSERT_OK(plan);
+  EXPECT_TRUE(plan->creates.empty());
+  if (plan->status) {
+    EXPECT_EQ((*plan->status)["membership"]["generation"], 2);
+  }
+}
+
 TEST(PlanJobTest, ReplacementBackoffCountsFromTheExactFailureTime) {
   json job = Job(1, 2);
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};

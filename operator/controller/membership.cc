@@ -18,6 +18,7 @@ std::string ReasonName(ChangeReason reason) {
     case ChangeReason::kWorkerFailed: return "WorkerFailed";
     case ChangeReason::kWorkerRemoved: return "WorkerRemoved";
     case ChangeReason::kNodeLost: return "NodeLost";
+    case ChangeReason::kPeerUnreachable: return "PeerUnreachable";
     case ChangeReason::kScaledDown: return "ScaledDown";
   }
   return "Unknown";
@@ -26,19 +27,21 @@ std::string ReasonName(ChangeReason reason) {
 namespace {
 
 // Removal reasons in order of urgency: the first one present names the change.
-constexpr ChangeReason kRemovalPriority[] = {ChangeReason::kNodeLost, ChangeReason::kWorkerFailed,
-                                             ChangeReason::kWorkerRemoved, ChangeReason::kScaledDown};
+constexpr ChangeReason kRemovalPriority[] = {ChangeReason::kNodeLost, ChangeReason::kPeerUnreachable,
+                                             ChangeReason::kWorkerFailed, ChangeReason::kWorkerRemoved,
+                                             ChangeReason::kScaledDown};
 
 ChangeReason RemovalReason(const WorkerObservation* w) {
   if (w == nullptr) return ChangeReason::kWorkerRemoved;  // the pod is gone
   if (w->node_lost) return ChangeReason::kNodeLost;
+  if (w->unreachable) return ChangeReason::kPeerUnreachable;
   if (w->failed) return ChangeReason::kWorkerFailed;
   if (w->beyond_desired) return ChangeReason::kScaledDown;
   return ChangeReason::kWorkerRemoved;  // no longer Ready, or being deleted
 }
 
 bool Eligible(const WorkerObservation& w) {
-  return (w.ready || w.finishing) && !w.failed && !w.node_lost && !w.beyond_desired;
+  return (w.ready || w.finishing) && !w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -80,7 +83,7 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
     for (const auto& s : survivors) member |= (s.pod == w.pod && s.uid == w.uid);
     if (member) continue;
     if (Eligible(w)) joiners.push_back(&w);
-    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.ready) someone_still_starting = true;
+    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.ready) someone_still_starting = true;
   }
   std::sort(joiners.begin(), joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });
 

@@ -25,6 +25,7 @@ enum class ChangeReason {
   kWorkerFailed,   // a worker's pod failed
   kWorkerRemoved,  // a worker's pod was deleted or stopped being Ready
   kNodeLost,       // a worker's node went NotReady/Unknown for the detection window
+  kPeerUnreachable,  // most of its peers reported that they cannot reach it (peer_verdict.h)
   kScaledDown,     // the desired count fell
 };
 std::string ReasonName(ChangeReason reason);
@@ -39,6 +40,7 @@ struct WorkerObservation {
   bool ready = false;          // phase Running and condition Ready=True, not being deleted
   bool failed = false;         // phase Failed
   bool node_lost = false;      // its node has been NotReady/Unknown past the detection window
+  bool unreachable = false;    // a member its peers cannot reach (peer_verdict.h): removed, never rejoins
   bool beyond_desired = false; // its index is not wanted any more (scale down)
   bool for_scale_up = false;   // created because the desired count rose (joins as ScaledUp)
   bool finishing = false;      // a member that exited 0 moments ago (the job is about to complete): it stays

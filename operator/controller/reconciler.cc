@@ -3,6 +3,7 @@
 #include <map>
 
 #include "api/names.h"
+#include "api/peer_report.h"
 #include "controller/job_plan.h"
 #include "controller/job_secret.h"
 #include "base/json_path.h"
@@ -36,12 +37,13 @@ kube::IndexFunc IndexPodsByNode() {
 
 TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs,
                                              const kube::Store* pods, const kube::Store* nodes,
-                                             kube::EventRecorder* recorder, OperatorMetrics* metrics, LogSink log,
+                                             const kube::Store* peer_reports, kube::EventRecorder* recorder, OperatorMetrics* metrics, LogSink log,
                                              ReconcilerOptions options, NowFn now)
     : client_(std::move(client)),
       jobs_(jobs),
       pods_(pods),
       nodes_(nodes),
+      peer_reports_(peer_reports),
       recorder_(recorder),
       metrics_(metrics),
       log_(std::move(log)),
@@ -91,7 +93,8 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
   std::vector<Owned> owned = {{kube::resources::Secrets(), BuildWorkerSecret(job, *secret)},
                               {kube::resources::Services(), BuildHeadlessService(job)},
                               {kube::resources::Roles(), BuildWorkerRole(job)},
-                              {kube::resources::RoleBindings(), BuildWorkerRoleBinding(job)}};
+                              {kube::resources::RoleBindings(), BuildWorkerRoleBinding(job)},
+                              {kube::resources::ConfigMaps(), BuildPeerReports(job)}};
   // Before any pod exists, so no worker listens unprotected where the policy is enforced.
   if (options_.worker_network_policy) {
     owned.push_back({kube::resources::NetworkPolicies(), BuildWorkerNetworkPolicy(job)});
@@ -155,6 +158,16 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
   for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
   input.now = now_();
   input.nodes = ObserveNodes(*nodes_, input.now);
+  const std::string ns = kube::NamespaceOf(job);
+  if (kube::ObjectPtr reports = peer_reports_->Get(ns + "/" + api::PeerReportsName(kube::NameOf(job)))) {
+    const json& data = At(*reports, {"data"});
+    for (auto it = data.is_object() ? data.begin() : data.end(); it != data.end(); ++it) {
+      if (!it->is_string()) continue;
+      auto report = api::DecodePeerReport(it.key(), it->get<std::string>());
+      if (report.ok()) input.peer_reports.push_back(std::move(report).value());
+      else log_(LogLevel::kWarning, "job " + key + ": ignoring " + report.status().ToString());
+    }
+  }
   return input;
 }
 

@@ -55,8 +55,9 @@ class TrainingJobReconciler {
  public:
   using NowFn = std::function<std::chrono::system_clock::time_point()>;
 
+  // `peer_reports`: the jobs' peer-reports ConfigMaps (api/peer_report.h).
   TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs, const kube::Store* pods,
-                        const kube::Store* nodes, kube::EventRecorder* recorder, OperatorMetrics* metrics,
+                        const kube::Store* nodes, const kube::Store* peer_reports, kube::EventRecorder* recorder, OperatorMetrics* metrics,
                         LogSink log, ReconcilerOptions options = {}, NowFn now = std::chrono::system_clock::now);
 
   ReconcileResult Reconcile(const std::string& key);
@@ -69,7 +70,8 @@ class TrainingJobReconciler {
   // Reconcile without the metrics: observe, plan, apply. Fills `result`; returns the outcome label
   // of the reconciles metric (success, invalid, requeue, error).
   const char* ReconcileJob(const std::string& key, ReconcileResult& result);
-  // Observe: the PlanInput for `job` from the informer stores (its pods by index, all nodes) at now_().
+  // Observe: the PlanInput for `job` from the informer stores (its pods by index, all nodes, its peer
+  // reports; one that does not decode is logged and left out) at now_().
   PlanInput Observe(const std::string& key, const nlohmann::json& job) const;
   // Apply: owned objects, then the status (a conflict or error stops here), then pods, events and the
   // job's deletion. Fills `result` (first error; requeue_after from the plan, at least 10 ms after
@@ -96,6 +98,7 @@ class TrainingJobReconciler {
   const kube::Store* const jobs_;
   const kube::Store* const pods_;
   const kube::Store* const nodes_;
+  const kube::Store* const peer_reports_;
   kube::EventRecorder* const recorder_;
   OperatorMetrics* const metrics_;
   const LogSink log_;

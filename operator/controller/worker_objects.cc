@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "api/peer_report.h"
 #include "api/worker_env.h"
 #include "base/json_path.h"
 #include "kube/base64.h"
@@ -196,7 +197,20 @@ StatusOr<json> BuildWorkerRole(const json& job) {
               {"rules", json::array({{{"apiGroups", {api::kGroup}},
                                       {"resources", {api::kResource}},
                                       {"resourceNames", {id.name}},
-                                      {"verbs", {"get", "list", "watch"}}}})}};
+                                      {"verbs", {"get", "list", "watch"}}},
+                                     // A worker replaces its own entry with a merge patch (peer_report.h).
+                                     {{"apiGroups", {""}},
+                                      {"resources", {"configmaps"}},
+                                      {"resourceNames", {api::PeerReportsName(id.name)}},
+                                      {"verbs", {"get", "patch"}}}})}};
+}
+
+StatusOr<json> BuildPeerReports(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", OwnedMetadata(id, api::PeerReportsName(id.name))}};
+  cm["metadata"]["labels"][std::string(api::kPeerReportsLabel)] = "true";
+  cm["data"] = json::object();
+  return cm;
 }
 
 StatusOr<json> BuildWorkerRoleBinding(const json& job) {

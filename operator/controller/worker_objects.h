@@ -46,10 +46,14 @@ StatusOr<nlohmann::json> BuildWorkerPod(const nlohmann::json& job, int32_t index
 StatusOr<nlohmann::json> BuildHeadlessService(const nlohmann::json& job);
 
 // ServiceAccount (only when the template names none), Role (get/list/watch on this one TrainingJob by
-// name) and RoleBinding to the template's service account or the per-job one.
+// name; get/patch on its peer-reports ConfigMap by name) and RoleBinding to the template's service
+// account or the per-job one.
 StatusOr<nlohmann::json> BuildWorkerServiceAccount(const nlohmann::json& job);
 StatusOr<nlohmann::json> BuildWorkerRole(const nlohmann::json& job);
 StatusOr<nlohmann::json> BuildWorkerRoleBinding(const nlohmann::json& job);
+// The job's peer-reports ConfigMap (api/peer_report.h), empty, owned by the job, labelled
+// api::kPeerReportsLabel. InvalidArgument for a job without name/uid.
+StatusOr<nlohmann::json> BuildPeerReports(const nlohmann::json& job);
 // The per-job Secret (Opaque, immutable, owned by the job) holding `secret` (job_secret.h,
 // NewJobSecret) under kJobSecretKey. InvalidArgument for an empty secret or a job without name/uid.
 StatusOr<nlohmann::json> BuildWorkerSecret(const nlohmann::json& job, const std::string& secret);

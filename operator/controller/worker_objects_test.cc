@@ -115,6 +115,22 @@ TEST(WorkerObjectsTest, RoleGrantsReadOnThisJobOnly) {
   EXPECT_EQ(rule["verbs"], json::array({"get", "list", "watch"}));
   EXPECT_EQ(rule["resources"], json::array({api::kResource}));
   EXPECT_EQ(rule["apiGroups"], json::array({api::kGroup}));
+  // ... and read/patch on its own peer-reports ConfigMap only (api/peer_report.h).
+  const json& reports = (*role)["rules"][1];
+  EXPECT_EQ(reports["resources"], json::array({"configmaps"}));
+  EXPECT_EQ(reports["resourceNames"], json::array({"bert-peer-reports"}));
+  EXPECT_EQ(reports["verbs"], json::array({"get", "patch"}));
+  EXPECT_EQ((*role)["rules"].size(), 2u);
+}
+
+TEST(WorkerObjectsTest, PeerReportsStartEmptyOwnedByTheJobAndLabelledForTheOperatorsWatch) {
+  auto cm = BuildPeerReports(Job());
+  ASSERT_OK(cm);
+  EXPECT_EQ((*cm)["metadata"]["name"], "bert-peer-reports");
+  EXPECT_EQ((*cm)["metadata"]["labels"][std::string(api::kPeerReportsLabel)], "true");
+  EXPECT_EQ((*cm)["metadata"]["labels"][std::string(api::kJobNameLabel)], "bert");
+  EXPECT_EQ((*cm)["metadata"]["ownerReferences"][0]["kind"], api::kKind);
+  EXPECT_TRUE((*cm)["data"].empty());
 }
 
 TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {

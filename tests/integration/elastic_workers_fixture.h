@@ -34,11 +34,13 @@ namespace ringmaster::testing {
 // disturbances land mid-run and the rebuilds finish well before the end.
 inline constexpr int kSteps = 120, kSamples = 48, kBatch = 8, kStepDelayMs = 100;
 inline constexpr int kDisturbAtStep = 12;
+// The workers' collective and rebuild timeout (--timeout-ms): how long a stalled peer goes unnoticed.
+inline constexpr int kCollectiveTimeoutMs = 8000;
 inline const std::string kJob = "train";
 
 inline std::vector<std::string> TrainFlags() {
   return {"--steps", std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch", std::to_string(kBatch),
-          "--seed",  "7",                    "--timeout-ms", "8000"};
+          "--seed",  "7",                    "--timeout-ms", std::to_string(kCollectiveTimeoutMs)};
 }
 
 // What the job's workers run and how to check it: the C++ example trainer, or the PyTorch example.
@@ -131,6 +133,7 @@ class ElasticWorkersE2eTest : public JobTest {
     ro.job = kJob;
     ro.bin_dir = bin;
     ro.work_dir = out_ + "/pods";
+    ro.pod_network = pod_network_;
     auto runner = PodRunner::Start(ro);
     ASSERT_OK(runner) << runner.status();
     runner_ = std::move(runner).value();
@@ -325,6 +328,7 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string spec_extra_;
   std::string image_ = "ringmaster/train-example:dev";
   std::string template_metadata_, pod_extra_, container_extra_;
+  bool pod_network_ = false;  // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "support/manifests.h"
+#include "api/peer_report.h"
 #include "controller/worker_objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -65,7 +66,7 @@ class MembershipWatchTest : public JobTest {
 
 TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   json job = CreateJob("mine", 1, 2);
-  auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "mine"});
+  auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "mine", "mine-worker-1"});
   ASSERT_OK(source) << source.status();
   EXPECT_EQ((*source)->WaitNewer(0, milliseconds(1500)).status().code(), StatusCode::kDeadlineExceeded);
 
@@ -91,6 +92,22 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   EXPECT_EQ(third->generation, 3);
   EXPECT_EQ(third->members[0].pod, "mine-worker-1");
 
+  // Peer reports: with its token alone the worker replaces its own entry in the job's ConfigMap, which
+  // the operator created (here: the test); another entry there stays.
+  auto reports = controller::BuildPeerReports(job);
+  ASSERT_OK(reports);
+  (*reports)["data"]["mine-worker-0"] = api::EncodePeerReport({"mine-worker-0", 1, {}, ""});
+  ASSERT_OK(cluster_.Apply(reports->dump()));
+  ASSERT_OK((*source)->ReportUnreachable(1, {"mine-worker-0"}));
+  ASSERT_OK((*source)->ReportUnreachable(3, {"someone-else"}));
+  auto cm = cluster_.KubectlJson({"get", "configmap", api::PeerReportsName("mine"), "-n", ns_});
+  ASSERT_OK(cm) << cm.status();
+  auto mine = api::DecodePeerReport("mine-worker-1", (*cm)["data"].value("mine-worker-1", ""));
+  ASSERT_OK(mine) << mine.status() << "\n" << cm->dump(2);
+  EXPECT_EQ(mine->generation, 3);
+  EXPECT_EQ(mine->unreachable, std::vector<std::string>{"someone-else"});
+  EXPECT_TRUE((*cm)["data"].contains("mine-worker-0"));
+
   // Stop wakes a waiter with Cancelled.
   std::thread stopper([&] {
     std::this_thread::sleep_for(milliseconds(200));
@@ -107,7 +124,7 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
                        ::testing::TempDir() + ns_ + "-operator.log")
                   );
   json job = CreateJob("watched", 2, 3);
-  auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "watched"});
+  auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "watched", ""});
   ASSERT_OK(source) << source.status();
   auto started = (*source)->WaitNewer(0, seconds(60));
   ASSERT_OK(started) << started.status() << "\n" << op.Log();

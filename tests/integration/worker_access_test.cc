@@ -6,6 +6,7 @@
 #include <string>
 
 #include "support/manifests.h"
+#include "api/peer_report.h"
 #include "controller/worker_objects.h"
 #include "support/cluster_test.h"
 #include "base/status_test_macros.h"
@@ -29,20 +30,24 @@ class WorkerAccessTest : public JobTest {
     ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString()) << "\n" << object->dump(2);
   }
 
-  // GET `path` with a bearer token; returns the HTTP status code.
-  std::string HttpCode(const std::string& token, const std::string& path) {
-    auto r = RunCommand({"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--cacert",
-                         cluster_.ca_file(), "-H", "Authorization: Bearer " + token, cluster_.server() + path},
-                        seconds(20));
+  // GET `path` (or a JSON merge patch of `patch` to it) with a bearer token; returns the HTTP status code.
+  std::string HttpCode(const std::string& token, const std::string& path, const std::string& patch = "") {
+    std::vector<std::string> argv = {"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--cacert",
+                                     cluster_.ca_file(), "-H", "Authorization: Bearer " + token};
+    if (!patch.empty()) argv.insert(argv.end(), {"-X", "PATCH", "-H", "Content-Type: application/merge-patch+json", "-d", patch});
+    argv.push_back(cluster_.server() + path);
+    auto r = RunCommand(argv, seconds(20));
     EXPECT_OK(r) << r.status();
     return r.ok() ? r->out : "";
   }
+
+  json beta_;  // the second job, as stored
 
 };
 
 TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
   json alpha = CreateJob("alpha");
-  CreateJob("beta");
+  beta_ = CreateJob("beta");
   ApplyJson(controller::BuildWorkerServiceAccount(alpha));
   ApplyJson(controller::BuildWorkerRole(alpha));
   ApplyJson(controller::BuildWorkerRoleBinding(alpha));
@@ -60,6 +65,17 @@ TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
   // Its job's secret reaches it as a mounted file, never through the API: no Secret can be read.
   EXPECT_EQ(HttpCode(t, "/api/v1/namespaces/" + ns_ + "/secrets"), "403");
   EXPECT_EQ(HttpCode(t, "/api/v1/namespaces/" + ns_ + "/secrets/" + controller::WorkerSecretName("alpha")), "403");
+
+  // Peer reports (api/peer_report.h): its own job's ConfigMap may be read and patched; no other one.
+  ApplyJson(controller::BuildPeerReports(alpha));
+  ApplyJson(controller::BuildPeerReports(beta_));
+  const std::string configmaps = "/api/v1/namespaces/" + ns_ + "/configmaps";
+  const std::string report = R"({"data":{"alpha-worker-0":"{\"generation\":1,\"unreachable\":[\"alpha-worker-1\"]}"}})";
+  EXPECT_EQ(HttpCode(t, configmaps + "/" + api::PeerReportsName("alpha")), "200");
+  EXPECT_EQ(HttpCode(t, configmaps + "/" + api::PeerReportsName("alpha"), report), "200");
+  EXPECT_EQ(HttpCode(t, configmaps + "/" + api::PeerReportsName("beta")), "403");
+  EXPECT_EQ(HttpCode(t, configmaps + "/" + api::PeerReportsName("beta"), report), "403");
+  EXPECT_EQ(HttpCode(t, configmaps), "403");  // no listing
 }
 
 TEST_F(WorkerAccessTest, WorkerPodIsAcceptedScheduledByGpuAndRuns) {

@@ -25,6 +25,7 @@ StatusOr<Subprocess> SpawnLocalProcess(const LocalProcessSpec& spec) {
   options.in = Redirect::Null();
   options.out = options.err = Redirect::AppendTo(spec.log_file);
   options.own_process_group = true;
+  options.network_namespace = spec.network_namespace;
   return Subprocess::Start(options);
 }
 

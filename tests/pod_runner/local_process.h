@@ -23,6 +23,7 @@ struct LocalProcessSpec {
   EnvList env;                    // the whole environment
   std::string cwd;
   std::string log_file;           // appended to
+  std::string network_namespace;  // "": the host's; else a namespace to join (pod_network.h)
 };
 
 // Returns the process (its pid is also its process group id). Internal when the log file cannot be

@@ -24,6 +24,7 @@
 #include "pod_runner/container_env.h"
 #include "pod_runner/container_start.h"
 #include "pod_runner/local_process.h"
+#include "pod_runner/pod_network.h"
 #include "pod_runner/readiness_probe.h"
 #include "pod_runner/restart_policy.h"
 #include "pod_runner/rootfs_cache.h"
@@ -108,6 +109,7 @@ struct PodRunner::Proc {
   std::chrono::milliseconds next_back_off{0};  // once exited to be restarted: the wait before the next run
   std::optional<Clock::time_point> restart_at;  // exited by itself; to be restarted then
   bool superseded = false;                    // a later run of the same container exists
+  bool kill_deferred = false;                 // pod_network: its pod went while its link was cut (logged once)
 };
 
 // A pod whose start failed so far (retried every tick until start_timeout).
@@ -143,6 +145,16 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
   PodRunner* self = runner.get();
   LogSink log = [self](LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
   RINGMASTER_ASSIGN_OR_RETURN(runner->client_, kube::NewClient(config, nullptr, log));
+  if (o.pod_network) {
+    if (!o.image_dir.empty()) return InvalidArgumentError("PodRunner: pod_network is for bin-dir mode");
+    // The apiserver's port, relayed into every pod's namespace at 127.0.0.1 (its certificate names it).
+    const auto colon = runner->server_.rfind(':');
+    const int port = colon == std::string::npos ? 0 : std::atoi(runner->server_.c_str() + colon + 1);
+    if (port <= 0 || port > 65535 || runner->server_.find("//127.0.0.1:") == std::string::npos) {
+      return InvalidArgumentError("PodRunner: pod_network needs an apiserver at https://127.0.0.1:PORT, not " + runner->server_);
+    }
+    RINGMASTER_ASSIGN_OR_RETURN(runner->network_, PodNetwork::Create({static_cast<uint16_t>(port)}, log));
+  }
 
   kube::InformerOptions po;
   po.ns = o.ns;
@@ -167,7 +179,8 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
                                                                : "in " + o.ns + " matching " + o.label_selector +
                                                                      (o.job.empty() ? "" : " (" + o.job + ")")) +
               " as local processes (logs in " + o.work_dir + ")" +
-              (o.image_dir.empty() ? "" : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")"));
+              (o.image_dir.empty() ? "" : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")") +
+              (o.pod_network ? ", each in a network namespace of its own" : ""));
   runner->thread_ = std::thread([self] { self->Run(); });
   return runner;
 }
@@ -190,6 +203,7 @@ void PodRunner::Stop() {
   }
   if (pods_) pods_->Stop();
   if (nodes_) nodes_->Stop();
+  network_.reset();
 }
 
 void PodRunner::Log(const std::string& line) {
@@ -225,10 +239,9 @@ void PodRunner::Tick() {
     KillAndReapLocked(pods, nodes);
   }
   ReportExits();
-  if (!options_.image_dir.empty()) {
-    RestartContainers(pods);
-    ProbeContainers(pods);
-  }
+  if (network_) ReleaseNetworks();
+  if (!options_.image_dir.empty()) RestartContainers(pods);
+  if (!options_.image_dir.empty() || network_) ProbeContainers(pods);
   ReassertReadiness(pods, nodes);
 
   std::map<std::string, const json*> node_by_name;
@@ -353,10 +366,58 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     if (!p.killed_for.empty()) continue;  // SIGKILLed already; reaped on a later tick
     std::string why = trouble(p);
     if (why.empty()) continue;
+    if (network_ && network_->IsCut(p.uid)) {  // a partitioned node's kubelet has not heard of it yet
+      if (!proc->kill_deferred) Log("not killing " + p.pod + " (uid " + ShortUid(p.uid) + ") yet: " + why + ", but its link is cut; acting when it heals");
+      proc->kill_deferred = true;
+      continue;
+    }
     (void)proc->process.SignalGroup(SIGKILL);  // reaped on a later tick
     p.killed_for = why;
     Log("killing " + p.pod + " (uid " + ShortUid(p.uid) + ", pid " + std::to_string(p.pid) + "): " + why);
   }
+}
+
+void PodRunner::ReleaseNetworks() {
+  std::vector<std::string> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, bool> active;  // by uid: a process of the pod runs (or waits for its restart)
+    for (const auto& p : procs_) active[p->info.uid] |= p->info.running || p->restart_at.has_value();
+    for (const auto& [uid, a] : active)
+      if (!a) ended.push_back(uid);
+  }
+  for (const auto& uid : ended) network_->RemovePod(uid);  // idempotent: nothing for a pod already released
+}
+
+StatusOr<std::string> PodRunner::RunningUid(const std::string& pod) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& p : procs_)
+    if (p->info.pod == pod && p->info.running) return p->info.uid;
+  return NotFoundError("pod " + pod + " runs no process here");
+}
+
+Status PodRunner::Partition(const std::string& pod, bool control_plane_too) {
+  if (!network_) return FailedPreconditionError("PodRunner::Partition needs pod_network");
+  RINGMASTER_ASSIGN_OR_RETURN(std::string uid, RunningUid(pod));
+  RINGMASTER_RETURN_IF_ERROR(network_->Cut(uid, control_plane_too));
+  Log("cut " + pod + " (uid " + ShortUid(uid) + ") off the network" + (control_plane_too ? " and the apiserver" : ""));
+  return Status::Ok();
+}
+
+Status PodRunner::Heal(const std::string& pod) {
+  if (!network_) return FailedPreconditionError("PodRunner::Heal needs pod_network");
+  std::vector<std::string> cut;  // the pod's cut incarnations (a replacement of the same name is not cut)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& p : procs_)
+      if (p->info.pod == pod && p->info.running && network_->IsCut(p->info.uid)) cut.push_back(p->info.uid);
+  }
+  if (cut.empty()) return NotFoundError("pod " + pod + " has no process whose link is cut");
+  for (const auto& uid : cut) {
+    RINGMASTER_RETURN_IF_ERROR(network_->Heal(uid));
+    Log("healed " + pod + " (uid " + ShortUid(uid) + ")");
+  }
+  return Status::Ok();
 }
 
 void PodRunner::ReportExits() {
@@ -367,8 +428,10 @@ void PodRunner::ReportExits() {
   std::vector<Due> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& p : procs_)
-      if (p->report_due) due.push_back({p->info.pod, p->info.uid, p->report_code});
+    for (const auto& p : procs_) {
+      // A partitioned node's kubelet cannot report: after the heal.
+      if (p->report_due && !(network_ && network_->IsCut(p->info.uid))) due.push_back({p->info.pod, p->info.uid, p->report_code});
+    }
   }
   for (const auto& d : due) {
     Status s = ReportExit(d.pod, d.uid, d.code);
@@ -461,13 +524,31 @@ Status PodRunner::StartPod(const json& pod) {
   }
   std::string cwd = StringAt(container, {"workingDir"});
   if (cwd.empty()) cwd = home;
-  RINGMASTER_ASSIGN_OR_RETURN(Subprocess process, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
-  const pid_t pid = process.pid();
+  std::optional<ProbeSpec> probe;
+  if (network_ && StringAt(pod, {"metadata", "annotations", kProbedReadinessAnnotation}) == kProbedReadinessValue) {
+    RINGMASTER_ASSIGN_OR_RETURN(probe, ParseReadinessProbe(container));
+    if (probe && probe->kind == ProbeSpec::Kind::kExec) return UnimplementedError(name + ": exec probes need image mode");
+  }
+  std::string netns;
+  if (network_) {
+    RINGMASTER_ASSIGN_OR_RETURN(netns, network_->AddPod(uid, ip));
+  }
+  auto process = SpawnLocalProcess({binary, argv, full, cwd, log_file, netns});
+  if (!process.ok()) {
+    if (network_) network_->RemovePod(uid);
+    return process.status();
+  }
+  const pid_t pid = process->pid();
 
   auto proc = std::make_unique<Proc>();
   proc->info = RunnerProcess{name, uid, node, ip, StringAt(container, {"name"}), pid, true, -1, "", false, log_file,
-                             kubeconfig, true, 0, ""};
-  proc->process = std::move(process);
+                             kubeconfig, !probe.has_value(), 0, ""};
+  proc->process = std::move(process).value();
+  proc->started_at = Clock::now();
+  if (probe) {
+    proc->probe = probe;
+    proc->readiness.emplace(*probe, proc->started_at);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     procs_.push_back(std::move(proc));
@@ -475,7 +556,7 @@ Status PodRunner::StartPod(const json& pod) {
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   Log("started " + name + " (uid " + ShortUid(uid) + ") on " + node + " at " + ip + " as pid " + std::to_string(pid) +
-      " (service account " + sa + "): " + cmd);
+      " (service account " + sa + (netns.empty() ? "" : ", network namespace " + netns) + "): " + cmd);
   return Status::Ok();
 }
 
@@ -649,7 +730,9 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
     }
   }
   for (const auto& a : attempts) {
-    Status result = ProbeOnce(a.spec, a.ip, a.exec, a.pid);
+    // pod_network: from the network's side of the pod's link, as a kubelet's probe crosses the node's.
+    Status result = network_ ? network_->InFabric([&] { return ProbeOnce(a.spec, a.ip, a.exec, a.pid); })
+                             : ProbeOnce(a.spec, a.ip, a.exec, a.pid);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& p : procs_) {
       if (p->info.uid != a.uid || p->info.container != a.container || p->info.pid != a.pid || !p->info.running) continue;

@@ -47,7 +47,15 @@
 //   * The pod's exit is reported when every container has exited and none is to be restarted: 0 when
 //     all (their last runs) exited 0, else the first non-zero code.
 //
-// Bin-dir mode ignores restartPolicy and probes: a container runs once, as always.
+// Bin-dir mode ignores restartPolicy and probes: a container runs once, as always -- except with
+// `pod_network`:
+//   * Each pod runs in a network namespace of its own on a simulated network (pod_network.h) with its pod
+//     IP, the apiserver relayed to 127.0.0.1:<its port> inside, so Partition() makes a real partition.
+//     Needs root. The readiness probes of pods carrying kProbedReadinessAnnotation run as in image mode
+//     (httpGet, tcpSocket), from the network's side of the pod's link, as a kubelet's cross the node's
+//     network: a cut pod fails them.
+//   * While a pod is cut, the runner acts on nothing of it (its deletion, its node's loss): the kubelet of
+//     a partitioned node hears of them only when the partition heals; then it kills the process.
 //
 // In both modes:
 //   * When the process exits by itself, the exit is reported through KWOK's stage labels: exit 0 ->
@@ -92,6 +100,10 @@ class Informer;
 }  // namespace ringmaster::kube
 
 namespace ringmaster::testing {
+class PodNetwork;
+}  // namespace ringmaster::testing
+
+namespace ringmaster::testing {
 
 struct PodStartContext;  // container_start.h
 
@@ -112,6 +124,7 @@ struct PodRunnerOptions {
   std::string rootfs_cache_dir;  // image mode: unpacked images; "": DefaultRootfsCacheDir() (rootfs_cache.h)
   std::string work_dir;    // per-pod kubeconfigs, homes, container layers, volumes and logs (created)
   std::string pod_ip_prefix = "127.";  // only pods with such an IP can run here
+  bool pod_network = false;  // bin-dir mode: each pod in a network namespace of its own (see above)
   LogSink log;  // progress lines; empty: stderr
   std::chrono::milliseconds poll_interval{50};
   std::chrono::seconds start_timeout{20};
@@ -153,6 +166,11 @@ class PodRunner {
   // Sends `signal` to every running process (container) of pod `pod` (a crash when SIGKILL: its exit is
   // reported like any other). NotFound when that pod has no running process.
   Status Signal(const std::string& pod, int signal);
+  // pod_network: takes the link of pod `pod`'s running process down (and with control_plane_too stalls
+  // its apiserver relay), or brings back every cut one of that name (pod_network.h). FailedPrecondition
+  // without pod_network; NotFound when the pod runs nothing here (Heal: nothing cut).
+  Status Partition(const std::string& pod, bool control_plane_too);
+  Status Heal(const std::string& pod);
   // Failures that affected pods (a start that never succeeded, an exit that could not be reported).
   std::vector<std::string> Errors() const;
   // The progress lines so far and the last `tail_bytes` of every process's log, for a failed test.
@@ -168,6 +186,10 @@ class PodRunner {
   void KillAndReapLocked(const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& nodes);
   // Reports exits not reported yet (outside mu_: API calls).
   void ReportExits();
+  // pod_network: deletes the namespaces of pods whose last process has ended (outside mu_).
+  void ReleaseNetworks();
+  // The uid of the running process of pod `pod`, or NotFound.
+  StatusOr<std::string> RunningUid(const std::string& pod) const;
   // Starts `pod`'s first container as a process; the error says why it cannot (yet).
   Status StartPod(const nlohmann::json& pod);
   // Image mode: starts every container of `pod` from its image.
@@ -200,6 +222,7 @@ class PodRunner {
   std::shared_ptr<kube::Client> client_;
   std::string server_, ca_pem_;
   std::unique_ptr<kube::Informer> pods_, nodes_;
+  std::unique_ptr<PodNetwork> network_;  // with pod_network
 
   std::atomic<bool> stopping_{false};
   std::thread thread_;

@@ -14,7 +14,9 @@
 //   node      a member's node NotReady for 5 s (its worker is killed; the operator drops it)
 //   operator  the leading operator SIGKILLed; the standby takes over; the dead one restarts as standby
 //   apiserver kube-apiserver restarted
-// Network partitions are not among them: pods share the host's loopback here (DESIGN.md, issue 16).
+//   partition a member's link cut (pods run in network namespaces of their own, pod_runner/pod_network.h),
+//             half the time its apiserver too, until a generation drops it (its peers report it), then healed
+// With partitions the soak needs root (network namespaces), as the e2e tests do.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -44,6 +46,9 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
  protected:
   void SetUp() override {
     minutes_ = EnvInt("RINGMASTER_SOAK_MINUTES", 30);
+    pod_network_ = true;
+    template_metadata_ = "    metadata: {annotations: {" + std::string(kProbedReadinessAnnotation) + ": " +
+                         kProbedReadinessValue + "}}\n";
     ReplicatedOperatorWorkersTest::SetUp();
     // Pure training time is the soak's length (100 ms a step); the faults' stalls come on top. A
     // multiple of 6 steps: whole epochs of 48 samples in batches of 8.
@@ -84,10 +89,30 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
     const json job = Job();
     std::vector<json> members;
     for (const auto& m : Membership(job).value("members", json::array())) members.push_back(m);
-    const std::string kind = Pick<std::string>({"kill", "stop", "scale", "node", "operator", "apiserver"});
-    if (kind == "kill" || kind == "stop" || kind == "node") {
+    const std::string kind = Pick<std::string>({"kill", "stop", "scale", "node", "operator", "apiserver", "partition"});
+    if (kind == "kill" || kind == "stop" || kind == "node" || kind == "partition") {
       const json victim = Pick(members);
       const std::string pod = victim.value("pod", "");
+      if (kind == "partition") {
+        const bool control_plane_too = Uniform(0, 1) == 1;
+        const std::string uid = victim.value("uid", "");
+        const auto cut_at = Clock::now();
+        EXPECT_OK(runner_->Partition(pod, control_plane_too)) << pod;
+        Status dropped = WaitFor("a generation without " + pod, seconds(90), [&](std::string*) {
+          for (const auto& m : Membership(Job()).value("members", json::array()))
+            if (m.value("uid", "") == uid) return false;
+          return true;
+        });
+        EXPECT_OK(dropped) << dropped;
+        const double took = std::chrono::duration<double>(Clock::now() - cut_at).count();
+        // NotFound: the worker saw it was dropped (its apiserver was not cut) and left; nothing is cut now.
+        Status healed = runner_->Heal(pod);
+        EXPECT_TRUE(healed.ok() || healed.code() == StatusCode::kNotFound) << healed;
+        char text[160];
+        std::snprintf(text, sizeof text, "cut %s%s; dropped after %.1f s; healed", pod.c_str(),
+                      control_plane_too ? " and its apiserver" : "", took);
+        return {kind, text};
+      }
       if (kind == "kill") {
         EXPECT_OK(runner_->Signal(pod, SIGKILL)) << pod;
         return {kind, "SIGKILL " + pod};
@@ -129,6 +154,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
   }
 
   int minutes_ = 30, steps_ = 0;
+  std::vector<double> partition_to_generation_;  // seconds from each cut to a generation without the victim
   Clock::time_point start_ = Clock::now();
   std::mt19937_64 rng_;
 };
@@ -187,6 +213,13 @@ TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
   std::fprintf(stderr, "  %-10s %9s %20s\n", "fault", "survived", "mean time to settle");
   for (const auto& [kind, count] : survived) {
     std::fprintf(stderr, "  %-10s %9d %18.1f s\n", kind.c_str(), count, settle_seconds[kind] / count);
+  }
+  if (!partition_to_generation_.empty()) {
+    std::vector<double> t = partition_to_generation_;
+    std::sort(t.begin(), t.end());
+    std::fprintf(stderr, "  partition -> generation without the cut worker, %zu cuts: median %.1f s, p99 %.1f s, max %.1f s "
+                 "(collective timeout %.1f s)\n", t.size(), t[t.size() / 2], t[std::min(t.size() - 1, t.size() * 99 / 100)],
+                 t.back(), kCollectiveTimeoutMs / 1000.0);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "elastic/peer_probe.h"
 #include "elastic/rebuild_plan.h"
 #include "elastic/worker_metrics.h"
 #include "store/store_client.h"
@@ -330,6 +331,7 @@ StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& curre
       (void)server_->AdvanceGeneration(failed + 1);
     }
   }
+  if (source_->Latest().generation <= current.generation) ReportUnreachablePeers(current);
   // Workers report, they never decide membership: wait for the launcher/operator's next record; when
   // none comes (a hung peer that came back, a transient timeout), build the same generation again.
   // Half the rebuild deadline: a rank that retries late still finds the others inside their rendezvous.
@@ -340,6 +342,19 @@ StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& curre
   Log("no newer membership than generation " + std::to_string(current.generation) + " after " +
       std::to_string(wait.count()) + " ms: building it again");
   return current;
+}
+
+void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
+  if (record.world_size() < 2 || record.Find(options_.worker_id) == nullptr) return;
+  const std::vector<std::string> unreachable =
+      UnreachablePeers(record, options_.worker_id, options_.store_port, options_.peer_probe_timeout);
+  if (unreachable.empty()) return;
+  std::string names;
+  for (const auto& pod : unreachable) names += (names.empty() ? "" : ", ") + pod;
+  Status reported = source_->ReportUnreachable(record.generation, unreachable);
+  Log("cannot reach " + names + " of generation " + std::to_string(record.generation) + " (no answer within " +
+      std::to_string(options_.peer_probe_timeout.count()) + " ms): " +
+      (reported.ok() ? "reported" : "not reported: " + reported.ToString()));
 }
 
 Status ElasticDriver::OpenTimeline(int rank) {

@@ -31,7 +31,10 @@
 // generation abandons a half-built one. When a build or a collective fails and
 // no newer record comes within rebuild_timeout, the same generation is built
 // again under a new store generation (generation x 1024 + attempt; ranks that
-// find rank 0's store ahead follow it). A membership below options.min_size
+// find rank 0's store ahead follow it). Before it waits for that record, the
+// worker probes the other members (peer_probe.h) and reports those whose
+// packets vanish to the membership's owner, which may drop them (a partition
+// would otherwise fail every rebuild of the same generation). A membership below options.min_size
 // pauses until the next generation. A worker that has joined a generation and
 // is missing from a newer one returns kLeft (its work is committed; the
 // survivors continue); one that never joined waits for a record that has it.
@@ -94,6 +97,9 @@ struct ElasticOptions {
   uint16_t store_port = 0;               // its port (the coordinator's port in the records)
   int min_size = 1;                      // below this the job pauses
   std::chrono::milliseconds rebuild_timeout{15000};  // each rendezvous/collective of a rebuild
+  // After a failure with no newer record: how long each member's store port gets to answer before this
+  // worker reports it unreachable to the membership's owner (peer_probe.h, MembershipSource).
+  std::chrono::milliseconds peer_probe_timeout{1000};
   runtime::RuntimeConfig runtime;        // parsed once at start; `name` is set per generation, `timeout`
                                          // capped at rebuild_timeout
   runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
@@ -218,6 +224,8 @@ class ElasticDriver {
   void ReportSaves();
   // After a failure: the next record, or `current` again when none came within rebuild_timeout.
   StatusOr<api::Membership> NextRecord(const api::Membership& current);
+  // Probes `record`'s other members and reports the unreachable ones through the source (logged).
+  void ReportUnreachablePeers(const api::Membership& record);
 
   const ElasticOptions options_;
   membership::MembershipSource* const source_;

@@ -24,7 +24,7 @@ StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(con
   for (const auto& w : config->warnings) Log(log, LogLevel::kWarning, w);
   RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, log));
   RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
-                                                client, {o.job_namespace, o.job_name, log}));
+                                                client, {o.job_namespace, o.job_name, o.worker_id, log}));
   Log(log, LogLevel::kInfo, "membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
   return std::unique_ptr<membership::MembershipSource>(std::move(watched));
 }

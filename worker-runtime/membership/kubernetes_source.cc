@@ -1,5 +1,9 @@
 #include "membership/kubernetes_source.h"
+
 #include "api/names.h"
+#include "api/peer_report.h"
+#include "base/time_format.h"
+#include "kube/resource.h"
 
 namespace ringmaster::membership {
 
@@ -10,6 +14,7 @@ StatusOr<std::unique_ptr<KubernetesMembershipSource>> KubernetesMembershipSource
   if (options.job_name.empty()) return InvalidArgumentError("KubernetesMembershipSource needs the job's name");
   if (options.job_namespace.empty()) options.job_namespace = client->default_namespace();
   std::unique_ptr<KubernetesMembershipSource> source(new KubernetesMembershipSource(options));
+  source->client_ = client;
   kube::InformerOptions io;
   io.ns = source->options_.job_namespace;
   io.field_selector = "metadata.name=" + source->options_.job_name;
@@ -55,6 +60,18 @@ StatusOr<api::Membership> KubernetesMembershipSource::WaitNewer(int64_t after, s
 api::Membership KubernetesMembershipSource::Latest() const {
   std::lock_guard<std::mutex> lock(mu_);
   return latest_;
+}
+
+Status KubernetesMembershipSource::ReportUnreachable(int64_t generation, const std::vector<std::string>& pods) {
+  if (options_.reporter.empty()) return FailedPreconditionError("no reporter name: this worker's pod name is unknown");
+  const api::PeerReport report{options_.reporter, generation, pods, FormatRfc3339(std::chrono::system_clock::now())};
+  const json patch = {{"data", {{options_.reporter, api::EncodePeerReport(report)}}}};
+  return client_
+      ->Patch(kube::resources::ConfigMaps(), options_.job_namespace, api::PeerReportsName(options_.job_name),
+              kube::PatchType::kMerge, patch)
+      .status()
+      .WithContext("reporting unreachable peers to ConfigMap " + options_.job_namespace + "/" +
+                   api::PeerReportsName(options_.job_name));
 }
 
 void KubernetesMembershipSource::Stop() {

@@ -3,6 +3,9 @@
 // service-account token (in-cluster config), which the operator's per-job Role lets read this one
 // job and nothing else; the watch is by name (fieldSelector metadata.name=<job>) for that reason.
 //
+// Peer reports (ReportUnreachable) go to the job's peer-reports ConfigMap (api/peer_report.h) as a merge
+// patch of this worker's own entry (options.reporter), which the per-job Role allows on that one object.
+//
 // Errors: Start fails with InvalidArgument for an empty job name. The informer underneath retries
 // failures (apiserver restarts, dropped watches, 410 Gone) forever, logging each; a record that does
 // not parse is logged and skipped, keeping the last good one.
@@ -23,6 +26,7 @@ namespace ringmaster::membership {
 struct KubernetesSourceOptions {
   std::string job_namespace;
   std::string job_name;
+  std::string reporter;  // this worker's pod name: its key in the peer reports ("" refuses to report)
   LogSink log = StderrLogSink("ringmaster-kube");
 };
 
@@ -35,6 +39,7 @@ class KubernetesMembershipSource : public MembershipSource {
   StatusOr<api::Membership> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
   api::Membership Latest() const override;
   void Stop() override;
+  Status ReportUnreachable(int64_t generation, const std::vector<std::string>& pods) override;
 
  private:
   explicit KubernetesMembershipSource(KubernetesSourceOptions options) : options_(std::move(options)) {}
@@ -42,6 +47,7 @@ class KubernetesMembershipSource : public MembershipSource {
 
   // Constant after construction.
   const KubernetesSourceOptions options_;
+  std::shared_ptr<kube::Client> client_;
   std::unique_ptr<kube::Informer> informer_;
 
   mutable std::mutex mu_;

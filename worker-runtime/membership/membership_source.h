@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "api/membership.h"
 #include "base/status.h"
@@ -26,6 +28,14 @@ class MembershipSource {
   virtual api::Membership Latest() const = 0;
   // Wakes every waiter with Cancelled and stops watching. Idempotent.
   virtual void Stop() = 0;
+  // Tells the membership's owner (the operator) that this worker cannot reach `pods`, members of
+  // generation `generation` (api/peer_report.h). The owner decides; nothing changes here. A report
+  // replaces this worker's previous one. Unimplemented where the source has no way back (the default:
+  // the file and static sources); otherwise the error of the write, which the caller may retry.
+  virtual Status ReportUnreachable(int64_t generation, const std::vector<std::string>& pods) {
+    (void)generation, (void)pods;
+    return UnimplementedError("this membership source takes no peer reports");
+  }
 };
 
 }  // namespace ringmaster::membership

@@ -1,0 +1,44 @@
+#include "controller/peer_verdict.h"
+
+#include <map>
+#include <set>
+
+namespace ringmaster::controller {
+
+std::vector<CutOffMember> CutOffMembers(const api::Membership& membership, const std::vector<api::PeerReport>& reports) {
+  std::set<std::string> members;
+  for (const auto& m : membership.members) members.insert(m.pod);
+  std::map<std::string, std::set<std::string>> accusers;  // pod -> members that cannot reach it
+  std::set<std::pair<std::string, std::string>> broken;    // unordered pairs with a report between them
+  for (const auto& r : reports) {
+    if (r.generation != membership.generation || !members.count(r.reporter)) continue;
+    for (const auto& pod : r.unreachable) {
+      if (pod == r.reporter || !members.count(pod)) continue;
+      accusers[pod].insert(r.reporter);
+      broken.insert(std::minmax(pod, r.reporter));
+    }
+  }
+  const size_t others = members.size() - 1;
+  auto suspect = [&](const std::string& pod) {
+    auto it = accusers.find(pod);
+    return it != accusers.end() && 2 * it->second.size() > others;
+  };
+  std::vector<std::string> kept;
+  for (const auto& m : membership.members)
+    if (!suspect(m.pod)) kept.push_back(m.pod);
+  std::vector<CutOffMember> out;
+  for (const auto& m : membership.members) {
+    if (!suspect(m.pod)) continue;
+    bool linked_to_kept = false;
+    for (const auto& k : kept) linked_to_kept |= broken.count(std::minmax(m.pod, k)) > 0;
+    if (!linked_to_kept) {
+      kept.push_back(m.pod);
+      continue;
+    }
+    const auto& by = accusers[m.pod];
+    out.push_back({m.pod, std::vector<std::string>(by.begin(), by.end())});
+  }
+  return out;
+}
+
+}  // namespace ringmaster::controller
