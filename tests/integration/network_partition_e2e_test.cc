@@ -56,7 +56,7 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
 
     const auto cut_at = Clock::now();
     ASSERT_OK(runner_->Partition(victim, control_plane_too)) << victim;
-    json dropped = WaitForJob("a generation without " + victim, seconds(90), [&](const json& j) {
+    WaitForJob("a generation without " + victim, seconds(90), [&](const json& j) {
       if (Membership(j).value("generation", int64_t{0}) <= generation) return false;
       for (const auto& member : Membership(j).value("members", json::array()))
         if (member.value("uid", "") == victim_uid) return false;
@@ -65,10 +65,12 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
     const double took = std::chrono::duration<double>(Clock::now() - cut_at).count();
     std::printf("[ figures  ] partition of rank %d%s -> generation without it: %.2f s (collective timeout %.1f s)\n",
                 rank, control_plane_too ? " (and its apiserver)" : "", took, kCollectiveTimeoutMs / 1000.0);
-    const json dm = Membership(dropped);
-    EXPECT_EQ(dm.value("generation", int64_t{0}), generation + 1) << history_->Describe();
-    EXPECT_EQ(dm.value("reason", ""), "PeerUnreachable") << dm.dump();
-    EXPECT_EQ(dm.value("worldSize", 0), 2) << dm.dump();
+    // The generation that dropped it may be superseded by its replacement's join before a poll sees
+    // it: the operator's Event for it says which generation it was and why.
+    const std::string event = WaitForMembershipEvent("PeerUnreachable", 2);
+    EXPECT_NE(event.find("generation " + std::to_string(generation + 1) + ","), std::string::npos)
+        << event << "\n" << history_->Describe();
+    EXPECT_NE(event.find(victim), std::string::npos) << event;
 
     // Cut off from the apiserver too, the stale worker still runs, unaware, and its pod's kubelet (the
     // runner) has not heard of the deletion. (A worker that still sees the apiserver learns that it left

@@ -399,6 +399,9 @@ StatusOr<std::string> PodRunner::RunningUid(const std::string& pod) const {
 Status PodRunner::Partition(const std::string& pod, bool control_plane_too) {
   if (!network_) return FailedPreconditionError("PodRunner::Partition needs pod_network");
   RINGMASTER_ASSIGN_OR_RETURN(std::string uid, RunningUid(pod));
+  const json mark = {{"metadata", {{"labels", {{kPartitionedLabel, "true"}}}}}};
+  RINGMASTER_RETURN_IF_ERROR(
+      client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, mark).status().WithContext("labelling " + pod));
   RINGMASTER_RETURN_IF_ERROR(network_->Cut(uid, control_plane_too));
   Log("cut " + pod + " (uid " + ShortUid(uid) + ") off the network" + (control_plane_too ? " and the apiserver" : ""));
   return Status::Ok();
@@ -417,6 +420,10 @@ Status PodRunner::Heal(const std::string& pod) {
     RINGMASTER_RETURN_IF_ERROR(network_->Heal(uid));
     Log("healed " + pod + " (uid " + ShortUid(uid) + ")");
   }
+  // The kubelet is back: a deletion it held up completes (KWOK's pod-delete stage); the pod may be gone.
+  const json unmark = {{"metadata", {{"labels", {{kPartitionedLabel, nullptr}}}}}};
+  Status unmarked = client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, unmark).status();
+  if (!unmarked.ok() && !kube::IsNotFound(unmarked)) return unmarked.WithContext("unlabelling " + pod);
   return Status::Ok();
 }
 

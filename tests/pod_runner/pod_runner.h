@@ -55,7 +55,9 @@
 //     (httpGet, tcpSocket), from the network's side of the pod's link, as a kubelet's cross the node's
 //     network: a cut pod fails them.
 //   * While a pod is cut, the runner acts on nothing of it (its deletion, its node's loss): the kubelet of
-//     a partitioned node hears of them only when the partition heals; then it kills the process.
+//     a partitioned node hears of them only when the partition heals; then it kills the process. The pod
+//     carries kPartitionedLabel meanwhile, which holds KWOK's pod-delete stage back (kwok-stages.yaml):
+//     a deleted pod stays Terminating, its IP and GPU taken, as no kubelet confirmed the deletion.
 //
 // In both modes:
 //   * When the process exits by itself, the exit is reported through KWOK's stage labels: exit 0 ->
@@ -111,6 +113,8 @@ struct PodStartContext;  // container_start.h
 // pod runner's readiness probes pass (image mode). Put it in a TrainingJob's template metadata.
 inline constexpr char kProbedReadinessAnnotation[] = "ringmaster.io/readiness";
 inline constexpr char kProbedReadinessValue[] = "pod-runner";
+// On a pod whose network PodRunner::Partition cut, until Heal (see pod_network above).
+inline constexpr char kPartitionedLabel[] = "ringmaster.test/partitioned";
 
 struct PodRunnerOptions {
   std::string kubeconfig;  // admin: watch pods/nodes, read Secrets, patch pods, TokenRequest
