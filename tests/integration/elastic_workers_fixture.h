@@ -168,7 +168,7 @@ class ElasticWorkersE2eTest : public JobTest {
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
         "}\nspec:\n  replicas: {min: 2, max: 4, desired: " + std::to_string(workload_.workers) + "}\n" + spec_extra_ +
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
-        "leaveGraceSeconds: 30}\n"
+        "leaveGraceSeconds: 30, maxRestarts: " + std::to_string(max_restarts_) + "}\n"
         "  template:\n" + template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
         "      containers:\n      - name: trainer\n        image: " + image_ + "\n"
         "        command: " + list(workload_.command) + "\n        args: " + list(workload_.args) + "\n"
@@ -329,6 +329,7 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string image_ = "ringmaster/train-example:dev";
   std::string template_metadata_, pod_extra_, container_extra_;
   bool pod_network_ = false;  // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
+  int max_restarts_ = 10;     // spec.elasticPolicy.maxRestarts (the API's default)
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;
 };

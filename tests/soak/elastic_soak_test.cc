@@ -47,6 +47,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
   void SetUp() override {
     minutes_ = EnvInt("RINGMASTER_SOAK_MINUTES", 30);
     pod_network_ = true;
+    max_restarts_ = 100000;  // every kill is a failure: the default 10 would end the job within minutes
     template_metadata_ = "    metadata: {annotations: {" + std::string(kProbedReadinessAnnotation) + ": " +
                          kProbedReadinessValue + "}}\n";
     ReplicatedOperatorWorkersTest::SetUp();
@@ -72,8 +73,10 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
       const int desired = j.value("spec", json::object()).value("replicas", json::object()).value("desired", 0);
       const int world = Membership(j).value("worldSize", 0);
       *last = "world " + std::to_string(world) + " of " + std::to_string(desired) + ", phase " + Phase(j);
+      if (Phase(j) == "Failed") return true;  // reported below, at once
       return desired > 0 && world == desired;
     });
+    if (s.ok() && Phase(Job()) == "Failed") s = AbortedError("the job Failed: " + Job()["status"].dump());
     EXPECT_OK(s) << s;
     return s.ok();
   }
