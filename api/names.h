@@ -48,6 +48,8 @@ inline constexpr std::string_view kWorkerId = "RINGMASTER_WORKER_ID";
 // The job: rendezvous, bounds, checkpoints.
 inline constexpr std::string_view kSecret = "RINGMASTER_SECRET";
 inline constexpr std::string_view kMinWorkers = "RINGMASTER_MIN_WORKERS";
+// spec.replicas.multipleOf: every world the operator publishes is a multiple of it.
+inline constexpr std::string_view kReplicasMultipleOf = "RINGMASTER_REPLICAS_MULTIPLE_OF";
 inline constexpr std::string_view kCoordinatorPort = "RINGMASTER_COORDINATOR_PORT";
 inline constexpr std::string_view kStorePort = "RINGMASTER_STORE_PORT";
 inline constexpr std::string_view kHealthPort = "RINGMASTER_HEALTH_PORT";

@@ -34,6 +34,9 @@ struct ObjectMeta {
 struct ReplicaSpec {
   std::optional<int64_t> min, max;  // elastic bounds, in workers
   std::optional<int64_t> desired;   // driven by the scale subresource; the controller defaults it to max
+  // The world-size granularity (a device mesh's tp group, say): min, max, desired and every published
+  // world size are multiples of it. The controller defaults it to 1.
+  std::optional<int64_t> multiple_of;
   bool operator==(const ReplicaSpec&) const = default;
 };
 

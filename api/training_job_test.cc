@@ -16,7 +16,7 @@ TrainingJob FullJob() {
   TrainingJob job;
   job.metadata = {"bert", "default", "uid-1", 4, "2027-01-15T09:00:00Z"};
   TrainingJobSpec& spec = job.spec;
-  spec.replicas = {2, 8, 4};
+  spec.replicas = {2, 8, 4, 2};
   spec.pod_template = {{"spec", {{"containers", {{{"name", "trainer"}, {"image", "busybox"}}}}}}};
   spec.checkpoint = {"ckpt", "/ckpt", 3};
   spec.elastic_policy = {10, 30, 10, 30, 60};
@@ -60,6 +60,7 @@ TEST(TrainingJobTest, AbsentFieldsStayUnset) {
   ASSERT_OK(job);
   EXPECT_EQ(job->spec.replicas.min, 1);
   EXPECT_FALSE(job->spec.replicas.desired.has_value());
+  EXPECT_FALSE(job->spec.replicas.multiple_of.has_value());
   EXPECT_FALSE(job->spec.run_policy.suspend.has_value());
   EXPECT_TRUE(job->spec.pod_template.is_null());
   EXPECT_FALSE(job->status.membership.has_value());

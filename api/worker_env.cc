@@ -39,6 +39,7 @@ std::vector<Var> Vars(WorkerEnv& e) {
       {env::kHealthPort, Kind::kInt, nullptr, &e.health_port},
       {env::kSecret, Kind::kString, &e.secret},  // a pod gets it from the Secret (ToPodEnv)
       {env::kMinWorkers, Kind::kInt, nullptr, &e.min_workers},
+      {env::kReplicasMultipleOf, Kind::kInt, nullptr, &e.replicas_multiple_of},
       {env::kCheckpointDir, Kind::kString, &e.checkpoint_dir},
       {env::kWorkerId, Kind::kString, &e.worker_id},
       {env::kStorePort, Kind::kInt, nullptr, &e.store_port},

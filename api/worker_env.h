@@ -33,6 +33,7 @@ struct WorkerEnv {
   // The job: rendezvous, bounds, checkpoints.
   std::string secret;  // in a pod: from the per-job Secret
   std::optional<int32_t> min_workers;
+  std::optional<int32_t> replicas_multiple_of;  // the world-size granularity (spec.replicas.multipleOf)
   std::optional<int32_t> coordinator_port;
   std::optional<int32_t> store_port;
   std::optional<int32_t> health_port;  // 0: any free port

@@ -22,6 +22,7 @@ WorkerEnv PodWorker() {
   e.worker_index = 3;
   e.secret = "s3cret";
   e.min_workers = 2;
+  e.replicas_multiple_of = 2;
   e.coordinator_port = kCoordinatorPort;
   e.health_port = kWorkerHealthPort;
   e.checkpoint_dir = "/ckpt";
@@ -93,7 +94,7 @@ TEST(WorkerEnvTest, ProcessEnvironmentRoundTrips) {
 }
 
 TEST(WorkerEnvTest, BadIntegerNamesTheVariable) {
-  for (std::string_view var : {env::kWorkerIndex, env::kMinWorkers, env::kCoordinatorPort, env::kStorePort, env::kHealthPort}) {
+  for (std::string_view var : {env::kWorkerIndex, env::kMinWorkers, env::kReplicasMultipleOf, env::kCoordinatorPort, env::kStorePort, env::kHealthPort}) {
     auto got = WorkerEnv::FromEnvironment({{std::string(var), "4abc"}});
     ASSERT_FALSE(got.ok()) << var;
     EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);

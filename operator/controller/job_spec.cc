@@ -19,9 +19,18 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   const auto& r = spec.replicas;
   if (!r.min || !r.max) return InvalidArgumentError("spec.replicas.min and spec.replicas.max are required");
   if (*r.min < 1 || *r.max < *r.min || *r.max > INT32_MAX) return InvalidArgumentError("spec.replicas needs 1 <= min <= max");
+  const int64_t multiple = r.multiple_of.value_or(1);
+  if (multiple < 1 || multiple > INT32_MAX) return InvalidArgumentError("spec.replicas.multipleOf must be at least 1");
+  if (*r.min % multiple != 0 || *r.max % multiple != 0) {
+    return InvalidArgumentError("spec.replicas.min and spec.replicas.max must be multiples of spec.replicas.multipleOf (" +
+                                std::to_string(multiple) + ")");
+  }
   out.min_workers = static_cast<int32_t>(*r.min);
   out.max_workers = static_cast<int32_t>(*r.max);
-  out.desired_workers = static_cast<int32_t>(r.desired ? std::clamp(*r.desired, *r.min, *r.max) : *r.max);
+  out.multiple_of = static_cast<int32_t>(multiple);
+  const int64_t desired = r.desired ? std::clamp(*r.desired, *r.min, *r.max) : *r.max;
+  // Rounded down, never below min (itself a multiple): more workers than whole groups would only wait.
+  out.desired_workers = static_cast<int32_t>(desired - desired % multiple);
 
   const api::ElasticPolicy& ep = spec.elastic_policy;
   out.join_batch_window = Seconds(ep.join_batch_window_seconds, 0).value_or(out.join_batch_window);

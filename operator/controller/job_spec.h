@@ -18,6 +18,8 @@ struct JobSpec {
   int32_t min_workers = 1;
   int32_t max_workers = 1;
   int32_t desired_workers = 1;  // spec.replicas.desired, else max
+  // spec.replicas.multipleOf: min, max and desired are multiples of it, and so is every published world.
+  int32_t multiple_of = 1;
   std::chrono::seconds join_batch_window{10};
   std::chrono::seconds node_unresponsive{30};
   int32_t max_restarts = 10;
@@ -31,7 +33,8 @@ struct JobSpec {
 };
 
 // InvalidArgument naming the field when the spec is not usable (replicas missing or not 1 <= min <= max,
-// an unknown cleanPodPolicy). The CRD's validation normally prevents that; this guards against objects
+// multipleOf below 1 or not dividing min and max, an unknown cleanPodPolicy); a desired count that is not
+// a multiple is rounded down to one. The CRD's validation normally prevents that; this guards against objects
 // written around it. Field types were checked by api::DecodeTrainingJob.
 StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec);
 
