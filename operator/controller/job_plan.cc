@@ -390,6 +390,7 @@ void MarkSurplus(const Planning& st, Workers& workers) {
 MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   MembershipPolicy policy;
   policy.min_workers = st.spec.min_workers;
+  policy.multiple_of = st.spec.multiple_of;
   policy.join_batch_window = st.spec.join_batch_window;
   policy.coordinator_port = api::kCoordinatorPort;
   MembershipDecision decision = DecideMembership(st.membership, workers.observed, policy, st.in.now);
@@ -407,10 +408,21 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   return decision;
 }
 
+// Members that the decision dropped to keep the world in whole groups leave as a scale-down's do (they
+// never join again; PlanScaleDown gives them the leave grace) and no longer count toward the desired
+// number, so their replacements are created now.
+void MarkDropped(const MembershipDecision& decision, Workers& workers) {
+  for (const auto& pod : decision.dropped) {
+    for (auto& w : workers.observed) w.beyond_desired |= w.pod == pod;
+    std::erase_if(workers.live, [&pod](const PodView* p) { return p->name == pod; });
+  }
+}
+
 // Scale-down deletions. Surplus pods that never were members are deleted at once. A member that the
 // scale-down just dropped (in `before`, not in the new membership) is left to commit, let the survivors
 // take over and exit 0 (its pod is deleted then, by PlanExitedWorkers); it is deleted only when it is
-// still running spec.elasticPolicy.leaveGraceSeconds later.
+// still running spec.elasticPolicy.leaveGraceSeconds later. Members dropped to keep whole groups
+// (MarkDropped) are handled alike.
 void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& before) {
   for (const auto& w : workers.observed) {
     if (!w.beyond_desired || w.failed || st.membership.Find(w.pod) != nullptr) continue;
@@ -423,7 +435,7 @@ void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& 
     if (!IsLeaving(st, w.pod, w.uid)) {
       DeletePod(st, *pod, "the job was scaled down");
     } else if (st.in.now >= st.leaving[w.pod].second + st.spec.leave_grace) {
-      DeletePod(st, *pod, "it was scaled down and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");
+      DeletePod(st, *pod, "it left the membership and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");
     } else {
       EarliestRequeue(st.plan, st.leaving[w.pod].second + st.spec.leave_grace);
     }
@@ -461,6 +473,8 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
     st.phase = "Running";
     std::string msg = std::to_string(st.membership.world_size()) + " workers in generation " +
                       std::to_string(st.membership.generation);
+    // Why Ready workers stay out of a running job (spec.replicas.multipleOf).
+    if (!decision.spares_waiting.empty()) msg += "; " + decision.spares_waiting;
     if (st.membership.world_size() < st.spec.min_workers) {
       SetCondition(st.status.conditions, "Running", "False", "BelowMinimum",
                    msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
@@ -483,6 +497,7 @@ Status PlanWorkers(Planning& st) {
   MarkSurplus(st, workers);
   const api::Membership before = st.membership;
   const MembershipDecision decision = PublishMembership(st, workers);
+  MarkDropped(decision, workers);
   PlanScaleDown(st, workers, before);
   RINGMASTER_RETURN_IF_ERROR(PlanCreations(st, workers));
   DecideRunning(st, decision);

@@ -112,15 +112,31 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
       if (!started) decision.waiting_for = "gang minimum reached; starting when the join window ends or every worker is Ready";
     }
   }
-  if (removed.empty() && !admit_joiners) return decision;
+  // Whole groups only: the world is the largest multiple of the group that survivors and admitted joiners
+  // fill. Joiners beyond it are spares; survivors beyond it (a loss left a partial group) leave, the
+  // highest ranks first, so the others keep their ranks.
+  const int32_t group = std::max<int32_t>(1, policy.multiple_of);
+  const int32_t offered = static_cast<int32_t>(survivors.size() + (admit_joiners ? joiners.size() : 0));
+  const int32_t world = offered / group * group;
+  while (static_cast<int32_t>(survivors.size()) > world) {
+    decision.dropped.insert(decision.dropped.begin(), survivors.back().pod);
+    survivors.pop_back();
+  }
+  const size_t admitted = admit_joiners ? static_cast<size_t>(world) - survivors.size() : 0;
+  if (admit_joiners && admitted < joiners.size()) {
+    decision.spares = static_cast<int32_t>(joiners.size() - admitted);
+    const int32_t more = group - (offered - world);
+    decision.spares_waiting = std::to_string(decision.spares) + " Ready worker" + (decision.spares == 1 ? "" : "s") +
+                              " waiting for " + std::to_string(more) + " more worker" + (more == 1 ? "" : "s") +
+                              " to complete a group of " + std::to_string(group) + " (spec.replicas.multipleOf)";
+  }
+  if (removed.empty() && decision.dropped.empty() && admitted == 0) return decision;
 
   std::vector<api::Member> joining;
   std::vector<std::string> joined;
-  if (admit_joiners) {
-    for (auto* j : joiners) {
-      joining.push_back(api::Member{j->pod, j->uid, 0, j->address, j->node});
-      joined.push_back(j->pod);
-    }
+  for (size_t i = 0; i < admitted; ++i) {
+    joining.push_back(api::Member{joiners[i]->pod, joiners[i]->uid, 0, joiners[i]->address, joiners[i]->node});
+    joined.push_back(joiners[i]->pod);
   }
   auto survive = [&survivors](const api::Member& m) -> std::optional<api::Member> {
     for (const auto& s : survivors)
@@ -135,9 +151,10 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   for (ChangeReason r : kRemovalPriority) {
     if (!reason && removed.count(r)) reason = r;
   }
+  if (!reason && !decision.dropped.empty()) reason = ChangeReason::kScaledDown;  // a world not in whole groups
   if (!reason) {
     bool scale_up = false;
-    for (auto* j : joiners) scale_up |= j->for_scale_up;
+    for (size_t i = 0; i < admitted; ++i) scale_up |= joiners[i]->for_scale_up;
     reason = !started ? ChangeReason::kJobStarted : (scale_up ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined);
   }
   next.reason = ReasonName(*reason);
@@ -145,10 +162,18 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   for (ChangeReason r : kRemovalPriority) {
     if (removed.count(r)) parts.push_back(ReasonName(r) + ": " + JoinNames(removed[r]));
   }
+  if (!decision.dropped.empty()) {
+    parts.push_back("left to keep whole groups of " + std::to_string(group) + ": " + JoinNames(decision.dropped));
+  }
   if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));
   next.message = "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
                  " (" + JoinNames(parts) + ")";
   next.changed_at = FormatRfc3339(now);
+  if (next.world_size() == 0 && !decision.dropped.empty()) {
+    decision.waiting_for = "fewer Ready workers than one group of " + std::to_string(group) +
+                           " (spec.replicas.multipleOf); waiting for " + std::to_string(policy.min_workers) +
+                           " Ready workers to start again (gang minimum)";
+  }
   decision.next = std::move(next);
   return decision;
 }

@@ -50,6 +50,8 @@ struct WorkerObservation {
 
 struct MembershipPolicy {
   int32_t min_workers = 1;
+  // Every world published is a multiple of this (spec.replicas.multipleOf: a device mesh's tp group, say).
+  int32_t multiple_of = 1;
   std::chrono::seconds join_batch_window{10};
   int32_t coordinator_port = api::kCoordinatorPort;
 };
@@ -60,12 +62,25 @@ struct MembershipDecision {
   // When no new generation is due yet but joiners wait for their batch window: when to look again.
   std::optional<std::chrono::system_clock::time_point> recheck_at;
   std::string waiting_for;  // a sentence for the job's condition when the gang has not started
+  // Members still eligible that leave only so that the world stays a multiple of multiple_of (a loss left
+  // fewer than a whole group): like a scale-down, they commit and exit; the caller replaces them.
+  std::vector<std::string> dropped;
+  // Eligible workers kept out only because they do not complete a group (spares), and a sentence that
+  // says what they wait for; 0 and empty otherwise.
+  int32_t spares = 0;
+  std::string spares_waiting;
 };
 
 // Derives the next membership from the current one and what is observed now. Workers are removed as
 // soon as they are no longer eligible (failed, deleted, unready, node lost, beyond desired); joiners
 // are added once the oldest of them has been Ready for the batch window (or at once, when every
 // observed worker is Ready). The first generation needs `min_workers` Ready workers.
+//
+// The world is the largest multiple of `multiple_of` that the survivors and the admitted joiners fill:
+// joiners beyond it stay out as spares (they join when enough arrive to complete another group); when
+// removals leave the survivors short of a multiple, the highest-ranked survivors are dropped down to the
+// next lower multiple (the rest keep their order), first filled up from waiting joiners. Below one
+// group the world is empty, and the job starts again under the gang rule.
 MembershipDecision DecideMembership(const api::Membership& current, const std::vector<WorkerObservation>& workers,
                                     const MembershipPolicy& policy, std::chrono::system_clock::time_point now);
 

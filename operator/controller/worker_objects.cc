@@ -115,6 +115,10 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   if (const json& min = At(job, {"spec", "replicas", "min"}); min.is_number_integer()) {
     worker.min_workers = static_cast<int32_t>(min.get<int64_t>());
   }
+  // The runtime checks its mesh rule against it (the CRD defaults it to 1).
+  if (const json& m = At(job, {"spec", "replicas", "multipleOf"}); m.is_number_integer()) {
+    worker.replicas_multiple_of = static_cast<int32_t>(m.get<int64_t>());
+  }
   worker.checkpoint_dir = StringAt(job, {"spec", "checkpoint", "path"});
   const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);

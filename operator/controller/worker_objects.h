@@ -36,8 +36,8 @@ std::string WorkerSelector(const std::string& job);
 
 // A worker pod for `job` (a TrainingJob object) at `index`: the template's spec with restartPolicy
 // Never, hostname/subdomain for the headless Service, the pod's identity in its environment (downward
-// API), the job secret (RINGMASTER_SECRET, from the per-job Secret) and spec.replicas.min
-// (RINGMASTER_MIN_WORKERS), a readiness probe on the runtime's /readyz when the template has none,
+// API), the job secret (RINGMASTER_SECRET, from the per-job Secret), spec.replicas.min
+// (RINGMASTER_MIN_WORKERS) and spec.replicas.multipleOf (RINGMASTER_REPLICAS_MULTIPLE_OF), a readiness probe on the runtime's /readyz when the template has none,
 // and an owner reference to the job. InvalidArgument when the job lacks metadata.name/uid or
 // spec.template.spec.
 StatusOr<nlohmann::json> BuildWorkerPod(const nlohmann::json& job, int32_t index);

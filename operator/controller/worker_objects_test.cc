@@ -19,7 +19,7 @@ json Job() {
   json job = json::parse(R"({
     "metadata": {"name": "bert", "namespace": "research", "uid": "job-uid-1"},
     "spec": {
-      "replicas": {"min": 2, "max": 4},
+      "replicas": {"min": 2, "max": 4, "multipleOf": 2},
       "checkpoint": {"volumeName": "ckpt", "path": "/ckpt"},
       "scheduling": {"priorityClassName": "training"},
       "template": {
@@ -175,7 +175,7 @@ TEST(WorkerObjectsTest, NetworkPolicyAdmitsOnlyTheJobsOwnPodsExceptOnTheHealthPo
   EXPECT_EQ(BuildWorkerNetworkPolicy(no_uid).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum) {
+TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretTheMinimumAndTheMultiple) {
   auto pod = BuildWorkerPod(Job(), 1);
   ASSERT_OK(pod) << pod.status();
   for (const json& c : (*pod)["spec"]["containers"]) {
@@ -188,6 +188,7 @@ TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretAndTheMinimum
     EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["name"], "bert-worker-secret");
     EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["key"], "secret");
     EXPECT_EQ(EnvValue(c, std::string(api::env::kMinWorkers)), "2");  // spec.replicas.min
+    EXPECT_EQ(EnvValue(c, std::string(api::env::kReplicasMultipleOf)), "2");  // spec.replicas.multipleOf
   }
 }
 
