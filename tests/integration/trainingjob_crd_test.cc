@@ -54,6 +54,7 @@ TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
   ASSERT_OK(tj) << tj.status();
   EXPECT_EQ((*tj)["spec"]["checkpoint"].value("keep", 0), 3);
   EXPECT_EQ((*tj)["spec"]["runPolicy"].value("cleanPodPolicy", ""), "Running");
+  EXPECT_EQ((*tj)["spec"]["replicas"].value("multipleOf", 0), 1);
 }
 
 TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
@@ -112,6 +113,44 @@ TEST_F(TrainingJobCrdTest, KubectlScaleDrivesDesiredWithinBounds) {
   ASSERT_OK(refused);
   EXPECT_NE(refused->exit_code, 0);
   EXPECT_NE(refused->err.find("spec.replicas.desired must lie between"), std::string::npos) << refused->err;
+}
+
+TEST_F(TrainingJobCrdTest, BoundsThatAreNotMultiplesOfMultipleOfAreRefusedWithTheNearestValues) {
+  ExpectRefused(Job("j", "{min: 3, max: 4, multipleOf: 2}", Container("1")),
+                "spec.replicas.min (3) must be a multiple of spec.replicas.multipleOf (2): set it to 2 or 4");
+  ExpectRefused(Job("j", "{min: 2, max: 5, multipleOf: 2}", Container("1")),
+                "spec.replicas.max (5) must be a multiple of spec.replicas.multipleOf (2): set it to 4 or 6");
+  ExpectRefused(Job("j", "{min: 1, max: 4, multipleOf: 2}", Container("1")),
+                "spec.replicas.min (1) must be a multiple of spec.replicas.multipleOf (2): set it to 2");
+  ExpectRefused(Job("j", "{min: 4, max: 8, desired: 6, multipleOf: 4}", Container("1")),
+                "spec.replicas.desired (6, `kubectl scale --replicas`) must be a multiple of spec.replicas.multipleOf "
+                "(4): set it to 4 or 8");
+  ExpectRefused(Job("j", "{min: 2, max: 4, multipleOf: 0}", Container("1")), "spec.replicas.multipleOf");
+  EXPECT_COMMAND_OK(ApplyHere(Job("groups", "{min: 2, max: 6, desired: 4, multipleOf: 2}", Container("1"))));
+}
+
+TEST_F(TrainingJobCrdTest, KubectlScaleToANonMultipleIsRefused) {
+  ASSERT_COMMAND_OK(ApplyHere(Job("grouped", "{min: 2, max: 8, multipleOf: 2}", Container("1"))));
+  auto ok = cluster_.Kubectl({"scale", "-n", ns_, "tj/grouped", "--replicas=6"});
+  ASSERT_COMMAND_OK(ok) << (ok.ok() ? ok->err : ok.status().ToString());
+  auto refused = cluster_.Kubectl({"scale", "-n", ns_, "tj/grouped", "--replicas=5"});
+  ASSERT_OK(refused);
+  EXPECT_NE(refused->exit_code, 0);
+  EXPECT_NE(refused->err.find("spec.replicas.desired (5, `kubectl scale --replicas`) must be a multiple of "
+                              "spec.replicas.multipleOf (2): set it to 4 or 6"),
+            std::string::npos)
+      << refused->err;
+  auto tj = cluster_.KubectlJson({"get", "tj", "grouped", "-n", ns_});
+  ASSERT_OK(tj);
+  EXPECT_EQ((*tj)["spec"]["replicas"].value("desired", 0), 6);
+}
+
+TEST_F(TrainingJobCrdTest, MultipleOfCannotBeChanged) {
+  ASSERT_COMMAND_OK(ApplyHere(Job("fixed", "{min: 4, max: 8, multipleOf: 2}", Container("1"))));
+  ExpectRefused(Job("fixed", "{min: 4, max: 8, multipleOf: 4}", Container("1")),
+                "spec.replicas.multipleOf cannot be changed; delete and recreate the job to change it");
+  // The bounds may still change, in whole groups.
+  EXPECT_COMMAND_OK(ApplyHere(Job("fixed", "{min: 2, max: 6, multipleOf: 2}", Container("1"))));
 }
 
 }  // namespace
