@@ -101,10 +101,12 @@ class OperatorE2eTest : public JobTest {
   void AddNode(const std::string& name, int gpus) { AddPoolNode(name, ns_, gpus); }
 
   // A job of workers with one GPU each; `pool` pins it to this test's nodes.
-  void ApplyJob(const std::string& name, int min, int max, const std::string& extra_spec = "", bool pool = false) {
+  // `replicas_extra`: more of spec.replicas (", multipleOf: 2").
+  void ApplyJob(const std::string& name, int min, int max, const std::string& extra_spec = "", bool pool = false,
+                const std::string& replicas_extra = "") {
     std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
                            "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
-                           ", max: " + std::to_string(max) + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
+                           ", max: " + std::to_string(max) + replicas_extra + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
                            "  template:\n    spec:\n" +
                            (pool ? PoolPlacement(ns_, 6) : "") +
                            "      containers:\n      - name: trainer\n        image: example/trainer:1\n"
@@ -190,6 +192,33 @@ TEST_F(OperatorE2eTest, GangWaitsWithAClearConditionThenGrowsAsGpusArrive) {
   json grown = WaitForJob("gang", "growth to 3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
   EXPECT_GT(Generation(grown), Generation(started));
   EXPECT_EQ(grown["status"].value("phase", ""), "Running");
+}
+
+// spec.replicas.multipleOf 2 with GPUs for three workers: the world is 2 and the third waits, saying why;
+// a fourth GPU completes the group and the world is 4, never 3.
+TEST_F(OperatorE2eTest, MultipleOfPublishesWholeGroupsWhileASpareWaits) {
+  for (const char* n : {"-a", "-b", "-c"}) AddNode(ns_ + n, 1);
+  StartOperator();
+  ApplyJob("groups", 2, 4, "", /*pool=*/true, ", multipleOf: 2");
+  json two = WaitForJob("groups", "a world of 2 and a waiting spare", seconds(90), [](const json& j) {
+    return WorldSize(j) == 2 &&
+           Condition(j, "Running").value("message", "").find("1 Ready worker waiting for 1 more worker to complete a group of 2") !=
+               std::string::npos;
+  });
+  EXPECT_EQ(two["status"]["replicas"].value("ready", 0), 3) << two["status"].dump();
+  for (const auto& pod : Pods("groups")) {
+    std::string multiple_of = "(unset)";
+    for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+      if (e.value("name", "") == std::string(api::env::kReplicasMultipleOf)) multiple_of = e.value("value", "");
+    }
+    EXPECT_EQ(multiple_of, "2") << "RINGMASTER_REPLICAS_MULTIPLE_OF of " << kube::NameOf(pod);
+  }
+  AddNode(ns_ + "-d", 1);
+  json four = WaitForJob("groups", "a world of 4", seconds(90), [](const json& j) { return WorldSize(j) == 4; });
+  EXPECT_EQ(Membership(four).value("reason", ""), "WorkerJoined");
+  size_t cursor = 0;
+  EXPECT_FALSE(history_.FirstSince(&cursor, "groups", [](const json& j) { return WorldSize(j) % 2 != 0; }).has_value())
+      << "a world that is not a whole number of groups was published";
 }
 
 TEST_F(OperatorE2eTest, FailedRankZeroIsReplacedAndSurvivorsKeepTheirOrder) {
