@@ -26,6 +26,9 @@ The rule, for a world of W workers and MeshRule(tp=T):
   They receive every commit's replicated state from rank 0 (one broadcast per commit, only in generations
   that have standbys), so they hold the committed step, and take a place in the mesh when a later
   generation has room for them (a worker lost, another added).
+* Under the operator, a job's `spec.replicas.multipleOf` (RINGMASTER_REPLICAS_MULTIPLE_OF) makes every world a
+  multiple of it; set it to T (or a multiple of T) and no worker ever stands by. Rank 0 warns once when T
+  does not divide it.
 * A world below T has no mesh: the worker tells its runtime that generations below T pause
   (`require_min_size(T)`; with RINGMASTER_MIN_WORKERS below T the job would otherwise start or carry on
   there), and waits for the next generation. A world of one without a launcher (no membership source) can
@@ -48,6 +51,7 @@ On rank 0, the first commit after a membership change prints how long the change
 """
 import functools
 import io
+import math
 import os
 import pickle
 import re
@@ -91,6 +95,23 @@ class MeshRule:
 
     def __repr__(self):
         return f"MeshRule(tp={self.tp})"
+
+
+def multiple_of_warning(rule, environ):
+    """The warning for a job whose world-size granularity (RINGMASTER_REPLICAS_MULTIPLE_OF, the operator's
+    spec.replicas.multipleOf) is not a whole number of the rule's tp groups, else None (also when unset:
+    no operator)."""
+    value = environ.get("RINGMASTER_REPLICAS_MULTIPLE_OF", "")
+    try:
+        multiple_of = int(value)
+    except ValueError:
+        return None if value == "" else f"RINGMASTER_REPLICAS_MULTIPLE_OF={value!r} is not an integer; ignored"
+    if multiple_of < 1 or multiple_of % rule.tp == 0:
+        return None
+    want = multiple_of * rule.tp // math.gcd(multiple_of, rule.tp)
+    return (f"{rule} needs worlds in whole tp groups of {rule.tp}, but the job's spec.replicas.multipleOf is "
+            f"{multiple_of} (RINGMASTER_REPLICAS_MULTIPLE_OF), so the operator may publish worlds that leave "
+            f"workers standing by: set spec.replicas.multipleOf to {want} (min, max and desired multiples of it)")
 
 
 class MeshState(State):
@@ -265,6 +286,9 @@ def run_mesh(rule, parallelize):
             if ctx.topology["rank"] == 0 and int(os.environ.get("RINGMASTER_MIN_WORKERS", "1")) < rule.min_workers:
                 _log(ctx, f"{rule} needs {rule.min_workers} workers but the job's minimum (RINGMASTER_MIN_WORKERS, "
                           f"spec.replicas.min) is lower: generations below {rule.min_workers} workers pause")
+            warning = multiple_of_warning(rule, os.environ)
+            if ctx.topology["rank"] == 0 and warning:
+                _log(ctx, "warning: " + warning)
             failed_at = None
             reset = False
             while True:
