@@ -460,6 +460,122 @@ TEST(PlanJobTest, ActiveDeadlineFailsTheJobWhenItFallsDue) {
   }
 }
 
+json ConditionOf(const json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", json::array()))
+    if (c.value("type", "") == type) return c;
+  return json::object();
+}
+
+std::vector<std::string> MemberPods(const json& status) {
+  std::vector<std::string> out;
+  for (const auto& m : status["membership"]["members"]) out.push_back(m["pod"]);
+  return out;
+}
+
+// spec.replicas.multipleOf 2: three Ready workers make a world of 2 and a spare that says what it waits
+// for; the fourth completes the group and both join.
+TEST(PlanJobTest, MultipleOfPublishesWholeGroupsAndTheSpareWaitsForItsGroup) {
+  json job = Job(2, 4, {{"replicas", {{"min", 2}, {"max", 4}, {"multipleOf", 2}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
+                            Pod(3, "Pending", false)};
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(5)));  // the join window has passed
+  ASSERT_OK(plan) << plan.status();
+  ASSERT_TRUE(plan->status.has_value());
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 2) << plan->status->dump(2);
+  EXPECT_EQ(MemberPods(*plan->status), (std::vector<std::string>{"j-worker-0", "j-worker-1"}));
+  EXPECT_TRUE(plan->creates.empty());  // four workers exist: the spare is not surplus
+  EXPECT_TRUE(plan->deletes.empty());
+  const json running = ConditionOf(*plan->status, "Running");
+  EXPECT_EQ(running.value("status", ""), "True");
+  EXPECT_NE(running.value("message", "").find("1 Ready worker waiting for 1 more worker to complete a group of 2"),
+            std::string::npos)
+      << running.dump();
+  job = WithStatus(job, *plan);
+
+  // Nothing changes while the fourth is still starting: the plan is empty (level-based, idempotent).
+  auto steady = PlanJob(Input(job, pods, kT0 + seconds(30)));
+  ASSERT_OK(steady);
+  EXPECT_TRUE(steady->empty()) << (steady->status ? steady->status->dump(2) : "");
+
+  // The fourth becomes Ready: the group is complete and both join after the survivors.
+  pods[3] = Pod(3, "Running", true, "n0", kT0 + seconds(30));
+  auto grown = PlanJob(Input(job, pods, kT0 + seconds(31)));
+  ASSERT_OK(grown);
+  ASSERT_TRUE(grown->status.has_value());
+  EXPECT_EQ((*grown->status)["membership"]["worldSize"], 4);
+  EXPECT_EQ((*grown->status)["membership"]["reason"], "WorkerJoined");
+  EXPECT_EQ(MemberPods(*grown->status), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"}));
+  EXPECT_EQ(ConditionOf(*grown->status, "Running").value("message", ""), "4 workers in generation 2");
+}
+
+// A failure in a world of 4 in groups of 2 leaves 3: the world shrinks to 2, the highest-ranked survivor
+// leaves like a scale-down (listed in status.leaving, not deleted under its feet), and both places are
+// refilled after the backoff.
+TEST(PlanJobTest, MultipleOfLossShrinksToTheLowerMultipleAndRefills) {
+  json job = Job(2, 4, {{"replicas", {{"min", 2}, {"max", 4}, {"multipleOf", 2}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
+                            Pod(3, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  ASSERT_EQ(job["status"]["membership"]["worldSize"], 4);
+
+  pods[1] = FailedPod(1, 137);
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(plan) << plan.status();
+  const json& status = *plan->status;
+  EXPECT_EQ(status["membership"]["reason"], "WorkerFailed");
+  EXPECT_EQ(MemberPods(status), (std::vector<std::string>{"j-worker-0", "j-worker-2"}));
+  EXPECT_EQ(status["membership"]["members"][1]["rank"], 1);
+  ASSERT_EQ(status["leaving"].size(), 1u) << status.dump(2);
+  EXPECT_EQ(status["leaving"][0]["pod"], "j-worker-3");
+  ASSERT_EQ(plan->deletes.size(), 1u);  // only the failed one
+  EXPECT_EQ(plan->deletes[0].name, "j-worker-1");
+  EXPECT_TRUE(plan->creates.empty());  // replacement backoff
+  job = WithStatus(job, *plan);
+
+  // After the backoff: two new workers, at free indices (1 is free once the failed pod is gone, 3 is
+  // still the leaving worker's).
+  pods.erase(pods.begin() + 1);
+  auto refill = PlanJob(Input(job, pods, kT0 + seconds(12)));
+  ASSERT_OK(refill);
+  EXPECT_EQ(Names(refill->creates), (std::vector<std::string>{"j-worker-1", "j-worker-4"}));
+  // The leaving worker never joins again, though it is still Ready.
+  EXPECT_FALSE(refill->status && refill->status->contains("membership") &&
+               (*refill->status)["membership"]["generation"] != status["membership"]["generation"]);
+}
+
+// Below one group the world empties and the job waits for its gang minimum again.
+TEST(PlanJobTest, MultipleOfLossOfAWholeGroupWaitsForTheMinimum) {
+  json job = Job(2, 2, {{"replicas", {{"min", 2}, {"max", 2}, {"multipleOf", 2}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  pods[0] = FailedPod(0, 1);
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(plan);
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 0);
+  EXPECT_EQ((*plan->status)["phase"], "Pending");
+  const json running = ConditionOf(*plan->status, "Running");
+  EXPECT_EQ(running.value("reason", ""), "WaitingForWorkers");
+  EXPECT_NE(running.value("message", "").find("fewer Ready workers than one group of 2"), std::string::npos)
+      << running.dump();
+  ASSERT_EQ((*plan->status)["leaving"].size(), 1u);
+  EXPECT_EQ((*plan->status)["leaving"][0]["pod"], "j-worker-1");
+}
+
+TEST(PlanJobTest, MultipleOfThatDoesNotDivideTheBoundsIsInvalidAndDesiredIsRoundedDown) {
+  json bad = Job(3, 4, {{"replicas", {{"min", 3}, {"max", 4}, {"multipleOf", 2}}}});
+  auto refused = PlanJob(Input(bad, {}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("multiples of spec.replicas.multipleOf (2)"), std::string::npos)
+      << refused.status();
+  // A desired count written around the CRD's validation: 5 in groups of 2 aims for 4 workers.
+  json job = Job(2, 6, {{"replicas", {{"min", 2}, {"max", 6}, {"desired", 5}, {"multipleOf", 2}}}});
+  auto plan = PlanJob(Input(job, {}));
+  ASSERT_OK(plan);
+  EXPECT_EQ(plan->creates.size(), 4u);
+  EXPECT_EQ((*plan->status)["replicas"]["desired"], 4);
+}
+
 TEST(PlanJobTest, UnreadableSpecIsInvalidArgument) {
   json job = Job(1, 1);
   job["spec"]["replicas"]["min"] = "one";

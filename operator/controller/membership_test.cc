@@ -160,6 +160,107 @@ TEST(DecideMembershipTest, RemovalBelowMinimumIsStillPublished) {
   EXPECT_EQ(d.next->world_size(), 1);
 }
 
+MembershipPolicy Groups(int min, int multiple_of, int window_s = 10) {
+  MembershipPolicy p = Policy(min, window_s);
+  p.multiple_of = multiple_of;
+  return p;
+}
+
+WorkerObservation Failed(int index) {
+  WorkerObservation w = Ready(index);
+  w.ready = false;
+  w.failed = true;
+  return w;
+}
+
+TEST(DecideMembershipTest, GangStartsWithWholeGroupsAndTheRestWaitAsSpares) {
+  MembershipDecision d = DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Groups(2, 2), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "JobStarted");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1"}));
+  EXPECT_TRUE(d.dropped.empty());
+  EXPECT_EQ(d.spares, 1);
+  EXPECT_EQ(d.spares_waiting,
+            "1 Ready worker waiting for 1 more worker to complete a group of 2 (spec.replicas.multipleOf)");
+}
+
+TEST(DecideMembershipTest, SparesJoinOnlyWhenTheyCompleteAGroup) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Groups(2, 2), kT0).next;
+  // One more Ready worker: a spare, no new generation, even after the batch window.
+  std::vector<WorkerObservation> w = {Ready(0), Ready(1), Ready(2, kT0 + seconds(5))};
+  MembershipDecision one = DecideMembership(current, w, Groups(2, 2), kT0 + seconds(100));
+  EXPECT_FALSE(one.next.has_value());
+  EXPECT_EQ(one.spares, 1);
+  EXPECT_NE(one.spares_waiting.find("waiting for 1 more worker to complete a group of 2"), std::string::npos)
+      << one.spares_waiting;
+  // A second one completes the group: both join at once, after the survivors, in index order.
+  w.push_back(Ready(3, kT0 + seconds(100)));
+  MembershipDecision two = DecideMembership(current, w, Groups(2, 2), kT0 + seconds(100));
+  ASSERT_TRUE(two.next.has_value());
+  EXPECT_EQ(two.next->reason, "WorkerJoined");
+  EXPECT_EQ(Pods(*two.next), (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3"}));
+  EXPECT_EQ(two.spares, 0);
+  EXPECT_TRUE(two.spares_waiting.empty());
+}
+
+TEST(DecideMembershipTest, LossShrinksToTheLowerMultipleDroppingTheHighestRank) {
+  api::Membership current =
+      *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3), Ready(4), Ready(5)}, Groups(2, 2), kT0).next;
+  MembershipDecision d = DecideMembership(current, {Ready(0), Failed(1), Ready(2), Ready(3), Ready(4), Ready(5)},
+                                          Groups(2, 2), kT0 + seconds(1));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "WorkerFailed");
+  // Survivors keep their relative order; the highest-ranked one leaves so the world is 4, not 5.
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-2", "job-worker-3", "job-worker-4"}));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.next->members[i].rank, i);
+  EXPECT_EQ(d.dropped, (std::vector<std::string>{"job-worker-5"}));
+  EXPECT_NE(d.next->message.find("left to keep whole groups of 2: job-worker-5"), std::string::npos) << d.next->message;
+}
+
+TEST(DecideMembershipTest, ASpareFillsTheGapOfALossAtOnce) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Groups(2, 2), kT0).next;
+  // Worker 4 waits as a spare; worker 2 fails: the spare takes the free place in the same generation,
+  // without a batch window, and nobody is dropped.
+  MembershipDecision d = DecideMembership(
+      current, {Ready(0), Ready(1), Failed(2), Ready(3), Ready(4, kT0 + seconds(50)), Starting(5)}, Groups(2, 2),
+      kT0 + seconds(51));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "WorkerFailed");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-3", "job-worker-4"}));
+  EXPECT_TRUE(d.dropped.empty());
+  EXPECT_EQ(d.spares, 0);
+}
+
+TEST(DecideMembershipTest, LossBelowMinimumShrinksToTheLowerMultipleAndWaits) {
+  // min 4 in groups of 2: losing one of four leaves 3, so the world is 2 (below min: the job waits for
+  // replacements, as any job below its minimum does), not 3.
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Groups(4, 2), kT0).next;
+  MembershipDecision d =
+      DecideMembership(current, {Ready(0), Ready(1), Failed(2), Ready(3)}, Groups(4, 2), kT0 + seconds(1));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1"}));
+  EXPECT_EQ(d.dropped, (std::vector<std::string>{"job-worker-3"}));
+}
+
+TEST(DecideMembershipTest, LessThanOneGroupLeftEmptiesTheWorld) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Groups(2, 2), kT0).next;
+  MembershipDecision d = DecideMembership(current, {Failed(0), Ready(1)}, Groups(2, 2), kT0 + seconds(1));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->world_size(), 0);
+  EXPECT_EQ(d.next->generation, 2);
+  EXPECT_EQ(d.dropped, (std::vector<std::string>{"job-worker-1"}));
+  EXPECT_NE(d.waiting_for.find("fewer Ready workers than one group of 2"), std::string::npos) << d.waiting_for;
+}
+
+TEST(DecideMembershipTest, GroupOfOneChangesNothing) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Groups(1, 1), kT0).next;
+  MembershipDecision d = DecideMembership(current, {Ready(0), Failed(1), Ready(2)}, Groups(1, 1), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->world_size(), 2);
+  EXPECT_TRUE(d.dropped.empty());
+  EXPECT_EQ(d.spares, 0);
+}
+
 TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
   api::Membership m = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
   nlohmann::json j = api::MembershipToJson(m);
