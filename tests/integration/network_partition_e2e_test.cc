@@ -88,8 +88,7 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
     EXPECT_EQ(Membership(rejoined).value("generation", int64_t{0}), generation + 2) << history_->Describe();
 
     // The heal: the stale worker is killed (its pod is gone) or leaves by itself; it is never a member again.
-    Status healed = runner_->Heal(victim);
-    EXPECT_TRUE(healed.ok() || (!control_plane_too && healed.code() == StatusCode::kNotFound)) << healed;
+    ASSERT_OK(runner_->Heal(victim));
     Status gone = WaitFor("the stale " + victim + " to end after the heal", seconds(30), [&](std::string* last) {
       for (const auto& p : ProcessesOf(victim)) {
         if (p.uid == victim_uid && p.running) {
@@ -100,6 +99,13 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
       return true;
     });
     EXPECT_OK(gone) << runner_->Describe();
+    // ... and its pod, held Terminating while no kubelet could confirm the deletion, goes.
+    Status deleted = WaitFor("the cut pod " + victim + " to be deleted after the heal", seconds(30), [&](std::string* last) {
+      auto uid = cluster_.Kubectl({"get", "pod", victim, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
+      *last = uid.ok() ? "uid '" + uid->out + "'" : uid.status().ToString();
+      return uid.ok() && uid->ok() && uid->out != victim_uid;
+    });
+    EXPECT_OK(deleted);
 
     ExpectSucceededWithExactResults();
     EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();

@@ -383,8 +383,8 @@ void PodRunner::ReleaseNetworks() {
     std::lock_guard<std::mutex> lock(mu_);
     std::map<std::string, bool> active;  // by uid: a process of the pod runs (or waits for its restart)
     for (const auto& p : procs_) active[p->info.uid] |= p->info.running || p->restart_at.has_value();
-    for (const auto& [uid, a] : active)
-      if (!a) ended.push_back(uid);
+    for (const auto& [uid, a] : active)  // a cut pod keeps its namespace (and its exit unreported) until the heal
+      if (!a && !network_->IsCut(uid)) ended.push_back(uid);
   }
   for (const auto& uid : ended) network_->RemovePod(uid);  // idempotent: nothing for a pod already released
 }
@@ -410,17 +410,21 @@ Status PodRunner::Partition(const std::string& pod, bool control_plane_too) {
 Status PodRunner::Heal(const std::string& pod) {
   if (!network_) return FailedPreconditionError("PodRunner::Heal needs pod_network");
   std::vector<std::string> cut;  // the pod's cut incarnations (a replacement of the same name is not cut)
+  bool known = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& p : procs_)
-      if (p->info.pod == pod && p->info.running && network_->IsCut(p->info.uid)) cut.push_back(p->info.uid);
+    for (const auto& p : procs_) {
+      known |= p->info.pod == pod;
+      if (p->info.pod == pod && network_->IsCut(p->info.uid)) cut.push_back(p->info.uid);
+    }
   }
-  if (cut.empty()) return NotFoundError("pod " + pod + " has no process whose link is cut");
+  if (!known) return NotFoundError("pod " + pod + " never ran here");
   for (const auto& uid : cut) {
     RINGMASTER_RETURN_IF_ERROR(network_->Heal(uid));
     Log("healed " + pod + " (uid " + ShortUid(uid) + ")");
   }
-  // The kubelet is back: a deletion it held up completes (KWOK's pod-delete stage); the pod may be gone.
+  // The kubelet is back: a deletion it held up completes (KWOK's pod-delete stage). Also when the worker
+  // exited meanwhile (it saw itself dropped): its pod would otherwise stay Terminating, its GPU taken.
   const json unmark = {{"metadata", {{"labels", {{kPartitionedLabel, nullptr}}}}}};
   Status unmarked = client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, unmark).status();
   if (!unmarked.ok() && !kube::IsNotFound(unmarked)) return unmarked.WithContext("unlabelling " + pod);

@@ -171,8 +171,9 @@ class PodRunner {
   // reported like any other). NotFound when that pod has no running process.
   Status Signal(const std::string& pod, int signal);
   // pod_network: takes the link of pod `pod`'s running process down (and with control_plane_too stalls
-  // its apiserver relay), or brings back every cut one of that name (pod_network.h). FailedPrecondition
-  // without pod_network; NotFound when the pod runs nothing here (Heal: nothing cut).
+  // its apiserver relay) and labels the pod kPartitionedLabel; Heal brings back every cut process of that
+  // name (one that exited meanwhile included) and removes the label (pod_network.h). FailedPrecondition
+  // without pod_network; NotFound when the pod runs nothing here (Heal: never ran here).
   Status Partition(const std::string& pod, bool control_plane_too);
   Status Heal(const std::string& pod);
   // Failures that affected pods (a start that never succeeded, an exit that could not be reported).

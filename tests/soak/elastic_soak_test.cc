@@ -108,9 +108,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
         });
         EXPECT_OK(dropped) << dropped;
         const double took = std::chrono::duration<double>(Clock::now() - cut_at).count();
-        // NotFound: the worker saw it was dropped (its apiserver was not cut) and left; nothing is cut now.
-        Status healed = runner_->Heal(pod);
-        EXPECT_TRUE(healed.ok() || healed.code() == StatusCode::kNotFound) << healed;
+        EXPECT_OK(runner_->Heal(pod)) << pod;
         char text[160];
         std::snprintf(text, sizeof text, "cut %s%s; dropped after %.1f s; healed", pod.c_str(),
                       control_plane_too ? " and its apiserver" : "", took);
