@@ -15,12 +15,19 @@ class HostMemory : public Memory {
   }
   void Free(void* ptr) override { std::free(ptr); }
   Status Upload(void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
+    Copy(dst, src, bytes);
     return Status::Ok();
   }
   Status Download(void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
+    Copy(dst, src, bytes);
     return Status::Ok();
+  }
+
+ private:
+  // An empty copy may come with null pointers (an empty std::vector's data()), which memcpy must never
+  // get, even for 0 bytes (UBSan: "null pointer passed as argument 2").
+  static void Copy(void* dst, const void* src, size_t bytes) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
   }
 };
 
