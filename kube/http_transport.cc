@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <vector>
 
+#include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 
 #include "kube/transport.h"
@@ -179,7 +181,12 @@ class CppRestTransport : public Transport {
     if (!token.ok()) return token.status();
     if (!token->empty()) req.headers().add("Authorization", "Bearer " + *token);
     if (!request.content_type.empty()) {
-      req.set_body(request.body, request.content_type);
+      // From bytes, not from the std::string overload: that one makes a streambuf<char> and casts it to the
+      // streambuf<unsigned char> the request reads, through void* (undefined behaviour in cpprest's headers,
+      // compiled into this file; UBSan's vptr check stops the process on it).
+      req.set_body(concurrency::streams::bytestream::open_istream(
+                       std::vector<unsigned char>(request.body.begin(), request.body.end())),
+                   request.body.size(), request.content_type);
     }
     return req;
   }
