@@ -71,7 +71,9 @@ class AgreeOnShrinkTest : public ::testing::Test {
   }
   // Every rank proposes in its own thread; returns each rank's outcome.
   std::vector<bool> Agree(const std::vector<std::string>& proposals) {
-    std::vector<bool> out(proposals.size());
+    // One byte per rank: the ranks' threads write their own elements at once, and std::vector<bool> packs
+    // its elements into shared words (a data race; ThreadSanitizer saw it).
+    std::vector<char> out(proposals.size());
     std::vector<std::thread> ranks;
     for (size_t r = 0; r < proposals.size(); ++r) {
       ranks.emplace_back([&, r] {
@@ -90,7 +92,7 @@ class AgreeOnShrinkTest : public ::testing::Test {
     }
     for (auto& t : ranks) t.join();
     ++round_;
-    return out;
+    return std::vector<bool>(out.begin(), out.end());
   }
   std::unique_ptr<runtime::StoreServer> server_;
   int round_ = 0;
