@@ -13,7 +13,8 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce soak clean
+        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce soak \
+        test-sanitize clean
 
 help:
 	@echo "make demo          see it work: the operator keeping an elastic job's membership on a local cluster"
@@ -25,6 +26,7 @@ help:
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
+	@echo "make test-sanitize unit + integration tiers under ASan+UBSan (build-asan/), the concurrency tests under TSan (build-tsan/)"
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
 	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd),"
@@ -91,6 +93,23 @@ test-e2e: build
 
 test-gpu: build
 	$(CTEST) -L gpu
+
+# The sanitizers (tests/harness/sanitize.sh): the unit and integration tiers in an ASan+UBSan tree
+# ($(ASAN_BUILD_DIR)), then the tests labelled `concurrency` (their code runs threads: the store, the Gloo
+# communicator, the async checkpoint writer, the elastic driver, the work queue, informers; see
+# ringmaster_add_gtest) in a TSan tree ($(TSAN_BUILD_DIR)). Any report (also from a program a test starts)
+# fails the target; LSan/TSan suppress third-party code only (tests/harness/*-suppressions.txt).
+# Left out: e2e and gpu; the Python tests (unit.python.*: a sanitized native module needs the sanitizer's
+# runtime LD_PRELOADed into python, so these trees build no module, RINGMASTER_PYTHON=OFF); and
+# image_checks_test (integration.{Operator,Worker}ImageTest.*: it checks the images `make images` built
+# from build/, no sanitized code runs in it).
+# Not part of make test: two more builds of the tree and slow tests, the better part of an hour on 2 cores.
+ASAN_BUILD_DIR ?= build-asan
+TSAN_BUILD_DIR ?= build-tsan
+test-sanitize:
+	@JOBS=$(JOBS) tests/harness/sanitize.sh address $(ASAN_BUILD_DIR) tests-unit,tests-integration \
+	  -L 'unit|integration' -E '^unit\.python\.|^integration\.(Operator|Worker)ImageTest\.' $(CTEST_ARGS)
+	@JOBS=$(JOBS) tests/harness/sanitize.sh thread $(TSAN_BUILD_DIR) tests-concurrency -L concurrency $(CTEST_ARGS)
 
 # Minutes of random faults (kill -9, SIGSTOP, scale, node NotReady, operator and apiserver loss) against one
 # elastic job on a cluster of its own (build/soak-cluster), then the exact-result check and a table of the

@@ -18,13 +18,6 @@
 #include "kube/informer.h"
 #include "base/status_test_macros.h"
 
-// Under TSan: cpprestsdk (pplx) comes from Debian, not built with -fsanitize=thread, so its atomic
-// reference counting is invisible and a shared_ptr released inside it reads as a race with one
-// released in our (instrumented) inline copies of its templates. Suppress races whose stacks are in
-// pplx; everything of ours stays checked.
-extern "C" const char* __tsan_default_suppressions();
-extern "C" const char* __tsan_default_suppressions() { return "race:pplx::details::\nrace:libcpprest.so\n"; }
-
 namespace ringmaster::kube {
 namespace {
 
