@@ -62,6 +62,7 @@ FUZZ_CORPORA := \
   fuzz_store_wire:worker-runtime/fuzz/corpus/store_wire \
   fuzz_store_server:worker-runtime/fuzz/corpus/store_server \
   fuzz_membership:worker-runtime/fuzz/corpus/membership \
+  fuzz_peer_report:worker-runtime/fuzz/corpus/peer_report \
   fuzz_checkpoint_manifest:worker-runtime/fuzz/corpus/checkpoint_manifest \
   fuzz_checkpoint_state:worker-runtime/fuzz/corpus/checkpoint_state \
   fuzz_worker_env:worker-runtime/fuzz/corpus/worker_env
