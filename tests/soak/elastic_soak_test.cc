@@ -117,6 +117,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
         });
         EXPECT_OK(dropped) << dropped;
         const double took = std::chrono::duration<double>(Clock::now() - cut_at).count();
+        partition_to_generation_.push_back(took);
         EXPECT_OK(runner_->Heal(pod)) << pod;
         char text[160];
         std::snprintf(text, sizeof text, "cut %s%s; dropped after %.1f s; healed", pod.c_str(),
