@@ -57,10 +57,9 @@ struct Election {
 };
 
 // Client: the Kubernetes client from the kubeconfig (or in-cluster config) with the flags' rate limits.
-// Errors: the configuration cannot be loaded or the client created; logged here, the caller exits 1.
-rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const OperatorOptions& opts,
-                                                             std::shared_ptr<rm::kube::ClientMetrics> metrics,
-                                                             const rm::LogSink& log) {
+// The client configuration from --kubeconfig/--context (or in-cluster), with the flags' QPS and burst.
+// Errors: the configuration cannot be loaded; logged here, the caller exits 1.
+rm::StatusOr<rm::kube::ClientConfig> LoadKubeConfig(const OperatorOptions& opts, const rm::LogSink& log) {
   auto config = rm::kube::LoadConfig(opts.kubeconfig, opts.context, rm::kube::ProcessEnvironment());
   if (!config.ok()) {
     log(LogLevel::kError, "cannot load the Kubernetes client configuration: " + config.status().ToString());
@@ -70,7 +69,14 @@ rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const OperatorOpti
   config->qps = opts.kube_api_qps;
   config->burst = opts.kube_api_burst;
   config->user_agent = "ringmaster-operator/0.1";  // the apiserver's audit log tells its requests apart
-  auto client = rm::kube::NewClient(*config, std::move(metrics), log);
+  return config;
+}
+
+// A client with a token bucket of its own. Errors: the client cannot be created; logged here.
+rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const rm::kube::ClientConfig& config,
+                                                             std::shared_ptr<rm::kube::ClientMetrics> metrics,
+                                                             const rm::LogSink& log) {
+  auto client = rm::kube::NewClient(config, std::move(metrics), log);
   if (!client.ok()) log(LogLevel::kError, "cannot create the Kubernetes client: " + client.status().ToString());
   return client;
 }
@@ -210,13 +216,21 @@ int Run(const OperatorOptions& opts) {
   auto registry = std::make_shared<prometheus::Registry>();
   auto client_metrics = std::make_shared<rm::kube::ClientMetrics>(*registry);
   rm::controller::OperatorMetrics operator_metrics(*registry, "trainingjob", opts.leader_election_id);
-  auto client = NewKubeClient(opts, client_metrics, log);
-  if (!client.ok()) return 1;
+  // Three clients, so three token buckets (--kube-api-qps/--kube-api-burst each), as kube-scheduler and
+  // kube-controller-manager do: the controller's writes (the membership publish above all) never wait behind a
+  // backlog of Events, and the lease is renewed on time however busy the controller is -- a leader that loses
+  // its lease because its own reconciles used up the bucket would restart and make the backlog worse.
+  auto config = LoadKubeConfig(opts, log);
+  if (!config.ok()) return 1;
+  auto client = NewKubeClient(*config, client_metrics, log);
+  auto events_client = NewKubeClient(*config, client_metrics, log);
+  auto election_client = NewKubeClient(*config, client_metrics, log);
+  if (!client.ok() || !events_client.ok() || !election_client.ok()) return 1;
 
   rm::kube::EventRecorderOptions ro;
   ro.host = identity;
   ro.log = log;
-  rm::kube::EventRecorder recorder(*client, ro);
+  rm::kube::EventRecorder recorder(*events_client, ro);
   rm::controller::TrainingJobController controller(*client, &recorder, &operator_metrics,
                                                    ControllerOptionsFrom(opts, client_metrics, log));
 
@@ -226,7 +240,7 @@ int Run(const OperatorOptions& opts) {
 
   int exit_code = 0;
   Election election;
-  if (!StartLeading(opts, identity, *client, controller, leading, exit_code, election, operator_metrics, log).ok()) return 1;
+  if (!StartLeading(opts, identity, *election_client, controller, leading, exit_code, election, operator_metrics, log).ok()) return 1;
 
   WaitThenStop(controller, leading, election, recorder, metrics_server, health_server, log);
   return exit_code;

@@ -32,17 +32,18 @@ void PodMilestones::Note(const nlohmann::json& pod) {
     std::lock_guard<std::mutex> lock(mu_);
     if (created_.insert(key).second && created_.size() == target_) all_created_ = now;
     if (phase == "Running" && running_.insert(key).second && running_.size() == target_) all_running_ = now;
-    if (phase != "Failed" || !failed_.emplace(kube::NameOf(pod), now).second) return;
+    // By uid: a replacement pod takes its predecessor's name, and may fail in turn.
+    if (phase != "Failed" || !failed_.emplace(StringAt(pod, {"metadata", "uid"}), now).second) return;
   }
   cv_.notify_all();
 }
 
-std::optional<Clock::time_point> PodMilestones::WaitForFailed(const std::string& name,
+std::optional<Clock::time_point> PodMilestones::WaitForFailed(const std::string& uid,
                                                               std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<Clock::time_point> at;
   cv_.wait_for(lock, timeout, [&] {
-    auto it = failed_.find(name);
+    auto it = failed_.find(uid);
     if (it != failed_.end()) at = it->second;
     return at.has_value();
   });

@@ -33,8 +33,8 @@ class PodMilestones {
   // When the target was reached (nullopt: not yet).
   std::optional<Clock::time_point> all_created() const;
   std::optional<Clock::time_point> all_running() const;
-  // Waits up to `timeout` for pod `name`'s phase Failed to arrive; returns when it arrived.
-  std::optional<Clock::time_point> WaitForFailed(const std::string& name, std::chrono::milliseconds timeout) const;
+  // Waits up to `timeout` for the phase Failed of the pod with `uid` to arrive; returns when it arrived.
+  std::optional<Clock::time_point> WaitForFailed(const std::string& uid, std::chrono::milliseconds timeout) const;
 
  private:
   void Note(const nlohmann::json& pod);
@@ -45,7 +45,7 @@ class PodMilestones {
   // Guarded by mu_.
   std::set<std::string> created_, running_;
   std::optional<Clock::time_point> all_created_, all_running_;
-  std::map<std::string, Clock::time_point> failed_;  // pod name -> when its Failed phase arrived
+  std::map<std::string, Clock::time_point> failed_;  // pod uid -> when its Failed phase arrived
   mutable std::condition_variable cv_;
 };
 

@@ -57,7 +57,10 @@ uint16_t FreePort() {
   return s.ok() ? s->LocalPort() : 0;
 }
 
-// The worker: trains forever; after each rebuild, appends "gen t_first_allreduce_ns detect rdzv comm restore".
+// The worker: trains forever; after each rebuild, appends
+// "gen t_step_start_ns t_first_allreduce_done_ns detect rdzv comm restore" (the phases in seconds). The step of a
+// new generation starts right after its rebuild's restore, so the phases' ends on this rank follow backwards
+// from t_step_start.
 [[noreturn]] void Worker(const std::string& dir, const std::string& id, uint16_t port) {
   auto source = membership::FileMembershipSource::Start({dir + "/membership.json", 5ms, {}});
   if (!source.ok()) ::_exit(2);
@@ -81,12 +84,13 @@ uint16_t FreePort() {
   int64_t reported = 0;
   std::ofstream report(dir + "/report." + id, std::ios::app);
   auto step = [&](const StepContext& ctx) -> StatusOr<runtime::data::SampleCursor> {
+    const int64_t step_start = NowNs();
     float in = 1, out = 0;
     RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("x", &in, &out, 1, runtime::DataType::kFloat32, runtime::ReduceOp::kSum));
     if (ctx.generation != reported) {
       reported = ctx.generation;
       RebuildStats s = driver.last_rebuild();
-      report << ctx.generation << " " << NowNs() << " " << s.detect << " " << s.rendezvous << " " << s.communicator << " "
+      report << ctx.generation << " " << step_start << " " << NowNs() << " " << s.detect << " " << s.rendezvous << " " << s.communicator << " "
              << s.restore << std::endl;
     }
     std::this_thread::sleep_for(2ms);
@@ -132,7 +136,7 @@ class Bench {
         std::string line;
         while (std::getline(in, line)) {
           std::istringstream f(line);
-          std::vector<double> v(6);
+          std::vector<double> v(6);  // t_step_start, t_first, detect, rdzv, comm, restore
           int64_t g;
           f >> g;
           for (auto& x : v) f >> x;
@@ -210,7 +214,7 @@ void PrintRow(int n, int trials, const char* stat, double q, const std::vector<s
               double peer, const std::string& load) {
   std::printf("%5d %6d %4s", n, trials, stat);
   for (const auto& c : columns) std::printf(" %9.2f", Quantile(c, q));
-  const double comm = Quantile(columns[4], q);
+  const double comm = Quantile(columns.back(), q);
   std::printf(" %9.2f %6.2f  %s\n", peer, peer > 0 ? comm / peer : 0.0, load.c_str());
 }
 
@@ -222,8 +226,8 @@ int Main(int argc, char** argv) {
   std::printf("death of one worker -> next successful allreduce, Gloo on loopback, %d cores; ms; load average at "
               "start %s\n",
               static_cast<int>(std::thread::hardware_concurrency()), LoadAverage().c_str());
-  std::printf("%5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s  %s\n", "ranks", "trials", "stat", "total", "notice",
-              "detect", "rendezv", "commun", "restore", "1st-allr", "gloo-conn", "ratio", "load average (1/5/15 min)");
+  std::printf("%5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %9s %6s  %s\n", "ranks", "trials", "stat", "total", "notice",
+              "detect", "rendezv", "commun", "restore", "1st-allr", "comm-rank", "gloo-conn", "ratio", "load average (1/5/15 min)");
   for (int n : flags->sizes) {
     const int trials = n > 8 ? flags->large_trials : flags->trials;
     std::filesystem::remove_all(dir);
@@ -232,7 +236,7 @@ int Main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) b.Spawn();
     b.Publish();
     b.WaitReports();
-    std::vector<double> total, notice, detect, rdzv, comm, restore, first;
+    std::vector<double> total, notice, detect, rdzv, comm, restore, first, comm_slowest;
     for (int t = 0; t < trials; ++t) {
       std::this_thread::sleep_for(20ms);
       Proc victim = b.procs_.back();
@@ -247,22 +251,33 @@ int Main(int argc, char** argv) {
                      victim.id.c_str(), killed / 1e6, static_cast<long long>(b.gen_));
       }
       auto reports = b.WaitReports();
-      double last = 0, d = 0, r = 0, c = 0, s = 0;
+      // The critical path: each phase ends when its slowest survivor ends it, so the columns sum to the total.
+      // A rank's phase ends follow backwards from its step start: restore ends there, the communicator before it...
+      double end_detect = 0, end_rdzv = 0, end_comm = 0, end_restore = 0, end_first = 0, slowest_comm = 0;
       for (const auto& v : reports) {
-        last = std::max(last, v[0]);
-        d = std::max(d, v[1]);
-        r = std::max(r, v[2]);
-        c = std::max(c, v[3]);
-        s = std::max(s, v[4]);
+        const double step_start = v[0], done = v[1];
+        const double restore_end = step_start, comm_end = restore_end - v[5] * 1e9, rdzv_end = comm_end - v[4] * 1e9,
+                     detect_end = rdzv_end - v[3] * 1e9;
+        end_detect = std::max(end_detect, detect_end);
+        end_rdzv = std::max(end_rdzv, rdzv_end);
+        end_comm = std::max(end_comm, comm_end);
+        end_restore = std::max(end_restore, restore_end);
+        end_first = std::max(end_first, done);
+        slowest_comm = std::max(slowest_comm, v[4] * 1e3);
       }
-      double tot = (last - killed) / 1e6;
+      // Boundaries never go back in time (a rank may have finished a phase before the record was published).
+      std::vector<double> bounds = {static_cast<double>(killed), static_cast<double>(published), end_detect, end_rdzv,
+                                    end_comm, end_restore, end_first};
+      for (size_t i = 1; i < bounds.size(); ++i) bounds[i] = std::max(bounds[i], bounds[i - 1]);
+      const double tot = (bounds.back() - bounds.front()) / 1e6;
       total.push_back(tot);
-      notice.push_back((published - killed) / 1e6);
-      detect.push_back(d * 1e3);
-      rdzv.push_back(r * 1e3);
-      comm.push_back(c * 1e3);
-      restore.push_back(s * 1e3);
-      first.push_back(tot - (published - killed) / 1e6 - (d + r + c + s) * 1e3);
+      notice.push_back((bounds[1] - bounds[0]) / 1e6);
+      detect.push_back((bounds[2] - bounds[1]) / 1e6);
+      rdzv.push_back((bounds[3] - bounds[2]) / 1e6);
+      comm.push_back((bounds[4] - bounds[3]) / 1e6);
+      restore.push_back((bounds[5] - bounds[4]) / 1e6);
+      first.push_back((bounds[6] - bounds[5]) / 1e6);
+      comm_slowest.push_back(slowest_comm);
       b.Spawn();  // back to n (not measured)
       b.Publish();
       b.WaitReports();
@@ -273,18 +288,20 @@ int Main(int argc, char** argv) {
     auto peer = MeasureGlooConnect(n - 1, trials, 60s);
     if (!peer.ok()) std::fprintf(stderr, "gloo peer at %d ranks: %s\n", n - 1, peer.status().ToString().c_str());
     const std::vector<double> connects = peer.ok() ? *peer : std::vector<double>();
-    const std::vector<std::vector<double>> columns = {total, notice, detect, rdzv, comm, restore, first};
+    const std::vector<std::vector<double>> columns = {total, notice, detect, rdzv, comm, restore, first, comm_slowest};
     const std::string load = LoadAverage();
     PrintRow(n, trials, "med", 0.5, columns, Quantile(connects, 0.5), load);
     PrintRow(n, trials, "p90", 0.9, columns, Quantile(connects, 0.9), load);
     std::fflush(stdout);
   }
-  std::printf("notice: kill -> membership published (the launcher's waitpid and record); detect: the worker saw the\n"
-              "failure -> rebuild start (includes waiting for the record); rendezv, commun, restore: the rebuild's\n"
-              "phases; per-phase columns are the slowest survivor's; 1st-allr: the rest (the first training\n"
-              "allreduce; phases overlap across ranks, so the columns need not sum). gloo-conn: bare Gloo's TCP device\n"
-              "+ connectFullMesh of ranks-1 processes over the same store, the slowest rank's, same trials; ratio:\n"
-              "commun / gloo-conn (each row's quantile). Rows above 8 ranks use --large-trials.\n");
+  std::printf("total = notice + detect + rendezv + commun + restore + 1st-allr, the critical path: each phase ends when\n"
+              "its slowest survivor ends it. notice: kill -> membership published (the launcher's waitpid and record);\n"
+              "detect: -> every survivor started its rebuild (includes reading the record); rendezv, commun, restore: the\n"
+              "rebuild's phases; 1st-allr: -> every survivor finished its first training allreduce. comm-rank: the\n"
+              "slowest survivor's own communicator phase; gloo-conn: bare Gloo's TCP device + connectFullMesh of\n"
+              "ranks-1 processes over the same store, the slowest rank's, same trials; ratio: comm-rank / gloo-conn\n"
+              "(each row's quantile). Each column is its own quantile, so a row's columns need not sum to its total.\n"
+              "Rows above 8 ranks use --large-trials.\n");
   std::filesystem::remove_all(dir);
   return 0;
 }
