@@ -22,7 +22,7 @@ void StripManagedFields(json* object) {
 }
 
 Informer::Informer(std::shared_ptr<Client> client, GroupVersionResource gvr, InformerOptions options)
-    : client_(std::move(client)), gvr_(std::move(gvr)), options_(std::move(options)), store_(options_.indexers) {
+    : client_(std::move(client)), gvr_(std::move(gvr)), options_(std::move(options)), store_(options_.indexers, StoreOptions{options_.packed_store}) {
   if (options_.metrics) options_.metrics->DeclareWatch(gvr_.ToString());
 }
 

@@ -52,6 +52,8 @@ struct InformerOptions {
   // Applied to every object before it is cached and handed to handlers (client-go's TransformFunc),
   // e.g. StripManagedFields to save memory. Must be thread-safe. Empty: objects are kept as received.
   std::function<void(json* object)> transform;
+  // Cache objects packed (StoreOptions::packed, store.h): far less memory for many objects, a decode per read.
+  bool packed_store = false;
   LogSink log = StderrLogSink("ringmaster-kube");
   std::shared_ptr<ClientMetrics> metrics;  // optional: watch restarts
 };

@@ -47,7 +47,25 @@ std::map<std::string, IndexFunc> WithNamespace(std::map<std::string, IndexFunc> 
 }
 }  // namespace
 
-Store::Store(std::map<std::string, IndexFunc> indexers) : indexers_(WithNamespace(std::move(indexers))) {}
+Store::Store(std::map<std::string, IndexFunc> indexers, StoreOptions options)
+    : indexers_(WithNamespace(std::move(indexers))), options_(options) {}
+
+Store::Item Store::Hold(ObjectPtr object) const {
+  if (!options_.packed) return {std::move(object), {}};
+  Item item;
+  item.cbor = json::to_cbor(*object);
+  item.cbor.shrink_to_fit();
+  return item;
+}
+
+ObjectPtr Store::Load(const Item& item) {
+  if (item.object) return item.object;
+  // strict, no exceptions: a decode error (impossible for bytes to_cbor wrote) yields a discarded value,
+  // handed out as an empty object rather than thrown through the Store's callers.
+  json decoded = json::from_cbor(item.cbor, /*strict=*/true, /*allow_exceptions=*/false);
+  if (decoded.is_discarded()) decoded = json::object();
+  return std::make_shared<const json>(std::move(decoded));
+}
 
 void Store::IndexLocked(const std::string& key, const json& obj) {
   for (const auto& [name, fn] : indexers_) {
@@ -68,12 +86,13 @@ void Store::UnindexLocked(const std::string& key, const json& obj) {
 }
 
 ObjectPtr Store::Upsert(const std::string& key, ObjectPtr object) {
+  Item held = Hold(object);  // encoding outside the lock
   std::lock_guard<std::mutex> lock(mu_);
-  ObjectPtr& slot = items_[key];
-  ObjectPtr old = std::move(slot);
+  Item& slot = items_[key];
+  ObjectPtr old = slot.object || !slot.cbor.empty() ? Load(slot) : nullptr;
   if (old) UnindexLocked(key, *old);
   IndexLocked(key, *object);
-  slot = std::move(object);
+  slot = std::move(held);
   return old;
 }
 
@@ -81,30 +100,33 @@ ObjectPtr Store::Erase(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
-  ObjectPtr old = std::move(it->second);
+  ObjectPtr old = Load(it->second);
   items_.erase(it);
   UnindexLocked(key, *old);
   return old;
 }
 
 void Store::Replace(std::unordered_map<std::string, ObjectPtr> objects) {
+  std::unordered_map<std::string, Item> held;
+  held.reserve(objects.size());
+  for (auto& [key, obj] : objects) held.emplace(key, Hold(obj));
   std::lock_guard<std::mutex> lock(mu_);
-  items_ = std::move(objects);
+  items_ = std::move(held);
   indices_.clear();
-  for (const auto& [key, obj] : items_) IndexLocked(key, *obj);
+  for (const auto& [key, obj] : objects) IndexLocked(key, *obj);
 }
 
 ObjectPtr Store::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second;
+  return it == items_.end() ? nullptr : Load(it->second);
 }
 
 std::vector<ObjectPtr> Store::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
-  for (const auto& [k, v] : items_) out.push_back(v);
+  for (const auto& [k, v] : items_) out.push_back(Load(v));
   return out;
 }
 
@@ -139,7 +161,7 @@ std::vector<ObjectPtr> Store::ByIndex(const std::string& index, const std::strin
   if (v == i->second.end()) return out;
   for (const auto& key : v->second) {
     auto it = items_.find(key);
-    if (it != items_.end()) out.push_back(it->second);
+    if (it != items_.end()) out.push_back(Load(it->second));
   }
   return out;
 }

@@ -15,8 +15,10 @@ ObjectPtr Pod(const std::string& ns, const std::string& name, const std::string&
   return std::make_shared<const json>(std::move(p));
 }
 
-TEST(StoreTest, IndexesByNamespaceOwnerAndLabelAndKeepsIndicesCurrent) {
-  Store s({{"owner", IndexByOwnerUid()}, {"app", IndexByLabel("app")}});
+class StoreIndexTest : public ::testing::TestWithParam<bool> {};  // the parameter: StoreOptions::packed
+
+TEST_P(StoreIndexTest, IndexesByNamespaceOwnerAndLabelAndKeepsIndicesCurrent) {
+  Store s({{"owner", IndexByOwnerUid()}, {"app", IndexByLabel("app")}}, StoreOptions{GetParam()});
   s.Upsert("a/p1", Pod("a", "p1", "job-1"));
   s.Upsert("a/p2", Pod("a", "p2", "job-1"));
   s.Upsert("b/q1", Pod("b", "q1", "job-2"));
@@ -37,6 +39,32 @@ TEST(StoreTest, IndexesByNamespaceOwnerAndLabelAndKeepsIndicesCurrent) {
   EXPECT_EQ(s.Size(), 1u);
   EXPECT_TRUE(s.ByIndex(kNamespaceIndex, "a").empty());
   EXPECT_EQ(s.ByIndex(kNamespaceIndex, "c").size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(ParsedAndPacked, StoreIndexTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Packed" : "Parsed"; });
+
+TEST(PackedStoreTest, EveryKindOfValueComesBackExactly) {
+  Store s({}, StoreOptions{true});
+  json pod = {{"metadata", {{"namespace", "a"}, {"name", "p"}, {"resourceVersion", "42"}, {"annotations", json::object()}}},
+              {"spec", {{"nodeName", "n\u00e9"}, {"priority", -7}, {"big", 18446744073709551615ull},
+                        {"ratio", 0.1}, {"third", 1.0 / 3}, {"whole", 2.0}, {"tolerations", json::array()},
+                        {"hostNetwork", false}, {"overhead", nullptr}}},
+              {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+  s.Upsert("a/p", std::make_shared<const json>(pod));
+  ObjectPtr got = s.Get("a/p");
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(*got, pod) << got->dump();
+  EXPECT_EQ(got->dump(), pod.dump());  // same types too: 2.0 stays a float, 42 stays unsigned
+  EXPECT_EQ(s.List().size(), 1u);
+  EXPECT_EQ(*s.ByIndex(kNamespaceIndex, "a").at(0), pod);
+  // Every read is the reader's own snapshot; the store's copy is unaffected by what readers keep.
+  EXPECT_NE(s.Get("a/p").get(), got.get());
+  ObjectPtr old = s.Upsert("a/p", Pod("a", "p", "", "43"));
+  ASSERT_NE(old, nullptr);
+  EXPECT_EQ(*old, pod);
+  EXPECT_EQ((*s.Get("a/p"))["metadata"]["resourceVersion"], "43");
+  EXPECT_EQ(*got, pod);
 }
 
 TEST(StoreTest, ReadersKeepSnapshotsWhileWritersReplace) {

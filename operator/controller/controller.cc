@@ -33,6 +33,11 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   jo.resync_period = options_.resync_period;
   jo.log = options_.log;
   jo.metrics = options_.client_metrics;
+  // Caches that grow with the jobs are packed (kube/store.h): a reconcile reads one job and its few pods,
+  // so a decode per read costs little, while a parsed object costs 6-9 times its packed bytes. Nothing
+  // reads managedFields, which the apiserver keeps when an update leaves them out.
+  jo.transform = kube::StripManagedFields;
+  jo.packed_store = true;
   jobs_ = std::make_unique<kube::Informer>(client_, TrainingJobs(), jo);
 
   kube::InformerOptions po = jo;
@@ -40,6 +45,7 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   po.label_selector = std::string(api::kJobNameLabel);  // only worker pods: the label exists
   po.indexers = {{kPodsByJobIndex, IndexPodsByJob()}, {kPodsByNodeIndex, IndexPodsByNode()}};
   po.transform = [](json* pod) { SlimPod(pod); };  // only what reconcile reads (cache_transforms.h)
+  po.packed_store = true;
   pods_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), po);
 
   kube::InformerOptions no;
