@@ -18,7 +18,8 @@
 // or --operator-* flags), Kubeflow's as its manifests deploy it (1 thread, 20 QPS, burst 30).
 //
 //   ringmaster-operator-bench [--jobs 200[,500,...]] [--workers 8] [--nodes N] [--gpus-per-node 8]
-//                             [--failures 100] [--no-peer] [--keep-cluster]
+//                             [--failures 100] [--no-peer] [--keep-cluster] [--json PATH]
+// --json also writes every figure and the growth rows for `make bench-report` (bench/bench_json.h).
 #include <unistd.h>
 
 #include <atomic>
@@ -37,6 +38,7 @@
 #include "audit_counts.h"
 #include "base/cli.h"
 #include "base/json_path.h"
+#include "bench/bench_json.h"
 #include "bench_figures.h"
 #include "controller/reconciler.h"
 #include "generation_watch.h"
@@ -73,6 +75,7 @@ struct Options {
   int operator_workers = 4, operator_burst = 100;
   double operator_qps = 50;
   bool no_peer = false, keep_cluster = false, back_to_back = false;
+  std::string json;
   bool help = false;
 };
 
@@ -101,6 +104,7 @@ std::unique_ptr<CLI::App> NewApp(Options& o) {
                 "failure waits until the last failed job is whole again");
   app->add_flag("--no-peer", o.no_peer, "skip Kubeflow's training-operator");
   app->add_flag("--keep-cluster", o.keep_cluster, "leave the cluster running at the end");
+  app->add_option("--json", o.json, "also write the figures here, for make bench-report (tests/bench/README.md)");
   return app;
 }
 
@@ -459,7 +463,65 @@ void PrintVerbs(const Phase& p) {
   if (!s.empty()) Say("    " + p.who + " per job: " + s.substr(0, s.size() - 2));
 }
 
-int Run(const Options& o) {
+std::optional<double> PerJob(double v, int jobs) { return jobs > 0 ? std::optional<double>(v / jobs) : std::nullopt; }
+
+// Every printed figure, for --json: the goals are the (failure -> generation p50 <= 50 ms, p99 <= 250 ms;
+// Running <= 0.5x Kubeflow; peak RSS <= 0.25x Kubeflow); growth rows as a series for the report's plot.
+void Record(ringmaster::bench_json::Report& report, const Options& o, const std::vector<double>& latencies,
+            const std::optional<Phase>& peer, const std::vector<Phase>& ours, const std::string& load) {
+  namespace bj = ringmaster::bench_json;
+  if (o.failures > 0 && !ours.empty() && !latencies.empty()) {
+    const std::string live = Format(" (%d jobs x %d workers live)", o.jobs[0], o.workers);
+    report.Figure("operator.failure_generation.p50", "pod failure -> new generation, p50" + live, "ms",
+                  rb::Percentile(latencies, 0.5) * 1e3, std::nullopt, "", bj::OursAtMost(50, "p50 <= 50 ms"))["load"] = load;
+    report.Figure("operator.failure_generation.p99", "pod failure -> new generation, p99" + live, "ms",
+                  rb::Percentile(latencies, 0.99) * 1e3, std::nullopt, "", bj::OursAtMost(250, "p99 <= 250 ms"))["load"] = load;
+  }
+  if (!ours.empty()) {
+    const Phase& us = ours[0];
+    const bool with_peer = peer.has_value();
+    auto field = [&](auto get) -> std::optional<double> { return with_peer ? get(*peer) : std::nullopt; };
+    const std::string at = Format(", %d jobs x %d workers", us.jobs, o.workers);
+    const std::string kf = "Kubeflow training-operator";
+    auto note = [&](nlohmann::json& f) {
+      f["load"] = load;
+      if (!with_peer) f["note"] = o.no_peer ? "no peer (--no-peer)" : "the peer did not run";
+    };
+    note(report.Figure("operator.created", "apply -> all pods created" + at, "s", us.created,
+                       field([](const Phase& p) { return p.created; }), kf));
+    note(report.Figure("operator.running", "apply -> all pods Running" + at, "s", us.running,
+                       field([](const Phase& p) { return p.running; }), kf, bj::RatioAtMost(0.5, "<= 0.5x Kubeflow")));
+    report.Figure("operator.memberships", "apply -> all memberships published" + at, "s", us.published)["load"] = load;
+    note(report.Figure("operator.requests_per_job", "API requests per job (audit log)" + at, "requests",
+                       PerJob(us.requests, us.jobs),
+                       field([](const Phase& p) { return PerJob(p.requests, p.jobs); }), kf));
+    note(report.Figure("operator.peak_rss", "operator peak RSS" + at, "MiB", us.peak_rss_mib,
+                       field([](const Phase& p) { return std::optional<double>(p.peak_rss_mib); }), kf,
+                       bj::RatioAtMost(0.25, "<= 0.25x Kubeflow")));
+    note(report.Figure("operator.cpu_seconds", "operator CPU seconds (start -> done)" + at, "s", us.cpu_seconds,
+                       field([](const Phase& p) { return std::optional<double>(p.cpu_seconds); }), kf));
+  }
+  for (const auto& p : ours) {
+    const std::string jobs = std::to_string(p.jobs);
+    report.Figure("operator.growth." + jobs + ".memberships", "growth: apply -> all memberships, " + jobs + " jobs",
+                  "s", p.published)["load"] = load;
+    report.Figure("operator.growth." + jobs + ".requests_per_job", "growth: API requests per job, " + jobs + " jobs",
+                  "requests", PerJob(p.requests, p.jobs))["load"] = load;
+    report.Figure("operator.growth." + jobs + ".peak_rss", "growth: peak RSS, " + jobs + " jobs", "MiB",
+                  p.peak_rss_mib)["load"] = load;
+    report.Figure("operator.growth." + jobs + ".reconcile_p99", "growth: reconcile p99, " + jobs + " jobs", "ms",
+                  p.reconcile_p99 * 1e3)["load"] = load;
+    report.Series("growth").push_back({{"jobs", p.jobs},
+                                       {"workers", o.workers},
+                                       {"running_s", bj::Optional(p.running)},
+                                       {"memberships_s", bj::Optional(p.published)},
+                                       {"requests_per_job", bj::Optional(PerJob(p.requests, p.jobs))},
+                                       {"peak_rss_mib", p.peak_rss_mib},
+                                       {"reconcile_p99_ms", p.reconcile_p99 * 1e3}});
+  }
+}
+
+int Run(const Options& o, ringmaster::bench_json::Report& report) {
   const std::string dir = "/tmp/ringmaster-operator-bench-" + std::to_string(getpid());
   const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh";
   int max_jobs = *std::max_element(o.jobs.begin(), o.jobs.end());
@@ -559,7 +621,9 @@ int Run(const Options& o) {
   }
   Say("load average at the end: " + load + " (2-core machine shared with the control plane and other work)");
   down();
-  return ours.empty() ? 1 : 0;
+  Record(report, o, latencies, peer, ours, load);
+  const bool written = report.Write(o.json);
+  return ours.empty() || !written ? 1 : 0;
 }
 
 }  // namespace
@@ -567,5 +631,6 @@ int Run(const Options& o) {
 int main(int argc, char** argv) {
   auto options = ParseOptions(ringmaster::cli::Args(argc, argv));
   if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-operator-bench", options, Usage)) return *exit_code;
-  return Run(*options);
+  ringmaster::bench_json::Report report("operator", argc, argv);
+  return Run(*options, report);
 }

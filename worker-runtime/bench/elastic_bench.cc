@@ -17,7 +17,8 @@
 // The scratch directory (the membership file) defaults to /dev/shm, so that
 // the launcher's fsyncs of the record are not part of the figures.
 //
-//   ringmaster-elastic-bench [--sizes 2,4,8,16,32] [--trials 20] [--large-trials 5] [--out DIR]
+//   ringmaster-elastic-bench [--sizes 2,4,8,16,32] [--trials 20] [--large-trials 5] [--out DIR] [--json PATH]
+// --json also writes the figures and each size's phase medians for `make bench-report` (bench/bench_json.h).
 // RINGMASTER_BENCH_VERBOSE=1 prints every worker's log lines with CLOCK_MONOTONIC stamps (ms).
 #include <signal.h>
 #include <sys/wait.h>
@@ -33,12 +34,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/cli.h"
+#include "bench/bench_json.h"
 #include "bench/gloo_connect_peer.h"
 #include "elastic/elastic_driver.h"
 #include "membership/file_source.h"
@@ -187,6 +190,7 @@ struct Flags {
   int trials = 20;
   int large_trials = 5;
   std::string dir = DefaultDir();
+  std::string json;
   bool help = false;
 };
 
@@ -199,6 +203,7 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   app->add_option("--large-trials", f.large_trials, "trials per size above 8 ranks (slow on a small machine)")
       ->check(CLI::Range(1, 1000000));
   app->add_option("--out", f.dir, "scratch directory (removed at the end; default under /dev/shm)");
+  app->add_option("--json", f.json, "also write the figures here, for make bench-report (tests/bench/README.md)");
   return app;
 }
 
@@ -218,10 +223,45 @@ void PrintRow(int n, int trials, const char* stat, double q, const std::vector<s
   std::printf(" %9.2f %6.2f  %s\n", peer, peer > 0 ? comm / peer : 0.0, load.c_str());
 }
 
+// The figures of one size for --json: the median total (goal at 8 ranks: <= 100 ms), our communicator phase
+// against bare Gloo's connect (goal: <= 1.5x), and the phase medians and p90s for the report's plot.
+void Record(bench_json::Report& report, int n, int trials, const std::vector<std::vector<double>>& columns,
+            const std::vector<double>& connects, const std::string& load) {
+  const std::string ranks = std::to_string(n);
+  std::optional<bench_json::Goal> total_goal;
+  if (n == 8) total_goal = bench_json::OursAtMost(100, "<= 100 ms at 8 ranks");
+  report.Figure("runtime.total." + ranks, "worker death -> next allreduce, " + ranks + " ranks (median)", "ms",
+                Quantile(columns[0], 0.5), std::nullopt, "", total_goal)["load"] = load;
+  std::optional<double> peer;
+  if (!connects.empty()) peer = Quantile(connects, 0.5);
+  auto& comm = report.Figure("runtime.comm_vs_gloo." + ranks,
+                             "communicator phase vs bare Gloo connect, " + ranks + " ranks (median)", "ms",
+                             Quantile(columns.back(), 0.5), peer, "bare Gloo connect",
+                             bench_json::RatioAtMost(1.5, "<= 1.5x Gloo"));
+  comm["load"] = load;
+  if (!peer) comm["note"] = "the Gloo peer failed";
+  static const char* const kNames[] = {"total",        "notice",  "detect",          "rendezvous",
+                                       "communicator", "restore", "first_allreduce", "comm_rank"};
+  nlohmann::json median, p90;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    median[kNames[i]] = Quantile(columns[i], 0.5);
+    p90[kNames[i]] = Quantile(columns[i], 0.9);
+  }
+  report.Series("recovery_phases")
+      .push_back({{"ranks", n},
+                  {"trials", trials},
+                  {"median_ms", median},
+                  {"p90_ms", p90},
+                  {"gloo_connect_ms", peer ? nlohmann::json({{"median", *peer}, {"p90", Quantile(connects, 0.9)}})
+                                           : nlohmann::json()},
+                  {"load", load}});
+}
+
 int Main(int argc, char** argv) {
   auto flags = ParseFlags(cli::Args(argc, argv));
   if (auto exit_code = cli::ExitEarly("ringmaster-elastic-bench", flags, Usage)) return *exit_code;
   const std::string dir = flags->dir;
+  bench_json::Report report("runtime", argc, argv);
   const bool verbose = std::getenv("RINGMASTER_BENCH_VERBOSE") != nullptr;
   std::printf("death of one worker -> next successful allreduce, Gloo on loopback, %d cores; ms; load average at "
               "start %s\n",
@@ -293,6 +333,7 @@ int Main(int argc, char** argv) {
     PrintRow(n, trials, "med", 0.5, columns, Quantile(connects, 0.5), load);
     PrintRow(n, trials, "p90", 0.9, columns, Quantile(connects, 0.9), load);
     std::fflush(stdout);
+    Record(report, n, trials, columns, connects, load);
   }
   std::printf("total = notice + detect + rendezv + commun + restore + 1st-allr, the critical path: each phase ends when\n"
               "its slowest survivor ends it. notice: kill -> membership published (the launcher's waitpid and record);\n"
@@ -303,7 +344,7 @@ int Main(int argc, char** argv) {
               "(each row's quantile). Each column is its own quantile, so a row's columns need not sum to its total.\n"
               "Rows above 8 ranks use --large-trials.\n");
   std::filesystem::remove_all(dir);
-  return 0;
+  return report.Write(flags->json) ? 0 : 1;
 }
 
 }  // namespace
