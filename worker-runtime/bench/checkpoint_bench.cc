@@ -2,7 +2,8 @@
 // disk's own bandwidth, measured by dd in the same run on the same directory.
 //
 //   ringmaster-checkpoint-bench [--dir DIR] [--sizes-mib 256,1024] [--blobs 4] [--reps 5]
-//                               [--dd-bs-mib 1]
+//                               [--dd-bs-mib 1] [--json PATH]
+// --json also writes each printed row as a figure for `make bench-report` (goal: >= 0.8x dd; bench/bench_json.h).
 //
 // Cache-neutral, so that the figures say what the disk does and not what the
 // page cache holds:
@@ -40,6 +41,7 @@
 
 #include "base/cli.h"
 #include "base/subprocess.h"
+#include "bench/bench_json.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/crc32c.h"
 
@@ -127,6 +129,7 @@ struct Flags {
   int blobs = 4;
   int reps = 5;
   int dd_bs_mib = 1;
+  std::string json;
   bool help = false;
 };
 
@@ -255,7 +258,22 @@ Status Round(SizeRun& run, int round) {
   return Status::Ok();
 }
 
+// --json's figures: PrintRow records every row it prints here (main() sets it).
+ringmaster::bench_json::Report* g_report = nullptr;
+
+void RecordRow(uint64_t mib, const std::string& operation, const Series& ours, const Series& dd) {
+  if (g_report == nullptr) return;
+  const std::string op = operation.substr(0, operation.find(" ("));
+  std::string slug;
+  for (char c : op) slug += c == ' ' ? '_' : c;
+  g_report->Figure("checkpoint." + std::to_string(mib) + "MiB." + slug,
+                   "checkpoint " + operation + ", " + std::to_string(mib) + " MiB (median)", "MB/s", ours.Median(),
+                   dd.Median(), "O_DIRECT dd", ringmaster::bench_json::RatioAtLeast(0.8, ">= 0.8x dd"))["load"] =
+      LoadAverage();
+}
+
 void PrintRow(uint64_t mib, const char* operation, const Series& ours, const Series& dd) {
+  RecordRow(mib, operation, ours, dd);
   char ours_text[40], dd_text[40];
   std::snprintf(ours_text, sizeof ours_text, "%.0f (%.0f-%.0f)", ours.Median(), ours.Min(), ours.Max());
   std::snprintf(dd_text, sizeof dd_text, "%.0f (%.0f-%.0f)", dd.Median(), dd.Min(), dd.Max());
@@ -292,6 +310,7 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   app->add_option("--blobs", f.blobs, "blobs per checkpoint")->check(CLI::Range(1, 4096));
   app->add_option("--reps", f.reps, "rounds per size (the median is printed)")->check(CLI::Range(1, 1000));
   app->add_option("--dd-bs-mib", f.dd_bs_mib, "dd's block size in MiB")->check(CLI::Range(1, 1024));
+  app->add_option("--json", f.json, "also write the figures here, for make bench-report (tests/bench/README.md)");
   return app;
 }
 
@@ -312,6 +331,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ringmaster-checkpoint-bench: %s\n", s.ToString().c_str());
     return 1;
   }
+  ringmaster::bench_json::Report report("checkpoint", argc, argv);
+  g_report = &report;
   CheckpointOptions options;
   options.dir = flags->dir + "/checkpoints";
   options.keep_last = 1;
@@ -339,5 +360,6 @@ int main(int argc, char** argv) {
   }
   std::printf("load average at end: %s\n", LoadAverage().c_str());
   (void)RemoveTree(flags->dir);
+  if (!report.Write(flags->json)) rc = 1;
   return rc;
 }
