@@ -13,7 +13,8 @@ each, fused (one launch) vs unfused (one launch each), at --fusion-np ranks.
 
 The table gives algorithm bandwidth (bytes / time) over the rounds: the median and the p90 (the 90th
 percentile of the time, so the slow tail, as GB/s) per side, and the ratio ours / torch of the medians.
-Progress lines, each with the load average, go by while it runs. Exit status 1 if ours returned a wrong
+Progress lines, each with the load average, go by while it runs. --json PATH also writes the figures for
+`make bench-report` (worker-runtime/python/bench/bench_json.py). Exit status 1 if ours returned a wrong
 result (the first round checks every element) or a side failed.
 """
 import argparse
@@ -27,6 +28,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "worker-runtime", "python", "bench"))
+import bench_json  # noqa: E402  (the Python benches' --json writer)
 
 
 def parse_size(text):
@@ -123,7 +126,9 @@ def main():
     p.add_argument("--perf", default=os.path.join(ROOT, "build", "bin", "ringmaster-perf"))
     p.add_argument("--python", default=sys.executable, help="a Python with torch")
     p.add_argument("--timeout", type=int, default=1800, help="seconds for one side's run")
+    p.add_argument("--json", default=None, help="also write the figures here, for make bench-report")
     args = p.parse_args()
+    report = bench_json.Report("allreduce")
     args.sizes = [parse_size(s) for s in args.sizes.split(",")]
     args.traffic = parse_size(args.traffic)
     args.tensor_bytes = parse_size(args.tensor_bytes)
@@ -168,6 +173,9 @@ def main():
             o, t = ours_gbps[(n, s)], torch_gbps[(n, s)]
             ratio = statistics.median(o) / statistics.median(t)
             worst = ratio if worst is None else min(worst, ratio)
+            report.figure(f"allreduce.{n}.{size_name(s)}", f"allreduce algbw, {n} ranks, {size_name(s)} (median)",
+                          "GB/s", statistics.median(o), statistics.median(t), "torch Gloo",
+                          bench_json.goal("ratio", ">=", 1.0, ">= 1.0x torch"), ratio)
             print(f"  {n:>5} {size_name(s):>6} {statistics.median(o):>8.3f} {p90_bandwidth(o):>9.3f} "
                   f"{statistics.median(t):>8.3f} {p90_bandwidth(t):>9.3f} {ratio:>6.2f}x")
     print(f"# lowest ratio: {worst:.2f}x (goal: >= 1.00x)")
@@ -179,6 +187,11 @@ def main():
         print(f"  fused   {f:>12.0f} {p90_time(fused_us):>12.0f}")
         print(f"  unfused {u:>12.0f} {p90_time(unfused_us):>12.0f}")
         print(f"# fused is {u / f:.1f}x faster than unfused (goal: >= 10x)")
+        # ratio: how many times faster fused is (unfused / fused time), the printed figure
+        report.figure("allreduce.fusion", f"{args.tensors} x {size_name(args.tensor_bytes)} allreduces fused vs "
+                      f"unfused, {args.fusion_np} ranks (median)", "us", f, u, "unfused",
+                      bench_json.goal("ratio", ">=", 10.0, ">= 10x faster"), u / f)
+    report.write(args.json)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+import bench_json
 from step_bench_common import (alternate, add_run_args, init_group, launch_world, loadavg, log, median_ms,
                                worker_world, write_result)
 
@@ -100,6 +101,7 @@ def _table(results):
 def driver(args):
     log(f"DDP step time, digits MLP (float64, global batch {GLOBAL_BATCH}), ranks {args.np}, "
         f"{args.rounds} rounds x ({args.warmup} warm-up + {args.steps} timed) steps per backend; {loadavg()}")
+    report = bench_json.Report("python-ddp")
     out = args.out or tempfile.mkdtemp(prefix="ddp_step_bench.")
     os.makedirs(out, exist_ok=True)
     results = []
@@ -112,6 +114,10 @@ def driver(args):
     print(_table(results))
     print(f"{loadavg()}; cycle time {os.environ.get('RINGMASTER_CYCLE_TIME_MS', 'default')} "
           f"(RINGMASTER_CYCLE_TIME_MS); launcher directories in {out}")
+    for np_, times in results:
+        report.figure(f"python.ddp.{np_}", f"DDP step time, digits MLP, {np_} ranks (median)", "ms",
+                      median_ms(times["ringmaster"]), median_ms(times["gloo"]), "torch Gloo")
+    report.write(args.json)
 
 
 def main():

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 
+import bench_json
 from step_bench_common import (BACKENDS, alternate, add_run_args, init_group, launch_world, loadavg, log, median_ms,
                                p90_ms, worker_world, write_result)
 
@@ -145,6 +146,7 @@ def driver(args):
     dp = args.np // args.tp
     params = _parameters(args)
     started = loadavg()
+    report = bench_json.Report("python-fsdp")
     log(f"FSDP2 step time, {args.blocks} x Linear({args.dim}, {args.hidden}) -> ReLU -> Linear({args.hidden}, "
         f"{args.dim}), float32: {params / 1e6:.2f} M parameters ({params * 4 / 2**20:.1f} MiB, "
         f"{params * 4 / args.np / 2**20:.1f} MiB per rank); {args.np} ranks = dp {dp} x tp {args.tp}, global batch "
@@ -161,6 +163,10 @@ def driver(args):
     print(_table(times))
     print(f"ringmaster/gloo (median): {ratio:.2f}x (issue 17's goal: <= {GOAL}x)")
     print(f"at the start: {started}; at the end: {loadavg()}; launcher directory {out}")
+    report.figure("python.fsdp", f"FSDP2 step time, dp {dp} x tp {args.tp} (median)", "ms",
+                  median_ms(times["ringmaster"]), median_ms(times["gloo"]), "torch Gloo",
+                  bench_json.goal("ratio", "<=", GOAL, f"<= {GOAL}x Gloo"), ratio)
+    report.write(args.json)
 
 
 def main():

@@ -20,7 +20,6 @@ Every trial starts from scratch and ends by killing every process it started (pr
 import argparse
 import ctypes
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -31,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import bench_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -388,7 +389,7 @@ def main():
                    "the class's default is 60)")
     p.add_argument("--out", default=None, help="where the trials' files go (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep every trial's files")
-    p.add_argument("--json", default=None, help="also write the results here")
+    p.add_argument("--json", default=None, help="also write the results and figures here (make bench-report)")
     args = p.parse_args()
     if args.np < 2:
         p.error("--np must be at least 2")
@@ -397,6 +398,7 @@ def main():
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r}")
 
+    report = bench_json.Report("python-recovery")
     base = args.out or tempfile.mkdtemp(prefix="recovery_bench.")
     os.makedirs(base, exist_ok=True)
     load_start = os.getloadavg()
@@ -461,9 +463,18 @@ def main():
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
           f"at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "load_start": load_start, "load_end": load_end, "results": results}, f,
-                      indent=1)
+        # figures: ours (ringmaster) against each other system; ratio ours / theirs (< 1: ours recovers faster)
+        for name in systems:
+            if name == "ringmaster":
+                continue
+            times = results[name]["times"]
+            note = "" if times else (results[name]["note"] or "not measured")
+            report.figure(f"python.recovery.{name}", f"kill -9 -> next allreduce, {args.np} CPU ranks (median), "
+                          f"vs {name}", "s", ref, statistics.median(times) if times else None, name, note=note)
+        if "ringmaster" in systems and len(systems) == 1:
+            report.figure("python.recovery.ringmaster", f"kill -9 -> next allreduce, {args.np} CPU ranks (median)",
+                          "s", ref)
+        report.write(args.json, args=vars(args), results=results)
     if not args.out and not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     return 0 if all(results[n]["times"] or n == "horovod" for n in systems) else 1

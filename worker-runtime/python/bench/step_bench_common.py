@@ -38,6 +38,7 @@ def add_run_args(p, steps, warmup, rounds, timeout_s):
     p.add_argument("--bin", default=os.path.join(REPO, "build", "bin"), help="where ringmaster-run is")
     p.add_argument("--timeout-s", type=int, default=timeout_s, help="per world size, launcher start to finish")
     p.add_argument("--out", help="keep the launcher's directories here (default: a temporary directory)")
+    p.add_argument("--json", help="also write the figures here, for make bench-report (bench_json.py)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
 
