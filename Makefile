@@ -13,7 +13,8 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
-        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce soak \
+        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
+        bench-report soak \
         test-sanitize clean
 
 help:
@@ -30,7 +31,8 @@ help:
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
 	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd),"
-	@echo "                   bench-allreduce (CPU allreduce and fusion vs torch.distributed's Gloo)"
+	@echo "                   bench-allreduce (CPU allreduce and fusion vs torch.distributed's Gloo); each writes $(BENCH_DIR)/<bench>.json,"
+	@echo "                   then bench-report: one table of every figure against its goal, and plots ($(BENCH_DIR)/summary.md, *.png)"
 
 deps:
 	@tests/harness/deps.sh all
@@ -135,22 +137,32 @@ demo: deps build
 	@tests/harness/demo.sh
 
 # Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
+# Each also writes its figures to $(BENCH_DIR)/<name>.json; bench-report (last) turns whatever JSONs are there
+# into one table against the goals ($(BENCH_DIR)/summary.md) and plots (tests/bench/README.md: how to read it).
 PYTHON_BENCH_TRIALS ?= 10
+BENCH_DIR ?= $(BUILD_DIR)/bench
 bench: bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce
+	@$(MAKE) --no-print-directory bench-report
 
 bench-operator: build
-	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS)
+	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS) --json $(BENCH_DIR)/operator.json
+
+# Re-renders the report from the JSONs in $(BENCH_DIR) (a bench with none shows as "not run").
+bench-report:
+	build/venv/bin/python tests/bench/bench_report.py --dir $(BENCH_DIR)
 
 # CPU allreduce: ours vs torch's Gloo process group at 2, 4, 8 ranks, 1M-256M, and fused vs unfused 1,000 x 4K.
 bench-allreduce: build
-	build/venv/bin/python worker-runtime/bench/allreduce_bench.py --perf $(BUILD_DIR)/bin/ringmaster-perf $(ALLREDUCE_BENCH_ARGS)
+	build/venv/bin/python worker-runtime/bench/allreduce_bench.py --perf $(BUILD_DIR)/bin/ringmaster-perf $(ALLREDUCE_BENCH_ARGS) \
+	  --json $(BENCH_DIR)/allreduce.json
 
 # PyTorch: recovery after a kill -9 (ringmaster.torch elastic vs torchrun vs torchft), DDP step time and
 # FSDP2-on-a-mesh step time (the "ringmaster" backend vs torch's Gloo), in build/venv.
 bench-python: build
-	build/venv/bin/python worker-runtime/python/bench/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS)
-	build/venv/bin/python worker-runtime/python/bench/ddp_step_bench.py
-	build/venv/bin/python worker-runtime/python/bench/fsdp_step_bench.py
+	build/venv/bin/python worker-runtime/python/bench/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS) \
+	  --json $(BENCH_DIR)/python-recovery.json
+	build/venv/bin/python worker-runtime/python/bench/ddp_step_bench.py --json $(BENCH_DIR)/python-ddp.json
+	build/venv/bin/python worker-runtime/python/bench/fsdp_step_bench.py --json $(BENCH_DIR)/python-fsdp.json
 
 # Checkpoint save/restore against dd (O_DIRECT, fsync, page cache dropped) in a temporary directory on the
 # disk under CHECKPOINT_BENCH_DIR, removed afterwards (also when interrupted).
@@ -158,11 +170,12 @@ CHECKPOINT_BENCH_DIR ?= /tmp
 CHECKPOINT_BENCH_ARGS ?= --sizes-mib 256,1024 --reps 5
 bench-checkpoint: build
 	@dir=$$(mktemp -d $(CHECKPOINT_BENCH_DIR)/ringmaster-checkpoint-bench.XXXXXX) && trap 'rm -rf "$$dir"' EXIT && \
-	  $(BUILD_DIR)/bin/ringmaster-checkpoint-bench --dir "$$dir/scratch" $(CHECKPOINT_BENCH_ARGS)
+	  $(BUILD_DIR)/bin/ringmaster-checkpoint-bench --dir "$$dir/scratch" $(CHECKPOINT_BENCH_ARGS) \
+	    --json $(BENCH_DIR)/checkpoint.json
 
 # Recovery: a worker's death -> the next successful allreduce, by phase, against bare Gloo's connect.
 bench-runtime: build
-	$(BUILD_DIR)/bin/ringmaster-elastic-bench --trials 20
+	$(BUILD_DIR)/bin/ringmaster-elastic-bench --trials 20 --json $(BENCH_DIR)/runtime.json
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt
