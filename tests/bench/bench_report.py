@@ -119,7 +119,7 @@ def rows_for(name, target, expected, doc, error):
         goal = (f.get("goal") or {}).get("text", "-")
         v = verdict(f)
         if f.get("note"):
-            v += f": {f['note']}"
+            v = f["note"] if v == "-" else f"{v}: {f['note']}"
         load = one_minute(f.get("load"))
         rows.append([bench, f.get("name", f.get("id", "?")), fmt_value(f.get("ours"), unit), peer, ratio, goal, v,
                      bench_load(doc) if load is None else fmt_number(load)])
@@ -253,7 +253,8 @@ def plot_growth(plt, doc, path):
             ax.plot(jobs, ys, "--", color="grey", label=what)
         ax.set_xlabel("jobs")
         ax.set_title(label, fontsize=10)
-        ax.set_ylim(bottom=0)
+        top = max([p[1] for p in pts] + (ys if pts else []) + [0])
+        ax.set_ylim(0, top * 1.3 if top > 0 else 1)  # room for the legend above the lines
         ax.legend(fontsize=7)
     workers = rows[0].get("workers", "?")
     fig.suptitle(f"ringmaster-operator growth, {workers} workers per job (load {bench_load(doc)});\n"
