@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "checkpoint/streaming_io.h"
 
@@ -77,8 +78,12 @@ Status SyncDirectory(const std::string& path) {
   return Status::Ok();
 }
 
-StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size,
-                                     uint32_t* crc) {
+namespace {
+
+// Opens the regular file at `path` for reading and checks its size as ReadRegularFile describes; the
+// descriptor (the caller closes it) and the size.
+StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path, int64_t expected_size,
+                                                   uint64_t max_size) {
   // O_NONBLOCK: opening a FIFO planted under a blob's name must not block.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -99,9 +104,24 @@ StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_s
     return DataLossError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_size) +
                          "-byte limit");
   }
-  RINGMASTER_ASSIGN_OR_RETURN(ByteBuffer buffer, ByteBuffer::Allocate(size));
-  RINGMASTER_RETURN_IF_ERROR(ReadStreaming(fd, buffer, path, crc));
+  return std::make_pair(closer.Release(), size);
+}
+
+}  // namespace
+
+StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size,
+                                     uint32_t* crc) {
+  RINGMASTER_ASSIGN_OR_RETURN(const auto opened, OpenRegularFile(path, expected_size, max_size));
+  FdCloser closer(opened.first);
+  RINGMASTER_ASSIGN_OR_RETURN(ByteBuffer buffer, ByteBuffer::Allocate(opened.second));
+  RINGMASTER_RETURN_IF_ERROR(ReadStreaming(opened.first, buffer, path, crc));
   return buffer;
+}
+
+Status ReadRegularFileInto(const std::string& path, std::span<std::byte> dest, uint32_t* crc) {
+  RINGMASTER_ASSIGN_OR_RETURN(const auto opened, OpenRegularFile(path, static_cast<int64_t>(dest.size()), 0));
+  FdCloser closer(opened.first);
+  return ReadStreaming(opened.first, dest, path, crc);
 }
 
 StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) {

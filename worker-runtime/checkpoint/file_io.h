@@ -42,6 +42,12 @@ Status SyncDirectory(const std::string& path);
 StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size,
                                      uint32_t* crc = nullptr);
 
+// ReadRegularFile with `expected_size` dest.size(), into caller-owned memory (any alignment; see
+// streaming_io.h). Errors: as ReadRegularFile, and ResourceExhausted when the bounce buffer for unaligned
+// memory cannot be allocated. On an error the contents of `dest` are unspecified, except that nothing is
+// written when the file cannot be opened or has the wrong type or size.
+Status ReadRegularFileInto(const std::string& path, std::span<std::byte> dest, uint32_t* crc = nullptr);
+
 // The names in a directory (without "." and ".."). Errors: as ErrnoStatus.
 StatusOr<std::vector<std::string>> ListDirectory(const std::string& path);
 

@@ -35,4 +35,11 @@ Status WriteStreaming(int fd, std::span<const std::byte> data, const std::string
 // capacity ByteBuffer::Allocate rounded up) and sets *crc (may be null) to their CRC32C.
 Status ReadStreaming(int fd, ByteBuffer& buffer, const std::string& path, uint32_t* crc);
 
+// Reads dest.size() bytes from offset 0 of `fd` into caller-owned memory (any alignment, any size) and sets
+// *crc (may be null) to the CRC32C of the bytes as they landed in `dest`. Memory aligned to
+// kDirectIoAlignment is read into directly, except for a partial last block; unaligned memory through a
+// reused aligned bounce buffer of at most 8 MiB (direct IO into it, then a copy), which is allocated per call
+// (ResourceExhausted when it cannot be). On an error the contents of `dest` are unspecified.
+Status ReadStreaming(int fd, std::span<std::byte> dest, const std::string& path, uint32_t* crc);
+
 }  // namespace ringmaster::runtime::checkpoint
