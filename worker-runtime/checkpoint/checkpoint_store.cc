@@ -163,8 +163,10 @@ StatusOr<std::vector<int64_t>> CheckpointStore::ListSteps() const {
   return steps;
 }
 
-StatusOr<LoadedCheckpoint> CheckpointStore::Load(int64_t step) const {
+StatusOr<RestoredCheckpoint> CheckpointStore::LoadStep(int64_t step, const PlaceFn& place,
+                                                       bool* placement_failed) const {
   const auto start = std::chrono::steady_clock::now();
+  *placement_failed = false;
   const std::string path = StepPath(step);
   // A missing file is NotFound when the whole step directory is gone (deleted
   // by retention while we read), DataLoss when the checkpoint is incomplete.
@@ -187,31 +189,37 @@ StatusOr<LoadedCheckpoint> CheckpointStore::Load(int64_t step) const {
                          std::to_string(step));
   }
 
-  LoadedCheckpoint loaded;
-  loaded.path = path;
-  for (const BlobInfo& blob : manifest.blobs) {
+  StatusOr<Placement> placement = place(manifest, path);
+  if (!placement.ok()) {
+    *placement_failed = true;
+    return placement.status();
+  }
+  RestoredCheckpoint restored;
+  for (size_t i = 0; i < manifest.blobs.size(); ++i) {
+    const BlobInfo& blob = manifest.blobs[i];
+    if (!(*placement)[i].has_value()) continue;
+    const std::span<std::byte> dest = *(*placement)[i];
     const std::string blob_path = path + "/" + blob.name;
     uint32_t crc = 0;
-    StatusOr<ByteBuffer> bytes = ReadRegularFile(blob_path, static_cast<int64_t>(blob.size), 0, &crc);
-    if (!bytes.ok()) {
-      if (bytes.status().code() == StatusCode::kNotFound) return missing(bytes.status(), "blob \"" + blob.name + "\"");
-      return bytes.status();
+    if (Status read = ReadRegularFileInto(blob_path, dest, &crc); !read.ok()) {
+      if (read.code() == StatusCode::kNotFound) return missing(read, "blob \"" + blob.name + "\"");
+      return read;
     }
     if (crc != blob.crc32c) {
       char buf[96];
       std::snprintf(buf, sizeof buf, ": CRC32C %08x, manifest says %08x (corrupt)", crc, blob.crc32c);
       return DataLossError(blob_path + buf);
     }
-    loaded.stats.bytes += bytes->size;
-    loaded.blobs.emplace(blob.name, std::move(bytes).value());
+    restored.stats.bytes += dest.size();
   }
-  loaded.manifest = std::move(manifest);
-  loaded.stats.step = step;
-  loaded.stats.seconds = SecondsSince(start);
-  return loaded;
+  restored.manifest = std::move(manifest);
+  restored.path = path;
+  restored.stats.step = step;
+  restored.stats.seconds = SecondsSince(start);
+  return restored;
 }
 
-StatusOr<LoadedCheckpoint> CheckpointStore::LoadLatest() const {
+StatusOr<RestoredCheckpoint> CheckpointStore::LoadNewest(const PlaceFn& place) const {
   const auto start = std::chrono::steady_clock::now();
   std::string reasons;
   int skipped = 0;
@@ -221,12 +229,14 @@ StatusOr<LoadedCheckpoint> CheckpointStore::LoadLatest() const {
     RINGMASTER_ASSIGN_OR_RETURN(const std::vector<int64_t> steps, ListSteps());
     bool vanished = false;
     for (int64_t step : steps) {
-      StatusOr<LoadedCheckpoint> loaded = Load(step);
+      bool placement_failed = false;
+      StatusOr<RestoredCheckpoint> loaded = LoadStep(step, place, &placement_failed);
       if (loaded.ok()) {
         loaded->stats.skipped = skipped;
         loaded->stats.seconds = SecondsSince(start);
         return loaded;
       }
+      if (placement_failed) return loaded.status();  // an older checkpoint would not fit either
       ++skipped;
       vanished |= loaded.status().code() == StatusCode::kNotFound;
       const std::string line = "skipping checkpoint step-" + std::to_string(step) + ": " + loaded.status().ToString();
@@ -236,6 +246,104 @@ StatusOr<LoadedCheckpoint> CheckpointStore::LoadLatest() const {
     if (!vanished) break;
   }
   return NotFoundError("no complete checkpoint in " + options_.dir + reasons);
+}
+
+// Load/LoadLatest: every blob into a fresh aligned buffer of `blobs` (emptied first: a skipped checkpoint
+// may have filled it).
+CheckpointStore::PlaceFn CheckpointStore::PlaceInNewBuffers(std::map<std::string, ByteBuffer, std::less<>>& blobs) {
+  return [&blobs](const Manifest& manifest, const std::string& path) -> StatusOr<Placement> {
+    blobs.clear();
+    Placement placement;
+    for (const BlobInfo& blob : manifest.blobs) {
+      StatusOr<ByteBuffer> buffer = ByteBuffer::Allocate(blob.size);
+      if (!buffer.ok()) return buffer.status().WithContext("loading " + path + "/" + blob.name);
+      const std::span<std::byte> span(buffer->data.get(), buffer->size);
+      blobs.insert_or_assign(blob.name, std::move(buffer).value());
+      placement.push_back(span);
+    }
+    return placement;
+  };
+}
+
+namespace {
+
+LoadedCheckpoint WithBlobs(RestoredCheckpoint restored, std::map<std::string, ByteBuffer, std::less<>> blobs) {
+  LoadedCheckpoint loaded;
+  loaded.manifest = std::move(restored.manifest);
+  loaded.blobs = std::move(blobs);
+  loaded.path = std::move(restored.path);
+  loaded.stats = restored.stats;
+  return loaded;
+}
+
+}  // namespace
+
+// LoadInto/LoadLatestInto: each blob into the destination of its name, checked against the manifest before
+// anything is read.
+CheckpointStore::PlaceFn CheckpointStore::PlaceInDestinations(std::span<const BlobDestination> destinations) {
+  return [destinations](const Manifest& manifest, const std::string& path) -> StatusOr<Placement> {
+    Placement placement(manifest.blobs.size());
+    std::vector<bool> placed(destinations.size(), false);
+    for (size_t i = 0; i < manifest.blobs.size(); ++i) {
+      const BlobInfo& blob = manifest.blobs[i];
+      for (size_t d = 0; d < destinations.size(); ++d) {
+        if (destinations[d].name != blob.name) continue;
+        if (destinations[d].data.size() != blob.size) {
+          return InvalidArgumentError("restoring " + path + ": blob \"" + blob.name + "\" is " +
+                                      std::to_string(blob.size) + " bytes, its destination " +
+                                      std::to_string(destinations[d].data.size()) + " bytes");
+        }
+        placement[i] = destinations[d].data;
+        placed[d] = true;
+      }
+    }
+    for (size_t d = 0; d < destinations.size(); ++d) {
+      if (!placed[d]) {
+        return NotFoundError("restoring " + path + ": no blob \"" + std::string(destinations[d].name) +
+                             "\" in the checkpoint (it has " + std::to_string(manifest.blobs.size()) + " blobs)");
+      }
+    }
+    return placement;
+  };
+}
+
+namespace {
+
+Status ValidateDestinations(std::span<const BlobDestination> destinations) {
+  std::set<std::string_view> names;
+  for (const BlobDestination& d : destinations) {
+    if (!names.insert(d.name).second) {
+      return InvalidArgumentError("checkpoint restore: destination \"" + std::string(d.name) + "\" given twice");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<LoadedCheckpoint> CheckpointStore::Load(int64_t step) const {
+  std::map<std::string, ByteBuffer, std::less<>> blobs;
+  bool placement_failed = false;
+  RINGMASTER_ASSIGN_OR_RETURN(RestoredCheckpoint restored, LoadStep(step, PlaceInNewBuffers(blobs), &placement_failed));
+  return WithBlobs(std::move(restored), std::move(blobs));
+}
+
+StatusOr<LoadedCheckpoint> CheckpointStore::LoadLatest() const {
+  std::map<std::string, ByteBuffer, std::less<>> blobs;
+  RINGMASTER_ASSIGN_OR_RETURN(RestoredCheckpoint restored, LoadNewest(PlaceInNewBuffers(blobs)));
+  return WithBlobs(std::move(restored), std::move(blobs));
+}
+
+StatusOr<RestoredCheckpoint> CheckpointStore::LoadInto(int64_t step,
+                                                       std::span<const BlobDestination> destinations) const {
+  RINGMASTER_RETURN_IF_ERROR(ValidateDestinations(destinations));
+  bool placement_failed = false;
+  return LoadStep(step, PlaceInDestinations(destinations), &placement_failed);
+}
+
+StatusOr<RestoredCheckpoint> CheckpointStore::LoadLatestInto(std::span<const BlobDestination> destinations) const {
+  RINGMASTER_RETURN_IF_ERROR(ValidateDestinations(destinations));
+  return LoadNewest(PlaceInDestinations(destinations));
 }
 
 Status CheckpointStore::CheckComplete(int64_t step) const {

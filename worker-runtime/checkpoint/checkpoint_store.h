@@ -40,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -88,6 +89,22 @@ struct RestoreResult {
   int skipped = 0;               // newer checkpoints skipped as incomplete or corrupt
 };
 
+// Where LoadInto/LoadLatestInto put one blob: caller-owned memory of exactly the blob's size, any alignment
+// (memory aligned to kDirectIoAlignment, byte_buffer.h, is read into directly; other memory through a small
+// bounce buffer, slower by one copy). The name and the memory are only used during the call.
+struct BlobDestination {
+  std::string_view name;
+  std::span<std::byte> data;
+};
+
+// What LoadInto/LoadLatestInto restored: the checkpoint's manifest (every blob it lists, including those
+// that had no destination and were skipped), its directory and the figures.
+struct RestoredCheckpoint {
+  Manifest manifest;
+  std::string path;
+  RestoreResult stats;  // bytes: those read into destinations
+};
+
 struct LoadedCheckpoint {
   Manifest manifest;
   std::map<std::string, ByteBuffer, std::less<>> blobs;  // by blob name
@@ -111,13 +128,57 @@ class CheckpointStore {
   // checkpoint changes. A retention failure is logged, not returned.
   StatusOr<SaveResult> Save(int64_t step, uint32_t world_size, std::span<const BlobRef> blobs);
 
-  // The newest complete, verified checkpoint. Errors: NotFound when there is
-  // none (the message lists what was skipped and why).
+  // The newest complete, verified checkpoint, in freshly allocated buffers.
+  // Errors: NotFound when there is none (the message lists what was skipped
+  // and why); ResourceExhausted when the buffers cannot be allocated (ends the
+  // walk: an older checkpoint is not tried).
   StatusOr<LoadedCheckpoint> LoadLatest() const;
 
   // Loads and verifies step-<step>. Errors: NotFound when absent; DataLoss
   // naming the file and the problem when incomplete or corrupt.
   StatusOr<LoadedCheckpoint> Load(int64_t step) const;
+
+  // Restores step-<step> into caller-owned memory -- a restarted worker's
+  // already built model -- instead of freshly allocated (and first-touched)
+  // buffers: each blob the manifest lists is read into the destination of
+  // the same name, and its CRC32C verified over every byte as it landed there.
+  //
+  // A blob with no destination is skipped: neither read nor verified (the
+  // result's manifest still lists it). A caller restoring a model names the
+  // tensors it has; a checkpoint may hold more (optimizer state an inference
+  // job does not want, a blob a newer version added), and making the caller
+  // allocate memory for those just to be allowed to load would defeat the
+  // point. Every destination, on the other hand, must be filled.
+  //
+  // Errors returned before any destination is written (by this checkpoint:
+  // see LoadLatestInto for the ones it skips):
+  //   InvalidArgument  two destinations of the same name; a destination
+  //                    whose size differs from its blob's (the message names
+  //                    the blob and both sizes);
+  //   NotFound         a destination whose blob the manifest does not list
+  //                    (naming it); no step-<step>.
+  // Errors after which the destinations' contents are unspecified (some may
+  // be fully or partly written):
+  //   DataLoss         the checkpoint is incomplete or corrupt (naming the
+  //                    file and the problem);
+  //   ResourceExhausted no memory for the bounce buffer unaligned
+  //                    destinations need (8 MiB); other file system errors
+  //                    as in file_io.h.
+  // Thread-safety: as the other loads; the caller must not use the
+  // destinations during the call.
+  StatusOr<RestoredCheckpoint> LoadInto(int64_t step, std::span<const BlobDestination> destinations) const;
+
+  // LoadInto for the newest checkpoint that verifies: walks the step
+  // directories newest first like LoadLatest, skipping (and logging, through
+  // options.log) those that are incomplete or corrupt -- a skipped one may
+  // have written into the destinations before the older one that verifies
+  // overwrote them. A checkpoint that does not fit the destinations (a
+  // missing blob, a size mismatch) ends the walk with that error rather than
+  // falling back: an older checkpoint of another shape is not what the caller
+  // asked for. Errors: as LoadInto; NotFound when none verifies (the message
+  // lists what was skipped and why), the destinations' contents then being
+  // unspecified.
+  StatusOr<RestoredCheckpoint> LoadLatestInto(std::span<const BlobDestination> destinations) const;
 
   // Steps with a step-<N> directory, newest first (complete or not).
   StatusOr<std::vector<int64_t>> ListSteps() const;
@@ -137,6 +198,22 @@ class CheckpointStore {
   std::string StepPath(int64_t step) const;
   // Cheap completeness check for retention: manifest parses, blob sizes match.
   Status CheckComplete(int64_t step) const;
+
+  // Where LoadStep reads each blob of a manifest into: one entry per manifest
+  // blob, in order, of exactly its size, or std::nullopt to skip it. Called
+  // after the manifest is read and checked, before any blob is read.
+  using Placement = std::vector<std::optional<std::span<std::byte>>>;
+  using PlaceFn = std::function<StatusOr<Placement>(const Manifest& manifest, const std::string& path)>;
+  // Loads step-<step> where `place` says. An error of `place` is returned
+  // as is, with *placement_failed set (the checkpoint is fine, the request
+  // does not fit it).
+  StatusOr<RestoredCheckpoint> LoadStep(int64_t step, const PlaceFn& place, bool* placement_failed) const;
+  // LoadStep for each step newest first until one loads; each skip logged.
+  StatusOr<RestoredCheckpoint> LoadNewest(const PlaceFn& place) const;
+  // Load/LoadLatest: every blob into a fresh buffer of `blobs` (emptied first).
+  static PlaceFn PlaceInNewBuffers(std::map<std::string, ByteBuffer, std::less<>>& blobs);
+  // LoadInto/LoadLatestInto: each blob into the destination of its name (see LoadInto for the rules).
+  static PlaceFn PlaceInDestinations(std::span<const BlobDestination> destinations);
   StatusOr<int> CollectGarbageLocked();
   Status Commit(const std::string& tmp, int64_t step);
   std::string UniqueSuffix();
