@@ -24,7 +24,11 @@
 // Loading: LoadLatest walks the step directories newest first and returns the
 // first that verifies (manifest parses, every blob present with the listed size
 // and CRC32C); each one skipped is logged with the reason through
-// options.log. Corrupt input never crashes or hangs the loader.
+// options.log. Corrupt input never crashes or hangs the loader. Load and
+// LoadLatest return the blobs in fresh buffers; LoadInto and LoadLatestInto
+// read them into memory the caller already has (a restarted worker's model),
+// which skips first-touching new memory -- on a VM the slower part of a
+// restore.
 //
 // Concurrency: one writing process per directory (e.g. rank 0) -- two
 // writers would still never expose a partial checkpoint, but could delete each
