@@ -32,10 +32,12 @@ CATALOG = [
          "<= 1.5x Gloo"),
     ]),
     ("checkpoint.json", "make bench-checkpoint", [
-        ("checkpoint.256MiB.save", "checkpoint save vs O_DIRECT dd, 256 MiB", ">= 0.8x dd"),
-        ("checkpoint.256MiB.restore", "checkpoint restore vs O_DIRECT dd, 256 MiB", ">= 0.8x dd"),
-        ("checkpoint.1024MiB.save", "checkpoint save vs O_DIRECT dd, 1024 MiB", ">= 0.8x dd"),
-        ("checkpoint.1024MiB.restore", "checkpoint restore vs O_DIRECT dd, 1024 MiB", ">= 0.8x dd"),
+        (f"checkpoint.{mib}MiB.{op}", f"checkpoint {words} vs O_DIRECT dd, {mib} MiB", ">= 0.8x dd")
+        for mib in (256, 1024)
+        for op, words in (("save", "save"),
+                          ("restore_into_touched_4k_aligned", "restore into touched, 4K-aligned memory"),
+                          ("restore_into_touched_unaligned", "restore into touched, unaligned memory"),
+                          ("restore_into_fresh_memory", "restore into fresh memory"))
     ]),
     ("allreduce.json", "make bench-allreduce", [
         ("allreduce.8.256M", "allreduce algbw vs torch Gloo, 8 ranks, 256M", ">= 1.0x torch"),

@@ -48,7 +48,7 @@ def test_verdicts_follow_the_goals(report):
     assert verdict(rows, "operator", "pod failure -> new generation, p50") == "met"  # 42 <= 50
     assert verdict(rows, "operator", "pod failure -> new generation, p99") == "NOT met"  # 300 > 250
     assert verdict(rows, "checkpoint", "checkpoint save (write, fsync, commit), 256 MiB (median)") == "met"  # 0.9
-    assert verdict(rows, "checkpoint", "checkpoint restore (read, CRC verify), 256 MiB (median)") == "NOT met"
+    assert verdict(rows, "checkpoint", "checkpoint restore into touched, unaligned, 256 MiB (median)") == "NOT met"
 
 
 def test_values_ratio_and_load(report):

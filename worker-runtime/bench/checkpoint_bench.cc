@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -317,22 +318,25 @@ Status Round(SizeRun& run, int round) {
   return Status::Ok();
 }
 
-// --json's figures: PrintRow records every row it prints here (main() sets it).
-ringmaster::bench_json::Report* g_report = nullptr;
-
-void RecordRow(uint64_t mib, const std::string& operation, const Series& ours, const Series& dd) {
-  if (g_report == nullptr) return;
+// Records a printed row as a --json figure: id "checkpoint.<mib>MiB.<operation's words before any '('>",
+// lower case, runs of other characters as one '_' (e.g. restore_into_touched_4k_aligned).
+void RecordRow(ringmaster::bench_json::Report& report, uint64_t mib, const std::string& operation, const Series& ours,
+               const Series& dd) {
   const std::string op = operation.substr(0, operation.find(" ("));
   std::string slug;
-  for (char c : op) slug += c == ' ' ? '_' : c;
-  g_report->Figure("checkpoint." + std::to_string(mib) + "MiB." + slug,
+  for (char c : op) {
+    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!slug.empty() && slug.back() != '_') slug += '_';
+  }
+  report.Figure("checkpoint." + std::to_string(mib) + "MiB." + slug,
                    "checkpoint " + operation + ", " + std::to_string(mib) + " MiB (median)", "MB/s", ours.Median(),
                    dd.Median(), "O_DIRECT dd", ringmaster::bench_json::RatioAtLeast(0.8, ">= 0.8x dd"))["load"] =
       LoadAverage();
 }
 
-void PrintRow(uint64_t mib, const char* operation, const Series& ours, const Series& dd) {
-  RecordRow(mib, operation, ours, dd);
+void PrintRow(ringmaster::bench_json::Report& report, uint64_t mib, const char* operation, const Series& ours,
+              const Series& dd) {
+  RecordRow(report, mib, operation, ours, dd);
   char ours_text[40], dd_text[40];
   std::snprintf(ours_text, sizeof ours_text, "%.0f (%.0f-%.0f)", ours.Median(), ours.Min(), ours.Max());
   std::snprintf(dd_text, sizeof dd_text, "%.0f (%.0f-%.0f)", dd.Median(), dd.Min(), dd.Max());
@@ -341,7 +345,7 @@ void PrintRow(uint64_t mib, const char* operation, const Series& ours, const Ser
   std::fflush(stdout);
 }
 
-Status BenchOneSize(const Flags& flags, CheckpointStore& store, uint64_t mib) {
+Status BenchOneSize(const Flags& flags, CheckpointStore& store, uint64_t mib, ringmaster::bench_json::Report& report) {
   SizeRun run(flags, store);
   run.mib = mib;
   run.bytes = mib << 20;
@@ -351,10 +355,10 @@ Status BenchOneSize(const Flags& flags, CheckpointStore& store, uint64_t mib) {
   RINGMASTER_RETURN_IF_ERROR(AllocateDestinations(run));
   PrintCpuAndMemory(run);
   for (int round = 0; round < flags.reps; ++round) RINGMASTER_RETURN_IF_ERROR(Round(run, round));
-  PrintRow(mib, "save (write, fsync, commit)", run.save, run.dd_write);
-  PrintRow(mib, "restore into touched, 4K-aligned", run.restore_aligned, run.dd_read);
-  PrintRow(mib, "restore into touched, unaligned", run.restore_unaligned, run.dd_read);
-  PrintRow(mib, "restore into fresh memory", run.restore_fresh, run.dd_read);
+  PrintRow(report, mib, "save (write, fsync, commit)", run.save, run.dd_write);
+  PrintRow(report, mib, "restore into touched, 4K-aligned", run.restore_aligned, run.dd_read);
+  PrintRow(report, mib, "restore into touched, unaligned", run.restore_unaligned, run.dd_read);
+  PrintRow(report, mib, "restore into fresh memory", run.restore_fresh, run.dd_read);
   RemoveAndSettle(run.ddfile, flags.dir);
   RemoveAndSettle(store.dir() + "/step-" + std::to_string(run.step), flags.dir);
   return Status::Ok();
@@ -394,7 +398,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   ringmaster::bench_json::Report report("checkpoint", argc, argv);
-  g_report = &report;
   CheckpointOptions options;
   options.dir = flags->dir + "/checkpoints";
   options.keep_last = 1;
@@ -414,7 +417,7 @@ int main(int argc, char** argv) {
               "ratio");
   int rc = 0;
   for (uint64_t mib : flags->sizes_mib) {
-    if (Status s = BenchOneSize(*flags, **store, mib); !s.ok()) {
+    if (Status s = BenchOneSize(*flags, **store, mib, report); !s.ok()) {
       std::fprintf(stderr, "ringmaster-checkpoint-bench: %s\n", s.ToString().c_str());
       rc = 1;
       break;
