@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gloo/context.h>
 #include <gloo/transport/tcp/address.h>
+#include <gloo/transport/unbound_buffer.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -130,6 +131,33 @@ void GlooSockets::Hangup() const noexcept {
 void GlooSockets::CloseAll() noexcept {
   for (int fd : fds_) ::close(fd);
   fds_.clear();
+}
+
+namespace {
+void AbortWaits(gloo::transport::UnboundBuffer* buffer) {
+  buffer->abortWaitRecv();  // sets a flag under the buffer's mutex and wakes its waiter; a later wait returns false
+  buffer->abortWaitSend();
+}
+}  // namespace
+
+PendingWaits::Scope::Scope(PendingWaits* waits, std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
+    : waits_(waits), buffers_(buffers) {
+  std::lock_guard<std::mutex> lock(waits_->mu_);
+  for (auto* b : buffers_) {
+    waits_->tracked_.insert(b);
+    if (waits_->aborted_) AbortWaits(b);
+  }
+}
+
+PendingWaits::Scope::~Scope() {
+  std::lock_guard<std::mutex> lock(waits_->mu_);
+  for (auto* b : buffers_) waits_->tracked_.erase(waits_->tracked_.find(b));
+}
+
+void PendingWaits::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  for (auto* b : tracked_) AbortWaits(b);
 }
 
 }  // namespace ringmaster::runtime

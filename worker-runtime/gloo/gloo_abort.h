@@ -39,11 +39,17 @@
 #pragma once
 
 #include <atomic>
+#include <initializer_list>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace gloo {
 class Context;
+namespace transport {
+class UnboundBuffer;
+}  // namespace transport
 }  // namespace gloo
 
 namespace ringmaster::runtime {
@@ -74,6 +80,37 @@ class GlooSockets {
   void CloseAll() noexcept;
   std::vector<int> fds_;  // duplicates, owned; constant after Find
   mutable std::atomic<bool> interrupted_{false};
+};
+
+// PendingWaits: the unbound buffers of our own collectives (not Gloo's algorithms, which keep theirs
+// private) while a thread may wait on them. Abort() aborts their waits (UnboundBuffer::abortWaitRecv and
+// abortWaitSend), so the waiter returns at once. GlooSockets::Interrupt() cannot wake it when Gloo has
+// already dropped the operation after a failed write -- a peer killed while this rank was sending to it --
+// because the pair no longer reports anything for that operation (seen as a 20 s stall, the timeout, in
+// about one two-rank rebuild in 60). After Abort(), buffers tracked later are aborted as they come.
+// Thread-safety: thread-safe. Ownership: borrows the buffers for a Scope's lifetime.
+class PendingWaits {
+ public:
+  // Tracks buffers until destroyed; destroy it before the buffers (declare it after them).
+  class Scope {
+   public:
+    Scope(PendingWaits* waits, std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    PendingWaits* const waits_;
+    const std::vector<gloo::transport::UnboundBuffer*> buffers_;
+  };
+
+  // Aborts every tracked buffer's waits, now and for buffers tracked later. Idempotent.
+  void Abort();
+
+ private:
+  std::mutex mu_;
+  bool aborted_ = false;                                  // guarded by mu_
+  std::multiset<gloo::transport::UnboundBuffer*> tracked_;  // guarded by mu_
 };
 
 }  // namespace ringmaster::runtime

@@ -125,8 +125,10 @@ void GlooCommunicator::Abort(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' aborted: " + reason);
   }
-  // A collective in flight on another thread fails now, not at its timeout.
+  // A collective in flight on another thread fails now, not at its timeout: through its pairs (Gloo's
+  // algorithms), or through its buffers' waits (ours; also when Gloo dropped a send whose write failed).
   sockets_.Interrupt();
+  waits_.Abort();
 }
 
 Status GlooCommunicator::health() const {
@@ -205,6 +207,7 @@ Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t
   auto theirs = context_->createUnboundBuffer(scratch_.data(), bytes);
   const int peer = 1 - rank_;
   const uint64_t slot = static_cast<uint64_t>(context_->nextSlot());
+  PendingWaits::Scope tracked(&waits_, {mine.get(), theirs.get()});
   theirs->recv(peer, slot);
   mine->send(peer, slot);
   if (!theirs->waitRecv(options_.timeout)) return AbortedError("allreduce receive aborted");
@@ -301,6 +304,7 @@ Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t cou
   std::vector<uint8_t> tmp(block);
   auto acc_buf = context_->createUnboundBuffer(acc.data(), acc.size());
   auto tmp_buf = context_->createUnboundBuffer(tmp.data(), tmp.size());
+  PendingWaits::Scope tracked(&waits_, {acc_buf.get(), tmp_buf.get()});
   const int right = (rank_ + 1) % n;
   const int left = (rank_ + n - 1) % n;
   const uint64_t slot = static_cast<uint64_t>(context_->nextSlot());

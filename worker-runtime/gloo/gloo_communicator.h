@@ -91,6 +91,8 @@ class GlooCommunicator : public Communicator {
   const GlooOptions options_;
   const std::shared_ptr<gloo::transport::Device> device_;
   const GlooSockets sockets_;  // the context's sockets, for Abort from any thread (held past context_)
+  // Our own collectives' buffers while waited on, for Abort from any thread (gloo_abort.h). Thread-safe.
+  mutable PendingWaits waits_;
 
   // Read by the calling thread without a lock, by point-to-point calls under
   // mu_; reset (under mu_) on failure, by the calling thread only.
