@@ -6,7 +6,7 @@ SANITIZE ?=
 JOBS ?= $(shell nproc)
 CLUSTER_DIR ?= $(BUILD_DIR)/cluster
 CTEST_ARGS ?=
-OPERATOR_BENCH_ARGS ?= --jobs 200 --workers 8 --nodes 200 --failures 100
+OPERATOR_BENCH_ARGS ?= --jobs 200,100,500,1000 --workers 8 --gpus-per-node 64 --failures 100
 CMAKE_FLAGS ?=
 
 CLUSTER := tests/harness/cluster/cluster.sh
