@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <cmath>
 #include <memory>
@@ -103,7 +104,7 @@ std::unique_ptr<CLI::App> NewApp(Options& o) {
                 "replacing the pod (a stress figure: the operator's request budget, not its latency); by default each\n"
                 "failure waits until the last failed job is whole again");
   app->add_flag("--no-peer", o.no_peer, "skip Kubeflow's training-operator");
-  app->add_flag("--keep-cluster", o.keep_cluster, "leave the cluster running at the end");
+  app->add_flag("--keep-cluster", o.keep_cluster, "leave the cluster running (and its directory) at the end");
   app->add_option("--json", o.json, "also write the figures here, for make bench-report (tests/bench/README.md)");
   return app;
 }
@@ -538,7 +539,10 @@ int Run(const Options& o, ringmaster::bench_json::Report& report) {
   setenv("RINGMASTER_TEST_CLUSTER_DIR", dir.c_str(), 1);
   auto cluster = rt::TestCluster::FromEnvironment();
   auto down = [&] {
-    if (!o.keep_cluster) (void)rt::RunCommand({script, "down", "--dir", dir}, std::chrono::minutes(2));
+    if (o.keep_cluster) return;
+    (void)rt::RunCommand({script, "down", "--dir", dir}, std::chrono::minutes(2));
+    std::error_code ignored;  // the scratch (etcd data, audit log: up to 130 MB at 1,000 jobs) goes with the cluster
+    std::filesystem::remove_all(dir, ignored);
   };
   if (!cluster.ok()) {
     down();
