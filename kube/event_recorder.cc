@@ -72,6 +72,18 @@ void EventRecorder::Loop() {
   }
 }
 
+template <typename Fn>
+auto EventRecorder::WithRetries(Fn write) -> decltype(write()) {
+  Duration wait = options_.retry_initial;
+  for (int attempt = 1;; ++attempt) {
+    auto result = write();
+    if (result.ok() || !IsRetryable(result.status().code()) || attempt >= options_.max_tries) return result;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_for(lock, wait, [this] { return stopping_; })) return result;
+    wait = std::min(wait * 2, options_.retry_max);
+  }
+}
+
 void EventRecorder::Write(const Pending& e) {
   const std::string key = e.involved.dump() + "\x1f" + e.type + "\x1f" + e.reason + "\x1f" + e.message;
   const std::string now = FormatRfc3339(std::chrono::system_clock::now());  // metav1.Time: seconds
@@ -80,7 +92,7 @@ void EventRecorder::Write(const Pending& e) {
   if (it != aggregates_.end()) {
     Aggregate& agg = it->second;
     json patch = {{"count", agg.count + 1}, {"lastTimestamp", now}};
-    auto patched = client_->Patch(events, e.ns, agg.name, PatchType::kMerge, patch);
+    auto patched = WithRetries([&] { return client_->Patch(events, e.ns, agg.name, PatchType::kMerge, patch); });
     if (patched.ok()) {
       agg.count = (*patched).value("count", agg.count + 1);
       lru_.splice(lru_.begin(), lru_, agg.lru);
@@ -110,7 +122,12 @@ void EventRecorder::Write(const Pending& e) {
              {"source", {{"component", options_.component}, {"host", options_.host}}},
              {"reportingComponent", options_.component},
              {"reportingInstance", options_.host}};
-  auto created = client_->Create(events, e.ns, ev);
+  // A retry of a create that reached the apiserver before its answer was lost finds the Event there.
+  auto created = WithRetries([&]() -> StatusOr<json> {
+    auto c = client_->Create(events, e.ns, ev);
+    if (IsAlreadyExists(c.status())) return ev;
+    return c;
+  });
   if (!created.ok()) {
     options_.log(LogLevel::kWarning, "event recorder: creating event: " + created.status().ToString());
     return;

@@ -32,6 +32,12 @@ struct EventRecorderOptions {
   int burst_per_object = 25;          // ...after a burst of 25
   size_t queue_size = 1000;
   size_t cache_size = 4096;           // aggregation entries (LRU) and per-object limiters remembered
+  // A write that fails with a retryable code (Unavailable: the apiserver restarting, a stale connection) is
+  // tried again, up to max_tries in all, waiting retry_initial, then twice as long each time up to retry_max,
+  // as client-go's recorder does (12 tries, 10 s apart); meanwhile later events wait in the queue.
+  int max_tries = 12;
+  Duration retry_initial = std::chrono::milliseconds(200);
+  Duration retry_max = std::chrono::seconds(10);
   LogSink log = StderrLogSink("ringmaster-kube");
 };
 
@@ -62,6 +68,10 @@ class EventRecorder {
   };
   void Loop();
   void Write(const Pending& e);
+  // Calls `write` until it succeeds, fails with a code that is not retryable, max_tries are spent, or the
+  // recorder stops (waiting between tries on cv_, so the destructor never waits out a backoff).
+  template <typename Fn>
+  auto WithRetries(Fn write) -> decltype(write());
 
   // Constant after construction.
   const std::shared_ptr<Client> client_;

@@ -7,7 +7,9 @@
 #include <mutex>
 
 #include "kube/api_error.h"
+#include "kube/client.h"
 #include "kube/client_metrics.h"
+#include "kube/event_recorder.h"
 #include "metrics/metrics_server.h"
 #include "base/status_test_macros.h"
 
@@ -139,6 +141,44 @@ TEST(RestClientTest, QpsLimitSpacesRequests) {
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 6; ++i) ASSERT_OK(rc.Do(Req("GET", "/x")));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(95));  // 5 waits of 20 ms
+}
+
+// The recorder's own retries (event_recorder.h), over a RestClient that does not retry a POST it could not send:
+// an Event the apiserver could not take while it restarted is written once it is back, not dropped; one it
+// refuses as invalid is not tried again.
+EventRecorderOptions FastRecorderOptions() {
+  EventRecorderOptions o;
+  o.retry_initial = std::chrono::milliseconds(1);
+  o.retry_max = std::chrono::milliseconds(2);
+  o.log = [](LogLevel, std::string_view) {};
+  return o;
+}
+
+const json kPod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u"}}}};
+
+TEST(EventRecorderTest, AnEventTheApiserverCouldNotTakeIsTriedAgainUntilWritten) {
+  auto* fake = new FakeTransport({{0, "", {}}, {0, "", {}}, {201, R"({"metadata":{"name":"p.1"}})", {}}});
+  RestClientOptions ro = FastOptions();
+  ro.retry.max_retries = 0;  // the recorder's retries, not the client's
+  auto client = std::make_shared<Client>(std::make_shared<RestClient>(std::unique_ptr<Transport>(fake), ro), "ns");
+  EventRecorder recorder(client, FastRecorderOptions());
+  recorder.Event(kPod, "Warning", "WorkerFailed", "train-worker-1 failed");
+  ASSERT_TRUE(recorder.Flush(std::chrono::seconds(10)));
+  EXPECT_EQ(recorder.written(), 1);
+  EXPECT_EQ(fake->calls(), 3);
+}
+
+TEST(EventRecorderTest, AnEventRefusedAsInvalidIsNotTriedAgain) {
+  auto* fake = new FakeTransport(
+      {{422, R"({"kind":"Status","reason":"Invalid","message":"bad event","code":422})", {}}});
+  RestClientOptions ro = FastOptions();
+  ro.retry.max_retries = 0;
+  auto client = std::make_shared<Client>(std::make_shared<RestClient>(std::unique_ptr<Transport>(fake), ro), "ns");
+  EventRecorder recorder(client, FastRecorderOptions());
+  recorder.Event(kPod, "Warning", "WorkerFailed", "train-worker-1 failed");
+  ASSERT_TRUE(recorder.Flush(std::chrono::seconds(10)));
+  EXPECT_EQ(recorder.written(), 0);
+  EXPECT_EQ(fake->calls(), 1);
 }
 
 }  // namespace
