@@ -1,5 +1,6 @@
 #include "checkpoint/checkpoint_testing.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -56,6 +57,16 @@ bool LogCapture::Contains(const std::vector<std::string>& parts) const {
     if (all) return true;
   }
   return false;
+}
+
+void FlipByte(const std::string& path, int64_t at) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  unsigned char b = 0;
+  ASSERT_EQ(::pread(fd, &b, 1, at), 1) << path;
+  b ^= 0x10;
+  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1) << path;
+  ::close(fd);
 }
 
 }  // namespace ringmaster::runtime::checkpoint::testing

@@ -20,6 +20,9 @@ std::string FreshTestDir();
 // checked against the step its manifest claims.
 std::vector<std::byte> PatternBytes(int64_t step, int blob, size_t size);
 
+// Flips one bit of the byte at offset `at` of the file at `path` (a gtest failure when it cannot).
+void FlipByte(const std::string& path, int64_t at);
+
 // Collects log lines; thread-safe.
 class LogCapture {
  public:

@@ -15,6 +15,7 @@
 namespace ringmaster::runtime::checkpoint {
 namespace {
 
+using testing::FlipByte;
 using testing::FreshTestDir;
 using testing::LogCapture;
 using testing::PatternBytes;
@@ -28,15 +29,6 @@ struct Damage {
 
 void Truncate(const std::string& path, off_t size) { ASSERT_EQ(::truncate(path.c_str(), size), 0) << path; }
 
-void FlipByte(const std::string& path, off_t at) {
-  const int fd = ::open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  unsigned char b = 0;
-  ASSERT_EQ(::pread(fd, &b, 1, at), 1);
-  b ^= 0x10;
-  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1);
-  ::close(fd);
-}
 
 void WriteText(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "w");

@@ -17,6 +17,7 @@
 namespace ringmaster::runtime::checkpoint {
 namespace {
 
+using testing::FlipByte;
 using testing::FreshTestDir;
 using testing::LogCapture;
 using testing::PatternBytes;
@@ -79,15 +80,6 @@ struct Destination {
   std::span<std::byte> data;
 };
 
-void FlipByte(const std::string& path, off_t at) {
-  const int fd = ::open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0) << path;
-  unsigned char b = 0;
-  ASSERT_EQ(::pread(fd, &b, 1, at), 1);
-  b ^= 0x04;
-  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1);
-  ::close(fd);
-}
 
 // Odd sizes: below, at and above a block, above the direct-IO threshold with a partial last block, and
 // more than one 8 MiB chunk with a partial last block.

@@ -19,6 +19,7 @@
 namespace ringmaster::runtime::checkpoint {
 namespace {
 
+using testing::FlipByte;
 using testing::FreshTestDir;
 using testing::LogCapture;
 using testing::PatternBytes;
@@ -117,15 +118,6 @@ TEST(StreamingIoTest, AFileShorterThanExpectedIsDataLoss) {
   EXPECT_OK(RemoveTree(dir));
 }
 
-void FlipByte(const std::string& path, off_t at) {
-  const int fd = ::open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  unsigned char b = 0;
-  ASSERT_EQ(::pread(fd, &b, 1, at), 1);
-  b ^= 0x01;
-  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1);
-  ::close(fd);
-}
 
 TEST(StreamingIoTest, DamageInsideALargeBlobIsSkippedWithItsReason) {
   const std::string dir = FreshTestDir();
