@@ -2,15 +2,18 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <atomic>
+#include <memory>
 #include <cstdio>
 #include <mutex>
 #include <vector>
 
 #include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
 
 #include "kube/transport.h"
 
@@ -38,6 +41,33 @@ Status CheckPem(const std::string& pem, bool is_key, const char* what) {
   ERR_clear_error();
   if (!ok) return InvalidArgumentError(std::string(what) + " is not valid PEM");
   return Status::Ok();
+}
+
+using TrustStore = std::shared_ptr<X509_STORE>;
+
+// The certificate authorities of `ca_pem` (every certificate in it) as one store, built once per
+// transport and shared by all of its TLS connections (an X509_STORE is reference-counted and safe to
+// share); null for an empty `ca_pem`. Why: cpprestsdk gives every new connection its own SSL_CTX and
+// first loads the system trust store into it (about 140 parsed certificates, ~0.2 MiB a connection,
+// held while the connection lives); replacing that store with this one frees them, and trusts the
+// kubeconfig's CA alone, as client-go does.
+StatusOr<TrustStore> NewTrustStore(const std::string& ca_pem) {
+  if (ca_pem.empty()) return TrustStore();
+  TrustStore store(X509_STORE_new(), X509_STORE_free);
+  BIO* bio = BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size()));
+  if (!store || bio == nullptr) {
+    BIO_free(bio);
+    return ResourceExhaustedError("no memory for the certificate authority's trust store");
+  }
+  int added = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (X509_STORE_add_cert(store.get(), cert) == 1) ++added;
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  ERR_clear_error();  // the read that ended the loop left "no start line"
+  if (added == 0) return InvalidArgumentError("certificate authority holds no usable certificate");
+  return store;
 }
 
 std::map<std::string, std::string> Headers(const http::http_headers& h) {
@@ -112,8 +142,11 @@ class CppRestBodyStream : public BodyStream {
 
 class CppRestTransport : public Transport {
  public:
-  CppRestTransport(ClientConfig config, LogSink log)
-      : config_(std::move(config)), log_(std::move(log)), tokens_(config_.bearer_token, config_.bearer_token_file) {
+  CppRestTransport(ClientConfig config, TrustStore trust, LogSink log)
+      : config_(std::move(config)),
+        trust_(std::move(trust)),
+        log_(std::move(log)),
+        tokens_(config_.bearer_token, config_.bearer_token_file) {
     client_ = NewClient(config_.timeout);
   }
 
@@ -159,11 +192,12 @@ class CppRestTransport : public Transport {
     http::client::http_client_config cc;
     cc.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
     cc.set_validate_certificates(!config_.insecure_skip_tls_verify);
-    std::string ca = config_.ca_pem, cert = config_.client_cert_pem, key = config_.client_key_pem;
-    cc.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
+    std::string cert = config_.client_cert_pem, key = config_.client_key_pem;
+    cc.set_ssl_context_callback([trust = trust_, cert, key](boost::asio::ssl::context& ctx) {
       // Errors here surface as a failed handshake (kUnavailable); PEMs were validated up front.
       boost::system::error_code ec;
-      if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca.data(), ca.size()), ec);
+      // The shared CA store in place of the system one cpprestsdk loaded (NewTrustStore says why).
+      if (trust) SSL_CTX_set1_cert_store(ctx.native_handle(), trust.get());
       if (!cert.empty()) {
         ctx.use_certificate_chain(boost::asio::buffer(cert.data(), cert.size()), ec);
         ctx.use_private_key(boost::asio::buffer(key.data(), key.size()), boost::asio::ssl::context::pem, ec);
@@ -193,6 +227,7 @@ class CppRestTransport : public Transport {
 
   // Constant after construction.
   const ClientConfig config_;
+  const TrustStore trust_;  // the config's CA; null: the system trust store
   const LogSink log_;
   std::shared_ptr<http::client::http_client> client_;  // thread-safe, shared by all requests
   BearerTokenSource tokens_;                           // thread-safe
@@ -200,9 +235,20 @@ class CppRestTransport : public Transport {
 
 }  // namespace
 
+Status SetHttpIoThreads(size_t threads) {
+  if (threads == 0) return InvalidArgumentError("the HTTP I/O thread pool needs at least one thread");
+  try {
+    crossplat::threadpool::initialize_with_threads(threads);
+  } catch (const std::exception& e) {
+    return FailedPreconditionError(std::string("the HTTP I/O thread pool already runs: ") + e.what());
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogSink log) {
   if (config.server.empty()) return InvalidArgumentError("client config has no server");
   RINGMASTER_RETURN_IF_ERROR(CheckPem(config.ca_pem, false, "certificate authority"));
+  RINGMASTER_ASSIGN_OR_RETURN(TrustStore trust, NewTrustStore(config.ca_pem));
   RINGMASTER_RETURN_IF_ERROR(CheckPem(config.client_cert_pem, false, "client certificate"));
   RINGMASTER_RETURN_IF_ERROR(CheckPem(config.client_key_pem, true, "client key"));
   for (const auto& w : config.warnings) log(LogLevel::kWarning, w);
@@ -210,7 +256,7 @@ StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config
     log(LogLevel::kWarning, "TLS verification of " + config.server + " is disabled (insecure-skip-tls-verify)");
   }
   try {
-    return std::unique_ptr<Transport>(std::make_unique<CppRestTransport>(config, std::move(log)));
+    return std::unique_ptr<Transport>(std::make_unique<CppRestTransport>(config, std::move(trust), std::move(log)));
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string("cannot create HTTP client for ") + config.server + ": " + e.what());
   }

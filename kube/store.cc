@@ -47,24 +47,31 @@ std::map<std::string, IndexFunc> WithNamespace(std::map<std::string, IndexFunc> 
 }
 }  // namespace
 
+PackedObject PackedObject::Pack(const json& object) {
+  PackedObject packed{json::to_cbor(object)};
+  packed.cbor.shrink_to_fit();
+  return packed;
+}
+
+ObjectPtr PackedObject::Unpack() const {
+  // strict, no exceptions: a decode error (impossible for bytes to_cbor wrote) yields a discarded value,
+  // handed out as an empty object rather than thrown through the callers.
+  json decoded = json::from_cbor(cbor, /*strict=*/true, /*allow_exceptions=*/false);
+  if (decoded.is_discarded()) decoded = json::object();
+  return std::make_shared<const json>(std::move(decoded));
+}
+
 Store::Store(std::map<std::string, IndexFunc> indexers, StoreOptions options)
     : indexers_(WithNamespace(std::move(indexers))), options_(options) {}
 
 Store::Item Store::Hold(ObjectPtr object) const {
   if (!options_.packed) return {std::move(object), {}};
-  Item item;
-  item.cbor = json::to_cbor(*object);
-  item.cbor.shrink_to_fit();
-  return item;
+  return {nullptr, PackedObject::Pack(*object)};
 }
 
 ObjectPtr Store::Load(const Item& item) {
   if (item.object) return item.object;
-  // strict, no exceptions: a decode error (impossible for bytes to_cbor wrote) yields a discarded value,
-  // handed out as an empty object rather than thrown through the Store's callers.
-  json decoded = json::from_cbor(item.cbor, /*strict=*/true, /*allow_exceptions=*/false);
-  if (decoded.is_discarded()) decoded = json::object();
-  return std::make_shared<const json>(std::move(decoded));
+  return item.packed.Unpack();
 }
 
 void Store::IndexLocked(const std::string& key, const json& obj) {
@@ -89,7 +96,7 @@ ObjectPtr Store::Upsert(const std::string& key, ObjectPtr object) {
   Item held = Hold(object);  // encoding outside the lock
   std::lock_guard<std::mutex> lock(mu_);
   Item& slot = items_[key];
-  ObjectPtr old = slot.object || !slot.cbor.empty() ? Load(slot) : nullptr;
+  ObjectPtr old = slot.object || !slot.packed.empty() ? Load(slot) : nullptr;
   if (old) UnindexLocked(key, *old);
   IndexLocked(key, *object);
   slot = std::move(held);

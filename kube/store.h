@@ -37,6 +37,16 @@ IndexFunc IndexByOwnerUid();
 // The value of one label ("" values are not indexed).
 IndexFunc IndexByLabel(std::string label);
 
+// An object kept as CBOR bytes (what a packed Store holds; see above): Pack encodes, Unpack decodes a
+// fresh snapshot. Unpack cannot fail on bytes Pack wrote (it would hand out an empty object, not throw).
+struct PackedObject {
+  std::vector<std::uint8_t> cbor;
+
+  static PackedObject Pack(const nlohmann::json& object);
+  ObjectPtr Unpack() const;
+  bool empty() const { return cbor.empty(); }
+};
+
 struct StoreOptions {
   bool packed = false;  // keep objects as CBOR, decoded at each read (see above)
 };
@@ -64,7 +74,7 @@ class Store {
   // An object as held: parsed (unpacked Store) or CBOR bytes (packed).
   struct Item {
     ObjectPtr object;
-    std::vector<std::uint8_t> cbor;
+    PackedObject packed;
   };
   Item Hold(ObjectPtr object) const;
   // The object of `item`. Cannot fail: the bytes are this Store's own encoding.

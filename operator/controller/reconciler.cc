@@ -10,6 +10,7 @@
 #include "base/time_format.h"
 #include "controller/worker_objects.h"
 #include "kube/api_error.h"
+#include "kube/informer.h"
 
 namespace ringmaster::controller {
 
@@ -215,7 +216,8 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
   updated["status"] = status;
   auto written = client_->UpdateStatus(TrainingJobs(), kube::NamespaceOf(job), updated);
   if (!written.ok()) return written.status();
-  written_.Wrote(key, kube::ResourceVersionOf(job), std::make_shared<const json>(std::move(*written)));
+  kube::StripManagedFields(&*written);  // as the job cache keeps it (controller.cc)
+  written_.Wrote(key, kube::ResourceVersionOf(job), *written);
   const json& old_membership = At(job, {"status", "membership"});
   const json& new_membership = At(status, {"membership"});
   if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {

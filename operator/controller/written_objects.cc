@@ -5,12 +5,15 @@
 namespace ringmaster::controller {
 
 void WrittenObjects::Wrote(const std::string& key, const std::string& replaced_resource_version,
-                           kube::ObjectPtr written) {
+                           const nlohmann::json& written) {
+  kube::PackedObject packed = kube::PackedObject::Pack(written);  // encoded outside the lock
+  std::string resource_version = kube::ResourceVersionOf(written);
   std::lock_guard<std::mutex> lock(mu_);
   Write& w = writes_[key];
-  if (!w.written || kube::ResourceVersionOf(*w.written) != replaced_resource_version) w.replaced.clear();
+  if (w.written.empty() || w.resource_version != replaced_resource_version) w.replaced.clear();
   w.replaced.push_back(replaced_resource_version);
-  w.written = std::move(written);
+  w.resource_version = std::move(resource_version);
+  w.written = std::move(packed);
 }
 
 kube::ObjectPtr WrittenObjects::Freshest(const std::string& key, kube::ObjectPtr cached) {
@@ -20,7 +23,7 @@ kube::ObjectPtr WrittenObjects::Freshest(const std::string& key, kube::ObjectPtr
   if (cached) {
     const std::string rv = kube::ResourceVersionOf(*cached);
     for (const auto& replaced : it->second.replaced)
-      if (rv == replaced) return it->second.written;
+      if (rv == replaced) return it->second.written.Unpack();
   }
   writes_.erase(it);
   return cached;

@@ -5,6 +5,8 @@
 // with this it plans from the object as written. Level-based still: it reads the freshest known state
 // of the job, never an intention. The cache has caught up once it holds any version but the replaced one
 // (a watch delivers versions in order, and a write by anyone else after ours comes after it).
+// Records are kept packed (kube::PackedObject): under a backlog every job can hold one, and a parsed job
+// with its membership costs several times its CBOR bytes.
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -19,8 +21,9 @@ namespace ringmaster::controller {
 
 class WrittenObjects {
  public:
-  // `written` (the server's answer) replaced the version `replaced_resource_version` of `key`.
-  void Wrote(const std::string& key, const std::string& replaced_resource_version, kube::ObjectPtr written);
+  // `written` (the server's answer, with whatever the informer's transform strips already stripped)
+  // replaced the version `replaced_resource_version` of `key`.
+  void Wrote(const std::string& key, const std::string& replaced_resource_version, const nlohmann::json& written);
   // The freshest known version of `key`: the written object while `cached` is still the version it
   // replaced, else `cached` (and the record is dropped). A null `cached` (deleted) drops the record.
   kube::ObjectPtr Freshest(const std::string& key, kube::ObjectPtr cached);
@@ -31,7 +34,8 @@ class WrittenObjects {
     // Every version the written object supersedes: a second write planned from the first written
     // object, while the cache still lagged, adds the first's version here.
     std::vector<std::string> replaced;
-    kube::ObjectPtr written;
+    std::string resource_version;  // the written object's
+    kube::PackedObject written;
   };
   mutable std::mutex mu_;
   std::unordered_map<std::string, Write> writes_;  // guarded by mu_

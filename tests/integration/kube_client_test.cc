@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -511,6 +512,37 @@ TEST_F(KubeClientTest, TlsVerificationIsOnUnlessTheKubeconfigSaysInsecure) {
   EXPECT_OK((*lax)->Get(resources::Namespaces(), "", ns_));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("insecure-skip-tls-verify"), std::string::npos) << warnings[0];
+}
+
+// The kubeconfig's CA is the only one trusted, as in client-go: here the system trust store
+// (SSL_CERT_FILE, read by OpenSSL at every connection) holds the cluster's CA, and a client given
+// another CA must still refuse the apiserver. A client that added its CA to the system store would pass.
+TEST_F(KubeClientTest, TheKubeconfigsCaIsTheOnlyOneTrusted) {
+  const std::string dir = ::testing::TempDir() + "/" + UniqueName("trust");
+  std::filesystem::create_directories(dir);
+  auto made = ringmaster::testing::RunCommand(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+       dir + "/other.key", "-out", dir + "/other.crt", "-subj", "/CN=another-ca", "-days", "1"},
+      seconds(30));
+  ASSERT_OK(made);
+  ASSERT_TRUE(made->ok()) << made->err;
+  std::ifstream other_file(dir + "/other.crt");
+  ClientConfig other = config_;
+  other.ca_pem.assign(std::istreambuf_iterator<char>(other_file), std::istreambuf_iterator<char>());
+  ASSERT_NE(other.ca_pem.find("BEGIN CERTIFICATE"), std::string::npos);
+  std::ofstream(dir + "/system.crt") << config_.ca_pem;
+
+  ASSERT_EQ(::setenv("SSL_CERT_FILE", (dir + "/system.crt").c_str(), 1), 0);
+  auto with_other = NewClient(other);
+  auto with_cluster = NewClient(config_);
+  ASSERT_OK(with_other) << with_other.status();
+  ASSERT_OK(with_cluster) << with_cluster.status();
+  auto refused = (*with_other)->Get(resources::Namespaces(), "", ns_);
+  auto accepted = (*with_cluster)->Get(resources::Namespaces(), "", ns_);
+  ::unsetenv("SSL_CERT_FILE");
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status();
+  EXPECT_OK(accepted);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(KubeClientTest, TokenWithoutRbacGetsPermissionDenied403) {
