@@ -57,16 +57,16 @@ class Transport {
   virtual StatusOr<StreamedResponse> Open(const HttpRequest& request) = 0;
 };
 
-// A cpprestsdk transport for `config`: TLS verification on (CA from the config, else system roots)
+// A cpprestsdk transport for `config`: TLS verification on (the config's CA alone, else system roots)
 // unless insecure_skip_tls_verify, which is logged as a warning through `log`; client certificate;
 // bearer token (re-read from its file as it rotates). kInvalidArgument for unusable PEM data.
+StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogSink log = StderrLogSink("ringmaster-kube"));
+
 // Sizes the I/O thread pool that every HTTP transport of the process shares (cpprestsdk's, 40 threads
 // unless told). Its threads only complete asynchronous socket operations -- callers wait on their own
 // threads -- so a few serve any number of clients and watches; each idle one still costs a stack and
 // its share of the allocator. Call once, before the first transport is made. kFailedPrecondition when
 // the pool already runs; kInvalidArgument for 0 threads.
 Status SetHttpIoThreads(size_t threads);
-
-StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogSink log = StderrLogSink("ringmaster-kube"));
 
 }  // namespace ringmaster::kube
