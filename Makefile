@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu \
+.PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
         cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
         bench-report soak \
         test-sanitize clean
@@ -22,7 +22,7 @@ help:
 	@echo "make test          install deps, build, run every test tier on CPU (unit, integration, e2e)"
 	@echo "make deps          install build and test dependencies (idempotent; seconds when present)"
 	@echo "make build         configure and build into $(BUILD_DIR)/ (SANITIZE=address|thread)"
-	@echo "make test-unit | test-integration | test-e2e | test-gpu   one tier"
+	@echo "make test-unit | test-integration | test-e2e | test-gpu | test-gpu-emulated   one tier"
 	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
@@ -47,9 +47,10 @@ configure:
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Every CPU tier. GPU tests carry the label `gpu` and run with `make test-gpu` on a machine with a GPU.
+# Every CPU tier, the GPU suite on the CPU emulation of NCCL and CUDA included (label `gpu-emulated`).
+# The same tests against a real GPU carry the label `gpu` and run with `make test-gpu` (or `make gpu-kit`).
 test: deps build images fuzz-smoke
-	$(CTEST) -LE gpu
+	$(CTEST) -LE '^gpu$$'
 
 # The libFuzzer targets (clang): built in $(FUZZ_BUILD_DIR) and run briefly on their seed corpora, so
 # they keep building and a regression in the parsers they cover shows. `make fuzz` runs each for
@@ -95,7 +96,10 @@ test-e2e: build
 	$(CTEST) -L e2e
 
 test-gpu: build
-	$(CTEST) -L gpu
+	$(CTEST) -L '^gpu$$'
+
+test-gpu-emulated: build
+	$(CTEST) -L '^gpu-emulated$$'
 
 # The sanitizers (tests/harness/sanitize.sh): the unit and integration tiers in an ASan+UBSan tree
 # ($(ASAN_BUILD_DIR)), then the tests labelled `concurrency` (their code runs threads: the store, the Gloo

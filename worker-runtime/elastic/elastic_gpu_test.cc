@@ -1,4 +1,6 @@
-// The elastic loop on a GPU (LABEL gpu): ringmaster-train-example with
+// The elastic loop on GPUs (label gpu), and on the CPU emulation of NCCL and CUDA
+// (label gpu-emulated, RINGMASTER_EMULATED_GPUS=4: each rank its own emulated GPU,
+// so a rank put on another rank's GPU fails as NCCL does): ringmaster-train-example with
 // --backend nccl under ringmaster-run. A worker killed mid-run is a removal, so
 // the survivors shrink their NCCL communicator (ncclCommShrink) instead of
 // building a new one; the add that follows needs a fresh init. Either way the
@@ -12,15 +14,16 @@
 #include <filesystem>
 
 #include "testing/chaos_harness.h"
+#include "testing/gpu_test_env.h"
 
 namespace {
 
 using namespace ringmaster::elastic::testing;
 
 TEST(ElasticGpuTest, KilledWorkerIsShrunkAwayThenAnAddBuildsAfresh) {
-  ASSERT_TRUE(::access("/dev/nvidiactl", F_OK) == 0 || ::access("/dev/nvidia0", F_OK) == 0)
-      << "this test needs an NVIDIA GPU (run it with `make test-gpu` on a GPU machine)";
-  ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  const std::string why = ringmaster::runtime::testing::WhyNoGpuSuite();
+  ASSERT_TRUE(why.empty()) << why;
+  if (!ringmaster::runtime::testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   const std::string out = (Root() / "nccl").string();
   ASSERT_EQ(Launch(out, "--np 3 --min 2 --max 4 --chaos kill@5:2,add@12:1",
                    "--backend nccl --step-delay-ms 30 --timeout-ms 20000"),

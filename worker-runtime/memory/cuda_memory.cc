@@ -1,33 +1,48 @@
-#include <cuda_runtime_api.h>
-
 #include "memory/buffer_memory.h"
+#include "nccl/gpu_api.h"
 
 namespace ringmaster::runtime {
 namespace {
 
+// CUDA memory on one device, through the process's CUDA runtime (nccl/gpu_api.h). Every call sets the
+// device on the calling thread for its duration: cudaMalloc allocates on the current device.
 class CudaMemory : public Memory {
  public:
-  explicit CudaMemory(int device) : device_(device) {}
+  explicit CudaMemory(int device) : device_(device), cuda_(nccl::Cuda()) {}
   StatusOr<void*> Allocate(size_t bytes) override {
-    cudaSetDevice(device_);
+    RINGMASTER_ASSIGN_OR_RETURN(const nccl::CudaApi* cuda, cuda_);
+    nccl::DeviceGuard device(*cuda, device_);
+    RINGMASTER_RETURN_IF_ERROR(device.status());
     void* p = nullptr;
-    if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
-      return ResourceExhaustedError("cudaMalloc of " + std::to_string(bytes) + " bytes failed");
+    if (cudaError_t e = cuda->cudaMalloc(&p, bytes == 0 ? 1 : bytes); e != cudaSuccess) {
+      return ResourceExhaustedError("cudaMalloc of " + std::to_string(bytes) + " bytes on device " +
+                                    std::to_string(device_) + ": " + cuda->ErrorText(e));
     }
     return p;
   }
-  void Free(void* ptr) override { cudaFree(ptr); }
+  void Free(void* ptr) override {
+    if (cuda_.ok()) (*cuda_)->cudaFree(ptr);
+  }
   Status Upload(void* dst, const void* src, size_t bytes) override {
-    if (cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess) return InternalError("cudaMemcpy H2D");
-    return Status::Ok();
+    return Copy(dst, src, bytes, cudaMemcpyHostToDevice, "H2D");
   }
   Status Download(void* dst, const void* src, size_t bytes) override {
-    if (cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return InternalError("cudaMemcpy D2H");
-    return Status::Ok();
+    return Copy(dst, src, bytes, cudaMemcpyDeviceToHost, "D2H");
   }
 
  private:
+  Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, const char* what) {
+    RINGMASTER_ASSIGN_OR_RETURN(const nccl::CudaApi* cuda, cuda_);
+    nccl::DeviceGuard device(*cuda, device_);
+    RINGMASTER_RETURN_IF_ERROR(device.status());
+    if (cudaError_t e = cuda->cudaMemcpy(dst, src, bytes, kind); e != cudaSuccess) {
+      return InternalError(std::string("cudaMemcpy ") + what + ": " + cuda->ErrorText(e));
+    }
+    return Status::Ok();
+  }
+
   const int device_;
+  const StatusOr<const nccl::CudaApi*> cuda_;
 };
 
 }  // namespace

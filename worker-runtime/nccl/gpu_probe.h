@@ -1,11 +1,35 @@
-// Whether this process can see a GPU, without failing on machines that have
-// no CUDA driver at all.
+// How many GPUs this process can use, telling a machine without GPUs (zero, no error) from a GPU
+// machine whose CUDA is broken (an error: such a pod must not quietly train on CPU, nor leave its
+// peers waiting for a backend it did not pick).
 #pragma once
+
+#include <string>
+
+#include "base/status.h"
 
 namespace ringmaster::nccl {
 
-// cudaGetDeviceCount(), or 0 when the driver is missing, too old, or reports
-// no device. Never fails, never throws.
+// Signs that the kernel or the container runtime gave this process NVIDIA GPUs.
+struct GpuEvidence {
+  bool device_nodes = false;          // /dev/nvidiactl or /dev/nvidia0 exists
+  std::string nvidia_visible_devices; // NVIDIA_VISIBLE_DEVICES (set by the device plugin / toolkit)
+
+  static GpuEvidence OfThisProcess();
+  // True when GPUs were handed to this process: device nodes, or NVIDIA_VISIBLE_DEVICES naming
+  // devices (anything but empty, "void" or "none").
+  bool HasGpus() const;
+};
+
+// cudaGetDeviceCount through the process's CUDA runtime (gpu_api.h); the emulated count under
+// RINGMASTER_EMULATED_GPUS. 0 on a machine without GPUs (no CUDA runtime to load, or CUDA reports
+// no device/driver, and `evidence` shows no GPU either).
+// Errors: Unavailable when `evidence` says GPUs were given but CUDA cannot use them (the CUDA
+// error and what to do are in the message); FailedPrecondition when emulation is asked for and
+// its library is missing.
+StatusOr<int> VisibleGpus(const GpuEvidence& evidence);
+inline StatusOr<int> VisibleGpus() { return VisibleGpus(GpuEvidence::OfThisProcess()); }
+
+// VisibleGpus(), with any error counted as no GPU. For places that only report.
 int VisibleGpuCount();
 
 }  // namespace ringmaster::nccl

@@ -1,21 +1,48 @@
 #include "nccl/gpu_probe.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
+#include "base/status_test_macros.h"
+#include "nccl/gpu_api.h"
 #include "runtime/world.h"
 
 namespace ringmaster::runtime {
 namespace {
 
-TEST(GpuProbeTest, AutoPicksNcclExactlyWhenAGpuIsVisible) {
-  int gpus = nccl::VisibleGpuCount();  // must not crash or throw without a driver
-  EXPECT_GE(gpus, 0);
-  EXPECT_EQ(ResolveBackend(Backend::kAuto), gpus > 0 ? Backend::kNccl : Backend::kGloo);
-  EXPECT_EQ(ResolveBackend(Backend::kGloo), Backend::kGloo);
-  if (::access("/dev/nvidiactl", F_OK) != 0) {
-    EXPECT_EQ(gpus, 0);
-  }
+// A machine without GPUs: no device nodes, no NVIDIA_VISIBLE_DEVICES. Zero GPUs, no error, and `auto`
+// picks Gloo.
+TEST(GpuProbeTest, AMachineWithoutGpusCountsZero) {
+  if (nccl::Cuda().ok()) GTEST_SKIP() << "a CUDA runtime loads here: this test is about machines without one";
+  StatusOr<int> n = nccl::VisibleGpus(nccl::GpuEvidence{});
+  ASSERT_OK(n);
+  EXPECT_EQ(*n, 0);
+  EXPECT_EQ(nccl::VisibleGpuCount(), 0);
+}
+
+// A pod that was given GPUs (the device plugin set NVIDIA_VISIBLE_DEVICES) but cannot use them must not
+// train on CPU while its peers use NCCL: an error naming the problem and the way out.
+TEST(GpuProbeTest, GpusGivenButUnusableIsAnError) {
+  if (nccl::Cuda().ok()) GTEST_SKIP() << "a CUDA runtime loads here: this test is about a broken one";
+  nccl::GpuEvidence evidence;
+  evidence.nvidia_visible_devices = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
+  ASSERT_TRUE(evidence.HasGpus());
+  StatusOr<int> n = nccl::VisibleGpus(evidence);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(n.status().message().find("RINGMASTER_BACKEND=gloo"), std::string::npos) << n.status();
+}
+
+TEST(GpuProbeTest, EvidenceOfGpus) {
+  EXPECT_FALSE(nccl::GpuEvidence{}.HasGpus());
+  EXPECT_FALSE((nccl::GpuEvidence{false, "void"}).HasGpus());
+  EXPECT_FALSE((nccl::GpuEvidence{false, "none"}).HasGpus());
+  EXPECT_TRUE((nccl::GpuEvidence{false, "all"}).HasGpus());
+  EXPECT_TRUE((nccl::GpuEvidence{true, ""}).HasGpus());
+}
+
+TEST(GpuProbeTest, AnExplicitBackendIsKept) {
+  EXPECT_EQ(*ResolveBackend(Backend::kGloo), Backend::kGloo);
+  EXPECT_EQ(*ResolveBackend(Backend::kNccl), Backend::kNccl);
 }
 
 }  // namespace

@@ -1,32 +1,49 @@
 // The GPU backend: a Communicator over an NCCL communicator and one CUDA
-// stream on a chosen device. Buffers are CUDA device pointers.
+// stream on a chosen device. Buffers are CUDA device pointers of that device.
+//
+// Every NCCL and CUDA call goes through the process's tables (gpu_api.h): the
+// NCCL loaded at run time decides which fault-tolerance calls exist.
 //
 // NCCL has no collective timeout, so every NCCL communicator here is
 // non-blocking (config.blocking = 0) and every call is followed by a poll of
 // cudaStreamQuery and ncclCommGetAsyncError against our own deadline. On an
-// asynchronous error, a deadline, or Abort(), the polling thread calls
-// ncclCommRevoke when the loaded NCCL has it (>= 2.28: in-flight work stops and
-// the communicator stays shrinkable), else ncclCommAbort (never ncclCommDestroy
-// on a failed communicator), and the communicator answers Aborted from then on.
-// Init uses ncclCommInitRankConfig with the unique id carried by the rendezvous
-// store; Split uses ncclCommSplit; Shrink (NCCL >= 2.27) uses ncclCommShrink --
-// after a revoke once the parent is quiescent, otherwise in NCCL_SHRINK_ABORT
-// mode -- so a scale-down or a lost peer needs no new unique id and no full init.
+// asynchronous error, a deadline, or Abort(), the polling thread revokes the
+// communicator when the loaded NCCL has ncclCommRevoke (>= 2.28.7: in-flight
+// work stops and the communicator stays shrinkable; Revoke answers
+// ncclInProgress until quiescent), else aborts it (ncclCommAbort; never
+// ncclCommDestroy on a failed communicator), and the communicator answers
+// Aborted from then on. Never inside an open NCCL group: a grouped call that
+// fails first closes the group (a Revoke queued in an open group would run
+// only at its end).
+//
+// Non-blocking management calls (Split, Shrink) return ncclInProgress and
+// NCCL writes the child's handle later, from its own thread: the out-pointer
+// lives on the heap, owned by this communicator until NCCL is done with it,
+// and is read only once the parent's ncclCommGetAsyncError leaves
+// ncclInProgress (init.cc, ncclCommInitChildComm / ncclCommInitRankFunc).
+//
+// CUDA's current device is per thread: every method sets this communicator's
+// device for its duration (and restores the caller's), so a collective, a
+// split or a scratch allocation on another thread acts on the right GPU.
 //
 // Thread-safety: as Communicator. Abort() only sets a flag; the thread inside
-// the communicator performs ncclCommAbort, so NCCL is never entered by two
+// the communicator revokes or aborts it, so NCCL is never entered by two
 // threads at once.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <initializer_list>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/device_traffic.h"
-#include "nccl/nccl_version.h"
+#include "nccl/gpu_api.h"
 #include "store/store.h"
 
 struct ncclComm;
@@ -50,6 +67,19 @@ class NcclCommunicator : public Communicator {
                                                         int size, NcclOptions options);
   ~NcclCommunicator() override;
 
+  // Growing a communicator in place (ncclCommGrow, NCCL >= 2.29.2): the existing ranks keep their
+  // numbers and newcomers take the ranks from size() to new_size - 1; no full init of the survivors.
+  // Collective over every existing rank (Grow) and every newcomer (JoinGrown), all with the same
+  // `prefix` (the store key of the grow's unique id, made by existing rank 0) and `new_size`.
+  // Must not run concurrently with another call on this communicator.
+  // Errors: Unimplemented (this NCCL has no ncclCommGrow: build a new communicator),
+  // InvalidArgument (new_size <= size()), FailedPrecondition (broken), Aborted (failed or timed out).
+  StatusOr<std::unique_ptr<Communicator>> Grow(Store& store, const std::string& prefix, int new_size);
+  static StatusOr<std::unique_ptr<Communicator>> JoinGrown(std::shared_ptr<Store> store, std::string prefix,
+                                                           int rank, int new_size, NcclOptions options);
+  // Whether Grow can work (the loaded NCCL has it and this communicator is healthy).
+  bool can_grow() const;
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Backend backend() const override { return Backend::kNccl; }
@@ -72,21 +102,37 @@ class NcclCommunicator : public Communicator {
   StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name) override;
 
  private:
-  NcclCommunicator(std::string prefix, int rank, int size, NcclOptions options, nccl::Version loaded, ncclComm* comm,
-                   CUstream_st* stream);
-  // A child communicator (split or shrink) once NCCL has created it: waits for it, adds a stream.
+  NcclCommunicator(const nccl::CudaApi& cuda, const nccl::NcclApi& nccl, std::string prefix, int rank, int size,
+                   NcclOptions options, ncclComm* comm, CUstream_st* stream);
+  // The child of a Split or Shrink whose call returned: waits (until the deadline) for the parent to
+  // leave ncclInProgress, then reads the handle NCCL wrote into `slot`. nullptr when NCCL made no
+  // child (a Split's NOCOLOR rank). On a failure or timeout (or, when `abortable`, an Abort() request)
+  // the parent is aborted, which stops the child's init, and `slot` stays with this communicator
+  // (NCCL may still write it). A Shrink is not abortable: it runs, by design, after Abort(). Errors: Aborted.
+  StatusOr<ncclComm*> AwaitChild(std::unique_ptr<ncclComm*> slot, const char* what, bool abortable);
+  // A child communicator once NCCL has created it: checks it, adds a stream on our device.
   StatusOr<std::unique_ptr<Communicator>> Adopt(ncclComm* child, std::string prefix, int rank, int size,
                                                 const char* what);
+  // Runs `call` with this communicator's device current on the calling thread.
+  template <typename Fn>
+  auto OnDevice(Fn call) -> decltype(call());
   // Polls until the communicator is idle (init/split done) or the deadline.
   Status WaitComm(const char* what);
   // Polls until the stream has drained every enqueued operation.
   Status WaitStream(const char* what);
   // The allreduce itself, not counted (DoBarrier's word is no payload).
   Status AllreduceOnStream(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // InvalidArgument (the communicator stays usable) when a buffer is host memory or another GPU's: NCCL
+  // would refuse it too (argcheck.cc, CudaPtrCheck), in words a user can act on. Nulls are skipped.
+  Status CheckBuffers(std::initializer_list<std::pair<const void*, const char*>> buffers) const;
   // `done`; when it is OK, `bytes` are added to options_.traffic.
   Status Counted(Status done, size_t bytes);
-  // Checks an NCCL return code of an enqueue call; failures abort.
+  // Checks an NCCL return code of an enqueue call; failures revoke or abort (Fail).
   Status Check(int result, const char* what);
+  // Runs `enqueue` (ncclSend/ncclRecv/... calls that report through `check`) inside one NCCL group,
+  // always closes the group, and only then fails on the first error.
+  Status Grouped(const std::function<void(const std::function<void(int, const char*)>& check)>& enqueue);
+  // Marks the communicator broken and revokes (or aborts) it. Never call it inside an open group.
   Status Fail(const std::string& why);
   // Device memory of at least `bytes`, kept and grown for later calls. Errors: Unavailable.
   StatusOr<void*> Scratch(size_t bytes);
@@ -96,7 +142,8 @@ class NcclCommunicator : public Communicator {
   const int rank_;
   const int size_;
   const NcclOptions options_;
-  const nccl::Version loaded_;  // the libnccl in use: which fault-tolerance calls exist
+  const nccl::CudaApi& cuda_;
+  const nccl::NcclApi& nccl_;  // the libnccl in use: which fault-tolerance calls exist
   ncclComm* const comm_;
   CUstream_st* const stream_;
 
@@ -110,6 +157,9 @@ class NcclCommunicator : public Communicator {
   // Used by the calling thread only.
   void* scratch_ = nullptr;  // device memory for Barrier and in-place Alltoall
   size_t scratch_bytes_ = 0;
+  // Out-pointers of Split/Shrink calls NCCL may still write (the wait for them failed); freed, and
+  // any child written into them aborted, once comm_ is aborted in the destructor.
+  std::vector<std::unique_ptr<ncclComm*>> abandoned_children_;
 };
 
 }  // namespace ringmaster::runtime

@@ -1,21 +1,29 @@
-// The NCCL backend's fault tolerance on a real GPU (LABEL gpu: CI without GPUs
-// skips it by label). Every collective's contract is in the conformance suite
-// (comm/conformance), which runs on NCCL under the same label.
-// Two ranks share one GPU when only one is visible (NCCL >= 2.30 with
-// NCCL_MULTI_RANK_GPU_ENABLE=1); each rank is a forked process, and the parent
-// never touches CUDA before forking.
-#include <cuda_runtime_api.h>
+// The NCCL backend's fault tolerance: revoke and shrink after a kill, split, grow, deadlines, wrong
+// buffers. Registered twice (worker-runtime/CMakeLists.txt): label `gpu` on NVIDIA GPUs, and label
+// `gpu-emulated` on the CPU emulation of NCCL and CUDA (RINGMASTER_EMULATED_GPUS=4,
+// tests/gpu_emulation), which proves our use of NCCL's API, not NCCL. Every collective's contract is
+// in the conformance suite (comm/conformance), which runs on NCCL under the same labels.
+//
+// Each rank is a forked process and the parent never touches CUDA before forking. Ranks take GPU
+// rank % visible GPUs; when they must share one (a one-GPU machine), NCCL >= 2.30 allows it with
+// NCCL_MULTI_RANK_GPU_ENABLE=1, which the parent sets then.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
+#include <thread>
 
+#include "base/status_test_macros.h"
 #include "common/pattern.h"
+#include "memory/buffer_memory.h"
+#include "nccl/gpu_api.h"
 #include "nccl/gpu_probe.h"
 #include "nccl/nccl_communicator.h"
+#include "testing/gpu_test_env.h"
 #include "testing/multiprocess.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -23,81 +31,265 @@ namespace {
 using namespace std::chrono_literals;
 using testing::RankContext;
 
-bool GpuDeviceNodePresent() { return ::access("/dev/nvidia0", F_OK) == 0 || ::access("/dev/nvidiactl", F_OK) == 0; }
-
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  explicit DeviceBuffer(size_t bytes) { EXPECT_EQ(cudaMalloc(&ptr, bytes ? bytes : 1), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-};
-
-std::vector<uint8_t> RoundTrip(const std::vector<uint8_t>& host, size_t out_bytes,
-                               const std::function<Status(void*, void*)>& run) {
-  DeviceBuffer in(host.size()), out(out_bytes);
-  EXPECT_EQ(cudaMemcpy(in.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  Status s = run(in.ptr, out.ptr);
-  EXPECT_OK(s) << s;
-  std::vector<uint8_t> result(out_bytes);
-  EXPECT_EQ(cudaMemcpy(result.data(), out.ptr, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  return result;
-}
-
-// A GPU, and several ranks allowed on it (NCCL >= 2.30).
-class NcclGpuTest : public ::testing::TestWithParam<int> {
+class NcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!GpuDeviceNodePresent()) GTEST_SKIP() << "no GPU on this machine";
-    ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+    if (std::string why = testing::WhyNoGpuSuite(); !why.empty()) FAIL() << why;
+    if (!testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   }
+  void TearDown() override { ::unsetenv("RINGMASTER_EMULATED_NCCL_LATENCY_MS"); }
 };
 
-// A peer dies: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28),
-// and the survivors shrink it (NCCL >= 2.27) into a working world of their own, keeping their
-// relative order -- no new unique id, no full init (what the elastic driver does on a removal).
-using NcclShrinkTest = NcclGpuTest;
+int Gpus() {
+  StatusOr<int> n = nccl::VisibleGpus();
+  EXPECT_OK(n) << n.status();
+  return n.ok() ? *n : 0;
+}
 
-TEST_P(NcclShrinkTest, SurvivorsShrinkAfterAPeerDies) {
+StatusOr<std::unique_ptr<Communicator>> MakeWorld(RankContext& ctx, const std::string& prefix, int rank, int size,
+                                                  std::chrono::milliseconds timeout) {
+  NcclOptions options;
+  options.device = rank % std::max(1, Gpus());
+  options.timeout = timeout;
+  return NcclCommunicator::Create(ctx.store, prefix, rank, size, options);
+}
+
+// Allreduce (sum, float32) of the pattern inputs on `comm`, checked against the host reference.
+void ExpectAllreduceWorks(Communicator& comm, int device) {
+  const size_t count = 1031;
+  auto memory = NewMemoryFor(MemoryKind::kCuda, device);
+  auto in = MakeInput(DataType::kFloat32, ReduceOp::kSum, comm.rank(), count);
+  auto dev = memory->Allocate(in.size());
+  ASSERT_OK(dev);
+  ASSERT_OK(memory->Upload(*dev, in.data(), in.size()));
+  ASSERT_OK(comm.Allreduce(*dev, *dev, count, DataType::kFloat32, ReduceOp::kSum));
+  std::vector<uint8_t> got(in.size());
+  ASSERT_OK(memory->Download(got.data(), *dev, got.size()));
+  memory->Free(*dev);
+  auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, comm.size(), count);
+  EXPECT_EQ(CountMismatches(DataType::kFloat32, got.data(), want.data(), count), 0u);
+}
+
+// An allreduce that cannot finish (a peer is gone): it must end Aborted at the communicator's deadline.
+Status AllreduceWithAPeerGone(Communicator& comm, int device) {
+  auto memory = NewMemoryFor(MemoryKind::kCuda, device);
+  auto dev = memory->Allocate(4096);
+  if (!dev.ok()) return dev.status();
+  Status s = comm.Allreduce(*dev, *dev, 1024, DataType::kFloat32, ReduceOp::kSum);
+  memory->Free(*dev);
+  return s;
+}
+
+bool KilledBySigkill(const testing::RankOutcome& o) { return !o.exited && o.signal == SIGKILL; }
+
+// A peer is killed: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28.7,
+// ncclInProgress until quiescent), and the survivors shrink it in default mode into a world of their
+// own, keeping their relative order -- no new unique id, no full init.
+class NcclShrinkTest : public NcclTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(NcclShrinkTest, SurvivorsRevokeThenShrinkAfterAKill) {
   const int dead = GetParam();
   testing::WorldOptions options;
-  options.size = 3;
+  options.size = 4;
   auto outcomes = testing::RunWorld(options, [dead](RankContext& ctx) {
-    int gpus = nccl::VisibleGpuCount();
-    ASSERT_GT(gpus, 0);
-    NcclOptions no;
-    no.device = ctx.rank % gpus;
-    no.timeout = 5s;
-    auto made = NcclCommunicator::Create(ctx.store, "nccl-shrink", ctx.rank, ctx.size, no);
+    auto made = MakeWorld(ctx, "shrink", ctx.rank, ctx.size, 2s);
     ASSERT_OK(made);
     Communicator& comm = **made;
     ASSERT_OK(comm.Barrier());
-    if (ctx.rank == dead) ::_exit(0);  // gone without a word, as a killed pod
-    const size_t count = 257;
-    auto in = MakeInput(DataType::kFloat32, ReduceOp::kSum, ctx.rank, count);
-    auto failed = [&] {
-      DeviceBuffer i(in.size()), o(in.size());
-      cudaMemcpy(i.ptr, in.data(), in.size(), cudaMemcpyHostToDevice);
-      return comm.Allreduce(i.ptr, o.ptr, count, DataType::kFloat32, ReduceOp::kSum);
-    }();
+    if (ctx.rank == dead) ::raise(SIGKILL);  // gone without a word, as a killed pod
+    const int device = ctx.rank % Gpus();
+    Status failed = AllreduceWithAPeerGone(comm, device);
     EXPECT_EQ(failed.code(), StatusCode::kAborted) << failed;
     ASSERT_TRUE(comm.can_shrink()) << "NCCL " << nccl::LoadedVersion()->ToString()
                                    << " should have revoked, not aborted, the communicator";
-    auto shrunk = comm.Shrink({dead}, "nccl-shrink/g2");
+    auto shrunk = comm.Shrink({dead}, "shrink/g2");
     ASSERT_OK(shrunk);
-    Communicator& world = **shrunk;
-    EXPECT_EQ(world.size(), 2);
-    EXPECT_EQ(world.rank(), ctx.rank < dead ? ctx.rank : ctx.rank - 1);
-    auto mine = MakeInput(DataType::kFloat32, ReduceOp::kSum, world.rank(), count);
-    auto got = RoundTrip(mine, mine.size(), [&](void* i, void* o) {
-      return world.Allreduce(i, o, count, DataType::kFloat32, ReduceOp::kSum);
-    });
-    auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, 2, count);
-    EXPECT_EQ(CountMismatches(DataType::kFloat32, got.data(), want.data(), count), 0u);
+    EXPECT_EQ((*shrunk)->size(), 3);
+    EXPECT_EQ((*shrunk)->rank(), ctx.rank < dead ? ctx.rank : ctx.rank - 1);
+    ExpectAllreduceWorks(**shrunk, device);
+  });
+  for (const auto& o : outcomes) {
+    if (o.rank == dead) {
+      EXPECT_TRUE(KilledBySigkill(o)) << testing::DescribeFailures(outcomes);
+    } else {
+      EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DeadRank, NcclShrinkTest, ::testing::Values(0, 3),
+                         [](const auto& info) { return "rank" + std::to_string(info.param) + "_killed"; });
+
+// NCCL writes a shrink's child from its own thread when the job ends; here it ends 300 ms after the
+// call returned ncclInProgress (the emulation's latency knob; a real NCCL is late on its own).
+TEST_F(NcclTest, AShrinkWhoseChildArrivesLateIsWaitedFor) {
+  ::setenv("RINGMASTER_EMULATED_NCCL_LATENCY_MS", "300", 1);
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto made = MakeWorld(ctx, "late", ctx.rank, ctx.size, 5s);
+    ASSERT_OK(made);
+    ASSERT_OK((*made)->Barrier());
+    if (ctx.rank == 2) ::raise(SIGKILL);
+    (*made)->Abort("the test's peer is gone");  // nothing in flight: the shrink terminates (NCCL_SHRINK_ABORT)
+    auto shrunk = (*made)->Shrink({2}, "late/g2");
+    ASSERT_OK(shrunk);
+    ExpectAllreduceWorks(**shrunk, ctx.rank % Gpus());
+  });
+  EXPECT_OK(outcomes[0]) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << testing::DescribeFailures(outcomes);
+}
+
+// Split by colour: every rank calls it; members get the child, the others nullptr.
+TEST_F(NcclTest, SplitByColour) {
+  testing::WorldOptions options;
+  options.size = 4;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto made = MakeWorld(ctx, "split", ctx.rank, ctx.size, 20s);
+    ASSERT_OK(made);
+    const std::vector<int> even = {0, 2}, odd = {1, 3};
+    auto e = (*made)->Split(even, "even");
+    ASSERT_OK(e);
+    auto o = (*made)->Split(odd, "odd");
+    ASSERT_OK(o);
+    Communicator* mine = ctx.rank % 2 == 0 ? e->get() : o->get();
+    const Communicator* other = ctx.rank % 2 == 0 ? o->get() : e->get();
+    ASSERT_NE(mine, nullptr);
+    EXPECT_EQ(other, nullptr);
+    EXPECT_EQ(mine->size(), 2);
+    EXPECT_EQ(mine->rank(), ctx.rank / 2);
+    ExpectAllreduceWorks(*mine, ctx.rank % Gpus());
+    ExpectAllreduceWorks(**made, ctx.rank % Gpus());  // the parent still works
   });
   for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
 }
 
-INSTANTIATE_TEST_SUITE_P(DeadRank, NcclShrinkTest, ::testing::Values(1, 2),
-                         [](const auto& info) { return "rank" + std::to_string(info.param) + "_dies"; });
+// Grow by one (NCCL >= 2.29.2): three ranks keep their numbers, a newcomer becomes rank 3.
+TEST_F(NcclTest, GrowByOne) {
+  testing::WorldOptions options;
+  options.size = 4;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    NcclOptions no;
+    no.device = ctx.rank % Gpus();
+    no.timeout = 20s;
+    std::unique_ptr<Communicator> grown;
+    if (ctx.rank < 3) {
+      auto made = NcclCommunicator::Create(ctx.store, "grow", ctx.rank, 3, no);
+      ASSERT_OK(made);
+      ExpectAllreduceWorks(**made, no.device);
+      auto& nccl = static_cast<NcclCommunicator&>(**made);
+      ASSERT_TRUE(nccl.can_grow()) << "NCCL " << nccl::LoadedVersion()->ToString();
+      auto g = nccl.Grow(*ctx.store, "grow/g2", 4);
+      ASSERT_OK(g);
+      grown = std::move(*g);
+    } else {
+      auto g = NcclCommunicator::JoinGrown(ctx.store, "grow/g2", 3, 4, no);
+      ASSERT_OK(g);
+      grown = std::move(*g);
+    }
+    EXPECT_EQ(grown->size(), 4);
+    EXPECT_EQ(grown->rank(), ctx.rank);
+    ExpectAllreduceWorks(*grown, no.device);
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+}
+
+// A rank never arrives: init ends Aborted at the deadline, nothing is left behind, and the same
+// process builds the next communicator.
+TEST_F(NcclTest, InitTimesOutAndAbortsCleanly) {
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    if (ctx.rank == 2) return;  // never calls init
+    auto made = MakeWorld(ctx, "absent", ctx.rank, 3, 1s);
+    ASSERT_FALSE(made.ok());
+    EXPECT_EQ(made.status().code(), StatusCode::kAborted) << made.status();
+    EXPECT_NE(made.status().message().find("timed out"), std::string::npos) << made.status();
+    auto next = MakeWorld(ctx, "present", ctx.rank, 2, 20s);
+    ASSERT_OK(next);
+    ExpectAllreduceWorks(**next, ctx.rank % Gpus());
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+}
+
+// A survivor never joins the shrink: the others' shrink ends Aborted at the deadline, the parent is
+// aborted (it cannot shrink again), and destroying it returns.
+TEST_F(NcclTest, ShrinkTimesOutAndAbortsCleanly) {
+  testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    auto made = MakeWorld(ctx, "stuck", ctx.rank, ctx.size, 1s);
+    ASSERT_OK(made);
+    ASSERT_OK((*made)->Barrier());
+    if (ctx.rank == 2) ::raise(SIGKILL);
+    Status failed = AllreduceWithAPeerGone(**made, ctx.rank % Gpus());
+    EXPECT_EQ(failed.code(), StatusCode::kAborted) << failed;
+    if (ctx.rank == 1) return;  // never shrinks
+    auto shrunk = (*made)->Shrink({2}, "stuck/g2");
+    ASSERT_FALSE(shrunk.ok());
+    EXPECT_EQ(shrunk.status().code(), StatusCode::kAborted) << shrunk.status();
+    EXPECT_FALSE((*made)->can_shrink());
+    made->reset();  // must not hang
+  });
+  EXPECT_OK(outcomes[0]) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << testing::DescribeFailures(outcomes);
+}
+
+// A buffer of another GPU, or of the host, is refused before NCCL sees it, in words a user can act on,
+// and the communicator stays usable. (On a one-GPU machine only the host buffer can be tried.)
+TEST_F(NcclTest, ABufferOfAnotherDeviceIsRefused) {
+  testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    const int gpus = Gpus();
+    auto made = MakeWorld(ctx, "wrong", ctx.rank, ctx.size, 20s);
+    ASSERT_OK(made);
+    Communicator& comm = **made;
+    std::vector<float> host(64, 1.0f);
+    Status on_host = comm.Allreduce(host.data(), host.data(), host.size(), DataType::kFloat32, ReduceOp::kSum);
+    EXPECT_EQ(on_host.code(), StatusCode::kInvalidArgument) << on_host;
+    EXPECT_NE(on_host.message().find("host memory"), std::string::npos) << on_host;
+    if (gpus >= 2) {
+      const int other = (ctx.rank + 1) % gpus;
+      auto memory = NewMemoryFor(MemoryKind::kCuda, other);
+      auto dev = memory->Allocate(256);
+      ASSERT_OK(dev);
+      Status wrong = comm.Allreduce(*dev, *dev, 64, DataType::kFloat32, ReduceOp::kSum);
+      EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument) << wrong;
+      EXPECT_NE(wrong.message().find("memory of GPU " + std::to_string(other)), std::string::npos) << wrong;
+      memory->Free(*dev);
+    }
+    EXPECT_OK(comm.health());
+    ExpectAllreduceWorks(comm, ctx.rank % gpus);
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+}
+
+// The communicator's calls act on its own GPU from any thread: CUDA's current device is per thread, so
+// a collective, a split and a scratch buffer (Barrier) made on a fresh thread (device 0) must still
+// land on the communicator's device.
+TEST_F(NcclTest, CallsFromAnotherThreadUseTheCommunicatorsDevice) {
+  testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+    const int gpus = Gpus();
+    const int device = (ctx.rank + 1) % gpus;  // not device 0 on rank 0, whenever there are two GPUs
+    NcclOptions no;
+    no.device = device;
+    no.timeout = 20s;
+    auto made = NcclCommunicator::Create(ctx.store, "threads", ctx.rank, ctx.size, no);
+    ASSERT_OK(made);
+    std::thread([&] {
+      ASSERT_OK((*made)->Barrier());
+      ExpectAllreduceWorks(**made, device);
+      auto child = (*made)->Split({0, 1}, "both");
+      ASSERT_OK(child);
+      ASSERT_OK((*child)->Barrier());
+      ExpectAllreduceWorks(**child, device);
+    }).join();
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+}
 
 }  // namespace
 }  // namespace ringmaster::runtime

@@ -2,6 +2,8 @@
 
 #include <nccl.h>
 
+#include "nccl/gpu_api.h"
+
 namespace ringmaster::nccl {
 
 std::string Version::ToString() const {
@@ -11,12 +13,8 @@ std::string Version::ToString() const {
 Version CompiledVersion() { return Version{NCCL_VERSION_CODE}; }
 
 StatusOr<Version> LoadedVersion() {
-  int code = 0;
-  ncclResult_t result = ncclGetVersion(&code);
-  if (result != ncclSuccess) {
-    return InternalError(std::string("ncclGetVersion failed: ") + ncclGetErrorString(result));
-  }
-  return Version{code};
+  RINGMASTER_ASSIGN_OR_RETURN(const NcclApi* api, Nccl());
+  return api->version;
 }
 
 }  // namespace ringmaster::nccl

@@ -6,16 +6,19 @@
 
 namespace ringmaster::runtime {
 
-Backend ResolveBackend(Backend requested) {
+StatusOr<Backend> ResolveBackend(Backend requested) {
   if (requested != Backend::kAuto) return requested;
-  return nccl::VisibleGpuCount() > 0 ? Backend::kNccl : Backend::kGloo;
+  // A GPU machine whose CUDA is broken is an error, not a reason to train on CPU (VisibleGpus).
+  RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
+  return gpus > 0 ? Backend::kNccl : Backend::kGloo;
 }
 
 StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<Store> store, int rank, int size,
                                                                 const WorldOptions& options) {
-  switch (ResolveBackend(options.backend)) {
+  RINGMASTER_ASSIGN_OR_RETURN(Backend backend, ResolveBackend(options.backend));
+  switch (backend) {
     case Backend::kNccl: {
-      int gpus = nccl::VisibleGpuCount();
+      RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
       if (gpus == 0) return UnavailableError("backend nccl requested but no GPU is visible");
       NcclOptions no;
       no.device = options.local_rank % gpus;

@@ -22,8 +22,10 @@ struct WorldOptions {
   std::shared_ptr<DeviceTraffic> gpu_traffic;  // NCCL: where collective bytes are counted (may be null)
 };
 
-// The backend `auto` resolves to on this machine (never kAuto).
-Backend ResolveBackend(Backend requested);
+// The backend `auto` resolves to on this machine (never kAuto): NCCL when a GPU is visible, Gloo on a
+// machine without GPUs. Errors: Unavailable when GPUs were given to this process but CUDA cannot use
+// them (nccl::VisibleGpus) -- such a rank must not train on CPU while its peers use NCCL.
+StatusOr<Backend> ResolveBackend(Backend requested);
 
 // Errors: Unavailable (NCCL requested without a GPU), and those of the backend's Create.
 StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<Store> store, int rank, int size,

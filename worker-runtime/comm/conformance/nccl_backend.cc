@@ -1,7 +1,8 @@
-// The NCCL backend for the conformance suite (label gpu: it compiles everywhere
-// and runs on a GPU machine). Ranks share the visible GPUs round-robin; two
-// ranks on one GPU need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1, which
-// the parent sets before forking (it never touches CUDA itself).
+// The NCCL backend for the conformance suite: label gpu on a GPU machine, label
+// gpu-emulated on the CPU emulation of NCCL and CUDA (RINGMASTER_EMULATED_GPUS).
+// Ranks share the visible GPUs round-robin; two ranks on one GPU need NCCL >=
+// 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1, which the parent sets before forking
+// on a real GPU (it never touches CUDA itself).
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "comm/conformance/backend.h"
 #include "nccl/gpu_probe.h"
 #include "nccl/nccl_communicator.h"
+#include "testing/gpu_test_env.h"
 
 namespace ringmaster::runtime::conformance {
 
@@ -18,14 +20,12 @@ const std::vector<ConformanceBackend>& ConformanceBackends() {
       "nccl",
       {1, 2},
       [] {
-        if (::access("/dev/nvidia0", F_OK) != 0 && ::access("/dev/nvidiactl", F_OK) != 0) {
-          return std::string("no GPU on this machine");
-        }
-        ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
-        return std::string();
+        std::string why = testing::WhyNoGpuSuite();
+        if (why.empty() && !testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+        return why;
       },
       [](testing::RankContext& ctx) -> StatusOr<BackendWorld> {
-        const int gpus = nccl::VisibleGpuCount();
+        RINGMASTER_ASSIGN_OR_RETURN(const int gpus, nccl::VisibleGpus());
         if (gpus <= 0) return UnavailableError("no visible GPU");
         NcclOptions options;
         options.device = ctx.rank % gpus;
