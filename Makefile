@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
+.PHONY: help deps build configure wheel fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
         cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
         bench-report soak \
         test-sanitize clean
@@ -24,6 +24,7 @@ help:
 	@echo "make build         configure and build into $(BUILD_DIR)/ (SANITIZE=address|thread)"
 	@echo "make test-unit | test-integration | test-e2e | test-gpu | test-gpu-emulated   one tier"
 	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
+	@echo "make wheel         build the Python package's wheel into $(BUILD_DIR)/ (ringmaster-*.whl)"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
@@ -49,7 +50,7 @@ build: configure
 
 # Every CPU tier, the GPU suite on the CPU emulation of NCCL and CUDA included (label `gpu-emulated`).
 # The same tests against a real GPU carry the label `gpu` and run with `make test-gpu` (or `make gpu-kit`).
-test: deps build images fuzz-smoke
+test: deps build images fuzz-smoke wheel
 	$(CTEST) -LE '^gpu$$'
 
 # The libFuzzer targets (clang): built in $(FUZZ_BUILD_DIR) and run briefly on their seed corpora, so
@@ -86,7 +87,17 @@ fuzz: fuzz-build
 images: deps
 	@IMAGES_DIR=$(abspath $(BUILD_DIR))/images docker/build-images.sh
 
-test-unit: build
+# The Python package as a wheel, build/ringmaster-*.whl (scikit-build-core: a Release build of the native
+# module alone against build/venv's Python, the NCCL/CUDA headers of build/deps/cuda; its CMake tree is kept
+# in $(BUILD_DIR)/wheel-build so a second run rebuilds only what changed). The wheel depends on no nvidia-*
+# wheel: the module loads torch's NCCL and CUDA runtime at run time.
+wheel: deps
+	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) build/venv/bin/python -m pip wheel --no-deps --no-build-isolation \
+	  --disable-pip-version-check -w $(BUILD_DIR) \
+	  --config-settings=build-dir=$(abspath $(BUILD_DIR))/wheel-build \
+	  --config-settings=cmake.define.RINGMASTER_CUDA_PREFIX=$(CURDIR)/build/deps/cuda worker-runtime/python
+
+test-unit: build wheel
 	$(CTEST) -L unit
 
 test-integration: build

@@ -43,43 +43,88 @@ install_apt() {
 }
 
 # NCCL + CUDA runtime headers and libraries from NVIDIA's PyPI wheels, unpacked into a cache directory
-# keyed by version and linked at build/deps/cuda (the prefix CMake looks in).
+# keyed by version and linked at build/deps/cuda (the prefix CMake looks in); and the old NCCL the
+# fallback tests load, in its own cache directory linked at build/deps/nccl-old (not in the prefix, so the
+# worker image's build stage, which copies the prefix, does not carry it).
 install_cuda() {
   local key dir link="$RINGMASTER_ROOT/build/deps/cuda"
-  key="${NCCL_WHEEL//==/-}_${CUDA_RUNTIME_WHEEL//==/-}_${CUDA_NVCC_WHEEL//==/-}_${CUDA_CCCL_WHEEL//==/-}"
+  key="${NCCL_WHEEL//==/-}_${CUDA_RUNTIME_WHEEL//==/-}_${CUDA_CRT_WHEEL//==/-}_${CUDA_CCCL_WHEEL//==/-}"
   dir="$RINGMASTER_CACHE/cuda/$key"
   if [[ ! -f "$dir/.complete" ]]; then
-    local python; python="$(command -v python3 || true)"
-    [[ -n "$python" ]] || die "python3 not found; it is needed to fetch the NCCL wheels with pip" "install python3 with pip"
-    "$python" -m pip --version >/dev/null 2>&1 || die "pip is not available for $python" "install pip (python3 -m ensurepip)"
-    mkdir -p "$RINGMASTER_CACHE/cuda"
-    rm -rf "$dir" "$RINGMASTER_CACHE"/cuda/.tmp.*   # a half-unpacked prefix is never reused
-    local tmp; tmp="$(mktemp -d "$RINGMASTER_CACHE/cuda/.tmp.XXXXXX")"
-    log "cuda: downloading $NCCL_WHEEL, $CUDA_RUNTIME_WHEEL, $CUDA_NVCC_WHEEL, $CUDA_CCCL_WHEEL from PyPI (~400 MB, cached by pip)"
-    "$python" -m pip download --no-deps --disable-pip-version-check --progress-bar off -q -d "$tmp/wheels" \
-      "$NCCL_WHEEL" "$CUDA_RUNTIME_WHEEL" "$CUDA_NVCC_WHEEL" "$CUDA_CCCL_WHEEL" \
-      || die "pip could not download the NCCL/CUDA wheels" "check that PyPI is reachable and the versions in tests/harness/versions.env exist"
+    local tmp; tmp="$(cuda_scratch "$dir")"
+    log "cuda: downloading $NCCL_WHEEL, $CUDA_RUNTIME_WHEEL, $CUDA_CRT_WHEEL, $CUDA_CCCL_WHEEL from PyPI (~250 MB, cached by pip)"
+    fetch_wheels "$tmp" "$NCCL_WHEEL" "$CUDA_RUNTIME_WHEEL" "$CUDA_CRT_WHEEL" "$CUDA_CCCL_WHEEL"
     log "cuda: unpacking headers and libraries"
-    mkdir -p "$tmp/prefix/include" "$tmp/prefix/lib" "$tmp/x"
-    local whl
-    for whl in "$tmp"/wheels/*.whl; do unzip -q -o "$whl" 'nvidia/*' -d "$tmp/x"; done
-    cp -a "$tmp"/x/nvidia/nccl/include/. "$tmp/prefix/include/"
-    cp -a "$tmp"/x/nvidia/nccl/lib/. "$tmp/prefix/lib/"
-    cp -a "$tmp"/x/nvidia/cuda_runtime/include/. "$tmp/prefix/include/"
-    cp -a "$tmp"/x/nvidia/cuda_runtime/lib/. "$tmp/prefix/lib/"
-    cp -a "$tmp"/x/nvidia/cuda_nvcc/include/crt "$tmp/prefix/include/"
-    cp -a "$tmp"/x/nvidia/cuda_cccl/include/nv "$tmp/prefix/include/"
+    mkdir -p "$tmp/prefix/include" "$tmp/prefix/lib"
+    # Each wheel keeps its files under nvidia/<component>/{include,lib} (cu12: nvidia/nccl, nvidia/cuda_runtime,
+    # nvidia/cuda_nvcc, nvidia/cuda_cccl) or, from CUDA 13, under one shared nvidia/cu13/{include,lib}; NCCL's
+    # stay under nvidia/nccl. So the pieces are picked by what they hold, not by where.
+    local inc
+    for inc in "$tmp"/x/*/nvidia/*/include; do
+      if [[ -f "$inc/nccl.h" || -f "$inc/cuda_runtime_api.h" ]]; then   # NCCL's, the runtime's: headers and .so
+        cp -a "$inc/." "$tmp/prefix/include/"
+        cp -a "$(dirname "$inc")"/lib/lib*.so* "$tmp/prefix/lib/"
+      elif [[ -d "$inc/crt" ]]; then                                      # the nvcc (cu12) or crt (cu13) wheel
+        cp -a "$inc/crt" "$tmp/prefix/include/"
+      elif [[ -d "$inc/nv" ]]; then                                       # the cccl wheel: only nv/
+        cp -a "$inc/nv" "$tmp/prefix/include/"
+      fi
+    done
+    local f
+    for f in include/nccl.h include/cuda_runtime_api.h include/crt/host_defines.h include/nv/target lib/libnccl.so.2; do
+      [[ -e "$tmp/prefix/$f" ]] || die "the wheels did not contain $f" "check the wheel names in tests/harness/versions.env"
+    done
+    local cudart=("$tmp"/prefix/lib/libcudart.so.*)
+    [[ -f "${cudart[0]}" ]] || die "the wheels did not contain libcudart.so.*" "check CUDA_RUNTIME_WHEEL in tests/harness/versions.env"
     ln -sf libnccl.so.2 "$tmp/prefix/lib/libnccl.so"
-    ln -sf libcudart.so.12 "$tmp/prefix/lib/libcudart.so"
-    [[ -f "$tmp/prefix/include/nccl.h" && -f "$tmp/prefix/include/cuda_runtime.h" ]] \
-      || die "the wheels did not contain nccl.h and cuda_runtime.h" "check the wheel names in tests/harness/versions.env"
+    ln -sf "$(basename "${cudart[0]}")" "$tmp/prefix/lib/libcudart.so"
     touch "$tmp/prefix/.complete"
     mv "$tmp/prefix" "$dir"
     rm -rf "$tmp"
   fi
   mkdir -p "$(dirname "$link")"
   ln -sfn "$dir" "$link"
-  log "cuda: NCCL $(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' "$dir/include/nccl.h" | paste -sd.) at $link"
+  log "cuda: NCCL $(sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' "$dir/include/nccl.h" | paste -sd.)," \
+      "CUDA runtime $(sed -n 's/^#define CUDART_VERSION *\([0-9]*\).*/\1/p' "$dir/include/cuda_runtime_api.h") at $link"
+
+  local old="$RINGMASTER_CACHE/cuda/old-${NCCL_OLD_WHEEL//==/-}" old_link="$RINGMASTER_ROOT/build/deps/nccl-old"
+  if [[ ! -f "$old/.complete" ]]; then
+    local tmp; tmp="$(cuda_scratch "$old")"
+    log "cuda: downloading $NCCL_OLD_WHEEL (an NCCL without Shrink/Revoke, for the fallback tests; ~190 MB)"
+    fetch_wheels "$tmp" "$NCCL_OLD_WHEEL"
+    mkdir -p "$tmp/old"
+    cp -a "$tmp"/x/*/nvidia/nccl/lib/libnccl.so.2 "$tmp/old/" \
+      || die "$NCCL_OLD_WHEEL did not contain nvidia/nccl/lib/libnccl.so.2" "check NCCL_OLD_WHEEL in tests/harness/versions.env"
+    touch "$tmp/old/.complete"
+    mv "$tmp/old" "$old"
+    rm -rf "$tmp"
+  fi
+  ln -sfn "$old" "$old_link"
+  log "cuda: old NCCL ($NCCL_OLD_WHEEL) at $old_link/libnccl.so.2"
+}
+
+# cuda_scratch DIR: removes DIR and any half-unpacked scratch (a half-unpacked prefix is never reused), and
+# prints a fresh scratch directory beside it.
+cuda_scratch() {
+  mkdir -p "$RINGMASTER_CACHE/cuda"
+  rm -rf "$1" "$RINGMASTER_CACHE"/cuda/.tmp.*
+  mktemp -d "$RINGMASTER_CACHE/cuda/.tmp.XXXXXX"
+}
+
+# fetch_wheels TMP WHEEL...: downloads the wheels (no dependencies) into TMP/wheels and unpacks each one's
+# nvidia/ tree into its own TMP/x/<wheel>/.
+fetch_wheels() {
+  local tmp="$1"; shift
+  local python; python="$(command -v python3 || true)"
+  [[ -n "$python" ]] || die "python3 not found; it is needed to fetch the NCCL wheels with pip" "install python3 with pip"
+  "$python" -m pip --version >/dev/null 2>&1 || die "pip is not available for $python" "install pip (python3 -m ensurepip)"
+  "$python" -m pip download --no-deps --disable-pip-version-check --progress-bar off -q -d "$tmp/wheels" "$@" \
+    || die "pip could not download $*" "check that PyPI is reachable and the versions in tests/harness/versions.env exist"
+  local whl
+  mkdir -p "$tmp/x"
+  for whl in "$tmp"/wheels/*.whl; do
+    unzip -q -o "$whl" 'nvidia/*' -d "$tmp/x/$(basename "$whl" .whl)" || die "unpacking $whl failed" "rerun make deps"
+  done
 }
 
 # The project's virtual environment at build/venv, owned by the pinned interpreter (the native module is

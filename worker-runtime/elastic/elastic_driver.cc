@@ -125,6 +125,9 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
   config.name = "g" + std::to_string(gen) + "." + std::to_string(attempt_);
   config.timeout = std::min(config.timeout, options_.rebuild_timeout);
   config.process_sets.clear();  // re-created by rule (CreateProcessSets)
+  // This generation's local rank (it moves when a worker on the same node leaves or joins): under
+  // NCCL it picks the GPU, so ranks sharing a node never build their communicators on the same one.
+  config.local_rank = LocalRank(record, options_.worker_id);
   RINGMASTER_RETURN_IF_ERROR(OpenTimeline(rank));
   auto created = CreateWorld(config, client, record, rank, stats);
   {
@@ -207,6 +210,11 @@ StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const run
     parent = parent_;
   }
   RebuildPlan plan = PlanRebuild(parent ? &parent_record_ : nullptr, record, parent && parent->CanShrink());
+  if (plan.shrink && !parent->SameDevice(config.local_rank)) {
+    // A shrunk communicator stays on its parent's GPU; this generation's local rank selects another.
+    plan = RebuildPlan{false, {}, "local rank " + std::to_string(config.local_rank) + " selects another GPU than " +
+                                      "the previous communicator's (" + std::to_string(parent->device()) + ")"};
+  }
   if (parent) {
     // Only when this worker holds a shrinkable communicator does the agreement matter; the others
     // propose "fresh" too, so a mixed world builds afresh.
@@ -227,22 +235,42 @@ StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const run
   return runtime::Runtime::Create(config, std::move(store), rank, record.world_size(), timeline_);
 }
 
-void ElasticDriver::Quiesce(const std::string& why) {
-  std::lock_guard lock(mu_);
-  if (!runtime_) return;
-  runtime_->Abort(why);
-  if (runtime_->CanShrink()) {
-    parent_ = std::move(runtime_);
-    parent_record_ = built_record_;
-    parent_incarnation_ = static_cast<int64_t>(StoreGeneration(attempt_generation_, attempt_));
-  } else {
-    // Destroyed after the next generation's first committed step (Commit), not now: a peer still in
-    // this generation's collective may write to our connections until it joins the next one, and a
-    // connection closed under such a write makes Gloo lose the write and its waiter wait for the
-    // timeout. The teardown (an engine thread, a Gloo event loop) also leaves the rebuild's path.
-    retired_ = std::move(runtime_);
+Status ElasticDriver::Quiesce(const std::string& why) {
+  if (!quiesce_error_.ok()) return quiesce_error_;
+  std::shared_ptr<runtime::Runtime> rt;
+  {
+    std::lock_guard lock(mu_);
+    rt = std::move(runtime_);
+    runtime_.reset();
   }
-  runtime_.reset();
+  if (!rt) return Status::Ok();
+  // Abort alone only raises a flag: an engine thread inside a collective fails out of it and may still
+  // revoke or abort the communicator on its way (NCCL). Only once every engine thread is out is
+  // CanShrink() final, and Shrink alone on the communicator.
+  Status quiesced = rt->Quiesce(why, QuiesceTimeout());
+  std::shared_ptr<runtime::Runtime> dropped;  // destroyed outside mu_ (its destructor joins threads)
+  {
+    std::lock_guard lock(mu_);
+    if (quiesced.ok() && rt->CanShrink()) {
+      dropped = std::move(parent_);
+      parent_ = std::move(rt);
+      parent_record_ = built_record_;
+      parent_incarnation_ = static_cast<int64_t>(StoreGeneration(attempt_generation_, attempt_));
+    } else {
+      // Destroyed after the next generation's first committed step (Commit), not now: a peer still in
+      // this generation's collective may write to our connections until it joins the next one, and a
+      // connection closed under such a write makes Gloo lose the write and its waiter wait for the
+      // timeout. The teardown (an engine thread, a Gloo event loop) also leaves the rebuild's path.
+      dropped = std::move(retired_);
+      retired_ = std::move(rt);
+    }
+  }
+  if (quiesced.ok()) return Status::Ok();
+  quiesce_error_ = InternalError("generation " + std::to_string(built_record_.generation) +
+                                 "'s runtime did not quiesce, so no later generation is built here (restart the "
+                                 "worker): " + quiesced.ToString());
+  Log(quiesce_error_.ToString());
+  return quiesce_error_;
 }
 
 Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const api::Membership& record) {
@@ -409,7 +437,7 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
   for (;;) {
     api::Membership latest = source_->Latest();
     if (latest.generation > record.generation) record = latest;
-    Quiesce("rebuilding");
+    RINGMASTER_RETURN_IF_ERROR(Quiesce("rebuilding"));
     const bool member = record.Find(options_.worker_id) != nullptr;
     if (!member && joined_generation_.load() != 0) {
       Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
@@ -530,10 +558,11 @@ void ElasticDriver::Interrupted(const Status& why) {
   interrupted_ = true;
   Log("step " + std::to_string(state_->committed_step()) + " interrupted: " + why.ToString() +
       "; waiting for the next generation");
-  Quiesce("quiesce");
+  (void)Quiesce("quiesce");  // an error is kept in quiesce_error_: the next Join returns it
 }
 
 StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
+  RINGMASTER_RETURN_IF_ERROR(quiesce_error_);
   if (interrupted_) {
     interrupted_ = false;
     RINGMASTER_ASSIGN_OR_RETURN(record_, NextRecord(record_));

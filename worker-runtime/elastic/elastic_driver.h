@@ -10,14 +10,17 @@
 //      generation (stale generations are refused) and the job secret;
 //   2. communicator: when the new membership only removes workers and the
 //      previous communicator can shrink (NCCL >= 2.27), the survivors agree
-//      and shrink it (rebuild_plan.h); otherwise Runtime::Create afresh, with
+//      and shrink it (rebuild_plan.h; only once the aborted runtime is quiesced --
+//      its engine threads out of the communicator -- and when its GPU is still
+//      this generation's local rank's); otherwise Runtime::Create afresh, with
 //      "g<generation>" as the key prefix; either way
 //      then every process set of options.process_sets re-split from the new
 //      world (process_set_rules.h: sets by worker id or placement, never by
 //      stale ranks);
 //      The runtime configuration (options.runtime, parsed once at start from
 //      RINGMASTER_*) holds in every generation: backend, fusion threshold,
-//      cycle time; one timeline file for the whole run (RINGMASTER_TIMELINE,
+//      cycle time; the local rank (this worker's index among the members on its node, which picks
+//      its GPU under NCCL) is the generation's; one timeline file for the whole run (RINGMASTER_TIMELINE,
 //      "{rank}" = the rank in the first generation this worker writes it);
 //      its static process sets (RINGMASTER_PROCESS_SETS) become the sets
 //      "static:<i>" of the ranks the generation has;
@@ -100,8 +103,9 @@ struct ElasticOptions {
   // After a failure with no newer record: how long each member's store port gets to answer before this
   // worker reports it unreachable to the membership's owner (peer_probe.h, MembershipSource).
   std::chrono::milliseconds peer_probe_timeout{1000};
-  runtime::RuntimeConfig runtime;        // parsed once at start; `name` is set per generation, `timeout`
-                                         // capped at rebuild_timeout
+  runtime::RuntimeConfig runtime;        // parsed once at start; `name` and `local_rank` (LocalRank of
+                                         // the record) are set per generation, `timeout` capped at
+                                         // rebuild_timeout
   runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
   LogSink log;  // progress lines for a person; may be empty
@@ -160,7 +164,9 @@ class ElasticDriver {
   Status Start();
   // Rebuilds at the newest record and restores the newest committed state (after Interrupted(), first
   // waits for the record that follows the failed one). Returns false when this worker is no longer a
-  // member (it has left the job). Errors: Internal (state), Unauthenticated, InvalidArgument, Cancelled.
+  // member (it has left the job). Errors: Internal (state, or the previous runtime's engine did not
+  // leave its communicator within 2 x rebuild_timeout after the abort), Unauthenticated,
+  // InvalidArgument, Cancelled.
   StatusOr<bool> Join(const RestoreFn& on_restore = {});
   // The joined generation's step context (valid until the next Join).
   StepContext Context() const;
@@ -170,7 +176,9 @@ class ElasticDriver {
   void Commit(const runtime::data::SampleCursor& next);
   // A newer generation than the joined one is known (the runtime is being aborted): stop and Join again.
   bool Superseded() const { return Superseded(joined_generation_.load()); }
-  // A collective failed (or the program saw Superseded()): quiesces the runtime; the next Join rebuilds.
+  // A collective failed (or the program saw Superseded()): quiesces the runtime (aborts it and waits
+  // until its engine threads have left its communicators, at most 2 x rebuild_timeout); the next Join
+  // rebuilds, or returns the error when the wait failed.
   void Interrupted(const Status& why);
   // Waits for the last checkpoint save and stops the watcher. Idempotent.
   void Finish();
@@ -211,8 +219,15 @@ class ElasticDriver {
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
   Status CreateProcessSets(runtime::Runtime& rt, const api::Membership& record);
   bool Superseded(int64_t generation) const { return newest_seen_.load() > generation; }
-  // Aborts runtime_ and keeps it as parent_ when it can shrink.
-  void Quiesce(const std::string& why);
+  // Takes runtime_ out, aborts it and waits (QuiesceTimeout) until its engine threads have left its
+  // communicators; only then keeps it as parent_ when it can shrink (else as retired_). The one place
+  // a runtime is quiesced. Errors: Internal when an engine thread is still inside a call after the
+  // wait (kept in quiesce_error_ and returned by every later Quiesce and Join: the stuck communicator
+  // must not be shrunk, and this worker should restart).
+  Status Quiesce(const std::string& why);
+  // How long Quiesce waits: every call of an engine honours the collective timeout (at most
+  // rebuild_timeout) even when it ignores Abort, so twice that is generous.
+  std::chrono::milliseconds QuiesceTimeout() const { return 2 * options_.rebuild_timeout; }
   // Builds the generation's world: by shrinking parent_ when every rank agrees, else afresh.
   StatusOr<std::unique_ptr<runtime::Runtime>> CreateWorld(const runtime::RuntimeConfig& config,
                                                           std::shared_ptr<runtime::Store> store,
@@ -241,6 +256,7 @@ class ElasticDriver {
   // Run()'s thread only: which build of which generation this is.
   api::Membership record_;        // the record being built or trained on
   bool interrupted_ = false;      // Interrupted() since the last Join()
+  Status quiesce_error_;          // Quiesce's failure: the driver cannot go on
   std::chrono::steady_clock::time_point failure_time_;  // when the last interruption happened
   int64_t local_step_ = 0;        // steps computed locally (committed or not)
   int64_t attempt_generation_ = 0;

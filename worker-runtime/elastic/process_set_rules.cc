@@ -47,6 +47,14 @@ ProcessSetRule SetsPerNode() {
   };
 }
 
+int LocalRank(const api::Membership& record, const std::string& pod) {
+  const api::Member* self = record.Find(pod);
+  if (self == nullptr) return 0;
+  int below = 0;
+  for (const auto& m : record.members) below += m.node == self->node && m.rank < self->rank;
+  return below;
+}
+
 StatusOr<std::vector<NamedProcessSet>> EvaluateProcessSetRules(const std::vector<ProcessSetRule>& rules,
                                                                const api::Membership& record) {
   std::vector<NamedProcessSet> out;

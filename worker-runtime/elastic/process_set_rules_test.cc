@@ -59,6 +59,17 @@ TEST(ProcessSetRulesTest, SetsPerNodeGivesLocalSetsAndLeaders) {
   EXPECT_EQ(sets[3].ranks, (std::vector<int>{0, 1, 4}));
 }
 
+// The local rank (the GPU under NCCL) is the place in the node's set, and moves when a worker leaves.
+TEST(ProcessSetRulesTest, LocalRankIsTheIndexAmongTheMembersOnTheSameNode) {
+  auto four = Record({{"w0", "b"}, {"w1", "a"}, {"w2", "b"}, {"w3", "a"}, {"w4", "c"}});
+  std::vector<int> local;
+  for (const char* w : {"w0", "w1", "w2", "w3", "w4"}) local.push_back(LocalRank(four, w));
+  EXPECT_EQ(local, (std::vector<int>{0, 0, 1, 1, 0}));
+  EXPECT_EQ(LocalRank(Record({{"w1", "a"}, {"w3", "a"}}), "w3"), 1);
+  EXPECT_EQ(LocalRank(Record({{"w3", "a"}}), "w3"), 0);
+  EXPECT_EQ(LocalRank(four, "absent"), 0);
+}
+
 TEST(ProcessSetRulesTest, EvaluationDropsEmptySetsAndRefusesDuplicateNames) {
   auto record = Record({{"w0", "a"}, {"w1", "a"}});
   auto sets = EvaluateProcessSetRules({SetOfWorkers("gone", {"w9"}), SetOfWorkers("both", {"w0", "w1"})}, record);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "elastic/process_set_rules.h"
 #include "membership/static_source.h"
 
 namespace ringmaster::elastic {
@@ -50,13 +51,9 @@ SessionTopology TopologyOf(const api::Membership& record, const std::string& me)
   t.cross_size = static_cast<int>(nodes.size());
   if (self == nullptr) return t;
   t.rank = self->rank;
-  t.local_rank = 0;
+  t.local_rank = LocalRank(record, me);  // the rank the driver's RuntimeConfig::local_rank has too
   t.local_size = 0;
-  for (const auto& m : record.members) {
-    if (m.node != self->node) continue;
-    if (m.rank < self->rank) ++t.local_rank;
-    ++t.local_size;
-  }
+  for (const auto& m : record.members) t.local_size += m.node == self->node;
   t.cross_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), self->node) - nodes.begin());
   return t;
 }

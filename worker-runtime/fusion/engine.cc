@@ -20,7 +20,23 @@ Engine::~Engine() {
     stopping_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  std::lock_guard<std::mutex> join(join_mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Engine::Stop(std::chrono::milliseconds timeout) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+    if (!exited_cv_.wait_for(lock, timeout, [&] { return exited_; })) {
+      return DeadlineExceededError("the engine of process set '" + options_.name +
+                                   "' is still inside a call into its communicator");
+    }
+  }
+  std::lock_guard<std::mutex> join(join_mu_);  // the thread has left Loop: this join is immediate
+  if (thread_.joinable()) thread_.join();
+  return Status::Ok();
 }
 
 Handle Engine::Submit(Request request) {
@@ -144,6 +160,9 @@ void Engine::Loop() {
   for (auto& item : left) {
     item->request.completion->Finish(AbortedError("process set '" + options_.name + "' was shut down"));
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  exited_ = true;
+  exited_cv_.notify_all();
 }
 
 void Engine::RunCycle(std::vector<std::unique_ptr<Item>> items) {

@@ -14,9 +14,9 @@
 // Note: a rank that never submits a collective its peers submitted makes the
 // peers' negotiation time out after the communicator's timeout (Aborted).
 //
-// Thread-safety: Submit and Abort are safe from any thread. The destructor
-// fails whatever is still queued and joins the thread (if a collective is in
-// flight it waits for it, at most the communicator's timeout).
+// Thread-safety: Submit, Abort and Stop are safe from any thread. The
+// destructor fails whatever is still queued and joins the thread (if a
+// collective is in flight it waits for it, at most the communicator's timeout).
 #pragma once
 
 #include <chrono>
@@ -81,7 +81,16 @@ class Engine {
   // process-set creation, which must not race the world's collectives.
   Handle SubmitTask(std::string name, std::function<Status(Communicator& data, Communicator& control)> fn);
 
+  // Aborts both communicators (a flag for some backends: the engine thread, if inside a call, fails
+  // out of it and may still act on the communicator on its way out). Later requests fail with Aborted.
   void Abort(const std::string& reason);
+  // Stops the engine thread and waits, at most `timeout`, until it has returned from its last call
+  // into the communicators: once Stop returns OK the engine never calls them again, so their state
+  // (Communicator::can_shrink) is final and another thread may use them alone (Shrink). Queued and
+  // later requests fail with Aborted. Call after Abort() so that a call in flight ends. Idempotent.
+  // Errors: DeadlineExceeded naming the process set when the thread is still inside a call after
+  // `timeout` (the engine stays stopping; a later Stop, or the destructor, waits for it again).
+  Status Stop(std::chrono::milliseconds timeout);
   Ordering ordering() const { return options_.ordering; }
   EngineStats stats() const;
   int rank() const { return data_->rank(); }
@@ -115,10 +124,13 @@ class Engine {
   // Guarded by mu_.
   EngineStats stats_;
   bool stopping_ = false;
+  bool exited_ = false;  // Loop has returned: no call into the communicators will follow
   std::deque<std::unique_ptr<Item>> queue_;
   size_t queued_bytes_ = 0;
   Status broken_;
 
+  std::condition_variable exited_cv_;  // with mu_: signalled when exited_ becomes true
+  std::mutex join_mu_;                 // serializes joining thread_ (Stop and the destructor)
   std::thread thread_;  // last: starts after everything above is initialized
 };
 

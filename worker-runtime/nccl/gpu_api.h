@@ -36,7 +36,8 @@ struct CudaApi {
   cudaError_t (*cudaMalloc)(void** ptr, size_t bytes);  // (nccl.h brings cuda_runtime.h's template overload)
   decltype(&::cudaFree) cudaFree;
   decltype(&::cudaMemcpy) cudaMemcpy;
-  decltype(&::cudaMemcpyAsync) cudaMemcpyAsync;
+  // (CUDA 13's cuda_runtime.h, which nccl.h includes, overloads it with a template taking cudaMemcpyAttributes)
+  cudaError_t (*cudaMemcpyAsync)(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
   decltype(&::cudaMemset) cudaMemset;
   decltype(&::cudaStreamCreateWithFlags) cudaStreamCreateWithFlags;
   decltype(&::cudaStreamDestroy) cudaStreamDestroy;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,8 +21,13 @@
 #include "base/status.h"
 #include "comm/communicator.h"
 #include "comm/device_traffic.h"
+#include "runtime/world.h"
 
 namespace ringmaster::runtime {
+
+// Makes a communicator as CreateWorldCommunicator does (world.h): same arguments, same errors.
+using CommunicatorFactory = std::function<StatusOr<std::unique_ptr<Communicator>>(
+    std::shared_ptr<Store> store, int rank, int size, const WorldOptions& options)>;
 
 struct RuntimeConfig {
   Backend backend = Backend::kAuto;
@@ -31,11 +37,18 @@ struct RuntimeConfig {
   std::string timeline_path;
   std::vector<std::vector<int>> process_sets;
   std::string host = "127.0.0.1";  // Gloo listen address
-  int local_rank = 0;              // NCCL device selection
+  // This rank's index among the ranks on its node (Horovod's local rank): under NCCL it selects the
+  // CUDA device, local_rank % visible GPUs (WorldOptions::local_rank). Not from the environment: the
+  // program sets it (the elastic driver from each generation's membership: it can change after a
+  // rebuild; ringmaster-perf from its local ranks).
+  int local_rank = 0;
   std::string name = "rt";         // store key prefix of this runtime's communicators
   // Not from the environment: the program's counter of NCCL bytes per GPU, kept across generations
   // (WorkerMetrics' ringmaster_worker_gpu_nccl_bytes_total). May be null.
   std::shared_ptr<DeviceTraffic> gpu_traffic;
+  // Not from the environment: makes the world's and AddGroup's communicators instead of
+  // CreateWorldCommunicator (a test's communicator). Null: CreateWorldCommunicator.
+  CommunicatorFactory communicator_factory;
 };
 
 // Errors: InvalidArgument naming the variable and the bad value (any of the

@@ -4,34 +4,67 @@
 
 #include "comm/validate.h"
 #include "gloo/gloo_communicator.h"
+#include "nccl/gpu_probe.h"
 #include "runtime/world.h"
 
 namespace ringmaster::runtime {
 
-StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                   int rank, int size, std::shared_ptr<Timeline> timeline) {
+namespace {
+
+// The CUDA device an NCCL communicator built with `local_rank` runs on: CreateWorldCommunicator's choice.
+int DeviceOf(int local_rank) {
+  const int gpus = nccl::VisibleGpuCount();
+  return gpus > 0 ? local_rank % gpus : 0;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Communicator>> Runtime::NewCommunicator(const RuntimeConfig& config, Backend backend,
+                                                                 std::shared_ptr<Store> store, int rank, int size,
+                                                                 const std::string& prefix) {
   WorldOptions wo;
-  wo.backend = config.backend;
+  wo.backend = backend;
   wo.timeout = config.timeout;
   wo.local_rank = config.local_rank;
   wo.host = config.host;
   wo.gpu_traffic = config.gpu_traffic;
-  wo.prefix = config.name + "/world";
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world, CreateWorldCommunicator(store, rank, size, wo));
+  wo.prefix = prefix;
+  if (config.communicator_factory) return config.communicator_factory(std::move(store), rank, size, wo);
+  return CreateWorldCommunicator(std::move(store), rank, size, wo);
+}
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
+                                                   int rank, int size, std::shared_ptr<Timeline> timeline) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world,
+                              NewCommunicator(config, config.backend, store, rank, size, config.name + "/world"));
   return Assemble(config, std::move(store), std::move(world), std::move(timeline));
 }
 
 bool Runtime::CanShrink() const {
+  if (!quiesced_.load()) return false;
   auto world = sets_.EngineFor(kWorldSet);
   return world.ok() && (*world)->data()->can_shrink();
+}
+
+bool Runtime::SameDevice(int local_rank) const {
+  return backend_ != Backend::kNccl || local_rank == config_.local_rank || DeviceOf(local_rank) == device_;
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
                                                               Runtime& parent, const std::vector<int>& excluded,
                                                               std::shared_ptr<Timeline> timeline) {
+  // Quiesce() joined the parent's engine threads, so this thread is the only one inside the
+  // communicator, as Shrink requires.
+  if (!parent.quiesced_.load()) {
+    return FailedPreconditionError("shrinking a runtime that is not quiesced: its engine may still be inside its "
+                                   "communicator (call Quiesce first)");
+  }
+  if (!parent.SameDevice(config.local_rank)) {
+    return FailedPreconditionError("shrinking a communicator on GPU " + std::to_string(parent.device()) +
+                                   " for local rank " + std::to_string(config.local_rank) +
+                                   ", whose GPU is another: build a new communicator");
+  }
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, parent.sets_.EngineFor(kWorldSet));
-  // The parent was aborted (its engine thread has stopped issuing work), so this thread is the only
-  // one inside the communicator, as Shrink requires.
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> shrunk,
                               world->data()->Shrink(excluded, config.name + "/world"));
   return Assemble(config, std::move(store), std::move(shrunk), std::move(timeline));
@@ -77,7 +110,13 @@ StatusOr<std::shared_ptr<Communicator>> Runtime::ControlChannel(const RuntimeCon
 }
 
 Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline)
-    : config_(config), rank_(rank), size_(size), backend_(backend), timeline_(std::move(timeline)), sets_(rank) {}
+    : config_(config),
+      rank_(rank),
+      size_(size),
+      backend_(backend),
+      device_(backend == Backend::kNccl ? DeviceOf(config.local_rank) : -1),
+      timeline_(std::move(timeline)),
+      sets_(rank) {}
 
 Runtime::~Runtime() {
   std::vector<ProcessSet> all = sets_.TakeAll();
@@ -224,6 +263,22 @@ void Runtime::Abort(const std::string& reason) {
     auto engine = sets_.EngineFor(id);
     if (engine.ok()) (*engine)->Abort(reason);
   }
+}
+
+Status Runtime::Quiesce(const std::string& reason, std::chrono::milliseconds timeout) {
+  Abort(reason);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Status first;
+  for (int id : sets_.Ids()) {
+    auto engine = sets_.EngineFor(id);
+    if (!engine.ok()) continue;  // removed meanwhile: its destructor joined its thread
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    Status stopped = (*engine)->Stop(std::max(left, std::chrono::milliseconds(0)));
+    if (!stopped.ok() && first.ok()) first = stopped;
+  }
+  if (!first.ok()) return first.WithContext(std::to_string(timeout.count()) + " ms after the abort");
+  quiesced_.store(true);
+  return Status::Ok();
 }
 
 }  // namespace ringmaster::runtime

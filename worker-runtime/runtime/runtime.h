@@ -17,6 +17,8 @@
 // ordered per process set in submission order, which must match across ranks.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,21 +49,31 @@ class Runtime {
   // The next generation's runtime from this one's world communicator when only
   // ranks left (`excluded`: sorted world ranks of `parent` that are gone), e.g.
   // NCCL's ncclCommShrink: no new unique id, no full init. Called by the
-  // survivors only, after parent.Abort(); the process sets are not carried over
-  // (re-create them). Errors: Unimplemented (the backend cannot shrink; use
-  // Create), FailedPrecondition (the parent's communicator is released), those
-  // of the control channel's rendezvous, Aborted.
+  // survivors only, after parent.Quiesce() returned OK (so no other thread is
+  // inside the parent's communicator, as Shrink requires); the process sets are
+  // not carried over (re-create them). The shrunk communicator stays on the
+  // parent's device: config.local_rank must select the same one (SameDevice).
+  // Errors: FailedPrecondition (the parent is not quiesced, config.local_rank
+  // selects another device, or the parent's communicator is released),
+  // Unimplemented (the backend cannot shrink; use Create), those of the control
+  // channel's rendezvous, Aborted.
   static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
                                                               Runtime& parent, const std::vector<int>& excluded,
                                                               std::shared_ptr<Timeline> timeline = nullptr);
   ~Runtime();
 
-  // Whether CreateByShrinking can work on this runtime now.
+  // Whether CreateByShrinking can work on this runtime now: it is quiesced and its world communicator
+  // can shrink. Final once Quiesce() returned OK.
   bool CanShrink() const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   Backend backend() const { return backend_; }
+  // Whether a runtime built with `local_rank` would run its NCCL communicators on the same CUDA device
+  // as this one (local rank modulo the visible GPUs); always true for a backend other than NCCL.
+  bool SameDevice(int local_rank) const;
+  // The CUDA device of its NCCL communicators; -1 for a backend other than NCCL.
+  int device() const { return device_; }
 
   Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
                         int set = kWorldSet);
@@ -125,8 +137,15 @@ class Runtime {
   // What the engine of a set has run so far. Errors: InvalidArgument, FailedPrecondition.
   StatusOr<EngineStats> Stats(int set = kWorldSet) const;
 
-  // Aborts every communicator (e.g. on a membership change). Later calls fail with Aborted.
+  // Aborts every communicator (e.g. on a membership change). Later calls fail with Aborted. A flag for
+  // some backends (NCCL): an engine thread inside a call acts on the communicator on its way out.
   void Abort(const std::string& reason);
+  // Abort(reason), then waits, at most `timeout` in all, until every engine thread has left its
+  // communicators for good (Engine::Stop): after an OK return no thread of this runtime calls them
+  // again, CanShrink() is final and CreateByShrinking may use the world communicator. Idempotent.
+  // Errors: DeadlineExceeded naming the process set whose engine is still inside a call (the runtime
+  // then stays unshrinkable; destroying it waits for that thread).
+  Status Quiesce(const std::string& reason, std::chrono::milliseconds timeout);
 
  private:
   Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline);
@@ -140,6 +159,11 @@ class Runtime {
                                                                 const std::shared_ptr<Store>& store,
                                                                 const std::shared_ptr<Communicator>& data,
                                                                 const std::string& prefix);
+  // A communicator of `rank` of `size` under `prefix`: config.communicator_factory's, else
+  // CreateWorldCommunicator's with config's options and `backend`. Errors: those of the factory.
+  static StatusOr<std::unique_ptr<Communicator>> NewCommunicator(const RuntimeConfig& config, Backend backend,
+                                                                 std::shared_ptr<Store> store, int rank, int size,
+                                                                 const std::string& prefix);
   Handle Submit(int set, Request request);
   EngineOptions EngineOptionsFor(int id, const std::string& name, Ordering ordering = Ordering::kNegotiated) const;
 
@@ -148,10 +172,13 @@ class Runtime {
   const int rank_;
   const int size_;
   const Backend backend_;
+  const int device_;  // device(): from config_.local_rank
   const std::shared_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
 
   ProcessSetTable sets_;  // thread-safe itself
   std::shared_ptr<Store> store_;  // set by Assemble; for AddGroup's rendezvous
+
+  std::atomic<bool> quiesced_{false};  // Quiesce() returned OK: no engine thread is left
 
   std::mutex mu_;
   // Guarded by mu_.

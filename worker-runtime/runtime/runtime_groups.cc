@@ -3,7 +3,6 @@
 
 #include "comm/validate.h"
 #include "runtime/runtime.h"
-#include "runtime/world.h"
 
 namespace ringmaster::runtime {
 
@@ -23,15 +22,8 @@ StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, 
     id = next_set_id_++;
     prefix = config_.name + "/group/" + key + "#" + std::to_string(group_keys_[key]++);
   }
-  WorldOptions wo;
-  wo.backend = backend_;
-  wo.timeout = config_.timeout;
-  wo.local_rank = config_.local_rank;
-  wo.host = config_.host;
-  wo.gpu_traffic = config_.gpu_traffic;
-  wo.prefix = prefix;
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> made,
-                              CreateWorldCommunicator(store_, group_rank, group_size, wo));
+                              NewCommunicator(config_, backend_, store_, group_rank, group_size, prefix));
   std::shared_ptr<Communicator> data(std::move(made));
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> control,
                               ControlChannel(config_, store_, data, prefix + "-control"));

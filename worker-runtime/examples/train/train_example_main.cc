@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -81,19 +82,24 @@ Status SumGradient(const StepContext& ctx, bool hierarchical, const std::string&
   return ctx.rt->BroadcastAsync("grad.bcast", buf, buf, n, type, 0, local).Wait();
 }
 
-// The gradient's buffer where the collectives run: host memory under Gloo, CUDA memory under NCCL.
-// Made on the first step (the backend is known then) and kept for the run.
+// The gradient's buffer where the collectives run: host memory under Gloo, CUDA memory on the
+// runtime's GPU under NCCL (Runtime::device(), which the generation's local rank picks). Made on the
+// first step (the backend is known then) and again when a rebuild moves this rank to another GPU.
 class GradientBuffer {
  public:
-  GradientBuffer(runtime::Backend backend, size_t bytes)
-      : memory_(runtime::NewMemoryFor(
-            backend == runtime::Backend::kNccl ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost, 0)),
+  // device: a CUDA device, or -1 for host memory.
+  GradientBuffer(int device, size_t bytes)
+      : memory_(runtime::NewMemoryFor(device >= 0 ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost,
+                                      std::max(device, 0))),
+        device_(device),
         bytes_(bytes) {}
   ~GradientBuffer() {
     if (ptr_) memory_->Free(ptr_);
   }
   GradientBuffer(const GradientBuffer&) = delete;
   GradientBuffer& operator=(const GradientBuffer&) = delete;
+
+  int device() const { return device_; }
 
   // Copies `host` in, runs `reduce` on the buffer and copies the result back into `host`.
   template <typename Reduce>
@@ -108,6 +114,7 @@ class GradientBuffer {
 
  private:
   const std::unique_ptr<runtime::Memory> memory_;
+  const int device_;
   const size_t bytes_;
   void* ptr_ = nullptr;
 };
@@ -140,7 +147,9 @@ class LinearRegression {
   }
 
   StatusOr<runtime::data::SampleCursor> Step(const StepContext& ctx) {
-    if (!buffer_) buffer_ = std::make_unique<GradientBuffer>(ctx.rt->backend(), o_.features * sizeof(T));
+    if (!buffer_ || buffer_->device() != ctx.rt->device()) {
+      buffer_ = std::make_unique<GradientBuffer>(ctx.rt->device(), o_.features * sizeof(T));
+    }
     if (o_.hierarchical && node_.empty()) {
       auto* me = source_->Latest().Find(o_.worker_id);
       if (me) node_ = me->node;
@@ -189,7 +198,7 @@ class LinearRegression {
   Heartbeat* const heartbeat_;
   std::vector<T> weights_;
   std::vector<double> x_;                   // a sample's features (reused)
-  std::unique_ptr<GradientBuffer> buffer_;  // made on the first step, once the backend is known
+  std::unique_ptr<GradientBuffer> buffer_;  // made on the first step, once the backend and GPU are known
   // This worker's node in the records (the launcher's simulated node, or the pod's node): it never
   // changes, so it is read once, on the first step (a record that has this worker exists by then).
   std::string node_;

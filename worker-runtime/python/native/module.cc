@@ -5,7 +5,7 @@
 //   Aborted, DeadlineExceeded, Unavailable, Cancelled -> CollectiveAborted (a peer died, the membership
 //     changed, a timeout fired: the elastic loop rebuilds and restores; Horovod's HorovodInternalError)
 //   InvalidArgument, NotFound -> ValueError;  FailedPrecondition -> PreconditionError;  others -> RuntimeError
-#include <cuda_runtime.h>
+#include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <memory>
@@ -21,6 +21,8 @@
 #include "api/worker_env.h"
 #include "elastic/worker_session.h"
 #include "data/elastic_sampler.h"
+#include "gpu_info.h"
+#include "nccl/gpu_api.h"
 #include "runtime/runtime.h"
 #include "tensor.h"
 
@@ -66,22 +68,39 @@ T Value(StatusOr<T> v) {
   return std::move(v).value();
 }
 
+// The process's CUDA runtime (the one torch loaded, found at run time: nccl/gpu_libraries.h). A CUDA
+// tensor reaching us without one is a broken install, not a lost peer: PreconditionError, saying what to do.
+const nccl::CudaApi& CudaOrRaise() {
+  StatusOr<const nccl::CudaApi*> cuda = nccl::Cuda();
+  if (!cuda.ok()) {
+    // The message lists every place tried and what to do (install torch with CUDA, or set
+    // RINGMASTER_CUDART_LIBRARY; build the emulation under RINGMASTER_EMULATED_GPUS).
+    Raise(FailedPreconditionError("a CUDA tensor, but the CUDA runtime could not be loaded: " + cuda.status().message()));
+  }
+  return **cuda;
+}
+
 // Orders a collective after the work torch queued on its current stream for a CUDA tensor: an event
 // recorded on that stream, waited for before the collective is handed to NCCL (whose Wait() in turn
-// returns only when NCCL's stream has finished, so torch's later work sees the result).
+// returns only when NCCL's stream has finished, so torch's later work sees the result). The event is
+// made on the tensor's device, and the caller's current device is restored afterwards.
 void OrderAfterStream(const TensorArg& t, uintptr_t stream) {
   if (!t.cuda) return;
+  const nccl::CudaApi& cuda = CudaOrRaise();
+  nccl::DeviceGuard device(cuda, t.device);
+  if (!device.status().ok()) Raise(device.status());
   cudaEvent_t event;
-  if (cudaSetDevice(t.device) != cudaSuccess || cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) {
-    Raise(UnavailableError("CUDA: cannot create an event to order the collective after torch's stream"));
+  if (cudaError_t e = cuda.cudaEventCreateWithFlags(&event, cudaEventDisableTiming); e != cudaSuccess) {
+    Raise(UnavailableError("CUDA: cannot create an event to order the collective after torch's stream: " +
+                           cuda.ErrorText(e)));
   }
-  cudaError_t err = cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream));
+  cudaError_t err = cuda.cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream));
   if (err == cudaSuccess) {
     nb::gil_scoped_release release;
-    err = cudaEventSynchronize(event);
+    err = cuda.cudaEventSynchronize(event);
   }
-  cudaEventDestroy(event);
-  if (err != cudaSuccess) Raise(UnavailableError(std::string("CUDA: ") + cudaGetErrorString(err)));
+  cuda.cudaEventDestroy(event);
+  if (err != cudaSuccess) Raise(UnavailableError("CUDA: " + cuda.ErrorText(err)));
 }
 
 // A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes.
@@ -396,6 +415,11 @@ NB_MODULE(_native, m) {
       .def("process_set_rank", &PySession::ProcessSetRank, nb::arg("id"))
       .def("rule_process_set", &PySession::RuleProcessSet, nb::arg("name"))
       .def("journal", &PySession::Journal, nb::arg("step"), nb::arg("epoch"), nb::arg("samples"));
+
+  m.def("nccl_info", &NcclInfo,
+        "the NCCL this process loaded: {version, version_code, path, shrink, revoke, grow, emulated}, or {error}");
+  m.def("cuda_info", &CudaInfo,
+        "the CUDA runtime this process loaded: {path, emulated, device_count or device_error}, or {error}");
 
   nb::class_<PySampler>(m, "Sampler")
       .def(nb::init<uint64_t, uint64_t, uint64_t>(), nb::arg("num_samples"), nb::arg("global_batch"), nb::arg("seed"))

@@ -1,0 +1,43 @@
+// The environment the emulation obeys, read once per process (the first call that needs it).
+//
+//   RINGMASTER_EMULATED_GPUS=N            the number of emulated GPUs of this host (unset, 0: none)
+//   CUDA_VISIBLE_DEVICES=i,j,...          as CUDA: the visible devices, renumbered 0..; the list ends at
+//                                         the first entry that is not an index below N (UUIDs unsupported)
+//   RINGMASTER_EMULATED_NCCL_VERSION=code what ncclGetVersion reports (default: the header's NCCL_VERSION_CODE)
+//   RINGMASTER_EMULATED_NCCL_LATENCY_MS=t delays the end of every management job (init, split, shrink,
+//                                         grow, revoke) by t ms
+//   RINGMASTER_EMULATED_NCCL_ADDR=ip      where bootstrap roots listen (default 127.0.0.1)
+//   NCCL_MULTI_RANK_GPU_ENABLE=1          allows two ranks of one communicator on one GPU (init.cc)
+//   NCCL_COMM_BLOCKING=0|1                overrides ncclConfig_t.blocking (init.cc, envConfigOverride)
+//   NCCL_HOSTID                           the host's identity (utils.cc, getHostHash); else hostname + boot id
+//   NCCL_DEBUG=NONE|VERSION               silences the WARN lines (printed by default)
+//
+// Thread-safety: GetSettings() is safe from any thread; the object is immutable and never freed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuemu {
+
+struct Settings {
+  int emulated_gpus = 0;
+  std::vector<int> visible;  // logical device index -> emulated GPU index ("physical")
+  int nccl_version = 0;
+  int latency_ms = 0;
+  std::string bind_address = "127.0.0.1";
+  bool multi_rank_gpu = false;
+  int comm_blocking = -1;  // -1: unset
+  uint64_t host_hash = 0;  // hash of NCCL_HOSTID, else of hostname + /proc/sys/kernel/random/boot_id
+  std::string hostname;
+  bool quiet = false;
+};
+
+const Settings& GetSettings();
+
+// NCCL's string hash (utils.h getHash), used for host and communicator identities.
+uint64_t HashBytes(const void* data, size_t bytes, uint64_t seed = 0);
+uint64_t HashCombine(uint64_t a, uint64_t b);
+
+}  // namespace gpuemu

@@ -1,0 +1,403 @@
+// The elastic driver between generations, in one process, over a test communicator (RuntimeConfig::
+// communicator_factory) that stands for a backend's: each generation's communicators get the
+// worker's local rank on its node (the GPU under NCCL), and a quiesce waits until the engine thread
+// has left the communicator before it decides to shrink it -- as NCCL's thread, on its way out of
+// an aborted wait, revokes the communicator or falls back to aborting it (which makes it
+// unshrinkable), and Shrink must run alone on it.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/status_test_macros.h"
+#include "elastic/elastic_driver.h"
+
+namespace ringmaster::elastic {
+namespace {
+
+using namespace std::chrono_literals;
+using runtime::Communicator;
+using runtime::DataType;
+using runtime::ReduceOp;
+
+// A membership source the test publishes to. Thread-safe.
+class ScriptedSource : public membership::MembershipSource {
+ public:
+  void Publish(api::Membership record) {
+    std::lock_guard lock(mu_);
+    latest_ = std::move(record);
+    cv_.notify_all();
+  }
+  StatusOr<api::Membership> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return stopped_ || latest_.generation > after; })) {
+      return DeadlineExceededError("no newer membership");
+    }
+    if (stopped_) return CancelledError("stopped");
+    return latest_;
+  }
+  api::Membership Latest() const override {
+    std::lock_guard lock(mu_);
+    return latest_;
+  }
+  void Stop() override {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  api::Membership latest_;
+  bool stopped_ = false;
+};
+
+// What the test communicators of one test did, and how they behave. Thread-safe.
+struct Probe {
+  // Behaviour.
+  bool shrinkable = true;              // can_shrink() until a blocked Alltoall leaves
+  bool shrinkable_after_abort = true;  // can_shrink() once a blocked Alltoall has left
+  bool ignore_abort = false;           // a blocked Alltoall waits for Release() instead of Abort()
+  std::chrono::milliseconds revoke_time{0};  // how long a blocked Alltoall stays inside after Abort()
+
+  std::mutex mu;
+  std::condition_variable cv;
+  // Guarded by mu.
+  std::vector<std::pair<std::string, int>> built;  // (prefix, local rank) of every communicator made
+  int blocked = 0;                // Alltoalls inside, blocked
+  bool released = false;
+  int shrinks = 0;
+  bool shrink_overlapped = false;  // a Shrink ran while another call was inside the same communicator
+
+  void Release() {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  void WaitUntilBlocked() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return blocked > 0; });
+  }
+};
+
+// Every rank of its world is a copy of this one: an allgather repeats this rank's block, a reduction
+// returns its input; the driver's negotiation and restore work unchanged. Alltoall blocks, as a
+// collective with a dead peer does, until Abort() (or, with probe.ignore_abort, Release()); then it
+// stays inside for probe.revoke_time and leaves can_shrink() as probe.shrinkable_after_abort says.
+class MirrorCommunicator : public Communicator {
+ public:
+  MirrorCommunicator(int rank, int size, std::shared_ptr<Probe> probe)
+      : rank_(rank), size_(size), probe_(std::move(probe)), shrinkable_(probe_->shrinkable) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  runtime::Backend backend() const override { return runtime::Backend::kGloo; }
+  runtime::MemoryKind memory() const override { return runtime::MemoryKind::kHost; }
+  bool can_shrink() const override { return shrinkable_.load(); }
+  void Abort(const std::string& reason) override {
+    std::lock_guard lock(probe_->mu);
+    if (broken_.ok()) broken_ = AbortedError("test communicator aborted: " + reason);
+    probe_->cv.notify_all();
+  }
+  Status health() const override {
+    std::lock_guard lock(probe_->mu);
+    return broken_;
+  }
+
+ protected:
+  Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp) override {
+    Inside call(this);
+    Copy(in, out, count * runtime::DataTypeSize(type));
+    return Status::Ok();
+  }
+  Status DoAllgather(const void* in, void* out, size_t count, DataType type) override {
+    Inside call(this);
+    const size_t bytes = count * runtime::DataTypeSize(type);
+    for (int r = 0; r < size_; ++r) Copy(in, static_cast<char*>(out) + r * bytes, bytes);
+    return Status::Ok();
+  }
+  Status DoAllgatherv(const void*, void*, const std::vector<size_t>&, DataType) override {
+    return UnimplementedError("allgatherv");
+  }
+  Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int) override {
+    Inside call(this);
+    Copy(in, out, count * runtime::DataTypeSize(type));
+    return Status::Ok();
+  }
+  Status DoReduceScatter(const void*, void*, size_t, DataType, ReduceOp) override {
+    return UnimplementedError("reduce-scatter");
+  }
+  Status DoAlltoall(const void*, void*, size_t, DataType) override {
+    Inside call(this);
+    std::unique_lock lock(probe_->mu);
+    ++probe_->blocked;
+    probe_->cv.notify_all();
+    probe_->cv.wait(lock, [&] { return probe_->ignore_abort ? probe_->released : !broken_.ok(); });
+    --probe_->blocked;
+    lock.unlock();
+    // NCCL's polling thread, out of its wait: revoke, or abort when revoking fails. It takes a while.
+    std::this_thread::sleep_for(probe_->revoke_time);
+    shrinkable_.store(probe_->shrinkable_after_abort);
+    return AbortedError("test alltoall: aborted");
+  }
+  Status DoBarrier() override { return Status::Ok(); }
+  StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>&, const std::string&) override {
+    return UnimplementedError("split");
+  }
+  StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string&) override {
+    const bool overlapped = inside_.load() > 0;
+    Inside call(this);
+    {
+      std::lock_guard lock(probe_->mu);
+      ++probe_->shrinks;
+      probe_->shrink_overlapped |= overlapped;
+    }
+    if (!shrinkable_.load()) return FailedPreconditionError("test communicator: aborted, cannot shrink");
+    int below = 0;
+    for (int r : excluded) below += r < rank_;
+    return std::unique_ptr<Communicator>(
+        new MirrorCommunicator(rank_ - below, size_ - static_cast<int>(excluded.size()), probe_));
+  }
+
+ private:
+  // Counts a call in progress on this communicator.
+  struct Inside {
+    explicit Inside(MirrorCommunicator* c) : c(c) { ++c->inside_; }
+    ~Inside() { --c->inside_; }
+    MirrorCommunicator* c;
+  };
+  static void Copy(const void* in, void* out, size_t bytes) {
+    if (in != nullptr && in != out) std::memmove(out, in, bytes);
+  }
+
+  const int rank_, size_;
+  const std::shared_ptr<Probe> probe_;
+  std::atomic<bool> shrinkable_;
+  std::atomic<int> inside_{0};
+  Status broken_;  // guarded by probe_->mu
+};
+
+runtime::CommunicatorFactory MirrorFactory(std::shared_ptr<Probe> probe) {
+  return [probe](std::shared_ptr<runtime::Store>, int rank, int size,
+                 const runtime::WorldOptions& wo) -> StatusOr<std::unique_ptr<Communicator>> {
+    {
+      std::lock_guard lock(probe->mu);
+      probe->built.emplace_back(wo.prefix, wo.local_rank);
+    }
+    return std::unique_ptr<Communicator>(new MirrorCommunicator(rank, size, probe));
+  };
+}
+
+// A port nobody listens on now (the driver serves its store there a moment later).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+ElasticOptions Options(const std::string& id, int port, std::shared_ptr<Probe> probe,
+                       std::chrono::milliseconds rebuild_timeout) {
+  ElasticOptions o;
+  o.worker_id = id;
+  o.secret = "s";
+  o.store_port = static_cast<uint16_t>(port);
+  o.rebuild_timeout = rebuild_timeout;
+  o.runtime.communicator_factory = MirrorFactory(std::move(probe));
+  return o;
+}
+
+// Generation `gen` of `members` (pod, node) in rank order; rank 0's store at `port` coordinates.
+api::Membership Record(int64_t gen, int port, const std::vector<std::pair<std::string, std::string>>& members) {
+  api::Membership m;
+  m.generation = gen;
+  m.coordinator = "127.0.0.1:" + std::to_string(port);
+  for (size_t r = 0; r < members.size(); ++r) {
+    m.members.push_back({members[r].first, "uid-" + members[r].first, static_cast<int32_t>(r), "127.0.0.1",
+                         members[r].second});
+  }
+  return m;
+}
+
+struct Worker {
+  Worker(const std::string& id, int port, std::shared_ptr<Probe> probe, membership::MembershipSource* source,
+         std::chrono::milliseconds rebuild_timeout = 5s)
+      : state([this] { return model; }, [this](std::string_view b) {
+          model = std::string(b);
+          return Status::Ok();
+        }),
+        driver(Options(id, port, std::move(probe), rebuild_timeout), source, &state) {}
+  std::string model = "m";
+  ElasticState state;
+  ElasticDriver driver;
+};
+
+// Each rank's communicators are built on its own GPU: the local rank (its index among the members on
+// its node) reaches RuntimeConfig::local_rank for every generation, and moves when a worker leaves.
+TEST(ElasticDriverTest, EveryGenerationsCommunicatorGetsTheWorkersLocalRank) {
+  auto probe = std::make_shared<Probe>();
+  probe->shrinkable = false;  // every generation builds afresh, through the factory
+  ScriptedSource source;
+  const int port0 = FreePort(), port1 = FreePort();
+  Worker w0("w0", port0, probe, &source), w1("w1", port1, probe, &source);
+  source.Publish(Record(1, port0, {{"w0", "node-a"}, {"w1", "node-a"}}));
+  StatusOr<bool> joined0 = InternalError("not run"), joined1 = InternalError("not run");
+  {
+    std::thread t0([&] {
+      Status s = w0.driver.Start();
+      joined0 = s.ok() ? w0.driver.Join() : StatusOr<bool>(s);
+    });
+    std::thread t1([&] {
+      Status s = w1.driver.Start();
+      joined1 = s.ok() ? w1.driver.Join() : StatusOr<bool>(s);
+    });
+    t0.join();
+    t1.join();
+  }
+  ASSERT_OK(joined0) << joined0.status();
+  ASSERT_OK(joined1) << joined1.status();
+  ASSERT_TRUE(*joined0 && *joined1);
+
+  // w0 leaves: w1 is alone on node-a, its local rank 0.
+  source.Publish(Record(2, port1, {{"w1", "node-a"}}));
+  {
+    std::thread t0([&] { joined0 = w0.driver.Join(); });
+    std::thread t1([&] { joined1 = w1.driver.Join(); });
+    t0.join();
+    t1.join();
+  }
+  ASSERT_OK(joined0) << joined0.status();
+  EXPECT_FALSE(*joined0) << "w0 is not in generation 2";
+  ASSERT_OK(joined1) << joined1.status();
+  EXPECT_TRUE(*joined1);
+  w0.driver.Finish();
+  w1.driver.Finish();
+
+  std::lock_guard lock(probe->mu);
+  std::map<std::string, std::vector<int>> by_generation;  // "g<gen>": the local ranks built with
+  for (const auto& [prefix, local_rank] : probe->built) by_generation[prefix.substr(0, prefix.find('.'))].push_back(local_rank);
+  std::sort(by_generation["g1"].begin(), by_generation["g1"].end());
+  EXPECT_EQ(by_generation["g1"], (std::vector<int>{0, 1})) << "two ranks on node-a built on one GPU";
+  EXPECT_EQ(by_generation["g2"], (std::vector<int>{0})) << "the local rank is not the generation's";
+}
+
+// The program stops while a collective is still inside the communicator (it saw Superseded(), or
+// another collective failed): the driver aborts the runtime, and what the engine thread does on its
+// way out (NCCL: revoke, or abort when revoking fails) decides whether the communicator can shrink.
+// The decision must see that final state, and Shrink must never run beside the collective.
+class QuiesceTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(QuiesceTest, WaitsForTheEngineToLeaveTheCommunicatorBeforeDecidingToShrink) {
+  const bool shrinkable_after_abort = GetParam();
+  auto probe = std::make_shared<Probe>();
+  probe->shrinkable_after_abort = shrinkable_after_abort;
+  probe->revoke_time = 300ms;  // the driver rebuilds in less: without a wait it would shrink too early
+  ScriptedSource source;
+  const int port = FreePort();
+  Worker w("w0", port, probe, &source);
+  source.Publish(Record(1, port, {{"w0", "node-a"}, {"gone", "node-b"}}));  // "gone" exists in mirror only
+  ASSERT_OK(w.driver.Start());
+  auto joined = w.driver.Join();
+  ASSERT_OK(joined) << joined.status();
+  ASSERT_TRUE(*joined);
+
+  float in[2] = {1, 2}, out[2] = {};
+  runtime::Handle step = w.driver.Context().rt->AlltoallAsync("step", in, out, 1, DataType::kFloat32);
+  probe->WaitUntilBlocked();
+  w.driver.Interrupted(AbortedError("the step's collective is late: the program stops"));
+  source.Publish(Record(2, port, {{"w0", "node-a"}}));  // only a removal: shrink if the communicator can
+  joined = w.driver.Join();
+  ASSERT_OK(joined) << joined.status();
+  EXPECT_TRUE(*joined);
+  EXPECT_EQ(step.Wait().code(), StatusCode::kAborted);
+  w.driver.Finish();
+
+  std::lock_guard lock(probe->mu);
+  EXPECT_FALSE(probe->shrink_overlapped) << "Shrink ran while the engine thread was inside the communicator";
+  EXPECT_EQ(w.driver.last_rebuild().shrunk, shrinkable_after_abort)
+      << "the shrink decision did not see the communicator's final state";
+  EXPECT_EQ(probe->shrinks, shrinkable_after_abort ? 1 : 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(FinalState, QuiesceTest, ::testing::Bool(), [](const auto& info) {
+  return info.param ? std::string("RevokedStaysShrinkable") : std::string("AbortedCannotShrink");
+});
+
+// An engine thread that does not come out of the communicator after the abort (a call that ignores
+// it) is reported, within a bound, and its communicator is never shrunk.
+TEST(ElasticDriverTest, AnEngineThatDoesNotLeaveTheCommunicatorIsAnErrorNotAShrink) {
+  auto probe = std::make_shared<Probe>();
+  probe->ignore_abort = true;
+  ScriptedSource source;
+  const int port = FreePort();
+  // Quiesce waits 2 x rebuild_timeout for the engine thread.
+  auto worker = std::make_unique<Worker>("w0", port, probe, &source, 250ms);
+  ElasticDriver& driver = worker->driver;
+  source.Publish(Record(1, port, {{"w0", "node-a"}}));
+  ASSERT_OK(driver.Start());
+  auto joined = driver.Join();
+  ASSERT_OK(joined) << joined.status();
+
+  float in[1] = {1}, out[1] = {};
+  runtime::Handle step = driver.Context().rt->AlltoallAsync("step", in, out, 1, DataType::kFloat32);
+  probe->WaitUntilBlocked();
+  driver.Interrupted(AbortedError("the program stops"));
+  // A driver that does not wait for the engine may instead block destroying the stuck runtime: give
+  // the communicator back after a generous while so that such a failure is reported, not a hang.
+  auto rejoined = std::async(std::launch::async, [&] { return driver.Join(); });
+  if (rejoined.wait_for(30s) != std::future_status::ready) ADD_FAILURE() << "Join blocked on the stuck engine";
+  probe->Release();
+  joined = rejoined.get();
+  EXPECT_EQ(step.Wait().code(), StatusCode::kAborted);
+  ASSERT_FALSE(joined.ok()) << "rebuilt while the engine thread was still inside the old communicator";
+  EXPECT_EQ(joined.status().code(), StatusCode::kInternal) << joined.status();
+  EXPECT_NE(joined.status().message().find("process set 'world'"), std::string::npos) << joined.status();
+  EXPECT_NE(joined.status().message().find("still inside"), std::string::npos) << joined.status();
+  EXPECT_EQ(driver.Join().status().code(), StatusCode::kInternal) << "the error is not kept";
+  driver.Finish();
+  worker.reset();  // joins the engine thread, which has left by now
+  std::lock_guard lock(probe->mu);
+  EXPECT_EQ(probe->shrinks, 0);
+}
+
+// The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
+// engine threads, and only for a local rank on the same GPU.
+TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {
+  auto probe = std::make_shared<Probe>();
+  runtime::RuntimeConfig config;
+  config.communicator_factory = MirrorFactory(probe);
+  auto parent = runtime::Runtime::Create(config, nullptr, 0, 3);
+  ASSERT_OK(parent) << parent.status();
+  EXPECT_FALSE((*parent)->CanShrink()) << "shrinkable while its engine may still be inside";
+  auto early = runtime::Runtime::CreateByShrinking(config, nullptr, **parent, {1});
+  EXPECT_EQ(early.status().code(), StatusCode::kFailedPrecondition) << early.status();
+  ASSERT_OK((*parent)->Quiesce("test", 5s));
+  EXPECT_TRUE((*parent)->CanShrink());
+  auto shrunk = runtime::Runtime::CreateByShrinking(config, nullptr, **parent, {1});
+  ASSERT_OK(shrunk) << shrunk.status();
+  EXPECT_EQ((*shrunk)->size(), 2);
+  float x = 1;
+  EXPECT_EQ((*parent)->Allreduce("late", &x, &x, 1, DataType::kFloat32, ReduceOp::kSum).code(),
+            StatusCode::kAborted);
+}
+
+}  // namespace
+}  // namespace ringmaster::elastic
