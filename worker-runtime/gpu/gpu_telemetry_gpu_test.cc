@@ -6,7 +6,7 @@
 
 #include <iostream>
 
-#include <cuda_runtime_api.h>
+#include "memory/buffer_memory.h"
 
 #include "base/status_test_macros.h"
 #include "elastic/worker_metrics.h"
@@ -80,9 +80,10 @@ TEST(NcclTrafficGpuTest, CollectivesCountTheirPayloadOnTheirGpu) {
     auto made = runtime::NcclCommunicator::Create(ctx.store, "nccl-traffic", ctx.rank, ctx.size, no);
     ASSERT_OK(made) << made.status();
     runtime::Communicator& comm = **made;
-    void* buf = nullptr;
-    ASSERT_EQ(cudaSetDevice(no.device), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&buf, 1 << 20), cudaSuccess);
+    auto memory = runtime::NewMemoryFor(runtime::MemoryKind::kCuda, no.device);
+    auto allocated = memory->Allocate(1 << 20);
+    ASSERT_OK(allocated);
+    void* buf = *allocated;
     ASSERT_OK(comm.Barrier());
     EXPECT_TRUE(traffic->Snapshot().empty()) << "a barrier carries no payload";
     ASSERT_OK(comm.Allreduce(buf, buf, 1000, runtime::DataType::kFloat32, runtime::ReduceOp::kSum));          // 4000
@@ -92,7 +93,7 @@ TEST(NcclTrafficGpuTest, CollectivesCountTheirPayloadOnTheirGpu) {
     auto split = comm.Split({0, 1}, "all");
     ASSERT_OK(split) << split.status();
     ASSERT_OK((*split)->Allreduce(buf, buf, 16, runtime::DataType::kInt64, runtime::ReduceOp::kMax));        // 128
-    cudaFree(buf);
+    memory->Free(buf);
     EXPECT_EQ(traffic->Snapshot(), (std::map<int, uint64_t>{{no.device, 4000 + 800 + 80 + 7 + 128}}));
   });
   for (const auto& o : outcomes) EXPECT_OK(o) << runtime::testing::DescribeFailures(outcomes);
