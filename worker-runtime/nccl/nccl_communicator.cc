@@ -309,6 +309,8 @@ Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count
     RINGMASTER_RETURN_IF_ERROR(Check(
         nccl_.ncclReduceScatter(in, recv, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclReduceScatter"));
     if (recv != out) {
+      // The copy must follow the collective on the stream: a non-blocking enqueue may still be in flight.
+      RINGMASTER_RETURN_IF_ERROR(WaitComm("reduce-scatter enqueue"));
       if (cudaError_t e =
               cuda_.cudaMemcpyAsync(out, recv, count * DataTypeSize(type), cudaMemcpyDeviceToDevice, stream_);
           e != cudaSuccess) {
