@@ -49,7 +49,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Every CPU tier, the GPU suite on the CPU emulation of NCCL and CUDA included (label `gpu-emulated`).
-# The same tests against a real GPU carry the label `gpu` and run with `make test-gpu` (or `make gpu-kit`).
+# The same tests against a real GPU carry the label `gpu` and run with `make test-gpu`.
 test: deps build images fuzz-smoke wheel
 	$(CTEST) -LE '^gpu$$'
 
