@@ -7,6 +7,7 @@
 #include "group.h"
 #include "log.h"
 #include "reduce.h"
+#include "settings.h"
 
 using namespace gpuemu;
 
@@ -89,6 +90,12 @@ ncclResult_t EnqueueCheck(const Task& t, ncclComm_t comm) {
   GroupStartInternal();
   ret = EnsureReady(c);
   if (ret == ncclSuccess) ret = ArgsCheck(t, c);
+  if (ret == ncclSuccess && InjectedFault(t.op_name)) {
+    // RINGMASTER_EMULATED_NCCL_FAIL: a failure of the kind taskAppend reports (a proxy connection that
+    // could not be set up), found while the call is being enqueued -- inside the caller's group, if any.
+    Warn(c.cuda_dev, "%s: injected failure (RINGMASTER_EMULATED_NCCL_FAIL)", t.op_name);
+    ret = ncclSystemError;
+  }
   if (ret == ncclSuccess) {
     GroupAppendTask(comm->core, t);
   } else if (!c.blocking) {

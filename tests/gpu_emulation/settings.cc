@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "api_headers.h"
@@ -87,6 +89,19 @@ Settings Load() {
 const Settings& GetSettings() {
   static const Settings* settings = new Settings(Load());  // never freed: threads may read it at exit
   return *settings;
+}
+
+bool InjectedFault(const char* op_name) {
+  const std::string spec = Env("RINGMASTER_EMULATED_NCCL_FAIL");
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string::npos || spec.compare(0, colon, op_name) != 0) return false;
+  char* end = nullptr;
+  const long nth = std::strtol(spec.c_str() + colon + 1, &end, 10);
+  if (end == nullptr || *end != '\0' || nth < 1) return false;
+  static std::mutex mu;
+  static auto* calls = new std::map<std::string, long>;  // never freed, as GetSettings' object
+  std::lock_guard<std::mutex> lock(mu);
+  return ++(*calls)[op_name] == nth;
 }
 
 uint64_t HashBytes(const void* data, size_t bytes, uint64_t seed) {

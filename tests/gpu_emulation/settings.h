@@ -7,6 +7,9 @@
 //   RINGMASTER_EMULATED_NCCL_LATENCY_MS=t delays the end of every management job (init, split, shrink,
 //                                         grow, revoke) by t ms
 //   RINGMASTER_EMULATED_NCCL_ADDR=ip      where bootstrap roots listen (default 127.0.0.1)
+//   RINGMASTER_EMULATED_NCCL_FAIL=op:n   the n-th enqueue (1-based, counted per process) of the collective or
+//                                         point-to-point `op` (NCCL's name: AllReduce, Send, Recv, ...) fails
+//                                         with ncclSystemError; read at every enqueue (InjectedFault)
 //   NCCL_MULTI_RANK_GPU_ENABLE=1          allows two ranks of one communicator on one GPU (init.cc)
 //   NCCL_COMM_BLOCKING=0|1                overrides ncclConfig_t.blocking (init.cc, envConfigOverride)
 //   NCCL_HOSTID                           the host's identity (utils.cc, getHostHash); else hostname + boot id
@@ -35,6 +38,11 @@ struct Settings {
 };
 
 const Settings& GetSettings();
+
+// Whether this enqueue of `op_name` is the one RINGMASTER_EMULATED_NCCL_FAIL names. Unlike the Settings
+// it reads the variable at every call, so a test can set it in a rank after the library was loaded; the
+// per-op call counts are the process's (as NCCL's own state is), under a lock.
+bool InjectedFault(const char* op_name);
 
 // NCCL's string hash (utils.h getHash), used for host and communicator identities.
 uint64_t HashBytes(const void* data, size_t bytes, uint64_t seed = 0);
