@@ -65,6 +65,9 @@ inline constexpr std::string_view kFusionThresholdBytes = "RINGMASTER_FUSION_THR
 inline constexpr std::string_view kCycleTimeMs = "RINGMASTER_CYCLE_TIME_MS";
 inline constexpr std::string_view kTimeline = "RINGMASTER_TIMELINE";
 inline constexpr std::string_view kProcessSets = "RINGMASTER_PROCESS_SETS";
+// The CUDA device (an index among the visible GPUs) a worker process runs NCCL on, for its whole life:
+// set by whatever starts several ranks on one host (ringmaster-run, a pod's entrypoint).
+inline constexpr std::string_view kDevice = "RINGMASTER_DEVICE";
 }  // namespace env
 
 }  // namespace ringmaster::api

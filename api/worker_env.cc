@@ -52,6 +52,7 @@ std::vector<Var> Vars(WorkerEnv& e) {
       {env::kCycleTimeMs, Kind::kVerbatim, nullptr, nullptr, &e.cycle_time_ms},
       {env::kTimeline, Kind::kVerbatim, nullptr, nullptr, &e.timeline},
       {env::kProcessSets, Kind::kVerbatim, nullptr, nullptr, &e.process_sets},
+      {env::kDevice, Kind::kVerbatim, nullptr, nullptr, &e.device},
   };
 }
 

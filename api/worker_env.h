@@ -49,6 +49,7 @@ struct WorkerEnv {
   std::optional<std::string> cycle_time_ms;
   std::optional<std::string> timeline;
   std::optional<std::string> process_sets;
+  std::optional<std::string> device;
 
   bool operator==(const WorkerEnv&) const = default;
 

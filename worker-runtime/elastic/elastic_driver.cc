@@ -125,9 +125,11 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
   config.name = "g" + std::to_string(gen) + "." + std::to_string(attempt_);
   config.timeout = std::min(config.timeout, options_.rebuild_timeout);
   config.process_sets.clear();  // re-created by rule (CreateProcessSets)
-  // This generation's local rank (it moves when a worker on the same node leaves or joins): under
-  // NCCL it picks the GPU, so ranks sharing a node never build their communicators on the same one.
+  // This generation's local rank (it moves when a worker on the same node leaves or joins). The GPU
+  // does not move with it: the process's tensors live on one. Without a launcher's RINGMASTER_DEVICE,
+  // the first generation's local rank picks it and later ones keep it.
   config.local_rank = LocalRank(record, options_.worker_id);
+  if (config.device < 0) config.device = pinned_device_;  // -1 before the first build: the local rank's
   RINGMASTER_RETURN_IF_ERROR(OpenTimeline(rank));
   auto created = CreateWorld(config, client, record, rank, stats);
   {
@@ -140,6 +142,7 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
     std::lock_guard lock(mu_);
     runtime_ = rt;
     built_record_ = record;
+    if (pinned_device_ < 0) pinned_device_ = config.device >= 0 ? config.device : config.local_rank;
     if (Superseded(gen)) rt->Abort("superseded");
   }
   RINGMASTER_RETURN_IF_ERROR(CreateProcessSets(*rt, record));
@@ -210,10 +213,10 @@ StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const run
     parent = parent_;
   }
   RebuildPlan plan = PlanRebuild(parent ? &parent_record_ : nullptr, record, parent && parent->CanShrink());
-  if (plan.shrink && !parent->SameDevice(config.local_rank)) {
-    // A shrunk communicator stays on its parent's GPU; this generation's local rank selects another.
-    plan = RebuildPlan{false, {}, "local rank " + std::to_string(config.local_rank) + " selects another GPU than " +
-                                      "the previous communicator's (" + std::to_string(parent->device()) + ")"};
+  if (plan.shrink && !parent->SameDevice(config)) {
+    // A shrunk communicator stays on its parent's GPU; this build asks for another (a program's own config).
+    plan = RebuildPlan{false, {}, "this build's GPU is not the previous communicator's (" +
+                                      std::to_string(parent->device()) + ")"};
   }
   if (parent) {
     // Only when this worker holds a shrinkable communicator does the agreement matter; the others

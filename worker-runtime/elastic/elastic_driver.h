@@ -105,7 +105,8 @@ struct ElasticOptions {
   std::chrono::milliseconds peer_probe_timeout{1000};
   runtime::RuntimeConfig runtime;        // parsed once at start; `name` and `local_rank` (LocalRank of
                                          // the record) are set per generation, `timeout` capped at
-                                         // rebuild_timeout
+                                         // rebuild_timeout; `device`, when unset, pinned at the first
+                                         // generation's (the process's tensors stay on that GPU)
   runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
   LogSink log;  // progress lines for a person; may be empty
@@ -268,6 +269,7 @@ class ElasticDriver {
   std::shared_ptr<runtime::Runtime> parent_;
   api::Membership parent_record_;
   int64_t parent_incarnation_ = 0;
+  int pinned_device_ = -1;        // RuntimeConfig::device of every build after the first one
   api::Membership built_record_;  // the record of runtime_
   uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets

@@ -73,7 +73,11 @@ struct Probe {
   std::mutex mu;
   std::condition_variable cv;
   // Guarded by mu.
-  std::vector<std::pair<std::string, int>> built;  // (prefix, local rank) of every communicator made
+  struct Built {
+    std::string prefix;
+    int local_rank, device;  // WorldOptions' of the build
+  };
+  std::vector<Built> built;  // every communicator made
   int blocked = 0;                // Alltoalls inside, blocked
   bool released = false;
   int shrinks = 0;
@@ -192,7 +196,7 @@ runtime::CommunicatorFactory MirrorFactory(std::shared_ptr<Probe> probe) {
                  const runtime::WorldOptions& wo) -> StatusOr<std::unique_ptr<Communicator>> {
     {
       std::lock_guard lock(probe->mu);
-      probe->built.emplace_back(wo.prefix, wo.local_rank);
+      probe->built.push_back({wo.prefix, wo.local_rank, wo.device});
     }
     return std::unique_ptr<Communicator>(new MirrorCommunicator(rank, size, probe));
   };
@@ -250,9 +254,10 @@ struct Worker {
   ElasticDriver driver;
 };
 
-// Each rank's communicators are built on its own GPU: the local rank (its index among the members on
-// its node) reaches RuntimeConfig::local_rank for every generation, and moves when a worker leaves.
-TEST(ElasticDriverTest, EveryGenerationsCommunicatorGetsTheWorkersLocalRank) {
+// The local rank (a worker's index among the members on its node) reaches RuntimeConfig::local_rank
+// for every generation and moves when a worker leaves; the GPU does not move with it (the process's
+// tensors live there): without RINGMASTER_DEVICE the first generation's local rank picks it for good.
+TEST(ElasticDriverTest, EveryGenerationGetsTheLocalRankButTheDeviceStays) {
   auto probe = std::make_shared<Probe>();
   probe->shrinkable = false;  // every generation builds afresh, through the factory
   ScriptedSource source;
@@ -292,11 +297,15 @@ TEST(ElasticDriverTest, EveryGenerationsCommunicatorGetsTheWorkersLocalRank) {
   w1.driver.Finish();
 
   std::lock_guard lock(probe->mu);
-  std::map<std::string, std::vector<int>> by_generation;  // "g<gen>": the local ranks built with
-  for (const auto& [prefix, local_rank] : probe->built) by_generation[prefix.substr(0, prefix.find('.'))].push_back(local_rank);
+  std::map<std::string, std::vector<std::pair<int, int>>> by_generation;  // "g<gen>": (local rank, device)
+  for (const auto& b : probe->built) {
+    by_generation[b.prefix.substr(0, b.prefix.find('.'))].push_back({b.local_rank, b.device});
+  }
   std::sort(by_generation["g1"].begin(), by_generation["g1"].end());
-  EXPECT_EQ(by_generation["g1"], (std::vector<int>{0, 1})) << "two ranks on node-a built on one GPU";
-  EXPECT_EQ(by_generation["g2"], (std::vector<int>{0})) << "the local rank is not the generation's";
+  EXPECT_EQ(by_generation["g1"], (std::vector<std::pair<int, int>>{{0, -1}, {1, -1}}))
+      << "the first generation: each local rank picks the device (-1: by local rank)";
+  EXPECT_EQ(by_generation["g2"], (std::vector<std::pair<int, int>>{{0, 1}}))
+      << "w1's local rank is now 0, but it stays on device 1";
 }
 
 // The program stops while a collective is still inside the communicator (it saw Superseded(), or

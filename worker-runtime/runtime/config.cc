@@ -79,6 +79,11 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
   if (worker.process_sets) {
     RINGMASTER_ASSIGN_OR_RETURN(c.process_sets, ParseProcessSets(*worker.process_sets));
   }
+  if (worker.device) {
+    RINGMASTER_ASSIGN_OR_RETURN(long long d, ParseNumber(std::string(api::env::kDevice), *worker.device, 0,
+                                                        std::numeric_limits<int>::max()));
+    c.device = static_cast<int>(d);
+  }
   return c;
 }
 

@@ -37,11 +37,14 @@ struct RuntimeConfig {
   std::string timeline_path;
   std::vector<std::vector<int>> process_sets;
   std::string host = "127.0.0.1";  // Gloo listen address
-  // This rank's index among the ranks on its node (Horovod's local rank): under NCCL it selects the
-  // CUDA device, local_rank % visible GPUs (WorldOptions::local_rank). Not from the environment: the
+  // This rank's index among the ranks on its node (Horovod's local rank). Not from the environment: the
   // program sets it (the elastic driver from each generation's membership: it can change after a
   // rebuild; ringmaster-perf from its local ranks).
   int local_rank = 0;
+  // Under NCCL, the CUDA device: device % visible GPUs; -1: local_rank % visible GPUs (DeviceIndex).
+  // From RINGMASTER_DEVICE (the launcher's per-process assignment). The elastic driver pins the device of
+  // its first generation when none is given: a process's tensors stay on one GPU while ranks move.
+  int device = -1;
   std::string name = "rt";         // store key prefix of this runtime's communicators
   // Not from the environment: the program's counter of NCCL bytes per GPU, kept across generations
   // (WorkerMetrics' ringmaster_worker_gpu_nccl_bytes_total). May be null.

@@ -24,7 +24,8 @@ TEST(RuntimeConfigTest, ParsesEveryVariable) {
                                {Var(api::env::kFusionThresholdBytes), "0"},
                                {Var(api::env::kCycleTimeMs), "0.5"},
                                {Var(api::env::kTimeline), "/tmp/t-{rank}.json"},
-                               {Var(api::env::kProcessSets), "0,2;1,2,3"}});
+                               {Var(api::env::kProcessSets), "0,2;1,2,3"},
+                               {Var(api::env::kDevice), "3"}});
   ASSERT_OK(c) << c.status();
   EXPECT_EQ(c->backend, Backend::kGloo);
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
@@ -32,6 +33,10 @@ TEST(RuntimeConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c->cycle_time, std::chrono::microseconds(500));
   EXPECT_EQ(c->timeline_path, "/tmp/t-{rank}.json");
   EXPECT_EQ(c->process_sets, (std::vector<std::vector<int>>{{0, 2}, {1, 2, 3}}));
+  EXPECT_EQ(c->device, 3);
+  auto unset = ParseRuntimeConfig({});
+  ASSERT_OK(unset);
+  EXPECT_EQ(unset->device, -1) << "no RINGMASTER_DEVICE: the elastic driver picks and pins one";
 }
 
 TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
@@ -40,6 +45,11 @@ TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
   EXPECT_NE(c.status().message().find(api::env::kCollectiveTimeoutMs), std::string::npos);
   EXPECT_FALSE(ParseRuntimeConfig({{Var(api::env::kBackend), "mpi"}}).ok());
   EXPECT_FALSE(ParseRuntimeConfig({{Var(api::env::kProcessSets), "0,x"}}).ok());
+  for (const char* device : {"-1", "gpu0", "1.5"}) {
+    auto d = ParseRuntimeConfig({{Var(api::env::kDevice), device}});
+    ASSERT_FALSE(d.ok()) << device;
+    EXPECT_NE(d.status().message().find("RINGMASTER_DEVICE"), std::string::npos) << d.status();
+  }
 }
 
 // Found by fuzz_worker_env (corpus: worker_env/process_set_rank_overflow): strtoll clamps an

@@ -11,10 +11,10 @@ namespace ringmaster::runtime {
 
 namespace {
 
-// The CUDA device an NCCL communicator built with `local_rank` runs on: CreateWorldCommunicator's choice.
-int DeviceOf(int local_rank) {
+// The CUDA device an NCCL communicator built with `config` runs on: CreateWorldCommunicator's choice.
+int DeviceOf(const RuntimeConfig& config) {
   const int gpus = nccl::VisibleGpuCount();
-  return gpus > 0 ? local_rank % gpus : 0;
+  return gpus > 0 ? (config.device >= 0 ? config.device : config.local_rank) % gpus : 0;
 }
 
 }  // namespace
@@ -26,6 +26,7 @@ StatusOr<std::unique_ptr<Communicator>> Runtime::NewCommunicator(const RuntimeCo
   wo.backend = backend;
   wo.timeout = config.timeout;
   wo.local_rank = config.local_rank;
+  wo.device = config.device;
   wo.host = config.host;
   wo.gpu_traffic = config.gpu_traffic;
   wo.prefix = prefix;
@@ -46,8 +47,8 @@ bool Runtime::CanShrink() const {
   return world.ok() && (*world)->data()->can_shrink();
 }
 
-bool Runtime::SameDevice(int local_rank) const {
-  return backend_ != Backend::kNccl || local_rank == config_.local_rank || DeviceOf(local_rank) == device_;
+bool Runtime::SameDevice(const RuntimeConfig& config) const {
+  return backend_ != Backend::kNccl || DeviceOf(config) == device_;
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
@@ -59,10 +60,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfi
     return FailedPreconditionError("shrinking a runtime that is not quiesced: its engine may still be inside its "
                                    "communicator (call Quiesce first)");
   }
-  if (!parent.SameDevice(config.local_rank)) {
+  if (!parent.SameDevice(config)) {
     return FailedPreconditionError("shrinking a communicator on GPU " + std::to_string(parent.device()) +
-                                   " for local rank " + std::to_string(config.local_rank) +
-                                   ", whose GPU is another: build a new communicator");
+                                   " into one on GPU " + std::to_string(DeviceOf(config)) +
+                                   ": build a new communicator");
   }
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, parent.sets_.EngineFor(kWorldSet));
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> shrunk,
@@ -114,7 +115,7 @@ Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backen
       rank_(rank),
       size_(size),
       backend_(backend),
-      device_(backend == Backend::kNccl ? DeviceOf(config.local_rank) : -1),
+      device_(backend == Backend::kNccl ? DeviceOf(config) : -1),
       timeline_(std::move(timeline)),
       sets_(rank) {}
 

@@ -52,9 +52,9 @@ class Runtime {
   // survivors only, after parent.Quiesce() returned OK (so no other thread is
   // inside the parent's communicator, as Shrink requires); the process sets are
   // not carried over (re-create them). The shrunk communicator stays on the
-  // parent's device: config.local_rank must select the same one (SameDevice).
-  // Errors: FailedPrecondition (the parent is not quiesced, config.local_rank
-  // selects another device, or the parent's communicator is released),
+  // parent's device: config must select the same one (SameDevice).
+  // Errors: FailedPrecondition (the parent is not quiesced, config selects
+  // another device, or the parent's communicator is released),
   // Unimplemented (the backend cannot shrink; use Create), those of the control
   // channel's rendezvous, Aborted.
   static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
@@ -69,9 +69,9 @@ class Runtime {
   int rank() const { return rank_; }
   int size() const { return size_; }
   Backend backend() const { return backend_; }
-  // Whether a runtime built with `local_rank` would run its NCCL communicators on the same CUDA device
-  // as this one (local rank modulo the visible GPUs); always true for a backend other than NCCL.
-  bool SameDevice(int local_rank) const;
+  // Whether a runtime built with `config` would run its NCCL communicators on the same CUDA device as
+  // this one (RuntimeConfig::device); always true for a backend other than NCCL.
+  bool SameDevice(const RuntimeConfig& config) const;
   // The CUDA device of its NCCL communicators; -1 for a backend other than NCCL.
   int device() const { return device_; }
 
@@ -172,7 +172,7 @@ class Runtime {
   const int rank_;
   const int size_;
   const Backend backend_;
-  const int device_;  // device(): from config_.local_rank
+  const int device_;  // device(): DeviceIndex(config_) modulo the visible GPUs
   const std::shared_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
 
   ProcessSetTable sets_;  // thread-safe itself

@@ -21,7 +21,7 @@ StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<
       RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
       if (gpus == 0) return UnavailableError("backend nccl requested but no GPU is visible");
       NcclOptions no;
-      no.device = options.local_rank % gpus;
+      no.device = (options.device >= 0 ? options.device : options.local_rank) % gpus;
       no.timeout = options.timeout;
       no.traffic = options.gpu_traffic;
       return NcclCommunicator::Create(std::move(store), options.prefix, rank, size, no);

@@ -183,6 +183,7 @@ class Launcher {
     env.out = o_.out;
     env.health_port = 0;  // many workers on one host: any free port
     env.checkpoint_dir = o_.checkpoint_dir;
+    env.device = std::to_string(w.device);
     const std::map<std::string, std::string> vars = env.ToEnvironment();
     return EnvironmentList(vars.begin(), vars.end());
   }
@@ -198,6 +199,7 @@ class Launcher {
     const int slot = next_slot_++;
     w->id = "w" + std::to_string(slot);
     w->node = o_.workers_per_node > 0 ? "node" + std::to_string(slot / o_.workers_per_node) : "localhost";
+    w->device = table_.FreeDevice(w->node);
     w->port = *port;
     w->started = Clock::now();
     SpawnOptions so;

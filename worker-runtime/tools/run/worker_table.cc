@@ -35,6 +35,16 @@ bool WorkerTable::AnyRunning() const {
   return std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->running; });
 }
 
+int WorkerTable::FreeDevice(const std::string& node) const {
+  std::vector<bool> held;
+  for (const auto& w : workers_) {
+    if (!w->running || w->node != node) continue;
+    if (static_cast<size_t>(w->device) >= held.size()) held.resize(w->device + 1);
+    held[w->device] = true;
+  }
+  return static_cast<int>(std::find(held.begin(), held.end(), false) - held.begin());
+}
+
 bool WorkerTable::AnyFinished() const {
   return std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->finished; });
 }

@@ -22,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 struct Worker {
   std::string id;    // w<slot>
   std::string node;  // the simulated node it runs on
+  int device = 0;    // its GPU index on that node (RINGMASTER_DEVICE): the lowest no running worker there holds
   uint16_t port = 0;  // its store port on 127.0.0.1
   Subprocess process;
   Clock::time_point started;
@@ -43,6 +44,8 @@ class WorkerTable {
   const std::vector<std::string>& members() const { return members_; }  // ids in rank order
   const std::vector<std::unique_ptr<Worker>>& all() const { return workers_; }
   bool AnyRunning() const;
+  // The lowest device index on `node` that no running worker holds (a replacement takes a dead one's GPU).
+  int FreeDevice(const std::string& node) const;
   bool AnyFinished() const;
   // SIGKILLs and reaps every worker still running.
   void KillAll();
