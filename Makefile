@@ -31,7 +31,7 @@ help:
 	@echo "make test-sanitize unit + integration tiers under ASan+UBSan (build-asan/), the concurrency tests under TSan (build-tsan/)"
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
-	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo), bench-checkpoint (save/restore vs O_DIRECT dd),"
+	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo; NCCL revoke+shrink emulated), bench-checkpoint (save/restore vs O_DIRECT dd),"
 	@echo "                   bench-allreduce (CPU allreduce and fusion vs torch.distributed's Gloo); each writes $(BENCH_DIR)/<bench>.json,"
 	@echo "                   then bench-report: one table of every figure against its goal, and plots ($(BENCH_DIR)/summary.md, *.png)"
 
@@ -188,9 +188,13 @@ bench-checkpoint: build
 	  $(BUILD_DIR)/bin/ringmaster-checkpoint-bench --dir "$$dir/scratch" $(CHECKPOINT_BENCH_ARGS) \
 	    --json $(BENCH_DIR)/checkpoint.json
 
-# Recovery: a worker's death -> the next successful allreduce, by phase, against bare Gloo's connect.
+# Recovery: a worker's death -> the next successful allreduce, by phase, against bare Gloo's connect; then
+# the NCCL path (revoke, shrink) beside Gloo at 4 and 8 ranks on the CPU emulation of NCCL and CUDA.
 bench-runtime: build
 	$(BUILD_DIR)/bin/ringmaster-elastic-bench --trials 20 --json $(BENCH_DIR)/runtime.json
+	RINGMASTER_EMULATED_GPUS=8 RINGMASTER_GPU_EMULATION_LIBRARY=$(abspath $(BUILD_DIR))/lib/libringmaster_emulated_gpu.so \
+	  NCCL_DEBUG=NONE $(BUILD_DIR)/bin/ringmaster-elastic-bench --sizes 4,8 --trials 20 --backends gloo,nccl \
+	  --json $(BENCH_DIR)/runtime-nccl-emulated.json
 
 clean:
 	rm -rf $(BUILD_DIR)/CMakeFiles $(BUILD_DIR)/bin $(BUILD_DIR)/lib $(BUILD_DIR)/CMakeCache.txt

@@ -31,6 +31,9 @@ CATALOG = [
         ("runtime.comm_vs_gloo.8", "communicator phase vs bare Gloo connect, 8 ranks (median)",
          "<= 1.5x Gloo"),
     ]),
+    ("runtime-nccl-emulated.json", "make bench-runtime", [
+        ("runtime.nccl.total.8", "worker death -> next allreduce, 8 ranks (median) (NCCL, CPU emulation)", "-"),
+    ]),
     ("checkpoint.json", "make bench-checkpoint", [
         (f"checkpoint.{mib}MiB.{op}", f"checkpoint {words} vs O_DIRECT dd, {mib} MiB", ">= 0.8x dd")
         for mib in (256, 1024)
