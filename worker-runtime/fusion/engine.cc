@@ -239,16 +239,18 @@ Status Engine::RunBatch(const Batch& batch) {
   }
   auto t0 = Clock::now();
   Status s;
+  // Host memory beside a GPU data communicator runs on the host one (the negotiation's), on this thread.
+  Communicator& comm = first.host ? *control_ : *data_;
   switch (first.kind) {
-    case CollectiveKind::kAllreduce: s = data_->Allreduce(first.in, first.out, first.count, first.type, first.op); break;
-    case CollectiveKind::kAllgather: s = data_->Allgather(first.in, first.out, first.count, first.type); break;
-    case CollectiveKind::kAllgatherv: s = data_->Allgatherv(first.in, first.out, first.counts, first.type); break;
-    case CollectiveKind::kBroadcast: s = data_->Broadcast(first.in, first.out, first.count, first.type, first.root); break;
+    case CollectiveKind::kAllreduce: s = comm.Allreduce(first.in, first.out, first.count, first.type, first.op); break;
+    case CollectiveKind::kAllgather: s = comm.Allgather(first.in, first.out, first.count, first.type); break;
+    case CollectiveKind::kAllgatherv: s = comm.Allgatherv(first.in, first.out, first.counts, first.type); break;
+    case CollectiveKind::kBroadcast: s = comm.Broadcast(first.in, first.out, first.count, first.type, first.root); break;
     case CollectiveKind::kReduceScatter:
-      s = data_->ReduceScatter(first.in, first.out, first.count, first.type, first.op);
+      s = comm.ReduceScatter(first.in, first.out, first.count, first.type, first.op);
       break;
-    case CollectiveKind::kAlltoall: s = data_->Alltoall(first.in, first.out, first.count, first.type); break;
-    case CollectiveKind::kBarrier: s = data_->Barrier(); break;
+    case CollectiveKind::kAlltoall: s = comm.Alltoall(first.in, first.out, first.count, first.type); break;
+    case CollectiveKind::kBarrier: s = comm.Barrier(); break;
   }
   if (tl) tl->Record(first.name, "RUN", options_.id, t0, Clock::now(), std::string(CollectiveKindName(first.kind)));
   return s;

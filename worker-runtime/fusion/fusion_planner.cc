@@ -18,7 +18,8 @@ std::vector<Batch> PlanBatches(const std::vector<Request*>& ordered, size_t thre
     bool fusable = r->kind == CollectiveKind::kAllreduce && threshold_bytes > 0 && r->bytes() <= threshold_bytes;
     if (fusable && open) {
       const Request* head = batches.back().requests.front();
-      if (head->type == r->type && head->op == r->op && open_bytes + r->bytes() <= threshold_bytes) {
+      if (head->type == r->type && head->op == r->op && head->host == r->host &&
+          open_bytes + r->bytes() <= threshold_bytes) {
         batches.back().requests.push_back(r);
         open_bytes += r->bytes();
         continue;

@@ -46,7 +46,7 @@ uint64_t Request::Fingerprint() const {
   };
   mix(name.data(), name.size());
   uint64_t fields[] = {static_cast<uint64_t>(kind), static_cast<uint64_t>(type), static_cast<uint64_t>(op), count,
-                       static_cast<uint64_t>(root)};
+                       static_cast<uint64_t>(root), static_cast<uint64_t>(host)};
   mix(fields, sizeof fields);
   if (!counts.empty()) mix(counts.data(), counts.size() * sizeof(size_t));
   return h;
@@ -58,7 +58,7 @@ std::string Request::Describe() const {
   if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReduceScatter) {
     d += " " + std::string(ReduceOpName(op));
   }
-  return d + ")";
+  return d + (host ? ", host memory)" : ")");
 }
 
 }  // namespace ringmaster::runtime

@@ -71,6 +71,10 @@ struct Request {
   std::vector<size_t> counts;  // allgatherv: elements per rank of the process set
   const void* in = nullptr;
   void* out = nullptr;
+  // The buffers are host memory while the set's data communicator moves GPU memory (NCCL): the engine
+  // runs it on the set's host communicator, ordered with the GPU collectives (Horovod's CPU ops on Gloo
+  // beside NCCL). Part of the fingerprint: every rank must pass the same kind of memory.
+  bool host = false;
   std::chrono::steady_clock::time_point submitted;
   std::shared_ptr<Completion> completion = std::make_shared<Completion>();
 

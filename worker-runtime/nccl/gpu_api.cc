@@ -118,6 +118,18 @@ StatusOr<const CudaApi*> Cuda() {
   return api->get();
 }
 
+StatusOr<bool> IsHostMemory(const void* ptr) {
+  RINGMASTER_ASSIGN_OR_RETURN(const CudaApi* cuda, Cuda());
+  cudaPointerAttributes attr{};
+  if (cudaError_t e = cuda->cudaPointerGetAttributes(&attr, ptr); e != cudaSuccess) {
+    (void)cuda->cudaGetLastError();  // not sticky: clear it for the next call on this thread
+    return InvalidArgumentError("CUDA cannot tell what memory " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                " is: " + cuda->ErrorText(e));
+  }
+  // CUDA 11+ answers cudaMemoryTypeUnregistered, with no error, for host memory it does not know.
+  return attr.type == cudaMemoryTypeUnregistered || attr.type == cudaMemoryTypeHost;
+}
+
 StatusOr<const NcclApi*> Nccl() {
   static const StatusOr<std::unique_ptr<NcclApi>> api = []() -> StatusOr<std::unique_ptr<NcclApi>> {
     RINGMASTER_ASSIGN_OR_RETURN(LoadedLibrary lib, OpenNccl(GpuLibrarySearch::FromEnvironment()));

@@ -94,6 +94,11 @@ StatusOr<std::unique_ptr<NcclApi>> ResolveNcclApi(LoadedLibrary library);
 StatusOr<const CudaApi*> Cuda();
 StatusOr<const NcclApi*> Nccl();
 
+// Whether `ptr` is host memory (malloc'ed, or pinned by CUDA) rather than memory a GPU owns (device or
+// managed): a collective on it runs on the host beside NCCL (Runtime). Errors: Unavailable when the CUDA
+// runtime cannot be loaded; InvalidArgument when CUDA refuses the pointer.
+StatusOr<bool> IsHostMemory(const void* ptr);
+
 // Makes `device` the calling thread's current CUDA device for the guard's life, then restores the
 // previous one (CUDA's current device is per thread; NCCL and cudaMalloc act on it). ok() is false,
 // with the CUDA error in status(), when the device could not be set.

@@ -1,9 +1,11 @@
 #include "runtime/runtime.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "comm/validate.h"
 #include "gloo/gloo_communicator.h"
+#include "nccl/gpu_api.h"
 #include "nccl/gpu_probe.h"
 #include "runtime/world.h"
 
@@ -137,12 +139,37 @@ EngineOptions Runtime::EngineOptionsFor(int id, const std::string& name, Orderin
   return o;
 }
 
+namespace {
+
+// Under NCCL, whether the request's buffers are host memory (then it runs on the host beside NCCL).
+// Errors: InvalidArgument when one buffer is host memory and the other a GPU's, or CUDA cannot tell.
+StatusOr<bool> OnHost(const Request& r) {
+  std::optional<bool> host;
+  for (const void* p : {r.in, static_cast<const void*>(r.out)}) {
+    if (p == nullptr) continue;
+    RINGMASTER_ASSIGN_OR_RETURN(bool h, nccl::IsHostMemory(p));
+    if (host && *host != h) {
+      return InvalidArgumentError("one buffer is host memory and the other a GPU's: pass both on the CPU or both "
+                                  "on this rank's GPU");
+    }
+    host = h;
+  }
+  return host.value_or(false);
+}
+
+}  // namespace
+
 Handle Runtime::Submit(int set, Request request) {
-  auto engine = sets_.EngineFor(set);
-  if (!engine.ok()) {
-    request.completion->Finish(engine.status().WithContext(std::string(CollectiveKindName(request.kind)) + " '" +
-                                                           request.name + "'"));
+  auto fail = [&](const Status& why) {
+    request.completion->Finish(why.WithContext(std::string(CollectiveKindName(request.kind)) + " '" + request.name + "'"));
     return Handle(request.completion);
+  };
+  auto engine = sets_.EngineFor(set);
+  if (!engine.ok()) return fail(engine.status());
+  if (backend_ == Backend::kNccl) {
+    StatusOr<bool> host = OnHost(request);
+    if (!host.ok()) return fail(host.status());
+    request.host = *host;
   }
   return (*engine)->Submit(std::move(request));
 }

@@ -317,11 +317,11 @@ class PySession {
     TensorArg i = Value(DescribeTensor(in, "input"));
     TensorArg o = Value(DescribeTensor(out, "output"));
     Check(CheckSameKind(i, o));
-    const bool nccl = Rt().backend() == runtime::Backend::kNccl;
-    if (i.cuda != nccl) {
-      Raise(InvalidArgumentError(i.cuda ? "a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
-                                          "(or auto) on a GPU worker, or move the tensor to the CPU"
-                                        : "a CPU tensor, but this generation runs NCCL: move the tensor to the GPU"));
+    // Under NCCL a CPU tensor runs on the host communicator beside it (the runtime tells them apart), as
+    // Horovod's CPU ops run on Gloo: objects, optimizer state and metrics stay on the CPU.
+    if (i.cuda && Rt().backend() != runtime::Backend::kNccl) {
+      Raise(InvalidArgumentError("a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
+                                 "(or auto) on a GPU worker, or move the tensor to the CPU"));
     }
     OrderAfterStream(i, stream);
     return {i, o};
