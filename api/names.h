@@ -54,6 +54,8 @@ inline constexpr std::string_view kCoordinatorPort = "RINGMASTER_COORDINATOR_POR
 inline constexpr std::string_view kStorePort = "RINGMASTER_STORE_PORT";
 inline constexpr std::string_view kHealthPort = "RINGMASTER_HEALTH_PORT";
 inline constexpr std::string_view kCheckpointDir = "RINGMASTER_CHECKPOINT_DIR";
+// spec.checkpoint.keep: how many complete checkpoints the workers keep (default 3).
+inline constexpr std::string_view kCheckpointKeep = "RINGMASTER_CHECKPOINT_KEEP";
 // The local launcher's (ringmaster-run) side channel.
 inline constexpr std::string_view kMembershipFile = "RINGMASTER_MEMBERSHIP_FILE";
 inline constexpr std::string_view kHeartbeatFile = "RINGMASTER_HEARTBEAT_FILE";

@@ -41,6 +41,7 @@ std::vector<Var> Vars(WorkerEnv& e) {
       {env::kMinWorkers, Kind::kInt, nullptr, &e.min_workers},
       {env::kReplicasMultipleOf, Kind::kInt, nullptr, &e.replicas_multiple_of},
       {env::kCheckpointDir, Kind::kString, &e.checkpoint_dir},
+      {env::kCheckpointKeep, Kind::kInt, nullptr, &e.checkpoint_keep},
       {env::kWorkerId, Kind::kString, &e.worker_id},
       {env::kStorePort, Kind::kInt, nullptr, &e.store_port},
       {env::kMembershipFile, Kind::kString, &e.membership_file},

@@ -38,6 +38,7 @@ struct WorkerEnv {
   std::optional<int32_t> store_port;
   std::optional<int32_t> health_port;  // 0: any free port
   std::string checkpoint_dir;
+  std::optional<int32_t> checkpoint_keep;
   // The local launcher's side channel.
   std::string membership_file;
   std::string heartbeat_file;

@@ -51,6 +51,38 @@ void AddEnv(json& container, const json& vars) {
   }
 }
 
+// Whether any container asks for NVIDIA GPUs (the nvidia-device-plugin's resource).
+bool WantsGpus(const json& pod_spec) {
+  for (const auto& c : ArrayAt(pod_spec, {"containers"})) {
+    const json& gpus = At(c, {"resources", "limits", "nvidia.com/gpu"});
+    if ((gpus.is_number_integer() && gpus.get<int64_t>() > 0) ||
+        (gpus.is_string() && !gpus.get<std::string>().empty() && gpus.get<std::string>() != "0")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Mounts the checkpoint volume at the checkpoint path in every container that mounts nothing there.
+// Errors: InvalidArgument when the template has no such volume (the CRD refuses that; this guards
+// objects stored before it did).
+Status MountCheckpoints(const json& checkpoint, json& pod_spec, const std::string& job) {
+  const std::string volume = StringAt(checkpoint, {"volumeName"}), path = StringAt(checkpoint, {"path"});
+  if (volume.empty() || path.empty()) return Status::Ok();
+  bool found = false;
+  for (const auto& v : ArrayAt(pod_spec, {"volumes"})) found = found || StringAt(v, {"name"}) == volume;
+  if (!found) {
+    return InvalidArgumentError("TrainingJob " + job + ": spec.checkpoint.volumeName '" + volume +
+                                "' names no volume of spec.template.spec.volumes");
+  }
+  for (auto& c : pod_spec["containers"]) {
+    bool mounted = false;
+    for (const auto& m : ArrayAt(c, {"volumeMounts"})) mounted = mounted || StringAt(m, {"mountPath"}) == path;
+    if (!mounted) c["volumeMounts"].push_back({{"name", volume}, {"mountPath", path}});
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string WorkerPodName(const std::string& job, int32_t index) { return job + "-worker-" + std::to_string(index); }
@@ -120,6 +152,14 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
     worker.replicas_multiple_of = static_cast<int32_t>(m.get<int64_t>());
   }
   worker.checkpoint_dir = StringAt(job, {"spec", "checkpoint", "path"});
+  if (const json& keep = At(job, {"spec", "checkpoint", "keep"}); keep.is_number_integer()) {
+    worker.checkpoint_keep = static_cast<int32_t>(keep.get<int64_t>());
+  }
+  RINGMASTER_RETURN_IF_ERROR(MountCheckpoints(At(job, {"spec", "checkpoint"}), spec, id.name));
+  // GPU workers train on NCCL: a GPU pod whose CUDA cannot see its GPUs then fails at its first
+  // communicator, saying so, instead of training on the CPU (auto would fall back). A template that sets
+  // RINGMASTER_BACKEND itself keeps its value (AddEnv).
+  if (WantsGpus(spec)) worker.backend = "nccl";
   const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);
   // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.
@@ -140,6 +180,9 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
                              {"containerPort", api::kWorkerHealthPort},
                              {"protocol", "TCP"}});
   }
+  // A worker that fails says why in its last lines (no GPU visible, a bad checkpoint): they become the
+  // pod's termination message, shown by `kubectl describe pod`.
+  if (!main.contains("terminationMessagePolicy")) main["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (!main.contains("readinessProbe")) {
     main["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", api::kWorkerHealthPort}}},
                               {"periodSeconds", 2},

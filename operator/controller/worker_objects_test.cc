@@ -20,11 +20,12 @@ json Job() {
     "metadata": {"name": "bert", "namespace": "research", "uid": "job-uid-1"},
     "spec": {
       "replicas": {"min": 2, "max": 4, "multipleOf": 2},
-      "checkpoint": {"volumeName": "ckpt", "path": "/ckpt"},
+      "checkpoint": {"volumeName": "ckpt", "path": "/ckpt", "keep": 5},
       "scheduling": {"priorityClassName": "training"},
       "template": {
         "metadata": {"labels": {"team": "nlp"}},
-        "spec": {"containers": [
+        "spec": {"volumes": [{"name": "ckpt", "persistentVolumeClaim": {"claimName": "bert-ckpt"}}],
+                 "containers": [
           {"name": "trainer", "image": "t:1", "env": [],
            "resources": {"limits": {"nvidia.com/gpu": 2}}},
           {"name": "sidecar", "image": "s:1", "readinessProbe": {"exec": {"command": ["true"]}}}]}}}})");
@@ -229,6 +230,49 @@ TEST(JobSecretTest, ThirtyTwoRandomBytesInHexNeverRepeated) {
     for (char c : *secret) EXPECT_TRUE(std::isdigit(c) || (c >= 'a' && c <= 'f')) << *secret;
     EXPECT_TRUE(seen.insert(*secret).second) << "repeated " << *secret;
   }
+}
+
+// spec.checkpoint: its volume is mounted at its path in every container (a container that mounts
+// something there keeps it), and `keep` reaches the workers.
+TEST(WorkerObjectsTest, CheckpointVolumeIsMountedAtItsPathAndKeepReachesTheWorkers) {
+  json job = Job();
+  job["spec"]["template"]["spec"]["containers"][1]["volumeMounts"] = json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}});
+  auto pod = BuildWorkerPod(job, 0);
+  ASSERT_OK(pod) << pod.status();
+  const json& trainer = (*pod)["spec"]["containers"][0];
+  EXPECT_EQ(trainer["volumeMounts"], json::array({{{"name", "ckpt"}, {"mountPath", "/ckpt"}}}));
+  EXPECT_EQ((*pod)["spec"]["containers"][1]["volumeMounts"], json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}}));
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kCheckpointKeep)), "5");
+
+  json missing = Job();
+  missing["spec"]["template"]["spec"].erase("volumes");
+  auto refused = BuildWorkerPod(missing, 0);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("spec.checkpoint.volumeName 'ckpt' names no volume"), std::string::npos)
+      << refused.status();
+}
+
+// A pod that asks for nvidia.com/gpu trains on NCCL (auto would fall back to the CPU on a pod whose CUDA
+// sees no GPU); a template's own RINGMASTER_BACKEND stays; a CPU pod gets none (auto: Gloo). Its failure
+// reason reaches `kubectl describe pod` through its last log lines.
+TEST(WorkerObjectsTest, GpuPodsAskForNcclAndReportWhyTheyFailed) {
+  auto gpu = BuildWorkerPod(Job(), 0);
+  ASSERT_OK(gpu) << gpu.status();
+  const json& trainer = (*gpu)["spec"]["containers"][0];
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kBackend)), "nccl");
+  EXPECT_EQ(trainer["terminationMessagePolicy"], "FallbackToLogsOnError");
+
+  json own = Job();
+  own["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", api::env::kBackend}, {"value", "gloo"}});
+  auto kept = BuildWorkerPod(own, 0);
+  ASSERT_OK(kept);
+  EXPECT_EQ(EnvValue((*kept)["spec"]["containers"][0], std::string(api::env::kBackend)), "gloo");
+
+  json cpu = Job();
+  cpu["spec"]["template"]["spec"]["containers"][0].erase("resources");
+  auto plain = BuildWorkerPod(cpu, 0);
+  ASSERT_OK(plain);
+  EXPECT_EQ(EnvValue((*plain)["spec"]["containers"][0], std::string(api::env::kBackend)), "<absent>");
 }
 
 TEST(WorkerObjectsTest, BadJobsAreRefusedWithAReason) {

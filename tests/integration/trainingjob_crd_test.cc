@@ -96,6 +96,14 @@ TEST_F(TrainingJobCrdTest, FractionalOrZeroGpuLimitIsRefused) {
   EXPECT_COMMAND_OK(ok);
 }
 
+TEST_F(TrainingJobCrdTest, ACheckpointVolumeTheTemplateLacksIsRefused) {
+  std::string job = Job("j", "{min: 1, max: 1}", Container("1"));
+  job.insert(job.find("  template:"), "  checkpoint: {volumeName: ckpt, path: /checkpoints}\n");
+  ExpectRefused(job, "spec.checkpoint.volumeName 'ckpt' names no volume of spec.template.spec.volumes");
+  job += "      volumes: [{name: ckpt, emptyDir: {}}]\n";
+  EXPECT_COMMAND_OK(ApplyHere(job));
+}
+
 TEST_F(TrainingJobCrdTest, RelativeCheckpointPathIsRefused) {
   std::string job = Job("j", "{min: 1, max: 1}", Container("1"));
   job.insert(job.find("  template:"), "  checkpoint: {volumeName: ckpt, path: checkpoints}\n");

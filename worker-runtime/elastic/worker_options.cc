@@ -29,6 +29,7 @@ Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, Wor
     o->backend = *b;
   }
   set(w.checkpoint_dir, &o->checkpoint_dir);
+  set_int(w.checkpoint_keep, &o->checkpoint_keep);
   set(w.out, &o->out);
   set(w.heartbeat_file, &o->heartbeat_file);
   o->gpus = gpu::GpuVisibility::FromEnvironment(env);
@@ -48,6 +49,10 @@ Status CheckWorkerOptions(const WorkerOptions& o) {
                                 "POD_NAME, RINGMASTER_SECRET, RINGMASTER_STORE_PORT/COORDINATOR_PORT)");
   }
   if (o.health_port < 0 || o.health_port > 65535) return InvalidArgumentError("--health-port must be 0..65535");
+  if (o.checkpoint_keep < 1) {
+    return InvalidArgumentError("RINGMASTER_CHECKPOINT_KEEP=" + std::to_string(o.checkpoint_keep) +
+                                ": keep at least 1 checkpoint");
+  }
   return Status::Ok();
 }
 

@@ -20,6 +20,7 @@ struct WorkerOptions {
   runtime::Backend backend = runtime::Backend::kGloo;
   // Checkpoints and outputs.
   std::string checkpoint_dir;
+  int checkpoint_keep = 3;  // complete checkpoints kept (RINGMASTER_CHECKPOINT_KEEP, spec.checkpoint.keep)
   int checkpoint_every = 0;
   std::string out = ".";
   std::string heartbeat_file;

@@ -35,7 +35,7 @@ StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(
   LogSink quiet = [log](LogLevel level, std::string_view line) {  // retention deletes one old checkpoint per save
     if (line.rfind("retention", 0) != 0) Log(log, level, line);
   };
-  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, 3, std::chrono::seconds(600), quiet});
+  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, o.checkpoint_keep, std::chrono::seconds(600), quiet});
 }
 
 ElasticOptions DriverOptions(const WorkerOptions& o, const runtime::RuntimeConfig& config, WorkerMetrics* metrics,

@@ -25,7 +25,7 @@ class WorkerMetrics;
 // source configured), those of the client config and of starting the source.
 StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const WorkerOptions& o, const LogSink& log);
 
-// The checkpoint store under o.checkpoint_dir (keeps the last 3); null when no directory is configured.
+// The checkpoint store under o.checkpoint_dir (keeps the last o.checkpoint_keep); null when no directory is configured.
 // Errors: those of CheckpointStore::Open.
 StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
                                                                                const LogSink& log);

@@ -19,7 +19,12 @@ StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<
   switch (backend) {
     case Backend::kNccl: {
       RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
-      if (gpus == 0) return UnavailableError("backend nccl requested but no GPU is visible");
+      if (gpus == 0) {
+        return UnavailableError("backend nccl requested (RINGMASTER_BACKEND, set by the operator for a pod that asks "
+                                "for nvidia.com/gpu) but CUDA sees no GPU: check the node's NVIDIA driver and device "
+                                "plugin and NVIDIA_VISIBLE_DEVICES; set RINGMASTER_BACKEND=gloo to train on the CPU "
+                                "on purpose");
+      }
       NcclOptions no;
       no.device = (options.device >= 0 ? options.device : options.local_rank) % gpus;
       no.timeout = options.timeout;
