@@ -13,7 +13,7 @@ CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: help deps build configure wheel fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
-        cluster-up cluster-down cluster-status demo images bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
+        cluster-up cluster-down cluster-status demo images push bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
         bench-report soak \
         test-sanitize clean
 
@@ -24,6 +24,7 @@ help:
 	@echo "make build         configure and build into $(BUILD_DIR)/ (SANITIZE=address|thread)"
 	@echo "make test-unit | test-integration | test-e2e | test-gpu | test-gpu-emulated   one tier"
 	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
+	@echo "make push REGISTRY=ghcr.io/my-team   push those images to a registry with skopeo (SKOPEO_ARGS for credentials)"
 	@echo "make wheel         build the Python package's wheel into $(BUILD_DIR)/ (ringmaster-*.whl)"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
@@ -86,6 +87,11 @@ fuzz: fuzz-build
 # The shipped Dockerfiles, built with buildah on a Debian base bootstrapped by mmdebstrap (docker/build-images.sh).
 images: deps
 	@IMAGES_DIR=$(abspath $(BUILD_DIR))/images docker/build-images.sh
+
+# Pushes build/images/*.tar to $(REGISTRY) with skopeo (no daemon): REGISTRY=ghcr.io/my-team; SKOPEO_ARGS
+# for credentials or --dest-tls-verify=false (docker/push-images.sh).
+push: images
+	@IMAGES_DIR=$(abspath $(BUILD_DIR))/images REGISTRY=$(REGISTRY) docker/push-images.sh
 
 # The Python package as a wheel, build/ringmaster-*.whl (scikit-build-core: a Release build of the native
 # module alone against build/venv's Python, the NCCL/CUDA headers of build/deps/cuda; its CMake tree is kept

@@ -4,6 +4,7 @@
 // their OCI labels. Each image is unpacked once into the pod runner's rootfs cache (rootfs_cache.h) and
 // its programs run under chroot with the image's user. Needs root, umoci and `make images`.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -174,6 +175,33 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
     EXPECT_TRUE(fs::exists(u->rootfs + "/opt/ringmaster/examples/python/" + example)) << example;
   }
   ExpectLabels(*u, "ringmaster-worker");
+}
+
+// `make push` (docker/push-images.sh): skopeo copies each archive to $REGISTRY/<name>:<tag> unchanged.
+// Here the destination is an OCI layout directory (PUSH_TRANSPORT=oci:): no registry on this machine. The
+// operator image only: the worker's (torch and its CUDA wheels, gigabytes) takes the same loop.
+TEST(PushImagesTest, EveryImageLandsUnderTheRegistryWithTheSameManifest) {
+  const fs::path dest = fs::temp_directory_path() / ("ringmaster-push-test." + std::to_string(::getpid()));
+  fs::remove_all(dest);
+  auto pushed = RunCommand({"env", "PUSH_TRANSPORT=oci:", "PUSH_IMAGES=ringmaster-operator", "REGISTRY=" + dest.string(),
+                            std::string("IMAGES_DIR=") + RINGMASTER_IMAGES_DIR,
+                            std::string(RINGMASTER_SOURCE_DIR) + "/docker/push-images.sh"},
+                           seconds(600));
+  ASSERT_COMMAND_OK(pushed);
+  for (const std::string name : {"ringmaster-operator"}) {
+    const std::string tag = std::string(":") + RINGMASTER_IMAGE_TAG;
+    auto original = RunCommand({"skopeo", "inspect", "--raw",
+                                std::string("oci-archive:") + RINGMASTER_IMAGES_DIR + "/" + name + ".tar" + tag});
+    auto copy = RunCommand({"skopeo", "inspect", "--raw", "oci:" + (dest / name).string() + tag});
+    ASSERT_COMMAND_OK(original);
+    ASSERT_COMMAND_OK(copy);
+    EXPECT_EQ(copy->out, original->out) << name << ": the pushed manifest differs from the archive's";
+  }
+  auto unset = RunCommand({"env", "-u", "REGISTRY", std::string(RINGMASTER_SOURCE_DIR) + "/docker/push-images.sh"});
+  ASSERT_OK(unset);
+  EXPECT_NE(unset->exit_code, 0);
+  EXPECT_NE(unset->err.find("REGISTRY is not set"), std::string::npos) << unset->err;
+  fs::remove_all(dest);
 }
 
 }  // namespace
