@@ -4,11 +4,10 @@
 # chart's appVersion. Steps:
 #   1. Two Debian bases bootstrapped from Debian's packages with mmdebstrap (cached by their package lists):
 #      the build stage's (docker/build-packages.txt) and a runtime base with CPython 3.11.
-#   2. docker/pytorch-base/Dockerfile on the runtime base: the pinned torch from the project's wheel cache,
-#      a local stand-in for pytorch/pytorch (the worker image's BASE_IMAGE for Docker users).
-#   3. docker/operator/Dockerfile and docker/worker/Dockerfile with buildah (--isolation chroot), their
-#      build stage compiling with the machine's ccache and NCCL/CUDA prefix mounted in.
-#   4. buildah push to oci-archive:, only when the image changed; the sizes are printed.
+#   2. docker/operator/Dockerfile and docker/worker/Dockerfile with buildah (--isolation chroot), their
+#      build stage compiling with the machine's ccache and NCCL/CUDA prefix mounted in; the worker's final
+#      stage on the runtime base, pip reading the pinned torch from the project's wheel cache.
+#   3. buildah push to oci-archive:, only when the image changed; the sizes are printed.
 # Images and their layer cache live in $RINGMASTER_CACHE/containers (overlay storage where the kernel
 # allows it, else vfs), so a fresh clone rebuilds only what changed.
 set -euo pipefail
@@ -145,9 +144,7 @@ wheels=(-v "$RINGMASTER_CACHE/wheels:/var/cache/ringmaster/wheels:ro" -v "$RINGM
         --build-arg PIP_FIND_LINKS=/var/cache/ringmaster/wheels --build-arg PIP_NO_INDEX=1)
 
 build ringmaster-operator docker/operator/Dockerfile "${build_stage[@]}"
-build ringmaster-pytorch-base docker/pytorch-base/Dockerfile --build-arg "BASE_IMAGE=$runtime_base" "${wheels[@]}"
-build ringmaster-worker docker/worker/Dockerfile "${build_stage[@]}" "${wheels[@]}" \
-  --build-arg "BASE_IMAGE=localhost/ringmaster-pytorch-base:$VERSION"
+build ringmaster-worker docker/worker/Dockerfile "${build_stage[@]}" "${wheels[@]}" --build-arg "PYTHON_IMAGE=$runtime_base"
 
 export_archive ringmaster-operator
 export_archive ringmaster-worker

@@ -159,7 +159,12 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   // GPU workers train on NCCL: a GPU pod whose CUDA cannot see its GPUs then fails at its first
   // communicator, saying so, instead of training on the CPU (auto would fall back). A template that sets
   // RINGMASTER_BACKEND itself keeps its value (AddEnv).
-  if (WantsGpus(spec)) worker.backend = "nccl";
+  // One process per pod: it runs on the pod's first GPU (RINGMASTER_DEVICE; otherwise its local rank, an
+  // index among the pods of its node, could name a GPU of another pod).
+  if (WantsGpus(spec)) {
+    worker.backend = "nccl";
+    worker.device = "0";
+  }
   const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);
   // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.

@@ -260,6 +260,7 @@ TEST(WorkerObjectsTest, GpuPodsAskForNcclAndReportWhyTheyFailed) {
   ASSERT_OK(gpu) << gpu.status();
   const json& trainer = (*gpu)["spec"]["containers"][0];
   EXPECT_EQ(EnvValue(trainer, std::string(api::env::kBackend)), "nccl");
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kDevice)), "0") << "a one-process pod uses its first GPU";
   EXPECT_EQ(trainer["terminationMessagePolicy"], "FallbackToLogsOnError");
 
   json own = Job();

@@ -226,6 +226,7 @@ class PySession {
     return d;
   }
   std::string Backend() const { return std::string(runtime::BackendName(Rt().backend())); }
+  int Device() const { return Rt().device(); }
   int MetricsPort() const { return session_->metrics_port(); }
 
   PyHandle Allreduce(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
@@ -394,6 +395,7 @@ NB_MODULE(_native, m) {
       .def("standalone", &PySession::Standalone, "a world of one without a launcher or operator")
       .def("last_rebuild", &PySession::LastRebuild, "the last rebuild's phases in seconds")
       .def("backend", &PySession::Backend)
+      .def("device", &PySession::Device, "the CUDA device of this generation's NCCL communicators; -1 under Gloo")
       .def("metrics_port", &PySession::MetricsPort)
       .def("allreduce", &PySession::Allreduce, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"), nb::arg("stream"))
       .def("allgather", &PySession::Allgather, nb::arg("name"), in, out, nb::arg("counts"), nb::arg("set"), nb::arg("stream"))

@@ -22,6 +22,11 @@ def test_a_script_started_by_hand_is_a_world_of_one():
         (0, 1, 0, 1, 0, 1)
 
 
+def test_the_device_of_a_cpu_world_is_the_cpu():
+    assert hvd.device() == torch.device("cpu")
+    assert hvd.gloo_enabled()
+
+
 def test_in_place_on_a_non_contiguous_tensor_is_refused():
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4).t()
     before = t.clone()

@@ -66,8 +66,18 @@ def size():
 
 
 def local_rank():
-    """This worker's index among the workers on its node."""
+    """This worker's index among the workers on its node (it can change after a membership change)."""
     return _topology("local_rank")
+
+
+def device():
+    """The torch.device this process's collectives run on, the same for its whole life: under NCCL the GPU
+    RINGMASTER_DEVICE names (the operator gives a one-process pod its first GPU; ringmaster-run gives each worker
+    its own), else the first generation's local rank, modulo the visible GPUs; the CPU under Gloo. Put the model
+    there: `torch.cuda.set_device(hvd.device())` when it is a GPU, or simply `model.to(hvd.device())`."""
+    import torch
+    index = _context.context().session.device()
+    return torch.device("cuda", index) if index >= 0 else torch.device("cpu")
 
 
 def local_size():
