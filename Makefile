@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure wheel fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
+.PHONY: help deps build configure wheel gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
         cluster-up cluster-down cluster-status demo images push bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
         bench-report soak \
         test-sanitize clean
@@ -25,6 +25,7 @@ help:
 	@echo "make test-unit | test-integration | test-e2e | test-gpu | test-gpu-emulated   one tier"
 	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
 	@echo "make push REGISTRY=ghcr.io/my-team   push those images to a registry with skopeo (SKOPEO_ARGS for credentials)"
+	@echo "make gpu-kit       the GPU suite in $(BUILD_DIR)/gpu-kit (<= 60 MiB): on a GPU machine run its run.sh (tests/gpu_kit/README.md)"
 	@echo "make wheel         build the Python package's wheel into $(BUILD_DIR)/ (ringmaster-*.whl)"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
 	@echo "make cluster-down  stop it (safe to run twice)"
@@ -48,6 +49,11 @@ configure:
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The GPU suite in one folder for a GPU machine with only a driver and torch: carry $(BUILD_DIR)/gpu-kit there and
+# run its run.sh (a report lands in $$OUT). tests/gpu_kit/README.md.
+gpu-kit: build
+	@tests/gpu_kit/make_kit.sh $(BUILD_DIR) $(BUILD_DIR)/gpu-kit
 
 # Every CPU tier, the GPU suite on the CPU emulation of NCCL and CUDA included (label `gpu-emulated`).
 # The same tests against a real GPU carry the label `gpu` and run with `make test-gpu`.

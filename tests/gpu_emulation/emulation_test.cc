@@ -131,7 +131,9 @@ int g_rank = -1;  // in a child: its rank (for the failure lines)
 
 const Api& LoadApi() {
   static Api api;
-  void* h = ::dlopen(RINGMASTER_EMULATION_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  // The build's library, or the copy RINGMASTER_GPU_EMULATION_LIBRARY names (the GPU kit's: tests/gpu_kit).
+  const char* path = std::getenv("RINGMASTER_GPU_EMULATION_LIBRARY");
+  void* h = ::dlopen(path != nullptr && *path != '\0' ? path : RINGMASTER_EMULATION_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) std::fprintf(stderr, "dlopen: %s\n", ::dlerror());
   CHILD_CHECK(h != nullptr);
 #define RESOLVE(name)                                                     \

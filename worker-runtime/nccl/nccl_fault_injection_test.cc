@@ -28,7 +28,7 @@ class NcclFaultInjectionTest : public ::testing::Test {
   void SetUp() override {
     // Before any rank is forked, and before anything loads NCCL: the loader reads these once.
     ::setenv("RINGMASTER_EMULATED_GPUS", "4", 1);
-    ::setenv("RINGMASTER_GPU_EMULATION_LIBRARY", RINGMASTER_EMULATION_LIBRARY, 1);
+    ::setenv("RINGMASTER_GPU_EMULATION_LIBRARY", RINGMASTER_EMULATION_LIBRARY, 0);  // unless set (the GPU kit)
     ::setenv("NCCL_DEBUG", "NONE", 1);  // the injected failure's WARN line is expected
   }
 };

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -49,14 +50,21 @@ EnvironmentList ParseAssignments(const std::string& env) {
   return out;
 }
 
+// A program of the build, or its copy in $RINGMASTER_BIN_DIR when that is set (the GPU kit runs the
+// suite from its own folder: tests/gpu_kit).
+std::string Program(const char* built, const char* name) {
+  const char* dir = std::getenv("RINGMASTER_BIN_DIR");
+  return dir != nullptr && *dir != '\0' ? std::string(dir) + "/" + name : std::string(built);
+}
+
 }  // namespace
 
 // Runs ringmaster-run; returns its exit status.
 int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags,
            const std::string& env) {
-  std::vector<std::string> argv = {RINGMASTER_RUN, "--out", out, "--deadline-s", "90", "--heartbeat-timeout-ms", "1500"};
+  std::vector<std::string> argv = {Program(RINGMASTER_RUN, "ringmaster-run"), "--out", out, "--deadline-s", "90", "--heartbeat-timeout-ms", "1500"};
   AppendWords(launcher_flags, argv);
-  argv.insert(argv.end(), {"--", RINGMASTER_TRAIN_EXAMPLE, "--steps", std::to_string(kSteps), "--samples",
+  argv.insert(argv.end(), {"--", Program(RINGMASTER_TRAIN_EXAMPLE, "ringmaster-train-example"), "--steps", std::to_string(kSteps), "--samples",
                            std::to_string(kSamples), "--batch", std::to_string(kBatch), "--seed", "7", "--timeout-ms", "8000"});
   AppendWords(worker_flags, argv);
   std::string shown;
