@@ -107,7 +107,8 @@ step "8. Real CPU workers rebuild in place (ringmaster-run: kill one, freeze ran
 [[ -x "$BIN/ringmaster-run" && -x "$BIN/ringmaster-train-example" ]] || die "ringmaster-run is missing" "run make build"
 RUN_DIR="$DIR/elastic-run"
 rm -rf "$RUN_DIR"
-"$BIN/ringmaster-run" --np 4 --min 2 --max 6 --chaos kill@20,stop@45,add@70:2 --out "$RUN_DIR" -- \
+"$BIN/ringmaster-run" --np 4 --min 2 --max 6 --chaos kill@20,stop@45,add@70:2 --out "$RUN_DIR" \
+  --heartbeat-timeout-ms 2000 --startup-timeout-s 60 --deadline-s 300 -- \
   "$BIN/ringmaster-train-example" --steps 150 --step-delay-ms 20 --seed 7 --dtype float64 --checkpoint-dir "$RUN_DIR/ckpt" --out "$RUN_DIR" 2>&1 |
   grep -E "ringmaster-run|generation [0-9]+ ready|restored step" | sed 's/^/  /'
 echo "  final weights: $RUN_DIR/weights.txt; every committed sample once per epoch: $RUN_DIR/samples.log"

@@ -111,5 +111,31 @@ TEST(CliTest, TrainExampleCreatesItsOutDirectory) {
   std::filesystem::remove_all(root);
 }
 
+// A worker that takes longer than --heartbeat-timeout-ms to send its first heartbeat is starting, not hung.
+TEST(CliTest, ASlowStartingWorkerIsNotKilledBeforeItsFirstHeartbeat) {
+  const std::string root = ::testing::TempDir() + "cli_test_slow." + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root, "--heartbeat-timeout-ms", "1000", "--deadline-s",
+                       "60", "--", "sh", "-c", "sleep 3; exec \"$0\" \"$@\"", Bin("ringmaster-train-example"), "--steps",
+                       "2", "--samples", "8", "--batch", "4", "--out", root},
+                      seconds(90));
+  ASSERT_COMMAND_OK(r);
+  EXPECT_EQ(r->err.find("missed its heartbeat"), std::string::npos) << r->err;
+  EXPECT_NE(r->err.find("training finished"), std::string::npos) << r->err;
+  std::filesystem::remove_all(root);
+}
+
+// A worker that never sends a heartbeat is removed and killed after --startup-timeout-s, saying so.
+TEST(CliTest, AWorkerThatNeverBeatsIsRemovedAfterTheStartupTimeout) {
+  const std::string root = ::testing::TempDir() + "cli_test_silent." + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root, "--startup-timeout-s", "2", "--", "sleep", "60"},
+                      seconds(30));
+  ASSERT_OK(r);
+  EXPECT_NE(r->exit_code, 0);
+  EXPECT_NE(r->err.find("w0 sent no heartbeat within 2 s of its start"), std::string::npos) << r->err;
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace ringmaster::testing

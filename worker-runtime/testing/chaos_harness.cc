@@ -62,7 +62,8 @@ std::string Program(const char* built, const char* name) {
 // Runs ringmaster-run; returns its exit status.
 int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags,
            const std::string& env) {
-  std::vector<std::string> argv = {Program(RINGMASTER_RUN, "ringmaster-run"), "--out", out, "--deadline-s", "90", "--heartbeat-timeout-ms", "1500"};
+  std::vector<std::string> argv = {Program(RINGMASTER_RUN, "ringmaster-run"), "--out", out, "--deadline-s", "90",
+                                   "--heartbeat-timeout-ms", "1500", "--startup-timeout-s", "30"};
   AppendWords(launcher_flags, argv);
   argv.insert(argv.end(), {"--", Program(RINGMASTER_TRAIN_EXAMPLE, "ringmaster-train-example"), "--steps", std::to_string(kSteps), "--samples",
                            std::to_string(kSamples), "--batch", std::to_string(kBatch), "--seed", "7", "--timeout-ms", "8000"});

@@ -96,7 +96,7 @@ class Launcher {
     ResumePaused();
     if (!FireDueChaos()) return Finish(1);
     if (std::optional<int> code = CheckBelowMin()) return code;
-    if (table_.AnyRunning() && Clock::now() > deadline) {
+    if (o_.deadline.count() > 0 && table_.AnyRunning() && Clock::now() > deadline) {
       Print("deadline of " + std::to_string(o_.deadline.count() / 1000) + " s passed: killing the workers");
       table_.KillAll();
       return Finish(1);
@@ -131,13 +131,23 @@ class Launcher {
     }
   }
 
-  // A stopped (or hung) worker is removed, then killed (reaped on a later pass).
+  // A stopped (or hung) worker is removed, then killed (reaped on a later pass). Until its first heartbeat
+  // a worker is starting (an interpreter importing torch): only --startup-timeout-s applies then.
   void RemoveUnresponsive(std::string& why) {
     for (const std::string& id : std::vector<std::string>(table_.members())) {
       Worker* w = table_.ById(id);
-      if (!w->running || Clock::now() - LastBeat(o_.out, *w) <= o_.heartbeat_timeout) continue;
-      Print(w->id + " missed its heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
-            " ms: removing and killing it");
+      if (!w->running) continue;
+      const std::optional<Clock::time_point> beat = LastBeat(o_.out, *w);
+      const auto now = Clock::now();
+      if (!beat) {
+        if (now - w->started <= o_.startup_timeout) continue;
+        Print(w->id + " sent no heartbeat within " + std::to_string(o_.startup_timeout.count() / 1000) +
+              " s of its start (--startup-timeout-s): removing and killing it");
+      } else {
+        if (now - *beat <= o_.heartbeat_timeout) continue;
+        Print(w->id + " missed its heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
+              " ms: removing and killing it");
+      }
       table_.Remove(w->id);
       (void)w->process.Signal(SIGKILL);
       AddReason(why, w->id + " unresponsive");

@@ -39,8 +39,11 @@ std::unique_ptr<CLI::App> NewLauncherApp(LauncherOptions& o) {
   app->add_option("--workers-per-node", o.workers_per_node, "> 0: worker slot i on simulated node node<i/K>")
       ->check(CLI::Range(0, 100000));
   AddDuration<std::chrono::milliseconds>(*app, "--heartbeat-timeout-ms", &o.heartbeat_timeout,
-                                         "a worker silent this long is removed and killed");
-  AddDuration<std::chrono::seconds>(*app, "--deadline-s", &o.deadline, "the whole run; then every worker is killed");
+                                         "a worker silent this long after a heartbeat is removed and killed");
+  AddDuration<std::chrono::seconds>(*app, "--startup-timeout-s", &o.startup_timeout,
+                                    "a worker with no heartbeat this long after its start is removed and killed");
+  AddDuration<std::chrono::seconds>(*app, "--deadline-s", &o.deadline,
+                                    "the whole run, then every worker is killed; 0: no deadline");
   app->add_option("--out", o.out, "directory for the membership file, heartbeats, journals and results");
   app->add_option("--checkpoint-dir", o.checkpoint_dir, "passed to the workers (RINGMASTER_CHECKPOINT_DIR); killsave watches it");
   app->add_option("--secret", o.secret, "the workers' shared store secret");

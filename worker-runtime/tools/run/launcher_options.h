@@ -20,8 +20,12 @@ struct LauncherOptions {
   std::chrono::milliseconds pause{2000};
   uint64_t chaos_seed = 1;
   int workers_per_node = 0;  // > 0: worker slot i runs on simulated node "node<i/K>" (else all on "localhost")
-  std::chrono::milliseconds heartbeat_timeout{2000};
-  std::chrono::milliseconds deadline{120000};  // the whole run
+  // A user's defaults (a script that imports torch takes seconds to start; a GC pause or a slow save must not
+  // kill a worker); tests and benches pass strict values. Before a worker's first heartbeat only
+  // startup_timeout applies, after it heartbeat_timeout.
+  std::chrono::milliseconds heartbeat_timeout{30000};
+  std::chrono::milliseconds startup_timeout{600000};
+  std::chrono::milliseconds deadline{0};  // the whole run; 0: none
   std::string out = "ringmaster-run.out";
   std::string checkpoint_dir;  // passed to workers as RINGMASTER_CHECKPOINT_DIR; watched by killsave
   std::string secret = "ringmaster-local-secret";

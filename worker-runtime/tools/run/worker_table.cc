@@ -59,9 +59,9 @@ void WorkerTable::KillAll() {
 
 std::string HeartbeatPath(const std::string& out, const std::string& id) { return out + "/hb." + id; }
 
-Clock::time_point LastBeat(const std::string& out, const Worker& w) {
+std::optional<Clock::time_point> LastBeat(const std::string& out, const Worker& w) {
   struct stat st {};
-  if (::stat(HeartbeatPath(out, w.id).c_str(), &st) != 0) return w.started;
+  if (::stat(HeartbeatPath(out, w.id).c_str(), &st) != 0) return std::nullopt;
   // Compare the file's age on the system clock, mapped onto the steady clock.
   auto age = std::chrono::system_clock::now() -
              std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(

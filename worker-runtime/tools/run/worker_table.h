@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,9 @@ class WorkerTable {
 
 // The heartbeat file of worker `id` in the launcher's --out directory.
 std::string HeartbeatPath(const std::string& out, const std::string& id);
-// When `w` last beat (its heartbeat file's mtime on the steady clock; never before it started).
-Clock::time_point LastBeat(const std::string& out, const Worker& w);
+// When `w` last beat (its heartbeat file's mtime on the steady clock; never before it started); nullopt
+// before its first heartbeat.
+std::optional<Clock::time_point> LastBeat(const std::string& out, const Worker& w);
 // The highest committed step any worker's heartbeat reports (0 when none).
 int64_t Progress(const std::string& out, const WorkerTable& table);
 
