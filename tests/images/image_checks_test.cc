@@ -183,6 +183,7 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
 TEST(PushImagesTest, EveryImageLandsUnderTheRegistryWithTheSameManifest) {
   const fs::path dest = fs::temp_directory_path() / ("ringmaster-push-test." + std::to_string(::getpid()));
   fs::remove_all(dest);
+  fs::create_directories(dest);  // an OCI layout's parent must exist (a registry's path need not)
   auto pushed = RunCommand({"env", "PUSH_TRANSPORT=oci:", "PUSH_IMAGES=ringmaster-operator", "REGISTRY=" + dest.string(),
                             std::string("IMAGES_DIR=") + RINGMASTER_IMAGES_DIR,
                             std::string(RINGMASTER_SOURCE_DIR) + "/docker/push-images.sh"},
