@@ -229,12 +229,13 @@ class ElasticWorkersE2eTest : public JobTest {
   }
 
   // A one-process run of the same training (the pacing flag does not change the arithmetic). Its worker's
-  // first heartbeat comes after `import torch`, which took over 30 s on a loaded machine: the timeout is
-  // the whole deadline (one worker has no peer to free from a hung one anyway).
+  // first heartbeat comes after `import torch`, which took over 30 s on a loaded machine: both heartbeat
+  // timeouts are the whole deadline (one worker has no peer to free from a frozen one anyway).
   std::vector<double> Reference() {
     std::string out = out_ + "/reference";
     std::vector<std::string> argv = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-run", "--np", "1", "--out", out,
-                                     "--deadline-s", "120", "--heartbeat-timeout-ms", "120000", "--"};
+                                     "--deadline-s", "120", "--startup-timeout-s", "120", "--heartbeat-timeout-ms",
+                                     "120000", "--"};
     argv.insert(argv.end(), workload_.reference.begin(), workload_.reference.end());
     auto r = RunCommand(argv, seconds(150));
     EXPECT_COMMAND_OK(r) << (r.ok() ? r->out + r->err : r.status().ToString());

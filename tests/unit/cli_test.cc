@@ -68,6 +68,7 @@ TEST(CliTest, ABadCommandLineNamesTheFlagAndExits2) {
       {{"ringmaster-run", "--chaos", "kill@5x", "--", "true"}, "--chaos"},
       {{"ringmaster-run", "--np"}, "--np"},
       {{"ringmaster-run", "--np", "2"}, "no worker command"},
+      {{"ringmaster-run", "--startup-timeout-s", "0", "--", "true"}, "--startup-timeout-s"},
       {{"ringmaster-perf", "allreduce", "--np", "4abc"}, "--np"},
       {{"ringmaster-perf", "allreduce", "--max-bytes", "1Q"}, "--max-bytes"},
       {{"ringmaster-operator", "--workers", "-1"}, "--workers"},
@@ -99,8 +100,10 @@ TEST(CliTest, TrainExampleCreatesItsOutDirectory) {
   const std::string root = ::testing::TempDir() + "cli_test_out." + std::to_string(::getpid());
   const std::string out = root + "/not/there/yet";
   std::filesystem::remove_all(root);
-  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root + "/run", "--deadline-s", "60", "--",
-                       Bin("ringmaster-train-example"), "--steps", "2", "--samples", "8", "--batch", "4", "--out", out},
+  // Strict launcher timeouts, not a user's defaults (no deadline, 10 min to the first heartbeat).
+  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root + "/run", "--heartbeat-timeout-ms", "2000",
+                       "--startup-timeout-s", "60", "--deadline-s", "60", "--", Bin("ringmaster-train-example"),
+                       "--steps", "2", "--samples", "8", "--batch", "4", "--out", out},
                       seconds(90));
   ASSERT_COMMAND_OK(r);
   std::ifstream weights(out + "/weights.w0.txt");
@@ -108,32 +111,6 @@ TEST(CliTest, TrainExampleCreatesItsOutDirectory) {
   int lines = 0;
   for (std::string line; std::getline(weights, line);) ++lines;
   EXPECT_EQ(lines, 8) << "one weight per feature (--features defaults to 8)";
-  std::filesystem::remove_all(root);
-}
-
-// A worker that takes longer than --heartbeat-timeout-ms to send its first heartbeat is starting, not hung.
-TEST(CliTest, ASlowStartingWorkerIsNotKilledBeforeItsFirstHeartbeat) {
-  const std::string root = ::testing::TempDir() + "cli_test_slow." + std::to_string(::getpid());
-  std::filesystem::remove_all(root);
-  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root, "--heartbeat-timeout-ms", "1000", "--deadline-s",
-                       "60", "--", "sh", "-c", "sleep 3; exec \"$0\" \"$@\"", Bin("ringmaster-train-example"), "--steps",
-                       "2", "--samples", "8", "--batch", "4", "--out", root},
-                      seconds(90));
-  ASSERT_COMMAND_OK(r);
-  EXPECT_EQ(r->err.find("missed its heartbeat"), std::string::npos) << r->err;
-  EXPECT_NE(r->err.find("training finished"), std::string::npos) << r->err;
-  std::filesystem::remove_all(root);
-}
-
-// A worker that never sends a heartbeat is removed and killed after --startup-timeout-s, saying so.
-TEST(CliTest, AWorkerThatNeverBeatsIsRemovedAfterTheStartupTimeout) {
-  const std::string root = ::testing::TempDir() + "cli_test_silent." + std::to_string(::getpid());
-  std::filesystem::remove_all(root);
-  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root, "--startup-timeout-s", "2", "--", "sleep", "60"},
-                      seconds(30));
-  ASSERT_OK(r);
-  EXPECT_NE(r->exit_code, 0);
-  EXPECT_NE(r->err.find("w0 sent no heartbeat within 2 s of its start"), std::string::npos) << r->err;
   std::filesystem::remove_all(root);
 }
 

@@ -84,6 +84,30 @@ TEST_F(ElasticChaosTest, StoppedWorkerIsDetectedAndRemoved) {
   ExpectMatchesReference(Out(), 2);
 }
 
+// A worker's heartbeat clock starts at its first heartbeat: before it, a script importing torch is starting,
+// not frozen. Each worker here starts the trainer 3 s late, three times the heartbeat timeout; none is
+// removed and the run is the reference's.
+TEST_F(ElasticChaosTest, AWorkerSlowToSendItsFirstHeartbeatIsNotRemoved) {
+  std::vector<std::string> command = {"sh", "-c", "sleep 3; exec \"$0\" \"$@\""};
+  for (const std::string& word : TrainerCommand()) command.push_back(word);
+  ASSERT_EQ(LaunchCommand(Out(), "--np 2 --heartbeat-timeout-ms 1000 --startup-timeout-s 600", command), 0);
+  ExpectMatchesReference(Out());
+  EXPECT_EQ(CountInLog(Out(), "unresponsive"), 0) << "a starting worker was removed";
+}
+
+// A worker that never sends a heartbeat (here w2, which sleeps instead of training) is removed and killed
+// after --startup-timeout-s, saying so; the others train on without it.
+TEST_F(ElasticChaosTest, AWorkerThatNeverBeatsIsRemovedAfterTheStartupTimeout) {
+  std::vector<std::string> command = {
+      "sh", "-c", "if [ \"$RINGMASTER_WORKER_ID\" = w2 ]; then exec sleep 60; fi; exec \"$0\" \"$@\""};
+  for (const std::string& word : TrainerCommand()) command.push_back(word);
+  ASSERT_EQ(LaunchCommand(Out(), "--np 3 --min 2 --startup-timeout-s 2", command), 0);
+  ExpectMatchesReference(Out(), 2);
+  EXPECT_EQ(CountInLog(Out(), "w2 sent no heartbeat within 2 s of its start; removing and killing it"), 1);
+  EXPECT_EQ(CountInLog(Out(), "w2 killed by signal 9"), 1) << "the silent worker was not killed";
+  EXPECT_EQ(CountInLog(Out(), "unresponsive"), 1) << "only w2 may be removed for silence";
+}
+
 TEST_F(ElasticChaosTest, PausedWorkerComesBackAndTheSameGenerationIsRebuilt) {
   // SIGSTOP for 2.5 s with a heartbeat timeout far longer: nobody is removed, the collectives time
   // out after 1 s, no new record comes, and the workers build generation 1 again (a second attempt).

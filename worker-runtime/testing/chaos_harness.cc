@@ -59,15 +59,31 @@ std::string Program(const char* built, const char* name) {
 
 }  // namespace
 
-// Runs ringmaster-run; returns its exit status.
+std::vector<std::string> TrainerCommand(const std::string& worker_flags) {
+  std::vector<std::string> argv = {Program(RINGMASTER_TRAIN_EXAMPLE, "ringmaster-train-example"), "--steps",
+                                   std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch",
+                                   std::to_string(kBatch), "--seed", "7", "--timeout-ms", "8000"};
+  AppendWords(worker_flags, argv);
+  return argv;
+}
+
 int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags,
            const std::string& env) {
+  return LaunchCommand(out, launcher_flags, TrainerCommand(worker_flags), env);
+}
+
+// Runs ringmaster-run; returns its exit status.
+int LaunchCommand(const std::string& out, const std::string& launcher_flags, const std::vector<std::string>& command,
+                  const std::string& env) {
+  // Strict values, not ringmaster-run's user defaults (30 s heartbeat timeout, 10 min to the first heartbeat,
+  // no deadline): a stopped worker is seen within the test's time, the trainer beats within a second of its
+  // start, and a hung run fails instead of waiting for ctest's timeout. The test's flags come after (the
+  // last value of a flag wins).
   std::vector<std::string> argv = {Program(RINGMASTER_RUN, "ringmaster-run"), "--out", out, "--deadline-s", "90",
                                    "--heartbeat-timeout-ms", "1500", "--startup-timeout-s", "30"};
   AppendWords(launcher_flags, argv);
-  argv.insert(argv.end(), {"--", Program(RINGMASTER_TRAIN_EXAMPLE, "ringmaster-train-example"), "--steps", std::to_string(kSteps), "--samples",
-                           std::to_string(kSamples), "--batch", std::to_string(kBatch), "--seed", "7", "--timeout-ms", "8000"});
-  AppendWords(worker_flags, argv);
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
   std::string shown;
   for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + a;
   std::fprintf(stderr, "$ %s > %s.log\n", shown.c_str(), out.c_str());

@@ -19,11 +19,18 @@ inline constexpr int kSteps = 30, kSamples = 40, kBatch = 8;  // 6 epochs
 // Where this test process writes (removed by the caller when it passed).
 std::filesystem::path Root();
 
-// Runs ringmaster-run with the standard data flags; returns its exit status.
+// Runs ringmaster-run over the example trainer with the standard data flags, then `worker_flags`; returns
+// its exit status. The launcher gets strict timeouts (a 1.5 s heartbeat timeout, 30 s to the first
+// heartbeat, a 90 s deadline; not a user's defaults) before `launcher_flags`, which may override them.
 // `env` ("NAME=value ...", a value may be single-quoted; no spaces) is the launcher's extra
 // environment, which its workers inherit.
 int Launch(const std::string& out, const std::string& launcher_flags, const std::string& worker_flags = "",
            const std::string& env = "");
+// Launch with `command` as the worker command line (e.g. the trainer behind a wrapper).
+int LaunchCommand(const std::string& out, const std::string& launcher_flags, const std::vector<std::string>& command,
+                  const std::string& env = "");
+// The example trainer's command line with the standard data flags, then `worker_flags`.
+std::vector<std::string> TrainerCommand(const std::string& worker_flags = "");
 
 std::vector<double> ReadWeights(const std::string& path);
 // The weights of a one-process CPU run (computed once per process).

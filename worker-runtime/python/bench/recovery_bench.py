@@ -20,6 +20,7 @@ Every trial starts from scratch and ends by killing every process it started (pr
 import argparse
 import ctypes
 import importlib.util
+import math
 import os
 import re
 import shutil
@@ -230,7 +231,9 @@ class Ringmaster(System):
 
     def launch(self, trial):
         a = self.args
+        # the trial's own start-up wait bounds the workers' first heartbeat too
         argv = [a.launcher, "--np", str(a.np), "--min", "2", "--max", str(a.np),
+                "--startup-timeout-s", str(max(1, math.ceil(a.startup_timeout))),
                 "--heartbeat-timeout-ms", str(a.ringmaster_heartbeat_ms), "--deadline-s", str(a.trial_timeout),
                 "--out", os.path.join(trial.dir, "ringmaster-run.out"), "--",
                 a.python, os.path.join(HERE, self.worker)]
@@ -371,7 +374,8 @@ def main():
     p.add_argument("--step-ms", type=float, default=10, help="sleep between two allreduces")
     p.add_argument("--numel", type=int, default=1024, help="float32 elements per allreduce")
     p.add_argument("--warmup-steps", type=int, default=30, help="allreduces every rank completes before the kill")
-    p.add_argument("--startup-timeout", type=float, default=180)
+    p.add_argument("--startup-timeout", type=float, default=180,
+                   help="seconds for every rank to finish the warm-up steps (also ringmaster-run --startup-timeout-s)")
     p.add_argument("--recovery-timeout", type=float, default=120)
     p.add_argument("--trial-timeout", type=int, default=400, help="ringmaster-run --deadline-s")
     p.add_argument("--python", default=sys.executable, help="the venv's python (torch, torchft, ringmaster)")

@@ -99,8 +99,9 @@ def launch_world(args, script, np_, out, worker_args):
         sys.exit(f"{launcher} is missing: build the project first (make build) or pass --bin")
     result = os.path.join(out, f"result.np{np_}.json")
     cmd = [launcher, "--np", str(np_), "--min", str(np_), "--max", str(np_), "--out", os.path.join(out, f"np{np_}"),
-           # the interpreter and torch take seconds to start on a loaded machine
-           "--heartbeat-timeout-ms", "30000", "--deadline-s", str(args.timeout_s),
+           # the interpreter and torch take seconds to start on a loaded machine (the first heartbeat comes
+           # after them); the launcher's defaults have no deadline, a bench ends within --timeout-s
+           "--startup-timeout-s", "120", "--heartbeat-timeout-ms", "30000", "--deadline-s", str(args.timeout_s),
            "--", sys.executable, os.path.abspath(script), "--worker", "--result", result,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--rounds", str(args.rounds)] + list(worker_args)
     stores = os.path.join(out, f"np{np_}.stores")

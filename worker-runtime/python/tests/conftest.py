@@ -21,13 +21,15 @@ def _require(path):
 
 
 def run_ranks(tmp_path, np, script, *args, chaos=None, min_workers=1, max_workers=None, extra=(), timeout=240,
-              env=None, heartbeat_ms=30000):
+              env=None, heartbeat_ms=30000, startup_s=120):
     """Runs `python script args` on `np` workers under ringmaster-run; returns (exit code, output, out dir).
-    `heartbeat_ms`: how long a worker may stay silent (its imports included) before the launcher drops it."""
+    `startup_s`: how long a worker may take to send its first heartbeat (the interpreter and torch take
+    seconds to start, over 30 s on a loaded machine); `heartbeat_ms`: how long it may stay silent after
+    that before the launcher drops it. The run ends 30 s before `timeout` (--deadline-s): the launcher's
+    own defaults (no deadline, 10 min to start) are a user's, not a test's."""
     out = tmp_path / f"run-np{np}"
     cmd = [str(_require(BIN / "ringmaster-run")), "--np", str(np), "--min", str(min_workers),
-           "--max", str(max_workers or np), "--out", str(out),
-           # the interpreter and torch take seconds to start on a loaded machine
+           "--max", str(max_workers or np), "--out", str(out), "--startup-timeout-s", str(startup_s),
            "--heartbeat-timeout-ms", str(heartbeat_ms), "--deadline-s", str(timeout - 30), *extra]
     if chaos:
         cmd += ["--chaos", chaos]

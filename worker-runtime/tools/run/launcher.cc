@@ -131,8 +131,10 @@ class Launcher {
     }
   }
 
-  // A stopped (or hung) worker is removed, then killed (reaped on a later pass). Until its first heartbeat
-  // a worker is starting (an interpreter importing torch): only --startup-timeout-s applies then.
+  // A stopped (or frozen) worker is removed, then killed (reaped on a later pass). Until its first heartbeat
+  // a worker is starting: its heartbeat thread only runs once the program has started the ringmaster
+  // runtime, after imports (torch: 5-10 s, more on a loaded machine) and whatever it does first, so only
+  // --startup-timeout-s applies then; from its first heartbeat on, --heartbeat-timeout-ms.
   void RemoveUnresponsive(std::string& why) {
     for (const std::string& id : std::vector<std::string>(table_.members())) {
       Worker* w = table_.ById(id);
@@ -142,11 +144,13 @@ class Launcher {
       if (!beat) {
         if (now - w->started <= o_.startup_timeout) continue;
         Print(w->id + " sent no heartbeat within " + std::to_string(o_.startup_timeout.count() / 1000) +
-              " s of its start (--startup-timeout-s): removing and killing it");
+              " s of its start; removing and killing it (its first heartbeat comes once it starts the ringmaster "
+              "runtime: raise --startup-timeout-s if its start takes longer)");
       } else {
         if (now - *beat <= o_.heartbeat_timeout) continue;
-        Print(w->id + " missed its heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
-              " ms: removing and killing it");
+        Print(w->id + " sent no heartbeat for " + std::to_string(o_.heartbeat_timeout.count()) +
+              " ms; removing and killing it (the process is stopped or frozen: its heartbeat thread runs "
+              "beside the training; raise --heartbeat-timeout-ms if it pauses that long)");
       }
       table_.Remove(w->id);
       (void)w->process.Signal(SIGKILL);

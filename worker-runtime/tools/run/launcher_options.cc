@@ -12,18 +12,21 @@ constexpr char kDescription[] =
     "file OUT/membership.json, removes workers that die or stop heart-beating, injects chaos, and at the\n"
     "end writes OUT/samples.log and OUT/weights.txt. Exit status: 0 when the training finished, 1\n"
     "otherwise, 2 for a bad command line. The worker command comes after --:\n"
-    "  ringmaster-run --np 4 --min 2 --max 6 [--chaos SPEC] [--out DIR] -- COMMAND...";
+    "  ringmaster-run --np 4 --min 2 --max 6 [--chaos SPEC] [--out DIR] -- COMMAND...\n"
+    "A worker has --startup-timeout-s to send its first heartbeat (it beats once it starts the ringmaster\n"
+    "runtime, after its imports), then at most --heartbeat-timeout-ms between two; the run has no deadline\n"
+    "unless --deadline-s is given.";
 
 constexpr char kFooter[] =
     "Chaos SPEC: comma-separated ACTION@STEP[:ARG], fired once the workers' committed step reaches STEP:\n"
     "  kill@S:R  killsave@S:R  stop@S:R  pause@S:R  add@S:N  killadd@S:R  random@S:N\n"
     "(R: a rank; N: a count; see worker-runtime/tools/run/launcher.h).";
 
-// Binds --flag, a whole number >= 0 of Unit, to *out.
+// Binds --flag, a whole number >= least of Unit, to *out.
 template <typename Unit, typename Duration>
-void AddDuration(CLI::App& app, const std::string& flag, Duration* out, const std::string& help) {
+void AddDuration(CLI::App& app, const std::string& flag, Duration* out, const std::string& help, int64_t least = 0) {
   app.add_option_function<int64_t>(flag, [out](int64_t n) { *out = std::chrono::duration_cast<Duration>(Unit(n)); }, help)
-      ->check(CLI::Range(int64_t{0}, int64_t{1000000000}))
+      ->check(CLI::Range(least, int64_t{1000000000}))
       ->default_str(std::to_string(std::chrono::duration_cast<Unit>(*out).count()));
 }
 
@@ -38,10 +41,11 @@ std::unique_ptr<CLI::App> NewLauncherApp(LauncherOptions& o) {
   app->add_option("--chaos-seed", o.chaos_seed, "seed of random@ events")->check(cli::NotNegative());
   app->add_option("--workers-per-node", o.workers_per_node, "> 0: worker slot i on simulated node node<i/K>")
       ->check(CLI::Range(0, 100000));
+  // The two heartbeat timeouts are at least 1: 0 would remove every worker at once.
   AddDuration<std::chrono::milliseconds>(*app, "--heartbeat-timeout-ms", &o.heartbeat_timeout,
-                                         "a worker silent this long after a heartbeat is removed and killed");
+                                         "a worker silent this long after a heartbeat is removed and killed", 1);
   AddDuration<std::chrono::seconds>(*app, "--startup-timeout-s", &o.startup_timeout,
-                                    "a worker with no heartbeat this long after its start is removed and killed");
+                                    "a worker with no heartbeat this long after its start is removed and killed", 1);
   AddDuration<std::chrono::seconds>(*app, "--deadline-s", &o.deadline,
                                     "the whole run, then every worker is killed; 0: no deadline");
   app->add_option("--out", o.out, "directory for the membership file, heartbeats, journals and results");
