@@ -6,7 +6,10 @@
 Only the import names Ringmaster; the rest is Horovod's elastic API. Two differences from a stock Horovod
 script, both for exactness: the ElasticSampler takes the *global* batch (no padding, every sample once per
 epoch whatever happens to the membership), and the optimizer sums the shares' gradients (op=Sum with each
-share's loss divided by the global batch), so the weights equal a one-process run's.
+share's loss divided by the global batch), so the weights equal a one-process run's. A stock script's own
+lines, ElasticSampler(data, shuffle=True, seed=...) with DataLoader(data, batch_size=<the local batch>,
+sampler=sampler), run unchanged too (every sample once per epoch, no padding), but their global batch is
+the local batch times the world size, so the weights then follow the membership.
 """
 import torch
 

@@ -94,6 +94,7 @@ def test_collective_aborted_is_horovods_internal_error():
     assert issubclass(hvd.HorovodInternalError, RuntimeError)
 
 
-def test_a_horovod_style_sampler_without_the_global_batch_says_what_to_do():
-    with pytest.raises(ValueError, match="batch_sampler=sampler"):
-        hvd.elastic.ElasticSampler(list(range(10)))
+def test_a_global_batch_given_where_horovod_has_shuffle_says_what_to_do():
+    # ElasticSampler(dataset, shuffle=True, seed=0) is Horovod's form; the global batch is batch_size=
+    with pytest.raises(TypeError, match="batch_size=<the global batch> by keyword"):
+        hvd.elastic.ElasticSampler(list(range(10)), 64)

@@ -163,10 +163,8 @@ class MeshState(State):
         """Commits a step: the sharded state into DCP first (a mesh worker), then the replicated attributes
         through the runtime, then to the standbys."""
         ctx = _context.context()
-        for name in self._attrs:
-            value = getattr(self, name)
-            if hasattr(value, "record_batch") and hasattr(value, "cursor"):
-                value.record_batch()
+        for sampler in self._samplers():
+            sampler._committing()
         step = ctx.session.committed_step() + 1
         dcp_name = None
         if self.model is not None and self._dir is not None:

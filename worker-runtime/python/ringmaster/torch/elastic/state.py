@@ -12,6 +12,7 @@ import pickle
 import torch
 
 from .. import _context
+from .sampler import ElasticSampler, ShardSampler
 
 
 def _has_state_dict(value):
@@ -48,6 +49,24 @@ class State:
             else:
                 setattr(self, name, value)
 
+    def _samplers(self, kind=ElasticSampler):
+        return [getattr(self, name) for name in self._attrs if isinstance(getattr(self, name), kind)]
+
+    def _gather_sampler_records(self):
+        """Every rank's Horovod-form samplers' states, gathered before a sync overwrites them with rank
+        0's (Horovod's SamplerStateHandler: the ranks' processed samples are united at sync)."""
+        samplers = self._samplers(ShardSampler)
+        if not samplers:
+            return []
+        from ..functions import allgather_object
+        gathered = allgather_object([s.state_dict() for s in samplers], name="elastic.sync.samplers")
+        return [(sampler, [states[i] for states in gathered]) for i, sampler in enumerate(samplers)]
+
+    @staticmethod
+    def _unite_sampler_records(records):
+        for sampler, states in records:
+            sampler._unite(states)
+
     def _cursor(self):
         """The data cursor (epoch, samples committed) of the first sampler among the attributes."""
         for name in self._attrs:
@@ -59,11 +78,9 @@ class State:
     # -- Horovod's API --------------------------------------------------------------------------------
     def save(self):
         """Commits the state without checking for a membership change. A sampler among the attributes
-        first counts its last step as done (record_batch)."""
-        for name in self._attrs:
-            value = getattr(self, name)
-            if hasattr(value, "record_batch") and hasattr(value, "cursor"):
-                value.record_batch()
+        first does what it does at a commit (the global-batch form: its last step is done)."""
+        for sampler in self._samplers():
+            sampler._committing()
         buf = io.BytesIO()
         torch.save(self._state(), buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
         epoch, committed = self._cursor()
@@ -87,9 +104,12 @@ class State:
         return False
 
     def sync(self):
-        """Makes every worker's state rank 0's (Horovod: after a reset, before training)."""
+        """Makes every worker's state rank 0's (Horovod: after a reset, before training), the processed
+        samples of a Horovod-form sampler being every rank's."""
         from ..functions import broadcast_object
+        records = self._gather_sampler_records()
         self._load(broadcast_object(self._state(), root_rank=0, name="elastic.sync"))
+        self._unite_sampler_records(records)
 
 
 class ObjectState(State):
@@ -98,7 +118,8 @@ class ObjectState(State):
 
 class TorchState(ObjectState):
     """A model, its optimizer and any other attributes (samplers and anything with state_dict /
-    load_state_dict are saved through those)."""
+    load_state_dict are saved through those). An ElasticSampler may have any name
+    (`TorchState(model, optimizer, train_sampler=sampler, epoch=1)`, Horovod's)."""
 
     def __init__(self, model=None, optimizer=None, **kwargs):
         super().__init__(**kwargs)
@@ -122,9 +143,11 @@ class TorchState(ObjectState):
 
     def sync(self):
         from ..functions import broadcast_optimizer_state, broadcast_parameters
+        records = self._gather_sampler_records()
         if self.model is not None:
             broadcast_parameters(self.model.state_dict(), root_rank=0)
         if self.optimizer is not None:
             broadcast_optimizer_state(self.optimizer, root_rank=0)
         from ..functions import broadcast_object
         ObjectState._load(self, broadcast_object(ObjectState._state(self), root_rank=0, name="elastic.sync.attrs"))
+        self._unite_sampler_records(records)
