@@ -44,7 +44,7 @@ class TrainingJobCrdTest : public JobTest {
 };
 
 TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
-  for (const char* sample : {"minimal", "elastic-gpu", "with-checkpoints"}) {
+  for (const char* sample : {"minimal", "elastic-gpu", "with-checkpoints", "pytorch-ddp-gpu", "horovod-gpu"}) {
     auto r = cluster_.Kubectl({"apply", "-n", ns_, "-f", kCrdDir + "/samples/" + sample + ".yaml"});
     ASSERT_OK(r) << r.status();
     EXPECT_TRUE(r->ok()) << sample << ": " << r->err;

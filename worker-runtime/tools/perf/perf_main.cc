@@ -1,4 +1,6 @@
 // ringmaster-perf: a collective benchmark and checker (see --help).
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -10,6 +12,7 @@
 #include "tools/perf/fusion_bench.h"
 #include "testing/local_ranks.h"
 #include "tools/perf/perf_options.h"
+#include "nccl/gpu_api.h"
 #include "nccl/gpu_probe.h"
 #include "runtime/config.h"
 #include "runtime/world.h"
@@ -17,6 +20,36 @@
 
 namespace ringmaster::runtime::perf {
 namespace {
+
+// "13.2" from the CUDA runtime's version call (13020), resolved from the library the ranks loaded (the
+// runtime's table has no use for it); "?" when it has none.
+std::string CudaVersion(const nccl::CudaApi& cuda, const char* call) {
+  using VersionCall = cudaError_t (*)(int*);
+  auto get = reinterpret_cast<VersionCall>(::dlsym(cuda.library.handle, call));
+  int v = 0;
+  if (get == nullptr || get(&v) != cudaSuccess || v <= 0) return "?";
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// One comment line naming the NCCL and CUDA runtime the ranks loaded, with their versions (a reader, and
+// the GPU kit's report, tests/gpu_kit, learn which NCCL a result is about).
+void PrintGpuLibraries(std::FILE* out) {
+  std::string line = "# gpu libraries:";
+  if (auto nccl_api = nccl::Nccl(); nccl_api.ok()) {
+    line += " NCCL " + (*nccl_api)->version.ToString() + " (" + (*nccl_api)->library.path + ")";
+  } else {
+    line += " NCCL not loaded (" + nccl_api.status().ToString() + ")";
+  }
+  if (auto cuda_api = nccl::Cuda(); cuda_api.ok()) {
+    line += "; CUDA runtime " + CudaVersion(**cuda_api, "cudaRuntimeGetVersion") + " (" + (*cuda_api)->library.path +
+            "), driver API " + CudaVersion(**cuda_api, "cudaDriverGetVersion");
+    if ((*cuda_api)->library.emulated) line += "; emulated (RINGMASTER_EMULATED_GPUS)";
+  } else {
+    line += "; CUDA runtime not loaded (" + cuda_api.status().ToString() + ")";
+  }
+  std::fprintf(out, "%s\n", line.c_str());
+  std::fflush(out);
+}
 
 int RankMain(const PerfOptions& options, const RuntimeConfig& config, testing::RankContext& lr) {
   if (options.collective == Collective::kFusion) return RunFusionBenchmark(options, config, lr, stdout);
@@ -29,6 +62,7 @@ int RankMain(const PerfOptions& options, const RuntimeConfig& config, testing::R
     std::fprintf(stderr, "rank %d: cannot create the communicator: %s\n", lr.rank, comm.status().ToString().c_str());
     return 2;
   }
+  if (lr.rank == 0 && (*comm)->backend() == Backend::kNccl) PrintGpuLibraries(stdout);
   int gpus = nccl::VisibleGpuCount();
   auto memory = NewMemoryFor((*comm)->memory(), gpus > 0 ? wo.local_rank % gpus : 0);
   auto result = RunBenchmark(options, **comm, *memory, *lr.store, stdout);
