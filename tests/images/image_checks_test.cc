@@ -171,7 +171,8 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
                        "import torch, ringmaster.torch as hvd, ringmaster.distributed, ringmaster._native; "
                        "print('torch', torch.__version__)"});
   EXPECT_COMMAND_OK(imported);
-  for (const char* example : {"digits_horovod_elastic.py", "digits_ddp_elastic.py", "digits_common.py"}) {
+  for (const char* example : {"digits_horovod_elastic.py", "digits_ddp_elastic.py", "digits_common.py",
+                              "resnet_ddp_elastic.py", "gpt_horovod_elastic.py", "gpu_common.py"}) {
     EXPECT_TRUE(fs::exists(u->rootfs + "/opt/ringmaster/examples/python/" + example)) << example;
   }
   ExpectLabels(*u, "ringmaster-worker");
