@@ -8,19 +8,39 @@ namespace ringmaster::api {
 
 using json = nlohmann::json;
 
-const Member* Membership::Find(const std::string& pod) const {
+std::string WorkerId(std::string_view pod, int32_t process) {
+  std::string id(pod);
+  if (process != 0) id += ":" + std::to_string(process);
+  return id;
+}
+
+std::string Member::id() const { return WorkerId(pod, process); }
+
+const Member* Membership::Find(const std::string& id) const {
   for (const auto& m : members)
-    if (m.pod == pod) return &m;
+    if (m.id() == id) return &m;
   return nullptr;
+}
+
+int32_t Membership::pod_count() const {
+  std::vector<std::string_view> pods;
+  for (const auto& m : members)
+    if (std::find(pods.begin(), pods.end(), m.pod) == pods.end()) pods.push_back(m.pod);
+  return static_cast<int32_t>(pods.size());
 }
 
 json MembershipToJson(const Membership& m) {
   json members = json::array();
   for (const auto& x : m.members) {
-    members.push_back({{"pod", x.pod}, {"uid", x.uid}, {"rank", x.rank}, {"address", x.address}, {"node", x.node}});
+    members.push_back({{"pod", x.pod},
+                       {"uid", x.uid},
+                       {"rank", x.rank},
+                       {"address", x.address},
+                       {"node", x.node},
+                       {"process", x.process}});
   }
-  json j = {{"generation", m.generation}, {"worldSize", m.world_size()}, {"coordinator", m.coordinator},
-            {"members", members}};
+  json j = {{"generation", m.generation}, {"worldSize", m.world_size()}, {"pods", m.pod_count()},
+            {"coordinator", m.coordinator}, {"members", members}};
   if (!m.reason.empty()) j["reason"] = m.reason;
   if (!m.message.empty()) j["message"] = m.message;
   if (!m.changed_at.empty()) j["changedAt"] = m.changed_at;
@@ -38,6 +58,8 @@ StatusOr<Member> MemberFromJson(const json& j, const std::string& path) {
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "uid", &m.uid));
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "address", &m.address));
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "node", &m.node));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "process", &m.process));
+  if (m.process < 0) return InvalidArgumentError(path + ".process: must not be negative");
   if (m.pod.empty()) return InvalidArgumentError(path + ".pod: required (the member with rank " + std::to_string(m.rank) + ")");
   return m;
 }
@@ -74,6 +96,12 @@ StatusOr<Membership> MembershipFromJson(const json& j, std::string_view path_vie
   RINGMASTER_RETURN_IF_ERROR(ReadMembers(j, path, &m.members));
   std::optional<int64_t> world_size;
   RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "worldSize", &world_size));
+  std::optional<int64_t> pods;
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "pods", &pods));
+  if (pods && *pods != m.pod_count()) {
+    return InvalidArgumentError(path + ".pods: " + std::to_string(*pods) + " disagrees with the member list (" +
+                                std::to_string(m.pod_count()) + " pods)");
+  }
   if (world_size && *world_size != m.world_size()) {
     return InvalidArgumentError(path + ".worldSize: " + std::to_string(*world_size) + " disagrees with the member list (" +
                                 std::to_string(m.world_size()) + ")");
@@ -110,6 +138,10 @@ Membership NextMembership(const Membership& current, const std::function<std::op
   return next;
 }
 
-std::string CoordinatorAddress(const Member& rank0, int32_t port) { return rank0.address + ":" + std::to_string(port); }
+std::string HostOf(const Member& m) { return m.node + "/" + m.address; }
+
+std::string CoordinatorAddress(const Member& rank0, int32_t port) {
+  return rank0.address + ":" + std::to_string(ProcessPort(port, rank0.process));
+}
 
 }  // namespace ringmaster::api

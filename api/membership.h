@@ -24,14 +24,27 @@
 namespace ringmaster::api {
 
 struct Member {
-  std::string pod;      // the worker's stable id (pod name, or the launcher's worker name)
+  std::string pod;      // the worker's pod (or the launcher's worker name)
   std::string uid;      // changes when a worker of the same name is replaced
   int32_t rank = 0;
   std::string address;  // the host the worker listens on: its pod IP (the launcher: 127.0.0.1); no port
   std::string node;
+  // Which of its pod's processes this rank is (spec.processesPerPod): 0..k-1, consecutive ranks in a pod.
+  // A pod is the unit of failure: all its processes join and leave together.
+  int32_t process = 0;
 
+  // The worker's stable id: the pod for process 0, "<pod>:<process>" for the others (WorkerId).
+  std::string id() const;
   bool operator==(const Member&) const = default;
 };
+
+// The id of process `process` of pod `pod`: the pod itself for process 0 (so a one-process pod's worker is
+// its pod), "<pod>:<process>" otherwise (':' cannot appear in a pod name).
+std::string WorkerId(std::string_view pod, int32_t process);
+
+// The port process `process` of a pod listens on for a service whose process-0 port is `base` (every
+// process of a pod shares the pod's IP, so each takes the next port).
+inline int32_t ProcessPort(int32_t base, int32_t process) { return base + process; }
 
 struct Membership {
   int64_t generation = 0;       // 0: nothing published yet; every change is strictly larger
@@ -42,17 +55,21 @@ struct Membership {
   std::string changed_at;       // RFC 3339
 
   int32_t world_size() const { return static_cast<int32_t>(members.size()); }
-  // The member with this id (pod), or nullptr.
-  const Member* Find(const std::string& pod) const;
+  // The member with this worker id (Member::id(): the pod for a one-process pod), or nullptr.
+  const Member* Find(const std::string& id) const;
+  // The number of distinct pods among the members.
+  int32_t pod_count() const;
   bool operator==(const Membership&) const = default;
 };
 
-// The JSON document (status.membership, or the launcher's file): {generation, worldSize, coordinator,
-// members: [{pod, uid, rank, address, node}], reason?, message?, changedAt?}.
+// The JSON document (status.membership, or the launcher's file): {generation, worldSize, pods (both
+// derived from the members), coordinator,
+// members: [{pod, uid, rank, address, node, process}], reason?, message?, changedAt?}. A member without
+// `process` is process 0.
 nlohmann::json MembershipToJson(const Membership& m);
 // null decodes to the empty record. InvalidArgument, naming the field under `path`, for: a field of the
 // wrong type, a negative generation, a member without pod or without an integer rank, ranks that are not
-// 0..n-1, or a worldSize that disagrees with the member list.
+// 0..n-1, or a worldSize or pods count that disagrees with the member list.
 StatusOr<Membership> MembershipFromJson(const nlohmann::json& j, std::string_view path = "membership");
 // The record in a JSON text (the launcher's membership file). InvalidArgument when the text is not JSON
 // ("not valid JSON (N bytes)"), otherwise as MembershipFromJson. Never throws, whatever the bytes.
@@ -68,7 +85,11 @@ StatusOr<std::optional<Membership>> MembershipOfJob(const nlohmann::json& job);
 Membership NextMembership(const Membership& current, const std::function<std::optional<Member>(const Member&)>& survive,
                           std::vector<Member> joiners, const std::function<std::string(const Member&)>& coordinator_of);
 
-// "<address>:<port>": the coordinator when rank 0 serves the store on `port`.
+// The host a member runs on, as Horovod's local ranks count them: the processes that share an address and a
+// node. In a cluster that is a pod (its own IP, its own GPUs); under ringmaster-run, the machine.
+std::string HostOf(const Member& m);
+
+// "<address>:<port + rank0.process>": the coordinator when rank 0 serves the store on `port`.
 std::string CoordinatorAddress(const Member& rank0, int32_t port);
 
 }  // namespace ringmaster::api

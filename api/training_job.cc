@@ -133,6 +133,7 @@ StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "max", &out.replicas.max));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "desired", &out.replicas.desired));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "multipleOf", &out.replicas.multiple_of));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(spec, "spec", "processesPerPod", &out.processes_per_pod));
   RINGMASTER_RETURN_IF_ERROR(ReadObject(spec, "spec", "template", &out.pod_template));
   RINGMASTER_ASSIGN_OR_RETURN(json checkpoint, Section(spec, "spec", "checkpoint"));
   RINGMASTER_RETURN_IF_ERROR(ReadString(checkpoint, "spec.checkpoint", "volumeName", &out.checkpoint.volume_name));
@@ -187,6 +188,7 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
   SetIfPresent(replicas, "desired", spec.replicas.desired);
   SetIfPresent(replicas, "multipleOf", spec.replicas.multiple_of);
   json j = {{"replicas", replicas}};
+  SetIfPresent(j, "processesPerPod", spec.processes_per_pod);
   if (!spec.pod_template.is_null()) j["template"] = spec.pod_template;
   json checkpoint = json::object();
   SetIfNotEmpty(checkpoint, "volumeName", spec.checkpoint.volume_name);

@@ -72,6 +72,9 @@ struct Scheduling {
 
 struct TrainingJobSpec {
   ReplicaSpec replicas;
+  // Ranks per worker pod (spec.processesPerPod); unset: the pod's GPU limit, 1 without GPUs (the
+  // controller resolves it, operator/controller/job_spec.h).
+  std::optional<int64_t> processes_per_pod;
   nlohmann::json pod_template;  // spec.template, a PodTemplateSpec (null when absent)
   CheckpointSpec checkpoint;
   ElasticPolicy elastic_policy;

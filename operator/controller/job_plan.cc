@@ -391,6 +391,7 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   MembershipPolicy policy;
   policy.min_workers = st.spec.min_workers;
   policy.multiple_of = st.spec.multiple_of;
+  policy.processes_per_pod = st.spec.processes_per_pod;
   policy.join_batch_window = st.spec.join_batch_window;
   policy.coordinator_port = api::kCoordinatorPort;
   MembershipDecision decision = DecideMembership(st.membership, workers.observed, policy, st.in.now);
@@ -459,7 +460,7 @@ Status PlanCreations(Planning& st, const Workers& workers) {
   const char* created_for = scale_up ? "ScaleUp" : (st.membership.generation == 0 ? "Start" : "Replacement");
   for (int32_t index = 0; missing > 0; ++index) {
     if (workers.used_indices.count(index)) continue;
-    RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(st.in.job, index));
+    RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(st.in.job, index, st.spec.processes_per_pod));
     pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = created_for;
     st.plan.creates.push_back(std::move(pod));
     --missing;
@@ -471,11 +472,12 @@ Status PlanCreations(Planning& st, const Workers& workers) {
 void DecideRunning(Planning& st, const MembershipDecision& decision) {
   if (st.membership.world_size() > 0) {
     st.phase = "Running";
-    std::string msg = std::to_string(st.membership.world_size()) + " workers in generation " +
+    std::string msg = std::to_string(st.membership.pod_count()) + " workers in generation " +
                       std::to_string(st.membership.generation);
+    if (st.spec.processes_per_pod > 1) msg += " (" + std::to_string(st.membership.world_size()) + " ranks)";
     // Why Ready workers stay out of a running job (spec.replicas.multipleOf).
     if (!decision.spares_waiting.empty()) msg += "; " + decision.spares_waiting;
-    if (st.membership.world_size() < st.spec.min_workers) {
+    if (st.membership.pod_count() < st.spec.min_workers) {
       SetCondition(st.status.conditions, "Running", "False", "BelowMinimum",
                    msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
                        "); waiting for replacements",

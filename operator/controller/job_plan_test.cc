@@ -1,4 +1,6 @@
 #include "controller/job_plan.h"
+#include "controller/job_spec.h"
+#include "controller/worker_objects.h"
 
 #include <gtest/gtest.h>
 
@@ -598,6 +600,51 @@ TEST(PlanJobTest, FieldsOfTheWrongTypeNeverThrow) {
   auto planned = PlanJob(Input(Job(1, 1), {pod}));
   ASSERT_OK(planned);
   ASSERT_EQ(planned->deletes.size(), 1u);
+}
+
+// spec.processesPerPod defaults to the worker container's GPU limit: a 2-GPU template runs two ranks per
+// pod, its pods start under the launcher, and the first generation of 2 pods is a world of 4 ranks whose
+// status names both counts. A count the GPUs cannot hold, or one that makes half groups, is refused.
+TEST(PlanJobTest, ProcessesPerPodDefaultToTheGpuLimitAndTheWorldCountsRanks) {
+  json gpu_template = {{"spec",
+                        {{"containers",
+                          {{{"name", "t"},
+                            {"image", "i"},
+                            {"command", {"python", "train.py"}},
+                            {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}}};
+  json job = Job(2, 2, {{"template", gpu_template}});
+  auto spec = ParseJobSpec(*api::DecodeTrainingJobSpec(job["spec"]));
+  ASSERT_OK(spec) << spec.status();
+  EXPECT_EQ(spec->processes_per_pod, 2);
+  EXPECT_EQ(spec->gpus_per_pod, 2);
+
+  auto first = PlanJob(Input(job, {}));
+  ASSERT_OK(first) << first.status();
+  ASSERT_EQ(first->creates.size(), 2u);
+  EXPECT_EQ(first->creates[0]["spec"]["containers"][0]["command"][0], kLaunchCommand);
+  job = WithStatus(job, *first);
+  auto started = PlanJob(Input(job, {Pod(0, "Running", true), Pod(1, "Running", true)}, kT0 + seconds(1)));
+  ASSERT_OK(started) << started.status();
+  const json& membership = (*started->status)["membership"];
+  EXPECT_EQ(membership["worldSize"], 4);
+  EXPECT_EQ(membership["pods"], 2);
+  EXPECT_EQ(membership["members"][3]["pod"], "j-worker-1");
+  EXPECT_EQ(membership["members"][3]["process"], 1);
+  EXPECT_NE(ConditionOf(*started->status, "Running").value("message", "").find("2 workers in generation 1 (4 ranks)"),
+            std::string::npos)
+      << started->status->dump();
+
+  json too_many = Job(2, 2, {{"template", gpu_template}, {"processesPerPod", 3}});
+  auto refused = ParseJobSpec(*api::DecodeTrainingJobSpec(too_many["spec"]));
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("exceeds the worker container's nvidia.com/gpu limit (2)"), std::string::npos)
+      << refused.status();
+  json halves = Job(1, 3, {{"processesPerPod", 1}});
+  halves["spec"]["replicas"]["multipleOf"] = 2;
+  EXPECT_EQ(ParseJobSpec(*api::DecodeTrainingJobSpec(halves["spec"])).status().code(), StatusCode::kInvalidArgument);
+  json whole = Job(1, 3, {{"processesPerPod", 2}});
+  whole["spec"]["replicas"]["multipleOf"] = 2;
+  EXPECT_OK(ParseJobSpec(*api::DecodeTrainingJobSpec(whole["spec"]))) << "1 to 3 pods of 2 ranks are whole groups of 2";
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "controller/job_spec.h"
 
 #include <algorithm>
+#include <numeric>
+
+#include "base/json_path.h"
 
 namespace ringmaster::controller {
 
@@ -14,6 +17,23 @@ std::optional<std::chrono::seconds> Seconds(const std::optional<int64_t>& value,
 
 }  // namespace
 
+int32_t JobSpec::pods_per_group() const { return multiple_of / std::gcd(multiple_of, processes_per_pod); }
+
+int32_t WorkerContainerGpus(const nlohmann::json& pod_spec) {
+  const nlohmann::json& containers = At(pod_spec, {"containers"});
+  if (!containers.is_array() || containers.empty()) return 0;
+  const nlohmann::json& gpus = At(containers[0], {"resources", "limits", "nvidia.com/gpu"});
+  int64_t n = 0;
+  if (gpus.is_number_integer()) {
+    n = gpus.get<int64_t>();
+  } else if (gpus.is_string()) {
+    const std::string& text = gpus.get_ref<const std::string&>();
+    if (text.empty() || text.size() > 6 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) return 0;
+    n = std::stoll(text);
+  }
+  return static_cast<int32_t>(std::clamp<int64_t>(n, 0, 1'000'000));
+}
+
 StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   JobSpec out;
   const auto& r = spec.replicas;
@@ -21,16 +41,31 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   if (*r.min < 1 || *r.max < *r.min || *r.max > INT32_MAX) return InvalidArgumentError("spec.replicas needs 1 <= min <= max");
   const int64_t multiple = r.multiple_of.value_or(1);
   if (multiple < 1 || multiple > INT32_MAX) return InvalidArgumentError("spec.replicas.multipleOf must be at least 1");
-  if (*r.min % multiple != 0 || *r.max % multiple != 0) {
-    return InvalidArgumentError("spec.replicas.min and spec.replicas.max must be multiples of spec.replicas.multipleOf (" +
+  out.gpus_per_pod = WorkerContainerGpus(At(spec.pod_template, {"spec"}));
+  const int64_t processes = spec.processes_per_pod.value_or(std::max<int32_t>(1, out.gpus_per_pod));
+  if (processes < 1 || processes > kMaxProcessesPerPod) {
+    return InvalidArgumentError("spec.processesPerPod must be between 1 and " + std::to_string(kMaxProcessesPerPod) +
+                                (spec.processes_per_pod ? "" : " (it defaults to the worker container's nvidia.com/gpu limit)") +
+                                ", not " + std::to_string(processes));
+  }
+  if (out.gpus_per_pod > 0 && processes > out.gpus_per_pod) {
+    return InvalidArgumentError("spec.processesPerPod (" + std::to_string(processes) +
+                                ") exceeds the worker container's nvidia.com/gpu limit (" + std::to_string(out.gpus_per_pod) +
+                                "): each rank needs a GPU of its own (NCCL refuses two ranks on one GPU)");
+  }
+  out.processes_per_pod = static_cast<int32_t>(processes);
+  out.multiple_of = static_cast<int32_t>(multiple);
+  const int64_t group = out.pods_per_group();
+  if (*r.min % group != 0 || *r.max % group != 0) {
+    return InvalidArgumentError("spec.replicas.min and spec.replicas.max times spec.processesPerPod (" +
+                                std::to_string(processes) + ") must be multiples of spec.replicas.multipleOf (" +
                                 std::to_string(multiple) + ")");
   }
   out.min_workers = static_cast<int32_t>(*r.min);
   out.max_workers = static_cast<int32_t>(*r.max);
-  out.multiple_of = static_cast<int32_t>(multiple);
   const int64_t desired = r.desired ? std::clamp(*r.desired, *r.min, *r.max) : *r.max;
-  // Rounded down, never below min (itself a multiple): more workers than whole groups would only wait.
-  out.desired_workers = static_cast<int32_t>(desired - desired % multiple);
+  // Rounded down, never below min (itself whole groups): more workers than whole groups would only wait.
+  out.desired_workers = static_cast<int32_t>(desired - desired % group);
 
   const api::ElasticPolicy& ep = spec.elastic_policy;
   out.join_batch_window = Seconds(ep.join_batch_window_seconds, 0).value_or(out.join_batch_window);

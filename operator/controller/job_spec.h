@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "api/training_job.h"
 #include "base/status.h"
 
@@ -18,8 +20,16 @@ struct JobSpec {
   int32_t min_workers = 1;
   int32_t max_workers = 1;
   int32_t desired_workers = 1;  // spec.replicas.desired, else max
-  // spec.replicas.multipleOf: min, max and desired are multiples of it, and so is every published world.
+  // spec.replicas.multipleOf, in ranks: every published world (in ranks) is a multiple of it, and so are
+  // min, max and desired times processes_per_pod.
   int32_t multiple_of = 1;
+  // spec.processesPerPod, resolved: ranks per worker pod (default: the worker container's nvidia.com/gpu
+  // limit, 1 without GPUs). min/max/desired count pods; the membership counts ranks.
+  int32_t processes_per_pod = 1;
+  // The nvidia.com/gpu limit of the worker container (the first); 0 without GPUs.
+  int32_t gpus_per_pod = 0;
+  // Pods per whole group of multiple_of ranks: multiple_of / gcd(multiple_of, processes_per_pod).
+  int32_t pods_per_group() const;
   std::chrono::seconds join_batch_window{10};
   std::chrono::seconds node_unresponsive{30};
   int32_t max_restarts = 10;
@@ -33,9 +43,17 @@ struct JobSpec {
 };
 
 // InvalidArgument naming the field when the spec is not usable (replicas missing or not 1 <= min <= max,
-// multipleOf below 1 or not dividing min and max, an unknown cleanPodPolicy); a desired count that is not
-// a multiple is rounded down to one. The CRD's validation normally prevents that; this guards against objects
+// multipleOf below 1 or not dividing min and max times processesPerPod, processesPerPod outside 1..64 or
+// above the container's GPU limit, an unknown cleanPodPolicy); a desired count that is not a whole number
+// of groups is rounded down to one. The CRD's validation normally prevents that; this guards against objects
 // written around it. Field types were checked by api::DecodeTrainingJob.
 StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec);
+
+// The nvidia.com/gpu limit of a pod spec's first container (an integer, or a string of digits); 0 when it
+// asks for none (or the value is not a count, which the apiserver refuses anyway).
+int32_t WorkerContainerGpus(const nlohmann::json& pod_spec);
+
+// The most ranks one pod may run (spec.processesPerPod's maximum in the CRD).
+inline constexpr int32_t kMaxProcessesPerPod = 64;
 
 }  // namespace ringmaster::controller

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "base/json_path.h"
 #include "base/time_format.h"
@@ -57,9 +58,13 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   MembershipDecision decision;
   std::map<std::string, const WorkerObservation*> by_pod;
   for (const auto& w : workers) by_pod[w.pod] = &w;
+  const int32_t processes = std::max<int32_t>(1, policy.processes_per_pod);
 
-  // Survivors keep their relative order; everyone else in the current record leaves, with a reason.
+  // Survivors keep their relative order; everyone else in the current record leaves, with a reason. A pod
+  // is the unit: all its ranks stay or all leave (survivors holds every surviving rank, survivor_pods
+  // their pods in rank order).
   std::vector<api::Member> survivors;
+  std::vector<std::string> survivor_pods;
   std::map<ChangeReason, std::vector<std::string>> removed;
   for (const auto& m : current.members) {
     auto it = by_pod.find(m.pod);
@@ -70,8 +75,10 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
       kept.address = w->address;
       kept.node = w->node;
       survivors.push_back(kept);
+      if (std::find(survivor_pods.begin(), survivor_pods.end(), m.pod) == survivor_pods.end()) survivor_pods.push_back(m.pod);
     } else {
-      removed[RemovalReason(w)].push_back(m.pod);
+      std::vector<std::string>& names = removed[RemovalReason(w)];
+      if (std::find(names.begin(), names.end(), m.pod) == names.end()) names.push_back(m.pod);
     }
   }
 
@@ -89,7 +96,7 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
 
   // A job whose world emptied (suspended, or every worker lost) starts again under the gang rule.
   const bool started = current.world_size() > 0;
-  const int32_t ready_total = static_cast<int32_t>(survivors.size() + joiners.size());
+  const int32_t ready_total = static_cast<int32_t>(survivor_pods.size() + joiners.size());
   if (!started && ready_total < policy.min_workers) {
     decision.waiting_for = "waiting for " + std::to_string(policy.min_workers) + " Ready workers to start (gang minimum); " +
                            std::to_string(ready_total) + " Ready";
@@ -103,7 +110,7 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
     std::vector<Clock::time_point> since;
     for (auto* j : joiners) since.push_back(j->ready_since);
     std::sort(since.begin(), since.end());
-    size_t pivot = started ? 0 : static_cast<size_t>(std::max<int32_t>(0, policy.min_workers - 1 - static_cast<int32_t>(survivors.size())));
+    size_t pivot = started ? 0 : static_cast<size_t>(std::max<int32_t>(0, policy.min_workers - 1 - static_cast<int32_t>(survivor_pods.size())));
     pivot = std::min(pivot, since.size() - 1);
     Clock::time_point due = since[pivot] + policy.join_batch_window;
     if (now < due) {
@@ -114,15 +121,19 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   }
   // Whole groups only: the world is the largest multiple of the group that survivors and admitted joiners
   // fill. Joiners beyond it are spares; survivors beyond it (a loss left a partial group) leave, the
-  // highest ranks first, so the others keep their ranks.
-  const int32_t group = std::max<int32_t>(1, policy.multiple_of);
-  const int32_t offered = static_cast<int32_t>(survivors.size() + (admit_joiners ? joiners.size() : 0));
+  // highest ranks first, so the others keep their ranks. In pods: a group of multiple_of ranks is
+  // multiple_of / gcd(multiple_of, processes) pods.
+  const int32_t multiple = std::max<int32_t>(1, policy.multiple_of);
+  const int32_t group = multiple / std::gcd(multiple, processes);
+  const int32_t offered = static_cast<int32_t>(survivor_pods.size() + (admit_joiners ? joiners.size() : 0));
   const int32_t world = offered / group * group;
-  while (static_cast<int32_t>(survivors.size()) > world) {
-    decision.dropped.insert(decision.dropped.begin(), survivors.back().pod);
-    survivors.pop_back();
+  while (static_cast<int32_t>(survivor_pods.size()) > world) {
+    const std::string pod = survivor_pods.back();
+    survivor_pods.pop_back();
+    std::erase_if(survivors, [&pod](const api::Member& m) { return m.pod == pod; });
+    decision.dropped.insert(decision.dropped.begin(), pod);
   }
-  const size_t admitted = admit_joiners ? static_cast<size_t>(world) - survivors.size() : 0;
+  const size_t admitted = admit_joiners ? static_cast<size_t>(world) - survivor_pods.size() : 0;
   if (admit_joiners && admitted < joiners.size()) {
     decision.spares = static_cast<int32_t>(joiners.size() - admitted);
     const int32_t more = group - (offered - world);
@@ -132,15 +143,20 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   }
   if (removed.empty() && decision.dropped.empty() && admitted == 0) return decision;
 
+  // A joining pod takes `processes` consecutive ranks, its processes in order.
   std::vector<api::Member> joining;
   std::vector<std::string> joined;
   for (size_t i = 0; i < admitted; ++i) {
-    joining.push_back(api::Member{joiners[i]->pod, joiners[i]->uid, 0, joiners[i]->address, joiners[i]->node});
+    for (int32_t process = 0; process < processes; ++process) {
+      api::Member m{joiners[i]->pod, joiners[i]->uid, 0, joiners[i]->address, joiners[i]->node};
+      m.process = process;
+      joining.push_back(std::move(m));
+    }
     joined.push_back(joiners[i]->pod);
   }
   auto survive = [&survivors](const api::Member& m) -> std::optional<api::Member> {
     for (const auto& s : survivors)
-      if (s.pod == m.pod) return s;
+      if (s.pod == m.pod && s.process == m.process) return s;
     return std::nullopt;
   };
   api::Membership next = api::NextMembership(
@@ -167,7 +183,7 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   }
   if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));
   next.message = "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
-                 " (" + JoinNames(parts) + ")";
+                 (processes > 1 ? " in " + std::to_string(next.pod_count()) + " pods" : "") + " (" + JoinNames(parts) + ")";
   next.changed_at = FormatRfc3339(now);
   if (next.world_size() == 0 && !decision.dropped.empty()) {
     decision.waiting_for = "fewer Ready workers than one group of " + std::to_string(group) +

@@ -49,9 +49,13 @@ struct WorkerObservation {
 };
 
 struct MembershipPolicy {
-  int32_t min_workers = 1;
-  // Every world published is a multiple of this (spec.replicas.multipleOf: a device mesh's tp group, say).
+  int32_t min_workers = 1;  // in pods
+  // Every world published (in ranks) is a multiple of this (spec.replicas.multipleOf: a device mesh's tp
+  // group, say).
   int32_t multiple_of = 1;
+  // Ranks per pod (spec.processesPerPod): a pod joins as that many consecutive ranks (processes 0..k-1)
+  // and leaves with all of them.
+  int32_t processes_per_pod = 1;
   std::chrono::seconds join_batch_window{10};
   int32_t coordinator_port = api::kCoordinatorPort;
 };
@@ -75,6 +79,9 @@ struct MembershipDecision {
 // soon as they are no longer eligible (failed, deleted, unready, node lost, beyond desired); joiners
 // are added once the oldest of them has been Ready for the batch window (or at once, when every
 // observed worker is Ready). The first generation needs `min_workers` Ready workers.
+//
+// Decisions are about pods: a pod's processes_per_pod ranks join, survive and leave together, and the
+// worker counts below (min_workers, spares, dropped) count pods.
 //
 // The world is the largest multiple of `multiple_of` that the survivors and the admitted joiners fill:
 // joiners beyond it stay out as spares (they join when enough arrive to complete another group); when

@@ -261,11 +261,66 @@ TEST(DecideMembershipTest, GroupOfOneChangesNothing) {
   EXPECT_EQ(d.spares, 0);
 }
 
+MembershipPolicy Processes(int per_pod, int multiple_of = 1, int min = 2) {
+  MembershipPolicy p = Policy(min);
+  p.processes_per_pod = per_pod;
+  p.multiple_of = multiple_of;
+  return p;
+}
+
+std::vector<std::string> Ids(const api::Membership& m) {
+  std::vector<std::string> out;
+  for (const auto& x : m.members) out.push_back(x.id());
+  return out;
+}
+
+// spec.processesPerPod: 2: each pod is two consecutive ranks (processes 0 and 1, ids "pod" and "pod:1"); the
+// gang minimum counts pods; a failed pod's ranks leave together, in one generation, and the survivors keep
+// their order; the coordinator is rank 0's process-0 store port.
+TEST(DecideMembershipTest, APodJoinsAndLeavesWithAllItsProcesses) {
+  MembershipDecision waiting = DecideMembership({}, {Ready(0), Starting(1)}, Processes(2), kT0);
+  EXPECT_FALSE(waiting.next.has_value()) << "min 2 counts pods, not ranks";
+  api::Membership started = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Processes(2), kT0).next;
+  EXPECT_EQ(Ids(started), (std::vector<std::string>{"job-worker-0", "job-worker-0:1", "job-worker-1", "job-worker-1:1",
+                                                    "job-worker-2", "job-worker-2:1"}));
+  EXPECT_EQ(started.world_size(), 6);
+  EXPECT_EQ(started.pod_count(), 3);
+  EXPECT_EQ(started.members[3].process, 1);
+  EXPECT_EQ(started.members[3].address, started.members[2].address);
+  EXPECT_EQ(started.coordinator, "127.64.0.1:" + std::to_string(api::kCoordinatorPort));
+  EXPECT_NE(started.message.find("world size 6 in 3 pods"), std::string::npos) << started.message;
+
+  MembershipDecision d = DecideMembership(started, {Failed(0), Ready(1), Ready(2)}, Processes(2), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "WorkerFailed");
+  EXPECT_EQ(Ids(*d.next), (std::vector<std::string>{"job-worker-1", "job-worker-1:1", "job-worker-2", "job-worker-2:1"}));
+  EXPECT_EQ(d.next->members[1].rank, 1);
+  EXPECT_NE(d.next->message.find("(WorkerFailed: job-worker-0)"), std::string::npos) << "the pod is named once: " << d.next->message;
+  EXPECT_EQ(d.next->coordinator, "127.64.0.2:" + std::to_string(api::kCoordinatorPort));
+}
+
+// multipleOf counts ranks: with 2 processes per pod, a group of 4 ranks is 2 pods and a group of 2 ranks is
+// one pod (no spares); a loss that leaves half a group drops the highest pod with all its ranks.
+TEST(DecideMembershipTest, MultipleOfCountsRanksWhenPodsHoldSeveral) {
+  api::Membership one_pod_groups = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Processes(2, 2), kT0).next;
+  EXPECT_EQ(one_pod_groups.world_size(), 6);
+  MembershipDecision spare = DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Processes(2, 4), kT0);
+  ASSERT_TRUE(spare.next.has_value());
+  EXPECT_EQ(spare.next->world_size(), 4);
+  EXPECT_EQ(spare.spares, 1);
+  api::Membership four = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Processes(2, 4), kT0).next;
+  MembershipDecision d = DecideMembership(four, {Ready(0), Failed(1), Ready(2), Ready(3)}, Processes(2, 4), kT0);
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(Ids(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-0:1", "job-worker-2", "job-worker-2:1"}));
+  EXPECT_EQ(d.dropped, (std::vector<std::string>{"job-worker-3"}));
+}
+
 TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
   api::Membership m = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
   nlohmann::json j = api::MembershipToJson(m);
   EXPECT_EQ(j["worldSize"], 2);
   EXPECT_EQ(j["members"][1]["rank"], 1);
+  EXPECT_EQ(j["members"][1]["process"], 0);
   auto back = api::MembershipFromJson(j);
   ASSERT_OK(back) << back.status();
   EXPECT_EQ(back->members, m.members);

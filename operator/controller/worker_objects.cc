@@ -83,6 +83,32 @@ Status MountCheckpoints(const json& checkpoint, json& pod_spec, const std::strin
   return Status::Ok();
 }
 
+// Several processes in one pod: the first container's command runs under ringmaster-launch, and a
+// memory-backed /dev/shm is mounted in it (unless the template has its own). InvalidArgument when the
+// container has no command (the image's entrypoint cannot be wrapped without knowing it).
+Status LaunchProcesses(json& pod_spec, int32_t processes, const std::string& job) {
+  json& main = pod_spec["containers"][0];
+  const json& command = At(main, {"command"});
+  if (!command.is_array() || command.empty()) {
+    return InvalidArgumentError("TrainingJob " + job + ": spec.processesPerPod is " + std::to_string(processes) +
+                                ", which needs spec.template.spec.containers[0].command (the command is started once per "
+                                "rank by " + kLaunchCommand + "; an image's entrypoint cannot be wrapped): set command, "
+                                "or set processesPerPod: 1");
+  }
+  json wrapped = json::array({kLaunchCommand, "--processes", std::to_string(processes), "--"});
+  for (const auto& arg : command) wrapped.push_back(arg);
+  main["command"] = wrapped;
+  for (const auto& m : ArrayAt(main, {"volumeMounts"})) {
+    if (StringAt(m, {"mountPath"}) == "/dev/shm") return Status::Ok();
+  }
+  const std::string volume = "ringmaster-shm";
+  pod_spec["volumes"].push_back(
+      {{"name", volume},
+       {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", std::to_string(kShmMiBPerProcess * processes) + "Mi"}}}});
+  main["volumeMounts"].push_back({{"name", volume}, {"mountPath", "/dev/shm"}});
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string WorkerPodName(const std::string& job, int32_t index) { return job + "-worker-" + std::to_string(index); }
@@ -106,7 +132,7 @@ std::string WorkerServiceAccountFor(const json& job) {
   return named.empty() ? WorkerServiceAccountName(StringAt(job, {"metadata", "name"})) : named;
 }
 
-StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
+StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes) {
   RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
   const json& tmpl = At(job, {"spec", "template"});
   if (!At(tmpl, {"spec"}).is_object() || !At(tmpl, {"spec", "containers"}).is_array() ||
@@ -144,8 +170,9 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   worker.worker_index = index;
   worker.coordinator_port = api::kCoordinatorPort;
   worker.health_port = api::kWorkerHealthPort;
+  // The runtime compares it with world sizes, which count ranks.
   if (const json& min = At(job, {"spec", "replicas", "min"}); min.is_number_integer()) {
-    worker.min_workers = static_cast<int32_t>(min.get<int64_t>());
+    worker.min_workers = static_cast<int32_t>(min.get<int64_t>() * processes);
   }
   // The runtime checks its mesh rule against it (the CRD defaults it to 1).
   if (const json& m = At(job, {"spec", "replicas", "multipleOf"}); m.is_number_integer()) {
@@ -159,12 +186,13 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index) {
   // GPU workers train on NCCL: a GPU pod whose CUDA cannot see its GPUs then fails at its first
   // communicator, saying so, instead of training on the CPU (auto would fall back). A template that sets
   // RINGMASTER_BACKEND itself keeps its value (AddEnv).
-  // One process per pod: it runs on the pod's first GPU (RINGMASTER_DEVICE; otherwise its local rank, an
-  // index among the pods of its node, could name a GPU of another pod).
+  // One process per pod runs on the pod's first GPU; several get theirs from ringmaster-launch (process i
+  // on GPU i).
   if (WantsGpus(spec)) {
     worker.backend = "nccl";
-    worker.device = "0";
+    if (processes == 1) worker.device = "0";
   }
+  if (processes > 1) RINGMASTER_RETURN_IF_ERROR(LaunchProcesses(spec, processes, id.name));
   const json env = worker.ToPodEnv({WorkerSecretName(id.name), kJobSecretKey});
   for (auto& c : spec["containers"]) AddEnv(c, env);
   // Only initialized workers join: the runtime answers /readyz once it can take part in a generation.

@@ -36,11 +36,25 @@ std::string WorkerSelector(const std::string& job);
 
 // A worker pod for `job` (a TrainingJob object) at `index`: the template's spec with restartPolicy
 // Never, hostname/subdomain for the headless Service, the pod's identity in its environment (downward
-// API), the job secret (RINGMASTER_SECRET, from the per-job Secret), spec.replicas.min
-// (RINGMASTER_MIN_WORKERS) and spec.replicas.multipleOf (RINGMASTER_REPLICAS_MULTIPLE_OF), a readiness probe on the runtime's /readyz when the template has none,
-// and an owner reference to the job. InvalidArgument when the job lacks metadata.name/uid or
-// spec.template.spec.
-StatusOr<nlohmann::json> BuildWorkerPod(const nlohmann::json& job, int32_t index);
+// API), the job secret (RINGMASTER_SECRET, from the per-job Secret), the minimum world in ranks
+// (RINGMASTER_MIN_WORKERS: spec.replicas.min times processes) and spec.replicas.multipleOf
+// (RINGMASTER_REPLICAS_MULTIPLE_OF), a readiness probe on the runtime's /readyz when the template has
+// none, and an owner reference to the job.
+//
+// `processes` ranks per pod (JobSpec::processes_per_pod): above 1 the first container's command becomes
+// `ringmaster-launch --processes N -- <command>` (kLaunchCommand; it gives each process its worker id,
+// ports and GPU) and the pod gets a memory-backed /dev/shm for NCCL's intra-pod transport unless the
+// template mounts one.
+//
+// InvalidArgument when the job lacks metadata.name/uid or spec.template.spec, when its checkpoint volume
+// does not exist, or when processes > 1 and the first container has no command to wrap.
+StatusOr<nlohmann::json> BuildWorkerPod(const nlohmann::json& job, int32_t index, int32_t processes);
+
+// The program that starts a pod's processes (worker-runtime/tools/launch), on the worker image's PATH.
+inline constexpr char kLaunchCommand[] = "ringmaster-launch";
+// The memory-backed /dev/shm of a pod with several processes: this much per process (NCCL's shared-memory
+// transport keeps its buffers there; Docker's default of 64 MiB is far too small).
+inline constexpr int32_t kShmMiBPerProcess = 1024;
 
 // The headless Service that gives workers stable DNS names.
 StatusOr<nlohmann::json> BuildHeadlessService(const nlohmann::json& job);

@@ -46,7 +46,7 @@ std::string EnvValue(const json& container, const std::string& name) {
 // Prometheus finds the runtime's /metrics by the container port named "metrics" (the chart's PodMonitor)
 // or by the prometheus.io annotations; the template's own annotation and port win.
 TEST(WorkerObjectsTest, PodNamesTheMetricsPortAndCarriesScrapeAnnotations) {
-  auto pod = BuildWorkerPod(Job(), 0);
+  auto pod = BuildWorkerPod(Job(), 0, 1);
   ASSERT_OK(pod) << pod.status();
   const json& main = (*pod)["spec"]["containers"][0];
   EXPECT_EQ(main["ports"], json::array({{{"name", "metrics"}, {"containerPort", api::kWorkerHealthPort}, {"protocol", "TCP"}}}));
@@ -59,7 +59,7 @@ TEST(WorkerObjectsTest, PodNamesTheMetricsPortAndCarriesScrapeAnnotations) {
   json job = Job();
   job["spec"]["template"]["metadata"]["annotations"] = {{"prometheus.io/scrape", "false"}};
   job["spec"]["template"]["spec"]["containers"][0]["ports"] = json::array({{{"name", "metrics"}, {"containerPort", 9500}}});
-  auto own = BuildWorkerPod(job, 0);
+  auto own = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(own) << own.status();
   EXPECT_EQ((*own)["metadata"]["annotations"]["prometheus.io/scrape"], "false");
   EXPECT_EQ((*own)["spec"]["containers"][0]["ports"].size(), 1u);
@@ -67,7 +67,7 @@ TEST(WorkerObjectsTest, PodNamesTheMetricsPortAndCarriesScrapeAnnotations) {
 }
 
 TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
-  auto pod = BuildWorkerPod(Job(), 3);
+  auto pod = BuildWorkerPod(Job(), 3, 1);
   ASSERT_OK(pod) << pod.status();
   const json& p = *pod;
   EXPECT_EQ(p["metadata"]["name"], "bert-worker-3");
@@ -99,7 +99,7 @@ TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
 TEST(WorkerObjectsTest, TemplateServiceAccountIsUsedAndBound) {
   json job = Job();
   job["spec"]["template"]["spec"]["serviceAccountName"] = "team-sa";
-  auto pod = BuildWorkerPod(job, 0);
+  auto pod = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(pod);
   EXPECT_EQ((*pod)["spec"]["serviceAccountName"], "team-sa");
   auto binding = BuildWorkerRoleBinding(job);
@@ -153,7 +153,7 @@ TEST(WorkerObjectsTest, NetworkPolicyAdmitsOnlyTheJobsOwnPodsExceptOnTheHealthPo
   EXPECT_EQ(p["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");  // deleted with the job
   EXPECT_EQ(p["metadata"]["labels"][job_label], "bert");
   // It selects exactly the pods BuildWorkerPod labels, whatever label the template tried to set.
-  auto pod = BuildWorkerPod(Job(), 0);
+  auto pod = BuildWorkerPod(Job(), 0, 1);
   ASSERT_OK(pod);
   EXPECT_EQ(p["spec"]["podSelector"], json({{"matchLabels", {{job_label, (*pod)["metadata"]["labels"][job_label]}}}}));
   // Ingress only: egress (apiserver, storage) is not restricted.
@@ -177,7 +177,7 @@ TEST(WorkerObjectsTest, NetworkPolicyAdmitsOnlyTheJobsOwnPodsExceptOnTheHealthPo
 }
 
 TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretTheMinimumAndTheMultiple) {
-  auto pod = BuildWorkerPod(Job(), 1);
+  auto pod = BuildWorkerPod(Job(), 1, 1);
   ASSERT_OK(pod) << pod.status();
   for (const json& c : (*pod)["spec"]["containers"]) {
     const json* secret = nullptr;
@@ -196,7 +196,7 @@ TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretTheMinimumAnd
 TEST(WorkerObjectsTest, TemplateMinWorkersOverrideStays) {
   json job = Job();
   job["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", std::string(api::env::kMinWorkers)}, {"value", "1"}});
-  auto pod = BuildWorkerPod(job, 0);
+  auto pod = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(pod);
   EXPECT_EQ(EnvValue((*pod)["spec"]["containers"][0], std::string(api::env::kMinWorkers)), "1");
 }
@@ -237,7 +237,7 @@ TEST(JobSecretTest, ThirtyTwoRandomBytesInHexNeverRepeated) {
 TEST(WorkerObjectsTest, CheckpointVolumeIsMountedAtItsPathAndKeepReachesTheWorkers) {
   json job = Job();
   job["spec"]["template"]["spec"]["containers"][1]["volumeMounts"] = json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}});
-  auto pod = BuildWorkerPod(job, 0);
+  auto pod = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(pod) << pod.status();
   const json& trainer = (*pod)["spec"]["containers"][0];
   EXPECT_EQ(trainer["volumeMounts"], json::array({{{"name", "ckpt"}, {"mountPath", "/ckpt"}}}));
@@ -246,7 +246,7 @@ TEST(WorkerObjectsTest, CheckpointVolumeIsMountedAtItsPathAndKeepReachesTheWorke
 
   json missing = Job();
   missing["spec"]["template"]["spec"].erase("volumes");
-  auto refused = BuildWorkerPod(missing, 0);
+  auto refused = BuildWorkerPod(missing, 0, 1);
   ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("spec.checkpoint.volumeName 'ckpt' names no volume"), std::string::npos)
       << refused.status();
@@ -256,7 +256,7 @@ TEST(WorkerObjectsTest, CheckpointVolumeIsMountedAtItsPathAndKeepReachesTheWorke
 // sees no GPU); a template's own RINGMASTER_BACKEND stays; a CPU pod gets none (auto: Gloo). Its failure
 // reason reaches `kubectl describe pod` through its last log lines.
 TEST(WorkerObjectsTest, GpuPodsAskForNcclAndReportWhyTheyFailed) {
-  auto gpu = BuildWorkerPod(Job(), 0);
+  auto gpu = BuildWorkerPod(Job(), 0, 1);
   ASSERT_OK(gpu) << gpu.status();
   const json& trainer = (*gpu)["spec"]["containers"][0];
   EXPECT_EQ(EnvValue(trainer, std::string(api::env::kBackend)), "nccl");
@@ -265,24 +265,59 @@ TEST(WorkerObjectsTest, GpuPodsAskForNcclAndReportWhyTheyFailed) {
 
   json own = Job();
   own["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", api::env::kBackend}, {"value", "gloo"}});
-  auto kept = BuildWorkerPod(own, 0);
+  auto kept = BuildWorkerPod(own, 0, 1);
   ASSERT_OK(kept);
   EXPECT_EQ(EnvValue((*kept)["spec"]["containers"][0], std::string(api::env::kBackend)), "gloo");
 
   json cpu = Job();
   cpu["spec"]["template"]["spec"]["containers"][0].erase("resources");
-  auto plain = BuildWorkerPod(cpu, 0);
+  auto plain = BuildWorkerPod(cpu, 0, 1);
   ASSERT_OK(plain);
   EXPECT_EQ(EnvValue((*plain)["spec"]["containers"][0], std::string(api::env::kBackend)), "<absent>");
+}
+
+// spec.processesPerPod: 2 on a 2-GPU pod: the command runs under ringmaster-launch (one process per GPU,
+// each told its own device by the launcher, not by the pod), with a memory-backed /dev/shm for NCCL, and the
+// workers' minimum world counts ranks. A container without a command cannot be wrapped: refused, saying so.
+TEST(WorkerObjectsTest, SeveralProcessesRunUnderTheLauncherWithSharedMemory) {
+  json job = Job();
+  job["spec"]["template"]["spec"]["containers"][0]["command"] = {"python", "train.py"};
+  job["spec"]["template"]["spec"]["containers"][0]["args"] = {"--epochs", "3"};
+  auto pod = BuildWorkerPod(job, 0, 2);
+  ASSERT_OK(pod) << pod.status();
+  const json& trainer = (*pod)["spec"]["containers"][0];
+  EXPECT_EQ(trainer["command"], json({kLaunchCommand, "--processes", "2", "--", "python", "train.py"}));
+  EXPECT_EQ(trainer["args"], json({"--epochs", "3"}));
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kDevice)), "<absent>") << "the launcher pins each process";
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kMinWorkers)), "4") << "min 2 pods of 2 ranks";
+  EXPECT_EQ(EnvValue(trainer, std::string(api::env::kBackend)), "nccl");
+  std::string shm_volume;
+  for (const auto& m : trainer["volumeMounts"])
+    if (m["mountPath"] == "/dev/shm") shm_volume = m["name"];
+  ASSERT_FALSE(shm_volume.empty()) << trainer.dump();
+  bool memory_backed = false;
+  for (const auto& v : (*pod)["spec"]["volumes"]) {
+    if (v["name"] == shm_volume) {
+      memory_backed = v["emptyDir"]["medium"] == "Memory" && v["emptyDir"]["sizeLimit"] == "2048Mi";
+    }
+  }
+  EXPECT_TRUE(memory_backed) << (*pod)["spec"]["volumes"].dump();
+  EXPECT_EQ((*pod)["spec"]["containers"][1].value("command", json()), json()) << "only the first container is wrapped";
+
+  json no_command = Job();
+  auto refused = BuildWorkerPod(no_command, 0, 2);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("needs spec.template.spec.containers[0].command"), std::string::npos)
+      << refused.status();
 }
 
 TEST(WorkerObjectsTest, BadJobsAreRefusedWithAReason) {
   json no_uid = Job();
   no_uid["metadata"].erase("uid");
-  EXPECT_EQ(BuildWorkerPod(no_uid, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BuildWorkerPod(no_uid, 0, 1).status().code(), StatusCode::kInvalidArgument);
   json no_containers = Job();
   no_containers["spec"]["template"]["spec"]["containers"] = json::array();
-  auto s = BuildWorkerPod(no_containers, 0).status();
+  auto s = BuildWorkerPod(no_containers, 0, 1).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("containers"), std::string::npos);
   EXPECT_FALSE(WorkerIndexOf(json{{"metadata", {{"labels", {{std::string(api::kWorkerIndexLabel), "x1"}}}}}}).has_value());

@@ -62,7 +62,7 @@ TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
   auto r = cluster_.Kubectl({"get", std::string(api::kResource), "-n", ns_});
   ASSERT_COMMAND_OK(r);
   std::string header = r->out.substr(0, r->out.find('\n'));
-  for (const char* column : {"NAME", "READY", "DESIRED", "GENERATION", "WORLD", "PHASE", "AGE"}) {
+  for (const char* column : {"NAME", "READY", "DESIRED", "GENERATION", "PODS", "WORLD", "PHASE", "AGE"}) {
     EXPECT_NE(header.find(column), std::string::npos) << column << " missing from: " << header;
   }
 }
@@ -159,6 +159,22 @@ TEST_F(TrainingJobCrdTest, MultipleOfCannotBeChanged) {
                 "spec.replicas.multipleOf cannot be changed; delete and recreate the job to change it");
   // The bounds may still change, in whole groups.
   EXPECT_COMMAND_OK(ApplyHere(Job("fixed", "{min: 2, max: 6, multipleOf: 2}", Container("1"))));
+}
+
+// spec.processesPerPod: 1..64, fixed for the job's life; multipleOf counts ranks, so 1 to 3 pods of 2 ranks
+// are whole groups of 2, while 3 pods of 1 rank are not, and the message says why.
+TEST_F(TrainingJobCrdTest, ProcessesPerPodIsBoundedFixedAndMultipleOfCountsItsRanks) {
+  auto with_processes = [](const std::string& name, const std::string& replicas, int processes) {
+    std::string job = Job(name, replicas, Container("2"));
+    return job.replace(job.find("\n  template:"), 0, "\n  processesPerPod: " + std::to_string(processes));
+  };
+  EXPECT_COMMAND_OK(ApplyHere(with_processes("ranks", "{min: 1, max: 3, multipleOf: 2}", 2)));
+  ExpectRefused(with_processes("ranks", "{min: 1, max: 3, multipleOf: 2}", 1),
+                "spec.processesPerPod cannot be changed; delete and recreate the job to change it");
+  ExpectRefused(with_processes("odd", "{min: 1, max: 3, multipleOf: 4}", 2),
+                "spec.replicas.min (1) times spec.processesPerPod (2) must be a multiple of spec.replicas.multipleOf (4)");
+  ExpectRefused(with_processes("none", "{min: 1, max: 3}", 0), "spec.processesPerPod");
+  ExpectRefused(with_processes("many", "{min: 1, max: 3}", 65), "spec.processesPerPod");
 }
 
 }  // namespace

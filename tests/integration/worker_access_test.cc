@@ -82,7 +82,7 @@ TEST_F(WorkerAccessTest, WorkerPodIsAcceptedScheduledByGpuAndRuns) {
   json job = CreateJob("gamma");
   ApplyJson(controller::BuildWorkerServiceAccount(job));
   ApplyJson(controller::BuildHeadlessService(job));
-  ApplyJson(controller::BuildWorkerPod(job, 0));
+  ApplyJson(controller::BuildWorkerPod(job, 0, 1));
   json pod;
   Status running = WaitFor("gamma-worker-0 Running", seconds(60), [&](std::string* last) {
     auto p = cluster_.KubectlJson({"get", "pod", "gamma-worker-0", "-n", ns_});

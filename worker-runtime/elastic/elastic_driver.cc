@@ -376,7 +376,9 @@ StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& curre
 }
 
 void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
-  if (record.world_size() < 2 || record.Find(options_.worker_id) == nullptr) return;
+  // A pod's processes share its network: its process 0 speaks for it (the report is keyed by pod).
+  const api::Member* self = record.Find(options_.worker_id);
+  if (record.world_size() < 2 || self == nullptr || self->process != 0) return;
   const std::vector<std::string> unreachable =
       UnreachablePeers(record, options_.worker_id, options_.store_port, options_.peer_probe_timeout);
   if (unreachable.empty()) return;

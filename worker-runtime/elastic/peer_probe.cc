@@ -56,9 +56,14 @@ void StartConnect(Attempt& a, const std::string& address, uint16_t port) {
 
 std::vector<std::string> UnreachablePeers(const api::Membership& record, const std::string& self, uint16_t port,
                                           std::chrono::milliseconds timeout) {
+  // One attempt per pod: its processes share its address, so one answer speaks for all of them.
+  const api::Member* me = record.Find(self);
   std::vector<Attempt> attempts;
   for (const auto& m : record.members) {
-    if (m.pod == self) continue;
+    if (m.id() == self || (me != nullptr && m.pod == me->pod)) continue;
+    bool probed = false;
+    for (const auto& a : attempts) probed |= a.pod == m.pod;
+    if (probed) continue;
     Attempt a;
     a.pod = m.pod;
     StartConnect(a, m.address, port);

@@ -19,7 +19,8 @@
 
 namespace ringmaster::elastic {
 
-// The pods of `record`'s members other than `self` that did not answer on `port`, in rank order.
+// The pods of `record`'s members other than worker `self` (an id; its own pod is never probed) that did not
+// answer on `port`, in rank order, each once.
 std::vector<std::string> UnreachablePeers(const api::Membership& record, const std::string& self, uint16_t port,
                                           std::chrono::milliseconds timeout);
 

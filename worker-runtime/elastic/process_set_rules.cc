@@ -11,7 +11,7 @@ ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_id
              const api::Membership& record) {
     NamedProcessSet set{name, {}};
     for (const auto& m : record.members) {
-      if (ids.count(m.pod)) set.ranks.push_back(m.rank);
+      if (ids.count(m.id())) set.ranks.push_back(m.rank);
     }
     std::sort(set.ranks.begin(), set.ranks.end());
     return std::vector<NamedProcessSet>{std::move(set)};
@@ -47,11 +47,12 @@ ProcessSetRule SetsPerNode() {
   };
 }
 
-int LocalRank(const api::Membership& record, const std::string& pod) {
-  const api::Member* self = record.Find(pod);
+int LocalRank(const api::Membership& record, const std::string& id) {
+  const api::Member* self = record.Find(id);
   if (self == nullptr) return 0;
+  const std::string host = api::HostOf(*self);
   int below = 0;
-  for (const auto& m : record.members) below += m.node == self->node && m.rank < self->rank;
+  for (const auto& m : record.members) below += m.rank < self->rank && api::HostOf(m) == host;
   return below;
 }
 

@@ -43,12 +43,12 @@ ProcessSetRule SetOfRanks(std::string name, std::vector<int> ranks);
 // the lowest rank of each node (Horovod's local and cross communicators).
 ProcessSetRule SetsPerNode();
 
-// The local rank of worker `pod` in `record`: its index, in rank order, among the members on its node
-// (Member::node: the pod's node, or the launcher's simulated node; ringmaster-run without
-// --workers-per-node puts every worker on "localhost"). Horovod's local rank, and its place in its
-// SetsPerNode set "node:<node>". Under NCCL it picks the worker's GPU (RuntimeConfig::local_rank).
-// 0 when `pod` is not a member.
-int LocalRank(const api::Membership& record, const std::string& pod);
+// The local rank of worker `id` (api::Member::id) in `record`: its index, in rank order, among the members
+// on its host (api::HostOf: same node and address -- in a cluster its pod, whose processes are consecutive
+// ranks, so process i has local rank i; under ringmaster-run the node, "localhost" unless
+// --workers-per-node simulates several). Horovod's local rank, and torchrun's LOCAL_RANK. Under NCCL it
+// picks the worker's GPU when nothing pinned one (RuntimeConfig::local_rank). 0 when `id` is not a member.
+int LocalRank(const api::Membership& record, const std::string& id);
 
 // Evaluates every rule on `record`. Errors: InvalidArgument when two sets share
 // a name (the message names it). Sets without members are dropped.

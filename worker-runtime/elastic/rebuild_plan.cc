@@ -22,13 +22,13 @@ RebuildPlan PlanRebuild(const api::Membership* previous, const api::Membership& 
   // Every member of `next` must be the same worker (pod and uid) as in `previous`, in the same
   // relative order -- then its new rank is what ncclCommShrink assigns.
   std::map<std::string, const api::Member*> before;
-  for (const auto& m : previous->members) before[m.pod] = &m;
+  for (const auto& m : previous->members) before[m.id()] = &m;
   int last_old_rank = -1;
   std::vector<bool> kept(previous->members.size(), false);
   for (const auto& m : next.members) {
-    auto it = before.find(m.pod);
+    auto it = before.find(m.id());
     if (it == before.end() || it->second->uid != m.uid) {
-      plan.why = "worker " + m.pod + " is new";
+      plan.why = "worker " + m.id() + " is new";
       return plan;
     }
     if (it->second->rank <= last_old_rank) {

@@ -42,19 +42,21 @@ SessionTopology TopologyOf(const api::Membership& record, const std::string& me)
   SessionTopology t;
   t.generation = record.generation;
   t.size = record.world_size();
-  std::vector<std::string> nodes;  // in order of their lowest rank
+  // Hosts (api::HostOf: a pod in a cluster) in order of their lowest rank: Horovod's local and cross ranks.
+  std::vector<std::string> hosts;
   const api::Member* self = record.Find(me);
   for (const auto& m : record.members) {
-    t.worker_ids.push_back(m.pod);
-    if (std::find(nodes.begin(), nodes.end(), m.node) == nodes.end()) nodes.push_back(m.node);
+    t.worker_ids.push_back(m.id());
+    if (std::find(hosts.begin(), hosts.end(), api::HostOf(m)) == hosts.end()) hosts.push_back(api::HostOf(m));
   }
-  t.cross_size = static_cast<int>(nodes.size());
+  t.cross_size = static_cast<int>(hosts.size());
   if (self == nullptr) return t;
+  const std::string host = api::HostOf(*self);
   t.rank = self->rank;
   t.local_rank = LocalRank(record, me);  // the rank the driver's RuntimeConfig::local_rank has too
   t.local_size = 0;
-  for (const auto& m : record.members) t.local_size += m.node == self->node;
-  t.cross_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), self->node) - nodes.begin());
+  for (const auto& m : record.members) t.local_size += api::HostOf(m) == host;
+  t.cross_rank = static_cast<int>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
   return t;
 }
 

@@ -80,7 +80,8 @@ class Launcher {
       if (!table_.AnyRunning()) break;
       std::this_thread::sleep_for(20ms);
     }
-    return Finish(table_.AnyFinished() ? 0 : 1);
+    if (table_.AnyFinished() && !rank0_finished_) Print("workers exited 0, but rank 0 never finished: no result");
+    return Finish(rank0_finished_ ? 0 : 1);
   }
 
  private:
@@ -114,7 +115,11 @@ class Launcher {
       if (exit->exited() && exit->code == 0) {
         w->finished = true;
         w->exited = Clock::now();
-        Print(w->id + " exited 0");
+        // The run's result is rank 0's: it writes the final weights and, as in a TrainingJob, its exit 0 is
+        // what ends the training.
+        const bool rank0 = !published_.members.empty() && published_.members.front().id() == w->id;
+        rank0_finished_ |= rank0;
+        Print(w->id + " exited 0" + (rank0 ? " (rank 0)" : ""));
         continue;  // its peers are likely finishing too: removed after a grace period
       }
       Print(w->id + (exit->exited() ? " exited with status " + std::to_string(exit->code)
@@ -168,9 +173,13 @@ class Launcher {
       will_add |= a == "add" || a == "killadd" || a == "random";
     }
     if (table_.AnyFinished()) {
-      Print("a worker finished and the rest is below --min: stopping them");
+      // Rank 0 still running is finishing too (its heartbeat check removes it if it hangs): wait for it.
+      const Worker* rank0 = table_.ById(table_.members().front());
+      if (!rank0_finished_ && rank0 != nullptr && rank0->running) return std::nullopt;
+      Print(rank0_finished_ ? "rank 0 finished and the rest is below --min: stopping them"
+                            : "workers finished but rank 0 did not, and the rest is below --min: giving up");
       table_.KillAll();
-      return Finish(0);
+      return Finish(rank0_finished_ ? 0 : 1);
     }
     if (!will_add) {
       Print("membership is below --min " + std::to_string(o_.min) + " and nothing will add workers: giving up");
@@ -388,6 +397,7 @@ class Launcher {
 
   WorkerTable table_;
   api::Membership published_;  // the last record written
+  bool rank0_finished_ = false;  // a worker exited 0 while it was rank 0 of the published record
   int next_slot_ = 0;
   size_t next_event_ = 0;
   Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;  // the first event fires on its step
