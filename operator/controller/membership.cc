@@ -183,7 +183,7 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   }
   if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));
   next.message = "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
-                 (processes > 1 ? " in " + std::to_string(next.pod_count()) + " pods" : "") + " (" + JoinNames(parts) + ")";
+                 (processes > 1 ? " in " + std::to_string(next.pod_count()) + (next.pod_count() == 1 ? " pod" : " pods") : "") + " (" + JoinNames(parts) + ")";
   next.changed_at = FormatRfc3339(now);
   if (next.world_size() == 0 && !decision.dropped.empty()) {
     decision.waiting_for = "fewer Ready workers than one group of " + std::to_string(group) +

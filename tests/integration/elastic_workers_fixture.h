@@ -108,8 +108,10 @@ class ElasticWorkersE2eTest : public JobTest {
     // The runner's bin dir: the example trainer, and `python` running the project's venv interpreter.
     const std::string bin = out_ + "/bin";
     std::filesystem::create_directories(bin);
-    std::filesystem::create_symlink(std::string(RINGMASTER_BIN_DIR) + "/ringmaster-train-example",
-                                    bin + "/ringmaster-train-example");
+    // The example trainer, and the launcher the operator wraps a several-process pod's command with.
+    for (const char* tool : {"ringmaster-train-example", "ringmaster-launch"}) {
+      std::filesystem::create_symlink(std::string(RINGMASTER_BIN_DIR) + "/" + tool, bin + "/" + tool);
+    }
     std::ofstream(bin + "/python") << "#!/bin/sh\nexec " << RINGMASTER_PYTHON << " \"$@\"\n";
     std::filesystem::permissions(bin + "/python", std::filesystem::perms::owner_all);
     // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
@@ -154,8 +156,8 @@ class ElasticWorkersE2eTest : public JobTest {
     if (!HasFailure()) std::filesystem::remove_all(out_);  // kept for a person to read when it failed
   }
 
-  // The job: min 2, desired workload_.workers (3 unless set), max 4 CPU workers (one fake GPU each, so one
-  // per node), pinned to this test's nodes, running workload_ with the Kubernetes membership source.
+  // The job: min min_workers_ (2 unless set), desired workload_.workers (3 unless set), max 4 CPU workers
+  // (gpus_ fake GPUs each: one unless set, so one per node), pinned to this test's nodes, running workload_ with the Kubernetes membership source.
   void ApplyJob() {
     auto list = [](const std::vector<std::string>& items) {
       std::string out;
@@ -166,14 +168,16 @@ class ElasticWorkersE2eTest : public JobTest {
     for (const auto& [name, value] : workload_.env) env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
     Status s = cluster_.Apply(
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
-        "}\nspec:\n  replicas: {min: 2, max: 4, desired: " + std::to_string(workload_.workers) + "}\n" + spec_extra_ +
+        "}\nspec:\n  replicas: {min: " + std::to_string(min_workers_) + ", max: 4, desired: " +
+        std::to_string(workload_.workers) + "}\n" +
+        (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") + spec_extra_ +
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
         "leaveGraceSeconds: 30, maxRestarts: " + std::to_string(max_restarts_) + "}\n"
         "  template:\n" + template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
         "      containers:\n      - name: trainer\n        image: " + image_ + "\n"
         "        command: " + list(workload_.command) + "\n        args: " + list(workload_.args) + "\n"
         "        env: [" + env + "]\n" + container_extra_ +
-        "        resources: {limits: {nvidia.com/gpu: 1}}\n");
+        "        resources: {limits: {nvidia.com/gpu: " + std::to_string(gpus_) + "}}\n");
     ASSERT_OK(s) << s;
   }
 
@@ -212,12 +216,12 @@ class ElasticWorkersE2eTest : public JobTest {
     return best;
   }
 
-  // Waits until the job trains (its first generation of workload_.workers is published and the workers pass
+  // Waits until the job trains (its first generation of workload_.workers pods is published and the workers pass
   // its disturb_at_step); returns the job as then seen.
   json WaitUntilTraining() {
-    const int workers = workload_.workers;
-    json job = WaitForJob("the first membership of " + std::to_string(workers) + " workers", seconds(60),
-                          [&](const json& j) { return Membership(j).value("worldSize", 0) == workers; });
+    const int ranks = workload_.workers * processes_per_pod_;
+    json job = WaitForJob("the first membership of " + std::to_string(ranks) + " ranks", seconds(60),
+                          [&](const json& j) { return Membership(j).value("worldSize", 0) == ranks; });
     const int64_t at = workload_.disturb_at_step;
     Status s = WaitFor("the workers to reach step " + std::to_string(at), workload_.start_timeout, [&](std::string* last) {
       int64_t p = Progress();
@@ -331,6 +335,9 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string template_metadata_, pod_extra_, container_extra_;
   bool pod_network_ = false;  // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
   int max_restarts_ = 10;     // spec.elasticPolicy.maxRestarts (the API's default)
+  int min_workers_ = 2;       // spec.replicas.min
+  int gpus_ = 1;              // the trainer's nvidia.com/gpu limit (the pool nodes have one each)
+  int processes_per_pod_ = 1;  // spec.processesPerPod (written only when above 1)
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;
 };

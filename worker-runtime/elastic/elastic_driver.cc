@@ -579,7 +579,9 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
     stats.generation = record_.generation;
     stats.detect = Seconds(failure_time_);
     Log("rebuilding at generation " + std::to_string(record_.generation) + ": rank " +
-        std::to_string(record_.Find(options_.worker_id)->rank) + " of " + std::to_string(record_.world_size()));
+        std::to_string(record_.Find(options_.worker_id)->rank) + " of " + std::to_string(record_.world_size()) +
+        ", local rank " + std::to_string(LocalRank(record_, options_.worker_id)) + " of " +
+        std::to_string(LocalSize(record_, options_.worker_id)));
     Status built = Build(record_, &stats);
     if (!built.ok()) {
       if (options_.metrics) options_.metrics->RebuildFailed();

@@ -56,6 +56,15 @@ int LocalRank(const api::Membership& record, const std::string& id) {
   return below;
 }
 
+int LocalSize(const api::Membership& record, const std::string& id) {
+  const api::Member* self = record.Find(id);
+  if (self == nullptr) return 0;
+  const std::string host = api::HostOf(*self);
+  int size = 0;
+  for (const auto& m : record.members) size += api::HostOf(m) == host;
+  return size;
+}
+
 StatusOr<std::vector<NamedProcessSet>> EvaluateProcessSetRules(const std::vector<ProcessSetRule>& rules,
                                                                const api::Membership& record) {
   std::vector<NamedProcessSet> out;

@@ -49,6 +49,8 @@ ProcessSetRule SetsPerNode();
 // --workers-per-node simulates several). Horovod's local rank, and torchrun's LOCAL_RANK. Under NCCL it
 // picks the worker's GPU when nothing pinned one (RuntimeConfig::local_rank). 0 when `id` is not a member.
 int LocalRank(const api::Membership& record, const std::string& id);
+// The number of members on worker `id`'s host (Horovod's local size); 0 when `id` is not a member.
+int LocalSize(const api::Membership& record, const std::string& id);
 
 // Evaluates every rule on `record`. Errors: InvalidArgument when two sets share
 // a name (the message names it). Sets without members are dropped.

@@ -54,8 +54,7 @@ SessionTopology TopologyOf(const api::Membership& record, const std::string& me)
   const std::string host = api::HostOf(*self);
   t.rank = self->rank;
   t.local_rank = LocalRank(record, me);  // the rank the driver's RuntimeConfig::local_rank has too
-  t.local_size = 0;
-  for (const auto& m : record.members) t.local_size += api::HostOf(m) == host;
+  t.local_size = LocalSize(record, me);
   t.cross_rank = static_cast<int>(std::find(hosts.begin(), hosts.end(), host) - hosts.begin());
   return t;
 }
