@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -135,6 +136,8 @@ struct ChildPlan {
   int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr of the child; -1: inherited
   bool own_group = true;
   int net_ns_fd = -1;  // a network namespace to join first; -1: the parent's
+  int parent_death_signal = 0;
+  pid_t parent = 0;  // the parent's pid, to tell whether it died before the death signal was armed
   std::optional<ChildContainer> container;
 };
 
@@ -210,6 +213,13 @@ void SetUpContainer(const ChildContainer& c, const std::string& cwd) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (plan.parent_death_signal != 0) {
+    ::prctl(PR_SET_PDEATHSIG, plan.parent_death_signal);
+    if (::getppid() != plan.parent) {  // the parent died before the signal was armed: it will never come
+      ::raise(plan.parent_death_signal);
+      ::_exit(128 + plan.parent_death_signal);
+    }
+  }
   for (int i = 0; i < 3; ++i) {
     if (plan.fds[i] >= 0) ::dup2(plan.fds[i], i);  // the copy at i is not close-on-exec
   }
@@ -340,6 +350,8 @@ StatusOr<Subprocess> Subprocess::Start(const SpawnOptions& options) {
   plan.cwd = options.cwd;
   plan.candidates = {plan.program};
   plan.own_group = options.own_process_group;
+  plan.parent_death_signal = options.parent_death_signal;
+  plan.parent = ::getpid();
   if (options.container) {
     RINGMASTER_ASSIGN_OR_RETURN(plan.container, PrepareContainer(*options.container));
     if (!options.container->root.empty() && options.program.empty() && options.argv[0].find('/') == std::string::npos) {

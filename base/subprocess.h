@@ -12,7 +12,8 @@
 // of Start: the child writes "exec failed: PROGRAM: REASON" on its stderr and exits 127; one that cannot
 // chdir to `cwd` exits 128, and so does one whose container setup fails (after writing "container setup
 // failed: STEP: REASON" on its stderr).
-// Ownership: a Subprocess owns its process until it is reaped, and the parent's ends of its pipes.
+// Ownership: a Subprocess owns its process until it is reaped, and the parent's ends of its pipes (until
+// TakeStdout/TakeStderr hand one to the caller).
 // Thread-safety: Start may be called from any thread of a multithreaded program (the child makes only
 // async-signal-safe calls before exec). One Subprocess is used by one thread at a time.
 #pragma once
@@ -89,6 +90,11 @@ struct SpawnOptions {
   // before anything else of `container`: the child and what it execs see only that namespace's interfaces.
   // Needs CAP_SYS_ADMIN; a failure to join exits 128 ("container setup failed: setns network namespace").
   std::string network_namespace;
+  // Non-zero: the signal the child gets when the thread that started it ends (prctl PR_SET_PDEATHSIG, set
+  // before exec, which keeps it): a SIGKILLed parent takes its children along. A parent that is already
+  // gone by then (the child was reparented) gets the child killed by that signal before exec. Meant for a
+  // single-threaded parent (the death of the starting thread counts, not the process's).
+  int parent_death_signal = 0;
 };
 
 struct ExitStatus {
@@ -138,6 +144,12 @@ class Subprocess {
   // and stderr (those that are pipes) until both close or `deadline` passes. Does not reap it. A reader
   // that goes away early does not raise SIGPIPE in this process.
   Output Communicate(const std::string& input, std::chrono::steady_clock::time_point deadline);
+
+  // The parent's end of the child's stdout (TakeStdout) or stderr (TakeStderr) pipe, handed to the
+  // caller, who closes it from then on (this object forgets it); -1 when that stream is no pipe or was
+  // taken already. For a caller that reads the streams itself (a poll loop over many children).
+  int TakeStdout() { return std::exchange(stdout_fd_, -1); }
+  int TakeStderr() { return std::exchange(stderr_fd_, -1); }
 
  private:
   void CloseFds();

@@ -202,6 +202,48 @@ TEST(SubprocessTest, DestructorKillsAProcessStillRunning) {
   EXPECT_NE(::kill(pid, 0), 0);  // gone and reaped
 }
 
+
+// A caller reading many children's streams in one poll loop takes the pipes' ends over.
+TEST(SubprocessTest, TakenPipesAreTheCallersToReadAndClose) {
+  auto p = Subprocess::Start(Captured({"sh", "-c", "echo out; echo err >&2"}));
+  ASSERT_OK(p);
+  for (bool err : {false, true}) {
+    const int fd = err ? p->TakeStderr() : p->TakeStdout();
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(err ? p->TakeStderr() : p->TakeStdout(), -1) << "taken once";
+    std::string text;
+    char buf[256];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) != 0;) {
+      if (n > 0) text.append(buf, static_cast<size_t>(n));
+      else if (errno != EINTR) break;
+    }
+    ::close(fd);
+    EXPECT_EQ(text, err ? "err\n" : "out\n");
+  }
+  EXPECT_EQ(p->Wait().code, 0);
+}
+
+// parent_death_signal: the child gets it when the thread that started it ends (here a thread of the test;
+// in ringmaster-launch the launcher's only thread, so a SIGKILLed launcher takes its processes along).
+TEST(SubprocessTest, ParentDeathSignalComesWhenTheStartingThreadEnds) {
+  StatusOr<Subprocess> p = InternalError("not started");
+  std::thread([&p] {
+    SpawnOptions o = Captured({"sh", "-c", "echo armed; exec sleep 600"});
+    o.parent_death_signal = SIGKILL;
+    p = Subprocess::Start(o);
+    if (!p.ok()) return;
+    // The signal is armed before exec: once the shell speaks, the thread may end.
+    const int fd = p->TakeStdout();
+    char c = 0;
+    while (::read(fd, &c, 1) < 0 && errno == EINTR) {
+    }
+    ::close(fd);
+  }).join();
+  ASSERT_OK(p);
+  auto e = p->Wait(seconds(60));
+  ASSERT_OK(e) << "the child outlived the thread that started it";
+  EXPECT_EQ(e->signal, SIGKILL) << e->ToString();
+}
 // Container setup needs root (CAP_SYS_ADMIN); these skip elsewhere.
 bool CanMount() { return ::geteuid() == 0; }
 

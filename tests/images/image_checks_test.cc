@@ -146,7 +146,8 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
       ExpectLibrariesResolveInside(*u, std::string(dir) + "/" + entry.path().filename().string());
     }
   }
-  EXPECT_GE(elves, 5) << "ringmaster-run, ringmaster-train-example, ringmaster-perf, _native, libgloo...";
+  EXPECT_GE(elves, 6) << "ringmaster-run, ringmaster-launch, ringmaster-train-example, ringmaster-perf, _native, "
+                         "libgloo...";
   // No NCCL or CUDA runtime of our own: the runtime loads the process's (torch's) at run time, so a worker
   // holds one NCCL (worker-runtime/nccl/gpu_libraries.h).
   for (const char* lib : {"libnccl.so.2", "libcudart.so.12", "libcudart.so.13"}) {
@@ -164,7 +165,7 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
     full.insert(full.end(), argv.begin(), argv.end());
     return RunCommand(full, seconds(120));
   };
-  for (const char* program : {"ringmaster-run", "ringmaster-train-example", "ringmaster-perf"}) {
+  for (const char* program : {"ringmaster-run", "ringmaster-launch", "ringmaster-train-example", "ringmaster-perf"}) {
     EXPECT_COMMAND_OK(run({program, "--help"})) << program;
   }
   auto imported = run({"python", "-c",

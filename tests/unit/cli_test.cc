@@ -69,6 +69,8 @@ TEST(CliTest, ABadCommandLineNamesTheFlagAndExits2) {
       {{"ringmaster-run", "--np"}, "--np"},
       {{"ringmaster-run", "--np", "2"}, "no worker command"},
       {{"ringmaster-run", "--startup-timeout-s", "0", "--", "true"}, "--startup-timeout-s"},
+      {{"ringmaster-launch", "--processes", "0", "--", "true"}, "--processes"},
+      {{"ringmaster-launch", "--processes", "2"}, "no command"},
       {{"ringmaster-perf", "allreduce", "--np", "4abc"}, "--np"},
       {{"ringmaster-perf", "allreduce", "--max-bytes", "1Q"}, "--max-bytes"},
       {{"ringmaster-operator", "--workers", "-1"}, "--workers"},
