@@ -93,9 +93,9 @@ TEST_F(ProcessesPerPodE2eTest, TwoRanksPerPodLeaveTogetherAndTheJobFinishesExact
   ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
   const std::string change = WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   EXPECT_NE(change.find("world size 2 in 1 pod ("), std::string::npos) << change;
-  const json after = Job();
-  if (Membership(after).value("generation", int64_t{0}) == generation + 1) {
-    const json& left = Membership(after)["members"];
+  const json after = Membership(Job());
+  if (after.value("generation", int64_t{0}) == generation + 1) {
+    const json& left = after["members"];
     ASSERT_EQ(left.size(), 2u);
     EXPECT_EQ(left[0].value("pod", ""), survivor);
     EXPECT_EQ(left[1].value("pod", ""), survivor);

@@ -521,9 +521,10 @@ Status PodRunner::StartPod(const json& pod) {
           user + "\n    namespace: " + options_.ns + "\ncurrent-context: pod\n",
       0600));
 
-  // Only what a container would have: no variable of the test process leaks in.
+  // Only what a container would have: no variable of the test process leaks in. The bin dir stands for the
+  // image's own PATH entries: a command there may start another (ringmaster-launch starts the trainer).
   const char* path = std::getenv("PATH");
-  EnvList full = {{"PATH", path ? path : "/usr/local/bin:/usr/bin:/bin"},
+  EnvList full = {{"PATH", (options_.bin_dir.empty() ? "" : options_.bin_dir + ":") + (path ? path : "/usr/local/bin:/usr/bin:/bin")},
                   {"HOME", home},
                   {"HOSTNAME", name},
                   {"KUBECONFIG", kubeconfig}};

@@ -6,7 +6,7 @@
 //   * A pod is started once KWOK reports it Running with a pod IP in the loopback pod CIDR (127.x): its
 //     first container's environment is resolved as the kubelet would (container_env.h; Secrets and
 //     ConfigMaps read with the runner's admin credentials), the command is looked up by its base name
-//     in `bin_dir`, and it runs with only that environment plus PATH, HOME (its own directory) and
+//     in `bin_dir`, and it runs with only that environment plus PATH (`bin_dir` first), HOME (its own directory) and
 //     KUBECONFIG: a kubeconfig holding a TokenRequest token of the pod's service account, bound to the
 //     pod, so the worker authenticates exactly as in a pod (with only its per-job Role). Output goes to
 //     `<work_dir>/<pod>.<uid prefix>.log`; one progress line per event goes to `options.log`.
