@@ -38,7 +38,7 @@ help:
 	@echo "                   then bench-report: one table of every figure against its goal, and plots ($(BENCH_DIR)/summary.md, *.png)"
 
 deps:
-	@tests/harness/deps.sh all
+	@hack/deps.sh all
 
 # The Python package's native module is built against the project's venv (build/venv, made by make deps).
 PYTHON_FLAGS ?= -DPython_EXECUTABLE=$(CURDIR)/build/venv/bin/python
@@ -151,7 +151,7 @@ soak: deps build
 	  $(BUILD_DIR)/bin/elastic_soak_test; rc=$$?; $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit $$rc
 
 cluster-up:
-	@tests/harness/deps.sh tools
+	@hack/deps.sh tools
 	@$(CLUSTER) up --dir $(CLUSTER_DIR)
 
 cluster-down:
@@ -165,7 +165,7 @@ demo: deps build
 
 # Benchmarks print figures (with a peer measured in the same run where one exists); they are not tests.
 # Each also writes its figures to $(BENCH_DIR)/<name>.json; bench-report (last) turns whatever JSONs are there
-# into one table against the goals ($(BENCH_DIR)/summary.md) and plots (tests/bench/README.md: how to read it).
+# into one table against the goals ($(BENCH_DIR)/summary.md) and plots (bench/README.md: how to read it).
 PYTHON_BENCH_TRIALS ?= 10
 BENCH_DIR ?= $(BUILD_DIR)/bench
 bench: bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce
@@ -176,20 +176,20 @@ bench-operator: build
 
 # Re-renders the report from the JSONs in $(BENCH_DIR) (a bench with none shows as "not run").
 bench-report:
-	build/venv/bin/python tests/bench/bench_report.py --dir $(BENCH_DIR)
+	build/venv/bin/python bench/bench_report.py --dir $(BENCH_DIR)
 
 # CPU allreduce: ours vs torch's Gloo process group at 2, 4, 8 ranks, 1M-256M, and fused vs unfused 1,000 x 4K.
 bench-allreduce: build
-	build/venv/bin/python worker-runtime/bench/allreduce_bench.py --perf $(BUILD_DIR)/bin/ringmaster-perf $(ALLREDUCE_BENCH_ARGS) \
+	build/venv/bin/python bench/runtime/allreduce_bench.py --perf $(BUILD_DIR)/bin/ringmaster-perf $(ALLREDUCE_BENCH_ARGS) \
 	  --json $(BENCH_DIR)/allreduce.json
 
 # PyTorch: recovery after a kill -9 (ringmaster.torch elastic vs torchrun vs torchft), DDP step time and
 # FSDP2-on-a-mesh step time (the "ringmaster" backend vs torch's Gloo), in build/venv.
 bench-python: build
-	build/venv/bin/python worker-runtime/python/bench/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS) \
+	build/venv/bin/python bench/python/recovery_bench.py --trials $(PYTHON_BENCH_TRIALS) \
 	  --json $(BENCH_DIR)/python-recovery.json
-	build/venv/bin/python worker-runtime/python/bench/ddp_step_bench.py --json $(BENCH_DIR)/python-ddp.json
-	build/venv/bin/python worker-runtime/python/bench/fsdp_step_bench.py --json $(BENCH_DIR)/python-fsdp.json
+	build/venv/bin/python bench/python/ddp_step_bench.py --json $(BENCH_DIR)/python-ddp.json
+	build/venv/bin/python bench/python/fsdp_step_bench.py --json $(BENCH_DIR)/python-fsdp.json
 
 # Checkpoint save/restore against dd (O_DIRECT, fsync, page cache dropped) in a temporary directory on the
 # disk under CHECKPOINT_BENCH_DIR, removed afterwards (also when interrupted).

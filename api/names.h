@@ -25,6 +25,12 @@ inline constexpr std::string_view kCrdFile = "crds/ringmaster.io_trainingjobs.ya
 inline constexpr std::string_view kJobNameLabel = "ringmaster.io/job-name";          // every object of a job
 inline constexpr std::string_view kWorkerIndexLabel = "ringmaster.io/worker-index";  // a worker pod's index
 inline constexpr std::string_view kCreatedForAnnotation = "ringmaster.io/created-for";
+// Its values: why the operator created a worker pod.
+namespace created_for {
+inline constexpr std::string_view kStart = "Start";              // for the job's first membership
+inline constexpr std::string_view kReplacement = "Replacement";  // in place of a worker that left
+inline constexpr std::string_view kScaleUp = "ScaleUp";          // the desired count rose (it joins as ScaledUp)
+}  // namespace created_for
 // On a job's peer-reports ConfigMap (api/peer_report.h), so the operator watches only those.
 inline constexpr std::string_view kPeerReportsLabel = "ringmaster.io/peer-reports";
 

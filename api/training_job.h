@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -56,11 +57,18 @@ struct ElasticPolicy {
   bool operator==(const ElasticPolicy&) const = default;
 };
 
+// spec.runPolicy.cleanPodPolicy's values: which worker pods a finished job deletes.
+namespace clean_pod_policy {
+inline constexpr std::string_view kAll = "All";
+inline constexpr std::string_view kRunning = "Running";  // the default: those still running (or pending)
+inline constexpr std::string_view kNone = "None";
+}  // namespace clean_pod_policy
+
 struct RunPolicy {
   std::optional<bool> suspend;
   std::optional<int64_t> ttl_seconds_after_finished;
   std::optional<int64_t> active_deadline_seconds;
-  std::string clean_pod_policy;  // All | Running | None; empty when absent
+  std::string clean_pod_policy;  // clean_pod_policy::k*; empty when absent
   bool operator==(const RunPolicy&) const = default;
 };
 

@@ -3,9 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <grp.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -106,25 +103,6 @@ Status OpenRedirect(const Redirect& r, bool child_reads, int* child_fd, int* par
 
 void WriteStderr(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }
 
-// One mount of a container, ready for the child.
-struct ChildMount {
-  MountSpec spec;
-  std::vector<std::string> mkdirs;  // ancestors first
-  bool bind_then_readonly = false;
-};
-
-// A container's setup, ready for the child (ContainerSetup).
-struct ChildContainer {
-  int join_ns_fd = -1;  // close-on-exec; closed by the parent after fork
-  std::string hostname;
-  std::vector<ChildMount> mounts;
-  std::string root;
-  bool switch_user = false;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;
-};
-
 // Everything the child needs, prepared before fork: it then makes only async-signal-safe calls.
 struct ChildPlan {
   std::string program;
@@ -135,73 +113,10 @@ struct ChildPlan {
   std::string exec_failed;  // "exec failed: PROGRAM: "
   int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr of the child; -1: inherited
   bool own_group = true;
-  int net_ns_fd = -1;  // a network namespace to join first; -1: the parent's
   int parent_death_signal = 0;
   pid_t parent = 0;  // the parent's pid, to tell whether it died before the death signal was armed
-  std::optional<ChildContainer> container;
+  const std::function<void()>* before_exec = nullptr;  // SpawnOptions::before_exec, when set
 };
-
-[[noreturn]] void SetupFailed(const char* step, const char* what) {
-  const char* reason = strerrordesc_np(errno);
-  WriteStderr("container setup failed: ");
-  WriteStderr(step);
-  WriteStderr(" ");
-  WriteStderr(what);
-  WriteStderr(": ");
-  WriteStderr(reason ? reason : "unknown error");
-  WriteStderr("\n");
-  ::_exit(128);
-}
-
-// The container part of the child: namespaces, mounts, chroot, working directory, user. Async-signal-safe.
-void SetUpContainer(const ChildContainer& c, const std::string& cwd) {
-  if (c.join_ns_fd >= 0) {
-    if (::setns(c.join_ns_fd, CLONE_NEWNS) != 0) SetupFailed("setns", "mount namespace");
-  } else {
-    if (::unshare(CLONE_NEWNS) != 0) SetupFailed("unshare", "mount namespace");
-    // Nothing mounted here reaches the host; the host's unmounts still reach us.
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) SetupFailed("make rslave", "/");
-  }
-  if (!c.hostname.empty()) {
-    if (::unshare(CLONE_NEWUTS) != 0) SetupFailed("unshare", "UTS namespace");
-    if (::sethostname(c.hostname.data(), c.hostname.size()) != 0) SetupFailed("sethostname", c.hostname.c_str());
-  }
-  for (const ChildMount& m : c.mounts) {
-    for (const std::string& dir : m.mkdirs) {
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) SetupFailed("mkdir", dir.c_str());
-    }
-    if (m.spec.create == MountSpec::Create::kFile) {
-      int fd = ::open(m.spec.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) SetupFailed("create", m.spec.target.c_str());
-      ::close(fd);
-    }
-    const char* source = m.spec.source.empty() ? nullptr : m.spec.source.c_str();
-    const char* fstype = m.spec.fstype.empty() ? nullptr : m.spec.fstype.c_str();
-    const char* data = m.spec.data.empty() ? nullptr : m.spec.data.c_str();
-    if (m.bind_then_readonly) {
-      if (::mount(source, m.spec.target.c_str(), nullptr, MS_BIND | (m.spec.flags & MS_REC), nullptr) != 0) {
-        SetupFailed("bind", m.spec.target.c_str());
-      }
-      if (::mount(nullptr, m.spec.target.c_str(), nullptr, MS_REMOUNT | m.spec.flags, nullptr) != 0) {
-        SetupFailed("remount read-only", m.spec.target.c_str());
-      }
-    } else if (::mount(source, m.spec.target.c_str(), fstype, m.spec.flags, data) != 0) {
-      SetupFailed("mount", m.spec.target.c_str());
-    }
-  }
-  if (!c.root.empty()) {
-    if (::chroot(c.root.c_str()) != 0) SetupFailed("chroot", c.root.c_str());
-    const char* dir = cwd.empty() ? "/" : cwd.c_str();
-    if (::chdir(dir) != 0) SetupFailed("chdir (the working directory)", dir);
-  } else if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
-    SetupFailed("chdir (the working directory)", cwd.c_str());
-  }
-  if (c.switch_user) {
-    if (::setgroups(c.groups.size(), c.groups.data()) != 0) SetupFailed("setgroups", "");
-    if (::setgid(c.gid) != 0) SetupFailed("setgid", "");
-    if (::setuid(c.uid) != 0) SetupFailed("setuid", "");
-  }
-}
 
 [[noreturn]] void ExecChild(const ChildPlan& plan) {
   if (plan.own_group) ::setpgid(0, 0);
@@ -223,10 +138,8 @@ void SetUpContainer(const ChildContainer& c, const std::string& cwd) {
   for (int i = 0; i < 3; ++i) {
     if (plan.fds[i] >= 0) ::dup2(plan.fds[i], i);  // the copy at i is not close-on-exec
   }
-  if (plan.net_ns_fd >= 0 && ::setns(plan.net_ns_fd, CLONE_NEWNET) != 0) SetupFailed("setns", "network namespace");
-  if (plan.container) {
-    SetUpContainer(*plan.container, plan.cwd);
-  } else if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
+  if (plan.before_exec) (*plan.before_exec)();
+  if (!plan.cwd.empty() && ::chdir(plan.cwd.c_str()) != 0) {
     WriteStderr("cannot chdir to the working directory\n");
     ::_exit(128);
   }
@@ -269,51 +182,8 @@ ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
   return n;
 }
 
-// Every ancestor of `path` and `path` itself ("/a/b" -> "/a", "/a/b"), outermost first.
-std::vector<std::string> DirectoryChain(const std::string& path) {
-  std::vector<std::string> out;
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (path[i - 1] != '/') out.push_back(path.substr(0, i));
-    }
-  }
-  return out;
-}
-
-StatusOr<ChildContainer> PrepareContainer(const ContainerSetup& setup) {
-  ChildContainer c;
-  c.hostname = setup.hostname;
-  c.root = setup.root;
-  if (setup.uid) {
-    c.switch_user = true;
-    c.uid = *setup.uid;
-    c.gid = setup.gid;
-    c.groups = setup.groups;
-  }
-  for (const MountSpec& spec : setup.mounts) {
-    if (spec.target.empty() || spec.target[0] != '/') {
-      return InvalidArgumentError("a container mount needs an absolute target: '" + spec.target + "'");
-    }
-    ChildMount m;
-    m.spec = spec;
-    m.bind_then_readonly = (spec.flags & MS_BIND) && (spec.flags & MS_RDONLY) && !(spec.flags & MS_REMOUNT);
-    if (spec.create == MountSpec::Create::kDirectory) {
-      m.mkdirs = DirectoryChain(spec.target);
-    } else if (spec.create == MountSpec::Create::kFile) {
-      m.mkdirs = DirectoryChain(spec.target);
-      if (!m.mkdirs.empty()) m.mkdirs.pop_back();
-    }
-    c.mounts.push_back(std::move(m));
-  }
-  if (!setup.join_mount_namespace.empty()) {
-    c.join_ns_fd = ::open(setup.join_mount_namespace.c_str(), O_RDONLY | O_CLOEXEC);
-    if (c.join_ns_fd < 0) return InternalError(ErrnoText("open " + setup.join_mount_namespace));
-  }
-  return c;
-}
-
-// `name` in each directory of the child's PATH (a shell's default when it has none), for a search inside a
-// root that only the child sees.
+// `name` in each directory of the child's PATH (a shell's default when it has none), for a lookup the child
+// makes when it execs (SpawnOptions::lookup_program_in_child: e.g. inside a root only the child sees).
 std::vector<std::string> PathCandidates(const std::string& name, const std::vector<std::string>& env) {
   std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   for (const auto& e : env) {
@@ -352,19 +222,10 @@ StatusOr<Subprocess> Subprocess::Start(const SpawnOptions& options) {
   plan.own_group = options.own_process_group;
   plan.parent_death_signal = options.parent_death_signal;
   plan.parent = ::getpid();
-  if (options.container) {
-    RINGMASTER_ASSIGN_OR_RETURN(plan.container, PrepareContainer(*options.container));
-    if (!options.container->root.empty() && options.program.empty() && options.argv[0].find('/') == std::string::npos) {
-      plan.program = options.argv[0];
-      plan.candidates = PathCandidates(options.argv[0], plan.env_strings);
-    }
-  }
-  if (!options.network_namespace.empty()) {
-    plan.net_ns_fd = ::open(options.network_namespace.c_str(), O_RDONLY | O_CLOEXEC);
-    if (plan.net_ns_fd < 0) {
-      if (plan.container) CloseFd(plan.container->join_ns_fd);
-      return InternalError(ErrnoText("open network namespace " + options.network_namespace));
-    }
+  if (options.before_exec) plan.before_exec = &options.before_exec;
+  if (options.lookup_program_in_child && options.program.empty() && options.argv[0].find('/') == std::string::npos) {
+    plan.program = options.argv[0];
+    plan.candidates = PathCandidates(options.argv[0], plan.env_strings);
   }
   plan.exec_failed = "exec failed: " + plan.program + (plan.candidates.size() > 1 ? " (searched PATH)" : "") + ": ";
 
@@ -372,8 +233,6 @@ StatusOr<Subprocess> Subprocess::Start(const SpawnOptions& options) {
   p.own_group_ = options.own_process_group;
   auto close_child_ends = [&plan] {
     for (int& fd : plan.fds) CloseFd(fd);
-    if (plan.container) CloseFd(plan.container->join_ns_fd);
-    CloseFd(plan.net_ns_fd);
   };
   const Redirect* redirects[3] = {&options.in, &options.out, &options.err};
   int* parent_ends[3] = {&p.stdin_fd_, &p.stdout_fd_, &p.stderr_fd_};

@@ -1,26 +1,28 @@
-// Starting other programs: the one place Ringmaster forks and execs. Used by ringmaster-run for its
-// workers, by the pod runner for a pod's container, and by the tests for the commands they run.
+// Starting other programs: the one place Ringmaster forks and execs -- fork, exec, pipes, signals. Used by
+// ringmaster-run and ringmaster-launch for their workers, by the pod runner for a pod's processes, and by
+// the tests for the commands they run.
 //
-// A child starts the way a container's process does: default signal dispositions and nothing blocked
-// (whatever the parent set), no descriptor of the parent beyond stdin/stdout/stderr, optionally its own
-// process group (so a kill reaches its children) and a clean environment. With `container` set it also
-// starts in a filesystem view of its own (a container runtime's part, done here so that there is one
-// fork/exec path): see ContainerSetup.
+// A child starts clean: default signal dispositions and nothing blocked (whatever the parent set), no
+// descriptor of the parent beyond stdin/stdout/stderr, optionally its own process group (so a kill reaches
+// its children) and a clean environment. What a caller adds to a child's start between fork and exec (the
+// pod runner's containers: namespaces, mounts, chroot, user; tests/pod_runner/container_process.h) goes
+// through one seam, SpawnOptions::before_exec.
 //
 // Errors: Start returns InvalidArgument for an empty argv and Internal when a file cannot be opened or
-// fork fails (or a namespace to join, mount or network, cannot be opened). A program that cannot be executed is not an error
-// of Start: the child writes "exec failed: PROGRAM: REASON" on its stderr and exits 127; one that cannot
-// chdir to `cwd` exits 128, and so does one whose container setup fails (after writing "container setup
-// failed: STEP: REASON" on its stderr).
+// fork fails. A program that cannot be executed is not an error of Start: the child writes "exec failed:
+// PROGRAM: REASON" on its stderr and exits 127; one that cannot chdir to `cwd` exits 128; a before_exec
+// hook that fails exits as it chooses.
 // Ownership: a Subprocess owns its process until it is reaped, and the parent's ends of its pipes (until
 // TakeStdout/TakeStderr hand one to the caller).
 // Thread-safety: Start may be called from any thread of a multithreaded program (the child makes only
-// async-signal-safe calls before exec). One Subprocess is used by one thread at a time.
+// async-signal-safe calls before exec, and so must a before_exec hook). One Subprocess is used by one
+// thread at a time.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,37 +46,6 @@ struct Redirect {
 
 using EnvironmentList = std::vector<std::pair<std::string, std::string>>;
 
-// One mount(2) made in the child's own mount namespace (ContainerSetup).
-struct MountSpec {
-  enum class Create { kNone, kDirectory, kFile };
-  std::string source;       // "" for none (a remount)
-  std::string target;       // a path as the child sees it before its chroot
-  std::string fstype;       // "" for a bind or a remount
-  unsigned long flags = 0;  // MS_*. MS_BIND|MS_RDONLY without MS_REMOUNT binds, then remounts the bind read-only
-  std::string data;         // filesystem options ("lowerdir=...,upperdir=...", "mode=1777")
-  Create create = Create::kNone;  // kDirectory: mkdir -p target first; kFile: mkdir -p its parent, then
-                                  // create it empty (a bind target for a file). Paths are used as given:
-                                  // resolve symlinks inside a root before (the caller's job).
-};
-
-// A child in a filesystem view of its own, as a container runtime starts a container's process. In the
-// child, in this order: join the mount namespace `join_mount_namespace` (a file such as
-// /proc/PID/ns/mnt, opened before fork) or else unshare a new one whose mounts propagate to no one
-// (rslave); with `hostname`, a UTS namespace of its own with that host name; every mount of `mounts` in
-// order; chroot to `root` (then `cwd`, default "/", is a path inside it); setgroups(`groups`),
-// setgid(`gid`), setuid(`uid`) when a uid is given. With a root, a program name without a '/' is looked up
-// in the child's PATH inside the root (as execvp would, after the chroot). Needs CAP_SYS_ADMIN (and
-// CAP_SETUID/CAP_SETGID for a uid). The namespace ends with its last process: nothing to unmount.
-struct ContainerSetup {
-  std::string join_mount_namespace;  // "": a new mount namespace
-  std::string hostname;              // "": the parent's UTS namespace
-  std::vector<MountSpec> mounts;
-  std::string root;  // "": no chroot
-  std::optional<uid_t> uid;
-  gid_t gid = 0;               // used with a uid
-  std::vector<gid_t> groups;   // supplementary groups, used with a uid
-};
-
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0]: the program, looked up in PATH unless it contains a '/'
   std::string program;            // when set, the file executed as is (argv[0] is only the name it sees)
@@ -85,11 +56,16 @@ struct SpawnOptions {
   Redirect out = Redirect::Inherit();
   Redirect err = Redirect::Inherit();
   bool own_process_group = true;  // false: it stays in the parent's group (a terminal's Ctrl-C reaches it)
-  std::optional<ContainerSetup> container;  // set: the child starts in a filesystem view of its own
-  // A network namespace to join (a file such as /run/netns/NAME or /proc/PID/ns/net, opened before fork),
-  // before anything else of `container`: the child and what it execs see only that namespace's interfaces.
-  // Needs CAP_SYS_ADMIN; a failure to join exits 128 ("container setup failed: setns network namespace").
-  std::string network_namespace;
+  // true: an argv[0] without a '/' (and no `program`) is looked up when the child execs, in the child's
+  // PATH (a shell's default when it has none), trying each directory in turn as execvp does -- for a child
+  // whose before_exec hook changes its root. false: it is resolved in the parent before fork.
+  bool lookup_program_in_child = false;
+  // Run in the child after its process group, signal dispositions, death signal and standard streams are
+  // set, before it changes to `cwd`, closes the parent's other descriptors and execs. It runs in a forked
+  // copy of a possibly multithreaded process: async-signal-safe calls only (no allocation, no locks, no
+  // Status), on data the caller prepared before Start and keeps alive until Start returns. To fail, it
+  // writes why on stderr (already redirected) and calls _exit(CODE); returning goes on with the start.
+  std::function<void()> before_exec;
   // Non-zero: the signal the child gets when the thread that started it ends (prctl PR_SET_PDEATHSIG, set
   // before exec, which keeps it): a SIGKILLed parent takes its children along. A parent that is already
   // gone by then (the child was reparented) gets the child killed by that signal before exec. Meant for a

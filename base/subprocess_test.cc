@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -244,95 +244,56 @@ TEST(SubprocessTest, ParentDeathSignalComesWhenTheStartingThreadEnds) {
   ASSERT_OK(e) << "the child outlived the thread that started it";
   EXPECT_EQ(e->signal, SIGKILL) << e->ToString();
 }
-// Container setup needs root (CAP_SYS_ADMIN); these skip elsewhere.
-bool CanMount() { return ::geteuid() == 0; }
-
-TEST(SubprocessContainerTest, MountsStayInTheChildsNamespaceAndTheUserSwitches) {
-  if (!CanMount()) GTEST_SKIP() << "needs root";
-  const std::string dir = ::testing::TempDir() + "subprocess_container_" + std::to_string(::getpid());
+// The one seam for what a caller adds between fork and exec (the pod runner's containers): the hook runs
+// in the child with its streams already redirected, before the working directory is entered and the
+// program executed; it may end the child itself.
+TEST(SubprocessTest, BeforeExecRunsInTheChildBeforeItsWorkingDirectoryAndExec) {
+  const std::string dir = ::testing::TempDir() + "subprocess_hook_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir + "/ro");
-  std::ofstream(dir + "/ro/file") << "read-only\n";
-  SpawnOptions o = Captured({"sh", "-c",
-                             "echo x > " + dir + "/tmp/new/f && cat " + dir + "/tmp/new/f; "
-                             "cat " + dir + "/bound/file; echo y > " + dir + "/bound/file || echo refused; "
-                             "hostname; id -u; id -g; id -G"});
-  ContainerSetup c;
-  c.hostname = "pod-a";
-  c.mounts.push_back({"tmpfs", dir + "/tmp/new", "tmpfs", 0, "mode=1777", MountSpec::Create::kDirectory});
-  c.mounts.push_back({dir + "/ro", dir + "/bound", "", MS_BIND | MS_RDONLY, "", MountSpec::Create::kDirectory});
-  c.uid = 65534;
-  c.gid = 65533;
-  c.groups = {65533, 4242};
-  o.container = c;
+  SpawnOptions o = Captured({"sh", "-c", "pwd"});
+  o.cwd = dir;  // made by the hook: it runs before the child changes to it
+  o.before_exec = [&dir] {
+    (void)::mkdir(dir.c_str(), 0755);
+    (void)!::write(STDERR_FILENO, "hook\n", 5);  // on the child's (redirected) stderr
+  };
   auto p = Subprocess::Start(o);
   ASSERT_OK(p);
   Subprocess::Output out = p->Communicate("", Soon());
   EXPECT_EQ(p->Wait().code, 0) << out.err;
-  EXPECT_EQ(out.out, "x\nread-only\nrefused\npod-a\n65534\n65533\n65533 4242\n") << out.err;
-  // Nothing of it is mounted here: the directories exist (made by the child), empty.
-  EXPECT_FALSE(std::filesystem::exists(dir + "/tmp/new/f"));
-  EXPECT_FALSE(std::filesystem::exists(dir + "/bound/file"));
+  EXPECT_EQ(out.out, dir + "\n");
+  EXPECT_EQ(out.err, "hook\n");
   std::filesystem::remove_all(dir);
+
+  SpawnOptions failing = Captured({"true"});
+  failing.before_exec = [] {
+    (void)!::write(STDERR_FILENO, "setup failed\n", 13);
+    ::_exit(128);
+  };
+  auto f = Subprocess::Start(failing);
+  ASSERT_OK(f);
+  out = f->Communicate("", Soon());
+  EXPECT_EQ(f->Wait().code, 128);
+  EXPECT_EQ(out.err, "setup failed\n");
 }
 
-TEST(SubprocessContainerTest, ChrootsFindsTheProgramInsideTheRootAndJoinsANamespace) {
-  if (!CanMount()) GTEST_SKIP() << "needs root";
-  const std::string root = ::testing::TempDir() + "subprocess_root_" + std::to_string(::getpid());
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
-  // A root made of the host's /usr (read-only) with Debian's merged-/usr links.
-  for (const char* link : {"bin", "lib", "lib64", "sbin"}) {
-    std::filesystem::create_symlink(std::string("usr/") + link, root + "/" + link);
-  }
-  ContainerSetup c;
-  c.mounts.push_back({"/usr", root + "/usr", "", MS_BIND | MS_REC | MS_RDONLY, "", MountSpec::Create::kDirectory});
-  c.mounts.push_back({"tmpfs", root + "/data", "tmpfs", 0, "", MountSpec::Create::kDirectory});
-  c.root = root;
-  SpawnOptions o = Captured({"sh", "-c", "pwd; echo inside > /data/f; exec sleep 30"});
+TEST(SubprocessTest, LookupInTheChildSearchesItsPathWhenItExecs) {
+  SpawnOptions o = Captured({"sh", "-c", "echo found"});
   o.inherit_environment = false;
-  o.env = {{"PATH", "/nowhere:/usr/bin"}};
-  o.cwd = "/usr/share";
-  o.container = c;
-  o.out = Redirect::Pipe();
-  o.in = Redirect::Null();
-  o.err = Redirect::Inherit();
+  o.env = {{"PATH", "/nowhere:/usr/bin:/bin"}};
+  o.lookup_program_in_child = true;
   auto p = Subprocess::Start(o);
   ASSERT_OK(p);
-  // Wait for the file to exist in its namespace, then look at it from a second process that joins it.
-  std::string seen;
-  for (int i = 0; i < 200 && seen != "inside\n"; ++i) {
-    SpawnOptions j = Captured({"cat", "/data/f"});
-    j.container = ContainerSetup{};
-    j.container->join_mount_namespace = "/proc/" + std::to_string(p->pid()) + "/ns/mnt";
-    j.container->root = root;
-    auto q = Subprocess::Start(j);
-    ASSERT_OK(q);
-    seen = q->Communicate("", Soon()).out;
-    q->Wait();
-    if (seen != "inside\n") std::this_thread::sleep_for(milliseconds(20));
-  }
-  EXPECT_EQ(seen, "inside\n");
-  EXPECT_FALSE(std::filesystem::exists(root + "/data/f"));
-  p->Kill();
+  Subprocess::Output out = p->Communicate("", Soon());
+  EXPECT_EQ(p->Wait().code, 0) << out.err;
+  EXPECT_EQ(out.out, "found\n");
 
-  SpawnOptions missing = Captured({"no-such-program-in-root"});
-  missing.container = c;
+  SpawnOptions missing = Captured({"ringmaster-no-such-program"});
+  missing.lookup_program_in_child = true;
   auto m = Subprocess::Start(missing);
   ASSERT_OK(m);
-  Subprocess::Output out = m->Communicate("", Soon());
+  out = m->Communicate("", Soon());
   EXPECT_EQ(m->Wait().code, 127);
-  EXPECT_NE(out.err.find("exec failed: no-such-program-in-root (searched PATH)"), std::string::npos) << out.err;
-
-  SpawnOptions bad = Captured({"true"});
-  bad.container = ContainerSetup{};
-  bad.container->mounts.push_back({"/nonexistent-source", root + "/x", "", MS_BIND, "", MountSpec::Create::kNone});
-  auto b = Subprocess::Start(bad);
-  ASSERT_OK(b);
-  out = b->Communicate("", Soon());
-  EXPECT_EQ(b->Wait().code, 128);
-  EXPECT_NE(out.err.find("container setup failed: mount " + root + "/x"), std::string::npos) << out.err;
-  std::filesystem::remove_all(root);
+  EXPECT_NE(out.err.find("exec failed: ringmaster-no-such-program (searched PATH)"), std::string::npos) << out.err;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "controller/controller.h"
 
+#include "api/job_status.h"
 #include "base/json_path.h"
 #include "controller/cache_transforms.h"
 #include "controller/worker_objects.h"
@@ -14,7 +15,7 @@ namespace {
 // The Ready condition's status of a node ("" when it has none).
 std::string NodeReady(const json& node) {
   for (const auto& c : ArrayAt(node, {"status", "conditions"}))
-    if (StringAt(c, {"type"}) == "Ready") return StringAt(c, {"status"});
+    if (StringAt(c, {"type"}) == api::kReadyCondition) return StringAt(c, {"status"});
   return "";
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "api/job_status.h"
 #include "api/names.h"
 #include "api/training_job.h"
 #include "base/json_path.h"
@@ -66,17 +67,19 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
   v.node = StringAt(spec, {"nodeName"});
   v.ip = StringAt(status, {"podIP"});
   v.phase = StringAt(status, {"phase"});
-  v.for_scale_up = StringAt(meta, {"annotations", api::kCreatedForAnnotation}) == "ScaleUp";
+  v.for_scale_up = StringAt(meta, {"annotations", api::kCreatedForAnnotation}) == api::created_for::kScaleUp;
   if (meta.contains("deletionTimestamp")) {
     v.deleting = true;
     v.deleting_since = TimeOr(StringAt(meta, {"deletionTimestamp"}), now);
   }
   for (const auto& c : ArrayAt(status, {"conditions"})) {
-    if (StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "True") {
-      v.ready = v.phase == "Running" && !v.deleting;
+    if (StringAt(c, {"type"}) != api::kReadyCondition) continue;
+    const std::string ready = StringAt(c, {"status"});
+    if (ready == api::condition_status::kTrue) {
+      v.ready = v.phase == api::pod_phase::kRunning && !v.deleting;
       v.ready_since = TimeOr(StringAt(c, {"lastTransitionTime"}), now);
     }
-    if (StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "False") {
+    if (ready == api::condition_status::kFalse) {
       v.not_ready_since = TimeOr(StringAt(c, {"lastTransitionTime"}), now);
     }
   }
@@ -95,9 +98,9 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
 
 // Sets condition `type` in `conditions`. lastTransitionTime moves when the status flips, or on every
 // call when `touch` (the membership condition records each change).
-void SetCondition(std::vector<api::Condition>& conditions, const std::string& type, const std::string& status,
-                  const std::string& reason, const std::string& message, const std::string& now,
-                  int64_t observed_generation, bool touch = false) {
+void SetCondition(std::vector<api::Condition>& conditions, std::string_view type, std::string_view status,
+                  std::string_view reason, const std::string& message, const std::string& now,
+                  int64_t observed_generation, bool touch) {
   for (auto& c : conditions) {
     if (c.type != type) continue;
     bool flipped = c.status != status;
@@ -109,14 +112,14 @@ void SetCondition(std::vector<api::Condition>& conditions, const std::string& ty
     if (flipped || (touch && changed)) c.last_transition_time = now;
     return;
   }
-  conditions.push_back({type, status, reason, message, now, observed_generation});
+  conditions.push_back({std::string(type), std::string(status), std::string(reason), message, now, observed_generation});
 }
 
 void EarliestRequeue(JobPlan& plan, Clock::time_point at) {
   if (!plan.requeue_at || at < *plan.requeue_at) plan.requeue_at = at;
 }
 
-bool Finished(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
+bool Finished(const std::string& phase) { return phase == api::phase::kSucceeded || phase == api::phase::kFailed; }
 
 // What one PlanJob call has observed and decided so far; each step reads it and adds to it. The
 // observations (input, spec, current status, pods) never change after construction, so `pods` may be
@@ -149,7 +152,8 @@ struct Planning {
 
   // Decisions.
   api::TrainingJobStatus status;
-  std::string phase;  // "" until a step decides it (written as Pending); status.phase is set from it at the end
+  // An api::phase, "" until one is decided (written as Pending); status.phase is set from it at the end.
+  std::string phase;
   api::Membership membership;  // generation 0 until one is published (status.membership stays unset then)
   Clock::time_point last_failure{};  // the newest counted failure (set by PlanExitedWorkers)
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
@@ -162,8 +166,19 @@ bool IsLeaving(const Planning& st, const std::string& pod, const std::string& ui
   return it != st.leaving.end() && it->second.first == uid;
 }
 
+// Sets the job's condition `type` (see SetCondition), as of now and the job's generation.
+void SetJobCondition(Planning& st, std::string_view type, std::string_view status, std::string_view reason,
+                     const std::string& message, bool touch = false) {
+  SetCondition(st.status.conditions, type, status, reason, message, st.now_s, st.generation, touch);
+}
+
+// Records an Event on the job (`type` is an api::event_type).
+void AddEvent(Planning& st, std::string_view type, std::string_view reason, std::string message) {
+  st.plan.events.push_back({std::string(type), std::string(reason), std::move(message)});
+}
+
 // Neither finished nor suspended: membership and workers are still managed.
-bool Active(const Planning& st) { return !Finished(st.phase) && st.phase != "Suspended"; }
+bool Active(const Planning& st) { return !Finished(st.phase) && st.phase != api::phase::kSuspended; }
 
 // Plans the deletion of `p`, unless it is already being deleted and this is not a forced delete.
 void DeletePod(Planning& st, const PodView& p, const std::string& why, bool force = false) {
@@ -171,26 +186,31 @@ void DeletePod(Planning& st, const PodView& p, const std::string& why, bool forc
   st.plan.deletes.push_back(PodDeletion{p.name, p.uid, force, why});
 }
 
-// Ends the job in `final_phase` (Succeeded or Failed), with its condition and an event.
-void Finish(Planning& st, const std::string& final_phase, const std::string& reason, const std::string& message) {
+// Ends the job in `final_phase` (api::phase::kSucceeded or kFailed), with that condition and an event.
+void Finish(Planning& st, std::string_view final_phase, std::string_view reason, const std::string& message) {
+  const bool failed = final_phase == api::phase::kFailed;
   st.phase = final_phase;
   st.status.completion_time = st.now_s;
-  SetCondition(st.status.conditions, final_phase, "True", reason, message, st.now_s, st.generation);
-  SetCondition(st.status.conditions, "Running", "False", reason, message, st.now_s, st.generation);
-  st.plan.events.push_back({final_phase == "Failed" ? "Warning" : "Normal", reason, message});
+  SetJobCondition(st, failed ? api::condition::kFailed : api::condition::kSucceeded, api::condition_status::kTrue,
+                  reason, message);
+  SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, reason, message);
+  AddEvent(st, failed ? api::event_type::kWarning : api::event_type::kNormal, reason, message);
 }
 
 // A member that exited 0 less than kFinishGrace ago: most likely done with its peers, so kept as is.
 bool Finishing(const Planning& st, const PodView& p) {
   const api::Member* m = st.membership.Find(p.name);
-  return p.phase == "Succeeded" && m != nullptr && m->uid == p.uid && st.in.now < p.finished_at + kFinishGrace;
+  return p.phase == api::pod_phase::kSucceeded && m != nullptr && m->uid == p.uid &&
+         st.in.now < p.finished_at + kFinishGrace;
 }
 
 // A member whose readiness was lost less than kReadinessLossGrace ago while its container runs on:
 // still counted as Ready (the plan is looked at again when the grace ends).
 bool ReadinessLossGraced(Planning& st, const PodView& p) {
   const api::Member* m = st.membership.Find(p.name);
-  if (p.ready || !p.not_ready_since || m == nullptr || m->uid != p.uid || p.phase != "Running" || p.deleting) return false;
+  if (p.ready || !p.not_ready_since || m == nullptr || m->uid != p.uid || p.phase != api::pod_phase::kRunning || p.deleting) {
+    return false;
+  }
   const Clock::time_point until = *p.not_ready_since + kReadinessLossGrace;
   if (st.in.now >= until) return false;
   EarliestRequeue(st.plan, until);
@@ -202,10 +222,10 @@ void PlanFinishedJob(Planning& st) {
   // Workers still running when the job succeeded are most likely finishing too (rank 0 was just the
   // first to exit): they get kFinishGrace to exit by themselves before their pods are deleted.
   const Clock::time_point done = TimeOr(st.current.completion_time, st.in.now);
-  const bool settling = st.phase == "Succeeded" && st.in.now < done + kFinishGrace;
+  const bool settling = st.phase == api::phase::kSucceeded && st.in.now < done + kFinishGrace;
   const CleanPodPolicy policy = st.spec.clean_pod_policy;
   for (const auto& p : st.pods) {
-    bool running = p.phase == "Running" || p.phase == "Pending" || p.phase.empty();
+    bool running = p.phase == api::pod_phase::kRunning || p.phase == api::pod_phase::kPending || p.phase.empty();
     if (policy == CleanPodPolicy::kAll || (policy == CleanPodPolicy::kRunning && running)) {
       if (running && settling) {
         EarliestRequeue(st.plan, done + kFinishGrace);
@@ -223,14 +243,18 @@ void PlanFinishedJob(Planning& st) {
 // Suspended: no workers and an empty membership; status (restart count, membership history) is kept.
 void PlanSuspension(Planning& st) {
   for (const auto& p : st.pods) DeletePod(st, p, "the job is suspended");
-  if (st.phase != "Suspended") st.plan.events.push_back({"Normal", "Suspended", "the job is suspended; its workers are deleted"});
-  st.phase = "Suspended";
-  SetCondition(st.status.conditions, "Suspended", "True", "Suspended", "spec.runPolicy.suspend is true", st.now_s, st.generation);
-  SetCondition(st.status.conditions, "Running", "False", "Suspended", "the job is suspended", st.now_s, st.generation);
+  if (st.phase != api::phase::kSuspended) {
+    AddEvent(st, api::event_type::kNormal, api::reason::kSuspended, "the job is suspended; its workers are deleted");
+  }
+  st.phase = api::phase::kSuspended;
+  SetJobCondition(st, api::condition::kSuspended, api::condition_status::kTrue, api::reason::kSuspended,
+                  "spec.runPolicy.suspend is true");
+  SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kSuspended,
+                  "the job is suspended");
   if (st.membership.world_size() > 0) {
     api::Membership empty;
     empty.generation = st.membership.generation + 1;
-    empty.reason = "Suspended";
+    empty.reason = api::reason::kSuspended;
     empty.message = "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended)";
     empty.changed_at = st.now_s;
     st.membership = empty;
@@ -239,16 +263,16 @@ void PlanSuspension(Planning& st) {
 
 // Not suspended: a job that was suspended resumes (Pending); one past its active deadline fails.
 void PlanResumeAndDeadline(Planning& st) {
-  if (st.phase == "Suspended") {
-    st.plan.events.push_back({"Normal", "Resumed", "the job is resumed; its workers are recreated"});
-    SetCondition(st.status.conditions, "Suspended", "False", "Resumed", "spec.runPolicy.suspend is false", st.now_s,
-                 st.generation);
-    st.phase = "Pending";
+  if (st.phase == api::phase::kSuspended) {
+    AddEvent(st, api::event_type::kNormal, api::reason::kResumed, "the job is resumed; its workers are recreated");
+    SetJobCondition(st, api::condition::kSuspended, api::condition_status::kFalse, api::reason::kResumed,
+                    "spec.runPolicy.suspend is false");
+    st.phase = api::phase::kPending;
   }
   if (st.spec.active_deadline && !st.current.start_time.empty()) {
     Clock::time_point started = TimeOr(st.current.start_time, st.in.now);
     if (st.in.now >= started + *st.spec.active_deadline) {
-      Finish(st, "Failed", "DeadlineExceeded",
+      Finish(st, api::phase::kFailed, api::reason::kDeadlineExceeded,
              "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" +
                  std::to_string(st.spec.active_deadline->count()) + " s)");
     } else {
@@ -261,8 +285,8 @@ void PlanResumeAndDeadline(Planning& st) {
 void DecideCompletion(Planning& st) {
   const api::Member* rank0 = st.membership.members.empty() ? nullptr : &st.membership.members[0];
   for (const auto& p : st.pods) {
-    if (rank0 && p.phase == "Succeeded" && p.name == rank0->pod && p.uid == rank0->uid) {
-      Finish(st, "Succeeded", "Completed", "rank 0 (" + p.name + ") exited 0");
+    if (rank0 && p.phase == api::pod_phase::kSucceeded && p.name == rank0->pod && p.uid == rank0->uid) {
+      Finish(st, api::phase::kSucceeded, api::reason::kCompleted, "rank 0 (" + p.name + ") exited 0");
     }
   }
 }
@@ -278,13 +302,15 @@ void PlanExitedWorkers(Planning& st) {
       EarliestRequeue(st.plan, p.finished_at + kFinishGrace);
       continue;
     }
-    bool exited = p.phase == "Failed" || (p.phase == "Succeeded" && !(st.membership.Find(p.name) == nullptr));
-    if (p.phase == "Succeeded" && st.membership.Find(p.name) == nullptr) {
+    const bool failed = p.phase == api::pod_phase::kFailed;
+    const bool succeeded = p.phase == api::pod_phase::kSucceeded;
+    bool exited = failed || (succeeded && !(st.membership.Find(p.name) == nullptr));
+    if (succeeded && st.membership.Find(p.name) == nullptr) {
       DeletePod(st, p, "the worker left after it was removed from membership");
       continue;
     }
     if (!exited) continue;
-    if (!counted.count(p.uid) && p.phase == "Failed") {
+    if (!counted.count(p.uid) && failed) {
       ++st.status.restart_count;
       st.last_failure = st.in.now;
       std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
@@ -293,13 +319,13 @@ void PlanExitedWorkers(Planning& st) {
       // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
       st.status.recent_failures.push_back(
           {p.name, p.uid, p.exit_code, p.exit_reason, FormatRfc3339(st.in.now, TimePrecision::kMillis)});
-      st.plan.events.push_back({"Warning", "WorkerFailed", message});
+      AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
     }
-    DeletePod(st, p, p.phase == "Failed" ? "the worker failed" : "the worker exited while still a member");
+    DeletePod(st, p, failed ? "the worker failed" : "the worker exited while still a member");
   }
   while (st.status.recent_failures.size() > kRecentFailuresKept) st.status.recent_failures.erase(st.status.recent_failures.begin());
   if (st.status.restart_count > st.spec.max_restarts) {
-    Finish(st, "Failed", "RestartLimitExceeded",
+    Finish(st, api::phase::kFailed, api::reason::kRestartLimitExceeded,
            "workers failed " + std::to_string(st.status.restart_count) + " times, more than spec.elasticPolicy.maxRestarts (" +
                std::to_string(st.spec.max_restarts) + ")");
   }
@@ -347,7 +373,7 @@ Workers ObserveWorkers(Planning& st) {
     w.ready_since = p.ready_since;
     w.for_scale_up = p.for_scale_up;
     w.finishing = Finishing(st, p);
-    w.failed = p.phase == "Failed" || (p.phase == "Succeeded" && !w.finishing);
+    w.failed = p.phase == api::pod_phase::kFailed || (p.phase == api::pod_phase::kSucceeded && !w.finishing);
     w.beyond_desired = IsLeaving(st, p.name, p.uid);  // it left: it never joins again
     if (!p.node.empty() && !w.failed) w.node_lost = PlanNodeLoss(st, p);
     // Partitioned from its peers: it leaves the membership and its pod goes (a replacement, reachable,
@@ -398,12 +424,11 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   if (decision.recheck_at) EarliestRequeue(st.plan, *decision.recheck_at);
   if (decision.next) {
     st.membership = *decision.next;
-    const std::string& reason = st.membership.reason;
-    bool warning = reason == "WorkerFailed" || reason == "NodeLost" || reason == "WorkerRemoved" ||
-                   reason == "PeerUnreachable";
-    st.plan.events.push_back({warning ? "Warning" : "Normal", reason, st.membership.message});
-    SetCondition(st.status.conditions, "MembershipPublished", "True", reason, st.membership.message, st.now_s,
-                 st.generation, /*touch=*/true);
+    const std::string& reason = st.membership.reason;  // ReasonName(*decision.reason)
+    const bool loss = decision.reason && IsLoss(*decision.reason);
+    AddEvent(st, loss ? api::event_type::kWarning : api::event_type::kNormal, reason, st.membership.message);
+    SetJobCondition(st, api::condition::kMembershipPublished, api::condition_status::kTrue, reason,
+                    st.membership.message, /*touch=*/true);
     if (st.status.start_time.empty() && st.membership.world_size() > 0) st.status.start_time = st.now_s;
   }
   return decision;
@@ -457,11 +482,13 @@ Status PlanCreations(Planning& st, const Workers& workers) {
     return Status::Ok();
   }
   const bool scale_up = desired > (st.current.replicas ? st.current.replicas->desired : desired);
-  const char* created_for = scale_up ? "ScaleUp" : (st.membership.generation == 0 ? "Start" : "Replacement");
+  const std::string_view created_for = scale_up                          ? api::created_for::kScaleUp
+                                       : st.membership.generation == 0 ? api::created_for::kStart
+                                                                       : api::created_for::kReplacement;
   for (int32_t index = 0; missing > 0; ++index) {
     if (workers.used_indices.count(index)) continue;
     RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(st.in.job, index, st.spec.processes_per_pod));
-    pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = created_for;
+    pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = std::string(created_for);
     st.plan.creates.push_back(std::move(pod));
     --missing;
   }
@@ -471,24 +498,23 @@ Status PlanCreations(Planning& st, const Workers& workers) {
 // Phase and the Running condition of an active job, from its membership.
 void DecideRunning(Planning& st, const MembershipDecision& decision) {
   if (st.membership.world_size() > 0) {
-    st.phase = "Running";
+    st.phase = api::phase::kRunning;
     std::string msg = std::to_string(st.membership.pod_count()) + " workers in generation " +
                       std::to_string(st.membership.generation);
     if (st.spec.processes_per_pod > 1) msg += " (" + std::to_string(st.membership.world_size()) + " ranks)";
     // Why Ready workers stay out of a running job (spec.replicas.multipleOf).
     if (!decision.spares_waiting.empty()) msg += "; " + decision.spares_waiting;
     if (st.membership.pod_count() < st.spec.min_workers) {
-      SetCondition(st.status.conditions, "Running", "False", "BelowMinimum",
-                   msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
-                       "); waiting for replacements",
-                   st.now_s, st.generation);
+      SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kBelowMinimum,
+                      msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
+                          "); waiting for replacements");
     } else {
-      SetCondition(st.status.conditions, "Running", "True", "WorkersRunning", msg, st.now_s, st.generation);
+      SetJobCondition(st, api::condition::kRunning, api::condition_status::kTrue, api::reason::kWorkersRunning, msg);
     }
   } else {
-    st.phase = "Pending";
+    st.phase = api::phase::kPending;
     std::string why = decision.waiting_for.empty() ? "waiting for workers to become Ready" : decision.waiting_for;
-    SetCondition(st.status.conditions, "Running", "False", "WaitingForWorkers", why, st.now_s, st.generation);
+    SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWaitingForWorkers, why);
   }
 }
 
@@ -511,14 +537,14 @@ Status PlanWorkers(Planning& st) {
 void AssembleStatus(Planning& st) {
   int32_t ready = 0, pending = 0, active = 0, failed = 0;
   for (const auto& p : st.pods) {
-    if (p.phase == "Failed") ++failed;
-    else if (p.phase != "Succeeded" && !p.deleting) ++active;
+    if (p.phase == api::pod_phase::kFailed) ++failed;
+    else if (p.phase != api::pod_phase::kSucceeded && !p.deleting) ++active;
     if (p.ready) ++ready;
-    else if ((p.phase == "Pending" || p.phase.empty()) && !p.deleting) ++pending;
+    else if ((p.phase == api::pod_phase::kPending || p.phase.empty()) && !p.deleting) ++pending;
   }
   api::TrainingJobStatus& status = st.status;
   status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed};
-  status.phase = st.phase.empty() ? "Pending" : st.phase;
+  status.phase = st.phase.empty() ? std::string(api::phase::kPending) : st.phase;
   status.leaving.clear();
   for (const auto& [pod, entry] : st.leaving) {
     bool exists = false;

@@ -78,10 +78,11 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   out.ttl_after_finished = Seconds(rp.ttl_seconds_after_finished, 0);
   out.active_deadline = Seconds(rp.active_deadline_seconds, 1);
   out.suspend = rp.suspend.value_or(false);
-  const std::string& policy = rp.clean_pod_policy.empty() ? "Running" : rp.clean_pod_policy;
-  if (policy == "All") out.clean_pod_policy = CleanPodPolicy::kAll;
-  else if (policy == "None") out.clean_pod_policy = CleanPodPolicy::kNone;
-  else if (policy == "Running") out.clean_pod_policy = CleanPodPolicy::kRunning;
+  namespace clean = api::clean_pod_policy;
+  const std::string_view policy = rp.clean_pod_policy.empty() ? clean::kRunning : rp.clean_pod_policy;
+  if (policy == clean::kAll) out.clean_pod_policy = CleanPodPolicy::kAll;
+  else if (policy == clean::kNone) out.clean_pod_policy = CleanPodPolicy::kNone;
+  else if (policy == clean::kRunning) out.clean_pod_policy = CleanPodPolicy::kRunning;
   else return InvalidArgumentError("spec.runPolicy.cleanPodPolicy must be All, Running or None");
   return out;
 }

@@ -3,7 +3,9 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
 
+#include "api/job_status.h"
 #include "base/json_path.h"
 #include "kube/client.h"
 
@@ -54,10 +56,11 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
   auto restarts = Family("ringmaster_trainingjob_restarts_total", "Failure-driven worker restarts (status.restartCount).",
                          MetricType::Counter);
 
-  std::map<std::string, int> by_phase = {{"Pending", 0}, {"Running", 0}, {"Suspended", 0}, {"Succeeded", 0}, {"Failed", 0}};
+  std::map<std::string, int> by_phase;
+  for (std::string_view phase : api::phase::kAll) by_phase[std::string(phase)] = 0;
   for (const auto& job : jobs_->List()) {
     std::string phase = StringAt(*job, {"status", "phase"});
-    if (phase.empty()) phase = "Pending";
+    if (phase.empty()) phase = api::phase::kPending;
     by_phase[phase]++;
     std::vector<prometheus::ClientMetric::Label> id = {{"namespace", kube::NamespaceOf(*job)},
                                                        {"trainingjob", kube::NameOf(*job)}};

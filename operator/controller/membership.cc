@@ -25,6 +25,22 @@ std::string ReasonName(ChangeReason reason) {
   return "Unknown";
 }
 
+bool IsLoss(ChangeReason reason) {
+  switch (reason) {
+    case ChangeReason::kWorkerFailed:
+    case ChangeReason::kWorkerRemoved:
+    case ChangeReason::kNodeLost:
+    case ChangeReason::kPeerUnreachable:
+      return true;
+    case ChangeReason::kJobStarted:
+    case ChangeReason::kWorkerJoined:
+    case ChangeReason::kScaledUp:
+    case ChangeReason::kScaledDown:
+      return false;
+  }
+  return false;
+}
+
 namespace {
 
 // Removal reasons in order of urgency: the first one present names the change.
@@ -51,22 +67,51 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-}  // namespace
+// "1 pod", "2 pods".
+std::string Counted(int64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
 
-MembershipDecision DecideMembership(const api::Membership& current, const std::vector<WorkerObservation>& workers,
-                                    const MembershipPolicy& policy, Clock::time_point now) {
+// What one DecideMembership call has observed and decided so far; each step reads it and adds to it. Not
+// copyable (it holds references); lives on DecideMembership's stack.
+struct Deciding {
+  Deciding(const api::Membership& current_record, const std::vector<WorkerObservation>& observed,
+           const MembershipPolicy& membership_policy, Clock::time_point time)
+      : current(current_record),
+        workers(observed),
+        policy(membership_policy),
+        now(time),
+        processes(std::max<int32_t>(1, policy.processes_per_pod)),
+        multiple(std::max<int32_t>(1, policy.multiple_of)),
+        group(multiple / std::gcd(multiple, processes)),
+        started(current.world_size() > 0) {}
+
+  // Observations.
+  const api::Membership& current;
+  const std::vector<WorkerObservation>& workers;
+  const MembershipPolicy& policy;
+  const Clock::time_point now;
+  const int32_t processes;  // ranks per pod (a pod joins, survives and leaves with all of them)
+  const int32_t multiple;   // every world is a multiple of this many ranks
+  const int32_t group;      // the pods that fill one such multiple: multiple / gcd(multiple, processes)
+  // The current world is not empty. A job whose world emptied (suspended, or every worker lost) starts
+  // again under the gang rule.
+  const bool started;
+
+  // Decisions.
+  std::vector<api::Member> survivors;      // every surviving rank, in rank order
+  std::vector<std::string> survivor_pods;  // their pods, in rank order
+  std::map<ChangeReason, std::vector<std::string>> removed;  // members' pods that leave, by why
+  std::vector<const WorkerObservation*> joiners;  // eligible workers not in the record, by worker index
+  bool someone_still_starting = false;  // a worker that may still become Ready is neither member nor joiner
+  bool admit_joiners = false;  // joiners join now, room permitting (their batch window is over)
+  size_t admitted = 0;         // how many joiners (the first ones) join
   MembershipDecision decision;
-  std::map<std::string, const WorkerObservation*> by_pod;
-  for (const auto& w : workers) by_pod[w.pod] = &w;
-  const int32_t processes = std::max<int32_t>(1, policy.processes_per_pod);
+};
 
-  // Survivors keep their relative order; everyone else in the current record leaves, with a reason. A pod
-  // is the unit: all its ranks stay or all leave (survivors holds every surviving rank, survivor_pods
-  // their pods in rank order).
-  std::vector<api::Member> survivors;
-  std::vector<std::string> survivor_pods;
-  std::map<ChangeReason, std::vector<std::string>> removed;
-  for (const auto& m : current.members) {
+// Survivors and removals: which members stay (their order kept, address as now) and why each other leaves.
+void FindSurvivors(Deciding& d) {
+  std::map<std::string, const WorkerObservation*> by_pod;
+  for (const auto& w : d.workers) by_pod[w.pod] = &w;
+  for (const auto& m : d.current.members) {  // a pod is the unit: all its ranks stay or all leave
     auto it = by_pod.find(m.pod);
     const WorkerObservation* w = it == by_pod.end() ? nullptr : it->second;
     if (w != nullptr && w->uid != m.uid) w = nullptr;  // same name, new pod: the old worker is gone
@@ -74,124 +119,163 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
       api::Member kept = m;
       kept.address = w->address;
       kept.node = w->node;
-      survivors.push_back(kept);
-      if (std::find(survivor_pods.begin(), survivor_pods.end(), m.pod) == survivor_pods.end()) survivor_pods.push_back(m.pod);
+      d.survivors.push_back(kept);
+      if (std::find(d.survivor_pods.begin(), d.survivor_pods.end(), m.pod) == d.survivor_pods.end()) {
+        d.survivor_pods.push_back(m.pod);
+      }
     } else {
-      std::vector<std::string>& names = removed[RemovalReason(w)];
+      std::vector<std::string>& names = d.removed[RemovalReason(w)];
       if (std::find(names.begin(), names.end(), m.pod) == names.end()) names.push_back(m.pod);
     }
   }
+}
 
-  // Joiners: eligible workers not in the record, in worker-index order.
-  std::vector<const WorkerObservation*> joiners;
-  bool someone_still_starting = false;
-  for (const auto& w : workers) {
+// Joiners: the eligible workers not in the record, in worker-index order; and whether another may come.
+void FindJoiners(Deciding& d) {
+  for (const auto& w : d.workers) {
     bool member = false;
-    for (const auto& s : survivors) member |= (s.pod == w.pod && s.uid == w.uid);
+    for (const auto& s : d.survivors) member |= (s.pod == w.pod && s.uid == w.uid);
     if (member) continue;
-    if (Eligible(w)) joiners.push_back(&w);
-    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.ready) someone_still_starting = true;
+    if (Eligible(w)) d.joiners.push_back(&w);
+    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.ready) d.someone_still_starting = true;
   }
-  std::sort(joiners.begin(), joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  std::sort(d.joiners.begin(), d.joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  d.admit_joiners = !d.joiners.empty();
+}
 
-  // A job whose world emptied (suspended, or every worker lost) starts again under the gang rule.
-  const bool started = current.world_size() > 0;
-  const int32_t ready_total = static_cast<int32_t>(survivor_pods.size() + joiners.size());
-  if (!started && ready_total < policy.min_workers) {
-    decision.waiting_for = "waiting for " + std::to_string(policy.min_workers) + " Ready workers to start (gang minimum); " +
-                           std::to_string(ready_total) + " Ready";
-    return decision;
-  }
+// The gang rule: whether a job with an empty world must wait, having fewer than min_workers Ready.
+bool GangWaits(Deciding& d) {
+  const int32_t ready_total = static_cast<int32_t>(d.survivor_pods.size() + d.joiners.size());
+  if (d.started || ready_total >= d.policy.min_workers) return false;
+  d.decision.waiting_for = "waiting for " + std::to_string(d.policy.min_workers) +
+                           " Ready workers to start (gang minimum); " + std::to_string(ready_total) + " Ready";
+  return true;
+}
 
-  // Joins are batched: they wait until the batch window has passed since the earliest joiner became
-  // Ready (for the first generation: since the gang minimum was reached), unless nobody else is coming.
-  bool admit_joiners = !joiners.empty();
-  if (admit_joiners && removed.empty() && someone_still_starting) {
-    std::vector<Clock::time_point> since;
-    for (auto* j : joiners) since.push_back(j->ready_since);
-    std::sort(since.begin(), since.end());
-    size_t pivot = started ? 0 : static_cast<size_t>(std::max<int32_t>(0, policy.min_workers - 1 - static_cast<int32_t>(survivor_pods.size())));
-    pivot = std::min(pivot, since.size() - 1);
-    Clock::time_point due = since[pivot] + policy.join_batch_window;
-    if (now < due) {
-      admit_joiners = false;
-      decision.recheck_at = due;
-      if (!started) decision.waiting_for = "gang minimum reached; starting when the join window ends or every worker is Ready";
-    }
-  }
-  // Whole groups only: the world is the largest multiple of the group that survivors and admitted joiners
-  // fill. Joiners beyond it are spares; survivors beyond it (a loss left a partial group) leave, the
-  // highest ranks first, so the others keep their ranks. In pods: a group of multiple_of ranks is
-  // multiple_of / gcd(multiple_of, processes) pods.
-  const int32_t multiple = std::max<int32_t>(1, policy.multiple_of);
-  const int32_t group = multiple / std::gcd(multiple, processes);
-  const int32_t offered = static_cast<int32_t>(survivor_pods.size() + (admit_joiners ? joiners.size() : 0));
-  const int32_t world = offered / group * group;
-  while (static_cast<int32_t>(survivor_pods.size()) > world) {
-    const std::string pod = survivor_pods.back();
-    survivor_pods.pop_back();
-    std::erase_if(survivors, [&pod](const api::Member& m) { return m.pod == pod; });
-    decision.dropped.insert(decision.dropped.begin(), pod);
-  }
-  const size_t admitted = admit_joiners ? static_cast<size_t>(world) - survivor_pods.size() : 0;
-  if (admit_joiners && admitted < joiners.size()) {
-    decision.spares = static_cast<int32_t>(joiners.size() - admitted);
-    const int32_t more = group - (offered - world);
-    decision.spares_waiting = std::to_string(decision.spares) + " Ready worker" + (decision.spares == 1 ? "" : "s") +
-                              " waiting for " + std::to_string(more) + " more worker" + (more == 1 ? "" : "s") +
-                              " to complete a group of " + std::to_string(group) + " (spec.replicas.multipleOf)";
-  }
-  if (removed.empty() && decision.dropped.empty() && admitted == 0) return decision;
+// Join batching: whether the joiners wait, and until when, for the batch window to pass.
+void BatchJoins(Deciding& d) {
+  // No wait when members leave now or nobody else is coming. Else the window counts from when the earliest
+  // joiner became Ready (for the first generation: from when the gang minimum was reached).
+  if (!d.admit_joiners || !d.removed.empty() || !d.someone_still_starting) return;
+  std::vector<Clock::time_point> since;
+  for (auto* j : d.joiners) since.push_back(j->ready_since);
+  std::sort(since.begin(), since.end());
+  const int32_t to_gang = d.policy.min_workers - 1 - static_cast<int32_t>(d.survivor_pods.size());
+  size_t pivot = d.started ? 0 : static_cast<size_t>(std::max<int32_t>(0, to_gang));
+  pivot = std::min(pivot, since.size() - 1);
+  const Clock::time_point due = since[pivot] + d.policy.join_batch_window;
+  if (d.now >= due) return;
+  d.admit_joiners = false;
+  d.decision.recheck_at = due;
+  if (!d.started) d.decision.waiting_for = "gang minimum reached; starting when the join window ends or every worker is Ready";
+}
 
-  // A joining pod takes `processes` consecutive ranks, its processes in order.
+// Whole groups: the world, the survivors that leave to keep it whole, the joiners admitted and the spares.
+void KeepWholeGroups(Deciding& d) {
+  // The world is the largest multiple of the group that survivors and admitted joiners fill. Survivors
+  // beyond it (a loss left a partial group) leave, the highest ranks first, so the others keep their
+  // ranks; joiners beyond it wait as spares.
+  const size_t offered_joiners = d.admit_joiners ? d.joiners.size() : 0;
+  const int32_t offered = static_cast<int32_t>(d.survivor_pods.size() + offered_joiners);
+  const int32_t world = offered / d.group * d.group;
+  while (static_cast<int32_t>(d.survivor_pods.size()) > world) {
+    const std::string pod = d.survivor_pods.back();
+    d.survivor_pods.pop_back();
+    std::erase_if(d.survivors, [&pod](const api::Member& m) { return m.pod == pod; });
+    d.decision.dropped.insert(d.decision.dropped.begin(), pod);
+  }
+  d.admitted = d.admit_joiners ? static_cast<size_t>(world) - d.survivor_pods.size() : 0;
+  if (d.admitted >= offered_joiners) return;
+  const int32_t spares = static_cast<int32_t>(d.joiners.size() - d.admitted);
+  const int32_t more = d.group - (offered - world);
+  d.decision.spares = spares;
+  d.decision.spares_waiting = Counted(spares, "Ready worker") + " waiting for " + Counted(more, "more worker") +
+                              " to complete a group of " + std::to_string(d.group) + " (spec.replicas.multipleOf)";
+}
+
+// Whether a new generation is due: a member leaves or a joiner joins.
+bool Changed(const Deciding& d) { return !d.removed.empty() || !d.decision.dropped.empty() || d.admitted > 0; }
+
+// The next record: the survivors in their order, then each admitted pod as `processes` consecutive ranks.
+api::Membership NextRecord(const Deciding& d) {
   std::vector<api::Member> joining;
-  std::vector<std::string> joined;
-  for (size_t i = 0; i < admitted; ++i) {
-    for (int32_t process = 0; process < processes; ++process) {
-      api::Member m{joiners[i]->pod, joiners[i]->uid, 0, joiners[i]->address, joiners[i]->node};
+  for (size_t i = 0; i < d.admitted; ++i) {
+    const WorkerObservation& j = *d.joiners[i];
+    for (int32_t process = 0; process < d.processes; ++process) {
+      api::Member m{j.pod, j.uid, 0, j.address, j.node};
       m.process = process;
       joining.push_back(std::move(m));
     }
-    joined.push_back(joiners[i]->pod);
   }
-  auto survive = [&survivors](const api::Member& m) -> std::optional<api::Member> {
-    for (const auto& s : survivors)
+  auto survive = [&d](const api::Member& m) -> std::optional<api::Member> {
+    for (const auto& s : d.survivors)
       if (s.pod == m.pod && s.process == m.process) return s;
     return std::nullopt;
   };
-  api::Membership next = api::NextMembership(
-      current, survive, std::move(joining),
-      [&policy](const api::Member& rank0) { return api::CoordinatorAddress(rank0, policy.coordinator_port); });
+  const int32_t port = d.policy.coordinator_port;
+  return api::NextMembership(d.current, survive, std::move(joining),
+                             [port](const api::Member& rank0) { return api::CoordinatorAddress(rank0, port); });
+}
 
-  std::optional<ChangeReason> reason;
+// The change's reason: the most urgent removal, else a drop to whole groups, else why the joiners came.
+ChangeReason NameReason(const Deciding& d) {
   for (ChangeReason r : kRemovalPriority) {
-    if (!reason && removed.count(r)) reason = r;
+    if (d.removed.count(r)) return r;
   }
-  if (!reason && !decision.dropped.empty()) reason = ChangeReason::kScaledDown;  // a world not in whole groups
-  if (!reason) {
-    bool scale_up = false;
-    for (size_t i = 0; i < admitted; ++i) scale_up |= joiners[i]->for_scale_up;
-    reason = !started ? ChangeReason::kJobStarted : (scale_up ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined);
-  }
-  next.reason = ReasonName(*reason);
+  if (!d.decision.dropped.empty()) return ChangeReason::kScaledDown;  // a world not in whole groups
+  if (!d.started) return ChangeReason::kJobStarted;
+  bool scale_up = false;
+  for (size_t i = 0; i < d.admitted; ++i) scale_up |= d.joiners[i]->for_scale_up;
+  return scale_up ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined;
+}
+
+// The change's message: generation and world, then who left (by reason), left for whole groups, joined.
+std::string DescribeChange(const Deciding& d, const api::Membership& next) {
   std::vector<std::string> parts;
   for (ChangeReason r : kRemovalPriority) {
-    if (removed.count(r)) parts.push_back(ReasonName(r) + ": " + JoinNames(removed[r]));
+    if (auto it = d.removed.find(r); it != d.removed.end()) parts.push_back(ReasonName(r) + ": " + JoinNames(it->second));
   }
-  if (!decision.dropped.empty()) {
-    parts.push_back("left to keep whole groups of " + std::to_string(group) + ": " + JoinNames(decision.dropped));
+  if (!d.decision.dropped.empty()) {
+    parts.push_back("left to keep whole groups of " + std::to_string(d.group) + ": " + JoinNames(d.decision.dropped));
   }
+  std::vector<std::string> joined;
+  for (size_t i = 0; i < d.admitted; ++i) joined.push_back(d.joiners[i]->pod);
   if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));
-  next.message = "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
-                 (processes > 1 ? " in " + std::to_string(next.pod_count()) + (next.pod_count() == 1 ? " pod" : " pods") : "") + " (" + JoinNames(parts) + ")";
-  next.changed_at = FormatRfc3339(now);
-  if (next.world_size() == 0 && !decision.dropped.empty()) {
-    decision.waiting_for = "fewer Ready workers than one group of " + std::to_string(group) +
-                           " (spec.replicas.multipleOf); waiting for " + std::to_string(policy.min_workers) +
-                           " Ready workers to start again (gang minimum)";
+  const std::string pods = d.processes > 1 ? " in " + Counted(next.pod_count(), "pod") : "";
+  return "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
+         pods + " (" + JoinNames(parts) + ")";
+}
+
+// The new generation, named and described; a world that whole groups emptied waits for the gang again.
+void Publish(Deciding& d) {
+  api::Membership next = NextRecord(d);
+  const ChangeReason reason = NameReason(d);
+  next.reason = ReasonName(reason);
+  next.message = DescribeChange(d, next);
+  next.changed_at = FormatRfc3339(d.now);
+  if (next.world_size() == 0 && !d.decision.dropped.empty()) {
+    d.decision.waiting_for = "fewer Ready workers than one group of " + std::to_string(d.group) +
+                             " (spec.replicas.multipleOf); waiting for " + std::to_string(d.policy.min_workers) +
+                             " Ready workers to start again (gang minimum)";
   }
-  decision.next = std::move(next);
-  return decision;
+  d.decision.reason = reason;
+  d.decision.next = std::move(next);
+}
+
+}  // namespace
+
+// Survivors and removals, joiners, the gang rule, join batching, whole groups; then, when anything
+// changed, the next record with its reason and message.
+MembershipDecision DecideMembership(const api::Membership& current, const std::vector<WorkerObservation>& workers,
+                                    const MembershipPolicy& policy, Clock::time_point now) {
+  Deciding d(current, workers, policy, now);
+  FindSurvivors(d);
+  FindJoiners(d);
+  if (GangWaits(d)) return std::move(d.decision);
+  BatchJoins(d);
+  KeepWholeGroups(d);
+  if (Changed(d)) Publish(d);
+  return std::move(d.decision);
 }
 
 }  // namespace ringmaster::controller

@@ -3,7 +3,8 @@
 //
 // The operator owns membership: only workers that are Running and Ready, on a healthy node, join.
 // Survivors keep their relative rank order (rank 0 stays rank 0 unless it is lost), newcomers take the
-// next ranks, and every change makes a strictly larger generation. Pure functions, no I/O; thread-safe.
+// next ranks, and every change makes a strictly larger generation. Pure functions, no I/O, no errors;
+// thread-safe.
 #pragma once
 
 #include <chrono>
@@ -29,6 +30,9 @@ enum class ChangeReason {
   kScaledDown,     // the desired count fell
 };
 std::string ReasonName(ChangeReason reason);
+// Whether the change lost a worker the job did not mean to let go (failed, removed, its node lost, cut
+// off from its peers): its Event is a Warning.
+bool IsLoss(ChangeReason reason);
 
 // What the reconciler observed about one worker pod.
 struct WorkerObservation {
@@ -63,6 +67,7 @@ struct MembershipPolicy {
 // The outcome of one evaluation: a new record to publish, or why none is.
 struct MembershipDecision {
   std::optional<api::Membership> next;  // set when a new generation must be published
+  std::optional<ChangeReason> reason;   // set with next: why it changed (next->reason is its name)
   // When no new generation is due yet but joiners wait for their batch window: when to look again.
   std::optional<std::chrono::system_clock::time_point> recheck_at;
   std::string waiting_for;  // a sentence for the job's condition when the gang has not started

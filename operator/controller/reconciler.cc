@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/job_status.h"
 #include "api/names.h"
 #include "api/peer_report.h"
 #include "controller/job_plan.h"
@@ -65,8 +66,8 @@ std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes, std::chr
     state.ready = false;  // a node without a Ready condition has never been ready
     state.not_ready_since = now;
     for (const auto& c : ArrayAt(*node, {"status", "conditions"})) {
-      if (StringAt(c, {"type"}) != "Ready") continue;
-      state.ready = StringAt(c, {"status"}) == "True";
+      if (StringAt(c, {"type"}) != api::kReadyCondition) continue;
+      state.ready = StringAt(c, {"status"}) == api::condition_status::kTrue;
       state.not_ready_since = ParseRfc3339(StringAt(c, {"lastTransitionTime"})).value_or(now);
     }
     out[StringAt(*node, {"metadata", "name"})] = state;
@@ -146,7 +147,8 @@ const char* TrainingJobReconciler::ReconcileJob(const std::string& key, Reconcil
   if (!planned.ok()) {
     // The object cannot be read or acted on as written (a field of the wrong type, min > max): an event
     // says why, and the work loop requeues it rate-limited like any other failed reconcile.
-    recorder_->Event(*job, "Warning", "InvalidSpec", planned.status().message());
+    recorder_->Event(*job, std::string(api::event_type::kWarning), std::string(api::reason::kInvalidSpec),
+                     planned.status().message());
     result.status = planned.status().WithContext("job " + key + " cannot be reconciled");
     return "invalid";
   }

@@ -16,7 +16,7 @@
 
 namespace ringmaster::controller {
 
-// The job label, worker-index label, created-for annotation ("Start", "Replacement" or "ScaleUp") and the
+// The job label, worker-index label, created-for annotation (and its values, api::created_for) and the
 // ports are the contract's (api/names.h).
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "ringmaster";

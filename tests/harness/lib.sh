@@ -3,6 +3,8 @@
 
 RINGMASTER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HARNESS_DIR="$RINGMASTER_ROOT/tests/harness"
+# The build's dependency installer (make deps: deps.sh) and the wrapper Go modules it builds tools from.
+HACK_DIR="$RINGMASTER_ROOT/hack"
 # Built tools live outside the repository, keyed by version, so a fresh clone rebuilds nothing.
 RINGMASTER_CACHE="${RINGMASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmaster}"
 
@@ -69,7 +71,7 @@ tool_dir() {
 
 # A short hash of a wrapper module's go.mod and go.sum, so editing them rebuilds the tool.
 gomod_hash() {
-  cat "$HARNESS_DIR/gomod/$1/go.mod" "$HARNESS_DIR/gomod/$1/go.sum" | sha256sum | cut -c1-10
+  cat "$HACK_DIR/gomod/$1/go.mod" "$HACK_DIR/gomod/$1/go.sum" | sha256sum | cut -c1-10
 }
 
 # tool_bin NAME BINARY: absolute path of an installed binary; dies with advice when it is missing.

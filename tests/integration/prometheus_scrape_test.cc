@@ -159,7 +159,7 @@ class PrometheusScrapeTest : public ElasticWorkersE2eTest {
 TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
   auto promtool = RunCommand({"sh", "-c", "command -v promtool"});
   ASSERT_COMMAND_OK(promtool) << "promtool is not installed: run make deps (Debian package prometheus)";
-  // Debian's server has no Kubernetes service discovery: make deps builds one (tests/harness/gomod/prometheus).
+  // Debian's server has no Kubernetes service discovery: make deps builds one (hack/gomod/prometheus).
   ASSERT_FALSE(cluster_.Get("PROMETHEUS").empty()) << "cluster.env has no PROMETHEUS: run make deps";
   ASSERT_TRUE(std::filesystem::exists(cluster_.Get("PROMETHEUS"))) << cluster_.Get("PROMETHEUS") << ": run make deps";
   ASSERT_FALSE(cluster_.Get("HELM").empty()) << "cluster.env has no HELM: run make deps";

@@ -250,17 +250,17 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   c.log_file = ctx.log_prefix + name + ".log";
   c.readiness = readiness;
   c.liveness = liveness;
-  c.exec.inherit_environment = false;
-  c.exec.env = env;
-  c.exec.cwd = cwd;
-  c.exec.in = Redirect::Null();
-  c.exec.own_process_group = true;
+  c.exec.spawn.inherit_environment = false;
+  c.exec.spawn.env = env;
+  c.exec.spawn.cwd = cwd;
+  c.exec.spawn.in = Redirect::Null();
+  c.exec.spawn.own_process_group = true;
   c.exec.container = setup;
   for (const auto& a : argv) c.command += (c.command.empty() ? "" : " ") + a;
-  SpawnOptions start = c.exec;
-  start.argv = argv;
-  start.out = start.err = Redirect::AppendTo(c.log_file);
-  RINGMASTER_ASSIGN_OR_RETURN(c.process, Subprocess::Start(start));
+  ContainerSpawnOptions start = c.exec;
+  start.spawn.argv = argv;
+  start.spawn.out = start.spawn.err = Redirect::AppendTo(c.log_file);
+  RINGMASTER_ASSIGN_OR_RETURN(c.process, StartContainerProcess(start));
   // Exec probes join its mount namespace: no mounts of their own, no new UTS namespace.
   c.exec.container->mounts.clear();
   c.exec.container->hostname.clear();
@@ -324,16 +324,16 @@ StatusOr<StartedContainer> RestartPodContainer(const json& original, const std::
   return InvalidArgumentError("the pod has no container " + container);
 }
 
-Status ExecInContainer(const SpawnOptions& exec, pid_t pid, const std::vector<std::string>& command,
+Status ExecInContainer(const ContainerSpawnOptions& exec, pid_t pid, const std::vector<std::string>& command,
                        std::chrono::seconds timeout) {
   if (command.empty() || !exec.container) return InvalidArgumentError("ExecInContainer: no command or no container");
-  SpawnOptions o = exec;
-  o.argv = command;
-  o.out = Redirect::Pipe();
-  o.err = Redirect::Pipe();
+  ContainerSpawnOptions o = exec;
+  o.spawn.argv = command;
+  o.spawn.out = Redirect::Pipe();
+  o.spawn.err = Redirect::Pipe();
   o.container->hostname.clear();
   o.container->join_mount_namespace = "/proc/" + std::to_string(pid) + "/ns/mnt";
-  RINGMASTER_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
+  RINGMASTER_ASSIGN_OR_RETURN(Subprocess p, StartContainerProcess(o));
   Subprocess::Output out = p.Communicate("", std::chrono::steady_clock::now() + timeout);
   if (out.timed_out) {
     p.Kill();

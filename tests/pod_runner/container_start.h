@@ -11,7 +11,8 @@
 //     chrooted, switched to its user (container_user.h) and exec'ed with Kubernetes' command rules and
 //     environment (container_env.h): the image's Env, HOSTNAME, KUBERNETES_SERVICE_HOST/PORT (the
 //     apiserver) and HOME, overlaid by the container's env. It has its own mount and UTS namespaces (the
-//     pod's hostname) and the host's network, so it serves on the pod's loopback IP.
+//     pod's hostname) and the host's network, so it serves on the pod's loopback IP. The namespaces,
+//     mounts, chroot and user switch are container_process.h's.
 //
 // Errors: Unimplemented/InvalidArgument for what no retry can fix (pod_spec.h, container_user.h, the
 // command rules); NotFound for a missing image, ConfigMap or Secret and FailedPrecondition for a missing
@@ -30,6 +31,7 @@
 
 #include "base/status.h"
 #include "base/subprocess.h"
+#include "pod_runner/container_process.h"
 #include "pod_runner/pod_spec.h"
 #include "pod_runner/readiness_probe.h"
 #include "pod_runner/rootfs_cache.h"
@@ -59,7 +61,7 @@ struct StartedContainer {
   std::string command;  // for progress lines
   std::optional<ProbeSpec> readiness;
   std::optional<ProbeSpec> liveness;
-  SpawnOptions exec;  // how to run a command inside it (ExecInContainer)
+  ContainerSpawnOptions exec;  // how to run a command inside it (ExecInContainer)
   RootfsLease rootfs;  // its image's root, held while the container may run (rootfs_cache.h)
 };
 
@@ -78,7 +80,7 @@ StatusOr<StartedContainer> RestartPodContainer(const nlohmann::json& pod, const 
 // is `exec` (its mount namespace, root, user, environment and working directory), as an exec probe or
 // `kubectl exec` would: OK when it exits 0 within `timeout`, else Unavailable with its exit status and
 // output. Blocks for at most `timeout`.
-Status ExecInContainer(const SpawnOptions& exec, pid_t pid, const std::vector<std::string>& command,
+Status ExecInContainer(const ContainerSpawnOptions& exec, pid_t pid, const std::vector<std::string>& command,
                        std::chrono::seconds timeout);
 
 }  // namespace ringmaster::testing

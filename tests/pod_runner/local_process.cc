@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "pod_runner/container_process.h"
+
 namespace ringmaster::testing {
 
 namespace {
@@ -16,17 +18,17 @@ std::string ErrnoText(const std::string& what) { return what + ": " + std::strer
 
 StatusOr<Subprocess> SpawnLocalProcess(const LocalProcessSpec& spec) {
   if (spec.argv.empty()) return InvalidArgumentError("SpawnLocalProcess: empty argv");
-  SpawnOptions options;
-  options.program = spec.binary;
-  options.argv = spec.argv;
-  options.inherit_environment = false;
-  options.env = spec.env;
-  options.cwd = spec.cwd;
-  options.in = Redirect::Null();
-  options.out = options.err = Redirect::AppendTo(spec.log_file);
-  options.own_process_group = true;
+  ContainerSpawnOptions options;
+  options.spawn.program = spec.binary;
+  options.spawn.argv = spec.argv;
+  options.spawn.inherit_environment = false;
+  options.spawn.env = spec.env;
+  options.spawn.cwd = spec.cwd;
+  options.spawn.in = Redirect::Null();
+  options.spawn.out = options.spawn.err = Redirect::AppendTo(spec.log_file);
+  options.spawn.own_process_group = true;
   options.network_namespace = spec.network_namespace;
-  return Subprocess::Start(options);
+  return StartContainerProcess(options);
 }
 
 Status WriteFileWithMode(const std::string& path, const std::string& content, mode_t mode) {

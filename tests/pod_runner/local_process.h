@@ -1,8 +1,9 @@
 // Starting a container's command as a local process, the way a container starts: only the environment it
 // is given, default signal dispositions and nothing blocked (whatever the test process set), its own
 // process group (so a kill reaches its children), no inherited descriptors, stdin from /dev/null and
-// stdout+stderr appended to a log file. Used by the pod runner (pod_runner.h); a thin wrapper over the
-// one spawner, base/subprocess.h. Test support only.
+// stdout+stderr appended to a log file, optionally in the pod's network namespace. Used by the pod runner
+// (pod_runner.h); a thin wrapper over container_process.h (the namespace) and base/subprocess.h. Test
+// support only.
 // Thread-safe (fork from a multithreaded process: the child makes only async-signal-safe calls).
 #pragma once
 

@@ -48,7 +48,7 @@ class PodNetwork {
   PodNetwork& operator=(const PodNetwork&) = delete;
 
   // Gives pod `key` (its uid) a namespace with `ip` (IPv4, in 127.0.0.0/8) on the fabric; returns the
-  // path of the namespace for a process to join (SpawnOptions::network_namespace). InvalidArgument for
+  // path of the namespace for a process to join (ContainerSpawnOptions::network_namespace). InvalidArgument for
   // another kind of address or a key already added.
   StatusOr<std::string> AddPod(const std::string& key, const std::string& ip);
   // Deletes the pod's namespace and its relays. Idempotent.

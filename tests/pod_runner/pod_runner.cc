@@ -66,7 +66,7 @@ std::string Seconds(std::chrono::milliseconds d) {
 }
 
 // One attempt of a probe of the container whose process is `pid` (exec probes run inside it).
-Status ProbeOnce(const ProbeSpec& spec, const std::string& ip, const SpawnOptions& exec, pid_t pid) {
+Status ProbeOnce(const ProbeSpec& spec, const std::string& ip, const ContainerSpawnOptions& exec, pid_t pid) {
   switch (spec.kind) {
     case ProbeSpec::Kind::kHttpGet:
       return ProbeHttp(ip, spec);
@@ -97,7 +97,7 @@ struct PodRunner::Proc {
   uint64_t exit_seq = 0;    // order of its exit among all exits
   Clock::time_point exited_at;
   // Image mode:
-  SpawnOptions exec;                      // runs a command inside the container (exec probes)
+  ContainerSpawnOptions exec;             // runs a command inside the container (exec probes)
   std::optional<ProbeSpec> probe;         // its readiness probe
   std::optional<ReadinessState> readiness;
   std::optional<ProbeSpec> liveness_probe;
@@ -725,7 +725,7 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
     pid_t pid;
     bool liveness;
     ProbeSpec spec;
-    SpawnOptions exec;
+    ContainerSpawnOptions exec;
   };
   std::vector<Attempt> attempts;
   const auto now = Clock::now();

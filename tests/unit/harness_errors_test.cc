@@ -10,7 +10,7 @@ namespace ringmaster::testing {
 namespace {
 
 const std::string kCluster = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh";
-const std::string kDeps = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/deps.sh";
+const std::string kDeps = std::string(RINGMASTER_SOURCE_DIR) + "/hack/deps.sh";
 
 // Exactly one line on stderr, starting with "ringmaster: error:" and carrying advice after " -- ".
 void ExpectOneClearLine(const CommandResult& r, const std::string& what, const std::string& advice) {

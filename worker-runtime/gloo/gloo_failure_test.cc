@@ -15,7 +15,6 @@ namespace ringmaster::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankContext;
 
 constexpr auto kTimeout = 1500ms;
 // Generous slack for a loaded 2-core CI machine and sanitizers; the point is "bounded", not "fast".
@@ -69,8 +68,8 @@ TEST(GlooFailureTest, KilledPeerMidAllreduceAbortsSurvivorsWithinTimeout) {
     SurviveUntilAborted(*comm, buf);
   });
   ASSERT_EQ(outcomes.size(), 3u);
-  EXPECT_TRUE(outcomes[0].ok()) << testing::DescribeFailures(outcomes);
-  EXPECT_TRUE(outcomes[1].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_TRUE(outcomes[0].ok()) << DescribeFailures(outcomes);
+  EXPECT_TRUE(outcomes[1].ok()) << DescribeFailures(outcomes);
   EXPECT_EQ(outcomes[2].signal, SIGKILL);
 }
 
@@ -93,7 +92,7 @@ TEST(GlooFailureTest, StalledPeerTimesOutAsAborted) {
     EXPECT_EQ(comm->Barrier().code(), StatusCode::kAborted);
     EXPECT_OK(ctx.store->Set("survivor/" + std::to_string(ctx.rank), "done"));
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << DescribeFailures(outcomes);
 }
 
 TEST(GlooFailureTest, AbortFromAnotherThreadMakesLaterCallsFail) {
@@ -108,7 +107,7 @@ TEST(GlooFailureTest, AbortFromAnotherThreadMakesLaterCallsFail) {
     EXPECT_EQ(s.code(), StatusCode::kAborted);
     EXPECT_NE(s.message().find("membership changed"), std::string::npos) << s;
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << DescribeFailures(outcomes);
 }
 
 // The elastic driver's watcher aborts the runtime of every survivor when a new membership generation
@@ -139,7 +138,7 @@ TEST(GlooFailureTest, AbortFromAnotherThreadEndsACollectiveInFlight) {
     EXPECT_LT(took, kLongTimeout / 2) << "ended by its timeout, not by the abort";
     EXPECT_OK(ctx.store->Set("survivor/" + std::to_string(ctx.rank), "done"));
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << DescribeFailures(outcomes);
 }
 
 }  // namespace

@@ -21,7 +21,6 @@ namespace ringmaster::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankContext;
 
 constexpr auto kWaitTimeout = 60s;
 
@@ -74,7 +73,7 @@ TEST(PendingWaitsTest, AbortEndsAWaitNothingElseWouldAndLaterBuffersComeAborted)
     }
     EXPECT_OK(ctx.store->Set("done", "1"));
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << DescribeFailures(outcomes);
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(NcclTrafficGpuTest, CollectivesCountTheirPayloadOnTheirGpu) {
   ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   runtime::testing::WorldOptions options;
   options.size = 2;
-  auto outcomes = runtime::testing::RunWorld(options, [](runtime::testing::RankContext& ctx) {
+  auto outcomes = runtime::testing::RunWorld(options, [](runtime::RankContext& ctx) {
     const int gpus = nccl::VisibleGpuCount();
     ASSERT_GT(gpus, 0) << "no GPU visible";
     auto traffic = std::make_shared<runtime::DeviceTraffic>();
@@ -96,7 +96,7 @@ TEST(NcclTrafficGpuTest, CollectivesCountTheirPayloadOnTheirGpu) {
     memory->Free(buf);
     EXPECT_EQ(traffic->Snapshot(), (std::map<int, uint64_t>{{no.device, 4000 + 800 + 80 + 7 + 128}}));
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 }  // namespace

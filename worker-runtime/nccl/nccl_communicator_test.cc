@@ -2,7 +2,7 @@
 // buffers. Registered twice (worker-runtime/CMakeLists.txt): label `gpu` on NVIDIA GPUs, and label
 // `gpu-emulated` on the CPU emulation of NCCL and CUDA (RINGMASTER_EMULATED_GPUS=4,
 // tests/gpu_emulation), which proves our use of NCCL's API, not NCCL. Every collective's contract is
-// in the conformance suite (comm/conformance), which runs on NCCL under the same labels.
+// in the conformance suite (testing/conformance), which runs on NCCL under the same labels.
 //
 // Each rank is a forked process and the parent never touches CUDA before forking. Ranks take GPU
 // rank % visible GPUs; when they must share one (a one-GPU machine), NCCL >= 2.30 allows it with
@@ -29,7 +29,6 @@ namespace ringmaster::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankContext;
 
 class NcclTest : public ::testing::Test {
  protected:
@@ -80,7 +79,7 @@ Status AllreduceWithAPeerGone(Communicator& comm, int device) {
   return s;
 }
 
-bool KilledBySigkill(const testing::RankOutcome& o) { return !o.exited && o.signal == SIGKILL; }
+bool KilledBySigkill(const RankOutcome& o) { return !o.exited && o.signal == SIGKILL; }
 
 // A peer is killed: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28.7,
 // ncclInProgress until quiescent), and the survivors shrink it in default mode into a world of their
@@ -110,9 +109,9 @@ TEST_P(NcclShrinkTest, SurvivorsRevokeThenShrinkAfterAKill) {
   });
   for (const auto& o : outcomes) {
     if (o.rank == dead) {
-      EXPECT_TRUE(KilledBySigkill(o)) << testing::DescribeFailures(outcomes);
+      EXPECT_TRUE(KilledBySigkill(o)) << DescribeFailures(outcomes);
     } else {
-      EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+      EXPECT_OK(o) << DescribeFailures(outcomes);
     }
   }
 }
@@ -136,8 +135,8 @@ TEST_F(NcclTest, AShrinkWhoseChildArrivesLateIsWaitedFor) {
     ASSERT_OK(shrunk);
     ExpectAllreduceWorks(**shrunk, ctx.rank % Gpus());
   });
-  EXPECT_OK(outcomes[0]) << testing::DescribeFailures(outcomes);
-  EXPECT_OK(outcomes[1]) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[0]) << DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << DescribeFailures(outcomes);
 }
 
 // Split by colour: every rank calls it; members get the child, the others nullptr.
@@ -161,7 +160,7 @@ TEST_F(NcclTest, SplitByColour) {
     ExpectAllreduceWorks(*mine, ctx.rank % Gpus());
     ExpectAllreduceWorks(**made, ctx.rank % Gpus());  // the parent still works
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 // Grow by one (NCCL >= 2.29.2): three ranks keep their numbers, a newcomer becomes rank 3.
@@ -191,7 +190,7 @@ TEST_F(NcclTest, GrowByOne) {
     EXPECT_EQ(grown->rank(), ctx.rank);
     ExpectAllreduceWorks(*grown, no.device);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 // A rank never arrives: init ends Aborted at the deadline, nothing is left behind, and the same
@@ -209,7 +208,7 @@ TEST_F(NcclTest, InitTimesOutAndAbortsCleanly) {
     ASSERT_OK(next);
     ExpectAllreduceWorks(**next, ctx.rank % Gpus());
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 // A survivor never joins the shrink: the others' shrink ends Aborted at the deadline, the parent is
@@ -231,8 +230,8 @@ TEST_F(NcclTest, ShrinkTimesOutAndAbortsCleanly) {
     EXPECT_FALSE((*made)->can_shrink());
     made->reset();  // must not hang
   });
-  EXPECT_OK(outcomes[0]) << testing::DescribeFailures(outcomes);
-  EXPECT_OK(outcomes[1]) << testing::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[0]) << DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << DescribeFailures(outcomes);
 }
 
 // A buffer of another GPU, or of the host, is refused before NCCL sees it, in words a user can act on,
@@ -262,7 +261,7 @@ TEST_F(NcclTest, ABufferOfAnotherDeviceIsRefused) {
     EXPECT_OK(comm.health());
     ExpectAllreduceWorks(comm, ctx.rank % gpus);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 // The communicator's calls act on its own GPU from any thread: CUDA's current device is per thread, so
@@ -288,7 +287,7 @@ TEST_F(NcclTest, CallsFromAnotherThreadUseTheCommunicatorsDevice) {
       ExpectAllreduceWorks(**child, device);
     }).join();
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 }  // namespace

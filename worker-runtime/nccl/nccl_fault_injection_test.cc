@@ -21,7 +21,6 @@ namespace ringmaster::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankContext;
 
 class NcclFaultInjectionTest : public ::testing::Test {
  protected:
@@ -87,7 +86,7 @@ TEST_F(NcclFaultInjectionTest, AFailedEnqueueInsideAGroupClosesTheGroupBeforeRev
     EXPECT_EQ((*shrunk)->size(), 2);
     ExpectAllreduceSums(**shrunk, no.device);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 }  // namespace

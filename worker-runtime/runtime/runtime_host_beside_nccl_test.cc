@@ -19,7 +19,6 @@ namespace ringmaster::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankContext;
 
 class HostBesideNcclTest : public ::testing::Test {
  protected:
@@ -73,7 +72,7 @@ TEST_F(HostBesideNcclTest, HostAndGpuTensorsInterleaveEachWhereItsMemoryIs) {
     EXPECT_EQ(object, std::vector<int64_t>(4, 42));
     EXPECT_EQ(gathered, (std::vector<int64_t>{0, 10, 20}));
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 TEST_F(HostBesideNcclTest, OneHostAndOneGpuBufferInACallIsRefusedAndTheRuntimeGoesOn) {
@@ -94,7 +93,7 @@ TEST_F(HostBesideNcclTest, OneHostAndOneGpuBufferInACallIsRefusedAndTheRuntimeGo
     EXPECT_EQ(host[0], 2.0f);
     gpu->Free(*dev);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << testing::DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
 }
 
 }  // namespace

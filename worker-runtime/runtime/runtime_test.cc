@@ -21,7 +21,6 @@ namespace ringmaster::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankContext;
 
 RuntimeConfig GlooConfig() {
   RuntimeConfig c;
@@ -36,8 +35,8 @@ std::unique_ptr<Runtime> MakeRuntime(RankContext& ctx, const RuntimeConfig& conf
   return rt.ok() ? std::move(rt).value() : nullptr;
 }
 
-void ExpectAllRanksOk(const std::vector<testing::RankOutcome>& outcomes) {
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << testing::DescribeFailures(outcomes);
+void ExpectAllRanksOk(const std::vector<RankOutcome>& outcomes) {
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << DescribeFailures(outcomes);
 }
 
 std::string TempPath(const std::string& stem) {
@@ -358,8 +357,8 @@ TEST(RuntimeTest, KilledPeerFailsPendingHandlesWithAborted) {
     EXPECT_EQ(rt->Allreduce("after", small.data(), small.data(), 4, DataType::kFloat32, ReduceOp::kSum).code(),
               StatusCode::kAborted);
   });
-  EXPECT_TRUE(outcomes[0].ok()) << testing::DescribeFailures(outcomes);
-  EXPECT_TRUE(outcomes[2].ok()) << testing::DescribeFailures(outcomes);
+  EXPECT_TRUE(outcomes[0].ok()) << DescribeFailures(outcomes);
+  EXPECT_TRUE(outcomes[2].ok()) << DescribeFailures(outcomes);
   EXPECT_EQ(outcomes[1].signal, SIGKILL);
 }
 

@@ -1,6 +1,6 @@
 // Test support: the GoogleTest adapter of the one "run N ranks" helper
-// (local_ranks.h). RunWorld forks N ranks on loopback with the store served by
-// rank 0 and runs a void body in each; GoogleTest EXPECT/ASSERT failures in a
+// (runtime/local_ranks.h). RunWorld forks N ranks on loopback with the store
+// served by rank 0 and runs a void body in each; GoogleTest EXPECT/ASSERT failures in a
 // child are printed as usual and turn into its exit code 1, which the parent
 // sees through RankOutcome (EXPECT_OK(outcome) prints how a rank ended). A rank
 // still running at the deadline is killed and reported as a test failure.
@@ -11,7 +11,15 @@
 #include <functional>
 #include <vector>
 
-#include "testing/local_ranks.h"
+#include "runtime/local_ranks.h"
+
+namespace ringmaster::runtime {
+
+// Lets ASSERT_OK / EXPECT_OK (base/status_test_macros.h) take a RankOutcome
+// (found by argument-dependent lookup, so it lives in RankOutcome's namespace).
+inline Status StatusOf(const RankOutcome& outcome) { return outcome.status(); }
+
+}  // namespace ringmaster::runtime
 
 namespace ringmaster::runtime::testing {
 

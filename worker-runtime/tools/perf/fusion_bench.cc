@@ -15,7 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 // Mean seconds per round of `tensors` allreduces, slowest rank, and wrong elements (rank 0 gets totals).
 StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeConfig config,
-                                                 testing::RankContext& lr, bool fused) {
+                                                 RankContext& lr, bool fused) {
   config.backend = o.backend;
   config.timeout = o.timeout;
   config.name = fused ? "fused" : "unfused";
@@ -73,7 +73,7 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeCo
 
 }  // namespace
 
-int RunFusionBenchmark(const PerfOptions& o, const RuntimeConfig& config, testing::RankContext& lr, std::FILE* out) {
+int RunFusionBenchmark(const PerfOptions& o, const RuntimeConfig& config, RankContext& lr, std::FILE* out) {
   const bool lead = lr.rank == 0;
   if (lead) {
     std::fprintf(out, "# ringmaster-perf fusion: %d ranks, %d allreduces of %s %s each (%s), fusion threshold %s\n",

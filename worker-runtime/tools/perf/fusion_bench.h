@@ -5,8 +5,8 @@
 
 #include <cstdio>
 
-#include "testing/local_ranks.h"
 #include "runtime/config.h"
+#include "runtime/local_ranks.h"
 #include "tools/perf/perf_options.h"
 
 namespace ringmaster::runtime::perf {
@@ -14,7 +14,7 @@ namespace ringmaster::runtime::perf {
 // Returns the process exit code for this rank (0 ok, 2 error, 3 wrong results).
 // `config` is the runtime configuration read at start (RINGMASTER_*); the flags override
 // backend, timeout and the fusion threshold of the fused run.
-int RunFusionBenchmark(const PerfOptions& options, const RuntimeConfig& config, testing::RankContext& rank,
+int RunFusionBenchmark(const PerfOptions& options, const RuntimeConfig& config, RankContext& rank,
                        std::FILE* out);
 
 }  // namespace ringmaster::runtime::perf

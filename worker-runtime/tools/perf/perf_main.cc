@@ -10,11 +10,11 @@
 #include "base/cli.h"
 #include "tools/perf/bench.h"
 #include "tools/perf/fusion_bench.h"
-#include "testing/local_ranks.h"
 #include "tools/perf/perf_options.h"
 #include "nccl/gpu_api.h"
 #include "nccl/gpu_probe.h"
 #include "runtime/config.h"
+#include "runtime/local_ranks.h"
 #include "runtime/world.h"
 #include "store/auth.h"
 
@@ -51,7 +51,7 @@ void PrintGpuLibraries(std::FILE* out) {
   std::fflush(out);
 }
 
-int RankMain(const PerfOptions& options, const RuntimeConfig& config, testing::RankContext& lr) {
+int RankMain(const PerfOptions& options, const RuntimeConfig& config, RankContext& lr) {
   if (options.collective == Collective::kFusion) return RunFusionBenchmark(options, config, lr, stdout);
   WorldOptions wo;
   wo.backend = options.backend;
@@ -99,20 +99,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", secret.status().ToString().c_str());
     return 2;
   }
-  testing::LocalRanksOptions ranks;
+  LocalRanksOptions ranks;
   ranks.size = options->np;
   ranks.secret = *secret;
   ranks.deadline = std::chrono::milliseconds(0);  // a benchmark runs as long as it takes
   ranks.stop_others_on_failure = true;            // the others would only wait for it
-  auto outcomes = testing::RunLocalRanks(ranks, [&](testing::RankContext& lr) {
+  auto outcomes = RunLocalRanks(ranks, [&](RankContext& lr) {
     return perf::RankMain(*options, *config, lr);
   });
   if (!outcomes.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", outcomes.status().ToString().c_str());
     return 2;
   }
-  const int code = testing::FirstFailureCode(*outcomes);
-  if (code != 0) std::fprintf(stderr, "ringmaster-perf: %s\n", testing::DescribeFailures(*outcomes).c_str());
+  const int code = FirstFailureCode(*outcomes);
+  if (code != 0) std::fprintf(stderr, "ringmaster-perf: %s\n", DescribeFailures(*outcomes).c_str());
   if (code == 3) std::fprintf(stderr, "ringmaster-perf: some results were wrong\n");
   return code;
 }

@@ -1,0 +1,75 @@
+// The words of a TrainingJob's status and of the Events the operator records for it: the job's phases,
+// its condition types and reasons, and the Kubernetes core/v1 words the operator reads off pods and nodes
+// and writes on conditions and Events (pod phases, the Ready condition, True/False, Normal/Warning).
+// These strings are the API (kubectl users, dashboards, alerts and tests read them): each is spelled once,
+// here, and never changes. A membership change's reason (status.membership.reason, the
+// MembershipPublished condition's and its Event's) is named by operator/controller/membership.h's
+// ChangeReason; the created-for annotation's values are in api/names.h.
+//
+// Errors: none. Thread-safety: constants only.
+#pragma once
+
+#include <string_view>
+
+namespace ringmaster::api {
+
+// status.phase. A job without one (not reconciled yet) reads as Pending.
+namespace phase {
+inline constexpr std::string_view kPending = "Pending";      // no membership with workers published (yet, or again)
+inline constexpr std::string_view kRunning = "Running";      // a membership with workers is published
+inline constexpr std::string_view kSuspended = "Suspended";  // spec.runPolicy.suspend: no workers, empty membership
+inline constexpr std::string_view kSucceeded = "Succeeded";  // final: rank 0 exited 0
+inline constexpr std::string_view kFailed = "Failed";        // final: past its deadline or its restart limit
+inline constexpr std::string_view kAll[] = {kPending, kRunning, kSuspended, kSucceeded, kFailed};
+}  // namespace phase
+
+// status.conditions[].type.
+namespace condition {
+inline constexpr std::string_view kRunning = "Running";  // True while the members are at least spec.replicas.min
+inline constexpr std::string_view kSuspended = "Suspended";
+inline constexpr std::string_view kSucceeded = "Succeeded";
+inline constexpr std::string_view kFailed = "Failed";
+// Its reason is the last membership change's (a ChangeReason's name); it moves on every change.
+inline constexpr std::string_view kMembershipPublished = "MembershipPublished";
+}  // namespace condition
+
+// status.conditions[].reason, which is also the reason of the Event recorded with it.
+namespace reason {
+inline constexpr std::string_view kCompleted = "Completed";                        // Succeeded: rank 0 exited 0
+inline constexpr std::string_view kDeadlineExceeded = "DeadlineExceeded";          // Failed: activeDeadlineSeconds
+inline constexpr std::string_view kRestartLimitExceeded = "RestartLimitExceeded";  // Failed: maxRestarts
+inline constexpr std::string_view kSuspended = "Suspended";  // Suspended=True, Running=False; the empty membership's
+inline constexpr std::string_view kResumed = "Resumed";      // Suspended=False
+inline constexpr std::string_view kWorkersRunning = "WorkersRunning";        // Running=True
+inline constexpr std::string_view kBelowMinimum = "BelowMinimum";            // Running=False: fewer members than min
+inline constexpr std::string_view kWaitingForWorkers = "WaitingForWorkers";  // Running=False: no members
+// An Event only: the job's spec or status cannot be read or acted on as written.
+inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
+}  // namespace reason
+
+// Kubernetes' own words (core/v1).
+
+// A condition's status, on the job's conditions and on pods' and nodes'.
+namespace condition_status {
+inline constexpr std::string_view kTrue = "True";
+inline constexpr std::string_view kFalse = "False";
+}  // namespace condition_status
+
+// Event.type.
+namespace event_type {
+inline constexpr std::string_view kNormal = "Normal";
+inline constexpr std::string_view kWarning = "Warning";
+}  // namespace event_type
+
+// pod.status.phase; empty before the kubelet first reports.
+namespace pod_phase {
+inline constexpr std::string_view kPending = "Pending";
+inline constexpr std::string_view kRunning = "Running";
+inline constexpr std::string_view kSucceeded = "Succeeded";
+inline constexpr std::string_view kFailed = "Failed";
+}  // namespace pod_phase
+
+// The condition type of a pod's readiness and of a node's health.
+inline constexpr std::string_view kReadyCondition = "Ready";
+
+}  // namespace ringmaster::api
