@@ -9,6 +9,7 @@
                   "goal": {"of": "ratio", "op": ">=", "bound": 1.0, "text": ">= 1.0x torch"}}, ...],
      "series": {...}}
 """
+
 import json
 import os
 import shlex
@@ -37,16 +38,30 @@ class Report:
     def __init__(self, bench, argv=None):
         """Notes the start: time, load average, cores and the command line (sys.argv by default)."""
         argv = sys.argv if argv is None else argv
-        self.doc = {"bench": bench, "command": " ".join(shlex.quote(a) for a in [sys.executable] + list(argv)),
-                    "started": _utc_now(), "cores": os.cpu_count(), "load_start": _load(), "figures": [],
-                    "series": {}}
+        self.doc = {
+            "bench": bench,
+            "command": " ".join(shlex.quote(a) for a in [sys.executable] + list(argv)),
+            "started": _utc_now(),
+            "cores": os.cpu_count(),
+            "load_start": _load(),
+            "figures": [],
+            "series": {},
+        }
 
     def figure(self, id, name, unit, ours, peer=None, peer_name="", goal=None, ratio=None, load=None, note=""):
         """One figure; ratio defaults to ours / peer when both are there. Returns it."""
         if ratio is None and ours is not None and peer:
             ratio = ours / peer
-        f = {"id": id, "name": name, "unit": unit, "ours": ours, "peer": peer, "peer_name": peer_name,
-             "ratio": ratio, "goal": goal}
+        f = {
+            "id": id,
+            "name": name,
+            "unit": unit,
+            "ours": ours,
+            "peer": peer,
+            "peer_name": peer_name,
+            "ratio": ratio,
+            "goal": goal,
+        }
         if load is not None:
             f["load"] = load
         if note:

@@ -11,6 +11,7 @@ count, with a linear reference). A bench whose JSON is missing shows as "not run
 bench is known for but did not write, as "not measured". How to read it: bench/README.md. Exit status 0 whatever
 the verdicts (a report, not a test); 2 on a bad command line.
 """
+
 import argparse
 import json
 import os
@@ -19,42 +20,75 @@ import sys
 # Every bench: its JSON, the make target that writes it, and the figures with goals it is expected to write
 # (id, name, goal), so that a bench that did not run, or a figure it left out, still has its row.
 CATALOG = [
-    ("operator.json", "make bench-operator", [
-        ("operator.failure_generation.p50", "pod failure -> new generation, p50", "p50 <= 50 ms"),
-        ("operator.failure_generation.p99", "pod failure -> new generation, p99", "p99 <= 250 ms"),
-        ("operator.running", "apply -> all pods Running vs Kubeflow", "<= 0.5x Kubeflow"),
-        ("operator.peak_rss", "operator peak RSS vs Kubeflow", "<= 0.25x Kubeflow"),
-    ]),
-    ("runtime.json", "make bench-runtime", [
-        ("runtime.total.8", "worker death -> next allreduce, 8 ranks (median)", "<= 100 ms at 8 ranks"),
-        ("runtime.comm_vs_gloo.8", "communicator phase vs bare Gloo connect, 8 ranks (median)",
-         "<= 1.5x Gloo"),
-    ]),
-    ("runtime-nccl-emulated.json", "make bench-runtime", [
-        ("runtime.nccl.total.8", "worker death -> next allreduce, 8 ranks (median) (NCCL, CPU emulation)", "-"),
-    ]),
-    ("checkpoint.json", "make bench-checkpoint", [
-        (f"checkpoint.{mib}MiB.{op}", f"checkpoint {words} vs O_DIRECT dd, {mib} MiB", ">= 0.8x dd")
-        for mib in (256, 1024)
-        for op, words in (("save", "save"),
-                          ("restore_into_touched_4k_aligned", "restore into touched, 4K-aligned memory"),
-                          ("restore_into_touched_unaligned", "restore into touched, unaligned memory"),
-                          ("restore_into_fresh_memory", "restore into fresh memory"))
-    ]),
-    ("allreduce.json", "make bench-allreduce", [
-        ("allreduce.8.256M", "allreduce algbw vs torch Gloo, 8 ranks, 256M", ">= 1.0x torch"),
-        ("allreduce.fusion", "1000 x 4K allreduces fused vs unfused", ">= 10x faster"),
-    ]),
-    ("python-recovery.json", "make bench-python", [
-        ("python.recovery.torchrun", "kill -9 -> next allreduce vs torchrun", "-"),
-        ("python.recovery.torchft", "kill -9 -> next allreduce vs torchft", "-"),
-    ]),
-    ("python-ddp.json", "make bench-python", [
-        ("python.ddp.4", "DDP step time vs torch Gloo, 4 ranks", "-"),
-    ]),
-    ("python-fsdp.json", "make bench-python", [
-        ("python.fsdp", "FSDP2 step time vs torch Gloo", "<= 1.1x Gloo"),
-    ]),
+    (
+        "operator.json",
+        "make bench-operator",
+        [
+            ("operator.failure_generation.p50", "pod failure -> new generation, p50", "p50 <= 50 ms"),
+            ("operator.failure_generation.p99", "pod failure -> new generation, p99", "p99 <= 250 ms"),
+            ("operator.running", "apply -> all pods Running vs Kubeflow", "<= 0.5x Kubeflow"),
+            ("operator.peak_rss", "operator peak RSS vs Kubeflow", "<= 0.25x Kubeflow"),
+        ],
+    ),
+    (
+        "runtime.json",
+        "make bench-runtime",
+        [
+            ("runtime.total.8", "worker death -> next allreduce, 8 ranks (median)", "<= 100 ms at 8 ranks"),
+            ("runtime.comm_vs_gloo.8", "communicator phase vs bare Gloo connect, 8 ranks (median)", "<= 1.5x Gloo"),
+        ],
+    ),
+    (
+        "runtime-nccl-emulated.json",
+        "make bench-runtime",
+        [
+            ("runtime.nccl.total.8", "worker death -> next allreduce, 8 ranks (median) (NCCL, CPU emulation)", "-"),
+        ],
+    ),
+    (
+        "checkpoint.json",
+        "make bench-checkpoint",
+        [
+            (f"checkpoint.{mib}MiB.{op}", f"checkpoint {words} vs O_DIRECT dd, {mib} MiB", ">= 0.8x dd")
+            for mib in (256, 1024)
+            for op, words in (
+                ("save", "save"),
+                ("restore_into_touched_4k_aligned", "restore into touched, 4K-aligned memory"),
+                ("restore_into_touched_unaligned", "restore into touched, unaligned memory"),
+                ("restore_into_fresh_memory", "restore into fresh memory"),
+            )
+        ],
+    ),
+    (
+        "allreduce.json",
+        "make bench-allreduce",
+        [
+            ("allreduce.8.256M", "allreduce algbw vs torch Gloo, 8 ranks, 256M", ">= 1.0x torch"),
+            ("allreduce.fusion", "1000 x 4K allreduces fused vs unfused", ">= 10x faster"),
+        ],
+    ),
+    (
+        "python-recovery.json",
+        "make bench-python",
+        [
+            ("python.recovery.torchrun", "kill -9 -> next allreduce vs torchrun", "-"),
+            ("python.recovery.torchft", "kill -9 -> next allreduce vs torchft", "-"),
+        ],
+    ),
+    (
+        "python-ddp.json",
+        "make bench-python",
+        [
+            ("python.ddp.4", "DDP step time vs torch Gloo, 4 ranks", "-"),
+        ],
+    ),
+    (
+        "python-fsdp.json",
+        "make bench-python",
+        [
+            ("python.fsdp", "FSDP2 step time vs torch Gloo", "<= 1.1x Gloo"),
+        ],
+    ),
 ]
 
 CATALOG_BY_FILE = {name: expected for name, _, expected in CATALOG}
@@ -125,12 +159,23 @@ def rows_for(name, target, expected, doc, error):
         if f.get("note"):
             v = f["note"] if v == "-" else f"{v}: {f['note']}"
         load = one_minute(f.get("load"))
-        rows.append([bench, f.get("name", f.get("id", "?")), fmt_value(f.get("ours"), unit), peer, ratio, goal, v,
-                     bench_load(doc) if load is None else fmt_number(load)])
+        rows.append(
+            [
+                bench,
+                f.get("name", f.get("id", "?")),
+                fmt_value(f.get("ours"), unit),
+                peer,
+                ratio,
+                goal,
+                v,
+                bench_load(doc) if load is None else fmt_number(load),
+            ]
+        )
     for fid, fig, goal in expected:
         if fid not in seen:
-            rows.append([bench, fig, "-", "-", "-", goal, f"not measured (this run of {target} left it out)",
-                         bench_load(doc)])
+            rows.append(
+                [bench, fig, "-", "-", "-", goal, f"not measured (this run of {target} left it out)", bench_load(doc)]
+            )
     return rows
 
 
@@ -159,6 +204,7 @@ def markdown_table(rows):
 
     def line(cells):
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in rows])
 
 
@@ -172,14 +218,23 @@ def summary(docs):
     for name, _, _ in CATALOG:
         doc = docs[name][0]
         if doc is not None:
-            runs.append(f"- {os.path.splitext(name)[0]}: {doc.get('started', '?')} to {doc.get('finished', '?')}, "
-                        f"{doc.get('cores', '?')} cores, load {bench_load(doc)}; `{doc.get('command', '?')}`")
-    text = ["# Benchmark report", "",
-            "Every figure against its goal (how to read it: bench/README.md). On a shared 2-core machine a "
-            "figure swings +-50% with the load, so read each verdict with its load column.", "",
-            markdown_table(rows), "",
-            f"{counts[MET]} met, {counts[NOT_MET]} NOT met, {counts['not run']} not run, "
-            f"{counts['not measured']} not measured.", "", "Runs:"] + (runs or ["- none"])
+            runs.append(
+                f"- {os.path.splitext(name)[0]}: {doc.get('started', '?')} to {doc.get('finished', '?')}, "
+                f"{doc.get('cores', '?')} cores, load {bench_load(doc)}; `{doc.get('command', '?')}`"
+            )
+    text = [
+        "# Benchmark report",
+        "",
+        "Every figure against its goal (how to read it: bench/README.md). On a shared 2-core machine a "
+        "figure swings +-50% with the load, so read each verdict with its load column.",
+        "",
+        markdown_table(rows),
+        "",
+        f"{counts[MET]} met, {counts[NOT_MET]} NOT met, {counts['not run']} not run, "
+        f"{counts['not measured']} not measured.",
+        "",
+        "Runs:",
+    ] + (runs or ["- none"])
     return "\n".join(text) + "\n"
 
 
@@ -192,15 +247,25 @@ def _placeholder(plt, path, title, why):
     plt.close(fig)
 
 
-PHASES = [("notice", "notice (kill -> record)"), ("detect", "detect"), ("rendezvous", "rendezvous"),
-          ("communicator", "communicator"), ("restore", "restore"), ("first_allreduce", "1st allreduce")]
+PHASES = [
+    ("notice", "notice (kill -> record)"),
+    ("detect", "detect"),
+    ("rendezvous", "rendezvous"),
+    ("communicator", "communicator"),
+    ("restore", "restore"),
+    ("first_allreduce", "1st allreduce"),
+]
 
 
 def plot_recovery(plt, doc, path):
     rows = ((doc or {}).get("series") or {}).get("recovery_phases") or []
     if not rows:
-        _placeholder(plt, path, "worker death -> next allreduce, by phase",
-                     "not run (make bench-runtime)" if doc is None else "no phase rows in runtime.json")
+        _placeholder(
+            plt,
+            path,
+            "worker death -> next allreduce, by phase",
+            "not run (make bench-runtime)" if doc is None else "no phase rows in runtime.json",
+        )
         return
     rows = sorted(rows, key=lambda r: r["ranks"])
     x = list(range(len(rows)))
@@ -210,11 +275,24 @@ def plot_recovery(plt, doc, path):
         h = [r["median_ms"].get(key, 0) or 0 for r in rows]
         ax.bar([i - 0.17 for i in x], h, 0.32, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, h)]
-    ax.plot([i - 0.17 for i in x], [r["median_ms"].get("total", 0) for r in rows], "k_", markersize=22, mew=2,
-            label="median total (each column is its own median)")
+    ax.plot(
+        [i - 0.17 for i in x],
+        [r["median_ms"].get("total", 0) for r in rows],
+        "k_",
+        markersize=22,
+        mew=2,
+        label="median total (each column is its own median)",
+    )
     gloo = [(r.get("gloo_connect_ms") or {}).get("median") for r in rows]
-    ax.bar([i + 0.17 for i in x], [g or 0 for g in gloo], 0.32, color="white", edgecolor="black", hatch="//",
-           label="bare Gloo connect (ranks - 1), median")
+    ax.bar(
+        [i + 0.17 for i in x],
+        [g or 0 for g in gloo],
+        0.32,
+        color="white",
+        edgecolor="black",
+        hatch="//",
+        label="bare Gloo connect (ranks - 1), median",
+    )
     comm = [r["median_ms"].get("comm_rank") for r in rows]
     ax.plot([i + 0.17 for i in x], comm, "rv", label="our communicator phase (slowest rank), median")
     ax.axhline(100, color="grey", linestyle=":", label="goal at 8 ranks: total <= 100 ms")
@@ -228,17 +306,23 @@ def plot_recovery(plt, doc, path):
     plt.close(fig)
 
 
-GROWTH = [("memberships_s", "apply -> all memberships (s)", "linear"),
-          ("requests_per_job", "API requests per job", "constant"),
-          ("peak_rss_mib", "peak RSS (MiB)", "linear"),
-          ("reconcile_p99_ms", "reconcile p99 (ms)", "linear")]
+GROWTH = [
+    ("memberships_s", "apply -> all memberships (s)", "linear"),
+    ("requests_per_job", "API requests per job", "constant"),
+    ("peak_rss_mib", "peak RSS (MiB)", "linear"),
+    ("reconcile_p99_ms", "reconcile p99 (ms)", "linear"),
+]
 
 
 def plot_growth(plt, doc, path):
     rows = ((doc or {}).get("series") or {}).get("growth") or []
     if not rows:
-        _placeholder(plt, path, "operator growth with the job count",
-                     "not run (make bench-operator)" if doc is None else "no growth rows in operator.json")
+        _placeholder(
+            plt,
+            path,
+            "operator growth with the job count",
+            "not run (make bench-operator)" if doc is None else "no growth rows in operator.json",
+        )
         return
     rows = sorted(rows, key=lambda r: r["jobs"])
     jobs = [r["jobs"] for r in rows]
@@ -261,8 +345,10 @@ def plot_growth(plt, doc, path):
         ax.set_ylim(0, top * 1.3 if top > 0 else 1)  # room for the legend above the lines
         ax.legend(fontsize=7)
     workers = rows[0].get("workers", "?")
-    fig.suptitle(f"ringmaster-operator growth, {workers} workers per job (load {bench_load(doc)});\n"
-                 "at or below the dashed reference: linear or better")
+    fig.suptitle(
+        f"ringmaster-operator growth, {workers} workers per job (load {bench_load(doc)});\n"
+        "at or below the dashed reference: linear or better"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -282,12 +368,16 @@ def main(argv=None):
     print(text, end="")
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     plot_recovery(plt, docs["runtime.json"][0], os.path.join(out, "recovery_phases.png"))
     plot_growth(plt, docs["operator.json"][0], os.path.join(out, "growth.png"))
-    print(f"\nwritten: {os.path.join(out, 'summary.md')}, {os.path.join(out, 'recovery_phases.png')}, "
-          f"{os.path.join(out, 'growth.png')}")
+    print(
+        f"\nwritten: {os.path.join(out, 'summary.md')}, {os.path.join(out, 'recovery_phases.png')}, "
+        f"{os.path.join(out, 'growth.png')}"
+    )
     return 0
 
 

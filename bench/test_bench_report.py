@@ -1,5 +1,6 @@
 """The bench report (bench_report.py) on hand-written JSONs (testdata/): the verdicts against the goals, the rows
 of benches that did not run or left a figure out, and both plots as real PNGs. ctest: unit.bench_report."""
+
 import os
 import shutil
 import sys
@@ -62,8 +63,10 @@ def test_values_ratio_and_load(report):
 
 def test_missing_value_is_not_a_verdict(report):
     _, summary, _ = report
-    assert verdict(table_rows(summary), "operator", "apply -> all pods Running, 10 jobs x 8 workers") == \
-        "n/a: no peer (--no-peer)"
+    assert (
+        verdict(table_rows(summary), "operator", "apply -> all pods Running, 10 jobs x 8 workers")
+        == "n/a: no peer (--no-peer)"
+    )
 
 
 def test_benches_that_did_not_run_have_rows(report):

@@ -5,9 +5,11 @@ Each worker appends one line per COMPLETED allreduce to <dir>/worker.<pid>.log:
     <time.time()> <step> <rank> <world size> <generation>
 
 (generation: Ringmaster's membership generation, torchrun's TORCHELASTIC_RESTART_COUNT, torchft's quorum id).
-The first line is "# pid <pid> <system> <script start> <imports done>" (time.time() values). Lines are written with one os.write each, so the harness can read
-the file while the worker runs and never sees half a line except the last one, which it ignores.
+The first line is "# pid <pid> <system> <script start> <imports done>" (time.time() values). Lines are written
+with one os.write each, so the harness can read the file while the worker runs and never sees half a line except
+the last one, which it ignores.
 """
+
 import ctypes
 import os
 import signal
@@ -30,8 +32,9 @@ class Recorder:
         """t_start: time.time() at the top of the worker script, before it imports torch."""
         directory = os.environ["RECOVERY_BENCH_DIR"]
         os.makedirs(directory, exist_ok=True)
-        self._fd = os.open(os.path.join(directory, f"worker.{os.getpid()}.log"),
-                           os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(
+            os.path.join(directory, f"worker.{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+        )
         os.write(self._fd, f"# pid {os.getpid()} {system} {t_start:.6f} {time.time():.6f}\n".encode())
         self.step_s = float(os.environ.get("RECOVERY_BENCH_STEP_MS", "10")) / 1000.0
         self.max_steps = int(os.environ.get("RECOVERY_BENCH_MAX_STEPS", "1000000"))

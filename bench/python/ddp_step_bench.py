@@ -15,6 +15,7 @@ load of a shared machine over both. A step is zero_grad + forward + backward (DD
 optimizer.step(); its time is the slowest rank's. The table gives the median step per backend and the
 ratio ringmaster/gloo; progress lines go by while it runs.
 """
+
 import argparse
 import os
 import sys
@@ -23,8 +24,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/: bench_json.py
 import bench_json  # noqa: E402  (the benches' --json writer)
-from step_bench_common import (alternate, add_run_args, init_group, launch_world, loadavg, log, median_ms,
-                               worker_world, write_result)
+from step_bench_common import (
+    add_run_args,
+    alternate,
+    init_group,
+    launch_world,
+    loadavg,
+    log,
+    median_ms,
+    worker_world,
+    write_result,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "worker-runtime", "python", "examples")
@@ -40,10 +50,12 @@ def parse_args():
 
 # -- the worker (one rank, under ringmaster-run) -------------------------------------------------------
 
+
 def _train_steps(ddp, optimizer, x, y, world, count):
     """`count` steps on the same share (the data does not change the time); returns each one's wall time
     in seconds (this rank's)."""
     from digits_common import share_loss
+
     times = []
     for _ in range(count):
         start = time.perf_counter()
@@ -58,6 +70,7 @@ def _train_steps(ddp, optimizer, x, y, world, count):
 def _measure(args, torch, dist, backend, store_dir, tag, rank, world, x, y):
     """One backend for one round: a fresh model and group, warm-up, timed steps, the group destroyed."""
     from digits_common import model
+
     init_group(dist, backend, store_dir, tag, rank, world)
     try:
         net = model(argparse.Namespace(seed=1, hidden=32))
@@ -83,14 +96,21 @@ def worker(args):
     rank, world, store_dir = worker_world(hvd)
     share = GLOBAL_BATCH // world
     x_all, y_all = dataset().tensors
-    x, y = x_all[rank * share:(rank + 1) * share], y_all[rank * share:(rank + 1) * share]
-    times = alternate(args, hvd, torch, rank, world,
-                      lambda backend, tag: _measure(args, torch, dist, backend, store_dir, tag, rank, world, x, y))
+    x, y = x_all[rank * share : (rank + 1) * share], y_all[rank * share : (rank + 1) * share]
+    times = alternate(
+        args,
+        hvd,
+        torch,
+        rank,
+        world,
+        lambda backend, tag: _measure(args, torch, dist, backend, store_dir, tag, rank, world, x, y),
+    )
     write_result(args, rank, {"np": world, "times": times})
     hvd.shutdown()
 
 
 # -- the driver ----------------------------------------------------------------------------------------
+
 
 def _table(results):
     rows = [f"{'ranks':>5}  {'steps':>5}  {'gloo ms':>9}  {'ringmaster ms':>13}  {'ringmaster/gloo':>15}"]
@@ -101,8 +121,10 @@ def _table(results):
 
 
 def driver(args):
-    log(f"DDP step time, digits MLP (float64, global batch {GLOBAL_BATCH}), ranks {args.np}, "
-        f"{args.rounds} rounds x ({args.warmup} warm-up + {args.steps} timed) steps per backend; {loadavg()}")
+    log(
+        f"DDP step time, digits MLP (float64, global batch {GLOBAL_BATCH}), ranks {args.np}, "
+        f"{args.rounds} rounds x ({args.warmup} warm-up + {args.steps} timed) steps per backend; {loadavg()}"
+    )
     report = bench_json.Report("python-ddp")
     out = args.out or tempfile.mkdtemp(prefix="ddp_step_bench.")
     os.makedirs(out, exist_ok=True)
@@ -114,11 +136,19 @@ def driver(args):
     print()
     print("median step time (slowest rank per step), DDP over each backend:")
     print(_table(results))
-    print(f"{loadavg()}; cycle time {os.environ.get('RINGMASTER_CYCLE_TIME_MS', 'default')} "
-          f"(RINGMASTER_CYCLE_TIME_MS); launcher directories in {out}")
+    print(
+        f"{loadavg()}; cycle time {os.environ.get('RINGMASTER_CYCLE_TIME_MS', 'default')} "
+        f"(RINGMASTER_CYCLE_TIME_MS); launcher directories in {out}"
+    )
     for np_, times in results:
-        report.figure(f"python.ddp.{np_}", f"DDP step time, digits MLP, {np_} ranks (median)", "ms",
-                      median_ms(times["ringmaster"]), median_ms(times["gloo"]), "torch Gloo")
+        report.figure(
+            f"python.ddp.{np_}",
+            f"DDP step time, digits MLP, {np_} ranks (median)",
+            "ms",
+            median_ms(times["ringmaster"]),
+            median_ms(times["gloo"]),
+            "torch Gloo",
+        )
     report.write(args.json)
 
 

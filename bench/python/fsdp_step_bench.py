@@ -20,6 +20,7 @@ table gives the median and p90 step over all rounds per backend and their ratio 
 average at the start and the end; the progress lines give each round's median and the loss of rank 0's last
 step (the same on both backends up to the order of additions: the same work was timed).
 """
+
 import argparse
 import os
 import sys
@@ -28,8 +29,19 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/: bench_json.py
 import bench_json  # noqa: E402  (the benches' --json writer)
-from step_bench_common import (BACKENDS, alternate, add_run_args, init_group, launch_world, loadavg, log, median_ms,
-                               p90_ms, worker_world, write_result)
+from step_bench_common import (
+    BACKENDS,
+    add_run_args,
+    alternate,
+    init_group,
+    launch_world,
+    loadavg,
+    log,
+    median_ms,
+    p90_ms,
+    worker_world,
+    write_result,
+)
 
 GOAL = 1.1  # issue 17: FSDP2 over "ringmaster" within 1.1x of Gloo
 
@@ -45,8 +57,7 @@ def parse_args():
     add_run_args(p, steps=30, warmup=5, rounds=5, timeout_s=300)
     args = p.parse_args()
     if args.np % args.tp or args.batch % (args.np // args.tp) or args.hidden % args.tp:
-        p.error(f"--np {args.np} must be a multiple of --tp {args.tp}, and --batch and --hidden divisible by dp "
-                f"and tp")
+        p.error(f"--np {args.np} must be a multiple of --tp {args.tp}, and --batch and --hidden divisible by dp and tp")
     return args
 
 
@@ -56,11 +67,17 @@ def _parameters(args):
 
 # -- the worker (one rank, under ringmaster-run) -------------------------------------------------------
 
+
 def _model(torch, args):
     torch.manual_seed(11)
-    return torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(args.dim, args.hidden), torch.nn.ReLU(),
-                                                     torch.nn.Linear(args.hidden, args.dim))
-                                 for _ in range(args.blocks)])
+    return torch.nn.Sequential(
+        *[
+            torch.nn.Sequential(
+                torch.nn.Linear(args.dim, args.hidden), torch.nn.ReLU(), torch.nn.Linear(args.hidden, args.dim)
+            )
+            for _ in range(args.blocks)
+        ]
+    )
 
 
 def _batches(torch, args, count, dp_rank, dp):
@@ -70,7 +87,7 @@ def _batches(torch, args, count, dp_rank, dp):
     for step in range(count):
         g = torch.Generator().manual_seed(100 + step)
         x, y = torch.randn(args.batch, args.dim, generator=g), torch.randn(args.batch, args.dim, generator=g)
-        out.append((x[dp_rank * per:(dp_rank + 1) * per], y[dp_rank * per:(dp_rank + 1) * per]))
+        out.append((x[dp_rank * per : (dp_rank + 1) * per], y[dp_rank * per : (dp_rank + 1) * per]))
     return out
 
 
@@ -108,9 +125,9 @@ def _measure(args, torch, dist, backend, store_dir, tag, rank, world):
         optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
         batches = _batches(torch, args, args.warmup + args.steps, mesh["dp"].get_local_rank(), mesh["dp"].size())
         setup = time.perf_counter() - setup
-        _train_steps(torch, net, optimizer, batches[:args.warmup])
+        _train_steps(torch, net, optimizer, batches[: args.warmup])
         dist.barrier()  # every rank starts the timed steps together
-        times, loss = _train_steps(torch, net, optimizer, batches[args.warmup:])
+        times, loss = _train_steps(torch, net, optimizer, batches[args.warmup :])
         return times, f", last loss {loss.item():.9g}, setup {setup:.2f} s"
     finally:
         dist.destroy_process_group()
@@ -125,21 +142,30 @@ def worker(args):
 
     hvd.init()
     rank, world, store_dir = worker_world(hvd)
-    times = alternate(args, hvd, torch, rank, world,
-                      lambda backend, tag: _measure(args, torch, dist, backend, store_dir, tag, rank, world))
+    times = alternate(
+        args,
+        hvd,
+        torch,
+        rank,
+        world,
+        lambda backend, tag: _measure(args, torch, dist, backend, store_dir, tag, rank, world),
+    )
     write_result(args, rank, {"np": world, "times": times})
     hvd.shutdown()
 
 
 # -- the driver ----------------------------------------------------------------------------------------
 
+
 def _table(times):
     gloo_median, gloo_p90 = median_ms(times["gloo"]), p90_ms(times["gloo"])
     rows = [f"{'backend':<11}  {'steps':>5}  {'median ms':>9}  {'p90 ms':>9}  {'median/gloo':>11}  {'p90/gloo':>8}"]
     for backend in BACKENDS:
         median, p90 = median_ms(times[backend]), p90_ms(times[backend])
-        rows.append(f"{backend:<11}  {len(times[backend]):>5}  {median:>9.3f}  {p90:>9.3f}  "
-                    f"{median / gloo_median:>11.2f}  {p90 / gloo_p90:>8.2f}")
+        rows.append(
+            f"{backend:<11}  {len(times[backend]):>5}  {median:>9.3f}  {p90:>9.3f}  "
+            f"{median / gloo_median:>11.2f}  {p90 / gloo_p90:>8.2f}"
+        )
     return "\n".join(rows)
 
 
@@ -148,15 +174,27 @@ def driver(args):
     params = _parameters(args)
     started = loadavg()
     report = bench_json.Report("python-fsdp")
-    log(f"FSDP2 step time, {args.blocks} x Linear({args.dim}, {args.hidden}) -> ReLU -> Linear({args.hidden}, "
+    log(
+        f"FSDP2 step time, {args.blocks} x Linear({args.dim}, {args.hidden}) -> ReLU -> Linear({args.hidden}, "
         f"{args.dim}), float32: {params / 1e6:.2f} M parameters ({params * 4 / 2**20:.1f} MiB, "
         f"{params * 4 / args.np / 2**20:.1f} MiB per rank); {args.np} ranks = dp {dp} x tp {args.tp}, global batch "
         f"{args.batch}; {args.rounds} rounds x ({args.warmup} warm-up + {args.steps} timed) steps per backend; "
-        f"{started}")
+        f"{started}"
+    )
     out = args.out or tempfile.mkdtemp(prefix="fsdp_step_bench.")
     os.makedirs(out, exist_ok=True)
-    worker_args = ["--tp", str(args.tp), "--dim", str(args.dim), "--hidden", str(args.hidden),
-                   "--blocks", str(args.blocks), "--batch", str(args.batch)]
+    worker_args = [
+        "--tp",
+        str(args.tp),
+        "--dim",
+        str(args.dim),
+        "--hidden",
+        str(args.hidden),
+        "--blocks",
+        str(args.blocks),
+        "--batch",
+        str(args.batch),
+    ]
     times = launch_world(args, __file__, args.np, out, worker_args)["times"]
     ratio = median_ms(times["ringmaster"]) / median_ms(times["gloo"])
     print()
@@ -164,9 +202,16 @@ def driver(args):
     print(_table(times))
     print(f"ringmaster/gloo (median): {ratio:.2f}x (issue 17's goal: <= {GOAL}x)")
     print(f"at the start: {started}; at the end: {loadavg()}; launcher directory {out}")
-    report.figure("python.fsdp", f"FSDP2 step time, dp {dp} x tp {args.tp} (median)", "ms",
-                  median_ms(times["ringmaster"]), median_ms(times["gloo"]), "torch Gloo",
-                  bench_json.goal("ratio", "<=", GOAL, f"<= {GOAL}x Gloo"), ratio)
+    report.figure(
+        "python.fsdp",
+        f"FSDP2 step time, dp {dp} x tp {args.tp} (median)",
+        "ms",
+        median_ms(times["ringmaster"]),
+        median_ms(times["gloo"]),
+        "torch Gloo",
+        bench_json.goal("ratio", "<=", GOAL, f"<= {GOAL}x Gloo"),
+        ratio,
+    )
     report.write(args.json)
 
 

@@ -17,6 +17,7 @@ completed after the kill on any survivor in a world without the victim (ringmast
 np-1 ranks; torchrun: the next restart round; torchft: a newer quorum of np-1 replicas) minus the kill time.
 Every trial starts from scratch and ends by killing every process it started (process groups and pids).
 """
+
 import argparse
 import ctypes
 import importlib.util
@@ -40,10 +41,12 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 SYSTEMS = ["ringmaster", "torchrun", "torchft", "horovod"]
 
 # The one Horovod build attempt (see README.md): what the bench prints when horovod does not import.
-HOROVOD_REASON = ("horovod 0.28.1, the last release, is only an sdist on PyPI and must compile against the installed "
-                  "torch; a build against torch 2.15.0 fails: horovod/torch/CMakeLists.txt compiles with "
-                  "CMAKE_CXX_STANDARD 14 and torch's headers stop with 'torch/csrc/api/include/torch/all.h:9:2: "
-                  "error: #error C++20 or later compatible compiler is required to use PyTorch.' (see README.md)")
+HOROVOD_REASON = (
+    "horovod 0.28.1, the last release, is only an sdist on PyPI and must compile against the installed "
+    "torch; a build against torch 2.15.0 fails: horovod/torch/CMakeLists.txt compiles with "
+    "CMAKE_CXX_STANDARD 14 and torch's headers stop with 'torch/csrc/api/include/torch/all.h:9:2: "
+    "error: #error C++20 or later compatible compiler is required to use PyTorch.' (see README.md)"
+)
 
 
 def log(msg):
@@ -97,8 +100,15 @@ class WorkerFile:
                 if len(parts) >= 6:
                     self.t_start, self.t_imported = float(parts[4]), float(parts[5])
                 continue
-            self.records.append((float(parts[0]), int(parts[1]), int(parts[2]) if parts[2] != "None" else -1,
-                                 int(parts[3]), int(parts[4])))
+            self.records.append(
+                (
+                    float(parts[0]),
+                    int(parts[1]),
+                    int(parts[2]) if parts[2] != "None" else -1,
+                    int(parts[3]),
+                    int(parts[4]),
+                )
+            )
 
 
 class Trial:
@@ -116,8 +126,15 @@ class Trial:
     def start(self, name, argv, env):
         log_path = os.path.join(self.dir, f"{name}.log")
         out = open(log_path, "wb")
-        p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             preexec_fn=_new_session_dying_with_us, cwd=HERE)
+        p = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_new_session_dying_with_us,
+            cwd=HERE,
+        )
         out.close()
         self.procs.append((name, p, log_path))
         return p
@@ -133,8 +150,7 @@ class Trial:
     def check_alive(self, names):
         for name, p, log_path in self.procs:
             if name in names and p.pid not in self.killed and p.poll() is not None:
-                raise RuntimeError(f"{name} exited with status {p.returncode} (see {log_path}):\n"
-                                   + tail(log_path))
+                raise RuntimeError(f"{name} exited with status {p.returncode} (see {log_path}):\n" + tail(log_path))
 
     def stop(self):
         for _, p, _ in self.procs:
@@ -211,10 +227,15 @@ class System:
 
     def env(self, trial):
         env = dict(os.environ)
-        env.update(RECOVERY_BENCH_DIR=trial.records_dir, RECOVERY_BENCH_STEP_MS=str(self.args.step_ms),
-                   RECOVERY_BENCH_NUMEL=str(self.args.numel), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-                   RECOVERY_BENCH_TORCHFT_PG_TIMEOUT_S=str(self.args.torchft_pg_timeout_s),
-                   RECOVERY_BENCH_TORCHFT_TIMEOUT_S=str(self.args.torchft_timeout_s))
+        env.update(
+            RECOVERY_BENCH_DIR=trial.records_dir,
+            RECOVERY_BENCH_STEP_MS=str(self.args.step_ms),
+            RECOVERY_BENCH_NUMEL=str(self.args.numel),
+            PYTHONUNBUFFERED="1",
+            OMP_NUM_THREADS="1",
+            RECOVERY_BENCH_TORCHFT_PG_TIMEOUT_S=str(self.args.torchft_pg_timeout_s),
+            RECOVERY_BENCH_TORCHFT_TIMEOUT_S=str(self.args.torchft_timeout_s),
+        )
         return env
 
     def launch(self, trial):
@@ -233,18 +254,37 @@ class Ringmaster(System):
     def launch(self, trial):
         a = self.args
         # the trial's own start-up wait bounds the workers' first heartbeat too
-        argv = [a.launcher, "--np", str(a.np), "--min", "2", "--max", str(a.np),
-                "--startup-timeout-s", str(max(1, math.ceil(a.startup_timeout))),
-                "--heartbeat-timeout-ms", str(a.ringmaster_heartbeat_ms), "--deadline-s", str(a.trial_timeout),
-                "--out", os.path.join(trial.dir, "ringmaster-run.out"), "--",
-                a.python, os.path.join(HERE, self.worker)]
+        argv = [
+            a.launcher,
+            "--np",
+            str(a.np),
+            "--min",
+            "2",
+            "--max",
+            str(a.np),
+            "--startup-timeout-s",
+            str(max(1, math.ceil(a.startup_timeout))),
+            "--heartbeat-timeout-ms",
+            str(a.ringmaster_heartbeat_ms),
+            "--deadline-s",
+            str(a.trial_timeout),
+            "--out",
+            os.path.join(trial.dir, "ringmaster-run.out"),
+            "--",
+            a.python,
+            os.path.join(HERE, self.worker),
+        ]
         trial.start("ringmaster-run", argv, self.env(trial))
         return ["ringmaster-run"]
 
     def launcher_pids(self, trial):
         """The worker pids ringmaster-run reports ("started wN on HOST (pid P, ...")."""
-        return {int(m) for m in re.findall(r"started w\d+ on \S+ \(pid (\d+)", tail(
-            os.path.join(trial.dir, "ringmaster-run.log"), 10000))}
+        return {
+            int(m)
+            for m in re.findall(
+                r"started w\d+ on \S+ \(pid (\d+)", tail(os.path.join(trial.dir, "ringmaster-run.log"), 10000)
+            )
+        }
 
 
 class Torchrun(System):
@@ -253,9 +293,22 @@ class Torchrun(System):
 
     def launch(self, trial):
         a = self.args
-        argv = [a.python, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(a.np),
-                "--max-restarts", str(a.torchrun_max_restarts), "--master-addr", "127.0.0.1",
-                "--master-port", str(free_port()), os.path.join(HERE, self.worker)]
+        argv = [
+            a.python,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "1",
+            "--nproc-per-node",
+            str(a.np),
+            "--max-restarts",
+            str(a.torchrun_max_restarts),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(free_port()),
+            os.path.join(HERE, self.worker),
+        ]
         trial.start("torchrun", argv, self.env(trial))
         return ["torchrun"]
 
@@ -272,9 +325,19 @@ class Torchft(System):
         a = self.args
         port = free_port()
         lighthouse = os.path.join(os.path.dirname(a.python), "torchft_lighthouse")
-        argv = [lighthouse, "--min_replicas", "2", "--bind", f"127.0.0.1:{port}",
-                "--heartbeat_timeout_ms", str(a.torchft_heartbeat_ms), "--join_timeout_ms",
-                str(a.torchft_join_timeout_ms), "--quorum_tick_ms", "100"]
+        argv = [
+            lighthouse,
+            "--min_replicas",
+            "2",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--heartbeat_timeout_ms",
+            str(a.torchft_heartbeat_ms),
+            "--join_timeout_ms",
+            str(a.torchft_join_timeout_ms),
+            "--quorum_tick_ms",
+            "100",
+        ]
         trial.start("lighthouse", argv, dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info")))
         names = ["lighthouse"]
         for i in range(a.np):
@@ -346,12 +409,16 @@ def run_trial(system, index, args, base):
         detail = ""
         fresh = [f for f in trial.files.values() if f.t_start and f.t_start > t_kill]
         if fresh:  # restarted processes (torchrun): when they started and when their imports were done
-            detail = (f"; restarted workers: script start +{min(f.t_start for f in fresh) - t_kill:.2f}.."
-                      f"+{max(f.t_start for f in fresh) - t_kill:.2f} s, imports done "
-                      f"+{min(f.t_imported for f in fresh) - t_kill:.2f}..+{max(f.t_imported for f in fresh) - t_kill:.2f} s")
-        log(f"{system.name} trial {index + 1}/{args.trials}: start->ready {startup:.2f} s, SIGKILL rank "
+            detail = (
+                f"; restarted workers: script start +{min(f.t_start for f in fresh) - t_kill:.2f}.."
+                f"+{max(f.t_start for f in fresh) - t_kill:.2f} s, imports done "
+                f"+{min(f.t_imported for f in fresh) - t_kill:.2f}..+{max(f.t_imported for f in fresh) - t_kill:.2f} s"
+            )
+        log(
+            f"{system.name} trial {index + 1}/{args.trials}: start->ready {startup:.2f} s, SIGKILL rank "
             f"{victim_rank} (pid {victim.pid}, generation {kill_generation}) -> first allreduce after "
-            f"{recovery:.3f} s (rank {first[2]}, size {first[3]}, generation {first[4]}, step {first[1]}){detail}")
+            f"{recovery:.3f} s (rank {first[2]}, size {first[3]}, generation {first[4]}, step {first[1]}){detail}"
+        )
         return recovery
     finally:
         trial.stop()
@@ -362,8 +429,10 @@ def run_trial(system, index, args, base):
 def horovod_status(args):
     """(the line printed while running, the table's note)"""
     if importlib.util.find_spec("horovod") is None:
-        return (f"not measured: `import horovod` fails in {args.python} ({HOROVOD_REASON})",
-                "not measured: no horovod (0.28.1 is C++14, torch 2.15 needs C++20)")
+        return (
+            f"not measured: `import horovod` fails in {args.python} ({HOROVOD_REASON})",
+            "not measured: no horovod (0.28.1 is C++14, torch 2.15 needs C++20)",
+        )
     return ("not measured: horovod imports, but this bench has no horovodrun runner",) * 2
 
 
@@ -375,23 +444,47 @@ def main():
     p.add_argument("--step-ms", type=float, default=10, help="sleep between two allreduces")
     p.add_argument("--numel", type=int, default=1024, help="float32 elements per allreduce")
     p.add_argument("--warmup-steps", type=int, default=30, help="allreduces every rank completes before the kill")
-    p.add_argument("--startup-timeout", type=float, default=180,
-                   help="seconds for every rank to finish the warm-up steps (also ringmaster-run --startup-timeout-s)")
+    p.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=180,
+        help="seconds for every rank to finish the warm-up steps (also ringmaster-run --startup-timeout-s)",
+    )
     p.add_argument("--recovery-timeout", type=float, default=120)
     p.add_argument("--trial-timeout", type=int, default=400, help="ringmaster-run --deadline-s")
     p.add_argument("--python", default=sys.executable, help="the venv's python (torch, torchft, ringmaster)")
     p.add_argument("--launcher", default=os.path.join(REPO, "build", "bin", "ringmaster-run"))
-    p.add_argument("--ringmaster-heartbeat-ms", type=int, default=30000,
-                   help="ringmaster-run --heartbeat-timeout-ms (large: a death is seen by reaping the child)")
+    p.add_argument(
+        "--ringmaster-heartbeat-ms",
+        type=int,
+        default=30000,
+        help="ringmaster-run --heartbeat-timeout-ms (large: a death is seen by reaping the child)",
+    )
     p.add_argument("--torchrun-max-restarts", type=int, default=3)
-    p.add_argument("--torchft-heartbeat-ms", type=int, default=5000, help="lighthouse --heartbeat_timeout_ms "
-                   "(5000 is torchft's default)")
-    p.add_argument("--torchft-join-timeout-ms", type=int, default=60000, help="lighthouse --join_timeout_ms "
-                   "(60000 is torchft's default)")
-    p.add_argument("--torchft-pg-timeout-s", type=float, default=5, help="ProcessGroupGloo(timeout=) (5: torchft's "
-                   "train_ddp.py example; the class's default is 60)")
-    p.add_argument("--torchft-timeout-s", type=float, default=30, help="Manager(timeout=) (30: train_ddp.py; "
-                   "the class's default is 60)")
+    p.add_argument(
+        "--torchft-heartbeat-ms",
+        type=int,
+        default=5000,
+        help="lighthouse --heartbeat_timeout_ms (5000 is torchft's default)",
+    )
+    p.add_argument(
+        "--torchft-join-timeout-ms",
+        type=int,
+        default=60000,
+        help="lighthouse --join_timeout_ms (60000 is torchft's default)",
+    )
+    p.add_argument(
+        "--torchft-pg-timeout-s",
+        type=float,
+        default=5,
+        help="ProcessGroupGloo(timeout=) (5: torchft's train_ddp.py example; the class's default is 60)",
+    )
+    p.add_argument(
+        "--torchft-timeout-s",
+        type=float,
+        default=30,
+        help="Manager(timeout=) (30: train_ddp.py; the class's default is 60)",
+    )
     p.add_argument("--out", default=None, help="where the trials' files go (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep every trial's files")
     p.add_argument("--json", default=None, help="also write the results and figures here (make bench-report)")
@@ -407,14 +500,17 @@ def main():
     base = args.out or tempfile.mkdtemp(prefix="recovery_bench.")
     os.makedirs(base, exist_ok=True)
     load_start = os.getloadavg()
-    log(f"start: {loadavg()}; {os.cpu_count()} CPUs; np {args.np}, {args.trials} trials, step {args.step_ms} ms, "
-        f"{args.numel} float32 per allreduce; files in {base}")
+    log(
+        f"start: {loadavg()}; {os.cpu_count()} CPUs; np {args.np}, {args.trials} trials, step {args.step_ms} ms, "
+        f"{args.numel} float32 per allreduce; files in {base}"
+    )
 
     def on_signal(signum, _frame):
         # Once: the cleanup in progress (finally: trial.stop()) must not be interrupted by a second signal.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt(f"signal {signum}")
+
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
@@ -465,8 +561,10 @@ def main():
             print(f"{name} trials: " + " ".join(f"{t:.3f}" for t in results[name]["times"]))
         for e in results[name]["errors"]:
             print(f"{name} failed trial: {e.splitlines()[0]}")
-    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
-          f"at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
+    print(
+        f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
+        f"at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}"
+    )
     if args.json:
         # figures: ours (ringmaster) against each other system; ratio ours / theirs (< 1: ours recovers faster)
         for name in systems:
@@ -474,11 +572,19 @@ def main():
                 continue
             times = results[name]["times"]
             note = "" if times else (results[name]["note"] or "not measured")
-            report.figure(f"python.recovery.{name}", f"kill -9 -> next allreduce, {args.np} CPU ranks (median), "
-                          f"vs {name}", "s", ref, statistics.median(times) if times else None, name, note=note)
+            report.figure(
+                f"python.recovery.{name}",
+                f"kill -9 -> next allreduce, {args.np} CPU ranks (median), vs {name}",
+                "s",
+                ref,
+                statistics.median(times) if times else None,
+                name,
+                note=note,
+            )
         if "ringmaster" in systems and len(systems) == 1:
-            report.figure("python.recovery.ringmaster", f"kill -9 -> next allreduce, {args.np} CPU ranks (median)",
-                          "s", ref)
+            report.figure(
+                "python.recovery.ringmaster", f"kill -9 -> next allreduce, {args.np} CPU ranks (median)", "s", ref
+            )
         report.write(args.json, args=vars(args), results=results)
     if not args.out and not args.keep:
         shutil.rmtree(base, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 Loops: allreduce a small tensor, record it, state.commit(). After a kill the survivors' allreduce fails or
 their commit sees the new membership; hvd.elastic.run rebuilds the communicators in place (no restart)."""
+
 import time
 
 T0 = time.time()  # before torch is imported

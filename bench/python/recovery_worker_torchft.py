@@ -8,9 +8,11 @@ written only when should_commit() says the step counts, i.e. the allreduce compl
 Timeouts as in torchft's own CPU example (train_ddp.py): ProcessGroupGloo(timeout=5 s), Manager(timeout=30 s).
 The quorum is synchronous (use_async_quorum=False): with the async default a replica that is healing takes part
 with zeros while num_participants() counts it, so a record's size would not say who contributed; after a failure
-both modes wait for the next quorum before the allreduce (allreduce() calls wait_quorum()). After a peer dies the allreduce errors (at once, or after the Gloo timeout on a replica whose ring
-peer is alive but has left the collective), should_commit() is False, and the next quorum waits until the
-lighthouse stops counting the dead replica (it must first miss its heartbeats, 5 s by default)."""
+both modes wait for the next quorum before the allreduce (allreduce() calls wait_quorum()). After a peer dies
+the allreduce errors (at once, or after the Gloo timeout on a replica whose ring peer is alive but has left the
+collective), should_commit() is False, and the next quorum waits until the lighthouse stops counting the dead
+replica (it must first miss its heartbeats, 5 s by default)."""
+
 import time
 
 T0 = time.time()  # before torch is imported
@@ -25,7 +27,6 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 from torch.distributed import ReduceOp
-
 from torchft import Manager, ProcessGroupGloo
 
 rec = Recorder("torchft", T0)

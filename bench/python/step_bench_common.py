@@ -8,6 +8,7 @@ per-step times the workers wrote. The worker side: `worker_world()` checks the w
 of every step (a step takes as long as its slowest rank); `init_group()` makes a fresh process group of
 either backend (Gloo over a FileStore, as worker-runtime/python/tests/workers/ddp_compare_worker.py does).
 """
+
 import argparse
 import json
 import os
@@ -45,14 +46,17 @@ def add_run_args(p, steps, warmup, rounds, timeout_s):
 
 # -- the worker (one rank, under ringmaster-run) -------------------------------------------------------
 
+
 def worker_world(hvd):
     """(rank, world size, the directory for Gloo's FileStores) of this worker, after hvd.init(); exits if the
     world is not the one the driver asked for."""
     rank, world = hvd.rank(), hvd.size()
     expected = int(os.environ["STEP_BENCH_NP"])
     if world != expected:
-        sys.exit(f"rank {rank}: a world of {world}, not {expected} (a worker was removed before the bench "
-                 f"started?): the figures would not be for {expected} ranks; run it again")
+        sys.exit(
+            f"rank {rank}: a world of {world}, not {expected} (a worker was removed before the bench "
+            f"started?): the figures would not be for {expected} ranks; run it again"
+        )
     return rank, world, os.environ["STEP_BENCH_STORE_DIR"]  # made by the driver (a FileStore cannot create it)
 
 
@@ -77,8 +81,10 @@ def alternate(args, hvd, torch, rank, world, measure):
             slowest = every.max(dim=0).values.tolist()
             times[backend] += slowest
             if rank == 0:
-                log(f"np={world} round {r + 1}/{args.rounds} {backend}: {len(slowest)} steps, median "
-                    f"{statistics.median(slowest) * 1e3:.3f} ms{note} ({loadavg()})")
+                log(
+                    f"np={world} round {r + 1}/{args.rounds} {backend}: {len(slowest)} steps, median "
+                    f"{statistics.median(slowest) * 1e3:.3f} ms{note} ({loadavg()})"
+                )
     return times
 
 
@@ -90,6 +96,7 @@ def write_result(args, rank, result):
 
 # -- the driver ----------------------------------------------------------------------------------------
 
+
 def launch_world(args, script, np_, out, worker_args):
     """Runs `ringmaster-run --np np_ -- python script --worker --result R *worker_args`, streaming the bench's
     progress lines; returns what the workers wrote to R (rank 0's write_result). Exits, naming the launcher's
@@ -98,26 +105,55 @@ def launch_world(args, script, np_, out, worker_args):
     if not os.path.exists(launcher):
         sys.exit(f"{launcher} is missing: build the project first (make build) or pass --bin")
     result = os.path.join(out, f"result.np{np_}.json")
-    cmd = [launcher, "--np", str(np_), "--min", str(np_), "--max", str(np_), "--out", os.path.join(out, f"np{np_}"),
-           # the interpreter and torch take seconds to start on a loaded machine (the first heartbeat comes
-           # after them); the launcher's defaults have no deadline, a bench ends within --timeout-s
-           "--startup-timeout-s", "120", "--heartbeat-timeout-ms", "30000", "--deadline-s", str(args.timeout_s),
-           "--", sys.executable, os.path.abspath(script), "--worker", "--result", result,
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--rounds", str(args.rounds)] + list(worker_args)
+    cmd = [
+        launcher,
+        "--np",
+        str(np_),
+        "--min",
+        str(np_),
+        "--max",
+        str(np_),
+        "--out",
+        os.path.join(out, f"np{np_}"),
+        # the interpreter and torch take seconds to start on a loaded machine (the first heartbeat comes
+        # after them); the launcher's defaults have no deadline, a bench ends within --timeout-s
+        "--startup-timeout-s",
+        "120",
+        "--heartbeat-timeout-ms",
+        "30000",
+        "--deadline-s",
+        str(args.timeout_s),
+        "--",
+        sys.executable,
+        os.path.abspath(script),
+        "--worker",
+        "--result",
+        result,
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--rounds",
+        str(args.rounds),
+    ] + list(worker_args)
     stores = os.path.join(out, f"np{np_}.stores")
     os.makedirs(stores, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", STEP_BENCH_NP=str(np_),
-               STEP_BENCH_STORE_DIR=stores)
+    env = dict(
+        os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", STEP_BENCH_NP=str(np_), STEP_BENCH_STORE_DIR=stores
+    )
     env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     lines = []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+    )
     try:
         for line in proc.stdout:
             lines.append(line)
             # the launcher's generations, less the ends of workers that finished (rank 0 finishes first)
-            if "[bench " in line or (line.startswith("[ringmaster-run") and (
-                    ("generation" in line and "finished)" not in line) or "FAILED" in line)):
+            if "[bench " in line or (
+                line.startswith("[ringmaster-run")
+                and (("generation" in line and "finished)" not in line) or "FAILED" in line)
+            ):
                 print("  " + line.rstrip(), flush=True)
         code = proc.wait(timeout=60)
     except BaseException:
@@ -125,8 +161,10 @@ def launch_world(args, script, np_, out, worker_args):
         proc.wait()
         raise
     if code != 0 or not os.path.exists(result):
-        sys.exit(f"np={np_}: ringmaster-run exited {code} without a result; its output ends with:\n"
-                 f"{''.join(lines)[-4000:]}\n(logs kept in {out})")
+        sys.exit(
+            f"np={np_}: ringmaster-run exited {code} without a result; its output ends with:\n"
+            f"{''.join(lines)[-4000:]}\n(logs kept in {out})"
+        )
     with open(result) as f:
         return json.load(f)
 

@@ -17,6 +17,7 @@ Progress lines, each with the load average, go by while it runs. --json PATH als
 `make bench-report` (bench/bench_json.py). Exit status 1 if ours returned a wrong result (the first round
 checks every element) or a side failed.
 """
+
 import argparse
 import math
 import os
@@ -65,8 +66,21 @@ def iters_for(args, size):
 
 def ours(args, np_, size, check):
     """algbw (GB/s) of ringmaster-perf at one size."""
-    cmd = [args.perf, "allreduce", "--np", str(np_), "--backend", "gloo", "--in-place", "--min-bytes", str(size),
-           "--max-bytes", str(size), "--iters", str(iters_for(args, size))] + (["--check"] if check else [])
+    cmd = [
+        args.perf,
+        "allreduce",
+        "--np",
+        str(np_),
+        "--backend",
+        "gloo",
+        "--in-place",
+        "--min-bytes",
+        str(size),
+        "--max-bytes",
+        str(size),
+        "--iters",
+        str(iters_for(args, size)),
+    ] + (["--check"] if check else [])
     text = run(cmd, args.timeout)
     for line in text.splitlines():
         fields = line.split()
@@ -79,8 +93,18 @@ def ours(args, np_, size, check):
 
 def torch_gloo(args, np_):
     """{size: algbw (GB/s)} of torch's Gloo process group, every size in one group."""
-    cmd = [args.python, os.path.join(HERE, "torch_gloo_bench.py"), "--np", str(np_), "--tensors", "0",
-           "--sizes", ",".join(str(s) for s in args.sizes), "--traffic", str(args.traffic)]
+    cmd = [
+        args.python,
+        os.path.join(HERE, "torch_gloo_bench.py"),
+        "--np",
+        str(np_),
+        "--tensors",
+        "0",
+        "--sizes",
+        ",".join(str(s) for s in args.sizes),
+        "--traffic",
+        str(args.traffic),
+    ]
     got = {}
     for line in run(cmd, args.timeout).splitlines():
         fields = line.split()
@@ -93,8 +117,21 @@ def torch_gloo(args, np_):
 
 def fusion(args):
     """(fused us/round, unfused us/round) of ringmaster-perf fusion."""
-    cmd = [args.perf, "fusion", "--np", str(args.fusion_np), "--backend", "gloo", "--tensors", str(args.tensors),
-           "--tensor-bytes", str(args.tensor_bytes), "--iters", str(args.fusion_iters), "--check"]
+    cmd = [
+        args.perf,
+        "fusion",
+        "--np",
+        str(args.fusion_np),
+        "--backend",
+        "gloo",
+        "--tensors",
+        str(args.tensors),
+        "--tensor-bytes",
+        str(args.tensor_bytes),
+        "--iters",
+        str(args.fusion_iters),
+        "--check",
+    ]
     text = run(cmd, args.timeout)
     got = dict(re.findall(r"^\s+(fused|unfused)\s+([0-9.]+) us/round", text, re.M))
     if set(got) != {"fused", "unfused"}:
@@ -136,8 +173,10 @@ def main():
         sys.exit(f"allreduce-bench: {args.perf} is missing: run make build")
 
     load_start = loadavg()
-    log(f"{args.rounds} rounds of np {args.np} x sizes {[size_name(s) for s in args.sizes]}; cores {os.cpu_count()}; "
-        f"{load_start}")
+    log(
+        f"{args.rounds} rounds of np {args.np} x sizes {[size_name(s) for s in args.sizes]}; cores {os.cpu_count()}; "
+        f"{load_start}"
+    )
     ours_gbps = {(n, s): [] for n in args.np for s in args.sizes}
     torch_gbps = {(n, s): [] for n in args.np for s in args.sizes}
     fused_us, unfused_us = [], []
@@ -153,18 +192,25 @@ def main():
                     got = torch_gloo(args, n)
                     for s in args.sizes:
                         torch_gbps[(n, s)].append(got[s])
-                log(f"round {r + 1}/{args.rounds} np={n} {side:5}: " +
-                    " ".join(f"{size_name(s)} {got[s]:.3f}" for s in args.sizes) + f" GB/s ({loadavg()})")
+                log(
+                    f"round {r + 1}/{args.rounds} np={n} {side:5}: "
+                    + " ".join(f"{size_name(s)} {got[s]:.3f}" for s in args.sizes)
+                    + f" GB/s ({loadavg()})"
+                )
         if args.fusion_np > 0:
             f, u = fusion(args)
             fused_us.append(f)
             unfused_us.append(u)
-            log(f"round {r + 1}/{args.rounds} fusion np={args.fusion_np}: fused {f:.0f} us, unfused {u:.0f} us, "
-                f"{u / f:.1f}x ({loadavg()})")
+            log(
+                f"round {r + 1}/{args.rounds} fusion np={args.fusion_np}: fused {f:.0f} us, unfused {u:.0f} us, "
+                f"{u / f:.1f}x ({loadavg()})"
+            )
 
     print()
-    print(f"# CPU allreduce, float32 sum in place, loopback; algbw in GB/s over {args.rounds} rounds "
-          f"(median, p90 = slow tail); ratio = ours/torch medians")
+    print(
+        f"# CPU allreduce, float32 sum in place, loopback; algbw in GB/s over {args.rounds} rounds "
+        f"(median, p90 = slow tail); ratio = ours/torch medians"
+    )
     print(f"# load at start: {load_start}; at end: {loadavg()}; cores: {os.cpu_count()}")
     print(f"# {'ranks':>5} {'size':>6} {'ours':>8} {'ours p90':>9} {'torch':>8} {'torch p90':>9} {'ratio':>7}")
     worst = None
@@ -173,24 +219,43 @@ def main():
             o, t = ours_gbps[(n, s)], torch_gbps[(n, s)]
             ratio = statistics.median(o) / statistics.median(t)
             worst = ratio if worst is None else min(worst, ratio)
-            report.figure(f"allreduce.{n}.{size_name(s)}", f"allreduce algbw, {n} ranks, {size_name(s)} (median)",
-                          "GB/s", statistics.median(o), statistics.median(t), "torch Gloo",
-                          bench_json.goal("ratio", ">=", 1.0, ">= 1.0x torch"), ratio)
-            print(f"  {n:>5} {size_name(s):>6} {statistics.median(o):>8.3f} {p90_bandwidth(o):>9.3f} "
-                  f"{statistics.median(t):>8.3f} {p90_bandwidth(t):>9.3f} {ratio:>6.2f}x")
+            report.figure(
+                f"allreduce.{n}.{size_name(s)}",
+                f"allreduce algbw, {n} ranks, {size_name(s)} (median)",
+                "GB/s",
+                statistics.median(o),
+                statistics.median(t),
+                "torch Gloo",
+                bench_json.goal("ratio", ">=", 1.0, ">= 1.0x torch"),
+                ratio,
+            )
+            print(
+                f"  {n:>5} {size_name(s):>6} {statistics.median(o):>8.3f} {p90_bandwidth(o):>9.3f} "
+                f"{statistics.median(t):>8.3f} {p90_bandwidth(t):>9.3f} {ratio:>6.2f}x"
+            )
     print(f"# lowest ratio: {worst:.2f}x (goal: >= 1.00x)")
     if fused_us:
         f, u = statistics.median(fused_us), statistics.median(unfused_us)
         print()
-        print(f"# {args.tensors} x {size_name(args.tensor_bytes)} float32 allreduces, {args.fusion_np} ranks, "
-              f"us per round (median, p90)")
+        print(
+            f"# {args.tensors} x {size_name(args.tensor_bytes)} float32 allreduces, {args.fusion_np} ranks, "
+            f"us per round (median, p90)"
+        )
         print(f"  fused   {f:>12.0f} {p90_time(fused_us):>12.0f}")
         print(f"  unfused {u:>12.0f} {p90_time(unfused_us):>12.0f}")
         print(f"# fused is {u / f:.1f}x faster than unfused (goal: >= 10x)")
         # ratio: how many times faster fused is (unfused / fused time), the printed figure
-        report.figure("allreduce.fusion", f"{args.tensors} x {size_name(args.tensor_bytes)} allreduces fused vs "
-                      f"unfused, {args.fusion_np} ranks (median)", "us", f, u, "unfused",
-                      bench_json.goal("ratio", ">=", 10.0, ">= 10x faster"), u / f)
+        report.figure(
+            "allreduce.fusion",
+            f"{args.tensors} x {size_name(args.tensor_bytes)} allreduces fused vs "
+            f"unfused, {args.fusion_np} ranks (median)",
+            "us",
+            f,
+            u,
+            "unfused",
+            bench_json.goal("ratio", ">=", 10.0, ">= 10x faster"),
+            u / f,
+        )
     report.write(args.json)
 
 

@@ -8,8 +8,8 @@ usage: torch_gloo_bench.py --np 2 --sizes 1M,64M,256M [--tensors 1000 --tensor-b
 
 Without --iters, each size runs max(2, min(50, traffic // size)) timed iterations, ringmaster-perf's rule.
 """
+
 import argparse
-import os
 import socket
 import sys
 import time
@@ -31,7 +31,6 @@ def rank_main(rank, args, port, queue):
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.np)
-    n = args.np
     results = []
     for size in args.sizes:
         t = torch.full((size // 4,), float(rank + 1), dtype=torch.float32)

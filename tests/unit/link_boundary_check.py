@@ -16,12 +16,15 @@ build.ninja, so a change in how the link lines read cannot make this check pass 
 Exit 0: none does; 1: the offending product targets and libraries, one line each; 2: bad use or a
 build.ninja this script cannot read.
 """
+
 import os
 import re
 import sys
 
-LINK_RULE = re.compile(r"^(?:C|CXX)_(EXECUTABLE_LINKER|STATIC_LIBRARY_LINKER|SHARED_LIBRARY_LINKER|"
-                       r"MODULE_LIBRARY_LINKER|SHARED_MODULE_LINKER)__")
+LINK_RULE = re.compile(
+    r"^(?:C|CXX)_(EXECUTABLE_LINKER|STATIC_LIBRARY_LINKER|SHARED_LIBRARY_LINKER|"
+    r"MODULE_LIBRARY_LINKER|SHARED_MODULE_LINKER)__"
+)
 TEST_FOLDERS = {"testing", "tests"}
 TOOLING_FOLDERS = TEST_FOLDERS | {"fuzz", "bench"}
 TEST_FRAMEWORKS = re.compile(r"(^|/)lib(gtest|gtest_main|gmock|gmock_main)(d)?\.(a|so)(\.[0-9.]+)?$")
@@ -55,19 +58,19 @@ def parse_ninja(text):
     for i, line in enumerate(lines):
         if not line.startswith("build "):
             continue
-        head, _, rest = line[len("build "):].partition(": ")
+        head, _, rest = line[len("build ") :].partition(": ")
         rule, _, inputs = rest.partition(" ")
         m = LINK_RULE.match(rule)
         if not m:
             continue
         variables = {}
-        for var in lines[i + 1:]:
+        for var in lines[i + 1 :]:
             if not var.startswith("  "):
                 break
             key, _, value = var.strip().partition(" = ")
             variables[key] = value
         object_dir = variables.get("OBJECT_DIR", "")
-        name = object_dir.rsplit("/", 1)[-1][:-len(".dir")] if object_dir.endswith(".dir") else ""
+        name = object_dir.rsplit("/", 1)[-1][: -len(".dir")] if object_dir.endswith(".dir") else ""
         if not name:
             continue
         explicit = inputs.split(" | ")[0].split(" || ")[0].split()
@@ -87,8 +90,12 @@ def is_testing_library(target):
 def is_product(target):
     if target.kind == "module":
         return not target.lives_under(TOOLING_FOLDERS)
-    return (target.kind == "executable" and target.output.startswith("bin/") and not target.name.endswith("_test")
-            and not target.lives_under(TOOLING_FOLDERS))
+    return (
+        target.kind == "executable"
+        and target.output.startswith("bin/")
+        and not target.name.endswith("_test")
+        and not target.lives_under(TOOLING_FOLDERS)
+    )
 
 
 def closure(target, targets):
@@ -129,19 +136,26 @@ def check(build_dir, programs):
     names = {t.name for t in targets.values()}
     missing = [p for p in programs if p not in names]
     if missing or not targets:
-        print(f"link boundary: no link step found in {path} for: {', '.join(missing) or 'any target'} "
-              "(has the Ninja generator's format changed? see tests/unit/link_boundary_check.py)", file=sys.stderr)
+        print(
+            f"link boundary: no link step found in {path} for: {', '.join(missing) or 'any target'} "
+            "(has the Ninja generator's format changed? see tests/unit/link_boundary_check.py)",
+            file=sys.stderr,
+        )
         return 2
     found, products = violations(targets)
     testing = sorted(t.name for t in targets.values() if t.kind != "executable" and is_testing_library(t))
     if found:
         for product, library, why in found:
             print(f"link boundary: product target {product} links testing library {library} ({why})")
-        print("link boundary: a shipped program must not link test support; move what it needs into a product "
-              "library with a product name (see worker-runtime/runtime/local_ranks.h)")
+        print(
+            "link boundary: a shipped program must not link test support; move what it needs into a product "
+            "library with a product name (see worker-runtime/runtime/local_ranks.h)"
+        )
         return 1
-    print(f"link boundary: {len(products)} product targets ({', '.join(t.name for t in products)}) link none of "
-          f"the {len(testing)} testing libraries ({', '.join(testing)})")
+    print(
+        f"link boundary: {len(products)} product targets ({', '.join(t.name for t in products)}) link none of "
+        f"the {len(testing)} testing libraries ({', '.join(testing)})"
+    )
     return 0
 
 
@@ -168,7 +182,7 @@ build python/_native.so: CXX_MODULE_LIBRARY_LINKER___native_RelWithDebInfo w/pyt
   LINK_LIBRARIES = lib/libringmaster_store.a
   OBJECT_DIR = w/python/CMakeFiles/_native.dir
   TARGET_FILE = python/_native.so
-"""
+"""  # noqa: E501  (ninja's lines as CMake writes them)
 
 
 def self_test():
@@ -177,15 +191,23 @@ def self_test():
     found, products = violations(clean)
     assert not found, found
     assert [t.name for t in products] == ["_native", "ringmaster-perf"], [t.name for t in products]
-    bad = SELF_TEST_NINJA.replace("LINK_LIBRARIES = lib/libringmaster_store.a  -ldl",
-                                  "LINK_LIBRARIES = lib/libringmaster_ranks_testing.a  lib/libringmaster_store.a  -ldl")
-    bad = bad.replace("  LINK_LIBRARIES = lib/libringmaster_store.a\n  OBJECT_DIR = w/python",
-                      "  LINK_LIBRARIES = lib/libringmaster_store.a  /usr/lib/x86_64-linux-gnu/libgmock.a\n"
-                      "  OBJECT_DIR = w/python")
+    bad = SELF_TEST_NINJA.replace(
+        "LINK_LIBRARIES = lib/libringmaster_store.a  -ldl",
+        "LINK_LIBRARIES = lib/libringmaster_ranks_testing.a  lib/libringmaster_store.a  -ldl",
+    )
+    bad = bad.replace(
+        "  LINK_LIBRARIES = lib/libringmaster_store.a\n  OBJECT_DIR = w/python",
+        "  LINK_LIBRARIES = lib/libringmaster_store.a  /usr/lib/x86_64-linux-gnu/libgmock.a\n  OBJECT_DIR = w/python",
+    )
     found, _ = violations(parse_ninja(bad))
-    assert [(p, l) for p, l, _ in found] == [("_native", "libgmock.a"), ("ringmaster-perf", "ringmaster_ranks_testing")], found
-    print("link boundary self-test: a clean build passes; ringmaster-perf linking ringmaster_ranks_testing and "
-          "_native linking libgmock.a are both named")
+    assert [(program, lib) for program, lib, _ in found] == [
+        ("_native", "libgmock.a"),
+        ("ringmaster-perf", "ringmaster_ranks_testing"),
+    ], found
+    print(
+        "link boundary self-test: a clean build passes; ringmaster-perf linking ringmaster_ranks_testing and "
+        "_native linking libgmock.a are both named"
+    )
     return 0
 
 

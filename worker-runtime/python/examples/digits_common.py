@@ -3,6 +3,7 @@
 scikit-learn's bundled digits (1,797 8x8 images, 10 classes; no download), float64, a small MLP with a
 seeded initialisation: every run with the same seed computes the same thing, whatever the world size,
 because the global batch is fixed and each rank's loss is its share's *sum* divided by that batch."""
+
 import argparse
 import os
 import time
@@ -22,8 +23,11 @@ def parse_args(description, mesh=False):
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--step-delay-ms", type=int, default=0, help="sleep per step (lets chaos land mid-training)")
-    p.add_argument("--out", default=os.environ.get("RINGMASTER_OUT", "."),
-                   help="where weights.<worker>.txt goes (default: $RINGMASTER_OUT, else .)")
+    p.add_argument(
+        "--out",
+        default=os.environ.get("RINGMASTER_OUT", "."),
+        help="where weights.<worker>.txt goes (default: $RINGMASTER_OUT, else .)",
+    )
     return p.parse_args()
 
 
@@ -36,8 +40,9 @@ def dataset():
 
 def model(args):
     torch.manual_seed(args.seed)
-    return torch.nn.Sequential(torch.nn.Linear(64, args.hidden), torch.nn.Tanh(),
-                               torch.nn.Linear(args.hidden, 10)).to(torch.float64)
+    return torch.nn.Sequential(torch.nn.Linear(64, args.hidden), torch.nn.Tanh(), torch.nn.Linear(args.hidden, 10)).to(
+        torch.float64
+    )
 
 
 def share_loss(net, x, y, global_batch):

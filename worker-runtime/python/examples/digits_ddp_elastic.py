@@ -7,6 +7,7 @@ the sampler and the state are ringmaster.torch.elastic's. DDP averages gradients
 rank's loss is its share's sum times the world size over the global batch: the update is the global
 batch's mean gradient whatever the world size, and the weights equal a one-process run's.
 """
+
 import torch
 
 import ringmaster.distributed

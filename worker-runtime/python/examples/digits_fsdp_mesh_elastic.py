@@ -12,6 +12,7 @@ FSDP averages gradients over dp, so each replica's loss is its share's sum times
 the update is the global batch's mean gradient whatever the world, and the weights equal a one-process
 run's (digits_horovod_elastic.py with one worker).
 """
+
 import warnings
 
 import torch

@@ -11,6 +11,7 @@ lines, ElasticSampler(data, shuffle=True, seed=...) with DataLoader(data, batch_
 sampler=sampler), run unchanged too (every sample once per epoch, no padding), but their global batch is
 the local batch times the world size, so the weights then follow the membership.
 """
+
 import torch
 
 import ringmaster.torch as hvd

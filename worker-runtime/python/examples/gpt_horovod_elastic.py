@@ -14,6 +14,7 @@ with one GPU: cuda:0), else the CPU in float64. The elastic part is digits_horov
 ElasticSampler takes the *global* batch, and the optimizer sums the shares' gradients (op=Sum, each share's
 loss divided by the global batch), so the weights equal a one-process run's whatever the world size.
 """
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -48,8 +49,9 @@ class Block(torch.nn.Module):
         self.ln1 = torch.nn.LayerNorm(width)
         self.attn = CausalSelfAttention(width)
         self.ln2 = torch.nn.LayerNorm(width)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
-                                       torch.nn.Linear(4 * width, width))
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(width, 4 * width), torch.nn.GELU(), torch.nn.Linear(4 * width, width)
+        )
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))

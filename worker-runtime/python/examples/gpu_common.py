@@ -6,6 +6,7 @@ Gloo. The GPU trains in float32. The CPU trains in float64, so that an elastic r
 run's to 1e-9: the global batch is fixed and every rank's loss is its share's sum over that batch (digits_common),
 and float64 keeps the different summation orders of different world sizes far below that tolerance.
 """
+
 import torch
 
 

@@ -15,6 +15,7 @@ with one GPU: cuda:0), else the CPU in float64. The elastic loop is digits_ddp_e
 `ringmaster.distributed.rebuild(model)` makes each generation's process group and DDP wrapper, and each rank's
 loss is its share's sum times the world size over the global batch (DDP averages over the world).
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -39,16 +40,25 @@ class ResidualBlock(torch.nn.Module):
 
 
 def conv_norm_relu(cin, cout, stride):
-    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
-                               torch.nn.GroupNorm(4, cout), torch.nn.ReLU())
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+        torch.nn.GroupNorm(4, cout),
+        torch.nn.ReLU(),
+    )
 
 
 def resnet(hidden, classes=10):
     """16x16x1 -> (hidden/4 channels, 16x16) -> residual -> (hidden/2, 8x8) -> residual -> pooled -> classes."""
     half, width = hidden // 4, hidden // 2
-    return torch.nn.Sequential(conv_norm_relu(1, half, 1), ResidualBlock(half), conv_norm_relu(half, width, 2),
-                               ResidualBlock(width), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-                               torch.nn.Linear(width, classes))
+    return torch.nn.Sequential(
+        conv_norm_relu(1, half, 1),
+        ResidualBlock(half),
+        conv_norm_relu(half, width, 2),
+        ResidualBlock(width),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(width, classes),
+    )
 
 
 def images():

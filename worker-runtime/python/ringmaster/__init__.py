@@ -4,6 +4,7 @@
 its elastic training loop, and `ringmaster.distributed` the `"ringmaster"` backend of torch.distributed.
 The native core is `ringmaster._native` (a nanobind module; tensors cross by DLPack).
 """
+
 from pkgutil import extend_path
 
 # In a development build the native module lives in the build tree (build/python/ringmaster/) while this

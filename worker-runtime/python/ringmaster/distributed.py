@@ -35,6 +35,7 @@ How the collectives run, and why:
   exception's type would not survive the C++ wait anyway. The price: a bucket's allreduce does not
   overlap the rest of the backward pass.
 """
+
 import importlib
 import os
 import sys
@@ -67,8 +68,10 @@ def _one_tensor(tensors, what):
     """torch.distributed passes one tensor per process to allreduce and broadcast; several would mean
     several devices per process, which this backend does not do."""
     if len(tensors) != 1:
-        raise ValueError(f"the ringmaster backend's {what} takes exactly one tensor per process, got {len(tensors)}: "
-                         f"use one call per tensor (or allreduce_coalesced)")
+        raise ValueError(
+            f"the ringmaster backend's {what} takes exactly one tensor per process, got {len(tensors)}: "
+            f"use one call per tensor (or allreduce_coalesced)"
+        )
     return tensors[0]
 
 
@@ -136,7 +139,7 @@ def _bytes(tensor):
 
 
 def _tag(tag):
-    if not 0 <= int(tag) < 2 ** 32:
+    if not 0 <= int(tag) < 2**32:
         raise ValueError(f"the ringmaster backend's tags are 32-bit unsigned integers, got {tag}")
     return int(tag)
 
@@ -205,8 +208,10 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         self._key = key or "world"
         if global_ranks is None:
             if (rank, size) != (ctx.topology["rank"], ctx.topology["size"]):
-                raise ValueError(f"init_process_group asked for rank {rank} of {size}, but this worker is rank "
-                                 f"{ctx.topology['rank']} of {ctx.topology['size']} in generation {self._generation}")
+                raise ValueError(
+                    f"init_process_group asked for rank {rank} of {size}, but this worker is rank "
+                    f"{ctx.topology['rank']} of {ctx.topology['size']} in generation {self._generation}"
+                )
             # The group's own process set over the world, in submission order: torch.distributed's contract
             # (every rank issues the same collectives in the same order) makes the runtime's negotiation and
             # its cycle wait unnecessary, and DDP buckets by itself. Made collectively, as every rank creates
@@ -218,8 +223,10 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             # communicator, through the runtime's store, under torch's group name.
             global_ranks = [int(r) for r in global_ranks]
             if global_ranks != sorted(global_ranks):
-                raise ValueError(f"the ringmaster backend's subgroups keep their ranks in ascending order; got "
-                                 f"{global_ranks} (torch's new_group sorts them unless told not to)")
+                raise ValueError(
+                    f"the ringmaster backend's subgroups keep their ranks in ascending order; got "
+                    f"{global_ranks} (torch's new_group sorts them unless told not to)"
+                )
             self._set = ProcessSet(global_ranks)
             self._set.process_set_id = ctx.session.add_group(global_ranks, key.replace("/", "_"))
         self._set._generation = self._generation
@@ -257,13 +264,17 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
     def _check(self):
         """The runtime context, if this group may still run collectives."""
         if self._shut_down:
-            raise RuntimeError(f"the ringmaster process group of generation {self._generation} was destroyed: "
-                               f"make a new one (ringmaster.distributed.init_process_group or rebuild)")
+            raise RuntimeError(
+                f"the ringmaster process group of generation {self._generation} was destroyed: "
+                f"make a new one (ringmaster.distributed.init_process_group or rebuild)"
+            )
         ctx = _context.context()
         if ctx.topology["generation"] != self._generation:
-            raise ops.HorovodInternalError(f"process group of generation {self._generation} used in generation "
-                                           f"{ctx.topology['generation']}: make a new one "
-                                           f"(ringmaster.distributed.rebuild)")
+            raise ops.HorovodInternalError(
+                f"process group of generation {self._generation} used in generation "
+                f"{ctx.topology['generation']}: make a new one "
+                f"(ringmaster.distributed.rebuild)"
+            )
         return ctx
 
     def _begin(self):
@@ -289,6 +300,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             tensor.copy_(staging)
             if finish is not None:
                 finish()
+
         return self._submitted(_Work(self, [submit(staging)], copy_back, [tensor]))
 
     # -- torch.distributed's collectives ------------------------------------------------------------
@@ -309,9 +321,12 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         def unflatten():
             offset = 0
             for t in tensors:
-                t.copy_(flat[offset:offset + t.numel()].view_as(t))
+                t.copy_(flat[offset : offset + t.numel()].view_as(t))
                 offset += t.numel()
-        return self._submitted(_Work(self, [ops.allreduce_async_(flat, op=op, process_set=self._set)], unflatten, tensors))
+
+        return self._submitted(
+            _Work(self, [ops.allreduce_async_(flat, op=op, process_set=self._set)], unflatten, tensors)
+        )
 
     def broadcast(self, tensors, opts=None):
         self._begin()
@@ -329,8 +344,10 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         def land():
             if self.rank() == opts.rootRank:
                 tensor.copy_(result)
-        return self._submitted(_Work(self, [ops.allreduce_async_(result, op=op, process_set=self._set)], land,
-                                     [tensor]))
+
+        return self._submitted(
+            _Work(self, [ops.allreduce_async_(result, op=op, process_set=self._set)], land, [tensor])
+        )
 
     def gather(self, output_lists, input_tensors, opts=None):
         self._begin()
@@ -382,8 +399,9 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         return _TransferWork(self, transfer, keep=staged, finish=None if direct else lambda: tensor.copy_(staged))
 
     def recv_anysource(self, tensors, tag=0):
-        raise ValueError("the ringmaster backend needs the source rank of a recv (recv from any source is not "
-                         "supported)")
+        raise ValueError(
+            "the ringmaster backend needs the source rank of a recv (recv from any source is not supported)"
+        )
 
     def allgather(self, output_lists, input_tensors, opts=None):
         self._begin()
@@ -398,8 +416,9 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
     def _allgather_base(self, output, input, opts=None):
         self._begin()
         if output.numel() != input.numel() * self.size():
-            raise ValueError(f"_allgather_base: the output has {output.numel()} elements, not {self.size()} x "
-                             f"{input.numel()}")
+            raise ValueError(
+                f"_allgather_base: the output has {output.numel()} elements, not {self.size()} x {input.numel()}"
+            )
         output.copy_(ops.allgather(input.reshape(-1), process_set=self._set).reshape(output.shape))
         return _Work(self, result=output)
 
@@ -418,8 +437,9 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
     def _reduce_scatter_base(self, output, input, opts=None):
         self._begin()
         op = _reduce_op(opts)
-        output.copy_(ops.reducescatter(input.reshape((self.size(), -1)), op=op, process_set=self._set)
-                     .reshape(output.shape))
+        output.copy_(
+            ops.reducescatter(input.reshape((self.size(), -1)), op=op, process_set=self._set).reshape(output.shape)
+        )
         return _Work(self, result=output)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
@@ -454,8 +474,9 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         ranks = [int(r) for r in ranks]
         if self.rank() not in ranks:
             return None
-        group = ProcessGroupRingmaster(ranks.index(self.rank()), len(ranks), [self._world_rank(r) for r in ranks],
-                                       key=group_name)
+        group = ProcessGroupRingmaster(
+            ranks.index(self.rank()), len(ranks), [self._world_rank(r) for r in ranks], key=group_name
+        )
         group._set_group_name(group_name)
         if group_desc is not None:
             group._set_group_desc(group_desc)
@@ -503,10 +524,13 @@ def _create(opts, backend_options=None):
         ranks = backend_options.ranks
         me = _context.context().topology["rank"]
         if me not in ranks or (opts.group_rank, opts.group_size) != (ranks.index(me), len(ranks)):
-            raise ValueError(f"init_process_group asked for rank {opts.group_rank} of {opts.group_size} in the world "
-                             f"of workers {ranks}, but this is worker rank {me}")
-        group = ProcessGroupRingmaster(opts.group_rank, opts.group_size, ranks,
-                                       key="world-of-" + "-".join(map(str, ranks)))
+            raise ValueError(
+                f"init_process_group asked for rank {opts.group_rank} of {opts.group_size} in the world "
+                f"of workers {ranks}, but this is worker rank {me}"
+            )
+        group = ProcessGroupRingmaster(
+            opts.group_rank, opts.group_size, ranks, key="world-of-" + "-".join(map(str, ranks))
+        )
         group._world_of_ranks = ranks
     elif not opts.global_ranks_in_group:
         group = ProcessGroupRingmaster(opts.group_rank, opts.group_size)
@@ -540,6 +564,7 @@ def _install_env_fallback():
         if "RANK" not in os.environ and ringmaster_worker:
             return _ringmaster_rendezvous(url, timeout)
         return original(url, timeout=timeout, **kwargs) if timeout is not None else original(url, **kwargs)
+
     handler._ringmaster = True
     rdzv._rendezvous_handlers["env"] = handler
 
@@ -549,15 +574,23 @@ def init_process_group(ranks=None, **kwargs):
     `ranks` (worker ranks, ascending, this worker's among them) a world of those workers alone."""
     ctx = _context.init()
     if ranks is None:
-        dist.init_process_group("ringmaster", store=dist.HashStore(), rank=ctx.topology["rank"],
-                                world_size=ctx.topology["size"], **kwargs)
+        dist.init_process_group(
+            "ringmaster", store=dist.HashStore(), rank=ctx.topology["rank"], world_size=ctx.topology["size"], **kwargs
+        )
         return
     world = WorldOfRanks(ranks)
     if ctx.topology["rank"] not in world.ranks:
-        raise ValueError(f"init_process_group(ranks={world.ranks}): this worker (rank {ctx.topology['rank']}) is "
-                         f"not among them")
-    dist.init_process_group("ringmaster", store=dist.HashStore(), rank=world.ranks.index(ctx.topology["rank"]),
-                            world_size=len(world.ranks), pg_options=world, **kwargs)
+        raise ValueError(
+            f"init_process_group(ranks={world.ranks}): this worker (rank {ctx.topology['rank']}) is not among them"
+        )
+    dist.init_process_group(
+        "ringmaster",
+        store=dist.HashStore(),
+        rank=world.ranks.index(ctx.topology["rank"]),
+        world_size=len(world.ranks),
+        pg_options=world,
+        **kwargs,
+    )
 
 
 _last_ddp = None  # weak reference to the wrapper rebuild() made last

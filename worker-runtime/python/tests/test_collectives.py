@@ -1,4 +1,5 @@
 """Every collective and process-set call against NumPy on 1, 2 and 4 ranks (workers/collectives_worker.py)."""
+
 import pytest
 
 from conftest import WORKERS

@@ -1,6 +1,7 @@
 """GPU only (ctest label `gpu`; `make test-gpu` on a machine with a GPU): CUDA tensors on NCCL — stream
 ordering, in place, process sets — on 1 rank and on 2 ranks sharing the GPUs there are (NCCL 2.30+ allows
 two ranks on one GPU with NCCL_MULTI_RANK_GPU_ENABLE=1). Fails, never skips, without a GPU."""
+
 import pytest
 import torch
 

@@ -11,6 +11,7 @@ hence the last bits, depend on the buffer layout: reducing the same gradients as
 DDP's three changed 898 of the 3,610 weights after 12 steps (measured while writing this test). So the
 4-rank check fails if the backend ever lets buckets fuse or splits them differently from Gloo.
 """
+
 import pytest
 
 from conftest import WORKERS
@@ -22,8 +23,11 @@ def _read_weights(output, out, backend, np_):
     files = [out / f"ddp.{backend}.{r}.txt" for r in range(np_)]
     missing = [f.name for f in files if not f.exists()]
     if missing:
-        pytest.fail(f"DDP over {backend}: no {missing} (every one of the {np_} ranks writes its weights); "
-                    f"launcher output:\n{output[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"DDP over {backend}: no {missing} (every one of the {np_} ranks writes its weights); "
+            f"launcher output:\n{output[-4000:]}",
+            pytrace=False,
+        )
     return [f.read_text() for f in files]
 
 
@@ -32,8 +36,7 @@ def test_ddp_over_ringmaster_is_bit_identical_to_gloo(ranks, tmp_path, np_):
     results = {}
     for backend in ("gloo", "ringmaster"):
         out = tmp_path / backend
-        output, _ = ranks(np_, WORKERS / "ddp_compare_worker.py", backend, out, np_,
-                          env={"GLOO_SOCKET_IFNAME": "lo"})
+        output, _ = ranks(np_, WORKERS / "ddp_compare_worker.py", backend, out, np_, env={"GLOO_SOCKET_IFNAME": "lo"})
         results[backend] = _read_weights(output, out, backend, np_)
     for r in range(np_):
         assert results["ringmaster"][r] == results["gloo"][r], f"rank {r}: weights differ from DDP over Gloo"

@@ -4,6 +4,7 @@ ops, two dtypes), reduce, all_gather, all_gather_into_tensor, reduce_scatter_ten
 (even and uneven splits), gather, scatter, barrier; on the world, on new_group subgroups, on split_group
 splits and on a (dp x tp) DeviceMesh's dimension groups. The same script (tests/workers/dist_calls_worker.py)
 runs once per backend; every rank's results must be equal, dtype, shape and value."""
+
 import pytest
 import torch
 

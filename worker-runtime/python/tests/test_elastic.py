@@ -2,6 +2,7 @@
 digits example under ringmaster-run (a worker killed, rank 0 killed, a scale-up, two changes back to
 back) ends with float64 weights equal to a one-process run's within 1e-9 relative, and every sample id
 once per epoch."""
+
 import collections
 
 import numpy as np
@@ -35,6 +36,7 @@ def assert_every_sample_once_per_epoch(out):
 def reference(tmp_path_factory):
     """One process, no chaos: the weights every elastic run must reproduce."""
     from conftest import run_ranks
+
     tmp = tmp_path_factory.mktemp("reference")
     code, output, out = run_ranks(tmp, 1, EXAMPLES / "digits_horovod_elastic.py", "--epochs", EPOCHS)
     assert code == 0, output[-4000:]
@@ -68,14 +70,23 @@ def test_a_job_that_loses_every_worker_resumes_from_its_checkpoint(tmp_path, ref
     newest complete checkpoint (the commits rank 0 offered to the runtime's writer) and ends with the same
     weights as an uninterrupted run."""
     from conftest import run_ranks
+
     ckpt = tmp_path / "ckpt"
     extra = ["--checkpoint-dir", str(ckpt), "--chaos-gap-ms", "300"]
-    code, output, _ = run_ranks(tmp_path / "first", 2, EXAMPLES / "digits_horovod_elastic.py", *ARGS, min_workers=1,
-                                chaos="kill@15:0,kill@15:0", extra=extra)
+    code, output, _ = run_ranks(
+        tmp_path / "first",
+        2,
+        EXAMPLES / "digits_horovod_elastic.py",
+        *ARGS,
+        min_workers=1,
+        chaos="kill@15:0,kill@15:0",
+        extra=extra,
+    )
     assert code != 0, "the first launch should have lost every worker:\n" + output[-3000:]
     assert any(ckpt.iterdir()), "no checkpoint was written"
-    code, output, out = run_ranks(tmp_path / "second", 2, EXAMPLES / "digits_horovod_elastic.py", *ARGS,
-                                  extra=["--checkpoint-dir", str(ckpt)])
+    code, output, out = run_ranks(
+        tmp_path / "second", 2, EXAMPLES / "digits_horovod_elastic.py", *ARGS, extra=["--checkpoint-dir", str(ckpt)]
+    )
     assert code == 0, output[-4000:]
     resumed = [line for line in output.splitlines() if "loaded checkpoint step" in line]
     assert resumed, "the second launch did not load the checkpoint:\n" + output[-3000:]

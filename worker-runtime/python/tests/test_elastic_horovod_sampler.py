@@ -11,6 +11,7 @@ is the impossible case for a world of 2 and of 3 with all samples left (0 < 529 
 some pass borrows samples of the next epoch: epoch 3 runs in the world of 2 and borrows 1 unless epoch 2's
 last pass borrowed (then epoch 3 starts with fewer than 529).
 """
+
 import collections
 import importlib.util
 import json

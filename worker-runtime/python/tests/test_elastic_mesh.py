@@ -2,6 +2,7 @@
 under FSDP2 on dp and tensor parallel on tp (examples/digits_fsdp_mesh_elastic.py, tp=2) under ringmaster-run
 loses a worker, goes on with the mesh rebuilt over the survivors (resharded from its DCP checkpoint) and
 ends with float64 weights equal to a one-process run's within 1e-9 relative, every sample once per epoch."""
+
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ def reference(tmp_path_factory):
 
 
 def _figures(output, capsys):
-    lines = [line[line.index("FIGURE"):] for line in output.splitlines() if "FIGURE mesh-rebuild" in line]
+    lines = [line[line.index("FIGURE") :] for line in output.splitlines() if "FIGURE mesh-rebuild" in line]
     with capsys.disabled():
         for line in lines:
             print("\n" + line, flush=True)
@@ -35,8 +36,17 @@ def _figures(output, capsys):
 def test_fsdp_mesh_of_four_loses_a_worker_and_equals_one_process(tmp_path, reference, capsys):
     """4 workers, tp=2: a (2 x 2) mesh; worker rank 2 killed at step 6 leaves 3, so the mesh is rebuilt as
     (1 x 2) over ranks 0-1 and the third worker stands by to the end."""
-    code, output, out = run_ranks(tmp_path, 4, EXAMPLE, *ARGS, min_workers=2, chaos="kill@6:2", timeout=400,
-                                  heartbeat_ms=90000, extra=["--checkpoint-dir", str(tmp_path / "ckpt")])
+    code, output, out = run_ranks(
+        tmp_path,
+        4,
+        EXAMPLE,
+        *ARGS,
+        min_workers=2,
+        chaos="kill@6:2",
+        timeout=400,
+        heartbeat_ms=90000,
+        extra=["--checkpoint-dir", str(tmp_path / "ckpt")],
+    )
     assert code == 0, output[-6000:]
     assert "mesh dp=2 x tp=2 over 4 of 4 workers" in output, output[-4000:]
     assert "mesh dp=1 x tp=2 over 2 of 3 workers (1 standing by)" in output, output[-4000:]
@@ -50,8 +60,18 @@ def test_fsdp_mesh_of_four_loses_a_worker_and_equals_one_process(tmp_path, refer
 def test_a_replacement_worker_takes_its_place_in_the_mesh_from_the_dcp_checkpoint(tmp_path, reference):
     """2 workers, tp=2, --min 1: one killed and a replacement added back to back; the world of one in between
     has no mesh (the survivor pauses below 2), and the newcomer loads its shards from the DCP checkpoint."""
-    code, output, out = run_ranks(tmp_path, 2, EXAMPLE, *ARGS, min_workers=1, max_workers=3, chaos="killadd@6:1",
-                                  timeout=400, heartbeat_ms=90000, extra=["--checkpoint-dir", str(tmp_path / "ckpt")])
+    code, output, out = run_ranks(
+        tmp_path,
+        2,
+        EXAMPLE,
+        *ARGS,
+        min_workers=1,
+        max_workers=3,
+        chaos="killadd@6:1",
+        timeout=400,
+        heartbeat_ms=90000,
+        extra=["--checkpoint-dir", str(tmp_path / "ckpt")],
+    )
     assert code == 0, output[-6000:]
     assert "replacement added" in output, output[-4000:]
     np.testing.assert_allclose(weights(out), reference, rtol=1e-9, atol=1e-12)
@@ -62,8 +82,17 @@ def test_workers_whose_ranks_moved_take_their_new_places_in_a_mesh_of_the_same_s
     """4 workers, tp=2: rank 1 killed and a replacement added back to back, so the (2 x 2) mesh comes back with
     the old rank 2 as rank 1. A DeviceMesh equals any other of its shape, so DTensor's caches would hand that
     worker the first generation's mesh and a tp group it is not in: every worker must train to the end."""
-    code, output, out = run_ranks(tmp_path, 4, EXAMPLE, *ARGS, min_workers=2, chaos="killadd@6:1", timeout=400,
-                                  heartbeat_ms=90000, extra=["--checkpoint-dir", str(tmp_path / "ckpt")])
+    code, output, out = run_ranks(
+        tmp_path,
+        4,
+        EXAMPLE,
+        *ARGS,
+        min_workers=2,
+        chaos="killadd@6:1",
+        timeout=400,
+        heartbeat_ms=90000,
+        extra=["--checkpoint-dir", str(tmp_path / "ckpt")],
+    )
     assert code == 0, output[-6000:]
     assert "exited with status" not in output, output[-6000:]
     assert output.count("mesh dp=2 x tp=2 over 4 of 4 workers") >= 2, output[-4000:]
@@ -78,7 +107,12 @@ def test_a_mesh_job_without_a_checkpoint_directory_is_refused(tmp_path):
 
 
 def test_a_world_of_one_cannot_hold_a_tp2_mesh(tmp_path):
-    proc = subprocess.run([sys.executable, str(EXAMPLE), "--tp", "2", "--out", str(tmp_path)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--tp", "2", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert "MeshRule(tp=2) needs at least 2 workers" in proc.stdout, proc.stdout[-3000:]

@@ -2,6 +2,7 @@
 (samples, world, local batch, processed) combinations, and the sampler's bookkeeping with simulated ranks
 (shard(rank, size) stands in for the world) through resizes and rollbacks -- every sample once per epoch,
 every rank the same number of batches. Then the stock script in a world of one."""
+
 import itertools
 import random
 
@@ -21,16 +22,19 @@ def batches(n, b):
 def equal_counts_possible(remaining, size, batch):
     """Whether some split of `remaining` samples over `size` ranks gives every rank K batches of `batch`:
     each share in [(K-1)*batch + 1, K*batch], so the sum anywhere in size times that range."""
-    return remaining == 0 or any(size * ((k - 1) * batch + 1) <= remaining <= size * k * batch
-                                 for k in range(1, remaining + 1))
+    return remaining == 0 or any(
+        size * ((k - 1) * batch + 1) <= remaining <= size * k * batch for k in range(1, remaining + 1)
+    )
 
 
 def test_the_impossibility_condition_by_enumeration():
     """The rule borrows exactly when no split at all gives equal batch counts (every split enumerated)."""
     for size, batch in itertools.product(range(1, 4), range(1, 5)):
         for remaining in range(0, 13):
-            exists = any(sum(split) == remaining and len({batches(n, batch) for n in split}) == 1
-                         for split in itertools.product(range(remaining + 1), repeat=size))
+            exists = any(
+                sum(split) == remaining and len({batches(n, batch) for n in split}) == 1
+                for split in itertools.product(range(remaining + 1), repeat=size)
+            )
             assert exists == equal_counts_possible(remaining, size, batch), (remaining, size, batch)
             assert (borrow_count(remaining, size, batch) > 0) == (not exists), (remaining, size, batch)
 
@@ -41,8 +45,8 @@ def check_plan(rest, following, size, batch, drop_last=False):
     shares = [plan.share(k) for k in range(size)]
     # the shares are the plan, each item once (disjoint), and the plan is the rest in order, then borrowed
     assert sorted(itertools.chain(*shares)) == sorted(plan.items), where
-    assert plan.items[:plan.own] == rest[:plan.own], where
-    assert plan.items[plan.own:] == following[:plan.borrowed], where
+    assert plan.items[: plan.own] == rest[: plan.own], where
+    assert plan.items[plan.own :] == following[: plan.borrowed], where
     counts = {batches(len(s), batch or 1) for s in shares}
     assert len(counts) == 1, f"{where}: batch counts {[batches(len(s), batch or 1) for s in shares]}"
     if drop_last:
@@ -52,12 +56,13 @@ def check_plan(rest, following, size, batch, drop_last=False):
         assert len({len(s) for s in shares}) == 1 and plan.borrowed < size, where
     else:
         assert plan.own == len(rest), f"{where}: samples left out"
-        assert plan.borrowed == (0 if equal_counts_possible(len(rest), size, batch) else
-                                 size - len(rest) % (size * batch)), where
+        assert plan.borrowed == (
+            0 if equal_counts_possible(len(rest), size, batch) else size - len(rest) % (size * batch)
+        ), where
         # step j trains the next size*batch items of the plan: the plan's order is the global batches' order
         for j in range(batches(len(shares[0]), batch)):
-            step = set(itertools.chain(*(s[j * batch:(j + 1) * batch] for s in shares)))
-            assert step == set(plan.items[j * size * batch:(j + 1) * size * batch]), (where, j)
+            step = set(itertools.chain(*(s[j * batch : (j + 1) * batch] for s in shares)))
+            assert step == set(plan.items[j * size * batch : (j + 1) * size * batch]), (where, j)
     return plan
 
 
@@ -83,6 +88,7 @@ def test_too_small_a_next_epoch_is_a_clear_error():
 
 
 # -- the sampler, ranks simulated with shard() ---------------------------------------------------------
+
 
 def tagged(sampler, batch_idx, batch):
     """(epoch, id) of this rank's batch `batch_idx` (the plan says which ids it borrowed from the next epoch)."""
@@ -216,15 +222,17 @@ def test_record_indices_is_this_ranks_and_sync_unites_them():
         s._unite(states)
     assert all(s.processed_indices == set(first + second) for s in samplers)
     plan = samplers[0]._current()  # the 9 left, and 1 borrowed (no local batch known: equal shares)
-    assert sorted(plan.items[:plan.own]) == sorted(set(range(12)) - set(first + second)) and plan.borrowed == 1
+    assert sorted(plan.items[: plan.own]) == sorted(set(range(12)) - set(first + second)) and plan.borrowed == 1
 
 
 def test_the_forms_and_their_errors():
     assert isinstance(ElasticSampler(list(range(4))), ShardSampler)
     assert isinstance(ElasticSampler(list(range(4)), True, 1), ShardSampler)  # Horovod's positional order
     assert isinstance(ElasticSampler(list(range(4)), batch_size=2), GlobalBatchSampler)
-    assert all(isinstance(s, ElasticSampler) for s in (ShardSampler(list(range(4))),
-                                                       GlobalBatchSampler(list(range(4)), batch_size=2)))
+    assert all(
+        isinstance(s, ElasticSampler)
+        for s in (ShardSampler(list(range(4))), GlobalBatchSampler(list(range(4)), batch_size=2))
+    )
     with pytest.raises(TypeError, match="batch_size=<the global batch> by keyword"):
         ElasticSampler(list(range(4)), 64)
     with pytest.raises(ValueError, match="shuffle=False is not supported"):
@@ -235,6 +243,7 @@ def test_the_forms_and_their_errors():
 
 # -- the stock script in a world of one ----------------------------------------------------------------
 
+
 def test_the_stock_script_in_a_world_of_one():
     """Horovod's lines with `import ringmaster.torch as hvd`: a TorchState keyword of any name holds the
     sampler; every sample once per epoch; commit and restore round-trip the sampler."""
@@ -242,8 +251,9 @@ def test_the_stock_script_in_a_world_of_one():
     try:
         data = torch.utils.data.TensorDataset(torch.arange(21, dtype=torch.float64).reshape(21, 1))
         model = torch.nn.Linear(1, 1).to(torch.float64)
-        optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
-                                             named_parameters=model.named_parameters())
+        optimizer = hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.01), named_parameters=model.named_parameters()
+        )
         train_sampler = hvd.elastic.ElasticSampler(data, shuffle=True, seed=42)
         train_loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=train_sampler)
         seen = {}
@@ -262,8 +272,7 @@ def test_the_stock_script_in_a_world_of_one():
                         state.commit()
                 state.batch = 0
 
-        state = hvd.elastic.TorchState(model=model, optimizer=optimizer, train_sampler=train_sampler, epoch=1,
-                                       batch=0)
+        state = hvd.elastic.TorchState(model=model, optimizer=optimizer, train_sampler=train_sampler, epoch=1, batch=0)
         train(state)
         assert {e: sorted(v) for e, v in seen.items()} == {1: list(range(21)), 2: list(range(21))}
         saved = train_sampler.state_dict()

@@ -1,5 +1,6 @@
 """MeshRule against the operator's world-size granularity (spec.replicas.multipleOf, given to workers as
 RINGMASTER_REPLICAS_MULTIPLE_OF): one warning, naming both values and what to set, when tp does not divide it."""
+
 from ringmaster.torch.elastic.mesh import MeshRule, multiple_of_warning
 
 

@@ -1,6 +1,7 @@
 """In one process (a world of one, no launcher): what a PyTorch script's worker exports on /metrics. The
 ElasticSampler counts this rank's samples of every committed step into ringmaster_worker_samples_total (the
 dashboard's samples per second); a step handed out but not committed is not counted."""
+
 import re
 import urllib.request
 

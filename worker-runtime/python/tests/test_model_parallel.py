@@ -2,6 +2,7 @@
 FSDP2 (fully_shard) on the dp dimension of a (dp=2 x tp=2) DeviceMesh with tensor parallel layers on tp,
 three SGD steps on 4 ranks; and a 2-stage pipeline (torch.distributed.pipelining, ScheduleGPipe, 4
 microbatches), three steps on 2 ranks."""
+
 import subprocess
 import sys
 
@@ -14,8 +15,13 @@ TOLERANCE = 1e-9
 
 
 def _reference(script, out, *args):
-    proc = subprocess.run([sys.executable, str(WORKERS / script), "none", str(out), *map(str, args)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(WORKERS / script), "none", str(out), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         pytest.fail(f"the one-process run of {script} failed:\n{proc.stdout[-4000:]}", pytrace=False)
 

@@ -3,6 +3,7 @@ libnccl, so it imports in a process whose NCCL is old (the cu12 2.21 wheel: no n
 ncclCommRevoke) and falls back to full rebuilds with one warning line -- where a module linking NCCL fails
 at import with "undefined symbol: ncclCommShrink" -- and after `import torch` it uses torch's NCCL, the one
 copy in the process. The old NCCL is build/deps/nccl-old/libnccl.so.2 (make deps: NCCL_OLD_WHEEL)."""
+
 import json
 import os
 import subprocess
@@ -37,18 +38,22 @@ def old_nccl():
 
 
 def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RINGMASTER_EMULATED_GPUS", "RINGMASTER_NCCL_LIBRARY", "LD_PRELOAD")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RINGMASTER_EMULATED_GPUS", "RINGMASTER_NCCL_LIBRARY", "LD_PRELOAD")
+    }
     env.update(extra)
     return env
 
 
 def probe(mode, arg="", **env):
-    proc = subprocess.run([sys.executable, "-c", PROBE, mode, arg], capture_output=True, text=True, timeout=120,
-                          env=clean_env(**env))
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, mode, arg], capture_output=True, text=True, timeout=120, env=clean_env(**env)
+    )
     assert proc.returncode == 0, f"the probe ({mode}) failed:\n{proc.stdout}\n{proc.stderr}"
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("PROBE "))
-    return json.loads(line[len("PROBE "):]), proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("PROBE "))
+    return json.loads(line[len("PROBE ") :]), proc.stderr
 
 
 def check_old(result, stderr, path):
@@ -59,7 +64,7 @@ def check_old(result, stderr, path):
     assert (info["shrink"], info["revoke"], info["grow"], info["emulated"]) == (False, False, False, False), info
     assert [os.path.realpath(m) for m in result["maps"]] == [path], result["maps"]  # one NCCL in the process
     assert not result["torch"]
-    warnings = [l for l in stderr.splitlines() if "ncclCommShrink" in l]
+    warnings = [line for line in stderr.splitlines() if "ncclCommShrink" in line]
     assert len(warnings) == 1 and FALLBACK in warnings[0] and "NCCL 2.21.5" in warnings[0], stderr
 
 
@@ -79,8 +84,9 @@ def test_after_import_torch_the_module_uses_torchs_nccl():
     result, stderr = probe("torch")
     info = result["info"]
     assert "error" not in info, info
-    want = os.path.realpath(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "nccl", "lib",
-                                         "libnccl.so.2"))
+    want = os.path.realpath(
+        os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "nccl", "lib", "libnccl.so.2")
+    )
     assert os.path.realpath(info["path"]) == want, info
     assert [os.path.realpath(m) for m in result["maps"]] == [want], result["maps"]
     assert info["shrink"] and info["revoke"], info  # torch 2.15's NCCL (2.30.7) has them
@@ -95,12 +101,19 @@ def test_a_two_rank_cpu_job_runs_beside_the_old_nccl(ranks, old_nccl):
 def test_a_missing_nccl_or_cuda_runtime_is_reported_never_a_crash(tmp_path):
     # Emulation asked for with its library missing: nothing else is tried, on any machine.
     missing = str(tmp_path / "libringmaster_emulated_gpu.so")
-    code = ("import json; from ringmaster import _native; "
-            "print('PROBE ' + json.dumps({'nccl': _native.nccl_info(), 'cuda': _native.cuda_info()}))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env=clean_env(RINGMASTER_EMULATED_GPUS="2", RINGMASTER_GPU_EMULATION_LIBRARY=missing))
+    code = (
+        "import json; from ringmaster import _native; "
+        "print('PROBE ' + json.dumps({'nccl': _native.nccl_info(), 'cuda': _native.cuda_info()}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(RINGMASTER_EMULATED_GPUS="2", RINGMASTER_GPU_EMULATION_LIBRARY=missing),
+    )
     assert proc.returncode == 0, proc.stderr
-    result = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("PROBE "))[len("PROBE "):])
+    result = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("PROBE "))[len("PROBE ") :])
     for kind in ("nccl", "cuda"):
         assert list(result[kind]) == ["error"], result
         assert missing in result[kind]["error"] and "RINGMASTER_GPU_EMULATION_LIBRARY" in result[kind]["error"], result

@@ -5,6 +5,7 @@ would install nothing but ringmaster, and the installed files hold no nvidia/ tr
 
 The wheel is build/ringmaster-*.whl (`make wheel`; building it is a Release build of the native module, too
 slow for a test). The declared dependencies of pyproject.toml are checked on their own too."""
+
 import hashlib
 import json
 import os
@@ -46,8 +47,9 @@ def torchs_nvidia_files():
 @pytest.fixture(scope="module")
 def torch_files():
     hashes = torchs_nvidia_files()
-    assert any(p.startswith("nvidia/nccl/lib/libnccl.so") for p in hashes), \
+    assert any(p.startswith("nvidia/nccl/lib/libnccl.so") for p in hashes), (
         f"{SITE} holds no torch NCCL wheel: this test needs build/venv (make deps)"
+    )
     return hashes
 
 
@@ -61,8 +63,12 @@ def wheel():
 
 
 def pip(*args, timeout=300):
-    proc = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"pip {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -85,7 +91,7 @@ def test_pyproject_declares_no_nvidia_wheel_and_its_dependencies_are_satisfied_b
 def test_the_wheel_requires_no_nvidia_wheel(wheel):
     with zipfile.ZipFile(wheel) as z:
         metadata = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
-    requires = [l.split(":", 1)[1].strip() for l in metadata.splitlines() if l.startswith("Requires-Dist:")]
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert [r for r in requires if NVIDIA.match(requirement_name(r))] == [], requires
 
 

@@ -2,6 +2,7 @@
 copied behind the caller's back: an in-place call on a non-contiguous tensor, an unsupported dtype and
 mixed dtypes are ValueErrors that say what to do; an out-of-place call on a non-contiguous tensor is
 correct."""
+
 import numpy as np
 import pytest
 import torch
@@ -18,8 +19,14 @@ def world_of_one():
 
 
 def test_a_script_started_by_hand_is_a_world_of_one():
-    assert (hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_rank(), hvd.cross_size()) == \
-        (0, 1, 0, 1, 0, 1)
+    assert (hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_rank(), hvd.cross_size()) == (
+        0,
+        1,
+        0,
+        1,
+        0,
+        1,
+    )
 
 
 def test_the_device_of_a_cpu_world_is_the_cpu():

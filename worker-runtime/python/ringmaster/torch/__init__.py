@@ -8,27 +8,45 @@
 Under `ringmaster-run` or in a TrainingJob's pod the world comes from the launcher or the operator (the
 RINGMASTER_* environment); started by hand it is a world of one. Elastic training: `ringmaster.torch.elastic`.
 """
+
 import os
 
-from . import _context
+from . import _context, elastic
 from .compression import Compression
+from .exceptions import HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
-from .ops import (Adasum, Average, HorovodInternalError, Max, Min, Product, Sum, allgather, allgather_async,
-                  allreduce, allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async, barrier,
-                  broadcast, broadcast_, broadcast_async, broadcast_async_, grouped_allreduce, grouped_allreduce_,
-                  grouped_allreduce_async, grouped_allreduce_async_, poll, reducescatter, reducescatter_async,
-                  synchronize)
+from .ops import (
+    Adasum,
+    Average,
+    HorovodInternalError,
+    Max,
+    Min,
+    Product,
+    Sum,
+    allgather,
+    allgather_async,
+    allreduce,
+    allreduce_,
+    allreduce_async,
+    allreduce_async_,
+    alltoall,
+    alltoall_async,
+    barrier,
+    broadcast,
+    broadcast_,
+    broadcast_async,
+    broadcast_async_,
+    grouped_allreduce,
+    grouped_allreduce_,
+    grouped_allreduce_async,
+    grouped_allreduce_async_,
+    poll,
+    reducescatter,
+    reducescatter_async,
+    synchronize,
+)
 from .optimizer import DistributedOptimizer
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set, static_sets_variable
-
-
-class HostsUpdatedInterrupt(RuntimeError):
-    """Raised at a commit when the membership changed: the elastic loop rebuilds and carries on (nothing
-    committed is lost). Named as in Horovod."""
-
-    def __init__(self, skip_sync=False):
-        super().__init__("the job's membership changed")
-        self.skip_sync = skip_sync
 
 
 def init(process_sets=None):
@@ -75,7 +93,8 @@ def device():
     RINGMASTER_DEVICE names (the operator gives a one-process pod its first GPU; ringmaster-run gives each worker
     its own), else the first generation's local rank, modulo the visible GPUs; the CPU under Gloo. Put the model
     there: `torch.cuda.set_device(hvd.device())` when it is a GPU, or simply `model.to(hvd.device())`."""
-    import torch
+    import torch  # here, not at the top: a module-level `torch` would be an attribute of ringmaster.torch
+
     index = _context.context().session.device()
     return torch.device("cuda", index) if index >= 0 else torch.device("cpu")
 
@@ -122,6 +141,69 @@ def mpi_enabled():
     return False
 
 
-from . import elastic  # noqa: E402  (it uses HostsUpdatedInterrupt, defined above)
-
-__all__ = [name for name in dir() if not name.startswith("_") and name != "os"]
+# Every public name of the module, its submodules included (what `from ringmaster.torch import *` gives).
+__all__ = [
+    "Adasum",
+    "Average",
+    "Compression",
+    "DistributedOptimizer",
+    "HorovodInternalError",
+    "HostsUpdatedInterrupt",
+    "Max",
+    "Min",
+    "ProcessSet",
+    "Product",
+    "Sum",
+    "add_process_set",
+    "allgather",
+    "allgather_async",
+    "allgather_object",
+    "allreduce",
+    "allreduce_",
+    "allreduce_async",
+    "allreduce_async_",
+    "alltoall",
+    "alltoall_async",
+    "barrier",
+    "broadcast",
+    "broadcast_",
+    "broadcast_async",
+    "broadcast_async_",
+    "broadcast_object",
+    "broadcast_optimizer_state",
+    "broadcast_parameters",
+    "compression",
+    "cross_rank",
+    "cross_size",
+    "device",
+    "elastic",
+    "functions",
+    "global_process_set",
+    "gloo_built",
+    "gloo_enabled",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "grouped_allreduce_async",
+    "grouped_allreduce_async_",
+    "init",
+    "is_homogeneous",
+    "is_initialized",
+    "local_rank",
+    "local_size",
+    "mpi_built",
+    "mpi_enabled",
+    "nccl_built",
+    "nccl_enabled",
+    "ops",
+    "optimizer",
+    "poll",
+    "process_sets",
+    "rank",
+    "reducescatter",
+    "reducescatter_async",
+    "remove_process_set",
+    "shutdown",
+    "size",
+    "static_sets_variable",
+    "synchronize",
+]

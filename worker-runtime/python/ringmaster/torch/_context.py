@@ -3,14 +3,13 @@
 Horovod's API is module-level (`hvd.init()`, `hvd.rank()`), so the session it talks to is one object per
 process, kept here and nowhere else; everything else receives it from `context()`.
 """
+
 import itertools
 import threading
 
 from ringmaster import _native
 
-
-class NotInitializedError(ValueError):
-    """Raised by every call that needs `init()` first."""
+from .exceptions import NotInitializedError
 
 
 class Context:
@@ -30,7 +29,7 @@ class Context:
 
     # -- naming and handles -------------------------------------------------------------------------
     def auto_name(self, op):
-        """"<op>.noname.<n>", n counting that op's unnamed calls in this generation."""
+        """The name "<op>.noname.<n>", n counting that op's unnamed calls in this generation."""
         with self._lock:
             n = self._names.get(op, 0)
             self._names[op] = n + 1

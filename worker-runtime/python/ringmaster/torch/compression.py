@@ -1,4 +1,5 @@
 """Gradient compression for allreduce (Horovod's `Compression.none` and `Compression.fp16`)."""
+
 import torch
 
 

@@ -1,5 +1,6 @@
 """Horovod's helpers for model state and Python objects: broadcast_parameters, broadcast_optimizer_state,
 broadcast_object, allgather_object."""
+
 import io
 import pickle
 
@@ -55,12 +56,13 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     buf = io.BytesIO()
     torch.save(obj, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
     payload = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
-    sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=f"{name}.sizes",
-                      process_set=process_set).tolist()
+    sizes = allgather(
+        torch.tensor([payload.numel()], dtype=torch.int64), name=f"{name}.sizes", process_set=process_set
+    ).tolist()
     data = allgather(payload, name=f"{name}.data", process_set=process_set).numpy().tobytes()
     out, offset = [], 0
     for size in sizes:
-        out.append(torch.load(io.BytesIO(data[offset:offset + size]), weights_only=False))
+        out.append(torch.load(io.BytesIO(data[offset : offset + size]), weights_only=False))
         offset += size
     return out
 
@@ -68,7 +70,8 @@ def allgather_object(obj, name=None, process_set=global_process_set):
 def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
     """Makes every member's optimizer state (per-parameter buffers and hyper-parameters) root_rank's.
     Members whose optimizer has no state yet (before the first step) receive root_rank's as well."""
-    state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state",
-                             process_set=process_set)
+    state = broadcast_object(
+        optimizer.state_dict(), root_rank, name="broadcast_optimizer_state", process_set=process_set
+    )
     if _context.context().topology["rank"] != root_rank:
         optimizer.load_state_dict(state)

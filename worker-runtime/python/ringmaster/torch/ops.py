@@ -10,6 +10,7 @@ Gloo and CUDA tensors on NCCL, after the work queued on torch's current stream.
 A failed collective (a peer died, the membership changed, a timeout) raises HorovodInternalError: inside
 `ringmaster.torch.elastic.run` that rolls back to the last commit and continues in the next generation.
 """
+
 import torch
 
 from ringmaster import _native
@@ -74,12 +75,14 @@ def poll(handle):
 
 # -- allreduce ------------------------------------------------------------------------------------------
 
+
 def _allreduce_into(ctx, name, inp, out, op, process_set):
     return ctx.session.allreduce(name, inp.detach(), out.detach(), op, _set(ctx, process_set), _stream(inp))
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                     process_set=global_process_set):
+def allreduce_async_(
+    tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
     """In place: `tensor` receives the reduction. Returns a handle."""
     ctx = _context.context()
     op = _op(average, op)
@@ -91,16 +94,26 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
         if postscale_factor != 1.0:
             tensor.data.mul_(postscale_factor)
         return tensor
+
     return _handle(ctx, native, finish)
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-               process_set=global_process_set):
+def allreduce_(
+    tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
 
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                    process_set=global_process_set, compression=Compression.none):
+def allreduce_async(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+    compression=Compression.none,
+):
     """Out of place: returns a handle whose result is a new tensor."""
     ctx = _context.context()
     op = _op(average, op)
@@ -115,17 +128,28 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
         if postscale_factor != 1.0:
             result = result * postscale_factor
         return result
+
     return _handle(ctx, native, finish)
 
 
-def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
-              postscale_factor=1.0, process_set=global_process_set):
-    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set,
-                                       compression))
+def allreduce(
+    tensor,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+):
+    return synchronize(
+        allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor, process_set, compression)
+    )
 
 
-def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                             process_set=global_process_set):
+def grouped_allreduce_async_(
+    tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
     """Reduces a list of tensors in place as one group (the runtime fuses them into few launches)."""
     ctx = _context.context()
     op = _op(average, op)
@@ -141,17 +165,28 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
             for t in tensors:
                 t.data.mul_(postscale_factor)
         return list(tensors)
+
     return _handle(ctx, natives, finish)
 
 
-def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                       process_set=global_process_set):
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
-                                                process_set))
+def grouped_allreduce_(
+    tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set
+):
+    return synchronize(
+        grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor, process_set)
+    )
 
 
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                            process_set=global_process_set, compression=Compression.none):
+def grouped_allreduce_async(
+    tensors,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+    compression=Compression.none,
+):
     ctx = _context.context()
     op = _op(average, op)
     base = _name(ctx, name, "grouped_allreduce", process_set)
@@ -167,16 +202,27 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     def finish():
         results = [compression.decompress(o, c) for o, c in outs]
         return [r * postscale_factor for r in results] if postscale_factor != 1.0 else results
+
     return _handle(ctx, natives, finish)
 
 
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, process_set=global_process_set):
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
-                                               process_set, compression))
+def grouped_allreduce(
+    tensors,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=global_process_set,
+):
+    return synchronize(
+        grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor, process_set, compression)
+    )
 
 
 # -- allgather ------------------------------------------------------------------------------------------
+
 
 def _rows(tensor):
     return tensor.shape[0] if tensor.dim() > 0 else 1
@@ -212,6 +258,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 # -- broadcast ------------------------------------------------------------------------------------------
 
+
 def _set_root(process_set, root_rank):
     ranks = process_set.ranks
     if root_rank not in ranks:
@@ -223,8 +270,14 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     """In place: every member's `tensor` becomes root_rank's (a world rank)."""
     ctx = _context.context()
     root = _set_root(process_set, root_rank)
-    native = ctx.session.broadcast(_name(ctx, name, "broadcast", process_set), tensor.detach(), tensor.detach(), root,
-                                   _set(ctx, process_set), _stream(tensor))
+    native = ctx.session.broadcast(
+        _name(ctx, name, "broadcast", process_set),
+        tensor.detach(),
+        tensor.detach(),
+        root,
+        _set(ctx, process_set),
+        _stream(tensor),
+    )
     return _handle(ctx, native, lambda: tensor)
 
 
@@ -236,7 +289,9 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     ctx = _context.context()
     root = _set_root(process_set, root_rank)
     out = tensor.detach().clone(memory_format=torch.contiguous_format)
-    native = ctx.session.broadcast(_name(ctx, name, "broadcast", process_set), out, out, root, _set(ctx, process_set), _stream(out))
+    native = ctx.session.broadcast(
+        _name(ctx, name, "broadcast", process_set), out, out, root, _set(ctx, process_set), _stream(out)
+    )
     return _handle(ctx, native, lambda: out)
 
 
@@ -245,6 +300,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 
 
 # -- reducescatter ---------------------------------------------------------------------------------------
+
 
 def _split_rows(rows, n):
     """Horovod's split of `rows` over n members: the first rows % n get one more."""
@@ -273,7 +329,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     full = torch.empty_like(inp)
     native = _allreduce_into(ctx, name, inp, full, op, process_set)
     sizes, starts = _split_rows(inp.shape[0], n)
-    return _handle(ctx, native, lambda: full[starts[me]:starts[me] + sizes[me]].clone())
+    return _handle(ctx, native, lambda: full[starts[me] : starts[me] + sizes[me]].clone())
 
 
 def reducescatter(tensor, name=None, op=Average, process_set=global_process_set):
@@ -281,6 +337,7 @@ def reducescatter(tensor, name=None, op=Average, process_set=global_process_set)
 
 
 # -- alltoall --------------------------------------------------------------------------------------------
+
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Sends block i of the first dimension to member i. `splits` (rows per member) may be uneven; the
@@ -301,15 +358,16 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     if len(splits) != n or any(s < 0 for s in splits) or sum(splits) != inp.shape[0]:
         raise ValueError(f"alltoall: splits {splits} must give {n} non-negative row counts summing to {inp.shape[0]}")
     # Uneven splits: every member learns every split, gathers every tensor, keeps the blocks sent to it.
-    matrix = allgather(torch.tensor([splits], dtype=torch.int64, device=inp.device), name=f"{name}.splits",
-                       process_set=process_set).cpu()
+    matrix = allgather(
+        torch.tensor([splits], dtype=torch.int64, device=inp.device), name=f"{name}.splits", process_set=process_set
+    ).cpu()
     gathered = allgather(inp, name=f"{name}.data", process_set=process_set)
     me = process_set.ranks.index(ctx.topology["rank"])
     blocks, offset = [], 0
     for src in range(n):
         row = matrix[src].tolist()
         start = offset + sum(row[:me])
-        blocks.append(gathered[start:start + row[me]])
+        blocks.append(gathered[start : start + row[me]])
         offset += sum(row)
     out = torch.cat(blocks) if blocks else inp[:0].clone()
     received = matrix[:, me].clone()

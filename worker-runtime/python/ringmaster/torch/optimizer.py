@@ -2,6 +2,7 @@
 while backward runs. Each parameter's gradient allreduce starts from a hook as soon as the gradient is
 accumulated, so communication overlaps the rest of the backward pass, and the runtime fuses the small
 ones into few launches; `step()` waits for them all, then applies the wrapped optimizer's update."""
+
 import torch
 
 from . import _context
@@ -11,8 +12,16 @@ from .process_sets import global_process_set
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, process_set):
+    def __init__(
+        self,
+        params,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        process_set,
+    ):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = _op(None, op)
@@ -39,8 +48,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._names = {p: by_id[id(p)] for p in all_params}
         else:
             self._names = {p: f"param.{i}" for i, p in enumerate(all_params)}
-        self._handles = {}    # parameter -> handle of its gradient's allreduce in flight
-        self._passes = {}     # parameter -> backward passes accumulated since the last allreduce
+        self._handles = {}  # parameter -> handle of its gradient's allreduce in flight
+        self._passes = {}  # parameter -> backward passes accumulated since the last allreduce
         self._hooks = []
         self._synchronized = False
         self._register_hooks(all_params)
@@ -52,8 +61,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _on_grad(self, p):
         if p in self._handles:
-            raise RuntimeError(f"gradient of {self._names[p]} computed twice before step(): set "
-                               "backward_passes_per_step to the number of backward passes per step")
+            raise RuntimeError(
+                f"gradient of {self._names[p]} computed twice before step(): set "
+                "backward_passes_per_step to the number of backward passes per step"
+            )
         self._passes[p] = self._passes.get(p, 0) + 1
         if self._passes[p] < self.backward_passes_per_step:
             return
@@ -72,11 +83,29 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self.backward_passes_per_step > 1:
             prescale /= self.backward_passes_per_step
         if self._compression is Compression.none:
-            return ("inplace", allreduce_async_(p.grad, name=name, op=op, prescale_factor=prescale,
-                                                postscale_factor=postscale, process_set=self._process_set))
-        return ("copy", allreduce_async(p.grad, name=name, op=op, prescale_factor=prescale,
-                                        postscale_factor=postscale, process_set=self._process_set,
-                                        compression=self._compression))
+            return (
+                "inplace",
+                allreduce_async_(
+                    p.grad,
+                    name=name,
+                    op=op,
+                    prescale_factor=prescale,
+                    postscale_factor=postscale,
+                    process_set=self._process_set,
+                ),
+            )
+        return (
+            "copy",
+            allreduce_async(
+                p.grad,
+                name=name,
+                op=op,
+                prescale_factor=prescale,
+                postscale_factor=postscale,
+                process_set=self._process_set,
+                compression=self._compression,
+            ),
+        )
 
     def synchronize(self):
         """Waits for every gradient allreduce; parameters whose hook did not fire (unused in this pass)
@@ -106,6 +135,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
             def __exit__(self, *exc):
                 optimizer._skip = False
+
         return _Skip()
 
     def step(self, closure=None):
@@ -124,17 +154,33 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def zero_grad(self, set_to_none=True):
         if self._handles:
-            raise RuntimeError("zero_grad() while gradient allreduces are in flight: call step() or synchronize() first")
+            raise RuntimeError(
+                "zero_grad() while gradient allreduces are in flight: call step() or synchronize() first"
+            )
         return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
 
 
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
-                         op=Average, gradient_predivide_factor=1.0, process_set=global_process_set):
+def DistributedOptimizer(
+    optimizer,
+    named_parameters=None,
+    compression=Compression.none,
+    backward_passes_per_step=1,
+    op=Average,
+    gradient_predivide_factor=1.0,
+    process_set=global_process_set,
+):
     """Wraps `optimizer` (an instance) so gradients are reduced across `process_set` before each step.
     The result is an instance of a subclass of the optimizer's own class, as in Horovod."""
     _context.context()  # init() first
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
-    wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                  gradient_predivide_factor, process_set)
+    wrapped = cls(
+        optimizer.param_groups,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        process_set,
+    )
     wrapped.load_state_dict(optimizer.state_dict())
     return wrapped

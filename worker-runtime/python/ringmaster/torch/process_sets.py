@@ -6,6 +6,7 @@ scale-downs and failures; sets added later with `add_process_set` are *dynamic* 
 generation they were made in: a membership change removes them (using one then raises a ValueError that
 says so) and the program adds them again after the reset, on every rank alike.
 """
+
 from . import _context
 
 
@@ -18,15 +19,17 @@ class ProcessSet:
             raise ValueError(f"process set ranks {ranks!r} repeat a rank")
         self.process_set_id = None
         self._static_index = None  # position in init(process_sets=...), when static
-        self._generation = None    # the generation a dynamic set was made in
+        self._generation = None  # the generation a dynamic set was made in
 
     def _check(self, ctx):
         if self.process_set_id is None:
             raise ValueError(f"{self!r} is not registered: pass it to init(process_sets=...) or add_process_set()")
         if self._static_index is None and self._generation != ctx.topology["generation"]:
-            raise ValueError(f"{self!r} was removed by the membership change to generation "
-                             f"{ctx.topology['generation']}: add it again after the reset, or declare it in "
-                             "init(process_sets=...) so it is re-created in every generation")
+            raise ValueError(
+                f"{self!r} was removed by the membership change to generation "
+                f"{ctx.topology['generation']}: add it again after the reset, or declare it in "
+                "init(process_sets=...) so it is re-created in every generation"
+            )
         return self.process_set_id
 
     def _recreate(self, ctx):

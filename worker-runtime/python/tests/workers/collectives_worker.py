@@ -1,6 +1,7 @@
 """Every collective and process-set call of ringmaster.torch against a NumPy reference, on whatever world
 ringmaster-run gives (1, 2 or 4 ranks). Rank r's input is a pattern of (r, shape, seed), so every rank can
 compute what every other rank sent. Exits 1 with the first mismatch."""
+
 import sys
 
 import numpy as np
@@ -34,18 +35,29 @@ def check_world(members, ps):
         tdt = torch.from_numpy(inputs[0]).dtype
         mine = torch.from_numpy(inputs[me].copy())
         for op, ref in [(hvd.Sum, np.sum), (hvd.Min, np.min), (hvd.Max, np.max)]:
-            check(f"allreduce {dt.__name__} {op}", hvd.allreduce(mine, op=op, process_set=ps),
-                  ref(np.stack(inputs), axis=0).astype(dt), exact=np.issubdtype(dt, np.integer))
+            check(
+                f"allreduce {dt.__name__} {op}",
+                hvd.allreduce(mine, op=op, process_set=ps),
+                ref(np.stack(inputs), axis=0).astype(dt),
+                exact=np.issubdtype(dt, np.integer),
+            )
         if not np.issubdtype(dt, np.integer):
-            check(f"allreduce average {dt.__name__}", hvd.allreduce(mine, op=hvd.Average, process_set=ps),
-                  np.mean(np.stack(inputs), axis=0).astype(dt))
+            check(
+                f"allreduce average {dt.__name__}",
+                hvd.allreduce(mine, op=hvd.Average, process_set=ps),
+                np.mean(np.stack(inputs), axis=0).astype(dt),
+            )
         # in place
         t = mine.clone()
         out = hvd.allreduce_(t, op=hvd.Sum, process_set=ps)
         if out.data_ptr() != t.data_ptr():
             sys.exit("allreduce_ did not return its own tensor")
-        check(f"allreduce_ {dt.__name__}", t, np.sum(np.stack(inputs), axis=0).astype(dt),
-              exact=np.issubdtype(dt, np.integer))
+        check(
+            f"allreduce_ {dt.__name__}",
+            t,
+            np.sum(np.stack(inputs), axis=0).astype(dt),
+            exact=np.issubdtype(dt, np.integer),
+        )
         # async, poll, synchronize
         h = hvd.allreduce_async(mine, op=hvd.Max, process_set=ps)
         while not hvd.poll(h):
@@ -84,16 +96,19 @@ def check_world(members, ps):
         base, extra = divmod(rows, n)
         start = me * base + min(me, extra)
         size = base + (1 if me < extra else 0)
-        check(f"reducescatter rows={rows}", hvd.reducescatter(torch.from_numpy(xs[me].copy()), op=hvd.Sum,
-                                                              process_set=ps), total[start:start + size])
+        check(
+            f"reducescatter rows={rows}",
+            hvd.reducescatter(torch.from_numpy(xs[me].copy()), op=hvd.Sum, process_set=ps),
+            total[start : start + size],
+        )
     # alltoall: even, and with uneven splits
     xs = [data(m, (2 * n, 2), np.float32, 6) for m in members]
-    want = np.concatenate([xs[s][2 * me:2 * me + 2] for s in range(n)])
+    want = np.concatenate([xs[s][2 * me : 2 * me + 2] for s in range(n)])
     check("alltoall", hvd.alltoall(torch.from_numpy(xs[me].copy()), process_set=ps), want, exact=True)
     splits = [[(s + d) % 3 for d in range(n)] for s in range(n)]
     xs = [data(m, (sum(splits[i]), 2), np.float32, 7) for i, m in enumerate(members)]
     out, received = hvd.alltoall(torch.from_numpy(xs[me].copy()), splits=splits[me], process_set=ps)
-    want = np.concatenate([xs[s][sum(splits[s][:me]):sum(splits[s][:me]) + splits[s][me]] for s in range(n)])
+    want = np.concatenate([xs[s][sum(splits[s][:me]) : sum(splits[s][:me]) + splits[s][me]] for s in range(n)])
     check("alltoall splits", out, want, exact=True)
     check("alltoall received splits", received, np.array([splits[s][me] for s in range(n)]), exact=True)
     hvd.barrier(process_set=ps)
@@ -124,8 +139,14 @@ def check_refusals():
             if "unsupported dtype" not in str(e):
                 sys.exit(f"unclear refusal: {e}")
     try:
-        hvd.ops._allreduce_into(hvd._context.context(), "mixed", torch.ones(3), torch.ones(3, dtype=torch.float64),
-                                hvd.Sum, hvd.global_process_set)
+        hvd.ops._allreduce_into(
+            hvd._context.context(),
+            "mixed",
+            torch.ones(3),
+            torch.ones(3, dtype=torch.float64),
+            hvd.Sum,
+            hvd.global_process_set,
+        )
         sys.exit("mixed dtypes were not refused")
     except ValueError as e:
         if "mixed dtypes" not in str(e):
@@ -162,9 +183,13 @@ def check_model_helpers():
         model = torch.nn.Linear(4, 3).to(torch.float64)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         start = {k: v.clone() for k, v in model.state_dict().items()}
-        dopt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5),
-                                        named_parameters=model.named_parameters(), op=op,
-                                        gradient_predivide_factor=predivide, backward_passes_per_step=passes)
+        dopt = hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.5),
+            named_parameters=model.named_parameters(),
+            op=op,
+            gradient_predivide_factor=predivide,
+            backward_passes_per_step=passes,
+        )
         for k in range(passes):
             model(inputs(r, k)).pow(2).sum().backward()
         dopt.step()
@@ -181,8 +206,9 @@ def check_model_helpers():
         for g in grads:
             g /= n if op == hvd.Average else 1
         for (name, p), g, s0 in zip(model.named_parameters(), grads, [start["weight"], start["bias"]]):
-            check(f"DistributedOptimizer op={op} predivide={predivide} passes={passes} {name}", p,
-                  (s0 - 0.5 * g).numpy())
+            check(
+                f"DistributedOptimizer op={op} predivide={predivide} passes={passes} {name}", p, (s0 - 0.5 * g).numpy()
+            )
 
 
 def main():

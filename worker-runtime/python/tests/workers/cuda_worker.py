@@ -1,5 +1,6 @@
 """CUDA tensors on NCCL (RINGMASTER_BACKEND=nccl): every op in place and out of place, ordered after
 torch's current stream, and on a process set. Exits 1 with the first mismatch."""
+
 import sys
 
 import torch

@@ -7,6 +7,7 @@ hex floats to OUT/ddp.<backend>.<rank>.txt for the test to compare bit for bit.
 The buckets are tiny on purpose: after DDP's first step (one bucket: DDP does not bucket the first
 iteration) the gradients go in three buckets per step, so the comparison covers several allreduces per
 backward pass, which the ringmaster backend must keep apart exactly as Gloo does."""
+
 import os
 import sys
 
@@ -35,14 +36,16 @@ x_all, y_all = data.tensors
 per_rank = 16
 for step in range(12):
     begin = (step * per_rank * size + rank * per_rank) % (len(x_all) - per_rank)
-    x, y = x_all[begin:begin + per_rank], y_all[begin:begin + per_rank]
+    x, y = x_all[begin : begin + per_rank], y_all[begin : begin + per_rank]
     opt.zero_grad()
     torch.nn.functional.cross_entropy(ddp(x), y).backward()
     opt.step()
 buckets = ddp._get_ddp_logging_data().get("num_buckets_reduced")
 if buckets != BUCKETS:
-    sys.exit(f"rank {rank}: DDP reduced {buckets} buckets per step, not {BUCKETS}: adjust bucket_cap_mb so the "
-             f"comparison still covers several buckets")
+    sys.exit(
+        f"rank {rank}: DDP reduced {buckets} buckets per step, not {BUCKETS}: adjust bucket_cap_mb so the "
+        f"comparison still covers several buckets"
+    )
 with open(os.path.join(out, f"ddp.{backend}.{rank}.txt"), "w") as f:
     for _, p in sorted(net.named_parameters()):
         f.write("\n".join(v.hex() for v in p.detach().reshape(-1).tolist()) + "\n")

@@ -7,6 +7,7 @@ for the test to compare with torch's Gloo backend exactly.
 
 Inputs are a pattern of (rank, call), and the reductions run on integer-valued floats, so every result has
 one right value whatever order a backend adds in."""
+
 import os
 import sys
 
@@ -50,17 +51,22 @@ def p2p(prefix, group, members):
     works = [dist.isend(a, group_dst=right, group=group, tag=1), dist.isend(b, group_dst=right, group=group, tag=2)]
     got_b = torch.empty(3, 4, dtype=torch.float64)
     got_a = torch.empty(3, 4, dtype=torch.float64)
-    works += [dist.irecv(got_b, group_src=left, group=group, tag=2), dist.irecv(got_a, group_src=left, group=group, tag=1)]
+    works += [
+        dist.irecv(got_b, group_src=left, group=group, tag=2),
+        dist.irecv(got_a, group_src=left, group=group, tag=1),
+    ]
     for w in works:
         w.wait()
     results[f"{prefix}tagged.1"], results[f"{prefix}tagged.2"] = got_a, got_b
     # batch_isend_irecv: both directions at once
     to_right, to_left = data(rank, f"{prefix}bright"), data(rank, f"{prefix}bleft")
     from_left, from_right = torch.empty(3, 4, dtype=torch.float64), torch.empty(3, 4, dtype=torch.float64)
-    ops = [dist.P2POp(dist.isend, to_right, group=group, group_peer=right),
-           dist.P2POp(dist.irecv, from_left, group=group, group_peer=left),
-           dist.P2POp(dist.isend, to_left, group=group, group_peer=left),
-           dist.P2POp(dist.irecv, from_right, group=group, group_peer=right)]
+    ops = [
+        dist.P2POp(dist.isend, to_right, group=group, group_peer=right),
+        dist.P2POp(dist.irecv, from_left, group=group, group_peer=left),
+        dist.P2POp(dist.isend, to_left, group=group, group_peer=left),
+        dist.P2POp(dist.irecv, from_right, group=group, group_peer=right),
+    ]
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     results[f"{prefix}batch.from_left"], results[f"{prefix}batch.from_right"] = from_left, from_right
@@ -72,11 +78,18 @@ def collectives(prefix, group, members):
         t = data(rank, f"{prefix}bcast{root}")
         dist.broadcast(t, group_src=root, group=group)
         results[f"{prefix}broadcast.{root}"] = t
-    for name, op in [("sum", dist.ReduceOp.SUM), ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN),
-                     ("product", dist.ReduceOp.PRODUCT)]:
+    for name, op in [
+        ("sum", dist.ReduceOp.SUM),
+        ("max", dist.ReduceOp.MAX),
+        ("min", dist.ReduceOp.MIN),
+        ("product", dist.ReduceOp.PRODUCT),
+    ]:
         for dtype in (torch.float64, torch.int64):
-            t = data(rank, f"{prefix}ar{name}", dtype=dtype).clamp(-3, 3) if name == "product" else \
-                data(rank, f"{prefix}ar{name}", dtype=dtype)
+            t = (
+                data(rank, f"{prefix}ar{name}", dtype=dtype).clamp(-3, 3)
+                if name == "product"
+                else data(rank, f"{prefix}ar{name}", dtype=dtype)
+            )
             dist.all_reduce(t, op=op, group=group)
             results[f"{prefix}all_reduce.{name}.{dtype}"] = t
     t = data(rank, f"{prefix}ar_async")
@@ -103,8 +116,13 @@ def collectives(prefix, group, members):
     send = [(j + me + 1) % 3 for j in range(m)]
     recv = [(me + i + 1) % 3 for i in range(m)]
     o = torch.empty(sum(recv), 3, dtype=torch.float64)
-    dist.all_to_all_single(o, data(rank, f"{prefix}a2au", shape=(sum(send), 3)), output_split_sizes=recv,
-                           input_split_sizes=send, group=group)
+    dist.all_to_all_single(
+        o,
+        data(rank, f"{prefix}a2au", shape=(sum(send), 3)),
+        output_split_sizes=recv,
+        input_split_sizes=send,
+        group=group,
+    )
     results[f"{prefix}all_to_all_single.uneven"] = o
     root = 0
     gathered = [torch.empty(3, 4, dtype=torch.float64) for _ in range(m)] if me == root else None
@@ -129,7 +147,7 @@ for label, members in (("evens", evens), ("odds", odds)):
         p2p(f"new_group.{label}.", groups[label], members)
         collectives(f"new_group.{label}.", groups[label], members)
 # split_group: halves of the world
-halves = [world[:n // 2], world[n // 2:]]
+halves = [world[: n // 2], world[n // 2 :]]
 split = dist.split_group(split_ranks=halves)
 mine = next(h for h in halves if rank in h)
 p2p("split_group.", split, mine)

@@ -3,6 +3,7 @@ SGD steps; writes the full weights (every rank) and the mean step time to OUT/fs
 Run with NP=1 and backend "none" it is the one-process reference: the same model, seed and global batches.
 
     python fsdp_mesh_worker.py BACKEND OUT NP [STEPS]      (under ringmaster-run --np NP)"""
+
 import os
 import sys
 import time
@@ -24,8 +25,9 @@ def model():
 
 def batch(step):
     g = torch.Generator().manual_seed(100 + step)
-    return torch.randn(GLOBAL_BATCH, 16, generator=g, dtype=torch.float64), \
-        torch.randn(GLOBAL_BATCH, 8, generator=g, dtype=torch.float64)
+    return torch.randn(GLOBAL_BATCH, 16, generator=g, dtype=torch.float64), torch.randn(
+        GLOBAL_BATCH, 8, generator=g, dtype=torch.float64
+    )
 
 
 def train(net, steps, dp_rank=0, dp_size=1):
@@ -34,7 +36,7 @@ def train(net, steps, dp_rank=0, dp_size=1):
     times = []
     for step in range(steps):
         x, y = batch(step)
-        x, y = x[dp_rank * per:(dp_rank + 1) * per], y[dp_rank * per:(dp_rank + 1) * per]
+        x, y = x[dp_rank * per : (dp_rank + 1) * per], y[dp_rank * per : (dp_rank + 1) * per]
         t0 = time.perf_counter()
         opt.zero_grad()
         torch.nn.functional.mse_loss(net(x), y).backward()
@@ -65,8 +67,10 @@ for layer in (net[0], net[2]):
 fully_shard(net, mesh=mesh["dp"])
 times = train(net, steps, mesh["dp"].get_local_rank(), mesh["dp"].size())
 weights = {k: v.full_tensor().detach() for k, v in net.state_dict().items()}
-torch.save({"weights": weights, "step_s": sum(times[1:]) / max(1, len(times) - 1)},
-           os.path.join(out, f"fsdp.{backend}.{rank}.pt"))
+torch.save(
+    {"weights": weights, "step_s": sum(times[1:]) / max(1, len(times) - 1)},
+    os.path.join(out, f"fsdp.{backend}.{rank}.pt"),
+)
 dist.destroy_process_group()
 print(f"rank {rank}: FSDP2 over {backend} done", flush=True)
 hvd.shutdown()

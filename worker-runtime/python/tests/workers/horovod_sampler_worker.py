@@ -8,6 +8,7 @@ weights; rank 0 writes the final one to OUT/history.json. `replay(history)` trai
 process with the same arithmetic (each step: the mean over the ranks of each rank's mean loss): the test's
 reference for the weights.
 """
+
 import argparse
 import json
 import os
@@ -29,8 +30,9 @@ def dataset(num_samples):
 
 def model():
     torch.manual_seed(SEED)
-    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(),
-                               torch.nn.Linear(16, CLASSES)).to(torch.float64)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.Tanh(), torch.nn.Linear(16, CLASSES)).to(
+        torch.float64
+    )
 
 
 def weights(net):
@@ -92,8 +94,9 @@ def main():
                     state.commit()
             state.batch = 0
 
-    state = hvd.elastic.TorchState(model=model_, optimizer=optimizer, train_sampler=train_sampler, epoch=1, batch=0,
-                                   history=[])
+    state = hvd.elastic.TorchState(
+        model=model_, optimizer=optimizer, train_sampler=train_sampler, epoch=1, batch=0, history=[]
+    )
     train(state)
     # -------------------------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """A rank whose process loaded an old NCCL (argv[1]: a libnccl.so.2 without ncclCommShrink/ncclCommRevoke)
 before ringmaster: the native module must import, see that NCCL, and still run a CPU job. No torch: the
 NCCL loaded here is the only one. Prints one line per rank; exits 1 with the first thing that is wrong."""
+
 import ctypes
 import os
 import sys
@@ -25,8 +26,10 @@ def main():
     want = size * (size + 1) / 2
     if not np.all(out == want):
         sys.exit(f"rank {rank}: allreduce gave {out[:3]}, want {want}")
-    print(f"rank {rank}: NCCL {info['version']} without Shrink/Revoke, backend {session.backend()}, allreduce correct",
-          flush=True)
+    print(
+        f"rank {rank}: NCCL {info['version']} without Shrink/Revoke, backend {session.backend()}, allreduce correct",
+        flush=True,
+    )
     session.finish()
 
 

@@ -3,6 +3,7 @@ writes each stage's weights to OUT/pipe.<backend>.<rank>.pt. With backend "none"
 whole model on the same global batches: the reference.
 
     python pipeline_worker.py BACKEND OUT      (under ringmaster-run --np 2)"""
+
 import os
 import sys
 
@@ -17,14 +18,16 @@ BATCH, MICROBATCHES, STEPS = 8, 4, 3
 
 def model():
     torch.manual_seed(5)
-    return torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.Tanh(), torch.nn.Linear(24, 24), torch.nn.Tanh(),
-                               torch.nn.Linear(24, 6)).to(torch.float64)
+    return torch.nn.Sequential(
+        torch.nn.Linear(12, 24), torch.nn.Tanh(), torch.nn.Linear(24, 24), torch.nn.Tanh(), torch.nn.Linear(24, 6)
+    ).to(torch.float64)
 
 
 def batch(step):
     g = torch.Generator().manual_seed(200 + step)
-    return torch.randn(BATCH, 12, generator=g, dtype=torch.float64), torch.randn(BATCH, 6, generator=g,
-                                                                                 dtype=torch.float64)
+    return torch.randn(BATCH, 12, generator=g, dtype=torch.float64), torch.randn(
+        BATCH, 6, generator=g, dtype=torch.float64
+    )
 
 
 backend, out = sys.argv[1], sys.argv[2]

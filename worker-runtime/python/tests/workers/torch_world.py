@@ -1,6 +1,7 @@
 """How every comparison worker starts: it joins the ringmaster job, checks that the world is the size the
 test launched, and opens torch's world over the backend under test -- "ringmaster", or torch's own "gloo"
 through a FileStore in the output directory (the peer the results are compared with)."""
+
 import os
 import sys
 
@@ -15,13 +16,16 @@ def join(backend, out, expected_size, before):
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     if size != expected_size:
-        sys.exit(f"rank {rank}: a world of {size}, not {expected_size}: the membership changed before {before} "
-                 f"(a worker removed?); run the test again on a less loaded machine")
+        sys.exit(
+            f"rank {rank}: a world of {size}, not {expected_size}: the membership changed before {before} "
+            f"(a worker removed?); run the test again on a less loaded machine"
+        )
     # torch's FileStore waits (up to its timeout, minutes) for a file it cannot create: the directory must exist.
     os.makedirs(out, exist_ok=True)
     if backend == "ringmaster":
         dist.init_process_group("ringmaster")
     else:
-        dist.init_process_group("gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), size), rank=rank,
-                                world_size=size)
+        dist.init_process_group(
+            "gloo", store=dist.FileStore(os.path.join(out, "gloo.store"), size), rank=rank, world_size=size
+        )
     return rank, size

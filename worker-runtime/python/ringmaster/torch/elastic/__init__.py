@@ -21,33 +21,22 @@ launcher or the operator (the same contract as the C++ runtime).
 Sharded training on a DeviceMesh (FSDP2, tensor parallel): `run_mesh(MeshRule(tp=...), parallelize)` with a
 `MeshState` rebuilds the mesh from the rule in every generation and restores through DCP (mesh.py).
 """
-import functools
-import sys
 
-from .. import HostsUpdatedInterrupt, _context
+import functools
+
+from .. import _context
+from ..exceptions import HostsUpdatedInterrupt, WorkerRemoved
 from ..ops import HorovodInternalError
+from ._membership import rejoin as _rejoin
+from .mesh import MeshRule, MeshState, run_mesh
 from .sampler import ElasticSampler
 from .state import ObjectState, State, TorchState
-
-
-class WorkerRemoved(SystemExit):
-    """This worker is not in the job's newest membership: it leaves with status 0."""
-
-    def __init__(self):
-        super().__init__(0)
-
-
-def _rejoin(ctx, why):
-    ctx.session.interrupted(why)
-    if not ctx.session.join():
-        print(f"[{ctx.session.worker_id()}] not in the newest membership: leaving the job", file=sys.stderr)
-        raise WorkerRemoved()
-    ctx.after_join()
 
 
 def run(func):
     """Decorates `func(state, ...)`: runs it, and after every membership change rebuilds, restores `state`
     and runs it again, until it returns."""
+
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         ctx = _context.init()
@@ -68,10 +57,18 @@ def run(func):
             except HostsUpdatedInterrupt:
                 _rejoin(ctx, "membership changed")
             reset = True
+
     return wrapper
 
 
-from .mesh import MeshRule, MeshState, run_mesh  # noqa: E402  (mesh.py uses _rejoin above)
-
-__all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler", "WorkerRemoved", "MeshRule", "MeshState",
-           "run_mesh"]
+__all__ = [
+    "run",
+    "State",
+    "ObjectState",
+    "TorchState",
+    "ElasticSampler",
+    "WorkerRemoved",
+    "MeshRule",
+    "MeshState",
+    "run_mesh",
+]

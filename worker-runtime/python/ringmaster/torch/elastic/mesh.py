@@ -49,6 +49,7 @@ On rank 0, the first commit after a membership change prints how long the change
     FIGURE mesh-rebuild generation G: ... failure->first step T s = runtime rebuild A s (...) + mesh and
     parallelize B s + resharded restore C s + first step D s
 """
+
 import functools
 import io
 import math
@@ -61,9 +62,14 @@ import time
 
 import torch
 
-from .. import HostsUpdatedInterrupt, _context
+# torch.distributed's checkpoint (DCP), DeviceMesh and DTensor modules (about a second to import) and
+# ringmaster.distributed (it registers the "ringmaster" backend of torch.distributed) are imported in the
+# functions that use them: only a mesh job pays for them, not every `import ringmaster.torch`.
+from .. import _context
+from ..exceptions import HostsUpdatedInterrupt
 from ..functions import broadcast_object
 from ..ops import HorovodInternalError
+from ._membership import rejoin as _rejoin
 from .state import State
 
 _STEP_DIR = re.compile(r"^step-(\d+)-g(\d+)$")
@@ -109,9 +115,11 @@ def multiple_of_warning(rule, environ):
     if multiple_of < 1 or multiple_of % rule.tp == 0:
         return None
     want = multiple_of * rule.tp // math.gcd(multiple_of, rule.tp)
-    return (f"{rule} needs worlds in whole tp groups of {rule.tp}, but the job's spec.replicas.multipleOf is "
-            f"{multiple_of} (RINGMASTER_REPLICAS_MULTIPLE_OF), so the operator may publish worlds that leave "
-            f"workers standing by: set spec.replicas.multipleOf to {want} (min, max and desired multiples of it)")
+    return (
+        f"{rule} needs worlds in whole tp groups of {rule.tp}, but the job's spec.replicas.multipleOf is "
+        f"{multiple_of} (RINGMASTER_REPLICAS_MULTIPLE_OF), so the operator may publish worlds that leave "
+        f"workers standing by: set spec.replicas.multipleOf to {want} (min, max and desired multiples of it)"
+    )
 
 
 class MeshState(State):
@@ -126,27 +134,33 @@ class MeshState(State):
         self.optimizer = None
         self.mesh = None
         self._keep = max(2, int(keep))
-        self._dir = None       # the DCP root (None: nothing is saved)
-        self._standbys = 0     # standbys in this generation: commits are broadcast to them
+        self._dir = None  # the DCP root (None: nothing is saved)
+        self._standbys = 0  # standbys in this generation: commits are broadcast to them
         self._on_commit = None  # run_mesh's hook for its recovery figure
 
     # -- DCP ------------------------------------------------------------------------------------------
     def _sharded(self):
-        from torch.distributed.checkpoint.state_dict import get_state_dict
+        from torch.distributed.checkpoint.state_dict import get_state_dict  # heavy: only when a mesh job saves
+
         model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
         return {"model": model_sd, "optim": optim_sd}
 
     def _save_sharded(self, name):
-        import torch.distributed.checkpoint as dcp
+        import torch.distributed.checkpoint as dcp  # heavy: only when a mesh job saves
+
         dcp.save(self._sharded(), checkpoint_id=os.path.join(self._dir, name))
 
     def _load_sharded(self, name):
+        # Heavy: only when a mesh job restores.
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import set_state_dict
+
         path = os.path.join(self._dir, name)
         if not os.path.exists(os.path.join(path, ".metadata")):
-            raise RuntimeError(f"the committed step's sharded state {path} is missing or incomplete (is the "
-                               f"checkpoint directory shared by every worker?)")
+            raise RuntimeError(
+                f"the committed step's sharded state {path} is missing or incomplete (is the "
+                f"checkpoint directory shared by every worker?)"
+            )
         sd = self._sharded()
         dcp.load(sd, checkpoint_id=path)
         set_state_dict(self.model, self.optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optim"])
@@ -171,7 +185,9 @@ class MeshState(State):
             dcp_name = f"step-{step}-g{ctx.topology['generation']}"
             self._save_sharded(dcp_name)
         buf = io.BytesIO()
-        torch.save({"attrs": State._state(self)["attrs"], "dcp": dcp_name}, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+        torch.save(
+            {"attrs": State._state(self)["attrs"], "dcp": dcp_name}, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL
+        )
         epoch, committed = self._cursor()
         data = buf.getvalue()
         ctx.session.commit(data, epoch, committed)
@@ -193,13 +209,16 @@ class MeshState(State):
         if self.model is not None and saved.get("dcp") is not None:
             self._load_sharded(saved["dcp"])
         elif self.model is not None and self._dir is not None:
-            raise RuntimeError("the committed step has no sharded state (it was committed without a checkpoint "
-                               "directory): a mesh job needs RINGMASTER_CHECKPOINT_DIR from its start")
+            raise RuntimeError(
+                "the committed step has no sharded state (it was committed without a checkpoint "
+                "directory): a mesh job needs RINGMASTER_CHECKPOINT_DIR from its start"
+            )
         return True
 
     def sync(self):
-        raise NotImplementedError("a MeshState is restored from DCP, not broadcast: run_mesh saves the initial "
-                                  "state instead")
+        raise NotImplementedError(
+            "a MeshState is restored from DCP, not broadcast: run_mesh saves the initial state instead"
+        )
 
     def _stand_by(self):
         """A standby's generation: take each commit rank 0 broadcasts, until the mesh finishes (rank 0's
@@ -214,18 +233,16 @@ class MeshState(State):
             State._load(self, {"attrs": torch.load(io.BytesIO(data), weights_only=False)["attrs"]})
 
 
-def _rejoin(ctx, why):
-    from . import _rejoin as rejoin
-    rejoin(ctx, why)
-
-
 def _build_mesh(rule, ctx):
     """This generation's torch world and DeviceMesh from the rule: (mesh, dp_rank, dp, standbys), mesh None
     on a standby."""
+    # Only when a mesh job builds its mesh: DeviceMesh is heavy, and ringmaster.distributed registers the
+    # "ringmaster" backend with torch.distributed (and imports ringmaster.torch, which imports this module).
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
     import ringmaster.distributed as rd
+
     size, rank = ctx.topology["size"], ctx.topology["rank"]
     dp, tp, in_mesh = rule.layout(size)
     if dist.is_initialized():
@@ -246,8 +263,10 @@ def _forget_dtensor_caches():
     back) would find the earlier generation's mesh, and its tp group's name, which this generation's torch
     world does not have ("Could not resolve the process group registered under the name 4"). Forgotten at
     every rebuild."""
+    # DTensor's modules are heavy: imported at a mesh job's rebuild only.
     from torch.distributed.tensor import _redistribute, debug
     from torch.distributed.tensor._sharding_prop import ShardingPropagator
+
     debug._clear_sharding_prop_cache()  # the Python propagation cache and the C++ fast path's
     ShardingPropagator._propagate_tensor_meta_cached.cache_clear()
     _redistribute._gen_transform_infos.cache_clear()
@@ -273,17 +292,24 @@ def run_mesh(rule, parallelize):
             ctx = _context.init()
             ctx.session.require_min_size(rule.min_workers)
             if ctx.session.standalone() and ctx.topology["size"] < rule.min_workers:
-                raise ValueError(f"{rule} needs at least {rule.min_workers} workers; this is a world of one without a "
-                                 f"launcher or operator (run it under ringmaster-run --np {rule.min_workers} or more)")
+                raise ValueError(
+                    f"{rule} needs at least {rule.min_workers} workers; this is a world of one without a "
+                    f"launcher or operator (run it under ringmaster-run --np {rule.min_workers} or more)"
+                )
             root = ctx.session.checkpoint_dir()
             if not root and not ctx.session.standalone():
-                raise ValueError(f"{rule}: elastic training on a mesh restores sharded state from DCP checkpoints and "
-                                 f"needs RINGMASTER_CHECKPOINT_DIR, shared by the workers (ringmaster-run "
-                                 f"--checkpoint-dir DIR; a TrainingJob's spec.checkpoint)")
+                raise ValueError(
+                    f"{rule}: elastic training on a mesh restores sharded state from DCP checkpoints and "
+                    f"needs RINGMASTER_CHECKPOINT_DIR, shared by the workers (ringmaster-run "
+                    f"--checkpoint-dir DIR; a TrainingJob's spec.checkpoint)"
+                )
             state._dir = os.path.join(root, "mesh") if root else None
             if ctx.topology["rank"] == 0 and int(os.environ.get("RINGMASTER_MIN_WORKERS", "1")) < rule.min_workers:
-                _log(ctx, f"{rule} needs {rule.min_workers} workers but the job's minimum (RINGMASTER_MIN_WORKERS, "
-                          f"spec.replicas.min) is lower: generations below {rule.min_workers} workers pause")
+                _log(
+                    ctx,
+                    f"{rule} needs {rule.min_workers} workers but the job's minimum (RINGMASTER_MIN_WORKERS, "
+                    f"spec.replicas.min) is lower: generations below {rule.min_workers} workers pause",
+                )
             warning = multiple_of_warning(rule, os.environ)
             if ctx.topology["rank"] == 0 and warning:
                 _log(ctx, "warning: " + warning)
@@ -311,8 +337,11 @@ def run_mesh(rule, parallelize):
                         # standby takes it from rank 0's broadcast)
                     restored_at = time.perf_counter()
                     if ctx.topology["rank"] == 0:
-                        _log(ctx, f"generation {ctx.topology['generation']}: mesh dp={dp} x tp={rule.tp} over "
-                                  f"{dp * rule.tp} of {ctx.topology['size']} workers ({standbys} standing by)")
+                        _log(
+                            ctx,
+                            f"generation {ctx.topology['generation']}: mesh dp={dp} x tp={rule.tp} over "
+                            f"{dp * rule.tp} of {ctx.topology['size']} workers ({standbys} standing by)",
+                        )
                     state._on_commit = _figure(ctx, state, failed_at, joined_at, built_at, restored_at)
                     if reset:
                         state.on_reset()
@@ -322,8 +351,9 @@ def run_mesh(rule, parallelize):
                         result = func(state, *args, **kwargs)
                         if standbys:
                             # the standbys' next message: named as a commit would be
-                            broadcast_object(("done", result), root_rank=0,
-                                             name=f"mesh.commit.{ctx.session.committed_step() + 1}")
+                            broadcast_object(
+                                ("done", result), root_rank=0, name=f"mesh.commit.{ctx.session.committed_step() + 1}"
+                            )
                     ctx.session.finish()  # the last checkpoint is on disk before the job reports success
                     return result
                 except HorovodInternalError as e:
@@ -333,7 +363,9 @@ def run_mesh(rule, parallelize):
                     failed_at = time.perf_counter()
                     _rejoin(ctx, "membership changed")
                 reset = True
+
         return wrapper
+
     return decorate
 
 
@@ -347,9 +379,13 @@ def _figure(ctx, state, failed_at, joined_at, built_at, restored_at):
         state._on_commit = None
         now = time.perf_counter()
         rb = ctx.session.last_rebuild()
-        print(f"FIGURE mesh-rebuild generation {ctx.topology['generation']} world {ctx.topology['size']}: "
-              f"failure->first step {now - failed_at:.3f} s = runtime rebuild {joined_at - failed_at:.3f} s "
-              f"(detect {rb['detect']:.3f} rendezvous {rb['rendezvous']:.3f} communicator {rb['communicator']:.3f} "
-              f"state {rb['restore']:.3f}) + mesh and parallelize {built_at - joined_at:.3f} s + resharded "
-              f"restore {restored_at - built_at:.3f} s + first step {now - restored_at:.3f} s", flush=True)
+        print(
+            f"FIGURE mesh-rebuild generation {ctx.topology['generation']} world {ctx.topology['size']}: "
+            f"failure->first step {now - failed_at:.3f} s = runtime rebuild {joined_at - failed_at:.3f} s "
+            f"(detect {rb['detect']:.3f} rendezvous {rb['rendezvous']:.3f} communicator {rb['communicator']:.3f} "
+            f"state {rb['restore']:.3f}) + mesh and parallelize {built_at - joined_at:.3f} s + resharded "
+            f"restore {restored_at - built_at:.3f} s + first step {now - restored_at:.3f} s",
+            flush=True,
+        )
+
     return first_commit

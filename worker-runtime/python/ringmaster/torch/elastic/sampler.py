@@ -61,6 +61,7 @@ of them (`journal=True`) writes it to the sample journal and counts it. Both for
 into the sample journal (RINGMASTER_OUT) when the loader asks for it, i.e. before it is trained on with a
 loader that does not prefetch (num_workers=0).
 """
+
 import sys
 
 import torch
@@ -108,23 +109,27 @@ class GlobalBatchSampler(ElasticSampler):
 
     def __init__(self, dataset, shuffle=True, seed=0, batch_size=None):
         if batch_size is None:
-            raise ValueError("GlobalBatchSampler is a batch sampler over a fixed global batch: pass "
-                             "batch_size=<the global batch> and use DataLoader(dataset, batch_sampler=sampler) "
-                             "(or ElasticSampler(dataset, shuffle=True, seed=0), Horovod's form, with "
-                             "DataLoader(dataset, batch_size=<the local batch>, sampler=sampler))")
+            raise ValueError(
+                "GlobalBatchSampler is a batch sampler over a fixed global batch: pass "
+                "batch_size=<the global batch> and use DataLoader(dataset, batch_sampler=sampler) "
+                "(or ElasticSampler(dataset, shuffle=True, seed=0), Horovod's form, with "
+                "DataLoader(dataset, batch_size=<the local batch>, sampler=sampler))"
+            )
         self.num_samples = len(dataset)
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
             raise ValueError("batch_size (the global batch) must be >= 1")
         if not shuffle:
-            raise ValueError("the global-batch ElasticSampler always draws a seeded permutation per epoch; "
-                             "shuffle=False is not supported (Horovod's form, without batch_size, supports it)")
+            raise ValueError(
+                "the global-batch ElasticSampler always draws a seeded permutation per epoch; "
+                "shuffle=False is not supported (Horovod's form, without batch_size, supports it)"
+            )
         self.seed = int(seed)
         self._plan = _native.Sampler(self.num_samples, self.batch_size, self.seed)
         self.epoch = 0
-        self.committed = 0        # samples of `epoch` committed
-        self._yielded = None      # (epoch, committed, this rank's samples) after the last step handed out
-        self._shard = None        # (rank, size, journal) set by shard(); None: this worker's rank in the world
+        self.committed = 0  # samples of `epoch` committed
+        self._yielded = None  # (epoch, committed, this rank's samples) after the last step handed out
+        self._shard = None  # (rank, size, journal) set by shard(); None: this worker's rank in the world
 
     def _where(self, topo):
         """(rank, size, journal) this worker's steps are cut for."""
@@ -155,14 +160,21 @@ class GlobalBatchSampler(ElasticSampler):
         self.record_batch()
 
     def state_dict(self):
-        return {"epoch": self.epoch, "committed": self.committed, "num_samples": self.num_samples,
-                "batch_size": self.batch_size, "seed": self.seed}
+        return {
+            "epoch": self.epoch,
+            "committed": self.committed,
+            "num_samples": self.num_samples,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+        }
 
     def load_state_dict(self, state):
         if (state["num_samples"], state["batch_size"], state["seed"]) != (self.num_samples, self.batch_size, self.seed):
-            raise ValueError(f"sampler state for {state['num_samples']} samples, batch {state['batch_size']}, seed "
-                             f"{state['seed']} does not fit this sampler ({self.num_samples}, {self.batch_size}, "
-                             f"{self.seed})")
+            raise ValueError(
+                f"sampler state for {state['num_samples']} samples, batch {state['batch_size']}, seed "
+                f"{state['seed']} does not fit this sampler ({self.num_samples}, {self.batch_size}, "
+                f"{self.seed})"
+            )
         self.epoch, self.committed = int(state["epoch"]), int(state["committed"])
         self._yielded = None
 
@@ -212,25 +224,29 @@ class ShardSampler(ElasticSampler):
 
     def __init__(self, dataset, shuffle=True, seed=0, batch_size=None):
         if batch_size is not None:
-            raise ValueError("ShardSampler takes no batch_size: the local batch is the DataLoader's (batch_size=b, "
-                             "sampler=sampler); ElasticSampler(dataset, batch_size=...) is the global-batch form")
+            raise ValueError(
+                "ShardSampler takes no batch_size: the local batch is the DataLoader's (batch_size=b, "
+                "sampler=sampler); ElasticSampler(dataset, batch_size=...) is the global-batch form"
+            )
         if not isinstance(shuffle, bool) and shuffle not in (0, 1):
-            raise TypeError(f"ElasticSampler(dataset, shuffle=True, seed=0): shuffle is {shuffle!r}, not a bool; for "
-                            f"the global-batch form pass batch_size=<the global batch> by keyword")
+            raise TypeError(
+                f"ElasticSampler(dataset, shuffle=True, seed=0): shuffle is {shuffle!r}, not a bool; for "
+                f"the global-batch form pass batch_size=<the global batch> by keyword"
+            )
         self.dataset = dataset
         self.num_samples = len(dataset)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.epoch = 0
         self.processed_indices = set()  # Horovod's: the ids of `epoch` processed
-        self.ahead_indices = set()      # the ids of epoch + 1 processed early (borrowed by a plan of `epoch`)
-        self.batch_size = None          # the local batch, once known (the loader's BatchSampler, record_batch)
-        self.drop_last = False          # the loader's BatchSampler's
-        self._loader_batch = None       # the local batch as the loader's BatchSampler cuts it, when seen
-        self._shard = None              # (rank, size, journal) set by shard(); None: the world's rank and size
-        self._plan = None               # the current pass's plan (sharding.Plan), made by reset()
+        self.ahead_indices = set()  # the ids of epoch + 1 processed early (borrowed by a plan of `epoch`)
+        self.batch_size = None  # the local batch, once known (the loader's BatchSampler, record_batch)
+        self.drop_last = False  # the loader's BatchSampler's
+        self._loader_batch = None  # the local batch as the loader's BatchSampler cuts it, when seen
+        self._shard = None  # (rank, size, journal) set by shard(); None: the world's rank and size
+        self._plan = None  # the current pass's plan (sharding.Plan), made by reset()
         self._rank, self._journal = 0, True
-        self._uncounted = 0             # this rank's samples recorded since the last commit (the metric)
+        self._uncounted = 0  # this rank's samples recorded since the last commit (the metric)
 
     # -- Horovod's API ------------------------------------------------------------------------------
     def set_epoch(self, epoch):
@@ -248,9 +264,13 @@ class ShardSampler(ElasticSampler):
         """Re-shards the epoch's unprocessed samples over the current world (Horovod's reset)."""
         rank, size, journal = self._world()
         self._rank, self._journal = rank, journal
-        self._plan = make_plan(self._rest(self.epoch, self.processed_indices),
-                               lambda: self._rest(self.epoch + 1, self.ahead_indices),
-                               size, self.batch_size, self.drop_last)
+        self._plan = make_plan(
+            self._rest(self.epoch, self.processed_indices),
+            lambda: self._rest(self.epoch + 1, self.ahead_indices),
+            size,
+            self.batch_size,
+            self.drop_last,
+        )
 
     @property
     def indices(self):
@@ -259,7 +279,7 @@ class ShardSampler(ElasticSampler):
 
     def get_indices(self, batch_idx, batch_size):
         start = batch_idx * batch_size
-        return self.indices[start:start + batch_size]
+        return self.indices[start : start + batch_size]
 
     def record_batch(self, batch_idx, batch_size):
         """Batch `batch_idx` of `batch_size` of this pass is processed, on every rank (the module docstring)."""
@@ -285,18 +305,28 @@ class ShardSampler(ElasticSampler):
             self._uncounted += len(indices)
 
     def state_dict(self):
-        return {"epoch": self.epoch, "processed_indices": set(self.processed_indices),
-                "ahead_indices": set(self.ahead_indices), "batch_size": self.batch_size,
-                "num_samples": self.num_samples, "seed": self.seed, "shuffle": self.shuffle}
+        return {
+            "epoch": self.epoch,
+            "processed_indices": set(self.processed_indices),
+            "ahead_indices": set(self.ahead_indices),
+            "batch_size": self.batch_size,
+            "num_samples": self.num_samples,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+        }
 
     def load_state_dict(self, state):
         """Takes a state of this form (or Horovod's: epoch and processed_indices)."""
-        theirs = tuple(state.get(k, mine) for k, mine in
-                       (("num_samples", self.num_samples), ("seed", self.seed), ("shuffle", self.shuffle)))
+        theirs = tuple(
+            state.get(k, mine)
+            for k, mine in (("num_samples", self.num_samples), ("seed", self.seed), ("shuffle", self.shuffle))
+        )
         if theirs != (self.num_samples, self.seed, self.shuffle):
-            raise ValueError(f"sampler state for (samples, seed, shuffle) {theirs} does not fit this sampler "
-                             f"{(self.num_samples, self.seed, self.shuffle)}: restore it into a sampler made "
-                             f"with the same data set, seed and shuffle")
+            raise ValueError(
+                f"sampler state for (samples, seed, shuffle) {theirs} does not fit this sampler "
+                f"{(self.num_samples, self.seed, self.shuffle)}: restore it into a sampler made "
+                f"with the same data set, seed and shuffle"
+            )
         self.epoch = int(state["epoch"])
         self.processed_indices = set(state["processed_indices"])
         self.ahead_indices = set(state.get("ahead_indices", ()))
@@ -368,9 +398,13 @@ class ShardSampler(ElasticSampler):
         if plan.borrowed and self._rank == 0 and self._journal:
             who = f"[{_context.context().session.worker_id()}] " if _context.is_initialized() else ""
             batch = f"local batches of {plan.batch}" if plan.batch else "an unknown local batch (equal shares)"
-            print(f"{who}ElasticSampler: epoch {self.epoch}: {plan.own} samples left cannot give {plan.size} ranks "
-                  f"of {batch} the same number of batches; this pass also trains the first {plan.borrowed} "
-                  f"samples of epoch {self.epoch + 1}, which that epoch skips", file=sys.stderr, flush=True)
+            print(
+                f"{who}ElasticSampler: epoch {self.epoch}: {plan.own} samples left cannot give {plan.size} ranks "
+                f"of {batch} the same number of batches; this pass also trains the first {plan.borrowed} "
+                f"samples of epoch {self.epoch + 1}, which that epoch skips",
+                file=sys.stderr,
+                flush=True,
+            )
 
     # -- recording ----------------------------------------------------------------------------------
     def _mark(self, plan, item):
@@ -412,7 +446,7 @@ class ShardSampler(ElasticSampler):
         for start in range(0, len(share), chunk):
             if journal:
                 self._journal_run(plan, rank, start, min(start + chunk, len(share)))
-            yield from share[start:start + chunk]
+            yield from share[start : start + chunk]
 
     def _journal_run(self, plan, rank, start, end):
         if not _context.is_initialized():

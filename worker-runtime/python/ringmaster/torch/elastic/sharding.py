@@ -25,6 +25,7 @@ When b is not known, the shares are made equal (R + borrowed a multiple of size)
 counts for every b. With drop_last the plan keeps whole global batches only: the tail a DataLoader with
 drop_last would drop on some ranks is dropped on every rank (what drop_last asks for).
 """
+
 import torch
 
 
@@ -61,7 +62,7 @@ class Plan:
 
     def share(self, rank):
         if rank not in self._shares:
-            self._shares[rank] = self.items[rank::self.size]
+            self._shares[rank] = self.items[rank :: self.size]
         return self._shares[rank]
 
     def share_length(self, rank):
@@ -101,7 +102,9 @@ def make_plan(rest, following, size, batch=None, drop_last=False):
     if need:
         borrowed = list(following()[:need])
         if len(borrowed) < need:
-            raise ValueError(f"ElasticSampler: {len(rest)} samples left for {size} ranks need {need} samples of the "
-                             f"next epoch to give every rank the same number of batches, and it has {len(borrowed)} "
-                             f"left: use a data set of at least twice as many samples as workers")
+            raise ValueError(
+                f"ElasticSampler: {len(rest)} samples left for {size} ranks need {need} samples of the "
+                f"next epoch to give every rank the same number of batches, and it has {len(borrowed)} "
+                f"left: use a data set of at least twice as many samples as workers"
+            )
     return Plan(list(rest) + borrowed, len(rest), size, batch)

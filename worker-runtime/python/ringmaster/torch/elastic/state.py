@@ -6,12 +6,15 @@ checkpoint every RINGMASTER checkpoint interval, so a job that loses every worke
 raises HostsUpdatedInterrupt when the membership changed. `restore()` loads the newest committed state
 back (after a rebuild it is the newest any worker held), rolling back whatever happened since.
 """
+
 import io
 import pickle
 
 import torch
 
 from .. import _context
+from ..exceptions import HostsUpdatedInterrupt
+from ..functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .sampler import ElasticSampler, ShardSampler
 
 
@@ -38,8 +41,14 @@ class State:
 
     # -- what subclasses define -----------------------------------------------------------------------
     def _state(self):
-        return {"attrs": {name: (getattr(self, name).state_dict() if _has_state_dict(getattr(self, name))
-                                 else getattr(self, name)) for name in self._attrs}}
+        return {
+            "attrs": {
+                name: (
+                    getattr(self, name).state_dict() if _has_state_dict(getattr(self, name)) else getattr(self, name)
+                )
+                for name in self._attrs
+            }
+        }
 
     def _load(self, state):
         for name, value in state["attrs"].items():
@@ -58,7 +67,6 @@ class State:
         samplers = self._samplers(ShardSampler)
         if not samplers:
             return []
-        from ..functions import allgather_object
         gathered = allgather_object([s.state_dict() for s in samplers], name="elastic.sync.samplers")
         return [(sampler, [states[i] for states in gathered]) for i, sampler in enumerate(samplers)]
 
@@ -87,7 +95,6 @@ class State:
         _context.context().session.commit(buf.getvalue(), epoch, committed)
 
     def check_host_updates(self):
-        from .. import HostsUpdatedInterrupt
         if _context.context().session.superseded():
             raise HostsUpdatedInterrupt()
 
@@ -106,7 +113,6 @@ class State:
     def sync(self):
         """Makes every worker's state rank 0's (Horovod: after a reset, before training), the processed
         samples of a Horovod-form sampler being every rank's."""
-        from ..functions import broadcast_object
         records = self._gather_sampler_records()
         self._load(broadcast_object(self._state(), root_rank=0, name="elastic.sync"))
         self._unite_sampler_records(records)
@@ -142,12 +148,10 @@ class TorchState(ObjectState):
         super()._load(state)
 
     def sync(self):
-        from ..functions import broadcast_optimizer_state, broadcast_parameters
         records = self._gather_sampler_records()
         if self.model is not None:
             broadcast_parameters(self.model.state_dict(), root_rank=0)
         if self.optimizer is not None:
             broadcast_optimizer_state(self.optimizer, root_rank=0)
-        from ..functions import broadcast_object
         ObjectState._load(self, broadcast_object(ObjectState._state(self), root_rank=0, name="elastic.sync.attrs"))
         self._unite_sampler_records(records)
