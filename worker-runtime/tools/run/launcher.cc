@@ -1,4 +1,4 @@
-#include "tools/run/launcher.h"
+#include "worker-runtime/tools/run/launcher.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,12 +21,12 @@
 
 #include "api/membership.h"
 #include "api/worker_env.h"
-#include "data/splitmix64.h"
-#include "elastic/sample_journal.h"
-#include "membership/file_source.h"
-#include "tools/run/launcher_membership.h"
-#include "tools/run/save_killer.h"
-#include "tools/run/worker_table.h"
+#include "worker-runtime/data/splitmix64.h"
+#include "worker-runtime/elastic/sample_journal.h"
+#include "worker-runtime/membership/file_source.h"
+#include "worker-runtime/tools/run/launcher_membership.h"
+#include "worker-runtime/tools/run/save_killer.h"
+#include "worker-runtime/tools/run/worker_table.h"
 
 namespace ringmaster::elastic {
 
@@ -273,14 +273,26 @@ class Launcher {
     }
   }
 
-  // Fires the next chaos event once the workers reached its step and the gap since the last passed.
+  // Fires the next chaos event once the workers reached its step, the gap since the last passed, and every
+  // worker an earlier event SIGKILLed has left the published membership: until then the ranks still count it,
+  // so "kill rank 0" twice would hit the dead worker again instead of the next rank 0.
   bool FireDueChaos() {
     if (next_event_ >= o_.chaos.size() || Clock::now() - last_event_ < o_.chaos_gap) return true;
+    if (KilledWorkerStillMember()) return true;
     const ChaosEvent& e = o_.chaos[next_event_];
     if (Progress(o_.out, table_) < e.step || table_.members().empty()) return true;
     last_event_ = Clock::now();
     ++next_event_;
     return Inject(e);
+  }
+
+  bool KilledWorkerStillMember() {
+    for (auto it = killed_.begin(); it != killed_.end();) {
+      const auto& members = table_.members();
+      if (std::find(members.begin(), members.end(), *it) != members.end()) return true;
+      it = killed_.erase(it);
+    }
+    return false;
   }
 
   // A random event drawn now: an add at --min, else a kill, stop, killadd (or add below --max).
@@ -336,11 +348,15 @@ class Launcher {
         return false;
       }
       Print("chaos: SIGKILL " + who + " while " + *save + " was being written");
+      killed_.insert(w->id);
       return true;  // reaped on the next pass
     }
     Print("chaos: SIGKILL " + who);
     (void)w->process.Signal(SIGKILL);
-    if (e.action != "killadd") return true;  // reaped on the next pass
+    if (e.action != "killadd") {
+      killed_.insert(w->id);
+      return true;  // reaped on the next pass
+    }
     // Two changes back to back: the removal, then at once an add.
     table_.Remove(w->id);
     if (!Publish("chaos: " + w->id + " killed")) return false;
@@ -404,6 +420,7 @@ class Launcher {
   std::vector<std::pair<Clock::time_point, std::string>> resume_;  // paused workers and when to SIGCONT them
   runtime::data::SplitMix64 rng_{o_.chaos_seed};
   std::set<std::string> stopped_;  // SIGSTOPped for good (removed by the heartbeat check)
+  std::set<std::string> killed_;   // SIGKILLed by chaos and maybe still members (the next event waits for them)
 };
 
 }  // namespace

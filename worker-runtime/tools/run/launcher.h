@@ -6,8 +6,9 @@
 // rank 0's store address.
 //
 // Chaos SPEC: comma-separated events ACTION@STEP[:ARG], each fired once the
-// workers' committed step (from their heartbeat files) reaches STEP and at
-// least --chaos-gap ms after the previous event:
+// workers' committed step (from their heartbeat files) reaches STEP, at least
+// --chaos-gap ms after the previous event, and after a worker an earlier event
+// killed has left the membership (so rank R names a live worker):
 //   kill@S:R     SIGKILL the worker at rank R (R=0: the coordinator)
 //   killsave@S:R SIGKILL rank R while a checkpoint save is being written (a temp
 //                directory in --checkpoint-dir; the launcher polls for one for up to
@@ -30,7 +31,7 @@
 // Thread-safety: single-threaded program.
 #pragma once
 
-#include "tools/run/launcher_options.h"
+#include "worker-runtime/tools/run/launcher_options.h"
 
 namespace ringmaster::elastic {
 
