@@ -1,4 +1,4 @@
-#include "audit_counts.h"
+#include "bench/operator/audit_counts.h"
 
 #include <sys/stat.h>
 

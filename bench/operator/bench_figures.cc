@@ -1,4 +1,4 @@
-#include "bench_figures.h"
+#include "bench/operator/bench_figures.h"
 
 #include <unistd.h>
 

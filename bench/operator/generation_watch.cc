@@ -1,7 +1,7 @@
-#include "generation_watch.h"
+#include "bench/operator/generation_watch.h"
 
 #include "base/json_path.h"
-#include "controller/reconciler.h"
+#include "operator/controller/reconciler.h"
 #include "kube/resource.h"
 
 namespace ringmaster::bench {

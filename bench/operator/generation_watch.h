@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "bench_figures.h"
+#include "bench/operator/bench_figures.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 

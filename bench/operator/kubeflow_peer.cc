@@ -1,4 +1,4 @@
-#include "kubeflow_peer.h"
+#include "bench/operator/kubeflow_peer.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 
 #include "kube/base64.h"
 
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::bench {
 

@@ -11,8 +11,8 @@
 
 #include "base/status.h"
 #include "kube/resource.h"
-#include "support/background_process.h"
-#include "support/test_cluster.h"
+#include "tests/support/background_process.h"
+#include "tests/support/test_cluster.h"
 
 namespace ringmaster::bench {
 

@@ -1,4 +1,4 @@
-#include "metrics_text.h"
+#include "bench/operator/metrics_text.h"
 
 #include <cmath>
 #include <limits>

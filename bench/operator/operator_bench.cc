@@ -36,24 +36,24 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audit_counts.h"
+#include "bench/operator/audit_counts.h"
 #include "base/cli.h"
 #include "base/json_path.h"
 #include "bench/bench_json.h"
-#include "bench_figures.h"
-#include "controller/reconciler.h"
-#include "generation_watch.h"
+#include "bench/operator/bench_figures.h"
+#include "operator/controller/reconciler.h"
+#include "bench/operator/generation_watch.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/resource.h"
-#include "kubeflow_peer.h"
-#include "metrics_text.h"
-#include "pod_milestones.h"
-#include "support/background_process.h"
-#include "support/manifests.h"
-#include "support/operator_process.h"
-#include "support/subprocess.h"
-#include "support/test_cluster.h"
+#include "bench/operator/kubeflow_peer.h"
+#include "bench/operator/metrics_text.h"
+#include "bench/operator/pod_milestones.h"
+#include "tests/support/background_process.h"
+#include "tests/support/manifests.h"
+#include "tests/support/operator_process.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_cluster.h"
 
 namespace rt = ringmaster::testing;
 namespace rb = ringmaster::bench;

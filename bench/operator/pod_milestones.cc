@@ -1,4 +1,4 @@
-#include "pod_milestones.h"
+#include "bench/operator/pod_milestones.h"
 
 #include "base/json_path.h"
 #include "kube/resource.h"

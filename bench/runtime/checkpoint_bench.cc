@@ -55,9 +55,9 @@
 #include "base/cli.h"
 #include "base/subprocess.h"
 #include "bench/bench_json.h"
-#include "checkpoint/byte_buffer.h"
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/crc32c.h"
+#include "worker-runtime/checkpoint/byte_buffer.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/crc32c.h"
 
 namespace {
 

@@ -53,10 +53,10 @@
 #include "base/cli.h"
 #include "bench/bench_json.h"
 #include "bench/runtime/gloo_connect_peer.h"
-#include "elastic/elastic_driver.h"
-#include "memory/buffer_memory.h"
-#include "membership/file_source.h"
-#include "store/socket.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/membership/file_source.h"
+#include "worker-runtime/store/socket.h"
 
 namespace ringmaster::elastic {
 namespace {

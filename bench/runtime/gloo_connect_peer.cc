@@ -12,10 +12,10 @@
 #include <memory>
 #include <string>
 
-#include "gloo/gloo_store.h"
-#include "store/socket.h"
-#include "store/store_client.h"
-#include "store/store_server.h"
+#include "worker-runtime/gloo/gloo_store.h"
+#include "worker-runtime/store/socket.h"
+#include "worker-runtime/store/store_client.h"
+#include "worker-runtime/store/store_server.h"
 
 namespace ringmaster::elastic {
 namespace {

@@ -1,4 +1,4 @@
-#include "cmd/logging.h"
+#include "operator/cmd/logging.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // Structured logs for the operator binary: one line per message, as text or JSON, on stderr.
 #pragma once
 
-#include "cmd/options.h"
+#include "operator/cmd/options.h"
 #include "base/log.h"
 
 namespace ringmaster::operator_cmd {

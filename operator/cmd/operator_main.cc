@@ -14,10 +14,10 @@
 #include <prometheus/registry.h>
 
 #include "base/cli.h"
-#include "cmd/logging.h"
-#include "cmd/options.h"
-#include "controller/controller.h"
-#include "controller/operator_metrics.h"
+#include "operator/cmd/logging.h"
+#include "operator/cmd/options.h"
+#include "operator/controller/controller.h"
+#include "operator/controller/operator_metrics.h"
 #include "kube/client.h"
 #include "kube/client_metrics.h"
 #include "kube/config.h"

@@ -1,4 +1,4 @@
-#include "cmd/options.h"
+#include "operator/cmd/options.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "controller/cache_transforms.h"
+#include "operator/controller/cache_transforms.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "controller/controller.h"
+#include "operator/controller/controller.h"
 
 #include "api/job_status.h"
 #include "base/json_path.h"
-#include "controller/cache_transforms.h"
-#include "controller/worker_objects.h"
+#include "operator/controller/cache_transforms.h"
+#include "operator/controller/worker_objects.h"
 #include "kube/resource.h"
 
 namespace ringmaster::controller {

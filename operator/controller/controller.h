@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "controller/job_state_metrics.h"
-#include "controller/operator_metrics.h"
-#include "controller/reconciler.h"
+#include "operator/controller/job_state_metrics.h"
+#include "operator/controller/operator_metrics.h"
+#include "operator/controller/reconciler.h"
 #include "kube/client.h"
 #include "kube/client_metrics.h"
 #include "kube/event_recorder.h"

@@ -1,4 +1,4 @@
-#include "controller/job_plan.h"
+#include "operator/controller/job_plan.h"
 
 #include <algorithm>
 #include <set>
@@ -7,10 +7,10 @@
 #include "api/names.h"
 #include "api/training_job.h"
 #include "base/json_path.h"
-#include "controller/membership.h"
-#include "controller/peer_verdict.h"
+#include "operator/controller/membership.h"
+#include "operator/controller/peer_verdict.h"
 #include "base/time_format.h"
-#include "controller/worker_objects.h"
+#include "operator/controller/worker_objects.h"
 
 namespace ringmaster::controller {
 

@@ -14,7 +14,7 @@
 
 #include "api/peer_report.h"
 #include "base/status.h"
-#include "controller/job_spec.h"
+#include "operator/controller/job_spec.h"
 
 namespace ringmaster::controller {
 

@@ -1,6 +1,6 @@
-#include "controller/job_plan.h"
-#include "controller/job_spec.h"
-#include "controller/worker_objects.h"
+#include "operator/controller/job_plan.h"
+#include "operator/controller/job_spec.h"
+#include "operator/controller/worker_objects.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "controller/job_secret.h"
+#include "operator/controller/job_secret.h"
 
 #include <sys/random.h>
 

@@ -1,4 +1,4 @@
-#include "controller/job_spec.h"
+#include "operator/controller/job_spec.h"
 
 #include <algorithm>
 #include <numeric>

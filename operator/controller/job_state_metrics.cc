@@ -1,4 +1,4 @@
-#include "controller/job_state_metrics.h"
+#include "operator/controller/job_state_metrics.h"
 
 #include <array>
 #include <map>

@@ -1,4 +1,4 @@
-#include "controller/membership.h"
+#include "operator/controller/membership.h"
 
 #include <gtest/gtest.h>
 

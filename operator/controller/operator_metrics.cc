@@ -1,4 +1,4 @@
-#include "controller/operator_metrics.h"
+#include "operator/controller/operator_metrics.h"
 
 #include "metrics/buckets.h"
 

@@ -1,4 +1,4 @@
-#include "controller/peer_verdict.h"
+#include "operator/controller/peer_verdict.h"
 
 #include <map>
 #include <set>

@@ -1,15 +1,15 @@
-#include "controller/reconciler.h"
+#include "operator/controller/reconciler.h"
 
 #include <map>
 
 #include "api/job_status.h"
 #include "api/names.h"
 #include "api/peer_report.h"
-#include "controller/job_plan.h"
-#include "controller/job_secret.h"
+#include "operator/controller/job_plan.h"
+#include "operator/controller/job_secret.h"
 #include "base/json_path.h"
 #include "base/time_format.h"
-#include "controller/worker_objects.h"
+#include "operator/controller/worker_objects.h"
 #include "kube/api_error.h"
 #include "kube/informer.h"
 

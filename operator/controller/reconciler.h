@@ -20,9 +20,9 @@
 #include <unordered_map>
 
 #include "base/status.h"
-#include "controller/job_plan.h"
-#include "controller/operator_metrics.h"
-#include "controller/written_objects.h"
+#include "operator/controller/job_plan.h"
+#include "operator/controller/operator_metrics.h"
+#include "operator/controller/written_objects.h"
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "base/log.h"

@@ -1,4 +1,4 @@
-#include "controller/worker_objects.h"
+#include "operator/controller/worker_objects.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "controller/worker_objects.h"
+#include "operator/controller/worker_objects.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "api/names.h"
-#include "controller/job_secret.h"
+#include "operator/controller/job_secret.h"
 #include "kube/base64.h"
 #include "base/status_test_macros.h"
 

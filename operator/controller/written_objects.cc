@@ -1,4 +1,4 @@
-#include "controller/written_objects.h"
+#include "operator/controller/written_objects.h"
 
 #include "kube/client.h"
 

@@ -1,4 +1,4 @@
-#include "bootstrap.h"
+#include "tests/gpu_emulation/bootstrap.h"
 
 #include <poll.h>
 #include <sys/random.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <map>
 
-#include "log.h"
+#include "tests/gpu_emulation/log.h"
 
 namespace gpuemu {
 namespace {

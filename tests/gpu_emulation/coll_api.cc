@@ -1,13 +1,13 @@
 // The collective and point-to-point entry points (collectives.cc in NCCL) and their checks
 // (enqueue.cc ncclEnqueueCheck, argcheck.cc ArgsCheck / CudaPtrCheck).
-#include "api_headers.h"
-#include "collectives.h"
-#include "communicator.h"
-#include "device_memory.h"
-#include "group.h"
-#include "log.h"
-#include "reduce.h"
-#include "settings.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/collectives.h"
+#include "tests/gpu_emulation/communicator.h"
+#include "tests/gpu_emulation/device_memory.h"
+#include "tests/gpu_emulation/group.h"
+#include "tests/gpu_emulation/log.h"
+#include "tests/gpu_emulation/reduce.h"
+#include "tests/gpu_emulation/settings.h"
 
 using namespace gpuemu;
 

@@ -1,4 +1,4 @@
-#include "collectives.h"
+#include "tests/gpu_emulation/collectives.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,11 +6,11 @@
 #include <cstring>
 #include <mutex>
 
-#include "communicator.h"
-#include "log.h"
-#include "reduce.h"
-#include "streams.h"
-#include "tags.h"
+#include "tests/gpu_emulation/communicator.h"
+#include "tests/gpu_emulation/log.h"
+#include "tests/gpu_emulation/reduce.h"
+#include "tests/gpu_emulation/streams.h"
+#include "tests/gpu_emulation/tags.h"
 
 namespace gpuemu {
 namespace {

@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "api_headers.h"
+#include "tests/gpu_emulation/api_headers.h"
 
 namespace gpuemu {
 

@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <cstring>
 
-#include "api_headers.h"
-#include "bootstrap.h"
-#include "comm_jobs.h"
-#include "communicator.h"
-#include "device_memory.h"
-#include "group.h"
-#include "log.h"
-#include "settings.h"
-#include "tags.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/bootstrap.h"
+#include "tests/gpu_emulation/comm_jobs.h"
+#include "tests/gpu_emulation/communicator.h"
+#include "tests/gpu_emulation/device_memory.h"
+#include "tests/gpu_emulation/group.h"
+#include "tests/gpu_emulation/log.h"
+#include "tests/gpu_emulation/settings.h"
+#include "tests/gpu_emulation/tags.h"
 
 using namespace gpuemu;
 

@@ -1,4 +1,4 @@
-#include "comm_jobs.h"
+#include "tests/gpu_emulation/comm_jobs.h"
 
 #include <unistd.h>
 
@@ -8,10 +8,10 @@
 #include <cstring>
 #include <thread>
 
-#include "group.h"
-#include "log.h"
-#include "settings.h"
-#include "tags.h"
+#include "tests/gpu_emulation/group.h"
+#include "tests/gpu_emulation/log.h"
+#include "tests/gpu_emulation/settings.h"
+#include "tests/gpu_emulation/tags.h"
 
 namespace gpuemu {
 namespace {

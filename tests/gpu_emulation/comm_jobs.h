@@ -17,9 +17,9 @@
 #include <memory>
 #include <vector>
 
-#include "api_headers.h"
-#include "bootstrap.h"
-#include "communicator.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/bootstrap.h"
+#include "tests/gpu_emulation/communicator.h"
 
 namespace gpuemu {
 

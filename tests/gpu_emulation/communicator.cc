@@ -1,7 +1,7 @@
-#include "communicator.h"
+#include "tests/gpu_emulation/communicator.h"
 
-#include "group.h"
-#include "log.h"
+#include "tests/gpu_emulation/group.h"
+#include "tests/gpu_emulation/log.h"
 
 namespace gpuemu {
 

@@ -17,10 +17,10 @@
 #include <mutex>
 #include <vector>
 
-#include "api_headers.h"
-#include "bootstrap.h"
-#include "mesh.h"
-#include "net.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/bootstrap.h"
+#include "tests/gpu_emulation/mesh.h"
+#include "tests/gpu_emulation/net.h"
 
 namespace gpuemu {
 

@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "api_headers.h"
-#include "cuda_errors.h"
-#include "device_memory.h"
-#include "streams.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/cuda_errors.h"
+#include "tests/gpu_emulation/device_memory.h"
+#include "tests/gpu_emulation/streams.h"
 
 using namespace gpuemu;
 

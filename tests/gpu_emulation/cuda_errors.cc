@@ -1,4 +1,4 @@
-#include "cuda_errors.h"
+#include "tests/gpu_emulation/cuda_errors.h"
 
 namespace gpuemu {
 namespace {

@@ -4,7 +4,7 @@
 // Thread-safety: the last error is per thread, as the CUDA runtime's.
 #pragma once
 
-#include "api_headers.h"
+#include "tests/gpu_emulation/api_headers.h"
 
 namespace gpuemu {
 

@@ -1,10 +1,10 @@
-#include "device_memory.h"
+#include "tests/gpu_emulation/device_memory.h"
 
 #include <cstdlib>
 #include <map>
 #include <mutex>
 
-#include "settings.h"
+#include "tests/gpu_emulation/settings.h"
 
 namespace gpuemu {
 namespace {

@@ -1,9 +1,9 @@
-#include "group.h"
+#include "tests/gpu_emulation/group.h"
 
 #include <chrono>
 
-#include "device_memory.h"
-#include "log.h"
+#include "tests/gpu_emulation/device_memory.h"
+#include "tests/gpu_emulation/log.h"
 
 namespace gpuemu {
 namespace {

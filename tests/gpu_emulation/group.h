@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "api_headers.h"
-#include "collectives.h"
-#include "communicator.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/collectives.h"
+#include "tests/gpu_emulation/communicator.h"
 
 namespace gpuemu {
 

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "tests/gpu_emulation/log.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "device_memory.h"
-#include "settings.h"
+#include "tests/gpu_emulation/device_memory.h"
+#include "tests/gpu_emulation/settings.h"
 
 namespace gpuemu {
 namespace {

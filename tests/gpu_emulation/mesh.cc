@@ -1,4 +1,4 @@
-#include "mesh.h"
+#include "tests/gpu_emulation/mesh.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "api_headers.h"
-#include "net.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/net.h"
 
 namespace gpuemu {
 

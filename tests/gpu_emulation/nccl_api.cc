@@ -2,12 +2,12 @@
 // error strings, the unique id, the async state and the queries, groups.
 #include <cstring>
 
-#include "api_headers.h"
-#include "bootstrap.h"
-#include "communicator.h"
-#include "group.h"
-#include "log.h"
-#include "settings.h"
+#include "tests/gpu_emulation/api_headers.h"
+#include "tests/gpu_emulation/bootstrap.h"
+#include "tests/gpu_emulation/communicator.h"
+#include "tests/gpu_emulation/group.h"
+#include "tests/gpu_emulation/log.h"
+#include "tests/gpu_emulation/settings.h"
 
 using namespace gpuemu;
 

@@ -1,4 +1,4 @@
-#include "net.h"
+#include "tests/gpu_emulation/net.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "reduce.h"
+#include "tests/gpu_emulation/reduce.h"
 
 #include <cmath>
 #include <cstring>

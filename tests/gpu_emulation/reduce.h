@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api_headers.h"
+#include "tests/gpu_emulation/api_headers.h"
 
 namespace gpuemu {
 

@@ -1,4 +1,4 @@
-#include "settings.h"
+#include "tests/gpu_emulation/settings.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "api_headers.h"
+#include "tests/gpu_emulation/api_headers.h"
 
 namespace gpuemu {
 namespace {

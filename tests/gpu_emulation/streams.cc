@@ -1,9 +1,9 @@
-#include "streams.h"
+#include "tests/gpu_emulation/streams.h"
 
 #include <unordered_map>
 #include <vector>
 
-#include "device_memory.h"
+#include "tests/gpu_emulation/device_memory.h"
 
 // The handle types are incomplete in driver_types.h; the emulation's handles are tags whose
 // addresses key the tables below.

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-#include "api_headers.h"
+#include "tests/gpu_emulation/api_headers.h"
 
 namespace gpuemu {
 

@@ -17,10 +17,10 @@
 #include <gtest/gtest.h>
 
 #include "base/status_test_macros.h"
-#include "pod_runner/container_user.h"
-#include "pod_runner/oci_image.h"
-#include "pod_runner/rootfs_cache.h"
-#include "support/subprocess.h"
+#include "tests/pod_runner/container_user.h"
+#include "tests/pod_runner/oci_image.h"
+#include "tests/pod_runner/rootfs_cache.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -11,7 +11,7 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
-#include "support/cluster_test.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "support/cluster_test.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

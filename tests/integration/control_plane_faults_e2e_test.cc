@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "integration/elastic_workers_fixture.h"
-#include "integration/membership_history.h"
+#include "tests/integration/elastic_workers_fixture.h"
+#include "tests/integration/membership_history.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -11,7 +11,7 @@
 // Each test disturbs the job mid-run (a worker SIGKILLed, a node lost, a scale-down) and then requires:
 // the job Succeeded, every finisher's weights equal a one-process run (float64, 1e-9 relative), and
 // the committed samples (ResolveJournals over every worker's journal) cover each epoch exactly once.
-#include "integration/elastic_workers_fixture.h"
+#include "tests/integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
 namespace {

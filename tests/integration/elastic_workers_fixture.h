@@ -19,12 +19,12 @@
 #include <set>
 #include <sstream>
 
-#include "support/manifests.h"
-#include "testing/chaos_harness.h"
-#include "elastic/sample_journal.h"
-#include "support/cluster_test.h"
-#include "support/operator_process.h"
-#include "pod_runner/pod_runner.h"
+#include "tests/support/manifests.h"
+#include "worker-runtime/testing/chaos_harness.h"
+#include "worker-runtime/elastic/sample_journal.h"
+#include "tests/support/cluster_test.h"
+#include "tests/support/operator_process.h"
+#include "tests/pod_runner/pod_runner.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -20,9 +20,9 @@
 #include <map>
 
 #include "api/names.h"
-#include "support/manifests.h"
-#include "support/background_process.h"
-#include "support/cluster_test.h"
+#include "tests/support/manifests.h"
+#include "tests/support/background_process.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -6,12 +6,12 @@
 // every sample once; the operators' generations are never lost or repeated. Then `helm upgrade` rolls the
 // operator with the job untouched and `helm uninstall` leaves nothing of the release but the CRD.
 // It prints the time from `helm install` to the operator Ready (a figure, not asserted).
-#include "integration/elastic_workers_fixture.h"
+#include "tests/integration/elastic_workers_fixture.h"
 
 #include <regex>
 
-#include "pod_runner/oci_image.h"
-#include "pod_runner/rootfs_cache.h"
+#include "tests/pod_runner/oci_image.h"
+#include "tests/pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -17,7 +17,7 @@
 #include "kube/informer.h"
 #include "kube/leader_election.h"
 #include "kube/workqueue.h"
-#include "support/test_cluster.h"
+#include "tests/support/test_cluster.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::kube {

@@ -5,14 +5,14 @@
 
 #include <string>
 
-#include "support/manifests.h"
+#include "tests/support/manifests.h"
 #include "api/peer_report.h"
-#include "controller/worker_objects.h"
+#include "operator/controller/worker_objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "membership/kubernetes_source.h"
-#include "support/background_process.h"
-#include "support/cluster_test.h"
+#include "worker-runtime/membership/kubernetes_source.h"
+#include "tests/support/background_process.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

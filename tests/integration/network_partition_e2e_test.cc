@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <string>
 
-#include "integration/elastic_workers_fixture.h"
-#include "integration/membership_history.h"
+#include "tests/integration/elastic_workers_fixture.h"
+#include "tests/integration/membership_history.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "controller/reconciler.h"
+#include "operator/controller/reconciler.h"
 #include "kube/config.h"
 #include "kube/informer.h"
 
-#include "support/manifests.h"
-#include "support/operator_process.h"
-#include "support/cluster_test.h"
+#include "tests/support/manifests.h"
+#include "tests/support/operator_process.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "integration/replicated_operator_fixture.h"
+#include "tests/integration/replicated_operator_fixture.h"
 
 namespace ringmaster::testing {
 namespace {

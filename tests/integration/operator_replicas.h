@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "support/background_process.h"
-#include "support/cluster_test.h"
-#include "support/operator_process.h"
+#include "tests/support/background_process.h"
+#include "tests/support/cluster_test.h"
+#include "tests/support/operator_process.h"
 
 namespace ringmaster::testing {
 

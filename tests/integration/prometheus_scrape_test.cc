@@ -14,8 +14,8 @@
 #include <regex>
 
 #include "api/worker_env.h"
-#include "gpu/gpu_telemetry.h"
-#include "integration/elastic_workers_fixture.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
+#include "tests/integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
 namespace {

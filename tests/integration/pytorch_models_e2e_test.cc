@@ -4,7 +4,7 @@
 // elastic_workers_fixture.h's: the real operator, KWOK's fake GPU nodes, the pod runner running each pod's
 // command as a local process. A worker is SIGKILLed mid-run; the job must succeed with every finisher's weights
 // equal to a one-process run of the same script (float64, 1e-9 relative) and every sample once in the epoch.
-#include "integration/elastic_workers_fixture.h"
+#include "tests/integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <memory>
 
-#include "integration/elastic_workers_fixture.h"
-#include "integration/membership_history.h"
-#include "integration/operator_replicas.h"
+#include "tests/integration/elastic_workers_fixture.h"
+#include "tests/integration/membership_history.h"
+#include "tests/integration/operator_replicas.h"
 
 namespace ringmaster::testing {
 

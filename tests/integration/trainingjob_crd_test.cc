@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "support/manifests.h"
-#include "support/cluster_test.h"
+#include "tests/support/manifests.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "support/manifests.h"
+#include "tests/support/manifests.h"
 #include "api/peer_report.h"
-#include "controller/worker_objects.h"
-#include "support/cluster_test.h"
+#include "operator/controller/worker_objects.h"
+#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -1,4 +1,4 @@
-#include "pod_runner/container_child.h"
+#include "tests/pod_runner/container_child.h"
 
 #include <fcntl.h>
 #include <grp.h>

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pod_runner/container_process.h"
+#include "tests/pod_runner/container_process.h"
 
 namespace ringmaster::testing {
 

@@ -1,4 +1,4 @@
-#include "pod_runner/container_env.h"
+#include "tests/pod_runner/container_env.h"
 
 #include <optional>
 

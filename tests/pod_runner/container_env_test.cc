@@ -1,5 +1,5 @@
 // The kubelet's view of a container, as the pod runner reproduces it: env resolution and $(VAR) expansion.
-#include "pod_runner/container_env.h"
+#include "tests/pod_runner/container_env.h"
 
 #include <gtest/gtest.h>
 #include "base/status_test_macros.h"

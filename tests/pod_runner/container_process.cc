@@ -1,6 +1,6 @@
-#include "pod_runner/container_process.h"
+#include "tests/pod_runner/container_process.h"
 
-#include "pod_runner/container_child.h"
+#include "tests/pod_runner/container_child.h"
 
 namespace ringmaster::testing {
 

@@ -2,7 +2,7 @@
 // host name and user are its own, it finds its program inside its root, a second process joins its mount
 // namespace, and a failed step is named. Container setup needs root (CAP_SYS_ADMIN); these skip elsewhere.
 // The suite keeps its name from when this lived in base/subprocess (ctest selects it as Subprocess*).
-#include "pod_runner/container_process.h"
+#include "tests/pod_runner/container_process.h"
 
 #include <gtest/gtest.h>
 #include <sys/mount.h>

@@ -1,4 +1,4 @@
-#include "pod_runner/container_start.h"
+#include "tests/pod_runner/container_start.h"
 
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -9,12 +9,12 @@
 #include <filesystem>
 
 #include "base/json_path.h"
-#include "pod_runner/container_env.h"
-#include "pod_runner/container_user.h"
-#include "pod_runner/local_process.h"
-#include "pod_runner/oci_image.h"
-#include "pod_runner/rootfs_cache.h"
-#include "pod_runner/rootfs_path.h"
+#include "tests/pod_runner/container_env.h"
+#include "tests/pod_runner/container_user.h"
+#include "tests/pod_runner/local_process.h"
+#include "tests/pod_runner/oci_image.h"
+#include "tests/pod_runner/rootfs_cache.h"
+#include "tests/pod_runner/rootfs_path.h"
 
 namespace ringmaster::testing {
 

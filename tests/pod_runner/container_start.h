@@ -31,10 +31,10 @@
 
 #include "base/status.h"
 #include "base/subprocess.h"
-#include "pod_runner/container_process.h"
-#include "pod_runner/pod_spec.h"
-#include "pod_runner/readiness_probe.h"
-#include "pod_runner/rootfs_cache.h"
+#include "tests/pod_runner/container_process.h"
+#include "tests/pod_runner/pod_spec.h"
+#include "tests/pod_runner/readiness_probe.h"
+#include "tests/pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
 

@@ -1,4 +1,4 @@
-#include "pod_runner/container_user.h"
+#include "tests/pod_runner/container_user.h"
 
 #include <charconv>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "pod_runner/image_ref.h"
+#include "tests/pod_runner/image_ref.h"
 
 #include <cctype>
 

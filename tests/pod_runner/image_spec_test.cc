@@ -10,15 +10,15 @@
 
 #include "base/status_test_macros.h"
 #include "base/subprocess.h"
-#include "pod_runner/container_env.h"
-#include "pod_runner/container_user.h"
-#include "pod_runner/image_ref.h"
-#include "pod_runner/oci_image.h"
-#include "pod_runner/pod_spec.h"
-#include "pod_runner/readiness_probe.h"
-#include "pod_runner/restart_policy.h"
-#include "pod_runner/rootfs_path.h"
-#include "pod_runner/tar_reader.h"
+#include "tests/pod_runner/container_env.h"
+#include "tests/pod_runner/container_user.h"
+#include "tests/pod_runner/image_ref.h"
+#include "tests/pod_runner/oci_image.h"
+#include "tests/pod_runner/pod_spec.h"
+#include "tests/pod_runner/readiness_probe.h"
+#include "tests/pod_runner/restart_policy.h"
+#include "tests/pod_runner/rootfs_path.h"
+#include "tests/pod_runner/tar_reader.h"
 
 namespace ringmaster::testing {
 namespace {

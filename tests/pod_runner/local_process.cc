@@ -1,4 +1,4 @@
-#include "pod_runner/local_process.h"
+#include "tests/pod_runner/local_process.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "pod_runner/container_process.h"
+#include "tests/pod_runner/container_process.h"
 
 namespace ringmaster::testing {
 

@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "base/subprocess.h"
-#include "pod_runner/container_env.h"
+#include "tests/pod_runner/container_env.h"
 
 namespace ringmaster::testing {
 

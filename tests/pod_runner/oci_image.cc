@@ -1,10 +1,10 @@
-#include "pod_runner/oci_image.h"
+#include "tests/pod_runner/oci_image.h"
 
 #include <sys/stat.h>
 
 #include "base/json_path.h"
-#include "pod_runner/image_ref.h"
-#include "pod_runner/tar_reader.h"
+#include "tests/pod_runner/image_ref.h"
+#include "tests/pod_runner/tar_reader.h"
 
 namespace ringmaster::testing {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "pod_runner/container_env.h"
+#include "tests/pod_runner/container_env.h"
 
 namespace ringmaster::testing {
 

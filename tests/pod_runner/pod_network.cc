@@ -1,4 +1,4 @@
-#include "pod_runner/pod_network.h"
+#include "tests/pod_runner/pod_network.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 

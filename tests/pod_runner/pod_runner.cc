@@ -1,4 +1,4 @@
-#include "pod_runner/pod_runner.h"
+#include "tests/pod_runner/pod_runner.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,13 +21,13 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "base/time_format.h"
-#include "pod_runner/container_env.h"
-#include "pod_runner/container_start.h"
-#include "pod_runner/local_process.h"
-#include "pod_runner/pod_network.h"
-#include "pod_runner/readiness_probe.h"
-#include "pod_runner/restart_policy.h"
-#include "pod_runner/rootfs_cache.h"
+#include "tests/pod_runner/container_env.h"
+#include "tests/pod_runner/container_start.h"
+#include "tests/pod_runner/local_process.h"
+#include "tests/pod_runner/pod_network.h"
+#include "tests/pod_runner/readiness_probe.h"
+#include "tests/pod_runner/restart_policy.h"
+#include "tests/pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
 

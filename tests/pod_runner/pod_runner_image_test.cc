@@ -18,8 +18,8 @@
 #include "base/json_path.h"
 #include "base/status_test_macros.h"
 #include "base/subprocess.h"
-#include "pod_runner/pod_runner.h"
-#include "support/cluster_test.h"
+#include "tests/pod_runner/pod_runner.h"
+#include "tests/support/cluster_test.h"
 
 namespace ringmaster::testing {
 namespace {

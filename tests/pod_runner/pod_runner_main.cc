@@ -16,7 +16,7 @@
 #include <string>
 
 #include "base/cli.h"
-#include "pod_runner/pod_runner.h"
+#include "tests/pod_runner/pod_runner.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-#include "pod_runner/pod_spec.h"
+#include "tests/pod_runner/pod_spec.h"
 
 #include "base/json_path.h"
-#include "pod_runner/restart_policy.h"
+#include "tests/pod_runner/restart_policy.h"
 
 namespace ringmaster::testing {
 

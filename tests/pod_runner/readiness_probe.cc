@@ -1,4 +1,4 @@
-#include "pod_runner/readiness_probe.h"
+#include "tests/pod_runner/readiness_probe.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

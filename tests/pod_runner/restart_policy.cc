@@ -1,4 +1,4 @@
-#include "pod_runner/restart_policy.h"
+#include "tests/pod_runner/restart_policy.h"
 
 #include <algorithm>
 

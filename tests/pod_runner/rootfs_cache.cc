@@ -1,4 +1,4 @@
-#include "pod_runner/rootfs_cache.h"
+#include "tests/pod_runner/rootfs_cache.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

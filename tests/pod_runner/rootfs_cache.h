@@ -23,7 +23,7 @@
 #include <utility>
 
 #include "base/status.h"
-#include "pod_runner/oci_image.h"
+#include "tests/pod_runner/oci_image.h"
 
 namespace ringmaster::testing {
 

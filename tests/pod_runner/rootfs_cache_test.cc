@@ -2,7 +2,7 @@
 // pruned, and every root nobody holds goes when another image is unpacked. Images are built here with
 // umoci (a file each, differing by content, so each has its own manifest). Needs root and umoci: without
 // them the test fails, saying so (make deps installs umoci).
-#include "pod_runner/rootfs_cache.h"
+#include "tests/pod_runner/rootfs_cache.h"
 
 #include <unistd.h>
 
@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "base/status_test_macros.h"
-#include "pod_runner/oci_image.h"
-#include "support/subprocess.h"
+#include "tests/pod_runner/oci_image.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 namespace {

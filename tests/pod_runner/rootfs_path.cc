@@ -1,4 +1,4 @@
-#include "pod_runner/rootfs_path.h"
+#include "tests/pod_runner/rootfs_path.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

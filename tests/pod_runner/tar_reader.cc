@@ -1,4 +1,4 @@
-#include "pod_runner/tar_reader.h"
+#include "tests/pod_runner/tar_reader.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "integration/replicated_operator_fixture.h"
+#include "tests/integration/replicated_operator_fixture.h"
 
 namespace ringmaster::testing {
 namespace {

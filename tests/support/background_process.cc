@@ -1,4 +1,4 @@
-#include "support/background_process.h"
+#include "tests/support/background_process.h"
 
 #include <fstream>
 #include <sstream>

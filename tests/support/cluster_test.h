@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "support/manifests.h"
-#include "support/test_cluster.h"
+#include "tests/support/manifests.h"
+#include "tests/support/test_cluster.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

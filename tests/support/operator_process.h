@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "support/background_process.h"
-#include "support/test_cluster.h"
+#include "tests/support/background_process.h"
+#include "tests/support/test_cluster.h"
 
 namespace ringmaster::testing {
 

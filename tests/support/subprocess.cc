@@ -1,4 +1,4 @@
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 
 #include "base/subprocess.h"
 

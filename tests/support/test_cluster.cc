@@ -1,4 +1,4 @@
-#include "support/test_cluster.h"
+#include "tests/support/test_cluster.h"
 
 #include <unistd.h>
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/status_test_macros.h"
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 namespace {

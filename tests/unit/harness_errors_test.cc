@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "support/subprocess.h"
+#include "tests/support/subprocess.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {

@@ -1,4 +1,4 @@
-#include "checkpoint/async_checkpoint_writer.h"
+#include "worker-runtime/checkpoint/async_checkpoint_writer.h"
 
 #include <chrono>
 #include <cstring>

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
 
 namespace ringmaster::runtime::checkpoint {
 

@@ -1,8 +1,8 @@
-#include "checkpoint/async_checkpoint_writer.h"
+#include "worker-runtime/checkpoint/async_checkpoint_writer.h"
 
 #include <gtest/gtest.h>
 
-#include "checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {

@@ -1,4 +1,4 @@
-#include "checkpoint/byte_buffer.h"
+#include "worker-runtime/checkpoint/byte_buffer.h"
 
 #include <algorithm>
 #include <cstdint>

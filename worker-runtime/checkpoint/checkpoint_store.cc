@@ -1,4 +1,4 @@
-#include "checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <ctime>
 #include <set>
 
-#include "checkpoint/crc32c.h"
+#include "worker-runtime/checkpoint/crc32c.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {

@@ -52,8 +52,8 @@
 
 #include "base/log.h"
 #include "base/status.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/manifest.h"
+#include "worker-runtime/checkpoint/file_io.h"
+#include "worker-runtime/checkpoint/manifest.h"
 
 namespace ringmaster::runtime::checkpoint {
 

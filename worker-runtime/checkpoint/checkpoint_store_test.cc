@@ -1,4 +1,4 @@
-#include "checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {

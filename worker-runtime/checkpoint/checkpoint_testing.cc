@@ -1,4 +1,4 @@
-#include "checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "checkpoint/file_io.h"
+#include "worker-runtime/checkpoint/file_io.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint::testing {

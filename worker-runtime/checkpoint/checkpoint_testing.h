@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
 
 namespace ringmaster::runtime::checkpoint::testing {
 

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <functional>
 
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {

@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/checkpoint_testing.h"
-#include "checkpoint/file_io.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/file_io.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::checkpoint {

@@ -1,4 +1,4 @@
-#include "checkpoint/crc32c.h"
+#include "worker-runtime/checkpoint/crc32c.h"
 
 #include <array>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "checkpoint/file_io.h"
+#include "worker-runtime/checkpoint/file_io.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <system_error>
 #include <utility>
 
-#include "checkpoint/streaming_io.h"
+#include "worker-runtime/checkpoint/streaming_io.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {

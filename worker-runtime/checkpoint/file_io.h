@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "checkpoint/byte_buffer.h"
+#include "worker-runtime/checkpoint/byte_buffer.h"
 
 namespace ringmaster::runtime::checkpoint {
 

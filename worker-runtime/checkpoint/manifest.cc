@@ -1,4 +1,4 @@
-#include "checkpoint/manifest.h"
+#include "worker-runtime/checkpoint/manifest.h"
 
 #include <cstdio>
 #include <set>

@@ -1,4 +1,4 @@
-#include "checkpoint/manifest.h"
+#include "worker-runtime/checkpoint/manifest.h"
 
 #include <gtest/gtest.h>
 #include "base/status_test_macros.h"

@@ -11,8 +11,8 @@
 #include <initializer_list>
 
 #include "base/status_test_macros.h"
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {

@@ -1,4 +1,4 @@
-#include "checkpoint/streaming_io.h"
+#include "worker-runtime/checkpoint/streaming_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <system_error>
 #include <vector>
 
-#include "checkpoint/crc32c.h"
-#include "checkpoint/file_io.h"
+#include "worker-runtime/checkpoint/crc32c.h"
+#include "worker-runtime/checkpoint/file_io.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {

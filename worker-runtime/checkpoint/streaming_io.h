@@ -23,7 +23,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "checkpoint/byte_buffer.h"
+#include "worker-runtime/checkpoint/byte_buffer.h"
 
 namespace ringmaster::runtime::checkpoint {
 

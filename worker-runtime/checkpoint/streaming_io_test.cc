@@ -10,11 +10,11 @@
 #include <initializer_list>
 
 #include "base/status_test_macros.h"
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/checkpoint_testing.h"
-#include "checkpoint/crc32c.h"
-#include "checkpoint/file_io.h"
-#include "checkpoint/streaming_io.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
+#include "worker-runtime/checkpoint/crc32c.h"
+#include "worker-runtime/checkpoint/file_io.h"
+#include "worker-runtime/checkpoint/streaming_io.h"
 
 namespace ringmaster::runtime::checkpoint {
 namespace {

@@ -1,10 +1,10 @@
-#include "comm/communicator.h"
+#include "worker-runtime/comm/communicator.h"
 
 #include <algorithm>
 #include <numeric>
 #include <string>
 
-#include "comm/validate.h"
+#include "worker-runtime/comm/validate.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "comm/device_traffic.h"
+#include "worker-runtime/comm/device_traffic.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "comm/validate.h"
+#include "worker-runtime/comm/validate.h"
 
 #include <string>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "common/dtype.h"
+#include "worker-runtime/common/dtype.h"
 
 namespace ringmaster::runtime {
 

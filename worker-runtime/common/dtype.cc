@@ -1,6 +1,6 @@
-#include "common/dtype.h"
+#include "worker-runtime/common/dtype.h"
 
-#include "common/reduce_kernels.h"
+#include "worker-runtime/common/reduce_kernels.h"
 
 #include <algorithm>
 #include <cmath>

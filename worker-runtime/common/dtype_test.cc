@@ -1,4 +1,4 @@
-#include "common/dtype.h"
+#include "worker-runtime/common/dtype.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "common/pattern.h"
+#include "worker-runtime/common/pattern.h"
 
 #include <algorithm>
 

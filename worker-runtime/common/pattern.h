@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/dtype.h"
+#include "worker-runtime/common/dtype.h"
 
 namespace ringmaster::runtime {
 

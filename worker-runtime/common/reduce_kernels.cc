@@ -1,4 +1,4 @@
-#include "common/reduce_kernels.h"
+#include "worker-runtime/common/reduce_kernels.h"
 
 #include <cstring>
 

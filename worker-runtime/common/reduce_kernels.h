@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/dtype.h"
+#include "worker-runtime/common/dtype.h"
 
 namespace ringmaster::runtime {
 

@@ -1,9 +1,9 @@
-#include "data/elastic_sampler.h"
+#include "worker-runtime/data/elastic_sampler.h"
 
 #include <algorithm>
 #include <string>
 
-#include "data/permutation.h"
+#include "worker-runtime/data/permutation.h"
 
 namespace ringmaster::runtime::data {
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "data/sample_cursor.h"
+#include "worker-runtime/data/sample_cursor.h"
 
 namespace ringmaster::runtime::data {
 

@@ -1,4 +1,4 @@
-#include "data/elastic_sampler.h"
+#include "worker-runtime/data/elastic_sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "data/permutation.h"
-#include "data/splitmix64.h"
+#include "worker-runtime/data/permutation.h"
+#include "worker-runtime/data/splitmix64.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime::data {

@@ -1,9 +1,9 @@
-#include "data/permutation.h"
+#include "worker-runtime/data/permutation.h"
 
 #include <numeric>
 #include <utility>
 
-#include "data/splitmix64.h"
+#include "worker-runtime/data/splitmix64.h"
 
 namespace ringmaster::runtime::data {
 

@@ -1,4 +1,4 @@
-#include "data/permutation.h"
+#include "worker-runtime/data/permutation.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "data/splitmix64.h"
+#include "worker-runtime/data/splitmix64.h"
 
 namespace ringmaster::runtime::data {
 namespace {

@@ -1,4 +1,4 @@
-#include "data/sample_cursor.h"
+#include "worker-runtime/data/sample_cursor.h"
 
 #include <gtest/gtest.h>
 #include "base/status_test_macros.h"

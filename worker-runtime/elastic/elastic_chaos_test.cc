@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/names.h"
-#include "checkpoint/checkpoint_store.h"
-#include "testing/chaos_harness.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/testing/chaos_harness.h"
 #include "base/status_test_macros.h"
 
 namespace {

@@ -1,14 +1,14 @@
-#include "elastic/elastic_driver.h"
+#include "worker-runtime/elastic/elastic_driver.h"
 
 #include <algorithm>
 #include <limits>
 #include <thread>
 #include <vector>
 
-#include "elastic/peer_probe.h"
-#include "elastic/rebuild_plan.h"
-#include "elastic/worker_metrics.h"
-#include "store/store_client.h"
+#include "worker-runtime/elastic/peer_probe.h"
+#include "worker-runtime/elastic/rebuild_plan.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/store/store_client.h"
 
 namespace ringmaster::elastic {
 

@@ -78,14 +78,14 @@
 #include <thread>
 
 #include "base/log.h"
-#include "checkpoint/async_checkpoint_writer.h"
-#include "checkpoint/checkpoint_store.h"
-#include "elastic/elastic_state.h"
-#include "elastic/process_set_rules.h"
-#include "membership/membership_source.h"
-#include "runtime/runtime.h"
-#include "store/store_client.h"
-#include "store/store_server.h"
+#include "worker-runtime/checkpoint/async_checkpoint_writer.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/elastic/elastic_state.h"
+#include "worker-runtime/elastic/process_set_rules.h"
+#include "worker-runtime/membership/membership_source.h"
+#include "worker-runtime/runtime/runtime.h"
+#include "worker-runtime/store/store_client.h"
+#include "worker-runtime/store/store_server.h"
 
 namespace ringmaster::elastic {
 class WorkerMetrics;

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "base/status_test_macros.h"
-#include "elastic/elastic_driver.h"
+#include "worker-runtime/elastic/elastic_driver.h"
 
 namespace ringmaster::elastic {
 namespace {

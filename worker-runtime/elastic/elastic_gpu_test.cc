@@ -13,8 +13,8 @@
 
 #include <filesystem>
 
-#include "testing/chaos_harness.h"
-#include "testing/gpu_test_env.h"
+#include "worker-runtime/testing/chaos_harness.h"
+#include "worker-runtime/testing/gpu_test_env.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "elastic/elastic_state.h"
+#include "worker-runtime/elastic/elastic_state.h"
 
 #include <cstring>
 

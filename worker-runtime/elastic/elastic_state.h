@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "data/sample_cursor.h"
+#include "worker-runtime/data/sample_cursor.h"
 
 namespace ringmaster::elastic {
 

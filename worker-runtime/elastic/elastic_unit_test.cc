@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "elastic/elastic_state.h"
-#include "tools/run/launcher.h"
-#include "elastic/elastic_driver.h"
-#include "elastic/sample_journal.h"
-#include "elastic/worker_metrics.h"
-#include "membership/file_source.h"
+#include "worker-runtime/elastic/elastic_state.h"
+#include "worker-runtime/tools/run/launcher.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/sample_journal.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/membership/file_source.h"
 #include "metrics/loopback_http_get.h"
 
 #include <thread>

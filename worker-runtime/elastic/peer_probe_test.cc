@@ -1,4 +1,4 @@
-#include "elastic/peer_probe.h"
+#include "worker-runtime/elastic/peer_probe.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "elastic/process_set_rules.h"
+#include "worker-runtime/elastic/process_set_rules.h"
 
 #include <algorithm>
 #include <map>

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "membership/membership_source.h"
+#include "worker-runtime/membership/membership_source.h"
 
 namespace ringmaster::elastic {
 

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "api/names.h"
-#include "elastic/elastic_driver.h"
-#include "elastic/process_set_rules.h"
-#include "examples/train/train_example_options.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/process_set_rules.h"
+#include "worker-runtime/examples/train/train_example_options.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::elastic {

@@ -1,4 +1,4 @@
-#include "elastic/rebuild_plan.h"
+#include "worker-runtime/elastic/rebuild_plan.h"
 
 #include <map>
 

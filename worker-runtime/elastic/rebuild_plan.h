@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "membership/membership_source.h"
-#include "store/store.h"
+#include "worker-runtime/membership/membership_source.h"
+#include "worker-runtime/store/store.h"
 
 namespace ringmaster::elastic {
 

@@ -4,9 +4,9 @@
 
 #include <thread>
 
-#include "elastic/rebuild_plan.h"
-#include "store/store_client.h"
-#include "store/store_server.h"
+#include "worker-runtime/elastic/rebuild_plan.h"
+#include "worker-runtime/store/store_client.h"
+#include "worker-runtime/store/store_server.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::elastic {

@@ -1,4 +1,4 @@
-#include "elastic/sample_journal.h"
+#include "worker-runtime/elastic/sample_journal.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
-#include "elastic/worker_metrics.h"
+#include "worker-runtime/elastic/worker_metrics.h"
 
-#include "elastic/elastic_driver.h"
+#include "worker-runtime/elastic/elastic_driver.h"
 #include "metrics/buckets.h"
 
 namespace ringmaster::elastic {

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "gpu/gpu_telemetry.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
 #include "metrics/metrics_server.h"
 
 namespace ringmaster::elastic {

@@ -1,4 +1,4 @@
-#include "elastic/worker_options.h"
+#include "worker-runtime/elastic/worker_options.h"
 
 #include <optional>
 

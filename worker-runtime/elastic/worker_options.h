@@ -11,8 +11,8 @@
 
 #include "api/names.h"
 #include "base/status.h"
-#include "comm/communicator.h"
-#include "gpu/visible_gpus.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/gpu/visible_gpus.h"
 
 namespace ringmaster::elastic {
 

@@ -1,4 +1,4 @@
-#include "elastic/worker_session.h"
+#include "worker-runtime/elastic/worker_session.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <random>
 
-#include "elastic/process_set_rules.h"
-#include "membership/static_source.h"
+#include "worker-runtime/elastic/process_set_rules.h"
+#include "worker-runtime/membership/static_source.h"
 
 namespace ringmaster::elastic {
 namespace {

@@ -29,15 +29,15 @@
 #include <vector>
 
 #include "base/log.h"
-#include "checkpoint/checkpoint_store.h"
-#include "elastic/elastic_driver.h"
-#include "elastic/elastic_state.h"
-#include "elastic/sample_journal.h"
-#include "elastic/worker_metrics.h"
-#include "elastic/worker_options.h"
-#include "elastic/worker_setup.h"
-#include "membership/membership_source.h"
-#include "runtime/config.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/elastic_state.h"
+#include "worker-runtime/elastic/sample_journal.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/elastic/worker_options.h"
+#include "worker-runtime/elastic/worker_setup.h"
+#include "worker-runtime/membership/membership_source.h"
+#include "worker-runtime/runtime/config.h"
 
 namespace ringmaster::elastic {
 

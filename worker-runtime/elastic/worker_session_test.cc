@@ -1,6 +1,6 @@
 // WorkerSession, the Python package's core, in one process: a script started by hand is a world of one
 // that joins, runs collectives, commits and keeps its committed bytes; bad environments are refused by name.
-#include "elastic/worker_session.h"
+#include "worker-runtime/elastic/worker_session.h"
 
 #include <gtest/gtest.h>
 

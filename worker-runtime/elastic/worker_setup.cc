@@ -1,11 +1,11 @@
-#include "elastic/worker_setup.h"
+#include "worker-runtime/elastic/worker_setup.h"
 
 #include <cstdio>
 
-#include "elastic/worker_metrics.h"
+#include "worker-runtime/elastic/worker_metrics.h"
 #include "kube/config.h"
-#include "membership/file_source.h"
-#include "membership/kubernetes_source.h"
+#include "worker-runtime/membership/file_source.h"
+#include "worker-runtime/membership/kubernetes_source.h"
 
 namespace ringmaster::elastic {
 

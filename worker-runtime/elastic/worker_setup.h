@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "base/log.h"
-#include "checkpoint/checkpoint_store.h"
-#include "elastic/elastic_driver.h"
-#include "elastic/worker_options.h"
-#include "gpu/gpu_telemetry.h"
-#include "membership/membership_source.h"
-#include "runtime/config.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/worker_options.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
+#include "worker-runtime/membership/membership_source.h"
+#include "worker-runtime/runtime/config.h"
 
 namespace ringmaster::elastic {
 

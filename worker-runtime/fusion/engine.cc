@@ -1,6 +1,6 @@
-#include "fusion/engine.h"
+#include "worker-runtime/fusion/engine.h"
 
-#include "fusion/negotiation.h"
+#include "worker-runtime/fusion/negotiation.h"
 
 namespace ringmaster::runtime {
 

@@ -29,10 +29,10 @@
 #include <thread>
 #include <vector>
 
-#include "comm/communicator.h"
-#include "fusion/fusion_planner.h"
-#include "fusion/request.h"
-#include "timeline/timeline.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/fusion/fusion_planner.h"
+#include "worker-runtime/fusion/request.h"
+#include "worker-runtime/timeline/timeline.h"
 
 namespace ringmaster::runtime {
 

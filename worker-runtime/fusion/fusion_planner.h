@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "fusion/request.h"
+#include "worker-runtime/fusion/request.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "fusion/fusion_planner.h"
+#include "worker-runtime/fusion/fusion_planner.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fusion/negotiation.h"
+#include "worker-runtime/fusion/negotiation.h"
 
 namespace ringmaster::runtime {
 

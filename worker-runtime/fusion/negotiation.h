@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
-#include "fusion/request.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/fusion/request.h"
 
 namespace ringmaster::runtime {
 

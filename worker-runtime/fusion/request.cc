@@ -1,4 +1,4 @@
-#include "fusion/request.h"
+#include "worker-runtime/fusion/request.h"
 
 namespace ringmaster::runtime {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/manifest.h"
+#include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/checkpoint/manifest.h"
 
 namespace ckpt = ringmaster::runtime::checkpoint;
 

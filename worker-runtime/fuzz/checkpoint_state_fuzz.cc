@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "data/sample_cursor.h"
-#include "elastic/elastic_state.h"
+#include "worker-runtime/data/sample_cursor.h"
+#include "worker-runtime/elastic/elastic_state.h"
 
 using ringmaster::Status;
 using ringmaster::StatusCode;

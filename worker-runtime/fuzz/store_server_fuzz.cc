@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "store/auth.h"
-#include "store/messages.h"
-#include "store/store_server.h"
-#include "store/wire.h"
+#include "worker-runtime/store/auth.h"
+#include "worker-runtime/store/messages.h"
+#include "worker-runtime/store/store_server.h"
+#include "worker-runtime/store/wire.h"
 
 namespace sp = ringmaster::runtime::store_protocol;
 using namespace ringmaster::runtime;

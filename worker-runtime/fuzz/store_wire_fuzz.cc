@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "store/messages.h"
-#include "store/socket.h"
-#include "store/wire.h"
+#include "worker-runtime/store/messages.h"
+#include "worker-runtime/store/socket.h"
+#include "worker-runtime/store/wire.h"
 
 namespace sp = ringmaster::runtime::store_protocol;
 using ringmaster::Status;

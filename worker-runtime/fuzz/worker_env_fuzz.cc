@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "api/worker_env.h"
-#include "elastic/worker_options.h"
-#include "runtime/config.h"
+#include "worker-runtime/elastic/worker_options.h"
+#include "worker-runtime/runtime/config.h"
 
 using ringmaster::StatusCode;
 

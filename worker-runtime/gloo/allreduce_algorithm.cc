@@ -1,4 +1,4 @@
-#include "gloo/allreduce_algorithm.h"
+#include "worker-runtime/gloo/allreduce_algorithm.h"
 
 namespace ringmaster::runtime {
 

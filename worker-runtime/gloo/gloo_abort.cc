@@ -1,4 +1,4 @@
-#include "gloo/gloo_abort.h"
+#include "worker-runtime/gloo/gloo_abort.h"
 
 #include <dirent.h>
 #include <fcntl.h>

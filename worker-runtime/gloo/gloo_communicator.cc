@@ -1,4 +1,4 @@
-#include "gloo/gloo_communicator.h"
+#include "worker-runtime/gloo/gloo_communicator.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
@@ -19,11 +19,11 @@
 #include <exception>
 #include <vector>
 
-#include "comm/validate.h"
-#include "gloo/allreduce_algorithm.h"
-#include "gloo/gloo_abort.h"
-#include "gloo/gloo_store.h"
-#include "gloo/gloo_transfer.h"
+#include "worker-runtime/comm/validate.h"
+#include "worker-runtime/gloo/allreduce_algorithm.h"
+#include "worker-runtime/gloo/gloo_abort.h"
+#include "worker-runtime/gloo/gloo_store.h"
+#include "worker-runtime/gloo/gloo_transfer.h"
 
 namespace ringmaster::runtime {
 namespace {

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
-#include "gloo/gloo_abort.h"
-#include "store/store.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/gloo/gloo_abort.h"
+#include "worker-runtime/store/store.h"
 
 namespace gloo {
 class Context;

@@ -7,8 +7,8 @@
 
 #include <thread>
 
-#include "gloo/gloo_communicator.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/gloo/gloo_communicator.h"
+#include "worker-runtime/testing/multiprocess.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {

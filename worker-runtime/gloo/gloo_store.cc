@@ -1,4 +1,4 @@
-#include "gloo/gloo_store.h"
+#include "worker-runtime/gloo/gloo_store.h"
 
 #include <gloo/common/error.h>
 

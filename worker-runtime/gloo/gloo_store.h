@@ -17,7 +17,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-#include "store/store.h"
+#include "worker-runtime/store/store.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "gloo/gloo_transfer.h"
+#include "worker-runtime/gloo/gloo_transfer.h"
 
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/communicator.h"
+#include "worker-runtime/comm/communicator.h"
 
 namespace gloo {
 class Context;

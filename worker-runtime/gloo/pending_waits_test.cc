@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "base/status_test_macros.h"
-#include "gloo/gloo_abort.h"
-#include "gloo/gloo_store.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/gloo/gloo_abort.h"
+#include "worker-runtime/gloo/gloo_store.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpu/gpu_telemetry.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
 
 namespace ringmaster::gpu {
 namespace {

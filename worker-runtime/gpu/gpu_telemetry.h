@@ -27,9 +27,9 @@
 
 #include "base/log.h"
 #include "base/status.h"
-#include "comm/device_traffic.h"
-#include "gpu/nvml.h"
-#include "gpu/visible_gpus.h"
+#include "worker-runtime/comm/device_traffic.h"
+#include "worker-runtime/gpu/nvml.h"
+#include "worker-runtime/gpu/visible_gpus.h"
 
 namespace ringmaster::gpu {
 

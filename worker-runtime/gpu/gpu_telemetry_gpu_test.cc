@@ -6,16 +6,16 @@
 
 #include <iostream>
 
-#include "memory/buffer_memory.h"
+#include "worker-runtime/memory/buffer_memory.h"
 
 #include "base/status_test_macros.h"
-#include "elastic/worker_metrics.h"
-#include "gpu/gpu_telemetry.h"
-#include "gpu/nvml.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
+#include "worker-runtime/gpu/nvml.h"
 #include "metrics/loopback_http_get.h"
-#include "nccl/gpu_probe.h"
-#include "nccl/nccl_communicator.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/nccl/nccl_communicator.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::gpu {
 namespace {

@@ -13,10 +13,10 @@
 #include <set>
 
 #include "base/status_test_macros.h"
-#include "elastic/worker_metrics.h"
-#include "gpu/gpu_telemetry.h"
-#include "gpu/nvml.h"
-#include "gpu/visible_gpus.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
+#include "worker-runtime/gpu/nvml.h"
+#include "worker-runtime/gpu/visible_gpus.h"
 #include "metrics/loopback_http_get.h"
 #include "metrics/metrics_server.h"
 

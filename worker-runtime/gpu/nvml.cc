@@ -1,4 +1,4 @@
-#include "gpu/nvml.h"
+#include "worker-runtime/gpu/nvml.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "gpu/visible_gpus.h"
+#include "worker-runtime/gpu/visible_gpus.h"
 
 #include <algorithm>
 #include <cctype>

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/nvml.h"
+#include "worker-runtime/gpu/nvml.h"
 
 namespace ringmaster::gpu {
 

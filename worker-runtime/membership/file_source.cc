@@ -1,4 +1,4 @@
-#include "membership/file_source.h"
+#include "worker-runtime/membership/file_source.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "base/log.h"
-#include "membership/membership_source.h"
+#include "worker-runtime/membership/membership_source.h"
 
 namespace ringmaster::membership {
 

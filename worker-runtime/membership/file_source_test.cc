@@ -1,4 +1,4 @@
-#include "membership/file_source.h"
+#include "worker-runtime/membership/file_source.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "membership/kubernetes_source.h"
+#include "worker-runtime/membership/kubernetes_source.h"
 
 #include "api/names.h"
 #include "api/peer_report.h"

@@ -19,7 +19,7 @@
 
 #include "kube/client.h"
 #include "kube/informer.h"
-#include "membership/membership_source.h"
+#include "worker-runtime/membership/membership_source.h"
 
 namespace ringmaster::membership {
 

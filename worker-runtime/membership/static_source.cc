@@ -1,4 +1,4 @@
-#include "membership/static_source.h"
+#include "worker-runtime/membership/static_source.h"
 
 namespace ringmaster::membership {
 

@@ -5,7 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "membership/membership_source.h"
+#include "worker-runtime/membership/membership_source.h"
 
 namespace ringmaster::membership {
 

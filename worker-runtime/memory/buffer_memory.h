@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "base/status.h"
-#include "comm/communicator.h"
+#include "worker-runtime/comm/communicator.h"
 
 namespace ringmaster::runtime {
 

@@ -1,5 +1,5 @@
-#include "memory/buffer_memory.h"
-#include "nccl/gpu_api.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/nccl/gpu_api.h"
 
 namespace ringmaster::runtime {
 namespace {

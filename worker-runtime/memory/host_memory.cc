@@ -1,4 +1,4 @@
-#include "memory/buffer_memory.h"
+#include "worker-runtime/memory/buffer_memory.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_api.h"
 
 #include <dlfcn.h>
 

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "nccl/gpu_libraries.h"
-#include "nccl/nccl_version.h"
+#include "worker-runtime/nccl/gpu_libraries.h"
+#include "worker-runtime/nccl/nccl_version.h"
 
 namespace ringmaster::nccl {
 

@@ -1,4 +1,4 @@
-#include "nccl/gpu_libraries.h"
+#include "worker-runtime/nccl/gpu_libraries.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,10 +1,10 @@
-#include "nccl/gpu_probe.h"
+#include "worker-runtime/nccl/gpu_probe.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_api.h"
 
 namespace ringmaster::nccl {
 

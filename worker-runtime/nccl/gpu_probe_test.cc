@@ -1,10 +1,10 @@
-#include "nccl/gpu_probe.h"
+#include "worker-runtime/nccl/gpu_probe.h"
 
 #include <gtest/gtest.h>
 
 #include "base/status_test_macros.h"
-#include "nccl/gpu_api.h"
-#include "runtime/world.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/runtime/world.h"
 
 namespace ringmaster::runtime {
 namespace {

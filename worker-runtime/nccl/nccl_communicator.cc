@@ -1,11 +1,11 @@
-#include "nccl/nccl_communicator.h"
+#include "worker-runtime/nccl/nccl_communicator.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
 
-#include "comm/validate.h"
+#include "worker-runtime/comm/validate.h"
 
 namespace ringmaster::runtime {
 namespace {

@@ -41,10 +41,10 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
-#include "comm/device_traffic.h"
-#include "nccl/gpu_api.h"
-#include "store/store.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/comm/device_traffic.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/store/store.h"
 
 struct ncclComm;
 struct CUstream_st;

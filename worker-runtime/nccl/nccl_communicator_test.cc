@@ -17,13 +17,13 @@
 #include <thread>
 
 #include "base/status_test_macros.h"
-#include "common/pattern.h"
-#include "memory/buffer_memory.h"
-#include "nccl/gpu_api.h"
-#include "nccl/gpu_probe.h"
-#include "nccl/nccl_communicator.h"
-#include "testing/gpu_test_env.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/common/pattern.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/nccl/nccl_communicator.h"
+#include "worker-runtime/testing/gpu_test_env.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime {
 namespace {

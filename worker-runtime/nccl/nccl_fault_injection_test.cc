@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "base/status_test_macros.h"
-#include "memory/buffer_memory.h"
-#include "nccl/gpu_api.h"
-#include "nccl/nccl_communicator.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/nccl/nccl_communicator.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime {
 namespace {

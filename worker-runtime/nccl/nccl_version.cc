@@ -1,8 +1,8 @@
-#include "nccl/nccl_version.h"
+#include "worker-runtime/nccl/nccl_version.h"
 
 #include <nccl.h>
 
-#include "nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_api.h"
 
 namespace ringmaster::nccl {
 

@@ -1,11 +1,11 @@
-#include "nccl/nccl_version.h"
+#include "worker-runtime/nccl/nccl_version.h"
 
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/status_test_macros.h"
-#include "nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_api.h"
 
 namespace ringmaster::nccl {
 namespace {

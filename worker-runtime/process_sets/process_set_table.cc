@@ -1,4 +1,4 @@
-#include "process_sets/process_set_table.h"
+#include "worker-runtime/process_sets/process_set_table.h"
 
 namespace ringmaster::runtime {
 namespace {

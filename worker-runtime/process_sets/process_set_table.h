@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "fusion/engine.h"
+#include "worker-runtime/fusion/engine.h"
 
 namespace ringmaster::runtime {
 

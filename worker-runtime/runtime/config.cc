@@ -1,4 +1,4 @@
-#include "runtime/config.h"
+#include "worker-runtime/runtime/config.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "comm/communicator.h"
-#include "comm/device_traffic.h"
-#include "runtime/world.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/comm/device_traffic.h"
+#include "worker-runtime/runtime/world.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/local_ranks.h"
+#include "worker-runtime/runtime/local_ranks.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "store/store_client.h"
-#include "store/store_server.h"
+#include "worker-runtime/store/store_client.h"
+#include "worker-runtime/store/store_server.h"
 
 namespace ringmaster::runtime {
 

@@ -1,13 +1,13 @@
-#include "runtime/runtime.h"
+#include "worker-runtime/runtime/runtime.h"
 
 #include <algorithm>
 #include <optional>
 
-#include "comm/validate.h"
-#include "gloo/gloo_communicator.h"
-#include "nccl/gpu_api.h"
-#include "nccl/gpu_probe.h"
-#include "runtime/world.h"
+#include "worker-runtime/comm/validate.h"
+#include "worker-runtime/gloo/gloo_communicator.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/runtime/world.h"
 
 namespace ringmaster::runtime {
 

@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "fusion/engine.h"
-#include "process_sets/process_set_table.h"
-#include "runtime/config.h"
-#include "store/store.h"
-#include "timeline/timeline.h"
+#include "worker-runtime/fusion/engine.h"
+#include "worker-runtime/process_sets/process_set_table.h"
+#include "worker-runtime/runtime/config.h"
+#include "worker-runtime/store/store.h"
+#include "worker-runtime/timeline/timeline.h"
 
 namespace ringmaster::runtime {
 

@@ -1,8 +1,8 @@
 // Runtime: subgroups built by their members alone, and point-to-point transfers (runtime.h).
 #include <algorithm>
 
-#include "comm/validate.h"
-#include "runtime/runtime.h"
+#include "worker-runtime/comm/validate.h"
+#include "worker-runtime/runtime/runtime.h"
 
 namespace ringmaster::runtime {
 

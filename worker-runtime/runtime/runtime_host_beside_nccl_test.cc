@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "base/status_test_macros.h"
-#include "memory/buffer_memory.h"
-#include "nccl/gpu_probe.h"
-#include "runtime/runtime.h"
-#include "testing/gpu_test_env.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/runtime/runtime.h"
+#include "worker-runtime/testing/gpu_test_env.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime {
 namespace {

@@ -2,7 +2,7 @@
 // small tensors, fused == unfused == reference), order-mismatch detection,
 // static/dynamic/overlapping process sets, groups built by their members,
 // point-to-point, the timeline, and a killed peer.
-#include "runtime/runtime.h"
+#include "worker-runtime/runtime/runtime.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "api/names.h"
-#include "common/pattern.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/common/pattern.h"
+#include "worker-runtime/testing/multiprocess.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {

@@ -1,8 +1,8 @@
-#include "runtime/world.h"
+#include "worker-runtime/runtime/world.h"
 
-#include "gloo/gloo_communicator.h"
-#include "nccl/gpu_probe.h"
-#include "nccl/nccl_communicator.h"
+#include "worker-runtime/gloo/gloo_communicator.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/nccl/nccl_communicator.h"
 
 namespace ringmaster::runtime {
 

@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "comm/communicator.h"
-#include "comm/device_traffic.h"
-#include "store/store.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/comm/device_traffic.h"
+#include "worker-runtime/store/store.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "store/auth.h"
+#include "worker-runtime/store/auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,7 +1,7 @@
-#include "store/messages.h"
+#include "worker-runtime/store/messages.h"
 
-#include "store/auth.h"
-#include "store/wire.h"
+#include "worker-runtime/store/auth.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime::store_protocol {
 namespace {

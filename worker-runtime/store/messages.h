@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "store/protocol.h"
+#include "worker-runtime/store/protocol.h"
 
 namespace ringmaster::runtime::store_protocol {
 

@@ -1,9 +1,9 @@
-#include "store/messages.h"
+#include "worker-runtime/store/messages.h"
 
 #include <gtest/gtest.h>
 
 #include "base/status_test_macros.h"
-#include "store/wire.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime::store_protocol {
 namespace {

@@ -1,4 +1,4 @@
-#include "store/socket.h"
+#include "worker-runtime/store/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

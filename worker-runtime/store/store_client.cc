@@ -1,11 +1,11 @@
-#include "store/store_client.h"
+#include "worker-runtime/store/store_client.h"
 
 #include <algorithm>
 #include <thread>
 
-#include "store/auth.h"
-#include "store/messages.h"
-#include "store/wire.h"
+#include "worker-runtime/store/auth.h"
+#include "worker-runtime/store/messages.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime {
 

@@ -10,9 +10,9 @@
 #include <mutex>
 #include <string>
 
-#include "store/protocol.h"
-#include "store/socket.h"
-#include "store/store.h"
+#include "worker-runtime/store/protocol.h"
+#include "worker-runtime/store/socket.h"
+#include "worker-runtime/store/store.h"
 
 namespace ringmaster::runtime {
 

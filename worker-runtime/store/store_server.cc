@@ -1,10 +1,10 @@
-#include "store/store_server.h"
+#include "worker-runtime/store/store_server.h"
 
 #include <algorithm>
 
-#include "store/auth.h"
-#include "store/messages.h"
-#include "store/wire.h"
+#include "worker-runtime/store/auth.h"
+#include "worker-runtime/store/messages.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime {
 

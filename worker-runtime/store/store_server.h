@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "base/status.h"
-#include "store/socket.h"
+#include "worker-runtime/store/socket.h"
 
 namespace ringmaster::runtime {
 

@@ -3,12 +3,12 @@
 #include <random>
 #include <thread>
 
-#include "store/auth.h"
-#include "store/messages.h"
-#include "store/protocol.h"
-#include "store/store_client.h"
-#include "store/store_server.h"
-#include "store/wire.h"
+#include "worker-runtime/store/auth.h"
+#include "worker-runtime/store/messages.h"
+#include "worker-runtime/store/protocol.h"
+#include "worker-runtime/store/store_client.h"
+#include "worker-runtime/store/store_server.h"
+#include "worker-runtime/store/wire.h"
 #include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {

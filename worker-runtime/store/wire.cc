@@ -1,4 +1,4 @@
-#include "store/wire.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime {
 

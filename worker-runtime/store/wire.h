@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "store/socket.h"
+#include "worker-runtime/store/socket.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "testing/chaos_harness.h"
+#include "worker-runtime/testing/chaos_harness.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "testing/multiprocess.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 #include <gtest/gtest.h>
 

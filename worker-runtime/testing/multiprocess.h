@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "runtime/local_ranks.h"
+#include "worker-runtime/runtime/local_ranks.h"
 
 namespace ringmaster::runtime {
 

@@ -1,4 +1,4 @@
-#include "timeline/timeline.h"
+#include "worker-runtime/timeline/timeline.h"
 
 #include <cerrno>
 #include <cstring>

@@ -30,15 +30,15 @@
 
 #include "api/worker_env.h"
 #include "base/cli.h"
-#include "data/elastic_sampler.h"
-#include "data/splitmix64.h"
-#include "elastic/elastic_driver.h"
-#include "elastic/sample_journal.h"
-#include "elastic/worker_metrics.h"
-#include "elastic/worker_setup.h"
-#include "examples/train/train_example_options.h"
-#include "memory/buffer_memory.h"
-#include "runtime/config.h"
+#include "worker-runtime/data/elastic_sampler.h"
+#include "worker-runtime/data/splitmix64.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/sample_journal.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/elastic/worker_setup.h"
+#include "worker-runtime/examples/train/train_example_options.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/runtime/config.h"
 
 namespace ringmaster::elastic {
 namespace {

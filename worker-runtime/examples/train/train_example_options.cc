@@ -1,4 +1,4 @@
-#include "examples/train/train_example_options.h"
+#include "worker-runtime/examples/train/train_example_options.h"
 
 #include <memory>
 #include <vector>

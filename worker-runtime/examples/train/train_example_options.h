@@ -8,8 +8,8 @@
 
 #include "api/names.h"
 #include "base/status.h"
-#include "comm/communicator.h"
-#include "elastic/worker_options.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/elastic/worker_options.h"
 
 namespace ringmaster::elastic {
 

@@ -1,10 +1,10 @@
-#include "gpu_info.h"
+#include "worker-runtime/python/native/gpu_info.h"
 
 #include <cuda_runtime_api.h>
 
 #include <nanobind/stl/string.h>
 
-#include "nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_api.h"
 
 namespace nb = nanobind;
 

@@ -19,12 +19,12 @@
 #include <nanobind/stl/vector.h>
 
 #include "api/worker_env.h"
-#include "elastic/worker_session.h"
-#include "data/elastic_sampler.h"
-#include "gpu_info.h"
-#include "nccl/gpu_api.h"
-#include "runtime/runtime.h"
-#include "tensor.h"
+#include "worker-runtime/elastic/worker_session.h"
+#include "worker-runtime/data/elastic_sampler.h"
+#include "worker-runtime/python/native/gpu_info.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/runtime/runtime.h"
+#include "worker-runtime/python/native/tensor.h"
 
 namespace nb = nanobind;
 

@@ -1,4 +1,4 @@
-#include "tensor.h"
+#include "worker-runtime/python/native/tensor.h"
 
 #include <string>
 

@@ -10,7 +10,7 @@
 #include <nanobind/ndarray.h>
 
 #include "base/status.h"
-#include "common/dtype.h"
+#include "worker-runtime/common/dtype.h"
 
 namespace ringmaster::python {
 

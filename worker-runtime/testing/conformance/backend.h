@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "comm/communicator.h"
-#include "memory/buffer_memory.h"
-#include "runtime/local_ranks.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/runtime/local_ranks.h"
 
 namespace ringmaster::runtime::conformance {
 

@@ -13,9 +13,9 @@
 #include <numeric>
 
 #include "base/status_test_macros.h"
-#include "common/pattern.h"
-#include "testing/conformance/backend.h"
-#include "testing/multiprocess.h"
+#include "worker-runtime/common/pattern.h"
+#include "worker-runtime/testing/conformance/backend.h"
+#include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime::conformance {
 namespace {

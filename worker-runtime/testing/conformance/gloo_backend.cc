@@ -1,8 +1,8 @@
 // The Gloo backend for the conformance suite (label unit).
 #include <chrono>
 
-#include "gloo/gloo_communicator.h"
-#include "testing/conformance/backend.h"
+#include "worker-runtime/gloo/gloo_communicator.h"
+#include "worker-runtime/testing/conformance/backend.h"
 
 namespace ringmaster::runtime::conformance {
 

@@ -8,10 +8,10 @@
 
 #include <chrono>
 
-#include "nccl/gpu_probe.h"
-#include "nccl/nccl_communicator.h"
-#include "testing/conformance/backend.h"
-#include "testing/gpu_test_env.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/nccl/nccl_communicator.h"
+#include "worker-runtime/testing/conformance/backend.h"
+#include "worker-runtime/testing/gpu_test_env.h"
 
 namespace ringmaster::runtime::conformance {
 

@@ -11,9 +11,9 @@
 
 #include "api/worker_env.h"
 #include "base/cli.h"
-#include "tools/launch/launch_options.h"
-#include "tools/launch/pod_processes.h"
-#include "tools/launch/supervisor.h"
+#include "worker-runtime/tools/launch/launch_options.h"
+#include "worker-runtime/tools/launch/pod_processes.h"
+#include "worker-runtime/tools/launch/supervisor.h"
 
 namespace rl = ringmaster::launch;
 

@@ -1,4 +1,4 @@
-#include "tools/launch/launch_options.h"
+#include "worker-runtime/tools/launch/launch_options.h"
 
 #include <cstdint>
 #include <memory>

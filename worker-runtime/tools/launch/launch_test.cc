@@ -20,7 +20,7 @@
 #include "api/names.h"
 #include "base/status_test_macros.h"
 #include "base/subprocess.h"
-#include "tools/launch/pod_processes.h"
+#include "worker-runtime/tools/launch/pod_processes.h"
 
 namespace ringmaster::launch {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/launch/output_relay.h"
+#include "worker-runtime/tools/launch/output_relay.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "tools/launch/pod_processes.h"
+#include "worker-runtime/tools/launch/pod_processes.h"
 
 #include <signal.h>
 #include <unistd.h>

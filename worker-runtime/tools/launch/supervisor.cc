@@ -1,4 +1,4 @@
-#include "tools/launch/supervisor.h"
+#include "worker-runtime/tools/launch/supervisor.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "api/membership.h"
-#include "tools/launch/output_relay.h"
+#include "worker-runtime/tools/launch/output_relay.h"
 
 namespace ringmaster::launch {
 namespace {

@@ -20,8 +20,8 @@
 // per-thread).
 #pragma once
 
-#include "tools/launch/launch_options.h"
-#include "tools/launch/pod_processes.h"
+#include "worker-runtime/tools/launch/launch_options.h"
+#include "worker-runtime/tools/launch/pod_processes.h"
 
 namespace ringmaster::launch {
 

@@ -1,4 +1,4 @@
-#include "tools/perf/bench.h"
+#include "worker-runtime/tools/perf/bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/pattern.h"
-#include "store/wire.h"
+#include "worker-runtime/common/pattern.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime::perf {
 namespace {

@@ -5,10 +5,10 @@
 
 #include <cstdio>
 
-#include "comm/communicator.h"
-#include "memory/buffer_memory.h"
-#include "tools/perf/perf_options.h"
-#include "store/store.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/tools/perf/perf_options.h"
+#include "worker-runtime/store/store.h"
 
 namespace ringmaster::runtime::perf {
 

@@ -1,12 +1,12 @@
-#include "tools/perf/fusion_bench.h"
+#include "worker-runtime/tools/perf/fusion_bench.h"
 
 #include <chrono>
 #include <cstring>
 #include <vector>
 
-#include "common/pattern.h"
-#include "runtime/runtime.h"
-#include "store/wire.h"
+#include "worker-runtime/common/pattern.h"
+#include "worker-runtime/runtime/runtime.h"
+#include "worker-runtime/store/wire.h"
 
 namespace ringmaster::runtime::perf {
 namespace {

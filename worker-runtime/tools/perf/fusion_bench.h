@@ -5,9 +5,9 @@
 
 #include <cstdio>
 
-#include "runtime/config.h"
-#include "runtime/local_ranks.h"
-#include "tools/perf/perf_options.h"
+#include "worker-runtime/runtime/config.h"
+#include "worker-runtime/runtime/local_ranks.h"
+#include "worker-runtime/tools/perf/perf_options.h"
 
 namespace ringmaster::runtime::perf {
 

@@ -8,15 +8,15 @@
 
 #include "api/worker_env.h"
 #include "base/cli.h"
-#include "tools/perf/bench.h"
-#include "tools/perf/fusion_bench.h"
-#include "tools/perf/perf_options.h"
-#include "nccl/gpu_api.h"
-#include "nccl/gpu_probe.h"
-#include "runtime/config.h"
-#include "runtime/local_ranks.h"
-#include "runtime/world.h"
-#include "store/auth.h"
+#include "worker-runtime/tools/perf/bench.h"
+#include "worker-runtime/tools/perf/fusion_bench.h"
+#include "worker-runtime/tools/perf/perf_options.h"
+#include "worker-runtime/nccl/gpu_api.h"
+#include "worker-runtime/nccl/gpu_probe.h"
+#include "worker-runtime/runtime/config.h"
+#include "worker-runtime/runtime/local_ranks.h"
+#include "worker-runtime/runtime/world.h"
+#include "worker-runtime/store/auth.h"
 
 namespace ringmaster::runtime::perf {
 namespace {

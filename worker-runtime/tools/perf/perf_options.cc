@@ -1,4 +1,4 @@
-#include "tools/perf/perf_options.h"
+#include "worker-runtime/tools/perf/perf_options.h"
 
 #include <cctype>
 #include <cstdio>

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "comm/communicator.h"
-#include "common/dtype.h"
+#include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/common/dtype.h"
 
 namespace ringmaster::runtime::perf {
 

@@ -1,4 +1,4 @@
-#include "tools/run/chaos_spec.h"
+#include "worker-runtime/tools/run/chaos_spec.h"
 
 #include <charconv>
 #include <sstream>

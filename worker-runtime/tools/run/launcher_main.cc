@@ -10,7 +10,7 @@
 // DIR/samples.log and copies a finisher's weights to DIR/weights.txt.
 // Exit status: 0 when the training finished, 1 otherwise, 2 for a bad command line (--help: 0).
 #include "base/cli.h"
-#include "tools/run/launcher.h"
+#include "worker-runtime/tools/run/launcher.h"
 
 int main(int argc, char** argv) {
   auto options = ringmaster::elastic::ParseLauncherOptions(argc, argv);

@@ -1,4 +1,4 @@
-#include "tools/run/launcher_membership.h"
+#include "worker-runtime/tools/run/launcher_membership.h"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "api/membership.h"
-#include "tools/run/worker_table.h"
+#include "worker-runtime/tools/run/worker_table.h"
 
 namespace ringmaster::elastic {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "tools/run/chaos_spec.h"
+#include "worker-runtime/tools/run/chaos_spec.h"
 
 namespace ringmaster::elastic {
 

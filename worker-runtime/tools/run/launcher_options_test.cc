@@ -1,4 +1,4 @@
-#include "tools/run/launcher_options.h"
+#include "worker-runtime/tools/run/launcher_options.h"
 
 #include <gtest/gtest.h>
 

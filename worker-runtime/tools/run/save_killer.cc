@@ -1,4 +1,4 @@
-#include "tools/run/save_killer.h"
+#include "worker-runtime/tools/run/save_killer.h"
 
 #include <dirent.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "tools/run/worker_table.h"
+#include "worker-runtime/tools/run/worker_table.h"
 
 #include <gtest/gtest.h>
 
