@@ -5,6 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 SANITIZE ?=
 JOBS ?= $(shell nproc)
 CLUSTER_DIR ?= $(BUILD_DIR)/cluster
+REAL_NODES ?= 2
 CTEST_ARGS ?=
 OPERATOR_BENCH_ARGS ?= --jobs 200,100,500,1000 --workers 8 --gpus-per-node 64 --failures 100
 CMAKE_FLAGS ?=
@@ -27,7 +28,8 @@ help:
 	@echo "make push REGISTRY=ghcr.io/my-team   push those images to a registry with skopeo (SKOPEO_ARGS for credentials)"
 	@echo "make gpu-kit       the GPU suite in $(BUILD_DIR)/gpu-kit (<= 60 MiB): on a GPU machine run its run.sh (tests/gpu_kit/README.md)"
 	@echo "make wheel         build the Python package's wheel into $(BUILD_DIR)/ (ringmaster-*.whl)"
-	@echo "make cluster-up    start a local control plane with fake GPU nodes (kubeconfig: $(CLUSTER_DIR)/kubeconfig)"
+	@echo "make cluster-up    start a local control plane with fake GPU nodes and REAL_NODES (2) real ones: kubelet,"
+	@echo "                   containerd, a registry (kubeconfig: $(CLUSTER_DIR)/kubeconfig; root for real nodes)"
 	@echo "make cluster-down  stop it (safe to run twice)"
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
 	@echo "make test-sanitize unit + integration tiers under ASan+UBSan (build-asan/), the concurrency tests under TSan (build-tsan/)"
@@ -152,7 +154,7 @@ soak: deps build
 
 cluster-up:
 	@hack/deps.sh tools
-	@$(CLUSTER) up --dir $(CLUSTER_DIR)
+	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES)
 
 cluster-down:
 	@$(CLUSTER) down --dir $(CLUSTER_DIR)

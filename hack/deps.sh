@@ -18,6 +18,9 @@ APT_PACKAGES=(
   python3.11 python3.11-dev python3.11-venv
   # make images: a Debian base bootstrapped from packages, the Dockerfiles built without a daemon, OCI archives
   mmdebstrap buildah umoci skopeo
+  # real nodes (tests/harness/cluster/real_nodes.sh): the container runtime, pod networks, an image registry,
+  # and busybox for the node images
+  containerd runc containernetworking-plugins docker-registry busybox-static
 )
 
 install_apt() {
@@ -201,10 +204,10 @@ build_kubernetes() {
   cd "$HACK_DIR/gomod/kubernetes"
   echo "downloading modules for k8s.io/kubernetes $v"
   go mod download -x 2>&1 | grep -E '^# get .*\.zip$' || true
-  echo "compiling kube-apiserver kube-controller-manager kube-scheduler kubectl"
+  echo "compiling kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet"
   go build -v -trimpath -ldflags "$ldflags" -o "$OUT/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubelet
 }
 
 build_etcd() {
@@ -216,6 +219,53 @@ build_kwok() {
   GOBIN="$OUT" go install -v -trimpath \
     -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.PreRelease=GA" \
     "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+}
+
+# crictl, which the real nodes' teardown uses to stop their pods through the CRI (tests/harness/cluster).
+build_crictl() {
+  GOBIN="$OUT" go install -v -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION" \
+    "sigs.k8s.io/cri-tools/cmd/crictl@$CRI_TOOLS_VERSION"
+}
+
+# The images every real node holds before it pulls anything (docker archives that `ctr images import` takes):
+# the pod sandbox, a static pause of our own (hack/node-images/pause.c), and busybox from Debian's
+# busybox-static, for tests that need a shell in a pod. Their names are in sandbox-image and busybox-image.
+build_node_images() {
+  need_cmd umoci "apt install umoci (make deps does)"; need_cmd skopeo "apt install skopeo (make deps does)"
+  [[ -x /bin/busybox ]] || die "/bin/busybox is missing" "apt install busybox-static (make deps does)"
+  local work="$OUT/work"
+  mkdir -p "$work"
+  gcc -O2 -static -o "$work/pause" "$HACK_DIR/node-images/pause.c"
+  node_image "$work" pause "$NODE_SANDBOX_IMAGE" /pause "$work/pause:/pause"
+  node_image "$work" busybox "$NODE_BUSYBOX_IMAGE" /bin/sh /bin/busybox:/bin/busybox
+  echo "$NODE_SANDBOX_IMAGE" >"$OUT/sandbox-image"
+  echo "$NODE_BUSYBOX_IMAGE" >"$OUT/busybox-image"
+  rm -rf "$work"
+}
+
+# node_image WORK NAME REF ENTRYPOINT SRC:DST...: a one-layer image holding the files SRC at DST (busybox also
+# gets its applets as links), written as WORK/../NAME.tar with the tag REF.
+node_image() {
+  local work="$1" name="$2" ref="$3" entrypoint="$4"; shift 4
+  local layout="$work/$name-layout" bundle="$work/$name-bundle" pair
+  umoci init --layout "$layout"
+  umoci new --image "$layout:latest"
+  umoci unpack --rootless --image "$layout:latest" "$bundle" >/dev/null
+  for pair in "$@"; do
+    mkdir -p "$bundle/rootfs$(dirname "${pair#*:}")"
+    cp "${pair%%:*}" "$bundle/rootfs${pair#*:}"
+  done
+  if [[ "$name" == busybox ]]; then
+    mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/tmp"
+    chmod 1777 "$bundle/rootfs/tmp"
+    local applet
+    for applet in $("$bundle/rootfs/bin/busybox" --list); do
+      [[ -e "$bundle/rootfs/bin/$applet" ]] || ln -s busybox "$bundle/rootfs/bin/$applet"
+    done
+  fi
+  umoci repack --image "$layout:latest" "$bundle"
+  umoci config --image "$layout:latest" --config.entrypoint "$entrypoint" --config.user 65534:65534
+  skopeo copy --quiet "oci:$layout:latest" "docker-archive:$OUT/$name.tar:$ref"
 }
 
 build_helm() {
@@ -250,6 +300,8 @@ install_tools() {
   build_tool kubernetes build_kubernetes
   build_tool etcd build_etcd
   build_tool kwok build_kwok
+  build_tool crictl build_crictl
+  build_tool node-images build_node_images
   build_tool helm build_helm
   build_tool prometheus build_prometheus
   build_tool kubeflow build_kubeflow

@@ -61,6 +61,9 @@ tool_dir() {
     kubernetes) key="kubernetes-$KUBERNETES_VERSION-$(gomod_hash kubernetes)" ;;
     etcd) key="etcd-$ETCD_VERSION-$(gomod_hash etcd)" ;;
     kwok) key="kwok-$KWOK_VERSION" ;;
+    crictl) key="crictl-$CRI_TOOLS_VERSION" ;;
+    node-images) key="node-images-$(cat "$HACK_DIR/node-images/pause.c" "$HACK_DIR/deps.sh" <(echo "$NODE_SANDBOX_IMAGE $NODE_BUSYBOX_IMAGE") \
+                   <(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null) | sha256sum | cut -c1-10)" ;;
     helm) key="helm-$HELM_VERSION" ;;
     prometheus) key="prometheus-$PROMETHEUS_VERSION-$(gomod_hash prometheus)" ;;
     kubeflow) key="kubeflow-training-operator-$KUBEFLOW_TRAINING_OPERATOR_VERSION-$(gomod_hash kubeflow)" ;;

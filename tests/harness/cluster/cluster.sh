@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one Kubernetes
-# release, built by `make deps`) and KWOK simulating GPU nodes, all on 127.0.0.1.
+# release, built by `make deps`), KWOK simulating GPU nodes, and on request real nodes, all on this machine.
 #
-#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--fresh] [--audit-log]
+#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--real-nodes R] [--fresh] [--audit-log]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
 #   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
@@ -15,15 +15,19 @@
 # --audit-log: the apiserver also writes every request's metadata (user, user agent, verb, resource;
 #     one JSON line per stage, RequestReceived omitted) to logs/audit.log;
 #     benchmarks count each client's requests there.
+# --real-nodes R (default 0): also R real nodes, ringmaster-node-<i> (a kubelet, containerd and a CNI bridge
+#     each; real_nodes.sh), tainted ringmaster.io/real-node=true:NoSchedule, and an image registry whose
+#     address is in DIR/registry. Needs root. A reused cluster keeps the real nodes it was started with.
 set -euo pipefail
 CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$CLUSTER_SCRIPT_DIR/../lib.sh"
 source "$CLUSTER_SCRIPT_DIR/pki.sh"
+source "$CLUSTER_SCRIPT_DIR/real_nodes.sh"
 
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
 
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------------------------------------------
 # processes
@@ -95,7 +99,18 @@ our_pids() {
     if [[ -n "$pid" ]] && proc_alive "$pid"; then echo "$pid"; fi
   done
   ps -eo pid=,stat=,comm=,args= | awk -v dir="$DIR/" '
-    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok)$/) && index($0, dir) { print $1 }'
+    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok|kubelet|containerd|docker-registry)$/) && index($0, dir) { print $1 }'
+}
+
+# stop_named NAME: stops one process this DIR started (pids/NAME.pid): SIGTERM, up to 15 s, then SIGKILL.
+stop_named() {
+  local pid i
+  pid="$(pid_of "$1" || true)"
+  [[ -n "$pid" ]] && proc_alive "$pid" || { rm -f "$DIR/pids/$1.pid"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do proc_alive "$pid" || break; sleep 0.1; done
+  if proc_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+  rm -f "$DIR/pids/$1.pid"
 }
 
 # alive PIDS...: prints those of PIDS that still exist.
@@ -106,8 +121,10 @@ alive() {
   done
 }
 
-# Stops every process of this cluster: SIGTERM, up to 15 s for a clean exit, then SIGKILL.
+# Stops every process of this cluster: the real nodes first (their pods, mounts and networks), then the rest:
+# SIGTERM, up to 15 s for a clean exit, then SIGKILL.
 stop_all() {
+  real_nodes_down
   local pids=() i
   mapfile -t pids < <(our_pids | sort -u)
   if ((${#pids[@]} > 0)); then
@@ -176,12 +193,15 @@ POD_IP_PREFIX=$POD_IP_PREFIX
 SERVICE_CIDR=10.96.0.0/16
 DEFAULT_NODES=$NODES
 DEFAULT_GPUS_PER_NODE=$GPUS
+REAL_NODES=$REAL_NODES
 ENV
 }
 
 load_env() {
   [[ -f "$DIR/cluster.env" ]] || return 1
   API_PORT="$(sed -n 's|^APISERVER_URL=https://127.0.0.1:||p' "$DIR/cluster.env")"
+  local real; real="$(sed -n 's|^REAL_NODES=||p' "$DIR/cluster.env")"
+  if [[ -n "$real" ]]; then REAL_NODES="$real"; fi
 }
 
 # add_gpu_nodes FIRST COUNT GPUS: fake nodes named ringmaster-gpu-<i>, managed by KWOK.
@@ -255,6 +275,8 @@ start_components() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
     --api-audiences=https://kubernetes.default.svc.cluster.local \
+    --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
     --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none --allow-privileged=true \
     --profiling=false --event-ttl=1h --max-requests-inflight=800 --max-mutating-requests-inflight=400
   wait_healthy kube-apiserver api_ready || return $?
@@ -313,6 +335,9 @@ cmd_up() {
   local b
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do ln -sf "$k8s/$b" "$DIR/bin/$b"; done
   ln -sf "$etcd_bin" "$DIR/bin/etcd"; ln -sf "$kwok_bin" "$DIR/bin/kwok"
+  if ((REAL_NODES > 0)); then
+    ln -sf "$(tool_bin kubernetes kubelet)" "$DIR/bin/kubelet"; ln -sf "$(tool_bin crictl crictl)" "$DIR/bin/crictl"
+  fi
   if [[ -f "$(tool_dir helm)/.complete" ]]; then ln -sf "$(tool_dir helm)/helm" "$DIR/bin/helm"; fi
   if [[ -f "$(tool_dir prometheus)/.complete" ]]; then ln -sf "$(tool_dir prometheus)/prometheus" "$DIR/bin/prometheus"; fi
   KUBECTL="$DIR/bin/kubectl"
@@ -343,6 +368,7 @@ cmd_up() {
     ((SECONDS < deadline)) || fail_up "the default ServiceAccount never appeared" "see $DIR/logs/kube-controller-manager.log"
     sleep 0.5
   done
+  real_nodes_up "$REAL_NODES" || fail_up "the real nodes did not start" "see $DIR/logs/"
   log "cluster ready in $((SECONDS - start_time))s"
   print_usage
 }
@@ -350,7 +376,8 @@ cmd_up() {
 print_usage() {
   cat >&2 <<USAGE
 
-  Local control plane in $DIR (Kubernetes $KUBERNETES_VERSION; nodes are KWOK fakes with nvidia.com/gpu)
+  Local control plane in $DIR (Kubernetes $KUBERNETES_VERSION; KWOK fakes with nvidia.com/gpu, and $REAL_NODES real
+  nodes, tainted ringmaster.io/real-node=true:NoSchedule; registry: $(cat "$DIR/registry" 2>/dev/null || echo none))
     export KUBECONFIG=$DIR/kubeconfig PATH=$DIR/bin:\$PATH
     kubectl get nodes
     kubectl label node ringmaster-gpu-0 node-not-ready.stage.kwok.x-k8s.io=true     # make a node NotReady
@@ -416,13 +443,14 @@ cmd_status() {
 
 main() {
   local cmd="${1:-}"; shift || true
-  DIR="" NODES=4 GPUS=8 FRESH=0 DOWN_FOR=0 AUDIT=0
+  DIR="" NODES=4 GPUS=8 REAL_NODES=0 FRESH=0 DOWN_FOR=0 AUDIT=0
   local positional=()
   while (($#)); do
     case "$1" in
       --dir) DIR="${2:-}"; shift 2 ;;
       --nodes) NODES="${2:-}"; shift 2 ;;
       --gpus-per-node) GPUS="${2:-}"; shift 2 ;;
+      --real-nodes) REAL_NODES="${2:-}"; shift 2 ;;
       --fresh) FRESH=1; shift ;;
       --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
       --audit-log) AUDIT=1; shift ;;
@@ -432,8 +460,8 @@ main() {
     esac
   done
   [[ -n "$DIR" ]] || die "--dir is required" "e.g. $0 $cmd --dir build/cluster"
-  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ && "$DOWN_FOR" =~ ^[0-9]+$ ]] \
-    || die "--nodes, --gpus-per-node and --down-for take whole numbers" ""
+  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ && "$DOWN_FOR" =~ ^[0-9]+$ && "$REAL_NODES" =~ ^[0-9]+$ ]] \
+    || die "--nodes, --gpus-per-node, --real-nodes and --down-for take whole numbers" ""
   mkdir -p "$DIR"
   DIR="$(cd "$DIR" && pwd)"
   case "$cmd" in

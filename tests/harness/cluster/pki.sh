@@ -1,6 +1,7 @@
 # Certificates and keys for the local control plane (sourced by cluster.sh). Plain openssl, no CSR API.
 # make_pki DIR: a CA; the apiserver's serving certificate; client certificates for the admin
-# (O=system:masters), controller-manager, scheduler and KWOK; the service-account signing key pair.
+# (O=system:masters), controller-manager, scheduler, KWOK and the apiserver's calls to kubelets; the
+# service-account signing key pair.
 
 _openssl() { openssl "$@" >/dev/null 2>&1 || die "openssl $1 failed while creating the cluster certificates" "check that openssl works (make deps installs it)"; }
 
@@ -35,6 +36,7 @@ EXT
   _client_cert "$dir" controller-manager system:kube-controller-manager
   _client_cert "$dir" scheduler system:kube-scheduler
   _client_cert "$dir" kwok kwok-controller system:masters
+  _client_cert "$dir" apiserver-kubelet-client kube-apiserver-kubelet-client system:masters  # logs, exec on real nodes
   _openssl genrsa -out "$dir/sa.key" 2048
   _openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub"
   chmod 600 "$dir"/*.key

@@ -1,0 +1,283 @@
+# Real nodes beside KWOK's fakes (sourced by cluster.sh): each a kubelet with its own containerd, CNI bridge,
+# cgroup subtree and state under DIR/nodes/<node>/, and one image registry for the cluster.
+#
+#   real_nodes_up COUNT     registry, then COUNT nodes named ringmaster-node-<i>; each registers and goes Ready
+#   real_nodes_down         stops pods, kubelets, containerds, the registry; unmounts and removes what they made
+#
+# What a node is made of, and why:
+#   containerd  Debian's 1.6 with its CRI plugin; root, state and socket under the node's directory. Sandboxes
+#               and containers may not lower their OOM score here (no CAP_SYS_RESOURCE), so the CRI plugin
+#               caps it (restrict_oom_score_adj), as it does for rootless containerd.
+#   network     a Linux bridge per node (rm<id>n<i>) holding the node's address 10.<o>.<i>.1/24, which is also
+#               the kubelet's node IP; the CNI bridge plugin gives pods 10.<o>.<i>.x on it. Every address is
+#               on this machine: nothing leaves it.
+#   cgroups     the node's pods live under /<cgroup root> in every v1 hierarchy (cgroupfs driver), so two nodes
+#               and two clusters never share a cgroup.
+#   kubelet     `make deps` builds it from the pinned Kubernetes module; it serves on the node IP with a client
+#               CA (the apiserver calls it with its kubelet-client certificate for logs and exec), and its
+#               pod logs land in the node's directory.
+#   images      the sandbox ("pause") image and a busybox image, built by `make deps` from Debian's
+#               busybox-static and a pause written here (hack/node_images), are imported into each node; the
+#               registry (Debian's docker-registry, the CNCF distribution) serves on 127.0.0.1 and every node
+#               pulls from it over plain HTTP. Its address is written to DIR/registry.
+#   taint       ringmaster.io/real-node=true:NoSchedule: only pods that tolerate it run on a real node.
+#   sysctls     a kubelet sets kernel.panic, kernel.panic_on_oops and vm.overcommit_memory as a node needs them;
+#               `down` puts back the values this machine had before the first node started.
+#
+# Needs root (mounts, cgroups, bridges), as containerd does.
+
+REAL_NODE_PREFIX=ringmaster-node
+KUBELET_TUNABLES="kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom"
+REAL_NODE_TAINT="ringmaster.io/real-node=true:NoSchedule"
+
+# The second octet of the cluster's node subnets (10.<o>.<i>.0/24), and a short id for bridge and cgroup names;
+# both derived from the apiserver port, so clusters side by side differ.
+real_nodes_octet() { echo $((100 + API_PORT % 100)); }
+real_nodes_id() { printf '%04x' $((API_PORT % 65536)); }
+
+real_node_name() { echo "$REAL_NODE_PREFIX-$1"; }
+real_node_dir() { echo "$DIR/nodes/$(real_node_name "$1")"; }
+real_node_cgroup() { echo "ringmaster-$(real_nodes_id)-n$1"; }
+real_node_bridge() { echo "rm$(real_nodes_id)n$1"; }
+real_node_ip() { echo "10.$(real_nodes_octet).$1.1"; }
+
+CGROUP_V1=/sys/fs/cgroup
+
+# real_node_cgroups_create I: the node's subtree in every v1 hierarchy (cpuset needs its cpus and mems copied).
+real_node_cgroups_create() {
+  local name; name="$(real_node_cgroup "$1")"
+  local h
+  for h in "$CGROUP_V1"/*/; do
+    h="${h%/}"
+    [[ "$(basename "$h")" == unified ]] && continue
+    mkdir -p "$h/$name" 2>/dev/null || continue
+    if [[ -f "$h/cpuset.cpus" ]]; then
+      cat "$h/cpuset.cpus" >"$h/$name/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h/$name/cpuset.mems"
+    fi
+  done
+}
+
+# real_node_cgroups_remove I: kills whatever still runs in the node's subtree, then removes it bottom-up.
+real_node_cgroups_remove() {
+  local name; name="$(real_node_cgroup "$1")"
+  local pids=() h
+  if [[ -d "$CGROUP_V1/pids/$name" ]]; then
+    mapfile -t pids < <(find "$CGROUP_V1/pids/$name" -name cgroup.procs -exec cat {} + 2>/dev/null || true)
+  fi
+  if ((${#pids[@]} > 0)); then kill -KILL "${pids[@]}" 2>/dev/null || true; fi
+  local try left
+  for ((try = 0; try < 50; try++)); do  # a killed process leaves its cgroup when it has exited
+    left=0
+    for h in "$CGROUP_V1"/*/"$name"; do
+      [[ -d "$h" ]] || continue
+      find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+      [[ -d "$h" ]] && left=1
+    done
+    ((left)) || return 0
+    sleep 0.1
+  done
+  log "  warning: cgroup $name could not be removed (processes left in it)"
+}
+
+real_node_bridge_create() {
+  local br ip; br="$(real_node_bridge "$1")"; ip="$(real_node_ip "$1")"
+  ip link show "$br" >/dev/null 2>&1 || ip link add "$br" type bridge || return 1
+  ip addr replace "$ip/24" dev "$br" && ip link set "$br" up
+}
+
+real_node_write_configs() {
+  local i="$1" nd name ip
+  nd="$(real_node_dir "$i")"; name="$(real_node_name "$i")"; ip="$(real_node_ip "$i")"
+  mkdir -p "$nd"/{pki,cni,containerd,kubelet,pod-logs,serving}
+  _client_cert_into "$nd/pki" kubelet "system:node:$name" system:nodes
+  write_kubeconfig "$nd/kubelet.kubeconfig" "https://127.0.0.1:$API_PORT" "$DIR/pki/ca.crt" \
+    "$nd/pki/kubelet.crt" "$nd/pki/kubelet.key"
+  local registry; registry="$(cat "$DIR/registry")"
+  cat >"$nd/containerd.toml" <<EOF
+version = 2
+root = "$nd/containerd/root"
+state = "$nd/containerd/state"
+[grpc]
+  address = "$nd/containerd.sock"
+[ttrpc]
+  address = "$nd/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  restrict_oom_score_adj = true
+  sandbox_image = "$REAL_NODE_SANDBOX_IMAGE"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$CNI_BIN_DIR"
+    conf_dir = "$nd/cni"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$registry"]
+    endpoint = ["http://$registry"]
+EOF
+  cat >"$nd/cni/10-ringmaster.conflist" <<EOF
+{"cniVersion": "1.0.0", "name": "$(real_node_bridge "$i")", "plugins": [
+  {"type": "bridge", "bridge": "$(real_node_bridge "$i")", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.$(real_nodes_octet).$i.0/24", "gateway": "$ip"}]],
+            "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+EOF
+  # Ports: the kubelet's API and healthz, chosen free like the control plane's.
+  local kubelet_port healthz_port
+  read -r kubelet_port healthz_port <<<"$(pick_ports 2)"
+  cat >"$nd/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $ip
+port: $kubelet_port
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $healthz_port
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $DIR/pki/ca.crt}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+cgroupRoot: /$(real_node_cgroup "$i")
+containerRuntimeEndpoint: unix://$nd/containerd.sock
+podLogsDir: $nd/pod-logs
+failSwapOn: false
+makeIPTablesUtilChains: false
+# The machine is shared with the tests that run the workload: evict only when it is really out of room.
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+nodeStatusReportFrequency: 10s
+registerWithTaints: [{key: ringmaster.io/real-node, value: "true", effect: NoSchedule}]
+EOF
+  echo "$healthz_port" >"$nd/healthz-port"
+}
+
+# _client_cert_into DIR NAME CN O: a client certificate signed by the cluster's CA, written into DIR.
+_client_cert_into() {
+  local dir="$1" name="$2"
+  cp "$DIR/pki/ca.crt" "$DIR/pki/ca.key" "$dir/"
+  _client_cert "$dir" "$name" "$3" "$4"
+  rm -f "$dir/ca.key" "$dir/ca.srl"
+}
+
+registry_up() {
+  local port; read -r port <<<"$(pick_ports 1)"
+  mkdir -p "$DIR/registry-data"
+  cat >"$DIR/registry.yaml" <<EOF
+version: 0.1
+log: {level: warn}
+storage: {filesystem: {rootdirectory: $DIR/registry-data}, delete: {enabled: true}}
+http: {addr: 127.0.0.1:$port}
+EOF
+  echo "127.0.0.1:$port" >"$DIR/registry"
+  start registry "$(command -v docker-registry)" serve "$DIR/registry.yaml"
+  wait_healthy registry http_health "$port" v2/ || return $?
+}
+
+real_node_up() {
+  local i="$1" nd name
+  nd="$(real_node_dir "$i")"; name="$(real_node_name "$i")"
+  real_node_cgroups_create "$i"
+  real_node_bridge_create "$i" || fail_up "could not create the bridge of $name" "the harness needs root (ip link add)"
+  real_node_write_configs "$i"
+  start "containerd-$name" "$(command -v containerd)" --config "$nd/containerd.toml"
+  wait_healthy "containerd-$name" "$CTR" -a "$nd/containerd.sock" version || return $?
+  local image
+  for image in "$NODE_IMAGES"/*.tar; do
+    "$CTR" -a "$nd/containerd.sock" -n k8s.io images import --all-platforms "$image" >/dev/null \
+      || fail_up "could not import $image into $name" "see $DIR/logs/containerd-$name.log"
+  done
+  start "kubelet-$name" "$DIR/bin/kubelet" --config "$nd/kubelet.yaml" --kubeconfig "$nd/kubelet.kubeconfig" \
+    --root-dir "$nd/kubelet" --cert-dir "$nd/serving" --hostname-override "$name" --node-ip "$(real_node_ip "$i")" \
+    --node-labels "ringmaster.io/real-node=true" --v=1
+  wait_healthy "kubelet-$name" http_health "$(cat "$nd/healthz-port")" healthz || return $?
+}
+
+real_nodes_up() {
+  local count="$1" i
+  ((count > 0)) || return 0
+  ((EUID == 0)) || fail_up "real nodes need root (mounts, cgroups, bridges)" \
+    "run as root, or without real nodes (--real-nodes 0; make cluster-up REAL_NODES=0)"
+  CTR="$(command -v ctr)" CNI_BIN_DIR=/usr/lib/cni
+  [[ -n "$CTR" && -x "$(command -v containerd)" && -x "$(command -v runc)" && -x "$CNI_BIN_DIR/bridge" ]] \
+    || fail_up "containerd, runc or the CNI plugins are missing" "run make deps"
+  [[ -x "$(command -v docker-registry)" ]] || fail_up "docker-registry is missing" "run make deps"
+  NODE_IMAGES="$(tool_dir node-images)"
+  [[ -f "$NODE_IMAGES/.complete" ]] || fail_up "the node images are not built" "run make deps"
+  REAL_NODE_SANDBOX_IMAGE="$(cat "$NODE_IMAGES/sandbox-image")"
+  # A kubelet sets the kernel tunables a node needs (kernel.panic, kernel.panic_on_oops, vm.overcommit_memory);
+  # this machine gets its own values back at `down`.
+  mkdir -p "$DIR/nodes"
+  [[ -f "$DIR/nodes/sysctl-before" ]] || sysctl -e $KUBELET_TUNABLES >"$DIR/nodes/sysctl-before" 2>/dev/null || true
+  log "  starting an image registry and $count real nodes (kubelet + containerd + CNI bridge each)"
+  registry_up || return $?
+  for ((i = 0; i < count; i++)); do real_node_up "$i" || return $?; done
+  local deadline=$((SECONDS + STARTUP_TIMEOUT)) ready=0
+  while ((SECONDS < deadline)); do
+    ready="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l ringmaster.io/real-node=true \
+      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)"
+    ((ready == count)) && break
+    sleep 0.5
+  done
+  ((ready == count)) || fail_up "only $ready of $count real nodes became Ready" "see $DIR/logs/kubelet-*.log"
+  log "  $count real nodes Ready; registry at $(cat "$DIR/registry")"
+}
+
+# The nodes this DIR has started (from their directories, so that a half-started one is cleaned too).
+real_node_indexes() {
+  local nd
+  for nd in "$DIR/nodes/$REAL_NODE_PREFIX"-*; do
+    if [[ -d "$nd" ]]; then echo "${nd##*-}"; fi
+  done
+}
+
+# real_node_down I: the pods first (the CRI stops them and tears their networks down), then the daemons,
+# then whatever they left: processes in the node's cgroups, shims, mounts, network namespaces, the bridge.
+real_node_down() {
+  local i="$1" nd name sock
+  nd="$(real_node_dir "$i")"; name="$(real_node_name "$i")"; sock="$nd/containerd.sock"
+  stop_named "kubelet-$name"
+  if [[ -S "$sock" ]] && [[ -x "$DIR/bin/crictl" ]]; then
+    timeout 60 "$DIR/bin/crictl" --runtime-endpoint "unix://$sock" rmp --all --force >/dev/null 2>&1 || true
+  fi
+  stop_named "containerd-$name"
+  pkill -KILL -f -- "-address $sock" 2>/dev/null || true  # runc shims of this containerd
+  real_node_cgroups_remove "$i"
+  # The CNI state of pods the CRI did not tear down: their network namespaces and address leases.
+  local bridge results=() netns
+  bridge="$(real_node_bridge "$i")"
+  mapfile -t results < <(grep -l "\"$bridge\"" /var/lib/cni/results/* 2>/dev/null || true)
+  if ((${#results[@]} > 0)); then
+    for netns in $(sed -n 's/.*"netns":"\([^"]*\)".*/\1/p' "${results[@]}" 2>/dev/null || true); do
+      umount "$netns" 2>/dev/null || true
+      rm -f "$netns"
+    done
+    rm -f "${results[@]}"
+  fi
+  rm -rf "/var/lib/cni/networks/$bridge"
+  local mounts=() m
+  mapfile -t mounts < <(awk -v d="$nd/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r)
+  for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
+  ip link del "$bridge" 2>/dev/null || true
+  find /var/log/containers -maxdepth 1 -lname "$nd/*" -delete 2>/dev/null || true
+}
+
+real_nodes_down() {
+  [[ -d "$DIR/nodes" || -f "$DIR/registry" ]] || return 0
+  load_env >/dev/null 2>&1 || true
+  [[ -n "${API_PORT:-}" ]] || return 0
+  local i
+  for i in $(real_node_indexes || true); do real_node_down "$i"; done
+  stop_named registry
+  if [[ -s "$DIR/nodes/sysctl-before" ]]; then sysctl -q -p "$DIR/nodes/sysctl-before" >/dev/null 2>&1 || true; fi
+  rm -rf "$DIR/nodes" "$DIR/registry-data" "$DIR/registry" "$DIR/registry.yaml"
+}

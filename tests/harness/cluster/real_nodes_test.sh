@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The real nodes of the local cluster, end to end (ctest: integration.RealNodes.PodsRunPullLogAndExec):
+#
+#   real_nodes_test.sh WORK_DIR
+#
+# Starts a cluster in WORK_DIR with two real nodes, and checks what a cluster user relies on:
+#   - both nodes register, go Ready and report containerd as their runtime, tainted for opt-in;
+#   - an image pushed to the cluster's registry is pulled by a kubelet; a pod on each node runs it;
+#   - a pod on one node reaches a pod on the other by its pod IP (each node's bridge, routed by this machine);
+#   - `kubectl logs` and `kubectl exec` work (the apiserver calls the kubelet);
+#   - a container's termination message comes back in its status ("completed at step 7");
+#   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff;
+#   - `cluster.sh down` leaves no process, mount, bridge, cgroup or CNI lease behind.
+# Needs root (as containerd does). Prints each step; exit 1 names the step that failed.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$HERE/../lib.sh"
+
+[[ $# == 1 ]] || die "usage: $0 WORK_DIR" ""
+WORK="$1"
+DIR="$WORK/cluster"
+CLUSTER="$HERE/cluster.sh"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+
+step() { log "real nodes: $*"; }
+fail() {
+  log "FAILED: $1"
+  [[ -n "${2:-}" ]] && printf '%s\n' "$2" >&2
+  "$CLUSTER" down --dir "$DIR" >/dev/null 2>&1 || true
+  exit 1
+}
+
+step "cluster up with 2 real nodes"
+"$CLUSTER" up --dir "$DIR" --nodes 1 --real-nodes 2 --fresh || fail "cluster up"
+KUBECTL="$DIR/bin/kubectl"
+k() { "$KUBECTL" --kubeconfig "$DIR/kubeconfig" "$@"; }
+
+step "nodes: Ready, containerd, tainted"
+for n in ringmaster-node-0 ringmaster-node-1; do
+  runtime="$(k get node "$n" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
+  [[ "$runtime" == containerd://* ]] || fail "$n reports runtime '$runtime', not containerd://..."
+  ready="$(k get node "$n" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')"
+  [[ "$ready" == True ]] || fail "$n is not Ready ($ready)"
+  taint="$(k get node "$n" -o jsonpath='{.spec.taints[?(@.key=="ringmaster.io/real-node")].effect}')"
+  [[ "$taint" == NoSchedule ]] || fail "$n lacks the ringmaster.io/real-node:NoSchedule taint ('$taint')"
+  echo "  $n: $runtime, Ready, tainted"
+done
+
+REGISTRY="$(cat "$DIR/registry")"
+IMAGES="$(tool_dir node-images)"
+step "push busybox to the registry at $REGISTRY"
+skopeo copy --quiet --dest-tls-verify=false "docker-archive:$IMAGES/busybox.tar" "docker://$REGISTRY/busybox:test" \
+  || fail "skopeo could not push to $REGISTRY"
+
+# pod NAME NODE IMAGE COMMAND: a pod pinned to NODE that tolerates the real-node taint.
+pod() {
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $2}
+  tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: $3
+    command: ["/bin/sh", "-c", "$4"]
+EOF
+}
+
+# wait_phase POD PHASE SECONDS
+wait_phase() {
+  local deadline=$((SECONDS + $3)) phase=""
+  while ((SECONDS < deadline)); do
+    phase="$(k get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
+    [[ "$phase" == "$2" ]] && return 0
+    [[ "$phase" == Failed || "$phase" == Succeeded ]] && break  # ended otherwise
+    sleep 0.5
+  done
+  fail "pod $1 is '$phase', not $2" "$(k describe pod "$1" | tail -12; echo "its log:"; k logs "$1" 2>&1 | tail -5)"
+}
+
+step "a server pod on node 0, a client pod on node 1 (pulled from the registry)"
+pod server ringmaster-node-0 "$REGISTRY/busybox:test" "echo serving; while true; do echo pong | nc -l -p 8080; done"
+wait_phase server Running 60
+server_ip="$(k get pod server -o jsonpath='{.status.podIP}')"
+pod client ringmaster-node-1 "$REGISTRY/busybox:test" \
+  "reply=\$(nc -w 5 $server_ip 8080) && echo \$reply && echo completed at step 7 > /dev/termination-log"
+wait_phase client Succeeded 60
+echo "  server $server_ip on node 0; client on $(k get pod client -o jsonpath='{.status.podIP}') on node 1"
+
+step "kubectl logs"
+[[ "$(k logs client)" == pong ]] || fail "the client's log is not 'pong' (pod-to-pod across nodes)" "$(k logs client 2>&1)"
+[[ "$(k logs server | head -1)" == serving ]] || fail "the server's log does not start with 'serving'"
+echo "  client said: pong"
+
+step "kubectl exec"
+out="$(k exec server -- /bin/sh -c 'echo exec in $(hostname)')" || fail "kubectl exec failed" "$out"
+[[ "$out" == "exec in server" ]] || fail "kubectl exec printed '$out'"
+echo "  $out"
+
+step "termination message"
+message="$(k get pod client -o jsonpath='{.status.containerStatuses[0].state.terminated.message}')"
+[[ "$message" == "completed at step 7"* ]] || fail "the termination message is '$message'"
+echo "  $message"
+
+step "a tag the registry lacks"
+pod missing ringmaster-node-0 "$REGISTRY/busybox:no-such-tag" "true"
+deadline=$((SECONDS + 60)) reason=""
+while ((SECONDS < deadline)); do
+  reason="$(k get pod missing -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}' 2>/dev/null || true)"
+  [[ "$reason" == ErrImagePull || "$reason" == ImagePullBackOff ]] && break
+  sleep 0.5
+done
+[[ "$reason" == ErrImagePull || "$reason" == ImagePullBackOff ]] || fail "the pod waits with '$reason', not a pull error"
+echo "  $reason"
+
+step "cluster down leaves nothing"
+id="$(printf '%04x' $(($(sed -n 's|^APISERVER_URL=https://127.0.0.1:||p' "$DIR/cluster.env") % 65536)))"
+"$CLUSTER" down --dir "$DIR" || fail "cluster down"
+left="$(ps -eo pid=,args= | grep -F "$DIR/" | grep -v grep || true)"
+[[ -z "$left" ]] || fail "processes left" "$left"
+left="$(awk -v d="$DIR/" 'index($2, d) == 1' /proc/mounts)"
+[[ -z "$left" ]] || fail "mounts left" "$left"
+left="$(ip -br link | awk -v p="rm${id}n" 'index($1, p) == 1' || true)"
+[[ -z "$left" ]] || fail "bridges left" "$left"
+left="$(ls -d /sys/fs/cgroup/*/ringmaster-"$id"-* 2>/dev/null || true)"
+[[ -z "$left" ]] || fail "cgroups left" "$left"
+left="$(ls -d /var/lib/cni/networks/rm"$id"n* 2>/dev/null || true)"
+[[ -z "$left" ]] || fail "CNI leases left" "$left"
+rm -rf "$WORK"
+step "passed"
