@@ -6,6 +6,7 @@ SANITIZE ?=
 JOBS ?= $(shell nproc)
 CLUSTER_DIR ?= $(BUILD_DIR)/cluster
 REAL_NODES ?= 2
+REAL_NODE_GPUS ?= 4
 CTEST_ARGS ?=
 OPERATOR_BENCH_ARGS ?= --jobs 200,100,500,1000 --workers 8 --gpus-per-node 64 --failures 100
 CMAKE_FLAGS ?=
@@ -154,7 +155,7 @@ soak: deps build
 
 cluster-up:
 	@hack/deps.sh tools
-	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES)
+	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES) --real-node-gpus $(REAL_NODE_GPUS)
 
 cluster-down:
 	@$(CLUSTER) down --dir $(CLUSTER_DIR)

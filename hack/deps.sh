@@ -268,6 +268,12 @@ node_image() {
   skopeo copy --quiet "oci:$layout:latest" "docker-archive:$OUT/$name.tar:$ref"
 }
 
+# The real nodes' emulated GPU device plugin (tests/harness/device_plugin): nvidia.com/gpu on a real kubelet.
+build_device_plugin() {
+  cd "$RINGMASTER_ROOT/tests/harness/device_plugin"
+  go build -v -trimpath -ldflags "-s -w" -o "$OUT/ringmaster-emulated-device-plugin" .
+}
+
 build_helm() {
   GOBIN="$OUT" go install -v -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
@@ -302,6 +308,7 @@ install_tools() {
   build_tool kwok build_kwok
   build_tool crictl build_crictl
   build_tool node-images build_node_images
+  build_tool device-plugin build_device_plugin
   build_tool helm build_helm
   build_tool prometheus build_prometheus
   build_tool kubeflow build_kubeflow

@@ -62,6 +62,7 @@ tool_dir() {
     etcd) key="etcd-$ETCD_VERSION-$(gomod_hash etcd)" ;;
     kwok) key="kwok-$KWOK_VERSION" ;;
     crictl) key="crictl-$CRI_TOOLS_VERSION" ;;
+    device-plugin) key="device-plugin-$(cat "$RINGMASTER_ROOT"/tests/harness/device_plugin/{main.go,go.mod,go.sum} | sha256sum | cut -c1-10)" ;;
     node-images) key="node-images-$(cat "$HACK_DIR/node-images/pause.c" "$HACK_DIR/deps.sh" <(echo "$NODE_SANDBOX_IMAGE $NODE_BUSYBOX_IMAGE") \
                    <(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null) | sha256sum | cut -c1-10)" ;;
     helm) key="helm-$HELM_VERSION" ;;

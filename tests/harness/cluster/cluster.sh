@@ -2,7 +2,8 @@
 # The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one Kubernetes
 # release, built by `make deps`), KWOK simulating GPU nodes, and on request real nodes, all on this machine.
 #
-#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--real-nodes R] [--fresh] [--audit-log]
+#   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--real-nodes R [--real-node-gpus E]] [--fresh]
+#                     [--audit-log]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
 #   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
@@ -17,7 +18,8 @@
 #     benchmarks count each client's requests there.
 # --real-nodes R (default 0): also R real nodes, ringmaster-node-<i> (a kubelet, containerd and a CNI bridge
 #     each; real_nodes.sh), tainted ringmaster.io/real-node=true:NoSchedule, and an image registry whose
-#     address is in DIR/registry. Needs root. A reused cluster keeps the real nodes it was started with.
+#     address is in DIR/registry; each advertises E (default 4) emulated nvidia.com/gpu through the kubelet's
+#     device-plugin API. Needs root. A reused cluster keeps the real nodes it was started with.
 set -euo pipefail
 CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$CLUSTER_SCRIPT_DIR/../lib.sh"
@@ -27,7 +29,7 @@ source "$CLUSTER_SCRIPT_DIR/real_nodes.sh"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------------------------------------------
 # processes
@@ -99,7 +101,7 @@ our_pids() {
     if [[ -n "$pid" ]] && proc_alive "$pid"; then echo "$pid"; fi
   done
   ps -eo pid=,stat=,comm=,args= | awk -v dir="$DIR/" '
-    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok|kubelet|containerd|docker-registry)$/) && index($0, dir) { print $1 }'
+    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok|kubelet|containerd|docker-registry|ringmaster-emul|sleep)$/) && index($0, dir) { print $1 }'
 }
 
 # stop_named NAME: stops one process this DIR started (pids/NAME.pid): SIGTERM, up to 15 s, then SIGKILL.
@@ -337,6 +339,7 @@ cmd_up() {
   ln -sf "$etcd_bin" "$DIR/bin/etcd"; ln -sf "$kwok_bin" "$DIR/bin/kwok"
   if ((REAL_NODES > 0)); then
     ln -sf "$(tool_bin kubernetes kubelet)" "$DIR/bin/kubelet"; ln -sf "$(tool_bin crictl crictl)" "$DIR/bin/crictl"
+    ln -sf "$(tool_bin device-plugin ringmaster-emulated-device-plugin)" "$DIR/bin/ringmaster-emulated-device-plugin"
   fi
   if [[ -f "$(tool_dir helm)/.complete" ]]; then ln -sf "$(tool_dir helm)/helm" "$DIR/bin/helm"; fi
   if [[ -f "$(tool_dir prometheus)/.complete" ]]; then ln -sf "$(tool_dir prometheus)/prometheus" "$DIR/bin/prometheus"; fi
@@ -377,7 +380,8 @@ print_usage() {
   cat >&2 <<USAGE
 
   Local control plane in $DIR (Kubernetes $KUBERNETES_VERSION; KWOK fakes with nvidia.com/gpu, and $REAL_NODES real
-  nodes, tainted ringmaster.io/real-node=true:NoSchedule; registry: $(cat "$DIR/registry" 2>/dev/null || echo none))
+  nodes with $REAL_NODE_GPUS emulated nvidia.com/gpu each, tainted ringmaster.io/real-node=true:NoSchedule;
+  registry: $(cat "$DIR/registry" 2>/dev/null || echo none))
     export KUBECONFIG=$DIR/kubeconfig PATH=$DIR/bin:\$PATH
     kubectl get nodes
     kubectl label node ringmaster-gpu-0 node-not-ready.stage.kwok.x-k8s.io=true     # make a node NotReady
@@ -443,7 +447,7 @@ cmd_status() {
 
 main() {
   local cmd="${1:-}"; shift || true
-  DIR="" NODES=4 GPUS=8 REAL_NODES=0 FRESH=0 DOWN_FOR=0 AUDIT=0
+  DIR="" NODES=4 GPUS=8 REAL_NODES=0 REAL_NODE_GPUS=4 FRESH=0 DOWN_FOR=0 AUDIT=0
   local positional=()
   while (($#)); do
     case "$1" in
@@ -451,6 +455,7 @@ main() {
       --nodes) NODES="${2:-}"; shift 2 ;;
       --gpus-per-node) GPUS="${2:-}"; shift 2 ;;
       --real-nodes) REAL_NODES="${2:-}"; shift 2 ;;
+      --real-node-gpus) REAL_NODE_GPUS="${2:-}"; shift 2 ;;
       --fresh) FRESH=1; shift ;;
       --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
       --audit-log) AUDIT=1; shift ;;
@@ -460,8 +465,9 @@ main() {
     esac
   done
   [[ -n "$DIR" ]] || die "--dir is required" "e.g. $0 $cmd --dir build/cluster"
-  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ && "$DOWN_FOR" =~ ^[0-9]+$ && "$REAL_NODES" =~ ^[0-9]+$ ]] \
-    || die "--nodes, --gpus-per-node, --real-nodes and --down-for take whole numbers" ""
+  [[ "$NODES" =~ ^[0-9]+$ && "$GPUS" =~ ^[0-9]+$ && "$DOWN_FOR" =~ ^[0-9]+$ && "$REAL_NODES" =~ ^[0-9]+$ \
+        && "$REAL_NODE_GPUS" =~ ^[0-9]+$ ]] \
+    || die "--nodes, --gpus-per-node, --real-nodes, --real-node-gpus and --down-for take whole numbers" ""
   mkdir -p "$DIR"
   DIR="$(cd "$DIR" && pwd)"
   case "$cmd" in

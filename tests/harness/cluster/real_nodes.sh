@@ -20,6 +20,9 @@
 #               busybox-static and a pause written here (hack/node_images), are imported into each node; the
 #               registry (Debian's docker-registry, the CNCF distribution) serves on 127.0.0.1 and every node
 #               pulls from it over plain HTTP. Its address is written to DIR/registry.
+#   GPUs        REAL_NODE_GPUS (cluster.sh --real-node-gpus) emulated nvidia.com/gpu per node, advertised through
+#               the kubelet's device-plugin API by tests/harness/device_plugin (EMULATION: no GPU behind them);
+#               an allocation hands the container NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS.
 #   taint       ringmaster.io/real-node=true:NoSchedule: only pods that tolerate it run on a real node.
 #   sysctls     a kubelet sets kernel.panic, kernel.panic_on_oops and vm.overcommit_memory as a node needs them;
 #               `down` puts back the values this machine had before the first node started.
@@ -183,23 +186,45 @@ EOF
   wait_healthy registry http_health "$port" v2/ || return $?
 }
 
+# A node's processes (containerd, its shims and containers, the kubelet, the device plugin) share one mount
+# namespace of their own, held by a sleep: the kubelet's device-plugin socket and container log links live at
+# fixed host paths (/var/lib/kubelet/device-plugins, /var/log/containers), which the namespace binds to the
+# node's directory, and every mount the node makes (rootfs overlays, volumes, network namespaces) stays in it
+# and goes when its last process does. Host mounts still propagate in (slave).
 real_node_up() {
   local i="$1" nd name
   nd="$(real_node_dir "$i")"; name="$(real_node_name "$i")"
   real_node_cgroups_create "$i"
   real_node_bridge_create "$i" || fail_up "could not create the bridge of $name" "the harness needs root (ip link add)"
   real_node_write_configs "$i"
-  start "containerd-$name" "$(command -v containerd)" --config "$nd/containerd.toml"
+  mkdir -p "$nd/device-plugins" "$nd/container-logs" /var/lib/kubelet/device-plugins /var/log/containers
+  # (exec -a: the holder's command line names the node's directory, so `down` finds it even without its pid file)
+  start "node-$name" "$(command -v unshare)" --mount --propagation slave -- /bin/bash -c \
+    "mount --bind '$nd/device-plugins' /var/lib/kubelet/device-plugins &&
+     mount --bind '$nd/container-logs' /var/log/containers && exec -a 'sleep $nd/' sleep infinity"
+  local holder deadline=$((SECONDS + 10))
+  holder="$(pid_of "node-$name")"
+  until [[ "$(readlink "/proc/$holder/exe" 2>/dev/null)" == */sleep ]]; do
+    ((SECONDS < deadline)) && is_running "node-$name" || fail_up "the mount namespace of $name did not start" \
+      "see $DIR/logs/node-$name.log"
+    sleep 0.1
+  done
+  local in_node=("$(command -v nsenter)" "--mount=/proc/$holder/ns/mnt" --)
+  start "containerd-$name" "${in_node[@]}" "$(command -v containerd)" --config "$nd/containerd.toml"
   wait_healthy "containerd-$name" "$CTR" -a "$nd/containerd.sock" version || return $?
   local image
   for image in "$NODE_IMAGES"/*.tar; do
     "$CTR" -a "$nd/containerd.sock" -n k8s.io images import --all-platforms "$image" >/dev/null \
       || fail_up "could not import $image into $name" "see $DIR/logs/containerd-$name.log"
   done
-  start "kubelet-$name" "$DIR/bin/kubelet" --config "$nd/kubelet.yaml" --kubeconfig "$nd/kubelet.kubeconfig" \
-    --root-dir "$nd/kubelet" --cert-dir "$nd/serving" --hostname-override "$name" --node-ip "$(real_node_ip "$i")" \
-    --node-labels "ringmaster.io/real-node=true" --v=1
+  start "kubelet-$name" "${in_node[@]}" "$DIR/bin/kubelet" --config "$nd/kubelet.yaml" \
+    --kubeconfig "$nd/kubelet.kubeconfig" --root-dir "$nd/kubelet" --cert-dir "$nd/serving" --hostname-override "$name" \
+    --node-ip "$(real_node_ip "$i")" --node-labels "ringmaster.io/real-node=true" --v=1
   wait_healthy "kubelet-$name" http_health "$(cat "$nd/healthz-port")" healthz || return $?
+  if ((REAL_NODE_GPUS > 0)); then
+    start "device-plugin-$name" "${in_node[@]}" "$DIR/bin/ringmaster-emulated-device-plugin" \
+      --kubelet-dir /var/lib/kubelet/device-plugins --node "$name" --gpus "$REAL_NODE_GPUS"
+  fi
 }
 
 real_nodes_up() {
@@ -229,6 +254,16 @@ real_nodes_up() {
     sleep 0.5
   done
   ((ready == count)) || fail_up "only $ready of $count real nodes became Ready" "see $DIR/logs/kubelet-*.log"
+  # The emulated GPUs count once every kubelet lists them in its allocatable resources.
+  local gpus=0
+  while ((SECONDS < deadline)); do
+    gpus="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l ringmaster.io/real-node=true \
+      -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' 2>/dev/null | grep -cx "$REAL_NODE_GPUS" || true)"
+    ((gpus == count)) && break
+    sleep 0.5
+  done
+  ((gpus == count)) || fail_up "only $gpus of $count real nodes list $REAL_NODE_GPUS nvidia.com/gpu" \
+    "see $DIR/logs/device-plugin-*.log and kubelet-*.log"
   log "  $count real nodes Ready; registry at $(cat "$DIR/registry")"
 }
 
@@ -245,6 +280,7 @@ real_node_indexes() {
 real_node_down() {
   local i="$1" nd name sock
   nd="$(real_node_dir "$i")"; name="$(real_node_name "$i")"; sock="$nd/containerd.sock"
+  stop_named "device-plugin-$name"
   stop_named "kubelet-$name"
   if [[ -S "$sock" ]] && [[ -x "$DIR/bin/crictl" ]]; then
     timeout 60 "$DIR/bin/crictl" --runtime-endpoint "unix://$sock" rmp --all --force >/dev/null 2>&1 || true
@@ -252,6 +288,7 @@ real_node_down() {
   stop_named "containerd-$name"
   pkill -KILL -f -- "-address $sock" 2>/dev/null || true  # runc shims of this containerd
   real_node_cgroups_remove "$i"
+  stop_named "node-$name"  # the last process of the node's mount namespace: its mounts go with it
   # The CNI state of pods the CRI did not tear down: their network namespaces and address leases.
   local bridge results=() netns
   bridge="$(real_node_bridge "$i")"
@@ -265,10 +302,10 @@ real_node_down() {
   fi
   rm -rf "/var/lib/cni/networks/$bridge"
   local mounts=() m
+  # (the node's own mounts went with its namespace; this catches any made on the host by mistake)
   mapfile -t mounts < <(awk -v d="$nd/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r)
   for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
   ip link del "$bridge" 2>/dev/null || true
-  find /var/log/containers -maxdepth 1 -lname "$nd/*" -delete 2>/dev/null || true
 }
 
 real_nodes_down() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real nodes of the local cluster, end to end (ctest: integration.RealNodes.PodsRunPullLogAndExec):
+# The real nodes of the local cluster, end to end (ctest: integration.RealNodes.PodsRunPullLogExecAndGpus):
 #
 #   real_nodes_test.sh WORK_DIR
 #
@@ -9,6 +9,8 @@
 #   - a pod on one node reaches a pod on the other by its pod IP (each node's bridge, routed by this machine);
 #   - `kubectl logs` and `kubectl exec` work (the apiserver calls the kubelet);
 #   - a container's termination message comes back in its status ("completed at step 7");
+#   - each node lists 4 emulated nvidia.com/gpu (the device-plugin API), and a pod limited to 2 gets two device
+#     ids in NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS=2;
 #   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff;
 #   - `cluster.sh down` leaves no process, mount, bridge, cgroup or CNI lease behind.
 # Needs root (as containerd does). Prints each step; exit 1 names the step that failed.
@@ -106,6 +108,32 @@ step "termination message"
 message="$(k get pod client -o jsonpath='{.status.containerStatuses[0].state.terminated.message}')"
 [[ "$message" == "completed at step 7"* ]] || fail "the termination message is '$message'"
 echo "  $message"
+
+step "emulated GPUs through the device-plugin API"
+for n in ringmaster-node-0 ringmaster-node-1; do
+  gpus="$(k get node "$n" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')"
+  [[ "$gpus" == 4 ]] || fail "$n has '$gpus' allocatable nvidia.com/gpu, not 4"
+done
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: gpus}
+spec:
+  nodeSelector: {kubernetes.io/hostname: ringmaster-node-1}
+  tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: $REGISTRY/busybox:test
+    command: ["/bin/sh", "-c", "echo \$RINGMASTER_EMULATED_GPUS \$NVIDIA_VISIBLE_DEVICES"]
+    resources: {limits: {nvidia.com/gpu: 2}}
+EOF
+wait_phase gpus Succeeded 60
+read -r count ids <<<"$(k logs gpus)"
+[[ "$count" == 2 ]] || fail "the GPU pod saw RINGMASTER_EMULATED_GPUS='$count', not 2"
+[[ "$ids" =~ ^GPU-emulated-ringmaster-node-1-[0-3],GPU-emulated-ringmaster-node-1-[0-3]$ ]] \
+  || fail "the GPU pod saw NVIDIA_VISIBLE_DEVICES='$ids'"
+echo "  4 nvidia.com/gpu per node; a pod limited to 2 got RINGMASTER_EMULATED_GPUS=$count NVIDIA_VISIBLE_DEVICES=$ids"
 
 step "a tag the registry lacks"
 pod missing ringmaster-node-0 "$REGISTRY/busybox:no-such-tag" "true"
