@@ -20,7 +20,7 @@ APT_PACKAGES=(
   mmdebstrap buildah umoci skopeo
   # real nodes (tests/harness/cluster/real_nodes.sh): the container runtime, pod networks, an image registry,
   # and busybox for the node images
-  containerd runc containernetworking-plugins docker-registry busybox-static
+  containerd runc containernetworking-plugins docker-registry busybox-static iptables
 )
 
 install_apt() {

@@ -23,6 +23,8 @@
 #   GPUs        REAL_NODE_GPUS (cluster.sh --real-node-gpus) emulated nvidia.com/gpu per node, advertised through
 #               the kubelet's device-plugin API by tests/harness/device_plugin (EMULATION: no GPU behind them);
 #               an allocation hands the container NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS.
+#   apiserver   pods reach it as in-cluster clients do, at the `kubernetes` Service (10.96.0.1:443), by a DNAT
+#               rule for this cluster's bridges to the apiserver on 127.0.0.1 (no kube-proxy: no other Service).
 #   taint       ringmaster.io/real-node=true:NoSchedule: only pods that tolerate it run on a real node.
 #   sysctls     a kubelet sets kernel.panic, kernel.panic_on_oops and vm.overcommit_memory as a node needs them;
 #               `down` puts back the values this machine had before the first node started.
@@ -86,7 +88,17 @@ real_node_cgroups_remove() {
 real_node_bridge_create() {
   local br ip; br="$(real_node_bridge "$1")"; ip="$(real_node_ip "$1")"
   ip link show "$br" >/dev/null 2>&1 || ip link add "$br" type bridge || return 1
-  ip addr replace "$ip/24" dev "$br" && ip link set "$br" up
+  ip addr replace "$ip/24" dev "$br" && ip link set "$br" up || return 1
+  # Pods reach the apiserver (127.0.0.1) through the `kubernetes` Service's address: DNAT to loopback needs
+  # route_localnet on the interface the packets come in by (real_nodes_api_route).
+  sysctl -q -w "net.ipv4.conf.$br.route_localnet=1"
+}
+
+# The rule that takes pods' connections to the `kubernetes` Service (10.96.0.1:443, what the kubelet puts in
+# KUBERNETES_SERVICE_HOST/PORT) to the apiserver on 127.0.0.1, for packets from this cluster's bridges only,
+# so clusters side by side keep their own. No kube-proxy runs here: other Services have no routes.
+real_nodes_api_rule() {
+  echo "PREROUTING -i rm$(real_nodes_id)n+ -d 10.96.0.1/32 -p tcp --dport 443 -j DNAT --to-destination 127.0.0.1:$API_PORT"
 }
 
 real_node_write_configs() {
@@ -245,6 +257,9 @@ real_nodes_up() {
   [[ -f "$DIR/nodes/sysctl-before" ]] || sysctl -e $KUBELET_TUNABLES >"$DIR/nodes/sysctl-before" 2>/dev/null || true
   log "  starting an image registry and $count real nodes (kubelet + containerd + CNI bridge each)"
   registry_up || return $?
+  need_cmd iptables "apt install iptables (make deps does)"
+  # shellcheck disable=SC2046  # the rule's words
+  iptables -t nat -A $(real_nodes_api_rule) || fail_up "could not add the apiserver's DNAT rule" "the harness needs root"
   for ((i = 0; i < count; i++)); do real_node_up "$i" || return $?; done
   local deadline=$((SECONDS + STARTUP_TIMEOUT)) ready=0
   while ((SECONDS < deadline)); do
@@ -315,6 +330,8 @@ real_nodes_down() {
   local i
   for i in $(real_node_indexes || true); do real_node_down "$i"; done
   stop_named registry
+  # shellcheck disable=SC2046
+  while iptables -t nat -D $(real_nodes_api_rule) 2>/dev/null; do :; done
   if [[ -s "$DIR/nodes/sysctl-before" ]]; then sysctl -q -p "$DIR/nodes/sysctl-before" >/dev/null 2>&1 || true; fi
   rm -rf "$DIR/nodes" "$DIR/registry-data" "$DIR/registry" "$DIR/registry.yaml"
 }

@@ -8,11 +8,12 @@
 #   - an image pushed to the cluster's registry is pulled by a kubelet; a pod on each node runs it;
 #   - a pod on one node reaches a pod on the other by its pod IP (each node's bridge, routed by this machine);
 #   - `kubectl logs` and `kubectl exec` work (the apiserver calls the kubelet);
+#   - a pod reaches the apiserver at the `kubernetes` Service's address, as in-cluster clients do;
 #   - a container's termination message comes back in its status ("completed at step 7");
 #   - each node lists 4 emulated nvidia.com/gpu (the device-plugin API), and a pod limited to 2 gets two device
 #     ids in NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS=2;
 #   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff;
-#   - `cluster.sh down` leaves no process, mount, bridge, cgroup or CNI lease behind.
+#   - `cluster.sh down` leaves no process, mount, bridge, cgroup, CNI lease or iptables rule behind.
 # Needs root (as containerd does). Prints each step; exit 1 names the step that failed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -109,6 +110,15 @@ message="$(k get pod client -o jsonpath='{.status.containerStatuses[0].state.ter
 [[ "$message" == "completed at step 7"* ]] || fail "the termination message is '$message'"
 echo "  $message"
 
+step "a pod reaches the apiserver as in-cluster clients do"
+pod incluster ringmaster-node-0 "$REGISTRY/busybox:test" \
+  "wget -q -O - --no-check-certificate https://\$KUBERNETES_SERVICE_HOST:\$KUBERNETES_SERVICE_PORT/version"
+wait_phase incluster Succeeded 60
+version="$(k logs incluster | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')"
+[[ "$version" == "$(sed -n 's/^KUBERNETES_VERSION=//p' "$DIR/cluster.env")" ]] \
+  || fail "the pod read no apiserver version at the kubernetes Service" "$(k logs incluster 2>&1 | tail -5)"
+echo "  https://\$KUBERNETES_SERVICE_HOST/version from a pod: $version"
+
 step "emulated GPUs through the device-plugin API"
 for n in ringmaster-node-0 ringmaster-node-1; do
   gpus="$(k get node "$n" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')"
@@ -159,5 +169,7 @@ left="$(ls -d /sys/fs/cgroup/*/ringmaster-"$id"-* 2>/dev/null || true)"
 [[ -z "$left" ]] || fail "cgroups left" "$left"
 left="$(ls -d /var/lib/cni/networks/rm"$id"n* 2>/dev/null || true)"
 [[ -z "$left" ]] || fail "CNI leases left" "$left"
+left="$(iptables -t nat -S PREROUTING | grep -F "rm${id}n+" || true)"
+[[ -z "$left" ]] || fail "iptables rules left" "$left"
 rm -rf "$WORK"
 step "passed"
