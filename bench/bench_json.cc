@@ -8,9 +8,9 @@
 #include <fstream>
 #include <thread>
 
-namespace ringmaster::bench_json {
+namespace ringmaster::bench {
 
-nlohmann::json LoadAverage() {
+nlohmann::json LoadAverageJson() {
   double l[3] = {0, 0, 0};
   if (::getloadavg(l, 3) != 3) return nullptr;
   return nlohmann::json::array({l[0], l[1], l[2]});
@@ -38,7 +38,7 @@ Report::Report(std::string bench, int argc, char** argv) {
           {"command", command},
           {"started", UtcNow()},
           {"cores", static_cast<int>(std::thread::hardware_concurrency())},
-          {"load_start", LoadAverage()},
+          {"load_start", LoadAverageJson()},
           {"figures", nlohmann::json::array()},
           {"series", nlohmann::json::object()}};
 }
@@ -64,7 +64,7 @@ nlohmann::json& Report::Series(const std::string& name) {
 bool Report::Write(const std::string& path) {
   if (path.empty()) return true;
   doc_["finished"] = UtcNow();
-  doc_["load_end"] = LoadAverage();
+  doc_["load_end"] = LoadAverageJson();
   std::error_code ec;
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
@@ -85,4 +85,4 @@ bool Report::Write(const std::string& path) {
   return true;
 }
 
-}  // namespace ringmaster::bench_json
+}  // namespace ringmaster::bench

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ringmaster::bench_json {
+namespace ringmaster::bench {
 
 // A goal the report checks: `of` ("ours" or "ratio") `op` ("<=" or ">=") `bound`; `text` is what it prints.
 struct Goal {
@@ -33,7 +33,7 @@ inline Goal RatioAtMost(double bound, std::string text) { return {"ratio", "<=",
 inline Goal RatioAtLeast(double bound, std::string text) { return {"ratio", ">=", bound, std::move(text)}; }
 
 // [1, 5, 15 min] or null.
-nlohmann::json LoadAverage();
+nlohmann::json LoadAverageJson();
 
 // The current time in UTC, e.g. "2026-11-25T05:23:34Z".
 std::string UtcNow();
@@ -63,4 +63,4 @@ class Report {
   nlohmann::json doc_;
 };
 
-}  // namespace ringmaster::bench_json
+}  // namespace ringmaster::bench

@@ -26,11 +26,11 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 
-using namespace ringmaster;
+namespace ringmaster::bench {
+namespace {
+
 using namespace ringmaster::kube;
 using Clock = std::chrono::steady_clock;
-
-namespace {
 
 double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -90,9 +90,7 @@ StatusOr<BenchFlags> ParseBenchFlags(const std::vector<std::string>& args) {
   return cli::ParseInto<BenchFlags>(NewBenchApp, args);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   auto flags = ParseBenchFlags(cli::Args(argc, argv));
   if (auto exit_code = cli::ExitEarly("ringmaster-kube-bench", flags, BenchUsage)) return *exit_code;
   const std::string kubeconfig = flags->kubeconfig, kubectl = flags->kubectl;
@@ -234,3 +232,8 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace ringmaster::bench
+
+int main(int argc, char** argv) { return ringmaster::bench::Main(argc, argv); }

@@ -65,6 +65,7 @@ using rb::Format;
 using rb::Say;
 using std::chrono::seconds;
 
+namespace ringmaster::bench {
 namespace {
 
 constexpr char kOurAgent[] = "ringmaster-operator/";
@@ -468,9 +469,9 @@ std::optional<double> PerJob(double v, int jobs) { return jobs > 0 ? std::option
 
 // Every printed figure, for --json: the goals are the (failure -> generation p50 <= 50 ms, p99 <= 250 ms;
 // Running <= 0.5x Kubeflow; peak RSS <= 0.25x Kubeflow); growth rows as a series for the report's plot.
-void Record(ringmaster::bench_json::Report& report, const Options& o, const std::vector<double>& latencies,
+void Record(Report& report, const Options& o, const std::vector<double>& latencies,
             const std::optional<Phase>& peer, const std::vector<Phase>& ours, const std::string& load) {
-  namespace bj = ringmaster::bench_json;
+  namespace bj = ringmaster::bench;
   if (o.failures > 0 && !ours.empty() && !latencies.empty()) {
     const std::string live = Format(" (%d jobs x %d workers live)", o.jobs[0], o.workers);
     report.Figure("operator.failure_generation.p50", "pod failure -> new generation, p50" + live, "ms",
@@ -522,7 +523,7 @@ void Record(ringmaster::bench_json::Report& report, const Options& o, const std:
   }
 }
 
-int Run(const Options& o, ringmaster::bench_json::Report& report) {
+int Run(const Options& o, Report& report) {
   const std::string dir = "/tmp/ringmaster-operator-bench-" + std::to_string(getpid());
   const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh";
   int max_jobs = *std::max_element(o.jobs.begin(), o.jobs.end());
@@ -630,11 +631,14 @@ int Run(const Options& o, ringmaster::bench_json::Report& report) {
   return ours.empty() || !written ? 1 : 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   auto options = ParseOptions(ringmaster::cli::Args(argc, argv));
   if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-operator-bench", options, Usage)) return *exit_code;
-  ringmaster::bench_json::Report report("operator", argc, argv);
+  Report report("operator", argc, argv);
   return Run(*options, report);
 }
+
+}  // namespace
+}  // namespace ringmaster::bench
+
+int main(int argc, char** argv) { return ringmaster::bench::Main(argc, argv); }

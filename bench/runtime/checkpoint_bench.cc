@@ -59,19 +59,18 @@
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/checkpoint/crc32c.h"
 
+namespace ringmaster::bench {
 namespace {
 
-using ringmaster::Status;
-using ringmaster::StatusOr;
-using ringmaster::runtime::checkpoint::BlobDestination;
-using ringmaster::runtime::checkpoint::BlobRef;
-using ringmaster::runtime::checkpoint::ByteBuffer;
-using ringmaster::runtime::checkpoint::CheckpointOptions;
-using ringmaster::runtime::checkpoint::CheckpointStore;
-using ringmaster::runtime::checkpoint::Crc32c;
-using ringmaster::runtime::checkpoint::ListDirectory;
-using ringmaster::runtime::checkpoint::MakeDirectories;
-using ringmaster::runtime::checkpoint::RemoveTree;
+using ringmaster::checkpoint::BlobDestination;
+using ringmaster::checkpoint::BlobRef;
+using ringmaster::checkpoint::ByteBuffer;
+using ringmaster::checkpoint::CheckpointOptions;
+using ringmaster::checkpoint::CheckpointStore;
+using ringmaster::checkpoint::Crc32c;
+using ringmaster::checkpoint::ListDirectory;
+using ringmaster::checkpoint::MakeDirectories;
+using ringmaster::checkpoint::RemoveTree;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -320,7 +319,7 @@ Status Round(SizeRun& run, int round) {
 
 // Records a printed row as a --json figure: id "checkpoint.<mib>MiB.<operation's words before any '('>",
 // lower case, runs of other characters as one '_' (e.g. restore_into_touched_4k_aligned).
-void RecordRow(ringmaster::bench_json::Report& report, uint64_t mib, const std::string& operation, const Series& ours,
+void RecordRow(Report& report, uint64_t mib, const std::string& operation, const Series& ours,
                const Series& dd) {
   const std::string op = operation.substr(0, operation.find(" ("));
   std::string slug;
@@ -330,11 +329,11 @@ void RecordRow(ringmaster::bench_json::Report& report, uint64_t mib, const std::
   }
   report.Figure("checkpoint." + std::to_string(mib) + "MiB." + slug,
                    "checkpoint " + operation + ", " + std::to_string(mib) + " MiB (median)", "MB/s", ours.Median(),
-                   dd.Median(), "O_DIRECT dd", ringmaster::bench_json::RatioAtLeast(0.8, ">= 0.8x dd"))["load"] =
+                   dd.Median(), "O_DIRECT dd", RatioAtLeast(0.8, ">= 0.8x dd"))["load"] =
       LoadAverage();
 }
 
-void PrintRow(ringmaster::bench_json::Report& report, uint64_t mib, const char* operation, const Series& ours,
+void PrintRow(Report& report, uint64_t mib, const char* operation, const Series& ours,
               const Series& dd) {
   RecordRow(report, mib, operation, ours, dd);
   char ours_text[40], dd_text[40];
@@ -345,7 +344,7 @@ void PrintRow(ringmaster::bench_json::Report& report, uint64_t mib, const char* 
   std::fflush(stdout);
 }
 
-Status BenchOneSize(const Flags& flags, CheckpointStore& store, uint64_t mib, ringmaster::bench_json::Report& report) {
+Status BenchOneSize(const Flags& flags, CheckpointStore& store, uint64_t mib, Report& report) {
   SizeRun run(flags, store);
   run.mib = mib;
   run.bytes = mib << 20;
@@ -388,16 +387,14 @@ std::string FileSystemType(const std::string& dir) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   auto flags = ringmaster::cli::ParseInto<Flags>(NewApp, ringmaster::cli::Args(argc, argv));
   if (auto exit_code = ringmaster::cli::ExitEarly<Flags>("ringmaster-checkpoint-bench", flags, NewApp)) return *exit_code;
   if (Status s = RemoveTree(flags->dir); !s.ok() || !(s = MakeDirectories(flags->dir)).ok()) {
     std::fprintf(stderr, "ringmaster-checkpoint-bench: %s\n", s.ToString().c_str());
     return 1;
   }
-  ringmaster::bench_json::Report report("checkpoint", argc, argv);
+  Report report("checkpoint", argc, argv);
   CheckpointOptions options;
   options.dir = flags->dir + "/checkpoints";
   options.keep_last = 1;
@@ -428,3 +425,8 @@ int main(int argc, char** argv) {
   if (!report.Write(flags->json)) rc = 1;
   return rc;
 }
+
+}  // namespace
+}  // namespace ringmaster::bench
+
+int main(int argc, char** argv) { return ringmaster::bench::Main(argc, argv); }

@@ -58,7 +58,7 @@
 #include "worker-runtime/membership/file_source.h"
 #include "worker-runtime/store/socket.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -67,7 +67,7 @@ using namespace std::chrono_literals;
 int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
 uint16_t FreePort() {
-  auto s = runtime::Socket::Listen("127.0.0.1", 0);
+  auto s = store::Socket::Listen("127.0.0.1", 0);
   return s.ok() ? s->LocalPort() : 0;
 }
 
@@ -75,14 +75,14 @@ uint16_t FreePort() {
 // "gen t_step_start_ns t_first_allreduce_done_ns detect rdzv comm restore shrunk" (the phases in seconds). The
 // step of a new generation starts right after its rebuild's restore, so the phases' ends on this rank follow
 // backwards from t_step_start.
-[[noreturn]] void Worker(const std::string& dir, const std::string& id, uint16_t port, runtime::Backend backend,
+[[noreturn]] void Worker(const std::string& dir, const std::string& id, uint16_t port, comm::Backend backend,
                          int device) {
   auto source = membership::FileMembershipSource::Start({dir + "/membership.json", 5ms, {}});
   if (!source.ok()) ::_exit(2);
   float value = 1;
-  ElasticState state([&] { return std::string(reinterpret_cast<char*>(&value), sizeof value); },
+  elastic::ElasticState state([&] { return std::string(reinterpret_cast<char*>(&value), sizeof value); },
                      [&](std::string_view b) { std::memcpy(&value, b.data(), sizeof value); return Status::Ok(); });
-  ElasticOptions o;
+  elastic::ElasticOptions o;
   o.worker_id = id;
   o.secret = "bench-secret";
   o.store_port = port;
@@ -96,34 +96,34 @@ uint16_t FreePort() {
       std::fprintf(stderr, "%.3f [%s] %.*s\n", NowNs() / 1e6, id.c_str(), static_cast<int>(line.size()), line.data());
     };
   }
-  ElasticDriver driver(o, source->get(), &state);
+  elastic::ElasticDriver driver(o, source->get(), &state);
   int64_t reported = 0;
   std::ofstream report(dir + "/report." + id, std::ios::app);
   // Under NCCL the allreduce's buffers are on the worker's GPU, which stays the same for its life.
-  std::unique_ptr<runtime::Memory> gpu;
+  std::unique_ptr<memory::Memory> gpu;
   void* buffers = nullptr;
-  auto step = [&](const StepContext& ctx) -> StatusOr<runtime::data::SampleCursor> {
+  auto step = [&](const elastic::StepContext& ctx) -> StatusOr<data::SampleCursor> {
     const int64_t step_start = NowNs();
     float host[2] = {1, 0};
     void *in = &host[0], *out = &host[1];
     if (ctx.rt->device() >= 0) {
       if (!gpu) {
-        gpu = runtime::NewMemoryFor(runtime::MemoryKind::kCuda, ctx.rt->device());
+        gpu = memory::NewMemoryFor(comm::MemoryKind::kCuda, ctx.rt->device());
         RINGMASTER_ASSIGN_OR_RETURN(buffers, gpu->Allocate(sizeof host));
         RINGMASTER_RETURN_IF_ERROR(gpu->Upload(buffers, host, sizeof host));
       }
       in = buffers;
       out = static_cast<char*>(buffers) + sizeof(float);
     }
-    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("x", in, out, 1, runtime::DataType::kFloat32, runtime::ReduceOp::kSum));
+    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("x", in, out, 1, common::DataType::kFloat32, common::ReduceOp::kSum));
     if (ctx.generation != reported) {
       reported = ctx.generation;
-      RebuildStats s = driver.last_rebuild();
+      elastic::RebuildStats s = driver.last_rebuild();
       report << ctx.generation << " " << step_start << " " << NowNs() << " " << s.detect << " " << s.rendezvous << " " << s.communicator << " "
              << s.restore << " " << (s.shrunk ? 1 : 0) << std::endl;
     }
     std::this_thread::sleep_for(2ms);
-    return runtime::data::SampleCursor{0, static_cast<uint64_t>(ctx.step + 1)};
+    return data::SampleCursor{0, static_cast<uint64_t>(ctx.step + 1)};
   };
   auto r = driver.Run(std::numeric_limits<int64_t>::max(), step);
   if (!r.ok()) std::fprintf(stderr, "[%s] %s\n", id.c_str(), r.status().ToString().c_str());
@@ -139,7 +139,7 @@ struct Proc {
 
 class Bench {
  public:
-  Bench(std::string dir, runtime::Backend backend) : dir_(std::move(dir)), backend_(backend) {}
+  Bench(std::string dir, comm::Backend backend) : dir_(std::move(dir)), backend_(backend) {}
 
   void Spawn() {
     // The lowest GPU index no live worker holds: the replacement takes the victim's (as ringmaster-run).
@@ -188,7 +188,7 @@ class Bench {
   }
 
   std::string dir_;
-  runtime::Backend backend_;
+  comm::Backend backend_;
   std::vector<Proc> procs_;
   int64_t gen_ = 0;
   int next_ = 0;
@@ -262,7 +262,7 @@ void PrintRow(const std::string& backend, int n, int trials, const char* stat, d
 // The figures of one size for --json: the median total (goal at 8 ranks: <= 100 ms), our communicator phase
 // against bare Gloo's connect (goal: <= 1.5x), and the phase medians and p90s for the report's plot.
 // The NCCL rows carry no goal: on the emulation they measure our protocol over host sockets, not NCCL.
-void Record(bench_json::Report& report, const std::string& backend, int n, int trials,
+void Record(Report& report, const std::string& backend, int n, int trials,
             const std::vector<std::vector<double>>& columns, double shrunk, const std::vector<double>& connects,
             const std::string& load) {
   const std::string ranks = std::to_string(n);
@@ -270,14 +270,14 @@ void Record(bench_json::Report& report, const std::string& backend, int n, int t
   const std::string id = gloo ? "runtime." : "runtime." + backend + ".";
   const char* emulated = std::getenv("RINGMASTER_EMULATED_GPUS");
   const std::string on = gloo ? "" : emulated ? " (NCCL, CPU emulation)" : " (NCCL)";
-  std::optional<bench_json::Goal> total_goal;
-  if (n == 8 && gloo) total_goal = bench_json::OursAtMost(100, "<= 100 ms at 8 ranks");
+  std::optional<Goal> total_goal;
+  if (n == 8 && gloo) total_goal = OursAtMost(100, "<= 100 ms at 8 ranks");
   report.Figure(id + "total." + ranks, "worker death -> next allreduce, " + ranks + " ranks (median)" + on, "ms",
                 Quantile(columns[0], 0.5), std::nullopt, "", total_goal)["load"] = load;
   std::optional<double> peer;
   if (!connects.empty()) peer = Quantile(connects, 0.5);
-  std::optional<bench_json::Goal> ratio_goal;
-  if (gloo) ratio_goal = bench_json::RatioAtMost(1.5, "<= 1.5x Gloo");
+  std::optional<Goal> ratio_goal;
+  if (gloo) ratio_goal = RatioAtMost(1.5, "<= 1.5x Gloo");
   auto& comm = report.Figure(id + "comm_vs_gloo." + ranks,
                              "communicator phase vs bare Gloo connect, " + ranks + " ranks (median)" + on, "ms",
                              Quantile(columns.back(), 0.5), peer, "bare Gloo connect", ratio_goal);
@@ -305,7 +305,7 @@ int Main(int argc, char** argv) {
   auto flags = ParseFlags(cli::Args(argc, argv));
   if (auto exit_code = cli::ExitEarly("ringmaster-elastic-bench", flags, Usage)) return *exit_code;
   const std::string dir = flags->dir;
-  bench_json::Report report("runtime", argc, argv);
+  Report report("runtime", argc, argv);
   const bool verbose = std::getenv("RINGMASTER_BENCH_VERBOSE") != nullptr;
   const char* emulated = std::getenv("RINGMASTER_EMULATED_GPUS");
   std::printf("death of one worker -> next successful allreduce on loopback, %d cores%s; ms; load average at "
@@ -321,7 +321,7 @@ int Main(int argc, char** argv) {
     std::vector<double> connects;  // the peer, measured once per size
     bool peer_measured = false;
     for (const std::string& backend_name : flags->backends) {
-      const runtime::Backend backend = backend_name == "nccl" ? runtime::Backend::kNccl : runtime::Backend::kGloo;
+      const comm::Backend backend = backend_name == "nccl" ? comm::Backend::kNccl : comm::Backend::kGloo;
       const int trials = n > 8 ? flags->large_trials : flags->trials;
       std::filesystem::remove_all(dir);
       std::filesystem::create_directories(dir);
@@ -377,7 +377,7 @@ int Main(int argc, char** argv) {
         b.Spawn();  // back to n (not measured)
         b.Publish();
         b.WaitReports();
-        if (n > 8 || backend != runtime::Backend::kGloo) {
+        if (n > 8 || backend != comm::Backend::kGloo) {
           std::fprintf(stderr, "  %s, %d ranks: trial %d/%d done (%.1f ms)\n", backend_name.c_str(), n, t + 1, trials, tot);
         }
       }
@@ -412,6 +412,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::bench
 
-int main(int argc, char** argv) { return ringmaster::elastic::Main(argc, argv); }
+int main(int argc, char** argv) { return ringmaster::bench::Main(argc, argv); }

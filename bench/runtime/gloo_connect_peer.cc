@@ -17,21 +17,21 @@
 #include "worker-runtime/store/store_client.h"
 #include "worker-runtime/store/store_server.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr char kSecret[] = "gloo-peer-secret";
 
-StatusOr<std::unique_ptr<runtime::StoreClient>> Connect(uint16_t port, int rank, std::chrono::milliseconds timeout) {
-  runtime::StoreClientOptions co;
+StatusOr<std::unique_ptr<store::StoreClient>> Connect(uint16_t port, int rank, std::chrono::milliseconds timeout) {
+  store::StoreClientOptions co;
   co.port = port;
   co.secret = kSecret;
   co.generation = 1;
   co.rank = static_cast<uint32_t>(rank);
   co.connect_timeout = timeout;
   co.io_timeout = timeout;
-  return runtime::StoreClient::Connect(co);
+  return store::StoreClient::Connect(co);
 }
 
 // One rank of the peer: per trial, barrier, then time device + connectFullMesh; reports the time.
@@ -41,20 +41,20 @@ StatusOr<std::unique_ptr<runtime::StoreClient>> Connect(uint16_t port, int rank,
     std::fprintf(stderr, "gloo peer rank %d: %s\n", rank, client.status().ToString().c_str());
     ::_exit(1);
   }
-  std::shared_ptr<runtime::Store> store(std::move(client).value());
+  std::shared_ptr<store::Store> store(std::move(client).value());
   for (int t = 0; t < trials; ++t) {
     const std::string trial = "t" + std::to_string(t);
     std::vector<std::string> arrived;
     for (int r = 0; r < size; ++r) arrived.push_back(trial + "/arrived/" + std::to_string(r));
     if (!store->Set(arrived[rank], "1").ok() || !store->Wait(arrived, timeout).ok()) ::_exit(1);
     const auto start = Clock::now();
-    std::shared_ptr<gloo::rendezvous::Context> context;
+    std::shared_ptr<::gloo::rendezvous::Context> context;
     try {
-      gloo::transport::tcp::attr attr("127.0.0.1");
-      auto device = gloo::transport::tcp::CreateDevice(attr);
-      context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+      ::gloo::transport::tcp::attr attr("127.0.0.1");
+      auto device = ::gloo::transport::tcp::CreateDevice(attr);
+      context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
       context->setTimeout(timeout);
-      runtime::GlooStore gloo_store(store, trial + "/mesh", timeout);
+      gloo::GlooStore gloo_store(store, trial + "/mesh", timeout);
       context->connectFullMesh(gloo_store, device);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gloo peer rank %d: %s\n", rank, e.what());
@@ -73,7 +73,7 @@ StatusOr<std::unique_ptr<runtime::StoreClient>> Connect(uint16_t port, int rank,
 }  // namespace
 
 StatusOr<std::vector<double>> MeasureGlooConnect(int ranks, int trials, std::chrono::milliseconds timeout) {
-  RINGMASTER_ASSIGN_OR_RETURN(runtime::Socket listener, runtime::Socket::Listen("127.0.0.1", 0));
+  RINGMASTER_ASSIGN_OR_RETURN(store::Socket listener, store::Socket::Listen("127.0.0.1", 0));
   const uint16_t port = listener.LocalPort();
   std::vector<pid_t> pids;
   std::fflush(nullptr);
@@ -95,10 +95,10 @@ StatusOr<std::vector<double>> MeasureGlooConnect(int ranks, int trials, std::chr
     return UnavailableError("gloo peer: fork failed");
   }
   // Served from here, after the forks (no server threads in the children).
-  runtime::StoreServerOptions so;
+  store::StoreServerOptions so;
   so.secret = kSecret;
   so.generation = 1;
-  auto server = runtime::StoreServer::StartOnSocket(std::move(listener), so);
+  auto server = store::StoreServer::StartOnSocket(std::move(listener), so);
   if (!server.ok()) {
     reap();
     return server.status();
@@ -126,4 +126,4 @@ StatusOr<std::vector<double>> MeasureGlooConnect(int ranks, int trials, std::chr
   return slowest;
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::bench

@@ -20,8 +20,8 @@
 
 #include "base/status.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::bench {
 
 StatusOr<std::vector<double>> MeasureGlooConnect(int ranks, int trials, std::chrono::milliseconds timeout);
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::bench

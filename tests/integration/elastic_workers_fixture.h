@@ -243,7 +243,7 @@ class ElasticWorkersE2eTest : public JobTest {
     argv.insert(argv.end(), workload_.reference.begin(), workload_.reference.end());
     auto r = RunCommand(argv, seconds(150));
     EXPECT_COMMAND_OK(r) << (r.ok() ? r->out + r->err : r.status().ToString());
-    return ringmaster::elastic::testing::ReadWeights(out + "/weights.txt");
+    return ringmaster::runtime_testing::ReadWeights(out + "/weights.txt");
   }
 
   // The job succeeds; every finisher's weights equal the reference; each epoch's samples are committed
@@ -262,7 +262,7 @@ class ElasticWorkersE2eTest : public JobTest {
       if (name.rfind("weights.", 0) != 0 || name.size() < 4 || name.substr(name.size() - 4) != ".txt") continue;
       std::string pod = name.substr(8, name.size() - 12);
       finishers.insert(pod);
-      std::vector<double> got = ringmaster::elastic::testing::ReadWeights(e.path().string());
+      std::vector<double> got = ringmaster::runtime_testing::ReadWeights(e.path().string());
       EXPECT_EQ(got.size(), ref.size()) << name;
       for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
         EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << name << " weight " << i << ": " << got[i] << " vs " << ref[i];

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <set>
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 AsyncCheckpointWriter::AsyncCheckpointWriter(CheckpointStore* store) : store_(store) {
   thread_ = std::thread([this] { Run(); });
@@ -103,4 +103,4 @@ AsyncCheckpointWriter::Stats AsyncCheckpointWriter::stats() const {
   return stats_;
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -29,7 +29,7 @@
 #include "base/status.h"
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 class AsyncCheckpointWriter {
  public:
@@ -89,4 +89,4 @@ class AsyncCheckpointWriter {
   std::thread thread_;  // started last, in the constructor body
 };
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -5,7 +5,7 @@
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 using testing::FreshTestDir;
@@ -98,4 +98,4 @@ TEST(AsyncCheckpointWriterTest, DiskErrorsSurfaceThroughWait) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 StatusOr<ByteBuffer> ByteBuffer::Allocate(size_t size) {
   // No transparent huge pages asked for: on a VM that reports free memory to its host (virtio-balloon free
@@ -26,4 +26,4 @@ StatusOr<ByteBuffer> ByteBuffer::Allocate(size_t size) {
   return buffer;
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 // Alignment (of memory, file offsets and lengths) that O_DIRECT accepts on every Linux block device
 // (logical blocks of 512 or 4096 bytes).
@@ -36,4 +36,4 @@ struct ByteBuffer {
   static StatusOr<ByteBuffer> Allocate(size_t size);
 };
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

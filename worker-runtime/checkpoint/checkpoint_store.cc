@@ -12,7 +12,7 @@
 
 #include "worker-runtime/checkpoint/crc32c.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 constexpr std::string_view kTmpPrefix = ".tmp-step-";
@@ -409,4 +409,4 @@ StatusOr<int> CheckpointStore::CollectGarbageLocked() {
   return removed;
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

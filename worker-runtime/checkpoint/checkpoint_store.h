@@ -55,7 +55,7 @@
 #include "worker-runtime/checkpoint/file_io.h"
 #include "worker-runtime/checkpoint/manifest.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 struct CheckpointOptions {
   std::string dir;                                  // created if absent
@@ -233,4 +233,4 @@ class CheckpointStore {
 // Parses "step-<N>" (N decimal, no sign, no leading zeros); -1 otherwise.
 int64_t ParseStepDirName(std::string_view name);
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

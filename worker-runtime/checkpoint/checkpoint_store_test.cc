@@ -9,7 +9,7 @@
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 using testing::FreshTestDir;
@@ -220,4 +220,4 @@ TEST(CheckpointStoreTest, ConcurrentReadersDuringWrites) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

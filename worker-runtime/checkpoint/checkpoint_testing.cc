@@ -9,7 +9,7 @@
 #include "worker-runtime/checkpoint/file_io.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::checkpoint::testing {
+namespace ringmaster::checkpoint::testing {
 
 std::string FreshTestDir() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -69,4 +69,4 @@ void FlipByte(const std::string& path, int64_t at) {
   ::close(fd);
 }
 
-}  // namespace ringmaster::runtime::checkpoint::testing
+}  // namespace ringmaster::checkpoint::testing

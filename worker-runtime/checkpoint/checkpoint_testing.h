@@ -10,7 +10,7 @@
 
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 
-namespace ringmaster::runtime::checkpoint::testing {
+namespace ringmaster::checkpoint::testing {
 
 // A fresh, empty directory under ::testing::TempDir() named after the running
 // test (and the pid, so parallel ctest runs never share it).
@@ -36,4 +36,4 @@ class LogCapture {
   std::vector<std::string> lines_;  // guarded by mu_
 };
 
-}  // namespace ringmaster::runtime::checkpoint::testing
+}  // namespace ringmaster::checkpoint::testing

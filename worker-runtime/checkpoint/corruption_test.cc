@@ -12,7 +12,7 @@
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 using testing::FlipByte;
@@ -140,4 +140,4 @@ TEST(CorruptionTest2, NothingLoadableIsNotFoundWithEveryReason) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

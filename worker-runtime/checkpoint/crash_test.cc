@@ -18,7 +18,7 @@
 #include "worker-runtime/checkpoint/file_io.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 using testing::FreshTestDir;
@@ -117,4 +117,4 @@ TEST(CrashTest, SigkillMidWriteLeavesTheDirectoryLoadable) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

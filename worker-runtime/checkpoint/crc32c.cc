@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
@@ -135,4 +135,4 @@ uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
   return Crc32cExtendPortable(crc, data, n);
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

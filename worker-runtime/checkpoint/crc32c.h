@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 // Returns the CRC32C of data[0, n) appended to a stream whose CRC so far is
 // `crc` (0 for the empty stream): Crc32cExtend(Crc32cExtend(0, a), b) equals
@@ -30,4 +30,4 @@ inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data
 // The portable table-driven version (the hardware one must agree with it).
 uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n);
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 TEST(Crc32cTest, KnownValues) {
@@ -47,4 +47,4 @@ TEST(Crc32cTest, ThreeStreamPathsMatchPortable) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -14,7 +14,7 @@
 
 #include "worker-runtime/checkpoint/streaming_io.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 // Closes a file descriptor on scope exit unless released.
@@ -173,4 +173,4 @@ Status MakeDirectories(const std::string& path) {
   return Status::Ok();
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "worker-runtime/checkpoint/byte_buffer.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 // Status for errno `err` with "what path: strerror" as its message.
 Status ErrnoStatus(int err, const std::string& what, const std::string& path);
@@ -64,4 +64,4 @@ Status RemoveTree(const std::string& path);
 // Creates the directory and its parents (like mkdir -p).
 Status MakeDirectories(const std::string& path);
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

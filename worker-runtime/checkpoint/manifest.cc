@@ -7,7 +7,7 @@
 
 #include "base/time_format.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 constexpr std::string_view kFormatName = "ringmaster-checkpoint";
@@ -122,4 +122,4 @@ StatusOr<Manifest> ParseManifest(std::string_view bytes, const std::string& path
   return m;
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

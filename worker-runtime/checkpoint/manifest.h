@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 inline constexpr int kManifestFormatVersion = 1;
 inline constexpr std::string_view kManifestFileName = "MANIFEST.json";
@@ -52,4 +52,4 @@ std::string SerializeManifest(const Manifest& manifest);
 // throws, whatever the bytes.
 StatusOr<Manifest> ParseManifest(std::string_view bytes, const std::string& path);
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

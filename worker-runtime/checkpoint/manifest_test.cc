@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 Manifest Sample() {
@@ -88,4 +88,4 @@ TEST(ManifestTest, BlobNames) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

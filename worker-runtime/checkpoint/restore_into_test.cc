@@ -14,7 +14,7 @@
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 using testing::FlipByte;
@@ -249,4 +249,4 @@ TEST(RestoreIntoTest, ACorruptGivenStepIsDataLossNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

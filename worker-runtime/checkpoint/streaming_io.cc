@@ -15,7 +15,7 @@
 #include "worker-runtime/checkpoint/crc32c.h"
 #include "worker-runtime/checkpoint/file_io.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 constexpr size_t kChunk = size_t{8} << 20;      // per request: large enough for full-size device requests
@@ -263,4 +263,4 @@ Status ReadStreaming(int fd, std::span<std::byte> dest, const std::string& path,
   return ReadInto(fd, dest.data(), dest.size(), false, path, crc);
 }
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -25,7 +25,7 @@
 #include "base/status.h"
 #include "worker-runtime/checkpoint/byte_buffer.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 
 // Writes `data` from offset 0 of `fd` (an empty regular file open for writing) and sets *crc (may be null)
 // to its CRC32C. Does not fsync: the caller makes it durable.
@@ -42,4 +42,4 @@ Status ReadStreaming(int fd, ByteBuffer& buffer, const std::string& path, uint32
 // (ResourceExhausted when it cannot be). On an error the contents of `dest` are unspecified.
 Status ReadStreaming(int fd, std::span<std::byte> dest, const std::string& path, uint32_t* crc);
 
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

@@ -16,7 +16,7 @@
 #include "worker-runtime/checkpoint/file_io.h"
 #include "worker-runtime/checkpoint/streaming_io.h"
 
-namespace ringmaster::runtime::checkpoint {
+namespace ringmaster::checkpoint {
 namespace {
 
 using testing::FlipByte;
@@ -148,4 +148,4 @@ TEST(StreamingIoTest, DamageInsideALargeBlobIsSkippedWithItsReason) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::checkpoint
+}  // namespace ringmaster::checkpoint

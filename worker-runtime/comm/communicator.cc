@@ -6,7 +6,7 @@
 
 #include "worker-runtime/comm/validate.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
 std::string_view BackendName(Backend backend) {
   switch (backend) {
@@ -26,7 +26,7 @@ StatusOr<Backend> ParseBackend(std::string_view name) {
 
 // Each public method: arguments, then health, then the zero-data shortcut, then the backend.
 
-Status Communicator::Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status Communicator::Allreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "allreduce"));
   RINGMASTER_RETURN_IF_ERROR(CheckReduceOp(op, "allreduce"));
   RINGMASTER_ASSIGN_OR_RETURN(size_t bytes, CheckedBytes(count, type, 1, "allreduce"));
@@ -37,7 +37,7 @@ Status Communicator::Allreduce(const void* in, void* out, size_t count, DataType
   return DoAllreduce(in, out, count, type, op);
 }
 
-Status Communicator::Allgather(const void* in, void* out, size_t count, DataType type) {
+Status Communicator::Allgather(const void* in, void* out, size_t count, common::DataType type) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "allgather"));
   RINGMASTER_ASSIGN_OR_RETURN(size_t bytes, CheckedBytes(count, type, 1, "allgather"));
   RINGMASTER_ASSIGN_OR_RETURN(size_t out_bytes, CheckedBytes(count, type, static_cast<size_t>(size()), "allgather"));
@@ -49,7 +49,7 @@ Status Communicator::Allgather(const void* in, void* out, size_t count, DataType
   return DoAllgather(in, out, count, type);
 }
 
-Status Communicator::Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
+Status Communicator::Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "allgatherv"));
   if (counts.size() != static_cast<size_t>(size())) {
     return InvalidArgumentError("allgatherv: " + std::to_string(counts.size()) + " counts for " +
@@ -62,7 +62,7 @@ Status Communicator::Allgatherv(const void* in, void* out, const std::vector<siz
   }
   const size_t mine = counts[static_cast<size_t>(rank())];
   RINGMASTER_ASSIGN_OR_RETURN(size_t out_bytes, CheckedBytes(total, type, 1, "allgatherv"));
-  const size_t esize = DataTypeSize(type);
+  const size_t esize = common::DataTypeSize(type);
   RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, in, mine, "allgatherv input"));
   RINGMASTER_RETURN_IF_ERROR(CheckBuffers(out, out, total, "allgatherv output"));
   RINGMASTER_RETURN_IF_ERROR(CheckAliasing(in, mine * esize, out, out_bytes, below * esize, "allgatherv"));
@@ -71,7 +71,7 @@ Status Communicator::Allgatherv(const void* in, void* out, const std::vector<siz
   return DoAllgatherv(in, out, counts, type);
 }
 
-Status Communicator::Broadcast(const void* in, void* out, size_t count, DataType type, int root) {
+Status Communicator::Broadcast(const void* in, void* out, size_t count, common::DataType type, int root) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "broadcast"));
   RINGMASTER_RETURN_IF_ERROR(CheckRoot(root, size()));
   RINGMASTER_ASSIGN_OR_RETURN(size_t bytes, CheckedBytes(count, type, 1, "broadcast"));
@@ -83,7 +83,7 @@ Status Communicator::Broadcast(const void* in, void* out, size_t count, DataType
   return DoBroadcast(in, out, count, type, root);
 }
 
-Status Communicator::ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status Communicator::ReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "reduce-scatter"));
   RINGMASTER_RETURN_IF_ERROR(CheckReduceOp(op, "reduce-scatter"));
   RINGMASTER_ASSIGN_OR_RETURN(size_t bytes, CheckedBytes(count, type, 1, "reduce-scatter"));
@@ -95,7 +95,7 @@ Status Communicator::ReduceScatter(const void* in, void* out, size_t count, Data
   return DoReduceScatter(in, out, count, type, op);
 }
 
-Status Communicator::Alltoall(const void* in, void* out, size_t count, DataType type) {
+Status Communicator::Alltoall(const void* in, void* out, size_t count, common::DataType type) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "alltoall"));
   RINGMASTER_ASSIGN_OR_RETURN(size_t bytes, CheckedBytes(count, type, static_cast<size_t>(size()), "alltoall"));
   RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "alltoall"));
@@ -176,4 +176,4 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::DoShrink(const std::vector
                             "': build a new one");
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm

@@ -24,7 +24,7 @@
 #include "base/status.h"
 #include "worker-runtime/common/dtype.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
 enum class Backend { kAuto, kGloo, kNccl };
 std::string_view BackendName(Backend backend);  // "auto", "gloo", "nccl"
@@ -66,22 +66,22 @@ class Communicator {
 
   // out = op over ranks of in (count elements). In-place: in == out.
   // kAvg divides the sum by size().
-  Status Allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Status Allreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   // out (size()*count elements) = concatenation of every rank's in (count elements).
   // In-place: in == out + rank()*count elements (this rank's block of out already holds its input).
-  Status Allgather(const void* in, void* out, size_t count, DataType type);
+  Status Allgather(const void* in, void* out, size_t count, common::DataType type);
   // Like Allgather with per-rank counts (counts.size() == size()): in holds counts[rank()]
   // elements, out the sum of counts. In-place: in == out + (sum of counts below rank()) elements.
-  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type);
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type);
   // out = root's in, count elements. Non-roots' in is ignored (may be null).
   // In-place: in == out (on the root; elsewhere out is simply overwritten).
-  Status Broadcast(const void* in, void* out, size_t count, DataType type, int root);
+  Status Broadcast(const void* in, void* out, size_t count, common::DataType type, int root);
   // in has size()*count elements; out (count elements) = op over ranks of in's block rank().
   // In-place: in == out, and the result lands in the first count elements.
-  Status ReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Status ReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   // in and out have size()*count elements; block j of in goes to rank j, block i of out
   // came from rank i. In-place: in == out.
-  Status Alltoall(const void* in, void* out, size_t count, DataType type);
+  Status Alltoall(const void* in, void* out, size_t count, common::DataType type);
   // Errors: Aborted only.
   Status Barrier();
 
@@ -128,12 +128,12 @@ class Communicator {
   // The backends' part: called only with checked arguments (as documented on
   // the public method, a non-zero amount of data, the communicator healthy
   // when the call began), from the one calling thread. Errors: Aborted.
-  virtual Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
-  virtual Status DoAllgather(const void* in, void* out, size_t count, DataType type) = 0;
-  virtual Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) = 0;
-  virtual Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) = 0;
-  virtual Status DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
-  virtual Status DoAlltoall(const void* in, void* out, size_t count, DataType type) = 0;
+  virtual Status DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) = 0;
+  virtual Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) = 0;
+  virtual Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) = 0;
+  virtual Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) = 0;
+  virtual Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) = 0;
+  virtual Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) = 0;
   virtual Status DoBarrier() = 0;
   virtual StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) = 0;
   // Checked arguments, bytes > 0; may run on any thread. Default: Unimplemented.
@@ -143,4 +143,4 @@ class Communicator {
   virtual StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name);
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm

@@ -1,6 +1,6 @@
 #include "worker-runtime/comm/device_traffic.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
 void DeviceTraffic::Add(int device, uint64_t bytes) {
   if (device < 0) return;
@@ -13,4 +13,4 @@ std::map<int, uint64_t> DeviceTraffic::Snapshot() const {
   return bytes_;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm

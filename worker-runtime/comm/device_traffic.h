@@ -14,7 +14,7 @@
 #include <map>
 #include <mutex>
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
 class DeviceTraffic {
  public:
@@ -28,4 +28,4 @@ class DeviceTraffic {
   std::map<int, uint64_t> bytes_;  // guarded by mu_
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
 Status CheckBuffers(const void* in, const void* out, size_t count, const char* op) {
   if (count > 0 && (in == nullptr || out == nullptr)) {
@@ -31,41 +31,41 @@ Status CheckSubset(const std::vector<int>& ranks, int size) {
   return Status::Ok();
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
-Status CheckDataType(DataType type, const char* op) {
+Status CheckDataType(common::DataType type, const char* op) {
   switch (type) {
-    case DataType::kFloat32:
-    case DataType::kFloat64:
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUInt8:
+    case common::DataType::kFloat32:
+    case common::DataType::kFloat64:
+    case common::DataType::kFloat16:
+    case common::DataType::kBFloat16:
+    case common::DataType::kInt32:
+    case common::DataType::kInt64:
+    case common::DataType::kUInt8:
       return Status::Ok();
   }
   return InvalidArgumentError(std::string(op) + ": unknown data type " + std::to_string(static_cast<int>(type)));
 }
 
-Status CheckReduceOp(ReduceOp reduce, const char* op) {
+Status CheckReduceOp(common::ReduceOp reduce, const char* op) {
   switch (reduce) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-    case ReduceOp::kMin:
-    case ReduceOp::kMax:
-    case ReduceOp::kProduct:
+    case common::ReduceOp::kSum:
+    case common::ReduceOp::kAvg:
+    case common::ReduceOp::kMin:
+    case common::ReduceOp::kMax:
+    case common::ReduceOp::kProduct:
       return Status::Ok();
   }
   return InvalidArgumentError(std::string(op) + ": unknown reduce op " + std::to_string(static_cast<int>(reduce)));
 }
 
-StatusOr<size_t> CheckedBytes(size_t count, DataType type, size_t blocks, const char* op) {
+StatusOr<size_t> CheckedBytes(size_t count, common::DataType type, size_t blocks, const char* op) {
   size_t bytes = 0;
-  if (__builtin_mul_overflow(count, DataTypeSize(type), &bytes) || __builtin_mul_overflow(bytes, blocks, &bytes)) {
+  if (__builtin_mul_overflow(count, common::DataTypeSize(type), &bytes) || __builtin_mul_overflow(bytes, blocks, &bytes)) {
     return InvalidArgumentError(std::string(op) + ": " + std::to_string(count) + " elements of " +
-                                std::string(DataTypeName(type)) + " overflow the address space");
+                                std::string(common::DataTypeName(type)) + " overflow the address space");
   }
   return bytes;
 }
@@ -84,4 +84,4 @@ Status CheckAliasing(const void* in, size_t in_bytes, const void* out, size_t ou
                               std::to_string(in_place_offset) + " bytes (the in-place form)");
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm

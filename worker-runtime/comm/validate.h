@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "worker-runtime/common/dtype.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::comm {
 
 // Errors: InvalidArgument when a pointer is null while count > 0.
 Status CheckBuffers(const void* in, const void* out, size_t count, const char* op);
@@ -21,11 +21,11 @@ Status CheckRoot(int root, int size);
 // Errors: InvalidArgument unless ranks is sorted, unique and within [0, size).
 Status CheckSubset(const std::vector<int>& ranks, int size);
 // Errors: InvalidArgument unless `type` is one of the DataType values.
-Status CheckDataType(DataType type, const char* op);
+Status CheckDataType(common::DataType type, const char* op);
 // Errors: InvalidArgument unless `reduce` is one of the ReduceOp values.
-Status CheckReduceOp(ReduceOp reduce, const char* op);
+Status CheckReduceOp(common::ReduceOp reduce, const char* op);
 // count * DataTypeSize(type) * blocks. Errors: InvalidArgument when it overflows size_t.
-StatusOr<size_t> CheckedBytes(size_t count, DataType type, size_t blocks, const char* op);
+StatusOr<size_t> CheckedBytes(size_t count, common::DataType type, size_t blocks, const char* op);
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share a byte.
 bool Overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
 // Errors: InvalidArgument when the ranges overlap and in != out + in_place_offset
@@ -33,4 +33,4 @@ bool Overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes);
 Status CheckAliasing(const void* in, size_t in_bytes, const void* out, size_t out_bytes, size_t in_place_offset,
                      const char* op);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::comm

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 namespace {
 
 uint32_t FloatBits(float f) {
@@ -238,4 +238,4 @@ void StoreFromDouble(DataType type, void* buf, size_t i, double value) {
   }
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

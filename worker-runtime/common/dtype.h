@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 
 enum class DataType : uint8_t { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8 };
 enum class ReduceOp : uint8_t { kSum, kAvg, kMin, kMax, kProduct };
@@ -49,4 +49,4 @@ void FinishAverage(DataType type, void* buf, size_t count, int divisor);
 double LoadAsDouble(DataType type, const void* buf, size_t i);
 void StoreFromDouble(DataType type, void* buf, size_t i, double value);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 namespace {
 
 TEST(DtypeTest, HalfRoundTripsEveryFiniteValue) {
@@ -128,4 +128,4 @@ TEST(DtypeTest, ParsesNames) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

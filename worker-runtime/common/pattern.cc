@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 
 double InputValue(ReduceOp op, int rank, size_t i) {
   switch (op) {
@@ -48,4 +48,4 @@ size_t CountMismatches(DataType type, const void* a, const void* b, size_t count
   return bad;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

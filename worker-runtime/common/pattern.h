@@ -7,7 +7,7 @@
 
 #include "worker-runtime/common/dtype.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 
 // Value of element i on `rank` for a test of `op` (exact in every dtype).
 double InputValue(ReduceOp op, int rank, size_t i);
@@ -22,4 +22,4 @@ std::vector<uint8_t> ReferenceReduce(DataType type, ReduceOp op, int size, size_
 // Number of elements of `type` that differ between a and b (as values; NaN != NaN).
 size_t CountMismatches(DataType type, const void* a, const void* b, size_t count);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

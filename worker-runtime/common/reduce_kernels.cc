@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 namespace {
 
 constexpr size_t kVectorBytes = 16;  // one SSE2 / NEON register: every x86-64 and arm64 has it
@@ -81,4 +81,4 @@ void ReduceInt32(ReduceOp op, void* out, const void* a, const void* b, size_t n)
 void ReduceInt64(ReduceOp op, void* out, const void* a, const void* b, size_t n) { Reduce<int64_t>(op, out, a, b, n); }
 void ReduceUInt8(ReduceOp op, void* out, const void* a, const void* b, size_t n) { Reduce<uint8_t>(op, out, a, b, n); }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

@@ -18,7 +18,7 @@
 
 #include "worker-runtime/common/dtype.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::common {
 
 void ReduceFloat32(ReduceOp op, void* out, const void* a, const void* b, size_t n);
 void ReduceFloat64(ReduceOp op, void* out, const void* a, const void* b, size_t n);
@@ -26,4 +26,4 @@ void ReduceInt32(ReduceOp op, void* out, const void* a, const void* b, size_t n)
 void ReduceInt64(ReduceOp op, void* out, const void* a, const void* b, size_t n);
 void ReduceUInt8(ReduceOp op, void* out, const void* a, const void* b, size_t n);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::common

@@ -5,7 +5,7 @@
 
 #include "worker-runtime/data/permutation.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 StatusOr<ElasticSampler> ElasticSampler::Create(const SamplerOptions& options) {
   if (options.global_batch_size == 0) {
@@ -75,4 +75,4 @@ StatusOr<StepPlan> ElasticSampler::Plan(const SampleCursor& cursor, uint32_t wor
   return plan;
 }
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -27,7 +27,7 @@
 #include "base/status.h"
 #include "worker-runtime/data/sample_cursor.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 struct SamplerOptions {
   uint64_t num_samples = 0;        // N; 0 is allowed (every epoch is one empty step)
@@ -90,4 +90,4 @@ class ElasticSampler {
   std::vector<uint64_t> cached_order_;
 };
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -10,7 +10,7 @@
 #include "worker-runtime/data/splitmix64.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 namespace {
 
 ElasticSampler MakeSampler(uint64_t n, uint64_t b, uint64_t seed) {
@@ -253,4 +253,4 @@ TEST(ElasticSamplerTest, InvalidArguments) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

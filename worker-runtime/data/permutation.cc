@@ -5,7 +5,7 @@
 
 #include "worker-runtime/data/splitmix64.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 std::vector<uint64_t> EpochPermutation(uint64_t num_samples, uint64_t seed, uint64_t epoch) {
   std::vector<uint64_t> order(num_samples);
@@ -19,4 +19,4 @@ std::vector<uint64_t> EpochPermutation(uint64_t num_samples, uint64_t seed, uint
   return order;
 }
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <vector>
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 // Returns a permutation of 0..num_samples-1 for `epoch` of a sampler seeded
 // with `seed`. num_samples == 0 returns an empty vector.
 std::vector<uint64_t> EpochPermutation(uint64_t num_samples, uint64_t seed, uint64_t epoch);
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

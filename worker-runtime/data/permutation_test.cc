@@ -9,7 +9,7 @@
 
 #include "worker-runtime/data/splitmix64.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 namespace {
 
 TEST(SplitMix64Test, MatchesReferenceSequence) {
@@ -69,4 +69,4 @@ TEST(PermutationTest, RoughlyUniformOverSmallSets) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 namespace {
 constexpr int kCursorVersion = 1;
@@ -43,4 +43,4 @@ StatusOr<SampleCursor> DecodeCursor(std::string_view bytes) {
   return cursor;
 }
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 struct SampleCursor {
   uint64_t epoch = 0;
@@ -35,4 +35,4 @@ std::string EncodeCursor(const SampleCursor& cursor);
 // version-1 cursor (garbage, truncated, wrong types, negative numbers).
 StatusOr<SampleCursor> DecodeCursor(std::string_view bytes);
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 namespace {
 
 TEST(SampleCursorTest, RoundTrip) {
@@ -32,4 +32,4 @@ TEST(SampleCursorTest, GarbageIsDataLossNeverACrash) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace ringmaster::runtime::data {
+namespace ringmaster::data {
 
 class SplitMix64 {
  public:
@@ -45,4 +45,4 @@ inline uint64_t MixSeed(uint64_t a, uint64_t b) {
   return h.Next();
 }
 
-}  // namespace ringmaster::runtime::data
+}  // namespace ringmaster::data

@@ -19,7 +19,7 @@
 
 namespace {
 
-using namespace ringmaster::elastic::testing;
+using namespace ringmaster::runtime_testing;
 
 class ElasticChaosTest : public ::testing::Test {
  protected:
@@ -167,7 +167,7 @@ TEST_F(ElasticChaosTest, KillDuringCheckpointWrite) {
             0);
   ExpectMatchesReference(Out(), 3);
   EXPECT_EQ(CountInLog(Out(), "was being written"), 2) << "a kill did not land during a save";
-  auto store = ringmaster::runtime::checkpoint::CheckpointStore::Open({ckpt, 3, std::chrono::seconds(600), {}});
+  auto store = ringmaster::checkpoint::CheckpointStore::Open({ckpt, 3, std::chrono::seconds(600), {}});
   ASSERT_OK(store);
   auto latest = (*store)->LoadLatest();
   ASSERT_OK(latest) << latest.status();

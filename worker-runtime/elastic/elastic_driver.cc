@@ -15,8 +15,8 @@ namespace ringmaster::elastic {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using api::Membership;
-using runtime::DataType;
-using runtime::ReduceOp;
+using common::DataType;
+using common::ReduceOp;
 
 namespace {
 
@@ -116,7 +116,7 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
 
   // 1. Rendezvous.
   auto t = Clock::now();
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<runtime::StoreClient> client, Rendezvous(record, rank, deadline));
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<store::StoreClient> client, Rendezvous(record, rank, deadline));
   stats->rendezvous = Seconds(t);
 
   // 2. Communicator.
@@ -155,7 +155,7 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
   return Status::Ok();
 }
 
-StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const api::Membership& record, int rank,
+StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const api::Membership& record, int rank,
                                                                             Clock::time_point deadline) {
   const int64_t gen = record.generation;
   {
@@ -173,7 +173,7 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
   auto backoff = 2ms;
   for (;;) {
     if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
-    runtime::StoreClientOptions co;
+    store::StoreClientOptions co;
     co.host = hp.first;
     co.port = hp.second;
     co.secret = options_.secret;
@@ -181,13 +181,13 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
     co.rank = rank;
     co.connect_timeout = 300ms;
     co.io_timeout = options_.rebuild_timeout;
-    auto c = runtime::StoreClient::Connect(co);
+    auto c = store::StoreClient::Connect(co);
     Status probe = c.status();
     if (c.ok()) {
       // The server answers Unavailable until rank 0 has advanced it to this generation.
       probe = (*c)->Add("elastic.joined", 1).status();
       if (probe.ok()) {
-        return std::shared_ptr<runtime::StoreClient>(std::move(c).value());
+        return std::shared_ptr<store::StoreClient>(std::move(c).value());
       }
     }
     if (probe.code() == StatusCode::kUnauthenticated) return probe;
@@ -204,7 +204,7 @@ StatusOr<std::shared_ptr<runtime::StoreClient>> ElasticDriver::Rendezvous(const 
 }
 
 StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const runtime::RuntimeConfig& config,
-                                                                       std::shared_ptr<runtime::Store> store,
+                                                                       std::shared_ptr<store::Store> store,
                                                                        const api::Membership& record, int rank,
                                                                        RebuildStats* stats) {
   std::shared_ptr<runtime::Runtime> parent;
@@ -301,7 +301,7 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
   std::string blob = state_->Encode();
   int64_t newest = 0;
   int root = 0;
-  Status synced = rt.RunOnHost("elastic.restore", [&](runtime::Communicator& host) -> Status {
+  Status synced = rt.RunOnHost("elastic.restore", [&](comm::Communicator& host) -> Status {
     const int64_t mine[2] = {committed, static_cast<int64_t>(blob.size())};
     std::vector<int64_t> all(2 * static_cast<size_t>(host.size()));
     RINGMASTER_RETURN_IF_ERROR(host.Allgather(mine, all.data(), 2, DataType::kInt64));
@@ -321,7 +321,7 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
   }
   Status s = state_->Restore();
   if (!s.ok()) return InternalError("restoring the committed state: " + s.ToString());
-  Log("restored step " + std::to_string(newest) + " (cursor " + runtime::data::CursorToString(state_->cursor()) +
+  Log("restored step " + std::to_string(newest) + " (cursor " + data::CursorToString(state_->cursor()) +
       ") from rank " + std::to_string(root) + ", " + std::to_string(blob.size()) + " bytes");
   (void)stats;
   return Status::Ok();
@@ -332,7 +332,7 @@ void ElasticDriver::MaybeCheckpoint(const runtime::Runtime& rt) {
   ReportSaves();
   if (state_->committed_step() % options_.checkpoint_every != 0) return;
   std::string blob = state_->Encode();
-  runtime::checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
+  checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
   Status queued = writer_->Save(state_->committed_step(), static_cast<uint32_t>(rt.size()), std::span(&ref, 1));
   if (!queued.ok()) Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
 }
@@ -392,8 +392,8 @@ void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
 
 Status ElasticDriver::OpenTimeline(int rank) {
   if (timeline_ || options_.runtime.timeline_path.empty()) return Status::Ok();
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Timeline> opened,
-                              runtime::OpenTimelineForRank(options_.runtime.timeline_path, rank));
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<timeline::Timeline> opened,
+                              timeline::OpenTimelineForRank(options_.runtime.timeline_path, rank));
   timeline_ = std::move(opened);
   return Status::Ok();
 }
@@ -419,7 +419,7 @@ void ElasticDriver::LoadNewestCheckpoint() {
       Log("checkpoint " + loaded->path + " unusable: " + s.ToString());
     }
   }
-  if (!writer_) writer_ = std::make_unique<runtime::checkpoint::AsyncCheckpointWriter>(options_.checkpoints);
+  if (!writer_) writer_ = std::make_unique<checkpoint::AsyncCheckpointWriter>(options_.checkpoints);
 }
 
 // Binds the store port now and keeps it for the worker's lifetime, so nothing else takes it before this
@@ -427,12 +427,12 @@ void ElasticDriver::LoadNewestCheckpoint() {
 Status ElasticDriver::ServeStore() {
   std::lock_guard lock(mu_);
   if (server_) return Status::Ok();
-  runtime::StoreServerOptions so;
+  store::StoreServerOptions so;
   so.host = options_.store_host;
   so.port = options_.store_port;
   so.secret = options_.secret;
   so.generation = 0;
-  auto server = runtime::StoreServer::Start(so);
+  auto server = store::StoreServer::Start(so);
   if (!server.ok()) return server.status().WithContext("serving the store on port " + std::to_string(options_.store_port));
   server_ = std::move(server).value();
   return Status::Ok();
@@ -493,7 +493,7 @@ StepContext ElasticDriver::Context() const {
                      state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
 }
 
-void ElasticDriver::Commit(const runtime::data::SampleCursor& next) {
+void ElasticDriver::Commit(const data::SampleCursor& next) {
   state_->Commit(state_->committed_step() + 1, next);
   std::shared_ptr<runtime::Runtime> retired;
   {

@@ -107,7 +107,7 @@ struct ElasticOptions {
                                          // the record) are set per generation, `timeout` capped at
                                          // rebuild_timeout; `device`, when unset, pinned at the first
                                          // generation's (the process's tensors stay on that GPU)
-  runtime::checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
+  checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
   int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
   LogSink log;  // progress lines for a person; may be empty
   WorkerMetrics* metrics = nullptr;      // not owned; may be null
@@ -120,7 +120,7 @@ struct StepContext {
   int64_t generation = 0;
   int64_t incarnation = 0;         // increases with every build (generation x 1024 + retry of it)
   int64_t step = 0;                // the step being computed (committed steps so far)
-  runtime::data::SampleCursor cursor;  // the committed cursor this step starts from
+  data::SampleCursor cursor;  // the committed cursor this step starts from
   WorkerMetrics* metrics = nullptr;    // for the step's collective figures; may be null
   const std::map<std::string, int>* process_sets = nullptr;  // name -> id in rt, this generation's
 
@@ -132,7 +132,7 @@ struct StepContext {
 // Runs one training step on the program's working state and returns the cursor
 // after it. Errors from collectives (Aborted, DeadlineExceeded, Unavailable)
 // trigger a rebuild; any other error ends Run().
-using StepFn = std::function<StatusOr<runtime::data::SampleCursor>(const StepContext&)>;
+using StepFn = std::function<StatusOr<data::SampleCursor>(const StepContext&)>;
 
 // Called after each rebuild's restore, with the build's incarnation (see
 // StepContext) and the step every rank now stands at (e.g. to journal the rollback).
@@ -174,7 +174,7 @@ class ElasticDriver {
   // The joined generation's record (the calling thread of Join only).
   const api::Membership& record() const { return record_; }
   // Commits the step that Context() described, with the cursor after it; rank 0 may queue a checkpoint.
-  void Commit(const runtime::data::SampleCursor& next);
+  void Commit(const data::SampleCursor& next);
   // A newer generation than the joined one is known (the runtime is being aborted): stop and Join again.
   bool Superseded() const { return Superseded(joined_generation_.load()); }
   // A collective failed (or the program saw Superseded()): quiesces the runtime (aborts it and waits
@@ -214,7 +214,7 @@ class ElasticDriver {
   Status Build(const api::Membership& record, RebuildStats* stats);
   // Build's first step: a client of rank 0's store at this build's store generation (following rank 0
   // to a later attempt). Rank 0 advances its own server first.
-  StatusOr<std::shared_ptr<runtime::StoreClient>> Rendezvous(const api::Membership& record, int rank,
+  StatusOr<std::shared_ptr<store::StoreClient>> Rendezvous(const api::Membership& record, int rank,
                                                              std::chrono::steady_clock::time_point deadline);
   Status Sync(runtime::Runtime& rt, RebuildStats* stats);
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
@@ -231,7 +231,7 @@ class ElasticDriver {
   std::chrono::milliseconds QuiesceTimeout() const { return 2 * options_.rebuild_timeout; }
   // Builds the generation's world: by shrinking parent_ when every rank agrees, else afresh.
   StatusOr<std::unique_ptr<runtime::Runtime>> CreateWorld(const runtime::RuntimeConfig& config,
-                                                          std::shared_ptr<runtime::Store> store,
+                                                          std::shared_ptr<store::Store> store,
                                                           const api::Membership& record, int rank,
                                                           RebuildStats* stats);
   // Rank 0 queues a save of the committed state every options_.checkpoint_every steps.
@@ -263,7 +263,7 @@ class ElasticDriver {
   int64_t attempt_generation_ = 0;
   int64_t attempt_ = 0;
   std::map<std::string, int> process_sets_;  // of the current runtime
-  std::unique_ptr<runtime::checkpoint::AsyncCheckpointWriter> writer_;  // when options_.checkpoints is set
+  std::unique_ptr<checkpoint::AsyncCheckpointWriter> writer_;  // when options_.checkpoints is set
   // The aborted runtime of the last build and its record, kept until the next build in case it can
   // be shrunk (only while its backend can shrink).
   std::shared_ptr<runtime::Runtime> parent_;
@@ -273,13 +273,13 @@ class ElasticDriver {
   api::Membership built_record_;  // the record of runtime_
   uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
-  std::shared_ptr<runtime::Timeline> timeline_;   // of the whole run, once opened
+  std::shared_ptr<timeline::Timeline> timeline_;   // of the whole run, once opened
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).
   std::shared_ptr<runtime::Runtime> runtime_;
   std::shared_ptr<runtime::Runtime> retired_;  // the last aborted (unshrinkable) one, until the next Commit
-  std::unique_ptr<runtime::StoreServer> server_;
+  std::unique_ptr<store::StoreServer> server_;
   RebuildStats last_rebuild_;
 };
 

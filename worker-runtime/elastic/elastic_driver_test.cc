@@ -25,9 +25,9 @@ namespace ringmaster::elastic {
 namespace {
 
 using namespace std::chrono_literals;
-using runtime::Communicator;
-using runtime::DataType;
-using runtime::ReduceOp;
+using comm::Communicator;
+using common::DataType;
+using common::ReduceOp;
 
 // A membership source the test publishes to. Thread-safe.
 class ScriptedSource : public membership::MembershipSource {
@@ -105,8 +105,8 @@ class MirrorCommunicator : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  runtime::Backend backend() const override { return runtime::Backend::kGloo; }
-  runtime::MemoryKind memory() const override { return runtime::MemoryKind::kHost; }
+  comm::Backend backend() const override { return comm::Backend::kGloo; }
+  comm::MemoryKind memory() const override { return comm::MemoryKind::kHost; }
   bool can_shrink() const override { return shrinkable_.load(); }
   void Abort(const std::string& reason) override {
     std::lock_guard lock(probe_->mu);
@@ -121,12 +121,12 @@ class MirrorCommunicator : public Communicator {
  protected:
   Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp) override {
     Inside call(this);
-    Copy(in, out, count * runtime::DataTypeSize(type));
+    Copy(in, out, count * common::DataTypeSize(type));
     return Status::Ok();
   }
   Status DoAllgather(const void* in, void* out, size_t count, DataType type) override {
     Inside call(this);
-    const size_t bytes = count * runtime::DataTypeSize(type);
+    const size_t bytes = count * common::DataTypeSize(type);
     for (int r = 0; r < size_; ++r) Copy(in, static_cast<char*>(out) + r * bytes, bytes);
     return Status::Ok();
   }
@@ -135,7 +135,7 @@ class MirrorCommunicator : public Communicator {
   }
   Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int) override {
     Inside call(this);
-    Copy(in, out, count * runtime::DataTypeSize(type));
+    Copy(in, out, count * common::DataTypeSize(type));
     return Status::Ok();
   }
   Status DoReduceScatter(const void*, void*, size_t, DataType, ReduceOp) override {
@@ -192,7 +192,7 @@ class MirrorCommunicator : public Communicator {
 };
 
 runtime::CommunicatorFactory MirrorFactory(std::shared_ptr<Probe> probe) {
-  return [probe](std::shared_ptr<runtime::Store>, int rank, int size,
+  return [probe](std::shared_ptr<store::Store>, int rank, int size,
                  const runtime::WorldOptions& wo) -> StatusOr<std::unique_ptr<Communicator>> {
     {
       std::lock_guard lock(probe->mu);
@@ -329,7 +329,7 @@ TEST_P(QuiesceTest, WaitsForTheEngineToLeaveTheCommunicatorBeforeDecidingToShrin
   ASSERT_TRUE(*joined);
 
   float in[2] = {1, 2}, out[2] = {};
-  runtime::Handle step = w.driver.Context().rt->AlltoallAsync("step", in, out, 1, DataType::kFloat32);
+  fusion::Handle step = w.driver.Context().rt->AlltoallAsync("step", in, out, 1, DataType::kFloat32);
   probe->WaitUntilBlocked();
   w.driver.Interrupted(AbortedError("the step's collective is late: the program stops"));
   source.Publish(Record(2, port, {{"w0", "node-a"}}));  // only a removal: shrink if the communicator can
@@ -366,7 +366,7 @@ TEST(ElasticDriverTest, AnEngineThatDoesNotLeaveTheCommunicatorIsAnErrorNotAShri
   ASSERT_OK(joined) << joined.status();
 
   float in[1] = {1}, out[1] = {};
-  runtime::Handle step = driver.Context().rt->AlltoallAsync("step", in, out, 1, DataType::kFloat32);
+  fusion::Handle step = driver.Context().rt->AlltoallAsync("step", in, out, 1, DataType::kFloat32);
   probe->WaitUntilBlocked();
   driver.Interrupted(AbortedError("the program stops"));
   // A driver that does not wait for the engine may instead block destroying the stuck runtime: give

@@ -18,12 +18,12 @@
 
 namespace {
 
-using namespace ringmaster::elastic::testing;
+using namespace ringmaster::runtime_testing;
 
 TEST(ElasticGpuTest, KilledWorkerIsShrunkAwayThenAnAddBuildsAfresh) {
-  const std::string why = ringmaster::runtime::testing::WhyNoGpuSuite();
+  const std::string why = ringmaster::runtime_testing::WhyNoGpuSuite();
   ASSERT_TRUE(why.empty()) << why;
-  if (!ringmaster::runtime::testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  if (!ringmaster::runtime_testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   const std::string out = (Root() / "nccl").string();
   ASSERT_EQ(Launch(out, "--np 3 --min 2 --max 4 --chaos kill@5:2,add@12:1",
                    "--backend nccl --step-delay-ms 30 --timeout-ms 20000"),

@@ -14,7 +14,7 @@ uint64_t GetU64(std::string_view in, size_t at) {
 }
 }  // namespace
 
-void ElasticState::Commit(int64_t step, const runtime::data::SampleCursor& cursor) {
+void ElasticState::Commit(int64_t step, const data::SampleCursor& cursor) {
   bytes_ = save_();
   step_ = step;
   cursor_ = cursor;

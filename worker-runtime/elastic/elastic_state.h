@@ -32,12 +32,12 @@ class ElasticState {
   ElasticState(SaveFn save, LoadFn load) : save_(std::move(save)), load_(std::move(load)) {}
 
   // Snapshots the program's bytes as the committed state of `step` with `cursor`.
-  void Commit(int64_t step, const runtime::data::SampleCursor& cursor);
+  void Commit(int64_t step, const data::SampleCursor& cursor);
   // Loads the committed bytes back into the program. Errors: those of LoadFn.
   Status Restore();
 
   int64_t committed_step() const { return step_; }
-  const runtime::data::SampleCursor& cursor() const { return cursor_; }
+  const data::SampleCursor& cursor() const { return cursor_; }
   const std::string& committed_bytes() const { return bytes_; }
   bool has_state() const { return has_state_; }
 
@@ -53,7 +53,7 @@ class ElasticState {
   LoadFn load_;
   bool has_state_ = false;  // false until the first Commit/Adopt: the program's initial bytes
   int64_t step_ = 0;
-  runtime::data::SampleCursor cursor_;
+  data::SampleCursor cursor_;
   std::string bytes_;
 };
 

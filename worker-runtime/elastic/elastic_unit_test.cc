@@ -33,7 +33,7 @@ TEST(ElasticStateTest, CommitRestoreRollsBackUncommittedWork) {
   ASSERT_OK(state.Restore());
   EXPECT_EQ(model, "v1");
   EXPECT_EQ(state.committed_step(), 3);
-  EXPECT_EQ(state.cursor(), (runtime::data::SampleCursor{1, 16}));
+  EXPECT_EQ(state.cursor(), (data::SampleCursor{1, 16}));
 }
 
 TEST(ElasticStateTest, EncodeAdoptRoundTripAndCorruptionIsDataLoss) {
@@ -46,7 +46,7 @@ TEST(ElasticStateTest, EncodeAdoptRoundTripAndCorruptionIsDataLoss) {
   ASSERT_OK(sb.Restore());
   EXPECT_EQ(b, "weights-of-a");
   EXPECT_EQ(sb.committed_step(), 7);
-  EXPECT_EQ(sb.cursor(), (runtime::data::SampleCursor{2, 5}));
+  EXPECT_EQ(sb.cursor(), (data::SampleCursor{2, 5}));
   EXPECT_EQ(sb.Adopt(wire.substr(0, wire.size() - 1)).code(), StatusCode::kDataLoss);
   EXPECT_EQ(sb.Adopt("garbage").code(), StatusCode::kDataLoss);
   EXPECT_EQ(sb.committed_step(), 7);  // unchanged by the failed adopts
@@ -102,7 +102,7 @@ TEST_F(JournalTest, AStepCommittedByAPeerBeforeTheFailureIsKept) {
 }
 
 TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
-  auto events = ParseChaos("kill@5:1,stop@7:0,add@9:2,killadd@11");
+  auto events = run::ParseChaos("kill@5:1,stop@7:0,add@9:2,killadd@11");
   ASSERT_OK(events) << events.status();
   ASSERT_EQ(events->size(), 4u);
   EXPECT_EQ((*events)[0].action, "kill");
@@ -110,14 +110,14 @@ TEST(ChaosSpecTest, ParsesEventsAndRejectsNonsense) {
   EXPECT_EQ((*events)[0].arg, 1);
   EXPECT_EQ((*events)[2].arg, 2);
   EXPECT_EQ((*events)[3].arg, 0);
-  auto random = ParseChaos("random@3:3");
+  auto random = run::ParseChaos("random@3:3");
   ASSERT_OK(random);
   ASSERT_EQ(random->size(), 3u);
   EXPECT_EQ((*random)[2].step, 11);
   EXPECT_EQ((*random)[2].action, "random");
-  EXPECT_EQ(ParseChaos("explode@1").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseChaos("kill@x").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseChaos("kill").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run::ParseChaos("explode@1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run::ParseChaos("kill@x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run::ParseChaos("kill").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
@@ -192,7 +192,7 @@ TEST(ElasticDriverTest, ReadyWhileWaitingForAMembershipThatIncludesIt) {
   ElasticDriver driver(eo, source->get(), &state);
   StatusOr<ElasticResult> result = InternalError("not run");
   std::thread run([&] {
-    result = driver.Run(1, [](const StepContext& ctx) { return StatusOr<runtime::data::SampleCursor>(ctx.cursor); });
+    result = driver.Run(1, [](const StepContext& ctx) { return StatusOr<data::SampleCursor>(ctx.cursor); });
   });
   for (int i = 0; i < 500 && !metrics.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(metrics.ready()) << "not Ready while waiting for a first membership";

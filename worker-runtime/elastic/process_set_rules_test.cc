@@ -92,11 +92,11 @@ TEST(ProcessSetRulesTest, StepContextNamesAMissingSet) {
   EXPECT_NE(missing.status().message().find("node:b"), std::string::npos);
 }
 
-StatusOr<TrainOptions> Parse(std::vector<std::string> args, std::map<std::string, std::string> env) {
+StatusOr<examples::TrainOptions> Parse(std::vector<std::string> args, std::map<std::string, std::string> env) {
   args.insert(args.begin(), "ringmaster-train-example");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  return ParseTrainOptions(static_cast<int>(argv.size()), argv.data(), env);
+  return examples::ParseTrainOptions(static_cast<int>(argv.size()), argv.data(), env);
 }
 
 TEST(TrainOptionsTest, InAPodEverythingComesFromTheOperatorsEnvironment) {
@@ -132,7 +132,7 @@ TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
   EXPECT_EQ(o->worker_id, "flag-id");
   EXPECT_EQ(o->store_port, 4000);
   EXPECT_TRUE(o->hierarchical);
-  EXPECT_EQ(o->backend, runtime::Backend::kGloo);
+  EXPECT_EQ(o->backend, comm::Backend::kGloo);
 }
 
 TEST(TrainOptionsTest, BadInputNamesTheProblem) {
@@ -164,8 +164,8 @@ TEST(TrainOptionsTest, BadInputNamesTheProblem) {
   auto help = Parse({"--help"}, {{std::string(api::env::kStorePort), "not a number"}});
   ASSERT_OK(help);
   EXPECT_TRUE(help->help);
-  EXPECT_NE(TrainUsage().find("--out"), std::string::npos);
-  EXPECT_NE(TrainUsage().find(std::string(api::env::kStorePort)), std::string::npos);
+  EXPECT_NE(examples::TrainUsage().find("--out"), std::string::npos);
+  EXPECT_NE(examples::TrainUsage().find(std::string(api::env::kStorePort)), std::string::npos);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ std::string ShrinkProposal(const RebuildPlan& plan, int64_t parent_incarnation) 
   return p;
 }
 
-StatusOr<bool> AgreeOnShrink(runtime::Store& store, const std::string& prefix, int rank, int size,
+StatusOr<bool> AgreeOnShrink(store::Store& store, const std::string& prefix, int rank, int size,
                              const std::string& proposal, std::chrono::milliseconds timeout) {
   RINGMASTER_RETURN_IF_ERROR(store.Set(prefix + "/" + std::to_string(rank), proposal));
   bool all_shrink = proposal != "fresh";

@@ -39,7 +39,7 @@ std::string ShrinkProposal(const RebuildPlan& plan, int64_t parent_incarnation);
 // Publishes this rank's proposal under `prefix` and reads everyone's: true when
 // all `size` ranks proposed the same shrink. Errors: those of the store
 // (DeadlineExceeded after `timeout`, Aborted when the generation is superseded).
-StatusOr<bool> AgreeOnShrink(runtime::Store& store, const std::string& prefix, int rank, int size,
+StatusOr<bool> AgreeOnShrink(store::Store& store, const std::string& prefix, int rank, int size,
                              const std::string& proposal, std::chrono::milliseconds timeout);
 
 }  // namespace ringmaster::elastic

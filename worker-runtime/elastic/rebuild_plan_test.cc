@@ -62,10 +62,10 @@ TEST(RebuildPlanTest, ProposalsNameTheParentAndTheExcludedRanks) {
 class AgreeOnShrinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    runtime::StoreServerOptions so;
+    store::StoreServerOptions so;
     so.secret = "s";
     so.generation = 1;
-    auto server = runtime::StoreServer::Start(so);
+    auto server = store::StoreServer::Start(so);
     ASSERT_OK(server) << server.status();
     server_ = std::move(server).value();
   }
@@ -77,12 +77,12 @@ class AgreeOnShrinkTest : public ::testing::Test {
     std::vector<std::thread> ranks;
     for (size_t r = 0; r < proposals.size(); ++r) {
       ranks.emplace_back([&, r] {
-        runtime::StoreClientOptions co;
+        store::StoreClientOptions co;
         co.port = server_->port();
         co.secret = "s";
         co.generation = 1;
         co.rank = static_cast<uint32_t>(r);
-        auto client = runtime::StoreClient::Connect(co);
+        auto client = store::StoreClient::Connect(co);
         ASSERT_OK(client) << client.status();
         auto agreed = AgreeOnShrink(**client, "g2/shrink" + std::to_string(round_), static_cast<int>(r),
                                     static_cast<int>(proposals.size()), proposals[r], 5s);
@@ -94,7 +94,7 @@ class AgreeOnShrinkTest : public ::testing::Test {
     ++round_;
     return std::vector<bool>(out.begin(), out.end());
   }
-  std::unique_ptr<runtime::StoreServer> server_;
+  std::unique_ptr<store::StoreServer> server_;
   int round_ = 0;
 };
 
@@ -107,11 +107,11 @@ TEST_F(AgreeOnShrinkTest, AllTheSameShrinkAgreesAnyDifferenceBuildsAfresh) {
 }
 
 TEST_F(AgreeOnShrinkTest, AMissingRankIsADeadlineNotAHang) {
-  runtime::StoreClientOptions co;
+  store::StoreClientOptions co;
   co.port = server_->port();
   co.secret = "s";
   co.generation = 1;
-  auto client = runtime::StoreClient::Connect(co);
+  auto client = store::StoreClient::Connect(co);
   ASSERT_OK(client);
   auto agreed = AgreeOnShrink(**client, "lonely", 0, 2, "shrink 1 excluding 2", 200ms);
   EXPECT_EQ(agreed.status().code(), StatusCode::kDeadlineExceeded) << agreed.status();

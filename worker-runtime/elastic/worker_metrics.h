@@ -69,7 +69,7 @@ class WorkerMetrics {
   void Collective(double seconds, uint64_t bytes);
 
   // Where the NCCL communicators count bytes per GPU (RuntimeConfig::gpu_traffic); null without GPU telemetry.
-  std::shared_ptr<runtime::DeviceTraffic> gpu_traffic() const { return gpus_ ? gpus_->traffic() : nullptr; }
+  std::shared_ptr<comm::DeviceTraffic> gpu_traffic() const { return gpus_ ? gpus_->traffic() : nullptr; }
 
   bool ready() const { return ready_.load(); }
   // The /metrics text, without HTTP.

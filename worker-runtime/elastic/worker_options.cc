@@ -24,7 +24,7 @@ Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, Wor
   set_int(w.health_port, &o->health_port);
   set_int(w.min_workers, &o->min_size);
   if (w.backend && !w.backend->empty()) {
-    auto b = runtime::ParseBackend(*w.backend);
+    auto b = comm::ParseBackend(*w.backend);
     if (!b.ok()) return b.status().WithContext(std::string(api::env::kBackend));
     o->backend = *b;
   }

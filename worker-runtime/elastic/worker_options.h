@@ -17,7 +17,7 @@
 namespace ringmaster::elastic {
 
 struct WorkerOptions {
-  runtime::Backend backend = runtime::Backend::kGloo;
+  comm::Backend backend = comm::Backend::kGloo;
   // Checkpoints and outputs.
   std::string checkpoint_dir;
   int checkpoint_keep = 3;  // complete checkpoints kept (RINGMASTER_CHECKPOINT_KEEP, spec.checkpoint.keep)

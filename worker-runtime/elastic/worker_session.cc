@@ -175,7 +175,7 @@ void WorkerSession::Interrupted(const Status& why) {
   if (driver_) driver_->Interrupted(why);
 }
 
-void WorkerSession::Commit(std::string bytes, const runtime::data::SampleCursor& next) {
+void WorkerSession::Commit(std::string bytes, const data::SampleCursor& next) {
   pending_ = std::move(bytes);
   if (driver_) {
     driver_->Commit(next);

@@ -70,13 +70,13 @@ class WorkerSession {
   // A newer membership generation than the joined one is known.
   bool Superseded() const { return driver_ && driver_->Superseded(); }
   // Commits one step: `bytes` is the program's state after it, `next` the data cursor after it.
-  void Commit(std::string bytes, const runtime::data::SampleCursor& next);
+  void Commit(std::string bytes, const data::SampleCursor& next);
   // Waits for the last checkpoint and stops watching. Idempotent.
   void Finish();
 
   // The committed state (after Start/Join: the newest the world held).
   int64_t committed_step() const { return state_.committed_step(); }
-  const runtime::data::SampleCursor& cursor() const { return state_.cursor(); }
+  const data::SampleCursor& cursor() const { return state_.cursor(); }
   const std::string& committed_bytes() const { return state_.committed_bytes(); }
   bool has_committed_bytes() const { return state_.has_state() && !state_.committed_bytes().empty(); }
 
@@ -128,7 +128,7 @@ class WorkerSession {
   std::string pending_;  // the bytes Commit() hands to the state
   ElasticState state_;
   std::unique_ptr<membership::MembershipSource> source_;
-  std::unique_ptr<runtime::checkpoint::CheckpointStore> checkpoints_;
+  std::unique_ptr<checkpoint::CheckpointStore> checkpoints_;
   std::unique_ptr<Heartbeat> heartbeat_;
   std::optional<SampleJournal> journal_;
   std::unique_ptr<ElasticDriver> driver_;

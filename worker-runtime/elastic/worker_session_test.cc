@@ -26,7 +26,7 @@ TEST(WorkerSessionTest, WithoutALauncherItIsAWorldOfOne) {
   runtime::Runtime* rt = (*session)->runtime();
   ASSERT_NE(rt, nullptr);
   double in[3] = {1, 2, 3}, out[3] = {};
-  ASSERT_OK(rt->Allreduce("x", in, out, 3, runtime::DataType::kFloat64, runtime::ReduceOp::kSum));
+  ASSERT_OK(rt->Allreduce("x", in, out, 3, common::DataType::kFloat64, common::ReduceOp::kSum));
   EXPECT_EQ(out[2], 3);
   EXPECT_FALSE((*session)->Superseded());
   EXPECT_FALSE((*session)->journaling());
@@ -36,7 +36,7 @@ TEST(WorkerSessionTest, WithoutALauncherItIsAWorldOfOne) {
   (*session)->Commit("model bytes", {2, 40});
   EXPECT_EQ((*session)->committed_step(), before + 1);
   EXPECT_EQ((*session)->committed_bytes(), "model bytes");
-  EXPECT_EQ((*session)->cursor(), (runtime::data::SampleCursor{2, 40}));
+  EXPECT_EQ((*session)->cursor(), (data::SampleCursor{2, 40}));
   (*session)->Finish();
   (*session)->Finish();  // idempotent
 }
@@ -60,7 +60,7 @@ TEST(WorkerSessionTest, CommitsReachTheCheckpointAndAFreshSessionResumesFromIt) 
   ASSERT_OK(resumed) << resumed.status();
   ASSERT_OK((*resumed)->Start());
   EXPECT_EQ((*resumed)->committed_bytes(), "step two");
-  EXPECT_EQ((*resumed)->cursor(), (runtime::data::SampleCursor{0, 4}));
+  EXPECT_EQ((*resumed)->cursor(), (data::SampleCursor{0, 4}));
   std::ifstream journal(dir + "/out/journal.worker-0.log");
   std::string first;
   std::getline(journal, first);

@@ -29,17 +29,17 @@ StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(con
   return std::unique_ptr<membership::MembershipSource>(std::move(watched));
 }
 
-StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
+StatusOr<std::unique_ptr<checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
                                                                                const LogSink& log) {
-  if (o.checkpoint_dir.empty()) return std::unique_ptr<runtime::checkpoint::CheckpointStore>();
+  if (o.checkpoint_dir.empty()) return std::unique_ptr<checkpoint::CheckpointStore>();
   LogSink quiet = [log](LogLevel level, std::string_view line) {  // retention deletes one old checkpoint per save
     if (line.rfind("retention", 0) != 0) Log(log, level, line);
   };
-  return runtime::checkpoint::CheckpointStore::Open({o.checkpoint_dir, o.checkpoint_keep, std::chrono::seconds(600), quiet});
+  return checkpoint::CheckpointStore::Open({o.checkpoint_dir, o.checkpoint_keep, std::chrono::seconds(600), quiet});
 }
 
 ElasticOptions DriverOptions(const WorkerOptions& o, const runtime::RuntimeConfig& config, WorkerMetrics* metrics,
-                             runtime::checkpoint::CheckpointStore* checkpoints, LogSink log) {
+                             checkpoint::CheckpointStore* checkpoints, LogSink log) {
   ElasticOptions eo;
   eo.metrics = metrics;
   eo.worker_id = o.worker_id;

@@ -27,13 +27,13 @@ StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(con
 
 // The checkpoint store under o.checkpoint_dir (keeps the last o.checkpoint_keep); null when no directory is configured.
 // Errors: those of CheckpointStore::Open.
-StatusOr<std::unique_ptr<runtime::checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
+StatusOr<std::unique_ptr<checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
                                                                                const LogSink& log);
 
 // The driver's options: the runtime configuration read at start, with the worker's options on top; the
 // NCCL communicators count their bytes into metrics' GPU telemetry. Pointers are not owned and may be null.
 ElasticOptions DriverOptions(const WorkerOptions& o, const runtime::RuntimeConfig& config, WorkerMetrics* metrics,
-                             runtime::checkpoint::CheckpointStore* checkpoints, LogSink log);
+                             checkpoint::CheckpointStore* checkpoints, LogSink log);
 
 // The worker's GPU telemetry (gpu::OpenGpuTelemetry over o.gpus), logged in one line; null on a machine
 // without NVIDIA's driver or without a visible GPU.

@@ -2,15 +2,15 @@
 
 #include "worker-runtime/fusion/negotiation.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 using Clock = std::chrono::steady_clock;
 
-Engine::Engine(std::shared_ptr<Communicator> data, std::shared_ptr<Communicator> control, EngineOptions options)
+Engine::Engine(std::shared_ptr<comm::Communicator> data, std::shared_ptr<comm::Communicator> control, EngineOptions options)
     : data_(std::move(data)),
       control_(std::move(control)),
       options_(std::move(options)),
-      can_fuse_(data_->memory() == MemoryKind::kHost && options_.fusion_threshold > 0 &&
+      can_fuse_(data_->memory() == comm::MemoryKind::kHost && options_.fusion_threshold > 0 &&
                 options_.ordering == Ordering::kNegotiated),
       thread_([this] { Loop(); }) {}
 
@@ -45,7 +45,7 @@ Handle Engine::Submit(Request request) {
   return Enqueue(std::move(item));
 }
 
-Handle Engine::SubmitTask(std::string name, std::function<Status(Communicator&, Communicator&)> fn) {
+Handle Engine::SubmitTask(std::string name, std::function<Status(comm::Communicator&, comm::Communicator&)> fn) {
   auto item = std::make_unique<Item>();
   item->request.name = std::move(name);
   item->request.kind = CollectiveKind::kBarrier;  // counts as a control step in the fingerprint
@@ -207,7 +207,7 @@ EngineStats Engine::stats() const {
 }
 
 Status Engine::RunBatch(const Batch& batch) {
-  Timeline* tl = options_.timeline;
+  timeline::Timeline* tl = options_.timeline;
   Request& first = *batch.requests.front();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -221,7 +221,7 @@ Status Engine::RunBatch(const Batch& batch) {
     auto t0 = Clock::now();
     PackBatch(batch, fusion_buffer_);
     auto t1 = Clock::now();
-    size_t count = batch.bytes() / DataTypeSize(first.type);
+    size_t count = batch.bytes() / common::DataTypeSize(first.type);
     Status s = data_->Allreduce(fusion_buffer_.data(), fusion_buffer_.data(), count, first.type, first.op);
     auto t2 = Clock::now();
     if (s.ok()) UnpackBatch(batch, fusion_buffer_);
@@ -240,7 +240,7 @@ Status Engine::RunBatch(const Batch& batch) {
   auto t0 = Clock::now();
   Status s;
   // Host memory beside a GPU data communicator runs on the host one (the negotiation's), on this thread.
-  Communicator& comm = first.host ? *control_ : *data_;
+  comm::Communicator& comm = first.host ? *control_ : *data_;
   switch (first.kind) {
     case CollectiveKind::kAllreduce: s = comm.Allreduce(first.in, first.out, first.count, first.type, first.op); break;
     case CollectiveKind::kAllgather: s = comm.Allgather(first.in, first.out, first.count, first.type); break;
@@ -256,4 +256,4 @@ Status Engine::RunBatch(const Batch& batch) {
   return s;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

@@ -34,7 +34,7 @@
 #include "worker-runtime/fusion/request.h"
 #include "worker-runtime/timeline/timeline.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 // How an engine agrees with its peers on what to run next.
 enum class Ordering {
@@ -53,7 +53,7 @@ struct EngineOptions {
   Ordering ordering = Ordering::kNegotiated;
   size_t fusion_threshold = 64u << 20;  // 0 disables fusion
   std::chrono::microseconds cycle_time{3500};
-  Timeline* timeline = nullptr;   // not owned; may be null; must outlive the engine
+  timeline::Timeline* timeline = nullptr;   // not owned; may be null; must outlive the engine
 };
 
 // What an engine has run so far: launches are calls into the data communicator
@@ -68,7 +68,7 @@ class Engine {
  public:
   // data runs the collectives; control (host memory) runs the negotiation.
   // They may be the same communicator. Both must outlive nothing: shared.
-  Engine(std::shared_ptr<Communicator> data, std::shared_ptr<Communicator> control, EngineOptions options);
+  Engine(std::shared_ptr<comm::Communicator> data, std::shared_ptr<comm::Communicator> control, EngineOptions options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -79,7 +79,7 @@ class Engine {
   // Runs fn on the engine thread, ordered with (and negotiated like) the
   // collectives: every rank must submit it at the same position. Used for
   // process-set creation, which must not race the world's collectives.
-  Handle SubmitTask(std::string name, std::function<Status(Communicator& data, Communicator& control)> fn);
+  Handle SubmitTask(std::string name, std::function<Status(comm::Communicator& data, comm::Communicator& control)> fn);
 
   // Aborts both communicators (a flag for some backends: the engine thread, if inside a call, fails
   // out of it and may still act on the communicator on its way out). Later requests fail with Aborted.
@@ -95,13 +95,13 @@ class Engine {
   EngineStats stats() const;
   int rank() const { return data_->rank(); }
   int size() const { return data_->size(); }
-  const std::shared_ptr<Communicator>& data() const { return data_; }
-  const std::shared_ptr<Communicator>& control() const { return control_; }
+  const std::shared_ptr<comm::Communicator>& data() const { return data_; }
+  const std::shared_ptr<comm::Communicator>& control() const { return control_; }
 
  private:
   struct Item {
     Request request;
-    std::function<Status(Communicator&, Communicator&)> task;  // set for SubmitTask
+    std::function<Status(comm::Communicator&, comm::Communicator&)> task;  // set for SubmitTask
   };
   // Stamps, queues and wakes the loop; fails the item at once when the engine is stopping or broken.
   Handle Enqueue(std::unique_ptr<Item> item);
@@ -111,8 +111,8 @@ class Engine {
   void FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& status);
 
   // Constant after construction.
-  const std::shared_ptr<Communicator> data_;
-  const std::shared_ptr<Communicator> control_;
+  const std::shared_ptr<comm::Communicator> data_;
+  const std::shared_ptr<comm::Communicator> control_;
   const EngineOptions options_;
   const bool can_fuse_;  // host memory only: the fusion buffer lives on the host
 
@@ -134,4 +134,4 @@ class Engine {
   std::thread thread_;  // last: starts after everything above is initialized
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 size_t Batch::bytes() const {
   size_t n = 0;
@@ -49,4 +49,4 @@ void UnpackBatch(const Batch& batch, const std::vector<uint8_t>& buffer) {
   }
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

@@ -9,7 +9,7 @@
 
 #include "worker-runtime/fusion/request.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 struct Batch {
   std::vector<Request*> requests;  // in submission order
@@ -25,4 +25,4 @@ std::vector<Batch> PlanBatches(const std::vector<Request*>& ordered, size_t thre
 void PackBatch(const Batch& batch, std::vector<uint8_t>& buffer);
 void UnpackBatch(const Batch& batch, const std::vector<uint8_t>& buffer);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 namespace {
 
-Request Make(CollectiveKind kind, DataType type, size_t count, ReduceOp op = ReduceOp::kSum) {
+Request Make(CollectiveKind kind, common::DataType type, size_t count, common::ReduceOp op = common::ReduceOp::kSum) {
   Request r;
   r.kind = kind;
   r.type = type;
@@ -15,14 +15,14 @@ Request Make(CollectiveKind kind, DataType type, size_t count, ReduceOp op = Red
 }
 
 TEST(FusionPlannerTest, FusesConsecutiveCompatibleAllreducesUpToThreshold) {
-  std::vector<Request> rs = {Make(CollectiveKind::kAllreduce, DataType::kFloat32, 10),
-                             Make(CollectiveKind::kAllreduce, DataType::kFloat32, 10),
-                             Make(CollectiveKind::kAllreduce, DataType::kFloat64, 10),  // other type: new batch
-                             Make(CollectiveKind::kAllreduce, DataType::kFloat64, 10, ReduceOp::kMax),  // other op
-                             Make(CollectiveKind::kBroadcast, DataType::kFloat64, 10),  // alone
-                             Make(CollectiveKind::kAllreduce, DataType::kFloat32, 20),
-                             Make(CollectiveKind::kAllreduce, DataType::kFloat32, 20),  // 160 bytes > 120: new batch
-                             Make(CollectiveKind::kAllreduce, DataType::kFloat32, 1000)};  // larger than threshold
+  std::vector<Request> rs = {Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 10),
+                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 10),
+                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat64, 10),  // other type: new batch
+                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat64, 10, common::ReduceOp::kMax),  // other op
+                             Make(CollectiveKind::kBroadcast, common::DataType::kFloat64, 10),  // alone
+                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 20),
+                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 20),  // 160 bytes > 120: new batch
+                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 1000)};  // larger than threshold
   std::vector<Request*> ptrs;
   for (auto& r : rs) ptrs.push_back(&r);
   auto batches = PlanBatches(ptrs, 120);
@@ -35,8 +35,8 @@ TEST(FusionPlannerTest, FusesConsecutiveCompatibleAllreducesUpToThreshold) {
 TEST(FusionPlannerTest, PackAndUnpackRoundTrip) {
   std::vector<float> a = {1, 2, 3}, b = {4, 5};
   std::vector<float> oa(3), ob(2);
-  Request ra = Make(CollectiveKind::kAllreduce, DataType::kFloat32, 3);
-  Request rb = Make(CollectiveKind::kAllreduce, DataType::kFloat32, 2);
+  Request ra = Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 3);
+  Request rb = Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 2);
   ra.in = a.data();
   ra.out = oa.data();
   rb.in = b.data();
@@ -51,7 +51,7 @@ TEST(FusionPlannerTest, PackAndUnpackRoundTrip) {
 }
 
 TEST(FusionPlannerTest, FingerprintCoversWhatRanksMustAgreeOn) {
-  Request a = Make(CollectiveKind::kAllreduce, DataType::kFloat32, 3);
+  Request a = Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 3);
   a.name = "g";
   Request b = a;
   EXPECT_EQ(a.Fingerprint(), b.Fingerprint());
@@ -61,9 +61,9 @@ TEST(FusionPlannerTest, FingerprintCoversWhatRanksMustAgreeOn) {
   b.name = "h";
   EXPECT_NE(a.Fingerprint(), b.Fingerprint());
   b = a;
-  b.op = ReduceOp::kMax;
+  b.op = common::ReduceOp::kMax;
   EXPECT_NE(a.Fingerprint(), b.Fingerprint());
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

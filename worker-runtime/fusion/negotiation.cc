@@ -1,14 +1,14 @@
 #include "worker-runtime/fusion/negotiation.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
-StatusOr<size_t> AgreeOnCount(Communicator& control, size_t local_pending) {
+StatusOr<size_t> AgreeOnCount(comm::Communicator& control, size_t local_pending) {
   int64_t n = static_cast<int64_t>(local_pending);
-  RINGMASTER_RETURN_IF_ERROR(control.Allreduce(&n, &n, 1, DataType::kInt64, ReduceOp::kMin));
+  RINGMASTER_RETURN_IF_ERROR(control.Allreduce(&n, &n, 1, common::DataType::kInt64, common::ReduceOp::kMin));
   return static_cast<size_t>(n);
 }
 
-Status VerifySameRequests(Communicator& control, const std::vector<Request*>& requests, const std::string& set_name) {
+Status VerifySameRequests(comm::Communicator& control, const std::vector<Request*>& requests, const std::string& set_name) {
   const size_t k = requests.size();
   if (k == 0) return Status::Ok();
   // min over ranks of h and of -h: equal (negated) exactly when every rank has the same h.
@@ -18,7 +18,7 @@ Status VerifySameRequests(Communicator& control, const std::vector<Request*>& re
     v[i] = h;
     v[k + i] = -h;
   }
-  RINGMASTER_RETURN_IF_ERROR(control.Allreduce(v.data(), v.data(), v.size(), DataType::kInt64, ReduceOp::kMin));
+  RINGMASTER_RETURN_IF_ERROR(control.Allreduce(v.data(), v.data(), v.size(), common::DataType::kInt64, common::ReduceOp::kMin));
   for (size_t i = 0; i < k; ++i) {
     if (v[i] != -v[k + i]) {
       return FailedPreconditionError(
@@ -30,4 +30,4 @@ Status VerifySameRequests(Communicator& control, const std::vector<Request*>& re
   return Status::Ok();
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

@@ -13,14 +13,14 @@
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/fusion/request.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 // The minimum over ranks of local_pending. Errors: as Communicator (Aborted).
-StatusOr<size_t> AgreeOnCount(Communicator& control, size_t local_pending);
+StatusOr<size_t> AgreeOnCount(comm::Communicator& control, size_t local_pending);
 
 // OK when every rank holds the same requests (by Fingerprint) in the same
 // order. Errors: FailedPrecondition naming the first position that differs,
 // this rank's request there and the process set; Aborted from the communicator.
-Status VerifySameRequests(Communicator& control, const std::vector<Request*>& requests, const std::string& set_name);
+Status VerifySameRequests(comm::Communicator& control, const std::vector<Request*>& requests, const std::string& set_name);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

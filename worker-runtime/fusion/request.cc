@@ -1,6 +1,6 @@
 #include "worker-runtime/fusion/request.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 std::string_view CollectiveKindName(CollectiveKind kind) {
   switch (kind) {
@@ -53,12 +53,12 @@ uint64_t Request::Fingerprint() const {
 }
 
 std::string Request::Describe() const {
-  std::string d = "'" + name + "' (" + std::string(CollectiveKindName(kind)) + " " + std::string(DataTypeName(type)) +
+  std::string d = "'" + name + "' (" + std::string(CollectiveKindName(kind)) + " " + std::string(common::DataTypeName(type)) +
                   " x" + std::to_string(count);
   if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReduceScatter) {
-    d += " " + std::string(ReduceOpName(op));
+    d += " " + std::string(common::ReduceOpName(op));
   }
   return d + (host ? ", host memory)" : ")");
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

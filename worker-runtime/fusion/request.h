@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "worker-runtime/common/dtype.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::fusion {
 
 enum class CollectiveKind : uint8_t {
   kAllreduce,
@@ -64,8 +64,8 @@ class Handle {
 struct Request {
   std::string name;
   CollectiveKind kind = CollectiveKind::kAllreduce;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
+  common::DataType type = common::DataType::kFloat32;
+  common::ReduceOp op = common::ReduceOp::kSum;
   size_t count = 0;
   int root = 0;
   std::vector<size_t> counts;  // allgatherv: elements per rank of the process set
@@ -78,10 +78,10 @@ struct Request {
   std::chrono::steady_clock::time_point submitted;
   std::shared_ptr<Completion> completion = std::make_shared<Completion>();
 
-  size_t bytes() const { return count * DataTypeSize(type); }
+  size_t bytes() const { return count * common::DataTypeSize(type); }
   // What every rank must agree on: name, kind, type, op, count, root, counts (not buffers).
   uint64_t Fingerprint() const;
   std::string Describe() const;  // "'grad.3' (allreduce float32 x1024 sum)"
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::fusion

@@ -12,7 +12,7 @@
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/checkpoint/manifest.h"
 
-namespace ckpt = ringmaster::runtime::checkpoint;
+namespace ckpt = ringmaster::checkpoint;
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 using ringmaster::Status;
 using ringmaster::StatusCode;
-namespace data = ringmaster::runtime::data;
+namespace data = ringmaster::data;
 
 namespace {
 

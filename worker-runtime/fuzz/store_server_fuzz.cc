@@ -15,8 +15,8 @@
 #include "worker-runtime/store/store_server.h"
 #include "worker-runtime/store/wire.h"
 
-namespace sp = ringmaster::runtime::store_protocol;
-using namespace ringmaster::runtime;
+namespace sp = ringmaster::store::protocol;
+using namespace ringmaster::store;
 using namespace std::chrono_literals;
 
 namespace {

@@ -15,7 +15,7 @@
 #include "worker-runtime/store/socket.h"
 #include "worker-runtime/store/wire.h"
 
-namespace sp = ringmaster::runtime::store_protocol;
+namespace sp = ringmaster::store::protocol;
 using ringmaster::Status;
 using ringmaster::StatusCode;
 
@@ -76,13 +76,13 @@ void FuzzChallenge(std::string_view payload) {
 void FuzzFrames(std::string_view stream) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return;
-  ringmaster::runtime::Socket reader(fds[0]), writer(fds[1]);
+  ringmaster::store::Socket reader(fds[0]), writer(fds[1]);
   // The input is at most a few KiB (libFuzzer's -max_len), far below the socket buffer.
   if (::send(writer.fd(), stream.data(), stream.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(stream.size())) return;
   writer.Shutdown();
   using namespace std::chrono_literals;
   for (;;) {
-    auto frame = ringmaster::runtime::ReadFrame(reader, 1024, ringmaster::runtime::DeadlineIn(5s), 5s);
+    auto frame = ringmaster::store::ReadFrame(reader, 1024, ringmaster::store::DeadlineIn(5s), 5s);
     if (!frame.ok()) {
       Check(frame.status().code() == StatusCode::kUnavailable ||
             frame.status().code() == StatusCode::kResourceExhausted);

@@ -1,10 +1,10 @@
 #include "worker-runtime/gloo/allreduce_algorithm.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
 GlooAllreduceAlgorithm ChooseGlooAllreduce(int ranks, size_t bytes) {
   if (ranks == 2 && bytes <= kPairExchangeMaxBytes) return GlooAllreduceAlgorithm::kPairExchange;
   return GlooAllreduceAlgorithm::kRing;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -22,7 +22,7 @@
 
 #include <cstddef>
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
 enum class GlooAllreduceAlgorithm {
   kRing,
@@ -35,4 +35,4 @@ inline constexpr size_t kPairExchangeMaxBytes = 1024 * 1024;
 // The algorithm for `bytes` reduced over `ranks` ranks (ranks >= 1).
 GlooAllreduceAlgorithm ChooseGlooAllreduce(int ranks, size_t bytes);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

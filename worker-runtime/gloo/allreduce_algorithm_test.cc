@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 namespace {
 
 // Never BCube: the ring's order of additions is torch's ProcessGroupGloo's (bit-identical DDP).
@@ -17,4 +17,4 @@ TEST(GlooAllreduceAlgorithmTest, PairExchangeForTwoSmallBuffersRingOtherwise) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <optional>
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 namespace {
 
 bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
@@ -57,14 +57,14 @@ bool Wanted(int fd, const std::vector<sockaddr_storage>& near, const std::vector
 
 }  // namespace
 
-GlooSockets GlooSockets::Find(gloo::Context& context, const std::vector<std::vector<char>>& published) {
+GlooSockets GlooSockets::Find(::gloo::Context& context, const std::vector<std::vector<char>>& published) {
   std::vector<sockaddr_storage> near, far;
   const int rank = context.rank, size = context.size;
   for (int i = 0; i < size; ++i) {
     if (i == rank) continue;
     try {
       const auto* pair = context.getPair(i).get();
-      const auto* self = pair ? dynamic_cast<const gloo::transport::tcp::Address*>(&pair->address()) : nullptr;
+      const auto* self = pair ? dynamic_cast<const ::gloo::transport::tcp::Address*>(&pair->address()) : nullptr;
       if (self) near.push_back(self->getSockaddr());
       // Rank i's value holds one address per pair of rank i, in rank order, rank i skipped.
       if (static_cast<size_t>(i) < published.size() && size > 1 && !published[i].empty() &&
@@ -72,7 +72,7 @@ GlooSockets GlooSockets::Find(gloo::Context& context, const std::vector<std::vec
         const size_t width = published[i].size() / (size - 1);
         const size_t slot = static_cast<size_t>(rank > i ? rank - 1 : rank);
         std::vector<char> bytes(published[i].begin() + slot * width, published[i].begin() + (slot + 1) * width);
-        far.push_back(gloo::transport::tcp::Address(bytes).getSockaddr());
+        far.push_back(::gloo::transport::tcp::Address(bytes).getSockaddr());
       }
     } catch (...) {
       // Not a TCP pair, or an address Gloo cannot parse: that pair is not held.
@@ -134,13 +134,13 @@ void GlooSockets::CloseAll() noexcept {
 }
 
 namespace {
-void AbortWaits(gloo::transport::UnboundBuffer* buffer) {
+void AbortWaits(::gloo::transport::UnboundBuffer* buffer) {
   buffer->abortWaitRecv();  // sets a flag under the buffer's mutex and wakes its waiter; a later wait returns false
   buffer->abortWaitSend();
 }
 }  // namespace
 
-PendingWaits::Scope::Scope(PendingWaits* waits, std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
+PendingWaits::Scope::Scope(PendingWaits* waits, std::initializer_list<::gloo::transport::UnboundBuffer*> buffers)
     : waits_(waits), buffers_(buffers) {
   std::lock_guard<std::mutex> lock(waits_->mu_);
   for (auto* b : buffers_) {
@@ -160,4 +160,4 @@ void PendingWaits::Abort() {
   for (auto* b : tracked_) AbortWaits(b);
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -52,7 +52,7 @@ class UnboundBuffer;
 }  // namespace transport
 }  // namespace gloo
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
 class GlooSockets {
  public:
@@ -62,7 +62,7 @@ class GlooSockets {
   // far end the address rank i published for its pair with this rank. `published[i]` is rank i's
   // value under its own key in the rendezvous (Gloo's layout: its pairs' addresses in rank order,
   // itself skipped); empty for this rank or when unknown.
-  static GlooSockets Find(gloo::Context& context, const std::vector<std::vector<char>>& published);
+  static GlooSockets Find(::gloo::Context& context, const std::vector<std::vector<char>>& published);
   ~GlooSockets();
   GlooSockets(GlooSockets&& other) noexcept;
   GlooSockets& operator=(GlooSockets&& other) noexcept;
@@ -94,14 +94,14 @@ class PendingWaits {
   // Tracks buffers until destroyed; destroy it before the buffers (declare it after them).
   class Scope {
    public:
-    Scope(PendingWaits* waits, std::initializer_list<gloo::transport::UnboundBuffer*> buffers);
+    Scope(PendingWaits* waits, std::initializer_list<::gloo::transport::UnboundBuffer*> buffers);
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
    private:
     PendingWaits* const waits_;
-    const std::vector<gloo::transport::UnboundBuffer*> buffers_;
+    const std::vector<::gloo::transport::UnboundBuffer*> buffers_;
   };
 
   // Aborts every tracked buffer's waits, now and for buffers tracked later. Idempotent.
@@ -110,7 +110,7 @@ class PendingWaits {
  private:
   std::mutex mu_;
   bool aborted_ = false;                                  // guarded by mu_
-  std::multiset<gloo::transport::UnboundBuffer*> tracked_;  // guarded by mu_
+  std::multiset<::gloo::transport::UnboundBuffer*> tracked_;  // guarded by mu_
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -25,7 +25,7 @@
 #include "worker-runtime/gloo/gloo_store.h"
 #include "worker-runtime/gloo/gloo_transfer.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 namespace {
 
 // Gloo's typed options only use sizeof(T); these stand in for any element type
@@ -37,8 +37,8 @@ template <> struct Storage<4> { using type = uint32_t; };
 template <> struct Storage<8> { using type = uint64_t; };
 
 template <typename F>
-void WithStorage(DataType type, F&& f) {
-  switch (DataTypeSize(type)) {
+void WithStorage(common::DataType type, F&& f) {
+  switch (common::DataTypeSize(type)) {
     case 1: return f(Storage<1>::type{});
     case 2: return f(Storage<2>::type{});
     case 4: return f(Storage<4>::type{});
@@ -62,27 +62,27 @@ void IgnoreSigpipeOnce() {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(std::shared_ptr<Store> store, std::string prefix,
+StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::Create(std::shared_ptr<store::Store> store, std::string prefix,
                                                                  int rank, int size, GlooOptions options) {
   IgnoreSigpipeOnce();
-  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<::gloo::transport::Device> device;
   try {
-    gloo::transport::tcp::attr attr(options.host.c_str());
-    device = gloo::transport::tcp::CreateDevice(attr);
+    ::gloo::transport::tcp::attr attr(options.host.c_str());
+    device = ::gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
     return UnavailableError("gloo: cannot create a TCP device on " + options.host + ": " + e.what());
   }
   return CreateOnDevice(std::move(store), std::move(prefix), rank, size, std::move(options), std::move(device));
 }
 
-StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::CreateOnDevice(
-    std::shared_ptr<Store> store, std::string prefix, int rank, int size, GlooOptions options,
-    std::shared_ptr<gloo::transport::Device> device) {
+StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::CreateOnDevice(
+    std::shared_ptr<store::Store> store, std::string prefix, int rank, int size, GlooOptions options,
+    std::shared_ptr<::gloo::transport::Device> device) {
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
   }
   try {
-    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
     context->setTimeout(options.timeout);
     GlooStore gloo_store(store, prefix, options.timeout);
     context->connectFullMesh(gloo_store, device);
@@ -91,7 +91,7 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::CreateOnDevice(
       if (i != rank) published[i] = gloo_store.fetched(std::to_string(i));
     }
     GlooSockets sockets = GlooSockets::Find(*context, published);
-    return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(store), std::move(prefix), rank, size, options,
+    return std::unique_ptr<comm::Communicator>(new GlooCommunicator(std::move(store), std::move(prefix), rank, size, options,
                                                               device, context, std::move(sockets)));
   } catch (const std::exception& e) {
     return AbortedError("gloo rendezvous of '" + prefix + "' (rank " + std::to_string(rank) + " of " +
@@ -101,9 +101,9 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::CreateOnDevice(
   }
 }
 
-GlooCommunicator::GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size,
-                                   GlooOptions options, std::shared_ptr<gloo::transport::Device> device,
-                                   std::shared_ptr<gloo::Context> context, GlooSockets sockets)
+GlooCommunicator::GlooCommunicator(std::shared_ptr<store::Store> store, std::string prefix, int rank, int size,
+                                   GlooOptions options, std::shared_ptr<::gloo::transport::Device> device,
+                                   std::shared_ptr<::gloo::Context> context, GlooSockets sockets)
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
       rank_(rank),
@@ -148,7 +148,7 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
   } catch (...) {
     error = "unknown exception";
   }
-  std::shared_ptr<gloo::Context> closing;
+  std::shared_ptr<::gloo::Context> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_.ok()) {
@@ -169,8 +169,8 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
   return health();
 }
 
-Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  const size_t bytes = count * DataTypeSize(type);
+Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+  const size_t bytes = count * common::DataTypeSize(type);
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
@@ -179,28 +179,28 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, Da
   return Guard("allreduce", [&] {
     if (algorithm == GlooAllreduceAlgorithm::kPairExchange) {
       Status s = PairExchangeAllreduce(in, out, count, type, op);
-      if (!s.ok()) throw gloo::Exception(s.ToString());
+      if (!s.ok()) throw ::gloo::Exception(s.ToString());
       return;
     }
     WithStorage(type, [&](auto tag) {
       using T = decltype(tag);
-      gloo::AllreduceOptions opts(context_);
+      ::gloo::AllreduceOptions opts(context_);
       if (in != out) opts.setInput<T>(static_cast<T*>(const_cast<void*>(in)), count);
       opts.setOutput<T>(static_cast<T*>(out), count);
       opts.setReduceFunction([type, op](void* o, const void* a, const void* b, size_t n) {
-        ReduceBuffers(type, op, o, a, b, n);
+        common::ReduceBuffers(type, op, o, a, b, n);
       });
       opts.setTimeout(options_.timeout);
-      gloo::allreduce(opts);  // the ring, as torch's ProcessGroupGloo: the same sums in the same order
+      ::gloo::allreduce(opts);  // the ring, as torch's ProcessGroupGloo: the same sums in the same order
     });
-    if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
+    if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
   });
 }
 
 // Two ranks: each sends its whole buffer to the other and receives the other's into scratch_, then both
 // compute op(rank 0's, rank 1's) in that order, so min/max with NaNs and every rounding agree bit for bit.
-Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  const size_t bytes = count * DataTypeSize(type);
+Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+  const size_t bytes = count * common::DataTypeSize(type);
   if (in != out) std::memcpy(out, in, bytes);
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   auto mine = context_->createUnboundBuffer(out, bytes);
@@ -213,16 +213,16 @@ Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t
   if (!theirs->waitRecv(options_.timeout)) return AbortedError("allreduce receive aborted");
   if (!mine->waitSend(options_.timeout)) return AbortedError("allreduce send aborted");
   if (rank_ == 0) {
-    ReduceBuffers(type, op, out, out, scratch_.data(), count);
+    common::ReduceBuffers(type, op, out, out, scratch_.data(), count);
   } else {
-    ReduceBuffers(type, op, out, scratch_.data(), out, count);
+    common::ReduceBuffers(type, op, out, scratch_.data(), out, count);
   }
-  if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
+  if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
   return Status::Ok();
 }
 
-Status GlooCommunicator::DoAllgather(const void* in, void* out, size_t count, DataType type) {
-  const size_t bytes = count * DataTypeSize(type);
+Status GlooCommunicator::DoAllgather(const void* in, void* out, size_t count, common::DataType type) {
+  const size_t bytes = count * common::DataTypeSize(type);
   auto* o = static_cast<uint8_t*>(out);
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
@@ -231,21 +231,21 @@ Status GlooCommunicator::DoAllgather(const void* in, void* out, size_t count, Da
   // In-place (in is this rank's block of out) or any other overlap: gather from a copy.
   std::vector<uint8_t> copy;
   const void* src = in;
-  if (Overlaps(in, bytes, out, bytes * size_)) {
+  if (comm::Overlaps(in, bytes, out, bytes * size_)) {
     copy.assign(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + bytes);
     src = copy.data();
   }
   return Guard("allgather", [&] {
-    gloo::AllgatherOptions opts(context_);
+    ::gloo::AllgatherOptions opts(context_);
     opts.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(src)), bytes);
     opts.setOutput<uint8_t>(o, bytes * size_);
     opts.setTimeout(options_.timeout);
-    gloo::allgather(opts);
+    ::gloo::allgather(opts);
   });
 }
 
-Status GlooCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
-  const size_t esize = DataTypeSize(type);
+Status GlooCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) {
+  const size_t esize = common::DataTypeSize(type);
   const size_t my_bytes = counts[rank_] * esize;
   if (size_ == 1) {
     if (in != out && my_bytes > 0) std::memmove(out, in, my_bytes);
@@ -257,38 +257,38 @@ Status GlooCommunicator::DoAllgatherv(const void* in, void* out, const std::vect
   std::vector<size_t> byte_counts;
   for (size_t c : counts) byte_counts.push_back(c * esize);
   return Guard("allgatherv", [&] {
-    gloo::AllgathervOptions opts(context_);
+    ::gloo::AllgathervOptions opts(context_);
     opts.setInput<uint8_t>(copy.data(), my_bytes);
     opts.setOutput<uint8_t>(static_cast<uint8_t*>(out), byte_counts);
     opts.setTimeout(options_.timeout);
-    gloo::allgatherv(opts);
+    ::gloo::allgatherv(opts);
   });
 }
 
-Status GlooCommunicator::DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) {
-  const size_t bytes = count * DataTypeSize(type);
+Status GlooCommunicator::DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) {
+  const size_t bytes = count * common::DataTypeSize(type);
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
   }
   return Guard("broadcast", [&] {
-    gloo::BroadcastOptions opts(context_);
+    ::gloo::BroadcastOptions opts(context_);
     if (rank_ == root && in != out) opts.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(in)), bytes);
     opts.setOutput<uint8_t>(static_cast<uint8_t*>(out), bytes);
     opts.setRoot(root);
     opts.setTimeout(options_.timeout);
-    gloo::broadcast(opts);
+    ::gloo::broadcast(opts);
   });
 }
 
-Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
   if (size_ == 1) {
-    if (in != out) std::memmove(out, in, count * DataTypeSize(type));
+    if (in != out) std::memmove(out, in, count * common::DataTypeSize(type));
     return Status::Ok();
   }
   return Guard("reduce-scatter", [&] {
     Status s = RingReduceScatter(in, out, count, type, op);
-    if (!s.ok()) throw gloo::Exception(s.ToString());
+    if (!s.ok()) throw ::gloo::Exception(s.ToString());
   });
 }
 
@@ -296,8 +296,8 @@ Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count
 // (r-s-1) mod n to the right and folds the left's partial sum of block
 // (r-s-2) mod n into its own. After n-1 steps block r holds the full result.
 // Each rank sends (n-1)/n of the buffer, the optimum.
-Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  const size_t esize = DataTypeSize(type);
+Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+  const size_t esize = common::DataTypeSize(type);
   const size_t block = count * esize;
   const int n = size_;
   std::vector<uint8_t> acc(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + block * n);
@@ -314,45 +314,45 @@ Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t cou
     acc_buf->send(right, slot, send_block * block, block);
     tmp_buf->recv(left, slot, 0, block);
     if (!tmp_buf->waitRecv(options_.timeout)) return AbortedError("reduce-scatter receive aborted");
-    ReduceBuffers(type, op, acc.data() + recv_block * block, acc.data() + recv_block * block, tmp.data(), count);
+    common::ReduceBuffers(type, op, acc.data() + recv_block * block, acc.data() + recv_block * block, tmp.data(), count);
     if (!acc_buf->waitSend(options_.timeout)) return AbortedError("reduce-scatter send aborted");
   }
   std::memcpy(out, acc.data() + static_cast<size_t>(rank_) * block, block);
-  if (op == ReduceOp::kAvg) FinishAverage(type, out, count, size_);
+  if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
   return Status::Ok();
 }
 
-Status GlooCommunicator::DoAlltoall(const void* in, void* out, size_t count, DataType type) {
-  const size_t bytes = count * DataTypeSize(type) * size_;
+Status GlooCommunicator::DoAlltoall(const void* in, void* out, size_t count, common::DataType type) {
+  const size_t bytes = count * common::DataTypeSize(type) * size_;
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
   }
   std::vector<uint8_t> copy;
   const void* src = in;
-  if (Overlaps(in, bytes, out, bytes)) {
+  if (comm::Overlaps(in, bytes, out, bytes)) {
     copy.assign(static_cast<const uint8_t*>(in), static_cast<const uint8_t*>(in) + bytes);
     src = copy.data();
   }
   return Guard("alltoall", [&] {
-    gloo::AlltoallOptions opts(context_);
+    ::gloo::AlltoallOptions opts(context_);
     opts.setInput<uint8_t>(static_cast<uint8_t*>(const_cast<void*>(src)), bytes);
     opts.setOutput<uint8_t>(static_cast<uint8_t*>(out), bytes);
     opts.setTimeout(options_.timeout);
-    gloo::alltoall(opts);
+    ::gloo::alltoall(opts);
   });
 }
 
 Status GlooCommunicator::DoBarrier() {
   if (size_ == 1) return Status::Ok();
   return Guard("barrier", [&] {
-    gloo::BarrierOptions opts(context_);
+    ::gloo::BarrierOptions opts(context_);
     opts.setTimeout(options_.timeout);
-    gloo::barrier(opts);
+    ::gloo::barrier(opts);
   });
 }
 
-StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::DoSplit(const std::vector<int>& ranks,
+StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::DoSplit(const std::vector<int>& ranks,
                                                                 const std::string& name) {
   // Gloo needs no collective over the parent: members rendezvous among themselves.
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -362,12 +362,12 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::DoSplit(const std::vec
                             options_, device_);
     }
   }
-  return std::unique_ptr<Communicator>();
+  return std::unique_ptr<comm::Communicator>();
 }
 
-StatusOr<std::unique_ptr<Transfer>> GlooCommunicator::DoPostSend(const void* buf, size_t bytes, int peer,
+StatusOr<std::unique_ptr<comm::Transfer>> GlooCommunicator::DoPostSend(const void* buf, size_t bytes, int peer,
                                                                  uint32_t tag) {
-  std::shared_ptr<gloo::Context> context;
+  std::shared_ptr<::gloo::Context> context;
   {
     std::lock_guard<std::mutex> lock(mu_);
     context = context_;
@@ -377,8 +377,8 @@ StatusOr<std::unique_ptr<Transfer>> GlooCommunicator::DoPostSend(const void* buf
                             options_.timeout, "communicator '" + prefix_ + "'");
 }
 
-StatusOr<std::unique_ptr<Transfer>> GlooCommunicator::DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) {
-  std::shared_ptr<gloo::Context> context;
+StatusOr<std::unique_ptr<comm::Transfer>> GlooCommunicator::DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) {
+  std::shared_ptr<::gloo::Context> context;
   {
     std::lock_guard<std::mutex> lock(mu_);
     context = context_;
@@ -387,4 +387,4 @@ StatusOr<std::unique_ptr<Transfer>> GlooCommunicator::DoPostRecv(void* buf, size
                             "communicator '" + prefix_ + "'");
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -34,69 +34,69 @@ class Device;
 }
 }  // namespace gloo
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
 struct GlooOptions {
   std::string host = "127.0.0.1";  // address this rank listens on for peers
   std::chrono::milliseconds timeout{30000};  // per collective and for rendezvous
 };
 
-class GlooCommunicator : public Communicator {
+class GlooCommunicator : public comm::Communicator {
  public:
   // Rendezvous of `size` ranks under store key prefix `prefix` (unique per
   // communicator within a generation). Errors: Aborted or DeadlineExceeded
   // (peers did not show up), InvalidArgument.
-  static StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<Store> store, std::string prefix, int rank,
+  static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix, int rank,
                                                         int size, GlooOptions options);
   ~GlooCommunicator() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  Backend backend() const override { return Backend::kGloo; }
-  MemoryKind memory() const override { return MemoryKind::kHost; }
+  comm::Backend backend() const override { return comm::Backend::kGloo; }
+  comm::MemoryKind memory() const override { return comm::MemoryKind::kHost; }
 
   void Abort(const std::string& reason) override;
   Status health() const override;
 
  protected:
-  Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status DoAllgather(const void* in, void* out, size_t count, DataType type) override;
-  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
-  Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) override;
-  Status DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status DoAlltoall(const void* in, void* out, size_t count, DataType type) override;
+  Status DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override;
+  Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) override;
+  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) override;
+  Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) override;
+  Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override;
+  Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override;
   Status DoBarrier() override;
-  StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
-  StatusOr<std::unique_ptr<Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag) override;
-  StatusOr<std::unique_ptr<Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) override;
+  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
+  StatusOr<std::unique_ptr<comm::Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag) override;
+  StatusOr<std::unique_ptr<comm::Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) override;
 
  private:
-  static StatusOr<std::unique_ptr<Communicator>> CreateOnDevice(std::shared_ptr<Store> store, std::string prefix,
+  static StatusOr<std::unique_ptr<comm::Communicator>> CreateOnDevice(std::shared_ptr<store::Store> store, std::string prefix,
                                                                 int rank, int size, GlooOptions options,
-                                                                std::shared_ptr<gloo::transport::Device> device);
-  GlooCommunicator(std::shared_ptr<Store> store, std::string prefix, int rank, int size, GlooOptions options,
-                   std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::Context> context,
+                                                                std::shared_ptr<::gloo::transport::Device> device);
+  GlooCommunicator(std::shared_ptr<store::Store> store, std::string prefix, int rank, int size, GlooOptions options,
+                   std::shared_ptr<::gloo::transport::Device> device, std::shared_ptr<::gloo::Context> context,
                    GlooSockets sockets);
   // Runs fn (which calls into Gloo) unless broken; converts exceptions to Aborted.
   template <typename F>
   Status Guard(const char* what, F&& fn);
-  Status RingReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
-  Status PairExchangeAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Status RingReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
+  Status PairExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
 
   // Constant after construction.
-  const std::shared_ptr<Store> store_;
+  const std::shared_ptr<store::Store> store_;
   const std::string prefix_;
   const int rank_;
   const int size_;
   const GlooOptions options_;
-  const std::shared_ptr<gloo::transport::Device> device_;
+  const std::shared_ptr<::gloo::transport::Device> device_;
   const GlooSockets sockets_;  // the context's sockets, for Abort from any thread (held past context_)
   // Our own collectives' buffers while waited on, for Abort from any thread (gloo_abort.h). Thread-safe.
   mutable PendingWaits waits_;
 
   // Read by the calling thread without a lock, by point-to-point calls under
   // mu_; reset (under mu_) on failure, by the calling thread only.
-  std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<::gloo::Context> context_;
 
   // Used only by the calling thread: the peer's buffer in a two-rank allreduce (allreduce_algorithm.h).
   std::vector<uint8_t> scratch_;
@@ -106,4 +106,4 @@ class GlooCommunicator : public Communicator {
   Status broken_;  // OK while usable
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

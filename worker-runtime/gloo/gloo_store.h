@@ -19,13 +19,13 @@
 
 #include "worker-runtime/store/store.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
-class GlooStore : public gloo::rendezvous::Store {
+class GlooStore : public ::gloo::rendezvous::Store {
  public:
   // Every key is prefixed with `prefix` + "/". `timeout` bounds waits that
   // Gloo issues without one.
-  GlooStore(std::shared_ptr<runtime::Store> store, std::string prefix, std::chrono::milliseconds timeout);
+  GlooStore(std::shared_ptr<store::Store> store, std::string prefix, std::chrono::milliseconds timeout);
 
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
@@ -38,7 +38,7 @@ class GlooStore : public gloo::rendezvous::Store {
 
  private:
   // Constant after construction.
-  const std::shared_ptr<runtime::Store> store_;
+  const std::shared_ptr<store::Store> store_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
 
@@ -46,4 +46,4 @@ class GlooStore : public gloo::rendezvous::Store {
   std::map<std::string, std::vector<char>> fetched_;  // guarded by mu_
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -6,29 +6,29 @@
 
 #include <exception>
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
-StatusOr<std::unique_ptr<Transfer>> GlooTransfer::Post(std::shared_ptr<gloo::Context> context, Direction direction,
+StatusOr<std::unique_ptr<comm::Transfer>> GlooTransfer::Post(std::shared_ptr<::gloo::Context> context, Direction direction,
                                                        void* buf, size_t bytes, int peer, uint32_t tag,
                                                        std::chrono::milliseconds timeout, const std::string& what) {
   const char* verb = direction == Direction::kSend ? "send to" : "recv from";
   if (!context) return AbortedError(what + ": " + verb + " rank " + std::to_string(peer) + ": the context is closed");
   try {
     auto buffer = context->createUnboundBuffer(buf, bytes);
-    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, tag);
+    const uint64_t slot = ::gloo::Slot::build(kPointToPointSlotPrefix, tag);
     if (direction == Direction::kSend) {
       buffer->send(peer, slot);
     } else {
       buffer->recv(peer, slot);
     }
-    return std::unique_ptr<Transfer>(
+    return std::unique_ptr<comm::Transfer>(
         new GlooTransfer(std::move(context), std::move(buffer), direction, peer, timeout, what));
   } catch (const std::exception& e) {
     return AbortedError(what + ": " + verb + " rank " + std::to_string(peer) + " failed: " + e.what());
   }
 }
 
-GlooTransfer::GlooTransfer(std::shared_ptr<gloo::Context> context, std::unique_ptr<gloo::transport::UnboundBuffer> buffer,
+GlooTransfer::GlooTransfer(std::shared_ptr<::gloo::Context> context, std::unique_ptr<::gloo::transport::UnboundBuffer> buffer,
                            Direction direction, int peer, std::chrono::milliseconds timeout, std::string what)
     : context_(std::move(context)),
       buffer_(std::move(buffer)),
@@ -62,4 +62,4 @@ Status GlooTransfer::Wait() {
   return result_;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

@@ -25,27 +25,27 @@ class UnboundBuffer;
 }
 }  // namespace gloo
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 
 inline constexpr uint8_t kPointToPointSlotPrefix = 0x7e;
 
-class GlooTransfer : public Transfer {
+class GlooTransfer : public comm::Transfer {
  public:
   enum class Direction { kSend, kRecv };
   // Posts the transfer of `bytes` bytes at `buf` with `peer` (a rank of context).
   // `what` names the communicator in errors. Errors: Aborted (Gloo refused it).
-  static StatusOr<std::unique_ptr<Transfer>> Post(std::shared_ptr<gloo::Context> context, Direction direction, void* buf,
+  static StatusOr<std::unique_ptr<comm::Transfer>> Post(std::shared_ptr<::gloo::Context> context, Direction direction, void* buf,
                                                   size_t bytes, int peer, uint32_t tag, std::chrono::milliseconds timeout,
                                                   const std::string& what);
   ~GlooTransfer() override;
   Status Wait() override;
 
  private:
-  GlooTransfer(std::shared_ptr<gloo::Context> context, std::unique_ptr<gloo::transport::UnboundBuffer> buffer,
+  GlooTransfer(std::shared_ptr<::gloo::Context> context, std::unique_ptr<::gloo::transport::UnboundBuffer> buffer,
                Direction direction, int peer, std::chrono::milliseconds timeout, std::string what);
 
-  const std::shared_ptr<gloo::Context> context_;  // declared first: outlives buffer_
-  std::unique_ptr<gloo::transport::UnboundBuffer> buffer_;
+  const std::shared_ptr<::gloo::Context> context_;  // declared first: outlives buffer_
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer_;
   const Direction direction_;
   const int peer_;
   const std::chrono::milliseconds timeout_;
@@ -54,4 +54,4 @@ class GlooTransfer : public Transfer {
   Status result_;
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

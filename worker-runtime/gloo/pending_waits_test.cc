@@ -17,26 +17,26 @@
 #include "worker-runtime/gloo/gloo_store.h"
 #include "worker-runtime/testing/multiprocess.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::gloo {
 namespace {
 
 using namespace std::chrono_literals;
 
 constexpr auto kWaitTimeout = 60s;
 
-std::shared_ptr<gloo::Context> Connect(RankContext& ctx) {
-  gloo::transport::tcp::attr attr("127.0.0.1");
-  auto context = std::make_shared<gloo::rendezvous::Context>(ctx.rank, ctx.size);
+std::shared_ptr<::gloo::Context> Connect(runtime::RankContext& ctx) {
+  ::gloo::transport::tcp::attr attr("127.0.0.1");
+  auto context = std::make_shared<::gloo::rendezvous::Context>(ctx.rank, ctx.size);
   GlooStore store(ctx.store, "pending-waits", 30s);
-  std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+  std::shared_ptr<::gloo::transport::Device> device = ::gloo::transport::tcp::CreateDevice(attr);
   context->connectFullMesh(store, device);
   return context;
 }
 
 TEST(PendingWaitsTest, AbortEndsAWaitNothingElseWouldAndLaterBuffersComeAborted) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 2;
-  auto outcomes = testing::RunWorld(options, [&](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [&](runtime::RankContext& ctx) {
     auto context = Connect(ctx);
     if (ctx.rank == 1) {  // connected, alive, and never sends
       EXPECT_OK(ctx.store->Wait({"done"}, 120s));
@@ -73,8 +73,8 @@ TEST(PendingWaitsTest, AbortEndsAWaitNothingElseWouldAndLaterBuffersComeAborted)
     }
     EXPECT_OK(ctx.store->Set("done", "1"));
   });
-  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << runtime::DescribeFailures(outcomes);
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::gloo

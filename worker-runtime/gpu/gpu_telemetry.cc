@@ -34,7 +34,7 @@ StatusOr<std::shared_ptr<GpuTelemetry>> GpuTelemetry::Open(const GpuVisibility& 
 }
 
 GpuTelemetry::GpuTelemetry(std::unique_ptr<Nvml> nvml, std::vector<NvmlDevice> devices)
-    : nvml_(std::move(nvml)), devices_(std::move(devices)), traffic_(std::make_shared<runtime::DeviceTraffic>()) {}
+    : nvml_(std::move(nvml)), devices_(std::move(devices)), traffic_(std::make_shared<comm::DeviceTraffic>()) {}
 
 std::string GpuTelemetry::Describe() const {
   std::string s = std::to_string(devices_.size()) + (devices_.size() == 1 ? " GPU (" : " GPUs (");

@@ -6,7 +6,7 @@
 //   ringmaster_worker_gpu_memory_total_bytes{gpu,uuid}   gauge
 //   ringmaster_worker_gpu_power_watts{gpu,uuid}          gauge: absent for a GPU that does not report power
 //   ringmaster_worker_gpu_nccl_bytes_total{gpu,uuid}     counter: NCCL collective payload through this GPU
-//                                                        (runtime::DeviceTraffic), 0 until the first
+//                                                        (comm::DeviceTraffic), 0 until the first
 //
 // `gpu` is the device number the process uses (CUDA's ordinal: cuda:N, NcclOptions::device), `uuid` NVML's
 // UUID of the physical GPU. A GPU whose reading fails at a scrape (e.g. "GPU is lost") has no gauges in that
@@ -43,7 +43,7 @@ class GpuTelemetry : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override;
 
   // The counter the NCCL communicators add to (RuntimeConfig::gpu_traffic). Never null.
-  const std::shared_ptr<runtime::DeviceTraffic>& traffic() const { return traffic_; }
+  const std::shared_ptr<comm::DeviceTraffic>& traffic() const { return traffic_; }
   // The visible GPUs, by CUDA ordinal.
   const std::vector<NvmlDevice>& devices() const { return devices_; }
   // "2 GPUs (0: GPU-..., 1: GPU-...) through libnvidia-ml.so.1, driver 550.54.15".
@@ -55,7 +55,7 @@ class GpuTelemetry : public prometheus::Collectable {
   // Constant after construction.
   const std::unique_ptr<Nvml> nvml_;
   const std::vector<NvmlDevice> devices_;
-  const std::shared_ptr<runtime::DeviceTraffic> traffic_;
+  const std::shared_ptr<comm::DeviceTraffic> traffic_;
 };
 
 // GpuTelemetry::Open, logged in exactly one line: "GPU telemetry on: <Describe()>" (info), or "GPU telemetry

@@ -67,32 +67,32 @@ TEST(NvmlGpuTest, TheWorkersMetricsCarryEveryGpuSeries) {
 // Two ranks on the first GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1), or one GPU each.
 TEST(NcclTrafficGpuTest, CollectivesCountTheirPayloadOnTheirGpu) {
   ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
-  runtime::testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 2;
-  auto outcomes = runtime::testing::RunWorld(options, [](runtime::RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     const int gpus = nccl::VisibleGpuCount();
     ASSERT_GT(gpus, 0) << "no GPU visible";
-    auto traffic = std::make_shared<runtime::DeviceTraffic>();
-    runtime::NcclOptions no;
+    auto traffic = std::make_shared<comm::DeviceTraffic>();
+    nccl::NcclOptions no;
     no.device = ctx.rank % gpus;
     no.timeout = 60s;
     no.traffic = traffic;
-    auto made = runtime::NcclCommunicator::Create(ctx.store, "nccl-traffic", ctx.rank, ctx.size, no);
+    auto made = nccl::NcclCommunicator::Create(ctx.store, "nccl-traffic", ctx.rank, ctx.size, no);
     ASSERT_OK(made) << made.status();
-    runtime::Communicator& comm = **made;
-    auto memory = runtime::NewMemoryFor(runtime::MemoryKind::kCuda, no.device);
+    comm::Communicator& comm = **made;
+    auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, no.device);
     auto allocated = memory->Allocate(1 << 20);
     ASSERT_OK(allocated);
     void* buf = *allocated;
     ASSERT_OK(comm.Barrier());
     EXPECT_TRUE(traffic->Snapshot().empty()) << "a barrier carries no payload";
-    ASSERT_OK(comm.Allreduce(buf, buf, 1000, runtime::DataType::kFloat32, runtime::ReduceOp::kSum));          // 4000
-    ASSERT_OK(comm.Allgather(buf, static_cast<char*>(buf) + 4096, 100, runtime::DataType::kFloat64));         // 800
-    ASSERT_OK(comm.ReduceScatter(buf, buf, 10, runtime::DataType::kInt32, runtime::ReduceOp::kSum));         // 2*10*4
-    ASSERT_OK(comm.Broadcast(buf, buf, 7, runtime::DataType::kUInt8, 0));                                    // 7
+    ASSERT_OK(comm.Allreduce(buf, buf, 1000, common::DataType::kFloat32, common::ReduceOp::kSum));          // 4000
+    ASSERT_OK(comm.Allgather(buf, static_cast<char*>(buf) + 4096, 100, common::DataType::kFloat64));         // 800
+    ASSERT_OK(comm.ReduceScatter(buf, buf, 10, common::DataType::kInt32, common::ReduceOp::kSum));         // 2*10*4
+    ASSERT_OK(comm.Broadcast(buf, buf, 7, common::DataType::kUInt8, 0));                                    // 7
     auto split = comm.Split({0, 1}, "all");
     ASSERT_OK(split) << split.status();
-    ASSERT_OK((*split)->Allreduce(buf, buf, 16, runtime::DataType::kInt64, runtime::ReduceOp::kMax));        // 128
+    ASSERT_OK((*split)->Allreduce(buf, buf, 16, common::DataType::kInt64, common::ReduceOp::kMax));        // 128
     memory->Free(buf);
     EXPECT_EQ(traffic->Snapshot(), (std::map<int, uint64_t>{{no.device, 4000 + 800 + 80 + 7 + 128}}));
   });

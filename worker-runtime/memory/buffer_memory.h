@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "worker-runtime/comm/communicator.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::memory {
 
 class Memory {
  public:
@@ -27,6 +27,6 @@ class Memory {
 std::unique_ptr<Memory> NewHostMemory();
 
 // Memory of this kind: CUDA memory on `device` for kCuda (NCCL's buffers), host otherwise.
-std::unique_ptr<Memory> NewMemoryFor(MemoryKind kind, int device);
+std::unique_ptr<Memory> NewMemoryFor(comm::MemoryKind kind, int device);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::memory

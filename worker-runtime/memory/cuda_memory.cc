@@ -1,7 +1,7 @@
 #include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/nccl/gpu_api.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::memory {
 namespace {
 
 // CUDA memory on one device, through the process's CUDA runtime (nccl/gpu_api.h). Every call sets the
@@ -47,9 +47,9 @@ class CudaMemory : public Memory {
 
 }  // namespace
 
-std::unique_ptr<Memory> NewMemoryFor(MemoryKind kind, int device) {
-  if (kind == MemoryKind::kCuda) return std::make_unique<CudaMemory>(device);
+std::unique_ptr<Memory> NewMemoryFor(comm::MemoryKind kind, int device) {
+  if (kind == comm::MemoryKind::kCuda) return std::make_unique<CudaMemory>(device);
   return NewHostMemory();
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::memory

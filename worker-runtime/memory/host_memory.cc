@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace ringmaster::runtime {
+namespace ringmaster::memory {
 namespace {
 
 class HostMemory : public Memory {
@@ -35,4 +35,4 @@ class HostMemory : public Memory {
 
 std::unique_ptr<Memory> NewHostMemory() { return std::make_unique<HostMemory>(); }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::memory

@@ -6,7 +6,7 @@
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/runtime/world.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::nccl {
 namespace {
 
 // A machine without GPUs: no device nodes, no NVIDIA_VISIBLE_DEVICES. Zero GPUs, no error, and `auto`
@@ -41,9 +41,9 @@ TEST(GpuProbeTest, EvidenceOfGpus) {
 }
 
 TEST(GpuProbeTest, AnExplicitBackendIsKept) {
-  EXPECT_EQ(*ResolveBackend(Backend::kGloo), Backend::kGloo);
-  EXPECT_EQ(*ResolveBackend(Backend::kNccl), Backend::kNccl);
+  EXPECT_EQ(*runtime::ResolveBackend(comm::Backend::kGloo), comm::Backend::kGloo);
+  EXPECT_EQ(*runtime::ResolveBackend(comm::Backend::kNccl), comm::Backend::kNccl);
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::nccl

@@ -7,39 +7,39 @@
 
 #include "worker-runtime/comm/validate.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::nccl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ncclDataType_t ToNccl(DataType t) {
+ncclDataType_t ToNccl(common::DataType t) {
   switch (t) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kBFloat16: return ncclBfloat16;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
-    case DataType::kUInt8: return ncclUint8;
+    case common::DataType::kFloat32: return ncclFloat32;
+    case common::DataType::kFloat64: return ncclFloat64;
+    case common::DataType::kFloat16: return ncclFloat16;
+    case common::DataType::kBFloat16: return ncclBfloat16;
+    case common::DataType::kInt32: return ncclInt32;
+    case common::DataType::kInt64: return ncclInt64;
+    case common::DataType::kUInt8: return ncclUint8;
   }
   return ncclUint8;
 }
 
-ncclRedOp_t ToNccl(ReduceOp op) {
+ncclRedOp_t ToNccl(common::ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kAvg: return ncclAvg;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kProduct: return ncclProd;
+    case common::ReduceOp::kSum: return ncclSum;
+    case common::ReduceOp::kAvg: return ncclAvg;
+    case common::ReduceOp::kMin: return ncclMin;
+    case common::ReduceOp::kMax: return ncclMax;
+    case common::ReduceOp::kProduct: return ncclProd;
   }
   return ncclSum;
 }
 
-const uint8_t* At(const void* p, size_t elements, DataType t) {
-  return static_cast<const uint8_t*>(p) + elements * DataTypeSize(t);
+const uint8_t* At(const void* p, size_t elements, common::DataType t) {
+  return static_cast<const uint8_t*>(p) + elements * common::DataTypeSize(t);
 }
-uint8_t* At(void* p, size_t elements, DataType t) { return static_cast<uint8_t*>(p) + elements * DataTypeSize(t); }
+uint8_t* At(void* p, size_t elements, common::DataType t) { return static_cast<uint8_t*>(p) + elements * common::DataTypeSize(t); }
 
 // Polls a non-blocking communicator until it leaves ncclInProgress (or the deadline, or an abort request:
 // then ncclInProgress).
@@ -60,7 +60,7 @@ std::string Outcome(const nccl::NcclApi& nccl, ncclResult_t r) {
 }
 
 // The unique id of `prefix`: made by rank 0 and published in the store, read by the others.
-StatusOr<ncclUniqueId> ExchangeUniqueId(const nccl::NcclApi& nccl, Store& store, const std::string& prefix, int rank,
+StatusOr<ncclUniqueId> ExchangeUniqueId(const nccl::NcclApi& nccl, store::Store& store, const std::string& prefix, int rank,
                                         std::chrono::milliseconds timeout) {
   ncclUniqueId id;
   const std::string key = prefix + "/nccl-unique-id";
@@ -79,7 +79,7 @@ StatusOr<ncclUniqueId> ExchangeUniqueId(const nccl::NcclApi& nccl, Store& store,
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Create(std::shared_ptr<Store> store, std::string prefix,
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Create(std::shared_ptr<store::Store> store, std::string prefix,
                                                                  int rank, int size, NcclOptions options) {
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
@@ -106,7 +106,7 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Create(std::shared_ptr
     return AbortedError("NCCL init of '" + prefix + "' (rank " + std::to_string(rank) + " of " + std::to_string(size) +
                         ") " + Outcome(*nccl, r));
   }
-  return std::unique_ptr<Communicator>(
+  return std::unique_ptr<comm::Communicator>(
       new NcclCommunicator(*cuda, *nccl, std::move(prefix), rank, size, options, comm, stream));
 }
 
@@ -251,29 +251,29 @@ Status NcclCommunicator::Counted(Status done, size_t bytes) {
   return done;
 }
 
-Status NcclCommunicator::AllreduceOnStream(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status NcclCommunicator::AllreduceOnStream(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(
       Check(nccl_.ncclAllReduce(in, out, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclAllReduce"));
   return WaitStream("allreduce");
 }
 
-Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
-    return Counted(AllreduceOnStream(in, out, count, type, op), count * DataTypeSize(type));
+    return Counted(AllreduceOnStream(in, out, count, type, op), count * common::DataTypeSize(type));
   });
 }
 
-Status NcclCommunicator::DoAllgather(const void* in, void* out, size_t count, DataType type) {
+Status NcclCommunicator::DoAllgather(const void* in, void* out, size_t count, common::DataType type) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     RINGMASTER_RETURN_IF_ERROR(
         Check(nccl_.ncclAllGather(in, out, count, ToNccl(type), comm_, stream_), "ncclAllGather"));
-    return Counted(WaitStream("allgather"), count * DataTypeSize(type));
+    return Counted(WaitStream("allgather"), count * common::DataTypeSize(type));
   });
 }
 
-Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) {
+Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     // One broadcast per rank into its slot of out, fused in one NCCL group.
@@ -288,20 +288,20 @@ Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vect
         offset += counts[r];
       }
     }));
-    return Counted(WaitStream("allgatherv"), counts[rank_] * DataTypeSize(type));
+    return Counted(WaitStream("allgatherv"), counts[rank_] * common::DataTypeSize(type));
   });
 }
 
-Status NcclCommunicator::DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) {
+Status NcclCommunicator::DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{root == rank_ ? in : nullptr, "in"}, {out, "out"}}));
     RINGMASTER_RETURN_IF_ERROR(
         Check(nccl_.ncclBroadcast(in, out, count, ToNccl(type), root, comm_, stream_), "ncclBroadcast"));
-    return Counted(WaitStream("broadcast"), count * DataTypeSize(type));
+    return Counted(WaitStream("broadcast"), count * common::DataTypeSize(type));
   });
 }
 
-Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
+Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     // Our in-place means "result in the first count elements"; NCCL's in-place is out == in + rank*count.
@@ -312,12 +312,12 @@ Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count
       // The copy must follow the collective on the stream: a non-blocking enqueue may still be in flight.
       RINGMASTER_RETURN_IF_ERROR(WaitComm("reduce-scatter enqueue"));
       if (cudaError_t e =
-              cuda_.cudaMemcpyAsync(out, recv, count * DataTypeSize(type), cudaMemcpyDeviceToDevice, stream_);
+              cuda_.cudaMemcpyAsync(out, recv, count * common::DataTypeSize(type), cudaMemcpyDeviceToDevice, stream_);
           e != cudaSuccess) {
         return Fail("cudaMemcpyAsync: " + cuda_.ErrorText(e));
       }
     }
-    return Counted(WaitStream("reduce-scatter"), count * DataTypeSize(type) * static_cast<size_t>(size_));
+    return Counted(WaitStream("reduce-scatter"), count * common::DataTypeSize(type) * static_cast<size_t>(size_));
   });
 }
 
@@ -336,12 +336,12 @@ StatusOr<void*> NcclCommunicator::Scratch(size_t bytes) {
   return scratch_;
 }
 
-Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, DataType type) {
+Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, common::DataType type) {
   return OnDevice([&]() -> Status {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     if (in == out) {
       // NCCL's send/recv pairs would overwrite blocks not yet sent: send from a copy.
-      const size_t bytes = count * DataTypeSize(type) * static_cast<size_t>(size_);
+      const size_t bytes = count * common::DataTypeSize(type) * static_cast<size_t>(size_);
       RINGMASTER_ASSIGN_OR_RETURN(void* copy, Scratch(bytes));
       if (cudaError_t e = cuda_.cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, stream_);
           e != cudaSuccess) {
@@ -355,14 +355,14 @@ Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, Dat
         check(nccl_.ncclRecv(At(out, count * r, type), count, ToNccl(type), r, comm_, stream_), "ncclRecv");
       }
     }));
-    return Counted(WaitStream("alltoall"), count * DataTypeSize(type) * static_cast<size_t>(size_));
+    return Counted(WaitStream("alltoall"), count * common::DataTypeSize(type) * static_cast<size_t>(size_));
   });
 }
 
 Status NcclCommunicator::DoBarrier() {
   return OnDevice([&]() -> Status {
     RINGMASTER_ASSIGN_OR_RETURN(void* word, Scratch(sizeof(int32_t)));
-    return AllreduceOnStream(word, word, 1, DataType::kInt32, ReduceOp::kSum);
+    return AllreduceOnStream(word, word, 1, common::DataType::kInt32, common::ReduceOp::kSum);
   });
 }
 
@@ -388,9 +388,9 @@ StatusOr<ncclComm*> NcclCommunicator::AwaitChild(std::unique_ptr<ncclComm*> slot
   return __atomic_load_n(slot.get(), __ATOMIC_ACQUIRE);
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoSplit(const std::vector<int>& ranks,
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoSplit(const std::vector<int>& ranks,
                                                                 const std::string& name) {
-  return OnDevice([&]() -> StatusOr<std::unique_ptr<Communicator>> {
+  return OnDevice([&]() -> StatusOr<std::unique_ptr<comm::Communicator>> {
     int new_rank = -1;
     for (size_t i = 0; i < ranks.size(); ++i) {
       if (ranks[i] == rank_) new_rank = static_cast<int>(i);
@@ -403,13 +403,13 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoSplit(const std::vec
         nccl_.ncclCommSplit(comm_, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, rank_, slot.get(), &config),
         "ncclCommSplit"));
     RINGMASTER_ASSIGN_OR_RETURN(ncclComm* child, AwaitChild(std::move(slot), "ncclCommSplit", /*abortable=*/true));
-    if (new_rank < 0) return std::unique_ptr<Communicator>();
+    if (new_rank < 0) return std::unique_ptr<comm::Communicator>();
     if (child == nullptr) return Fail("ncclCommSplit made no communicator for a member");
     return Adopt(child, prefix_ + "/set/" + name, new_rank, static_cast<int>(ranks.size()), "ncclCommSplit");
   });
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Adopt(ncclComm* child, std::string prefix, int rank,
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Adopt(ncclComm* child, std::string prefix, int rank,
                                                                 int size, const char* what) {
   ncclResult_t r = PollComm(nccl_, child, Clock::now() + options_.timeout, nullptr);
   if (r != ncclSuccess) {
@@ -421,7 +421,7 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Adopt(ncclComm* child,
     nccl_.ncclCommAbort(child);
     return UnavailableError("cudaStreamCreate: " + cuda_.ErrorText(e));
   }
-  return std::unique_ptr<Communicator>(
+  return std::unique_ptr<comm::Communicator>(
       new NcclCommunicator(cuda_, nccl_, std::move(prefix), rank, size, options_, child, stream));
 }
 
@@ -430,7 +430,7 @@ bool NcclCommunicator::can_shrink() const {
   return nccl_.ncclCommShrink != nullptr && !nccl_aborted_;
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoShrink(const std::vector<int>& excluded,
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoShrink(const std::vector<int>& excluded,
                                                                  const std::string& name) {
   if (!nccl_.ncclCommShrink) {
     return UnimplementedError("NCCL " + nccl_.version.ToString() +
@@ -445,7 +445,7 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::DoShrink(const std::ve
     }
     revoked = revoked_;
   }
-  return OnDevice([&]() -> StatusOr<std::unique_ptr<Communicator>> {
+  return OnDevice([&]() -> StatusOr<std::unique_ptr<comm::Communicator>> {
     int flags = NCCL_SHRINK_ABORT;  // something may still be in flight: terminate it first
     if (revoked) {
       // A revoked communicator answers ncclInProgress until quiescent, then ncclSuccess; then a plain shrink
@@ -480,7 +480,7 @@ bool NcclCommunicator::can_grow() const {
   return nccl_.ncclCommGrow != nullptr && broken_.ok();
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Grow(Store& store, const std::string& prefix,
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Grow(store::Store& store, const std::string& prefix,
                                                                int new_size) {
   if (!nccl_.ncclCommGrow) {
     return UnimplementedError("NCCL " + nccl_.version.ToString() +
@@ -490,7 +490,7 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Grow(Store& store, con
     return InvalidArgumentError("grow to " + std::to_string(new_size) + " ranks from " + std::to_string(size_));
   }
   if (Status h = health(); !h.ok()) return FailedPreconditionError("cannot grow a broken communicator: " + h.message());
-  return OnDevice([&]() -> StatusOr<std::unique_ptr<Communicator>> {
+  return OnDevice([&]() -> StatusOr<std::unique_ptr<comm::Communicator>> {
     // Existing root: a grow id from the communicator (ncclCommGetUniqueId), published for the newcomers;
     // the other existing ranks pass no id (nccl.h: "Existing non-root: comm, uniqueId=NULL, rank=-1").
     ncclUniqueId id;
@@ -516,7 +516,7 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Grow(Store& store, con
   });
 }
 
-StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::JoinGrown(std::shared_ptr<Store> store, std::string prefix,
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::JoinGrown(std::shared_ptr<store::Store> store, std::string prefix,
                                                                     int rank, int new_size, NcclOptions options) {
   RINGMASTER_ASSIGN_OR_RETURN(const nccl::CudaApi* cuda, nccl::Cuda());
   RINGMASTER_ASSIGN_OR_RETURN(const nccl::NcclApi* nccl, nccl::Nccl());
@@ -546,8 +546,8 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::JoinGrown(std::shared_
     return AbortedError("NCCL grow of '" + prefix + "' (new rank " + std::to_string(rank) + " of " +
                         std::to_string(new_size) + ") " + (comm ? Outcome(*nccl, r) : "made no communicator"));
   }
-  return std::unique_ptr<Communicator>(
+  return std::unique_ptr<comm::Communicator>(
       new NcclCommunicator(*cuda, *nccl, std::move(prefix), rank, new_size, options, comm, stream));
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::nccl

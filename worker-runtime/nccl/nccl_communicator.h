@@ -49,21 +49,21 @@
 struct ncclComm;
 struct CUstream_st;
 
-namespace ringmaster::runtime {
+namespace ringmaster::nccl {
 
 struct NcclOptions {
   int device = 0;                            // CUDA device of this rank
   std::chrono::milliseconds timeout{60000};  // init and per collective
   // Where each successful collective's payload is counted under `device` (see DeviceTraffic); shared with
   // the communicators split or shrunk from this one. May be null: nothing is counted.
-  std::shared_ptr<DeviceTraffic> traffic;
+  std::shared_ptr<comm::DeviceTraffic> traffic;
 };
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public comm::Communicator {
  public:
   // Errors: Aborted (init failed or timed out; the half-built communicator
   // is aborted), Unavailable (no GPU / CUDA error), as Store::Get.
-  static StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<Store> store, std::string prefix, int rank,
+  static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix, int rank,
                                                         int size, NcclOptions options);
   ~NcclCommunicator() override;
 
@@ -74,32 +74,32 @@ class NcclCommunicator : public Communicator {
   // Must not run concurrently with another call on this communicator.
   // Errors: Unimplemented (this NCCL has no ncclCommGrow: build a new communicator),
   // InvalidArgument (new_size <= size()), FailedPrecondition (broken), Aborted (failed or timed out).
-  StatusOr<std::unique_ptr<Communicator>> Grow(Store& store, const std::string& prefix, int new_size);
-  static StatusOr<std::unique_ptr<Communicator>> JoinGrown(std::shared_ptr<Store> store, std::string prefix,
+  StatusOr<std::unique_ptr<comm::Communicator>> Grow(store::Store& store, const std::string& prefix, int new_size);
+  static StatusOr<std::unique_ptr<comm::Communicator>> JoinGrown(std::shared_ptr<store::Store> store, std::string prefix,
                                                            int rank, int new_size, NcclOptions options);
   // Whether Grow can work (the loaded NCCL has it and this communicator is healthy).
   bool can_grow() const;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  Backend backend() const override { return Backend::kNccl; }
-  MemoryKind memory() const override { return MemoryKind::kCuda; }
+  comm::Backend backend() const override { return comm::Backend::kNccl; }
+  comm::MemoryKind memory() const override { return comm::MemoryKind::kCuda; }
 
   bool can_shrink() const override;
   void Abort(const std::string& reason) override;
   Status health() const override;
 
  protected:
-  Status DoAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
-  Status DoAllgather(const void* in, void* out, size_t count, DataType type) override;
-  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType type) override;
-  Status DoBroadcast(const void* in, void* out, size_t count, DataType type, int root) override;
-  Status DoReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  Status DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override;
+  Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) override;
+  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) override;
+  Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) override;
+  Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override;
   // In place (in == out): `in` is first copied to a scratch buffer on the stream.
-  Status DoAlltoall(const void* in, void* out, size_t count, DataType type) override;
+  Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override;
   Status DoBarrier() override;
-  StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
-  StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name) override;
+  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
+  StatusOr<std::unique_ptr<comm::Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name) override;
 
  private:
   NcclCommunicator(const nccl::CudaApi& cuda, const nccl::NcclApi& nccl, std::string prefix, int rank, int size,
@@ -111,7 +111,7 @@ class NcclCommunicator : public Communicator {
   // (NCCL may still write it). A Shrink is not abortable: it runs, by design, after Abort(). Errors: Aborted.
   StatusOr<ncclComm*> AwaitChild(std::unique_ptr<ncclComm*> slot, const char* what, bool abortable);
   // A child communicator once NCCL has created it: checks it, adds a stream on our device.
-  StatusOr<std::unique_ptr<Communicator>> Adopt(ncclComm* child, std::string prefix, int rank, int size,
+  StatusOr<std::unique_ptr<comm::Communicator>> Adopt(ncclComm* child, std::string prefix, int rank, int size,
                                                 const char* what);
   // Runs `call` with this communicator's device current on the calling thread.
   template <typename Fn>
@@ -121,7 +121,7 @@ class NcclCommunicator : public Communicator {
   // Polls until the stream has drained every enqueued operation.
   Status WaitStream(const char* what);
   // The allreduce itself, not counted (DoBarrier's word is no payload).
-  Status AllreduceOnStream(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Status AllreduceOnStream(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   // InvalidArgument (the communicator stays usable) when a buffer is host memory or another GPU's: NCCL
   // would refuse it too (argcheck.cc, CudaPtrCheck), in words a user can act on. Nulls are skipped.
   Status CheckBuffers(std::initializer_list<std::pair<const void*, const char*>> buffers) const;
@@ -162,4 +162,4 @@ class NcclCommunicator : public Communicator {
   std::vector<std::unique_ptr<ncclComm*>> abandoned_children_;
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::nccl

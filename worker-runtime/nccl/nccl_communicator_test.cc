@@ -25,7 +25,7 @@
 #include "worker-runtime/testing/gpu_test_env.h"
 #include "worker-runtime/testing/multiprocess.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::nccl {
 namespace {
 
 using namespace std::chrono_literals;
@@ -33,8 +33,8 @@ using namespace std::chrono_literals;
 class NcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string why = testing::WhyNoGpuSuite(); !why.empty()) FAIL() << why;
-    if (!testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+    if (std::string why = runtime_testing::WhyNoGpuSuite(); !why.empty()) FAIL() << why;
+    if (!runtime_testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   }
   void TearDown() override { ::unsetenv("RINGMASTER_EMULATED_NCCL_LATENCY_MS"); }
 };
@@ -45,7 +45,7 @@ int Gpus() {
   return n.ok() ? *n : 0;
 }
 
-StatusOr<std::unique_ptr<Communicator>> MakeWorld(RankContext& ctx, const std::string& prefix, int rank, int size,
+StatusOr<std::unique_ptr<comm::Communicator>> MakeWorld(runtime::RankContext& ctx, const std::string& prefix, int rank, int size,
                                                   std::chrono::milliseconds timeout) {
   NcclOptions options;
   options.device = rank % std::max(1, Gpus());
@@ -54,32 +54,32 @@ StatusOr<std::unique_ptr<Communicator>> MakeWorld(RankContext& ctx, const std::s
 }
 
 // Allreduce (sum, float32) of the pattern inputs on `comm`, checked against the host reference.
-void ExpectAllreduceWorks(Communicator& comm, int device) {
+void ExpectAllreduceWorks(comm::Communicator& comm, int device) {
   const size_t count = 1031;
-  auto memory = NewMemoryFor(MemoryKind::kCuda, device);
-  auto in = MakeInput(DataType::kFloat32, ReduceOp::kSum, comm.rank(), count);
+  auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, device);
+  auto in = common::MakeInput(common::DataType::kFloat32, common::ReduceOp::kSum, comm.rank(), count);
   auto dev = memory->Allocate(in.size());
   ASSERT_OK(dev);
   ASSERT_OK(memory->Upload(*dev, in.data(), in.size()));
-  ASSERT_OK(comm.Allreduce(*dev, *dev, count, DataType::kFloat32, ReduceOp::kSum));
+  ASSERT_OK(comm.Allreduce(*dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum));
   std::vector<uint8_t> got(in.size());
   ASSERT_OK(memory->Download(got.data(), *dev, got.size()));
   memory->Free(*dev);
-  auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, comm.size(), count);
-  EXPECT_EQ(CountMismatches(DataType::kFloat32, got.data(), want.data(), count), 0u);
+  auto want = common::ReferenceReduce(common::DataType::kFloat32, common::ReduceOp::kSum, comm.size(), count);
+  EXPECT_EQ(common::CountMismatches(common::DataType::kFloat32, got.data(), want.data(), count), 0u);
 }
 
 // An allreduce that cannot finish (a peer is gone): it must end Aborted at the communicator's deadline.
-Status AllreduceWithAPeerGone(Communicator& comm, int device) {
-  auto memory = NewMemoryFor(MemoryKind::kCuda, device);
+Status AllreduceWithAPeerGone(comm::Communicator& comm, int device) {
+  auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, device);
   auto dev = memory->Allocate(4096);
   if (!dev.ok()) return dev.status();
-  Status s = comm.Allreduce(*dev, *dev, 1024, DataType::kFloat32, ReduceOp::kSum);
+  Status s = comm.Allreduce(*dev, *dev, 1024, common::DataType::kFloat32, common::ReduceOp::kSum);
   memory->Free(*dev);
   return s;
 }
 
-bool KilledBySigkill(const RankOutcome& o) { return !o.exited && o.signal == SIGKILL; }
+bool KilledBySigkill(const runtime::RankOutcome& o) { return !o.exited && o.signal == SIGKILL; }
 
 // A peer is killed: the survivors' collective times out, the communicator is revoked (NCCL >= 2.28.7,
 // ncclInProgress until quiescent), and the survivors shrink it in default mode into a world of their
@@ -88,12 +88,12 @@ class NcclShrinkTest : public NcclTest, public ::testing::WithParamInterface<int
 
 TEST_P(NcclShrinkTest, SurvivorsRevokeThenShrinkAfterAKill) {
   const int dead = GetParam();
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 4;
-  auto outcomes = testing::RunWorld(options, [dead](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [dead](runtime::RankContext& ctx) {
     auto made = MakeWorld(ctx, "shrink", ctx.rank, ctx.size, 2s);
     ASSERT_OK(made);
-    Communicator& comm = **made;
+    comm::Communicator& comm = **made;
     ASSERT_OK(comm.Barrier());
     if (ctx.rank == dead) ::raise(SIGKILL);  // gone without a word, as a killed pod
     const int device = ctx.rank % Gpus();
@@ -109,9 +109,9 @@ TEST_P(NcclShrinkTest, SurvivorsRevokeThenShrinkAfterAKill) {
   });
   for (const auto& o : outcomes) {
     if (o.rank == dead) {
-      EXPECT_TRUE(KilledBySigkill(o)) << DescribeFailures(outcomes);
+      EXPECT_TRUE(KilledBySigkill(o)) << runtime::DescribeFailures(outcomes);
     } else {
-      EXPECT_OK(o) << DescribeFailures(outcomes);
+      EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
     }
   }
 }
@@ -123,9 +123,9 @@ INSTANTIATE_TEST_SUITE_P(DeadRank, NcclShrinkTest, ::testing::Values(0, 3),
 // call returned ncclInProgress (the emulation's latency knob; a real NCCL is late on its own).
 TEST_F(NcclTest, AShrinkWhoseChildArrivesLateIsWaitedFor) {
   ::setenv("RINGMASTER_EMULATED_NCCL_LATENCY_MS", "300", 1);
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 3;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     auto made = MakeWorld(ctx, "late", ctx.rank, ctx.size, 5s);
     ASSERT_OK(made);
     ASSERT_OK((*made)->Barrier());
@@ -135,15 +135,15 @@ TEST_F(NcclTest, AShrinkWhoseChildArrivesLateIsWaitedFor) {
     ASSERT_OK(shrunk);
     ExpectAllreduceWorks(**shrunk, ctx.rank % Gpus());
   });
-  EXPECT_OK(outcomes[0]) << DescribeFailures(outcomes);
-  EXPECT_OK(outcomes[1]) << DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[0]) << runtime::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << runtime::DescribeFailures(outcomes);
 }
 
 // Split by colour: every rank calls it; members get the child, the others nullptr.
 TEST_F(NcclTest, SplitByColour) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 4;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     auto made = MakeWorld(ctx, "split", ctx.rank, ctx.size, 20s);
     ASSERT_OK(made);
     const std::vector<int> even = {0, 2}, odd = {1, 3};
@@ -151,8 +151,8 @@ TEST_F(NcclTest, SplitByColour) {
     ASSERT_OK(e);
     auto o = (*made)->Split(odd, "odd");
     ASSERT_OK(o);
-    Communicator* mine = ctx.rank % 2 == 0 ? e->get() : o->get();
-    const Communicator* other = ctx.rank % 2 == 0 ? o->get() : e->get();
+    comm::Communicator* mine = ctx.rank % 2 == 0 ? e->get() : o->get();
+    const comm::Communicator* other = ctx.rank % 2 == 0 ? o->get() : e->get();
     ASSERT_NE(mine, nullptr);
     EXPECT_EQ(other, nullptr);
     EXPECT_EQ(mine->size(), 2);
@@ -160,18 +160,18 @@ TEST_F(NcclTest, SplitByColour) {
     ExpectAllreduceWorks(*mine, ctx.rank % Gpus());
     ExpectAllreduceWorks(**made, ctx.rank % Gpus());  // the parent still works
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 // Grow by one (NCCL >= 2.29.2): three ranks keep their numbers, a newcomer becomes rank 3.
 TEST_F(NcclTest, GrowByOne) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 4;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     NcclOptions no;
     no.device = ctx.rank % Gpus();
     no.timeout = 20s;
-    std::unique_ptr<Communicator> grown;
+    std::unique_ptr<comm::Communicator> grown;
     if (ctx.rank < 3) {
       auto made = NcclCommunicator::Create(ctx.store, "grow", ctx.rank, 3, no);
       ASSERT_OK(made);
@@ -190,15 +190,15 @@ TEST_F(NcclTest, GrowByOne) {
     EXPECT_EQ(grown->rank(), ctx.rank);
     ExpectAllreduceWorks(*grown, no.device);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 // A rank never arrives: init ends Aborted at the deadline, nothing is left behind, and the same
 // process builds the next communicator.
 TEST_F(NcclTest, InitTimesOutAndAbortsCleanly) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 3;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     if (ctx.rank == 2) return;  // never calls init
     auto made = MakeWorld(ctx, "absent", ctx.rank, 3, 1s);
     ASSERT_FALSE(made.ok());
@@ -208,15 +208,15 @@ TEST_F(NcclTest, InitTimesOutAndAbortsCleanly) {
     ASSERT_OK(next);
     ExpectAllreduceWorks(**next, ctx.rank % Gpus());
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 // A survivor never joins the shrink: the others' shrink ends Aborted at the deadline, the parent is
 // aborted (it cannot shrink again), and destroying it returns.
 TEST_F(NcclTest, ShrinkTimesOutAndAbortsCleanly) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 3;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     auto made = MakeWorld(ctx, "stuck", ctx.rank, ctx.size, 1s);
     ASSERT_OK(made);
     ASSERT_OK((*made)->Barrier());
@@ -230,30 +230,30 @@ TEST_F(NcclTest, ShrinkTimesOutAndAbortsCleanly) {
     EXPECT_FALSE((*made)->can_shrink());
     made->reset();  // must not hang
   });
-  EXPECT_OK(outcomes[0]) << DescribeFailures(outcomes);
-  EXPECT_OK(outcomes[1]) << DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[0]) << runtime::DescribeFailures(outcomes);
+  EXPECT_OK(outcomes[1]) << runtime::DescribeFailures(outcomes);
 }
 
 // A buffer of another GPU, or of the host, is refused before NCCL sees it, in words a user can act on,
 // and the communicator stays usable. (On a one-GPU machine only the host buffer can be tried.)
 TEST_F(NcclTest, ABufferOfAnotherDeviceIsRefused) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 2;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     const int gpus = Gpus();
     auto made = MakeWorld(ctx, "wrong", ctx.rank, ctx.size, 20s);
     ASSERT_OK(made);
-    Communicator& comm = **made;
+    comm::Communicator& comm = **made;
     std::vector<float> host(64, 1.0f);
-    Status on_host = comm.Allreduce(host.data(), host.data(), host.size(), DataType::kFloat32, ReduceOp::kSum);
+    Status on_host = comm.Allreduce(host.data(), host.data(), host.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
     EXPECT_EQ(on_host.code(), StatusCode::kInvalidArgument) << on_host;
     EXPECT_NE(on_host.message().find("host memory"), std::string::npos) << on_host;
     if (gpus >= 2) {
       const int other = (ctx.rank + 1) % gpus;
-      auto memory = NewMemoryFor(MemoryKind::kCuda, other);
+      auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, other);
       auto dev = memory->Allocate(256);
       ASSERT_OK(dev);
-      Status wrong = comm.Allreduce(*dev, *dev, 64, DataType::kFloat32, ReduceOp::kSum);
+      Status wrong = comm.Allreduce(*dev, *dev, 64, common::DataType::kFloat32, common::ReduceOp::kSum);
       EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument) << wrong;
       EXPECT_NE(wrong.message().find("memory of GPU " + std::to_string(other)), std::string::npos) << wrong;
       memory->Free(*dev);
@@ -261,16 +261,16 @@ TEST_F(NcclTest, ABufferOfAnotherDeviceIsRefused) {
     EXPECT_OK(comm.health());
     ExpectAllreduceWorks(comm, ctx.rank % gpus);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 // The communicator's calls act on its own GPU from any thread: CUDA's current device is per thread, so
 // a collective, a split and a scratch buffer (Barrier) made on a fresh thread (device 0) must still
 // land on the communicator's device.
 TEST_F(NcclTest, CallsFromAnotherThreadUseTheCommunicatorsDevice) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 2;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     const int gpus = Gpus();
     const int device = (ctx.rank + 1) % gpus;  // not device 0 on rank 0, whenever there are two GPUs
     NcclOptions no;
@@ -287,8 +287,8 @@ TEST_F(NcclTest, CallsFromAnotherThreadUseTheCommunicatorsDevice) {
       ExpectAllreduceWorks(**child, device);
     }).join();
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::nccl

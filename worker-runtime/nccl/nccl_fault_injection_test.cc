@@ -17,7 +17,7 @@
 #include "worker-runtime/nccl/nccl_communicator.h"
 #include "worker-runtime/testing/multiprocess.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::nccl {
 namespace {
 
 using namespace std::chrono_literals;
@@ -33,38 +33,38 @@ class NcclFaultInjectionTest : public ::testing::Test {
 };
 
 // Sum-allreduces `count` floats of value 1 on `device`; every element must come back as the world size.
-void ExpectAllreduceSums(Communicator& comm, int device) {
+void ExpectAllreduceSums(comm::Communicator& comm, int device) {
   const size_t count = 257;
-  auto memory = NewMemoryFor(MemoryKind::kCuda, device);
+  auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, device);
   std::vector<float> host(count, 1.0f);
   auto dev = memory->Allocate(count * sizeof(float));
   ASSERT_OK(dev);
   ASSERT_OK(memory->Upload(*dev, host.data(), count * sizeof(float)));
-  ASSERT_OK(comm.Allreduce(*dev, *dev, count, DataType::kFloat32, ReduceOp::kSum));
+  ASSERT_OK(comm.Allreduce(*dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum));
   ASSERT_OK(memory->Download(host.data(), *dev, count * sizeof(float)));
   memory->Free(*dev);
   for (float v : host) ASSERT_EQ(v, static_cast<float>(comm.size()));
 }
 
 TEST_F(NcclFaultInjectionTest, AFailedEnqueueInsideAGroupClosesTheGroupBeforeRevoking) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 3;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
     NcclOptions no;
     no.device = ctx.rank;
     no.timeout = 10s;
     auto made = NcclCommunicator::Create(ctx.store, "grouped", ctx.rank, ctx.size, no);
     ASSERT_OK(made);
-    Communicator& comm = **made;
+    comm::Communicator& comm = **made;
     // Alltoall enqueues send/recv pairs in one group; the second send of each rank fails in it.
     ::setenv("RINGMASTER_EMULATED_NCCL_FAIL", "Send:2", 1);
     const size_t count = 64;
-    auto memory = NewMemoryFor(MemoryKind::kCuda, no.device);
+    auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, no.device);
     auto in = memory->Allocate(count * ctx.size * sizeof(float));
     auto out = memory->Allocate(count * ctx.size * sizeof(float));
     ASSERT_OK(in);
     ASSERT_OK(out);
-    Status failed = comm.Alltoall(*in, *out, count, DataType::kFloat32);
+    Status failed = comm.Alltoall(*in, *out, count, common::DataType::kFloat32);
     memory->Free(*in);
     memory->Free(*out);
     EXPECT_EQ(failed.code(), StatusCode::kAborted) << failed;
@@ -86,8 +86,8 @@ TEST_F(NcclFaultInjectionTest, AFailedEnqueueInsideAGroupClosesTheGroupBeforeRev
     EXPECT_EQ((*shrunk)->size(), 2);
     ExpectAllreduceSums(**shrunk, no.device);
   });
-  for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::nccl

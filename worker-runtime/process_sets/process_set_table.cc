@@ -1,6 +1,6 @@
 #include "worker-runtime/process_sets/process_set_table.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::process_sets {
 namespace {
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -29,7 +29,7 @@ StatusOr<ProcessSet> ProcessSetTable::Remove(int id) {
   return set;
 }
 
-StatusOr<std::shared_ptr<Engine>> ProcessSetTable::EngineFor(int id) const {
+StatusOr<std::shared_ptr<fusion::Engine>> ProcessSetTable::EngineFor(int id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sets_.find(id);
   if (it == sets_.end()) return InvalidArgumentError("no process set with id " + std::to_string(id));
@@ -63,4 +63,4 @@ std::vector<ProcessSet> ProcessSetTable::TakeAll() {
   return all;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::process_sets

@@ -13,13 +13,13 @@
 #include "base/status.h"
 #include "worker-runtime/fusion/engine.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::process_sets {
 
 struct ProcessSet {
   int id = 0;
   std::string name;
   std::vector<int> ranks;          // world ranks, sorted
-  std::shared_ptr<Engine> engine;  // null on ranks outside the set
+  std::shared_ptr<fusion::Engine> engine;  // null on ranks outside the set
 };
 
 class ProcessSetTable {
@@ -34,7 +34,7 @@ class ProcessSetTable {
   // The engine to run a collective of set `id` on this rank.
   // Errors: InvalidArgument (no such set), FailedPrecondition (this rank is
   // not a member; the message names the set and its ranks).
-  StatusOr<std::shared_ptr<Engine>> EngineFor(int id) const;
+  StatusOr<std::shared_ptr<fusion::Engine>> EngineFor(int id) const;
   // Errors: InvalidArgument (no such set).
   StatusOr<std::vector<int>> Ranks(int id) const;
   std::vector<int> Ids() const;
@@ -50,4 +50,4 @@ class ProcessSetTable {
   std::map<int, ProcessSet> sets_;
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::process_sets

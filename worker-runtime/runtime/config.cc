@@ -54,7 +54,7 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
   RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv worker, api::WorkerEnv::FromEnvironment(env));
   RuntimeConfig c;
   if (worker.backend) {
-    auto b = ParseBackend(*worker.backend);
+    auto b = comm::ParseBackend(*worker.backend);
     if (!b.ok()) return b.status().WithContext(api::env::kBackend);
     c.backend = *b;
   }

@@ -26,11 +26,11 @@
 namespace ringmaster::runtime {
 
 // Makes a communicator as CreateWorldCommunicator does (world.h): same arguments, same errors.
-using CommunicatorFactory = std::function<StatusOr<std::unique_ptr<Communicator>>(
-    std::shared_ptr<Store> store, int rank, int size, const WorldOptions& options)>;
+using CommunicatorFactory = std::function<StatusOr<std::unique_ptr<comm::Communicator>>(
+    std::shared_ptr<store::Store> store, int rank, int size, const WorldOptions& options)>;
 
 struct RuntimeConfig {
-  Backend backend = Backend::kAuto;
+  comm::Backend backend = comm::Backend::kAuto;
   std::chrono::milliseconds timeout{60000};
   size_t fusion_threshold_bytes = 64u << 20;
   std::chrono::microseconds cycle_time{3500};
@@ -48,7 +48,7 @@ struct RuntimeConfig {
   std::string name = "rt";         // store key prefix of this runtime's communicators
   // Not from the environment: the program's counter of NCCL bytes per GPU, kept across generations
   // (WorkerMetrics' ringmaster_worker_gpu_nccl_bytes_total). May be null.
-  std::shared_ptr<DeviceTraffic> gpu_traffic;
+  std::shared_ptr<comm::DeviceTraffic> gpu_traffic;
   // Not from the environment: makes the world's and AddGroup's communicators instead of
   // CreateWorldCommunicator (a test's communicator). Null: CreateWorldCommunicator.
   CommunicatorFactory communicator_factory;

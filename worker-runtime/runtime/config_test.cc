@@ -15,7 +15,7 @@ TEST(RuntimeConfigTest, DefaultsAreHorovodLike) {
   ASSERT_OK(c);
   EXPECT_EQ(c->fusion_threshold_bytes, 64u << 20);
   EXPECT_EQ(c->cycle_time, std::chrono::microseconds(3500));
-  EXPECT_EQ(c->backend, Backend::kAuto);
+  EXPECT_EQ(c->backend, comm::Backend::kAuto);
 }
 
 TEST(RuntimeConfigTest, ParsesEveryVariable) {
@@ -27,7 +27,7 @@ TEST(RuntimeConfigTest, ParsesEveryVariable) {
                                {Var(api::env::kProcessSets), "0,2;1,2,3"},
                                {Var(api::env::kDevice), "3"}});
   ASSERT_OK(c) << c.status();
-  EXPECT_EQ(c->backend, Backend::kGloo);
+  EXPECT_EQ(c->backend, comm::Backend::kGloo);
   EXPECT_EQ(c->timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->fusion_threshold_bytes, 0u);
   EXPECT_EQ(c->cycle_time, std::chrono::microseconds(500));

@@ -11,12 +11,12 @@ namespace ringmaster::runtime {
 namespace {
 
 // Rank 0 serves the store on the inherited listener; every rank connects to it.
-StatusOr<std::unique_ptr<StoreServer>> ServeIfRankZero(const LocalRanksOptions& options, int rank, Socket listener) {
-  if (rank != 0) return std::unique_ptr<StoreServer>();
-  StoreServerOptions so;
+StatusOr<std::unique_ptr<store::StoreServer>> ServeIfRankZero(const LocalRanksOptions& options, int rank, store::Socket listener) {
+  if (rank != 0) return std::unique_ptr<store::StoreServer>();
+  store::StoreServerOptions so;
   so.secret = options.secret;
   so.generation = options.generation;
-  return StoreServer::StartOnSocket(std::move(listener), so);
+  return store::StoreServer::StartOnSocket(std::move(listener), so);
 }
 
 // Rank 0 keeps serving until every rank has said it is done with the store.
@@ -28,7 +28,7 @@ void WaitForAllRanks(const LocalRanksOptions& options, RankContext& ctx) {
   (void)ctx.store->Wait(keys, std::chrono::milliseconds(30000));
 }
 
-int ChildMain(const LocalRanksOptions& options, int rank, Socket listener,
+int ChildMain(const LocalRanksOptions& options, int rank, store::Socket listener,
               const std::function<int(RankContext&)>& body) {
   RankContext ctx;
   ctx.rank = rank;
@@ -42,17 +42,17 @@ int ChildMain(const LocalRanksOptions& options, int rank, Socket listener,
     return 2;
   }
   ctx.server = server->get();
-  StoreClientOptions co;
+  store::StoreClientOptions co;
   co.port = ctx.store_port;
   co.secret = options.secret;
   co.generation = options.generation;
   co.rank = static_cast<uint32_t>(rank);
-  auto client = StoreClient::Connect(co);
+  auto client = store::StoreClient::Connect(co);
   if (!client.ok()) {
     std::fprintf(stderr, "rank %d: cannot reach the store: %s\n", rank, client.status().ToString().c_str());
     return 2;
   }
-  ctx.store = std::shared_ptr<StoreClient>(std::move(client).value());
+  ctx.store = std::shared_ptr<store::StoreClient>(std::move(client).value());
   const int code = body(ctx);
   if (options.wait_for_all_at_exit) WaitForAllRanks(options, ctx);
   ctx.store.reset();
@@ -110,7 +110,7 @@ Status RankOutcome::status() const {
 StatusOr<std::vector<RankOutcome>> RunLocalRanks(const LocalRanksOptions& options,
                                                  const std::function<int(RankContext&)>& body) {
   if (options.size < 1) return InvalidArgumentError("RunLocalRanks: size " + std::to_string(options.size));
-  auto listener = Socket::Listen("127.0.0.1", 0);
+  auto listener = store::Socket::Listen("127.0.0.1", 0);
   if (!listener.ok()) return listener.status().WithContext("RunLocalRanks: the store's socket");
   std::vector<RankOutcome> outcomes(options.size);
   std::vector<pid_t> pids(options.size, -1);
@@ -126,7 +126,7 @@ StatusOr<std::vector<RankOutcome>> RunLocalRanks(const LocalRanksOptions& option
     }
     pids[r] = pid;
   }
-  *listener = Socket();
+  *listener = store::Socket();
   Reap(options, pids, outcomes);
   return outcomes;
 }

@@ -33,8 +33,8 @@ struct RankContext {
   uint64_t generation = 0;
   std::string secret;
   uint16_t store_port = 0;
-  std::shared_ptr<StoreClient> store;  // connected, authenticated
-  StoreServer* server = nullptr;        // rank 0 only
+  std::shared_ptr<store::StoreClient> store;  // connected, authenticated
+  store::StoreServer* server = nullptr;        // rank 0 only
 };
 
 struct LocalRanksOptions {
@@ -59,6 +59,10 @@ struct RankOutcome {
   // OK, or Internal naming the rank and how it ended.
   Status status() const;
 };
+
+// Lets ASSERT_OK / EXPECT_OK (base/status_test_macros.h) take a RankOutcome
+// (found by argument-dependent lookup, so it lives in RankOutcome's namespace).
+inline Status StatusOf(const RankOutcome& outcome) { return outcome.status(); }
 
 // Forks options.size ranks; rank r runs body(context) and exits with its result.
 // Returns one outcome per rank, in rank order, once every rank has ended.

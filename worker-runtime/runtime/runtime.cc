@@ -21,8 +21,8 @@ int DeviceOf(const RuntimeConfig& config) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Communicator>> Runtime::NewCommunicator(const RuntimeConfig& config, Backend backend,
-                                                                 std::shared_ptr<Store> store, int rank, int size,
+StatusOr<std::unique_ptr<comm::Communicator>> Runtime::NewCommunicator(const RuntimeConfig& config, comm::Backend backend,
+                                                                 std::shared_ptr<store::Store> store, int rank, int size,
                                                                  const std::string& prefix) {
   WorldOptions wo;
   wo.backend = backend;
@@ -36,9 +36,9 @@ StatusOr<std::unique_ptr<Communicator>> Runtime::NewCommunicator(const RuntimeCo
   return CreateWorldCommunicator(std::move(store), rank, size, wo);
 }
 
-StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                   int rank, int size, std::shared_ptr<Timeline> timeline) {
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> world,
+StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
+                                                   int rank, int size, std::shared_ptr<timeline::Timeline> timeline) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> world,
                               NewCommunicator(config, config.backend, store, rank, size, config.name + "/world"));
   return Assemble(config, std::move(store), std::move(world), std::move(timeline));
 }
@@ -50,12 +50,12 @@ bool Runtime::CanShrink() const {
 }
 
 bool Runtime::SameDevice(const RuntimeConfig& config) const {
-  return backend_ != Backend::kNccl || DeviceOf(config) == device_;
+  return backend_ != comm::Backend::kNccl || DeviceOf(config) == device_;
 }
 
-StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
+StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
                                                               Runtime& parent, const std::vector<int>& excluded,
-                                                              std::shared_ptr<Timeline> timeline) {
+                                                              std::shared_ptr<timeline::Timeline> timeline) {
   // Quiesce() joined the parent's engine threads, so this thread is the only one inside the
   // communicator, as Shrink requires.
   if (!parent.quiesced_.load()) {
@@ -67,31 +67,31 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfi
                                    " into one on GPU " + std::to_string(DeviceOf(config)) +
                                    ": build a new communicator");
   }
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, parent.sets_.EngineFor(kWorldSet));
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> shrunk,
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> world, parent.sets_.EngineFor(kWorldSet));
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> shrunk,
                               world->data()->Shrink(excluded, config.name + "/world"));
   return Assemble(config, std::move(store), std::move(shrunk), std::move(timeline));
 }
 
-StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                     std::unique_ptr<Communicator> world,
-                                                     std::shared_ptr<Timeline> timeline) {
+StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
+                                                     std::unique_ptr<comm::Communicator> world,
+                                                     std::shared_ptr<timeline::Timeline> timeline) {
   const int rank = world->rank(), size = world->size();
   if (!timeline) {
-    RINGMASTER_ASSIGN_OR_RETURN(timeline, OpenTimelineForRank(config.timeline_path, rank));
+    RINGMASTER_ASSIGN_OR_RETURN(timeline, timeline::OpenTimelineForRank(config.timeline_path, rank));
   }
-  std::shared_ptr<Communicator> data(std::move(world));
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> control,
+  std::shared_ptr<comm::Communicator> data(std::move(world));
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<comm::Communicator> control,
                               ControlChannel(config, store, data, config.name + "/control"));
   std::unique_ptr<Runtime> rt(new Runtime(config, rank, size, data->backend(), std::move(timeline)));
   rt->store_ = store;
   RINGMASTER_RETURN_IF_ERROR(rt->sets_.Add(
-      ProcessSet{kWorldSet, "world", [&] {
+      process_sets::ProcessSet{kWorldSet, "world", [&] {
                    std::vector<int> all(size);
                    for (int i = 0; i < size; ++i) all[i] = i;
                    return all;
                  }(),
-                 std::make_shared<Engine>(data, control, rt->EngineOptionsFor(kWorldSet, "world"))}));
+                 std::make_shared<fusion::Engine>(data, control, rt->EngineOptionsFor(kWorldSet, "world"))}));
   for (const auto& ranks : config.process_sets) {
     auto id = rt->AddProcessSet(ranks);
     if (!id.ok()) return id.status().WithContext("static process set");
@@ -99,37 +99,37 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config
   return rt;
 }
 
-StatusOr<std::shared_ptr<Communicator>> Runtime::ControlChannel(const RuntimeConfig& config,
-                                                                const std::shared_ptr<Store>& store,
-                                                                const std::shared_ptr<Communicator>& data,
+StatusOr<std::shared_ptr<comm::Communicator>> Runtime::ControlChannel(const RuntimeConfig& config,
+                                                                const std::shared_ptr<store::Store>& store,
+                                                                const std::shared_ptr<comm::Communicator>& data,
                                                                 const std::string& prefix) {
-  if (data->memory() == MemoryKind::kHost) return data;
+  if (data->memory() == comm::MemoryKind::kHost) return data;
   // Negotiation runs on the host (Horovod's controller/ops split): a Gloo side channel.
-  GlooOptions go;
+  gloo::GlooOptions go;
   go.host = config.host;
   go.timeout = config.timeout;
-  RINGMASTER_ASSIGN_OR_RETURN(auto c, GlooCommunicator::Create(store, prefix, data->rank(), data->size(), go));
-  return std::shared_ptr<Communicator>(std::move(c));
+  RINGMASTER_ASSIGN_OR_RETURN(auto c, gloo::GlooCommunicator::Create(store, prefix, data->rank(), data->size(), go));
+  return std::shared_ptr<comm::Communicator>(std::move(c));
 }
 
-Runtime::Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline)
+Runtime::Runtime(const RuntimeConfig& config, int rank, int size, comm::Backend backend, std::shared_ptr<timeline::Timeline> timeline)
     : config_(config),
       rank_(rank),
       size_(size),
       backend_(backend),
-      device_(backend == Backend::kNccl ? DeviceOf(config) : -1),
+      device_(backend == comm::Backend::kNccl ? DeviceOf(config) : -1),
       timeline_(std::move(timeline)),
       sets_(rank) {}
 
 Runtime::~Runtime() {
-  std::vector<ProcessSet> all = sets_.TakeAll();
+  std::vector<process_sets::ProcessSet> all = sets_.TakeAll();
   // Sets first (their engines may use the world's stores), the world last.
-  std::stable_partition(all.begin(), all.end(), [](const ProcessSet& s) { return s.id != kWorldSet; });
+  std::stable_partition(all.begin(), all.end(), [](const process_sets::ProcessSet& s) { return s.id != kWorldSet; });
   for (auto& s : all) s.engine.reset();
 }
 
-EngineOptions Runtime::EngineOptionsFor(int id, const std::string& name, Ordering ordering) const {
-  EngineOptions o;
+fusion::EngineOptions Runtime::EngineOptionsFor(int id, const std::string& name, fusion::Ordering ordering) const {
+  fusion::EngineOptions o;
   o.id = id;
   o.name = name;
   o.ordering = ordering;
@@ -143,7 +143,7 @@ namespace {
 
 // Under NCCL, whether the request's buffers are host memory (then it runs on the host beside NCCL).
 // Errors: InvalidArgument when one buffer is host memory and the other a GPU's, or CUDA cannot tell.
-StatusOr<bool> OnHost(const Request& r) {
+StatusOr<bool> OnHost(const fusion::Request& r) {
   std::optional<bool> host;
   for (const void* p : {r.in, static_cast<const void*>(r.out)}) {
     if (p == nullptr) continue;
@@ -159,14 +159,14 @@ StatusOr<bool> OnHost(const Request& r) {
 
 }  // namespace
 
-Handle Runtime::Submit(int set, Request request) {
+fusion::Handle Runtime::Submit(int set, fusion::Request request) {
   auto fail = [&](const Status& why) {
-    request.completion->Finish(why.WithContext(std::string(CollectiveKindName(request.kind)) + " '" + request.name + "'"));
-    return Handle(request.completion);
+    request.completion->Finish(why.WithContext(std::string(fusion::CollectiveKindName(request.kind)) + " '" + request.name + "'"));
+    return fusion::Handle(request.completion);
   };
   auto engine = sets_.EngineFor(set);
   if (!engine.ok()) return fail(engine.status());
-  if (backend_ == Backend::kNccl) {
+  if (backend_ == comm::Backend::kNccl) {
     StatusOr<bool> host = OnHost(request);
     if (!host.ok()) return fail(host.status());
     request.host = *host;
@@ -177,8 +177,8 @@ Handle Runtime::Submit(int set, Request request) {
 namespace {
 
 // The fields every data collective sets; callers add op, root or counts.
-Request DataRequest(std::string name, CollectiveKind kind, const void* in, void* out, size_t count, DataType type) {
-  Request r;
+fusion::Request DataRequest(std::string name, fusion::CollectiveKind kind, const void* in, void* out, size_t count, common::DataType type) {
+  fusion::Request r;
   r.name = std::move(name);
   r.kind = kind;
   r.in = in;
@@ -190,100 +190,100 @@ Request DataRequest(std::string name, CollectiveKind kind, const void* in, void*
 
 }  // namespace
 
-Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+fusion::Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
                                int set) {
-  Request r = DataRequest(std::move(name), CollectiveKind::kAllreduce, in, out, count, type);
+  fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAllreduce, in, out, count, type);
   r.op = op;
   return Submit(set, std::move(r));
 }
 
-Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set) {
-  return Submit(set, DataRequest(std::move(name), CollectiveKind::kAllgather, in, out, count, type));
+fusion::Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set) {
+  return Submit(set, DataRequest(std::move(name), fusion::CollectiveKind::kAllgather, in, out, count, type));
 }
 
-Handle Runtime::AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
-                                DataType type, int set) {
-  Request r = DataRequest(std::move(name), CollectiveKind::kAllgatherv, in, out, 0, type);
+fusion::Handle Runtime::AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
+                                common::DataType type, int set) {
+  fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAllgatherv, in, out, 0, type);
   r.counts = std::move(counts);
   return Submit(set, std::move(r));
 }
 
-Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
+fusion::Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int root,
                                int set) {
-  Request r = DataRequest(std::move(name), CollectiveKind::kBroadcast, in, out, count, type);
+  fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kBroadcast, in, out, count, type);
   r.root = root;
   return Submit(set, std::move(r));
 }
 
-Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, DataType type,
-                                   ReduceOp op, int set) {
-  Request r = DataRequest(std::move(name), CollectiveKind::kReduceScatter, in, out, count, type);
+fusion::Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                   common::ReduceOp op, int set) {
+  fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kReduceScatter, in, out, count, type);
   r.op = op;
   return Submit(set, std::move(r));
 }
 
-Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set) {
-  return Submit(set, DataRequest(std::move(name), CollectiveKind::kAlltoall, in, out, count, type));
+fusion::Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set) {
+  return Submit(set, DataRequest(std::move(name), fusion::CollectiveKind::kAlltoall, in, out, count, type));
 }
 
-Handle Runtime::BarrierAsync(int set) {
-  Request r;
+fusion::Handle Runtime::BarrierAsync(int set) {
+  fusion::Request r;
   r.name = "barrier";
-  r.kind = CollectiveKind::kBarrier;
+  r.kind = fusion::CollectiveKind::kBarrier;
   return Submit(set, std::move(r));
 }
 
-StatusOr<int> Runtime::AddProcessSet(std::vector<int> ranks, Ordering ordering) {
+StatusOr<int> Runtime::AddProcessSet(std::vector<int> ranks, fusion::Ordering ordering) {
   std::sort(ranks.begin(), ranks.end());
-  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
+  RINGMASTER_RETURN_IF_ERROR(comm::CheckSubset(ranks, size_));
   int id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     id = next_set_id_++;
   }
   const std::string name = "ps" + std::to_string(id);
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, sets_.EngineFor(kWorldSet));
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> world, sets_.EngineFor(kWorldSet));
   // Split on the world engine's thread, ordered with the world's collectives.
-  std::shared_ptr<Communicator> data, control;
+  std::shared_ptr<comm::Communicator> data, control;
   std::string fingerprint = "process-set/add/" + std::to_string(id) + ":";
   for (int r : ranks) fingerprint += std::to_string(r) + ",";
-  Handle h = world->SubmitTask(fingerprint, [&](Communicator& d, Communicator& c) -> Status {
-    RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> sub, d.Split(ranks, name));
+  fusion::Handle h = world->SubmitTask(fingerprint, [&](comm::Communicator& d, comm::Communicator& c) -> Status {
+    RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> sub, d.Split(ranks, name));
     data = std::move(sub);
     if (&c == &d) {
       control = data;
     } else {
-      RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> sub_control, c.Split(ranks, name + "-control"));
+      RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> sub_control, c.Split(ranks, name + "-control"));
       control = std::move(sub_control);
     }
     return Status::Ok();
   });
   RINGMASTER_RETURN_IF_ERROR(h.Wait());
-  ProcessSet set{id, name, ranks, nullptr};
-  if (data) set.engine = std::make_shared<Engine>(data, control, EngineOptionsFor(id, name, ordering));
+  process_sets::ProcessSet set{id, name, ranks, nullptr};
+  if (data) set.engine = std::make_shared<fusion::Engine>(data, control, EngineOptionsFor(id, name, ordering));
   RINGMASTER_RETURN_IF_ERROR(sets_.Add(std::move(set)));
   return id;
 }
 
 Status Runtime::RemoveProcessSet(int id) {
-  RINGMASTER_ASSIGN_OR_RETURN(ProcessSet set, sets_.Remove(id));
+  RINGMASTER_ASSIGN_OR_RETURN(process_sets::ProcessSet set, sets_.Remove(id));
   set.engine.reset();  // stops its thread once in-flight handles' engine work ends
   return Status::Ok();
 }
 
 StatusOr<int> Runtime::ProcessSetRank(int id) const {
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(id));
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> engine, sets_.EngineFor(id));
   return engine->rank();
 }
 
-StatusOr<EngineStats> Runtime::Stats(int set) const {
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(set));
+StatusOr<fusion::EngineStats> Runtime::Stats(int set) const {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> engine, sets_.EngineFor(set));
   return engine->stats();
 }
 
-Status Runtime::RunOnHost(std::string name, const std::function<Status(Communicator& host)>& fn) {
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> world, sets_.EngineFor(kWorldSet));
-  return world->SubmitTask(std::move(name), [&](Communicator&, Communicator& control) { return fn(control); }).Wait();
+Status Runtime::RunOnHost(std::string name, const std::function<Status(comm::Communicator& host)>& fn) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> world, sets_.EngineFor(kWorldSet));
+  return world->SubmitTask(std::move(name), [&](comm::Communicator&, comm::Communicator& control) { return fn(control); }).Wait();
 }
 
 void Runtime::Abort(const std::string& reason) {

@@ -44,8 +44,8 @@ class Runtime {
   // runtime per generation keeps one timeline across them); shared ownership.
   // Errors: those of the backend's rendezvous (Aborted, DeadlineExceeded),
   // Unavailable (timeline file), InvalidArgument (bad static sets).
-  static StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                   int rank, int size, std::shared_ptr<Timeline> timeline = nullptr);
+  static StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
+                                                   int rank, int size, std::shared_ptr<timeline::Timeline> timeline = nullptr);
   // The next generation's runtime from this one's world communicator when only
   // ranks left (`excluded`: sorted world ranks of `parent` that are gone), e.g.
   // NCCL's ncclCommShrink: no new unique id, no full init. Called by the
@@ -57,9 +57,9 @@ class Runtime {
   // another device, or the parent's communicator is released),
   // Unimplemented (the backend cannot shrink; use Create), those of the control
   // channel's rendezvous, Aborted.
-  static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<Store> store,
+  static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
                                                               Runtime& parent, const std::vector<int>& excluded,
-                                                              std::shared_ptr<Timeline> timeline = nullptr);
+                                                              std::shared_ptr<timeline::Timeline> timeline = nullptr);
   ~Runtime();
 
   // Whether CreateByShrinking can work on this runtime now: it is quiesced and its world communicator
@@ -68,28 +68,28 @@ class Runtime {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  Backend backend() const { return backend_; }
+  comm::Backend backend() const { return backend_; }
   // Whether a runtime built with `config` would run its NCCL communicators on the same CUDA device as
   // this one (RuntimeConfig::device); always true for a backend other than NCCL.
   bool SameDevice(const RuntimeConfig& config) const;
   // The CUDA device of its NCCL communicators; -1 for a backend other than NCCL.
   int device() const { return device_; }
 
-  Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+  fusion::Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
                         int set = kWorldSet);
-  Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set = kWorldSet);
+  fusion::Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set = kWorldSet);
   // counts: elements contributed by each rank of the set (in set-rank order); in holds counts[my set rank].
-  Handle AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts, DataType type,
+  fusion::Handle AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts, common::DataType type,
                          int set = kWorldSet);
-  Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, DataType type, int root,
+  fusion::Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int root,
                         int set = kWorldSet);
-  Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+  fusion::Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
                             int set = kWorldSet);
-  Handle AlltoallAsync(std::string name, const void* in, void* out, size_t count, DataType type, int set = kWorldSet);
-  Handle BarrierAsync(int set = kWorldSet);
+  fusion::Handle AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set = kWorldSet);
+  fusion::Handle BarrierAsync(int set = kWorldSet);
 
   // Blocking forms: submit and wait.
-  Status Allreduce(std::string name, const void* in, void* out, size_t count, DataType type, ReduceOp op,
+  Status Allreduce(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
                    int set = kWorldSet) {
     return AllreduceAsync(std::move(name), in, out, count, type, op, set).Wait();
   }
@@ -100,7 +100,7 @@ class Runtime {
   // Ordering::kSubmissionOrder its collectives run in submission order without
   // negotiation or fusion (a torch.distributed process group over the set).
   // Errors: InvalidArgument (bad ranks), Aborted.
-  StatusOr<int> AddProcessSet(std::vector<int> ranks, Ordering ordering = Ordering::kNegotiated);
+  StatusOr<int> AddProcessSet(std::vector<int> ranks, fusion::Ordering ordering = fusion::Ordering::kNegotiated);
   // Adds a process set of the given world ranks (sorted) over a communicator of
   // its own, built by the members alone through the generation's store (a
   // torch.distributed subgroup: non-members never hear of it). Every member
@@ -109,7 +109,7 @@ class Runtime {
   // it returns is local to this rank. Errors: InvalidArgument (bad ranks or
   // key), FailedPrecondition (this rank is not in `ranks`), those of the
   // backend's rendezvous (Aborted, DeadlineExceeded).
-  StatusOr<int> AddGroup(std::vector<int> ranks, const std::string& key, Ordering ordering = Ordering::kSubmissionOrder);
+  StatusOr<int> AddGroup(std::vector<int> ranks, const std::string& key, fusion::Ordering ordering = fusion::Ordering::kSubmissionOrder);
   // Removes a set (every rank should call it). Errors: InvalidArgument.
   Status RemoveProcessSet(int id);
   // Errors: InvalidArgument (no such set).
@@ -123,19 +123,19 @@ class Runtime {
   // communicator under Gloo, the control one under NCCL), so `buf` is host
   // memory: a caller with CUDA memory stages it. Errors: InvalidArgument,
   // FailedPrecondition (not a member), Aborted.
-  StatusOr<std::unique_ptr<Transfer>> SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag,
+  StatusOr<std::unique_ptr<comm::Transfer>> SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag,
                                                 int set = kWorldSet);
-  StatusOr<std::unique_ptr<Transfer>> RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set = kWorldSet);
+  StatusOr<std::unique_ptr<comm::Transfer>> RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set = kWorldSet);
 
   // Runs fn on the world engine's thread with the world's host communicator (the data communicator
   // under Gloo, the control one under NCCL), ordered with the world's collectives and negotiated like
   // one: every rank calls it at the same position with the same `name`. One engine cycle however many
   // collectives fn runs (the elastic driver's restore). Blocks until fn returns; fn's error is
   // returned. Errors: also Aborted (the runtime was aborted), FailedPrecondition (order mismatch).
-  Status RunOnHost(std::string name, const std::function<Status(Communicator& host)>& fn);
+  Status RunOnHost(std::string name, const std::function<Status(comm::Communicator& host)>& fn);
 
   // What the engine of a set has run so far. Errors: InvalidArgument, FailedPrecondition.
-  StatusOr<EngineStats> Stats(int set = kWorldSet) const;
+  StatusOr<fusion::EngineStats> Stats(int set = kWorldSet) const;
 
   // Aborts every communicator (e.g. on a membership change). Later calls fail with Aborted. A flag for
   // some backends (NCCL): an engine thread inside a call acts on the communicator on its way out.
@@ -148,35 +148,35 @@ class Runtime {
   Status Quiesce(const std::string& reason, std::chrono::milliseconds timeout);
 
  private:
-  Runtime(const RuntimeConfig& config, int rank, int size, Backend backend, std::shared_ptr<Timeline> timeline);
+  Runtime(const RuntimeConfig& config, int rank, int size, comm::Backend backend, std::shared_ptr<timeline::Timeline> timeline);
   // The runtime around a world communicator: control channel, world engine, static sets.
-  static StatusOr<std::unique_ptr<Runtime>> Assemble(const RuntimeConfig& config, std::shared_ptr<Store> store,
-                                                     std::unique_ptr<Communicator> world,
-                                                     std::shared_ptr<Timeline> timeline);
+  static StatusOr<std::unique_ptr<Runtime>> Assemble(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
+                                                     std::unique_ptr<comm::Communicator> world,
+                                                     std::shared_ptr<timeline::Timeline> timeline);
   // The host communicator that negotiates for `data`: data itself when it is host memory, else a Gloo
   // side channel of the same ranks under `prefix`. Errors: those of Gloo's rendezvous.
-  static StatusOr<std::shared_ptr<Communicator>> ControlChannel(const RuntimeConfig& config,
-                                                                const std::shared_ptr<Store>& store,
-                                                                const std::shared_ptr<Communicator>& data,
+  static StatusOr<std::shared_ptr<comm::Communicator>> ControlChannel(const RuntimeConfig& config,
+                                                                const std::shared_ptr<store::Store>& store,
+                                                                const std::shared_ptr<comm::Communicator>& data,
                                                                 const std::string& prefix);
   // A communicator of `rank` of `size` under `prefix`: config.communicator_factory's, else
   // CreateWorldCommunicator's with config's options and `backend`. Errors: those of the factory.
-  static StatusOr<std::unique_ptr<Communicator>> NewCommunicator(const RuntimeConfig& config, Backend backend,
-                                                                 std::shared_ptr<Store> store, int rank, int size,
+  static StatusOr<std::unique_ptr<comm::Communicator>> NewCommunicator(const RuntimeConfig& config, comm::Backend backend,
+                                                                 std::shared_ptr<store::Store> store, int rank, int size,
                                                                  const std::string& prefix);
-  Handle Submit(int set, Request request);
-  EngineOptions EngineOptionsFor(int id, const std::string& name, Ordering ordering = Ordering::kNegotiated) const;
+  fusion::Handle Submit(int set, fusion::Request request);
+  fusion::EngineOptions EngineOptionsFor(int id, const std::string& name, fusion::Ordering ordering = fusion::Ordering::kNegotiated) const;
 
   // Constant after construction.
   const RuntimeConfig config_;
   const int rank_;
   const int size_;
-  const Backend backend_;
+  const comm::Backend backend_;
   const int device_;  // device(): DeviceIndex(config_) modulo the visible GPUs
-  const std::shared_ptr<Timeline> timeline_;  // may be null; outlives the engines (declared first)
+  const std::shared_ptr<timeline::Timeline> timeline_;  // may be null; outlives the engines (declared first)
 
-  ProcessSetTable sets_;  // thread-safe itself
-  std::shared_ptr<Store> store_;  // set by Assemble; for AddGroup's rendezvous
+  process_sets::ProcessSetTable sets_;  // thread-safe itself
+  std::shared_ptr<store::Store> store_;  // set by Assemble; for AddGroup's rendezvous
 
   std::atomic<bool> quiesced_{false};  // Quiesce() returned OK: no engine thread is left
 

@@ -6,8 +6,8 @@
 
 namespace ringmaster::runtime {
 
-StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, Ordering ordering) {
-  RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size_));
+StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, fusion::Ordering ordering) {
+  RINGMASTER_RETURN_IF_ERROR(comm::CheckSubset(ranks, size_));
   if (key.empty() || key.find('/') != std::string::npos) {
     return InvalidArgumentError("group key '" + key + "': want a non-empty name without '/'");
   }
@@ -22,24 +22,24 @@ StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, 
     id = next_set_id_++;
     prefix = config_.name + "/group/" + key + "#" + std::to_string(group_keys_[key]++);
   }
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> made,
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> made,
                               NewCommunicator(config_, backend_, store_, group_rank, group_size, prefix));
-  std::shared_ptr<Communicator> data(std::move(made));
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> control,
+  std::shared_ptr<comm::Communicator> data(std::move(made));
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<comm::Communicator> control,
                               ControlChannel(config_, store_, data, prefix + "-control"));
   const std::string name = "group:" + key;
   RINGMASTER_RETURN_IF_ERROR(sets_.Add(
-      ProcessSet{id, name, std::move(ranks), std::make_shared<Engine>(data, control, EngineOptionsFor(id, name, ordering))}));
+      process_sets::ProcessSet{id, name, std::move(ranks), std::make_shared<fusion::Engine>(data, control, EngineOptionsFor(id, name, ordering))}));
   return id;
 }
 
-StatusOr<std::unique_ptr<Transfer>> Runtime::SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag, int set) {
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(set));
+StatusOr<std::unique_ptr<comm::Transfer>> Runtime::SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag, int set) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> engine, sets_.EngineFor(set));
   return engine->control()->PostSend(buf, bytes, peer, tag);
 }
 
-StatusOr<std::unique_ptr<Transfer>> Runtime::RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set) {
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, sets_.EngineFor(set));
+StatusOr<std::unique_ptr<comm::Transfer>> Runtime::RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> engine, sets_.EngineFor(set));
   return engine->control()->PostRecv(buf, bytes, peer, tag);
 }
 

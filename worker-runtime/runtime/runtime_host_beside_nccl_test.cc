@@ -23,14 +23,14 @@ using namespace std::chrono_literals;
 class HostBesideNcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::string why = testing::WhyNoGpuSuite(); !why.empty()) FAIL() << why;
-    if (!testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+    if (std::string why = runtime_testing::WhyNoGpuSuite(); !why.empty()) FAIL() << why;
+    if (!runtime_testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   }
 };
 
 std::unique_ptr<Runtime> NcclRuntime(RankContext& ctx) {
   RuntimeConfig config;
-  config.backend = Backend::kNccl;
+  config.backend = comm::Backend::kNccl;
   config.timeout = 20s;
   config.device = ctx.rank;  // % visible GPUs
   auto rt = Runtime::Create(config, ctx.store, ctx.rank, ctx.size);
@@ -39,14 +39,14 @@ std::unique_ptr<Runtime> NcclRuntime(RankContext& ctx) {
 }
 
 TEST_F(HostBesideNcclTest, HostAndGpuTensorsInterleaveEachWhereItsMemoryIs) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 3;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](RankContext& ctx) {
     auto rt = NcclRuntime(ctx);
     ASSERT_NE(rt, nullptr);
-    ASSERT_EQ(rt->backend(), Backend::kNccl);
+    ASSERT_EQ(rt->backend(), comm::Backend::kNccl);
     const size_t count = 1000;
-    auto gpu = NewMemoryFor(MemoryKind::kCuda, rt->device());
+    auto gpu = memory::NewMemoryFor(comm::MemoryKind::kCuda, rt->device());
     std::vector<float> host(count, static_cast<float>(ctx.rank + 1)), from_gpu(count);
     auto dev = gpu->Allocate(count * sizeof(float));
     ASSERT_OK(dev);
@@ -55,10 +55,10 @@ TEST_F(HostBesideNcclTest, HostAndGpuTensorsInterleaveEachWhereItsMemoryIs) {
     const int64_t mine = 10 * ctx.rank;
 
     // Submitted together, so one negotiation cycle holds both kinds.
-    Handle a = rt->AllreduceAsync("gpu.grad", *dev, *dev, count, DataType::kFloat32, ReduceOp::kSum);
-    Handle b = rt->AllreduceAsync("cpu.metric", host.data(), host.data(), count, DataType::kFloat32, ReduceOp::kSum);
-    Handle c = rt->BroadcastAsync("cpu.object", object.data(), object.data(), object.size(), DataType::kInt64, 1);
-    Handle d = rt->AllgatherAsync("cpu.sizes", &mine, gathered.data(), 1, DataType::kInt64);
+    fusion::Handle a = rt->AllreduceAsync("gpu.grad", *dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum);
+    fusion::Handle b = rt->AllreduceAsync("cpu.metric", host.data(), host.data(), count, common::DataType::kFloat32, common::ReduceOp::kSum);
+    fusion::Handle c = rt->BroadcastAsync("cpu.object", object.data(), object.data(), object.size(), common::DataType::kInt64, 1);
+    fusion::Handle d = rt->AllgatherAsync("cpu.sizes", &mine, gathered.data(), 1, common::DataType::kInt64);
     ASSERT_OK(a.Wait());
     ASSERT_OK(b.Wait());
     ASSERT_OK(c.Wait());
@@ -76,20 +76,20 @@ TEST_F(HostBesideNcclTest, HostAndGpuTensorsInterleaveEachWhereItsMemoryIs) {
 }
 
 TEST_F(HostBesideNcclTest, OneHostAndOneGpuBufferInACallIsRefusedAndTheRuntimeGoesOn) {
-  testing::WorldOptions options;
+  runtime_testing::WorldOptions options;
   options.size = 2;
-  auto outcomes = testing::RunWorld(options, [](RankContext& ctx) {
+  auto outcomes = runtime_testing::RunWorld(options, [](RankContext& ctx) {
     auto rt = NcclRuntime(ctx);
     ASSERT_NE(rt, nullptr);
-    auto gpu = NewMemoryFor(MemoryKind::kCuda, rt->device());
+    auto gpu = memory::NewMemoryFor(comm::MemoryKind::kCuda, rt->device());
     auto dev = gpu->Allocate(64 * sizeof(float));
     ASSERT_OK(dev);
     std::vector<float> host(64, 1.0f);
-    Status mixed = rt->Allreduce("mixed", host.data(), *dev, 64, DataType::kFloat32, ReduceOp::kSum);
+    Status mixed = rt->Allreduce("mixed", host.data(), *dev, 64, common::DataType::kFloat32, common::ReduceOp::kSum);
     EXPECT_EQ(mixed.code(), StatusCode::kInvalidArgument) << mixed;
     EXPECT_NE(mixed.message().find("host memory and the other a GPU's"), std::string::npos) << mixed;
     // Refused before negotiation: the next collective still matches on every rank.
-    ASSERT_OK(rt->Allreduce("after", host.data(), host.data(), 64, DataType::kFloat32, ReduceOp::kSum));
+    ASSERT_OK(rt->Allreduce("after", host.data(), host.data(), 64, common::DataType::kFloat32, common::ReduceOp::kSum));
     EXPECT_EQ(host[0], 2.0f);
     gpu->Free(*dev);
   });

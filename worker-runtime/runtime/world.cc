@@ -6,18 +6,18 @@
 
 namespace ringmaster::runtime {
 
-StatusOr<Backend> ResolveBackend(Backend requested) {
-  if (requested != Backend::kAuto) return requested;
+StatusOr<comm::Backend> ResolveBackend(comm::Backend requested) {
+  if (requested != comm::Backend::kAuto) return requested;
   // A GPU machine whose CUDA is broken is an error, not a reason to train on CPU (VisibleGpus).
   RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
-  return gpus > 0 ? Backend::kNccl : Backend::kGloo;
+  return gpus > 0 ? comm::Backend::kNccl : comm::Backend::kGloo;
 }
 
-StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<Store> store, int rank, int size,
+StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::shared_ptr<store::Store> store, int rank, int size,
                                                                 const WorldOptions& options) {
-  RINGMASTER_ASSIGN_OR_RETURN(Backend backend, ResolveBackend(options.backend));
+  RINGMASTER_ASSIGN_OR_RETURN(comm::Backend backend, ResolveBackend(options.backend));
   switch (backend) {
-    case Backend::kNccl: {
+    case comm::Backend::kNccl: {
       RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
       if (gpus == 0) {
         return UnavailableError("backend nccl requested (RINGMASTER_BACKEND, set by the operator for a pod that asks "
@@ -25,18 +25,18 @@ StatusOr<std::unique_ptr<Communicator>> CreateWorldCommunicator(std::shared_ptr<
                                 "plugin and NVIDIA_VISIBLE_DEVICES; set RINGMASTER_BACKEND=gloo to train on the CPU "
                                 "on purpose");
       }
-      NcclOptions no;
+      nccl::NcclOptions no;
       no.device = (options.device >= 0 ? options.device : options.local_rank) % gpus;
       no.timeout = options.timeout;
       no.traffic = options.gpu_traffic;
-      return NcclCommunicator::Create(std::move(store), options.prefix, rank, size, no);
+      return nccl::NcclCommunicator::Create(std::move(store), options.prefix, rank, size, no);
     }
-    case Backend::kGloo:
-    case Backend::kAuto: {
-      GlooOptions go;
+    case comm::Backend::kGloo:
+    case comm::Backend::kAuto: {
+      gloo::GlooOptions go;
       go.host = options.host;
       go.timeout = options.timeout;
-      return GlooCommunicator::Create(std::move(store), options.prefix, rank, size, go);
+      return gloo::GlooCommunicator::Create(std::move(store), options.prefix, rank, size, go);
     }
   }
   return InternalError("unreachable");

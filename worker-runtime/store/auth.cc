@@ -5,7 +5,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 StatusOr<std::string> RandomNonce() {
   std::string nonce(kNonceBytes, '\0');
@@ -27,4 +27,4 @@ bool MacEquals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;
@@ -24,4 +24,4 @@ std::string HmacSha256(std::string_view key, std::string_view message);
 // Constant-time comparison of two MACs.
 bool MacEquals(std::string_view a, std::string_view b);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -3,7 +3,7 @@
 #include "worker-runtime/store/auth.h"
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime::store_protocol {
+namespace ringmaster::store::protocol {
 namespace {
 
 Status Malformed(std::string_view what, const Status& why) {
@@ -111,4 +111,4 @@ StatusOr<Response> DecodeResponse(std::string_view payload, size_t max_value_byt
   return response;
 }
 
-}  // namespace ringmaster::runtime::store_protocol
+}  // namespace ringmaster::store::protocol

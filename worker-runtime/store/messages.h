@@ -16,7 +16,7 @@
 #include "base/status.h"
 #include "worker-runtime/store/protocol.h"
 
-namespace ringmaster::runtime::store_protocol {
+namespace ringmaster::store::protocol {
 
 // Limits a server enforces on what clients send.
 inline constexpr size_t kMaxKeys = 4096;
@@ -68,4 +68,4 @@ std::string EncodeResponse(const Status& status, std::string_view value = {});
 // the value is longer than `max_value_bytes`; Internal for a status code this build does not know.
 StatusOr<Response> DecodeResponse(std::string_view payload, size_t max_value_bytes);
 
-}  // namespace ringmaster::runtime::store_protocol
+}  // namespace ringmaster::store::protocol

@@ -5,7 +5,7 @@
 #include "base/status_test_macros.h"
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime::store_protocol {
+namespace ringmaster::store::protocol {
 namespace {
 
 std::string RawRequest(uint8_t op, const std::vector<std::string>& keys, std::string_view value, uint64_t timeout_ms) {
@@ -81,4 +81,4 @@ TEST(StoreMessagesTest, BadHandshakesAndResponsesAreRefused) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime::store_protocol
+}  // namespace ringmaster::store::protocol

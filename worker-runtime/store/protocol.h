@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace ringmaster::runtime::store_protocol {
+namespace ringmaster::store::protocol {
 
 inline constexpr std::string_view kMagic = "RMS1";
 
@@ -38,4 +38,4 @@ inline std::string ServerProofMessage(std::string_view client_nonce, std::string
   return m;
 }
 
-}  // namespace ringmaster::runtime::store_protocol
+}  // namespace ringmaster::store::protocol

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 namespace {
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
@@ -155,4 +155,4 @@ void Socket::Shutdown() {
   if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
@@ -56,4 +56,4 @@ class Socket {
   int fd_ = -1;
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -12,7 +12,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 class Store {
  public:
@@ -34,4 +34,4 @@ class Store {
   virtual StatusOr<int64_t> Add(const std::string& key, int64_t delta) = 0;
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

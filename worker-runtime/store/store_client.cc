@@ -7,9 +7,9 @@
 #include "worker-runtime/store/messages.h"
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
-namespace sp = store_protocol;
+namespace sp = store::protocol;
 
 namespace {
 
@@ -94,4 +94,4 @@ StatusOr<int64_t> StoreClient::Add(const std::string& key, int64_t delta) {
   return static_cast<int64_t>(n);
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

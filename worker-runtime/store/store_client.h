@@ -14,7 +14,7 @@
 #include "worker-runtime/store/socket.h"
 #include "worker-runtime/store/store.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 struct StoreClientOptions {
   std::string host = "127.0.0.1";
@@ -42,7 +42,7 @@ class StoreClient : public Store {
 
  private:
   StoreClient(StoreClientOptions options, Socket socket) : options_(std::move(options)), socket_(std::move(socket)) {}
-  StatusOr<std::string> Call(store_protocol::Op op, const std::vector<std::string>& keys, const std::string& value,
+  StatusOr<std::string> Call(store::protocol::Op op, const std::vector<std::string>& keys, const std::string& value,
                              std::chrono::milliseconds wait);
 
   // Constant after construction.
@@ -54,4 +54,4 @@ class StoreClient : public Store {
   bool broken_ = false;  // a request failed mid-frame: the stream is out of sync
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

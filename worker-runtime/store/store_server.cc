@@ -6,9 +6,9 @@
 #include "worker-runtime/store/messages.h"
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
-namespace sp = store_protocol;
+namespace sp = store::protocol;
 
 struct StoreServer::Connection {
   Socket socket;
@@ -251,4 +251,4 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
   return {};
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -27,7 +27,7 @@
 #include "base/status.h"
 #include "worker-runtime/store/socket.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 struct StoreServerOptions {
   std::string host = "127.0.0.1";
@@ -89,4 +89,4 @@ class StoreServer {
   uint64_t dropped_connections_ = 0;
 };
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -11,7 +11,7 @@
 #include "worker-runtime/store/wire.h"
 #include "base/status_test_macros.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 namespace {
 
 using namespace std::chrono_literals;
@@ -50,7 +50,7 @@ class StoreTest : public ::testing::Test {
     std::string client_nonce(kNonceBytes, 'c');
     WireWriter hello;
     hello.Bytes(client_nonce).U64(5).U32(9).Bytes(
-        HmacSha256("s3cret", store_protocol::ClientProofMessage(server_nonce, client_nonce, 5, 9)));
+        HmacSha256("s3cret", store::protocol::ClientProofMessage(server_nonce, client_nonce, 5, 9)));
     EXPECT_OK(WriteFrame(*s, hello.data(), DeadlineIn(2s)));
     auto welcome = ReadFrame(*s, 1 << 16, DeadlineIn(2s), 2s);
     EXPECT_OK(welcome);
@@ -246,11 +246,11 @@ TEST_F(StoreTest, HugeWaitTimeoutIsCappedAtMaxWait) {
   Socket s = AuthenticatedRawSocket(server->get());
   for (uint64_t timeout_ms : {uint64_t{1} << 63, ~uint64_t{0}}) {
     const auto start = Clock::now();
-    ASSERT_OK(WriteFrame(s, store_protocol::EncodeRequest({store_protocol::Op::kGet, {"missing"}, "", timeout_ms}),
+    ASSERT_OK(WriteFrame(s, store::protocol::EncodeRequest({store::protocol::Op::kGet, {"missing"}, "", timeout_ms}),
                          DeadlineIn(1s)));
     auto frame = ReadFrame(s, 1 << 16, DeadlineIn(5s), 5s);
     ASSERT_OK(frame);
-    auto response = store_protocol::DecodeResponse(*frame, 1 << 16);
+    auto response = store::protocol::DecodeResponse(*frame, 1 << 16);
     ASSERT_OK(response);
     EXPECT_EQ(response->status.code(), StatusCode::kDeadlineExceeded) << response->status;
     EXPECT_NE(response->status.message().find("after 200 ms"), std::string::npos) << response->status;
@@ -259,4 +259,4 @@ TEST_F(StoreTest, HugeWaitTimeoutIsCappedAtMaxWait) {
 }
 
 }  // namespace
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -1,6 +1,6 @@
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 WireWriter& WireWriter::U8(uint8_t v) {
   data_.push_back(static_cast<char>(v));
@@ -69,4 +69,4 @@ StatusOr<std::string> ReadFrame(Socket& socket, size_t max_len, Deadline first_b
   return payload;
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

@@ -17,7 +17,7 @@
 #include "base/status.h"
 #include "worker-runtime/store/socket.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::store {
 
 class WireWriter {
  public:
@@ -58,4 +58,4 @@ Status WriteFrame(Socket& socket, std::string_view payload, Deadline deadline);
 StatusOr<std::string> ReadFrame(Socket& socket, size_t max_len, Deadline first_byte_deadline,
                                 std::chrono::milliseconds body_timeout);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::store

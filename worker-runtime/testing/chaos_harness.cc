@@ -13,7 +13,7 @@
 
 #include "base/subprocess.h"
 
-namespace ringmaster::elastic::testing {
+namespace ringmaster::runtime_testing {
 
 std::filesystem::path Root() {
   static const std::filesystem::path root =
@@ -161,4 +161,4 @@ int CountInLog(const std::string& out, const std::string& text) {
   return n;
 }
 
-}  // namespace ringmaster::elastic::testing
+}  // namespace ringmaster::runtime_testing

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace ringmaster::elastic::testing {
+namespace ringmaster::runtime_testing {
 
 inline constexpr int kSteps = 30, kSamples = 40, kBatch = 8;  // 6 epochs
 
@@ -43,4 +43,4 @@ void ExpectMatchesReference(const std::string& out, int64_t min_generation = 1);
 // How many lines of OUT.log contain `text`.
 int CountInLog(const std::string& out, const std::string& text);
 
-}  // namespace ringmaster::elastic::testing
+}  // namespace ringmaster::runtime_testing

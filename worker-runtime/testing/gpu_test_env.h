@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace ringmaster::runtime::testing {
+namespace ringmaster::runtime_testing {
 
 inline bool EmulatedGpus() {
   const char* n = ::getenv("RINGMASTER_EMULATED_GPUS");
@@ -25,4 +25,4 @@ inline std::string WhyNoGpuSuite() {
          "machine (make test-gpu, or build/gpu-kit/run.sh), or the `gpu-emulated` label (make test-gpu-emulated)";
 }
 
-}  // namespace ringmaster::runtime::testing
+}  // namespace ringmaster::runtime_testing

@@ -2,16 +2,16 @@
 
 #include <gtest/gtest.h>
 
-namespace ringmaster::runtime::testing {
+namespace ringmaster::runtime_testing {
 
-std::vector<RankOutcome> RunWorld(const WorldOptions& options, const std::function<void(RankContext&)>& body) {
-  auto outcomes = RunLocalRanks(options, [&](RankContext& ctx) {
+std::vector<runtime::RankOutcome> RunWorld(const WorldOptions& options, const std::function<void(runtime::RankContext&)>& body) {
+  auto outcomes = runtime::RunLocalRanks(options, [&](runtime::RankContext& ctx) {
     body(ctx);
     return ::testing::Test::HasFailure() ? 1 : 0;
   });
   if (!outcomes.ok()) {
     ADD_FAILURE() << "cannot run " << options.size << " ranks: " << outcomes.status();
-    std::vector<RankOutcome> failed(static_cast<size_t>(std::max(options.size, 0)));
+    std::vector<runtime::RankOutcome> failed(static_cast<size_t>(std::max(options.size, 0)));
     for (size_t r = 0; r < failed.size(); ++r) failed[r].rank = static_cast<int>(r);
     return failed;
   }
@@ -21,4 +21,4 @@ std::vector<RankOutcome> RunWorld(const WorldOptions& options, const std::functi
   return std::move(outcomes).value();
 }
 
-}  // namespace ringmaster::runtime::testing
+}  // namespace ringmaster::runtime_testing

@@ -13,20 +13,12 @@
 
 #include "worker-runtime/runtime/local_ranks.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::runtime_testing {
 
-// Lets ASSERT_OK / EXPECT_OK (base/status_test_macros.h) take a RankOutcome
-// (found by argument-dependent lookup, so it lives in RankOutcome's namespace).
-inline Status StatusOf(const RankOutcome& outcome) { return outcome.status(); }
-
-}  // namespace ringmaster::runtime
-
-namespace ringmaster::runtime::testing {
-
-using WorldOptions = LocalRanksOptions;
+using WorldOptions = runtime::LocalRanksOptions;
 
 // Forks options.size ranks running body(context). Returns one outcome per rank
 // (all failed when the ranks could not be started; the test fails then too).
-std::vector<RankOutcome> RunWorld(const WorldOptions& options, const std::function<void(RankContext&)>& body);
+std::vector<runtime::RankOutcome> RunWorld(const WorldOptions& options, const std::function<void(runtime::RankContext&)>& body);
 
-}  // namespace ringmaster::runtime::testing
+}  // namespace ringmaster::runtime_testing

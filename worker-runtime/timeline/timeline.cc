@@ -4,7 +4,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-namespace ringmaster::runtime {
+namespace ringmaster::timeline {
 
 StatusOr<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path, int rank) {
   std::FILE* f = std::fopen(path.c_str(), "w");
@@ -52,4 +52,4 @@ void Timeline::Record(std::string_view tensor, std::string_view phase, int proce
   std::fflush(file_);
 }
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::timeline

@@ -16,7 +16,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::runtime {
+namespace ringmaster::timeline {
 
 class Timeline {
  public:
@@ -49,4 +49,4 @@ class Timeline {
 // Returns nullptr when `path` is empty or this rank writes none. Errors: those of Open.
 StatusOr<std::unique_ptr<Timeline>> OpenTimelineForRank(const std::string& path, int rank);
 
-}  // namespace ringmaster::runtime
+}  // namespace ringmaster::timeline

@@ -40,12 +40,12 @@
 #include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/runtime/config.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::examples {
 namespace {
 
 // Sample i of the synthetic data set: features x in [-1, 1), target y = w*.x + noise.
 void Sample(uint64_t seed, uint64_t i, int d, std::vector<double>& x, double& y) {
-  runtime::data::SplitMix64 rng(runtime::data::MixSeed(seed, i));
+  data::SplitMix64 rng(data::MixSeed(seed, i));
   auto uniform = [&] { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53 * 2.0 - 1.0; };
   x.resize(d);
   y = 0;
@@ -69,15 +69,15 @@ LogSink LineSink(LineLog log) {
 
 // The gradient sum over the world: one allreduce, or (hierarchical) per node, across
 // node leaders, and back per node. `buf` holds this rank's share and gets the sum.
-Status SumGradient(const StepContext& ctx, bool hierarchical, const std::string& node, void* buf, size_t n,
-                   runtime::DataType type) {
-  if (!hierarchical) return ctx.rt->Allreduce("grad", buf, buf, n, type, runtime::ReduceOp::kSum);
+Status SumGradient(const elastic::StepContext& ctx, bool hierarchical, const std::string& node, void* buf, size_t n,
+                   common::DataType type) {
+  if (!hierarchical) return ctx.rt->Allreduce("grad", buf, buf, n, type, common::ReduceOp::kSum);
   RINGMASTER_ASSIGN_OR_RETURN(int local, ctx.ProcessSet("node:" + node));
   RINGMASTER_ASSIGN_OR_RETURN(int leaders, ctx.ProcessSet("node-leaders"));
-  RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.local", buf, buf, n, type, runtime::ReduceOp::kSum, local));
+  RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.local", buf, buf, n, type, common::ReduceOp::kSum, local));
   RINGMASTER_ASSIGN_OR_RETURN(int local_rank, ctx.rt->ProcessSetRank(local));
   if (local_rank == 0) {
-    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.cross", buf, buf, n, type, runtime::ReduceOp::kSum, leaders));
+    RINGMASTER_RETURN_IF_ERROR(ctx.rt->Allreduce("grad.cross", buf, buf, n, type, common::ReduceOp::kSum, leaders));
   }
   return ctx.rt->BroadcastAsync("grad.bcast", buf, buf, n, type, 0, local).Wait();
 }
@@ -89,7 +89,7 @@ class GradientBuffer {
  public:
   // device: a CUDA device, or -1 for host memory.
   GradientBuffer(int device, size_t bytes)
-      : memory_(runtime::NewMemoryFor(device >= 0 ? runtime::MemoryKind::kCuda : runtime::MemoryKind::kHost,
+      : memory_(memory::NewMemoryFor(device >= 0 ? comm::MemoryKind::kCuda : comm::MemoryKind::kHost,
                                       std::max(device, 0))),
         device_(device),
         bytes_(bytes) {}
@@ -113,7 +113,7 @@ class GradientBuffer {
   }
 
  private:
-  const std::unique_ptr<runtime::Memory> memory_;
+  const std::unique_ptr<memory::Memory> memory_;
   const int device_;
   const size_t bytes_;
   void* ptr_ = nullptr;
@@ -133,12 +133,12 @@ void WriteWeights(const std::string& path, const std::vector<double>& weights) {
 template <typename T>
 class LinearRegression {
  public:
-  LinearRegression(const TrainOptions& o, runtime::data::ElasticSampler* sampler, SampleJournal* journal,
-                   membership::MembershipSource* source, Heartbeat* heartbeat)
+  LinearRegression(const TrainOptions& o, data::ElasticSampler* sampler, elastic::SampleJournal* journal,
+                   membership::MembershipSource* source, elastic::Heartbeat* heartbeat)
       : o_(o), sampler_(sampler), journal_(journal), source_(source), heartbeat_(heartbeat), weights_(o.features, T(0)) {}
 
-  ElasticState MakeState() {
-    return ElasticState([this] { return Bytes(weights_); },
+  elastic::ElasticState MakeState() {
+    return elastic::ElasticState([this] { return Bytes(weights_); },
                         [this](std::string_view b) -> Status {
                           if (b.size() != weights_.size() * sizeof(T)) return DataLossError("weights of the wrong size");
                           std::memcpy(weights_.data(), b.data(), b.size());
@@ -146,7 +146,7 @@ class LinearRegression {
                         });
   }
 
-  StatusOr<runtime::data::SampleCursor> Step(const StepContext& ctx) {
+  StatusOr<data::SampleCursor> Step(const elastic::StepContext& ctx) {
     if (!buffer_ || buffer_->device() != ctx.rt->device()) {
       buffer_ = std::make_unique<GradientBuffer>(ctx.rt->device(), o_.features * sizeof(T));
     }
@@ -159,7 +159,7 @@ class LinearRegression {
     RINGMASTER_RETURN_IF_ERROR(journal_->Attempt(ctx.incarnation, ctx.step, plan.epoch, plan.indices));
     if (o_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
     const auto t0 = std::chrono::steady_clock::now();
-    const runtime::DataType type = sizeof(T) == 8 ? runtime::DataType::kFloat64 : runtime::DataType::kFloat32;
+    const common::DataType type = sizeof(T) == 8 ? common::DataType::kFloat64 : common::DataType::kFloat32;
     RINGMASTER_RETURN_IF_ERROR(buffer_->Run(grad.data(), [&](void* dev) {
       return SumGradient(ctx, o_.hierarchical, node_, dev, grad.size(), type);
     }));
@@ -192,10 +192,10 @@ class LinearRegression {
   }
 
   const TrainOptions& o_;
-  runtime::data::ElasticSampler* const sampler_;
-  SampleJournal* const journal_;
+  data::ElasticSampler* const sampler_;
+  elastic::SampleJournal* const journal_;
   membership::MembershipSource* const source_;
-  Heartbeat* const heartbeat_;
+  elastic::Heartbeat* const heartbeat_;
   std::vector<T> weights_;
   std::vector<double> x_;                   // a sample's features (reused)
   std::unique_ptr<GradientBuffer> buffer_;  // made on the first step, once the backend and GPU are known
@@ -210,37 +210,37 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
     std::fprintf(stderr, "[%s] %.*s\n", o.worker_id.c_str(), static_cast<int>(line.size()), line.data());
   };
   const LogSink sink = LineSink(log);
-  auto source = OpenMembershipSource(o, sink);
+  auto source = elastic::OpenMembershipSource(o, sink);
   if (!source.ok()) return log(source.status().ToString()), 2;
-  auto sampler = runtime::data::ElasticSampler::Create({o.samples, o.batch, o.seed});
+  auto sampler = data::ElasticSampler::Create({o.samples, o.batch, o.seed});
   if (!sampler.ok()) return log(sampler.status().ToString()), 2;
-  auto journal = SampleJournal::Open(o.out + "/journal." + o.worker_id + ".log");
+  auto journal = elastic::SampleJournal::Open(o.out + "/journal." + o.worker_id + ".log");
   if (!journal.ok()) return log(journal.status().ToString()), 2;
-  auto checkpoints = OpenCheckpoints(o, sink);
+  auto checkpoints = elastic::OpenCheckpoints(o, sink);
   if (!checkpoints.ok()) return log(checkpoints.status().ToString()), 2;
 
-  Heartbeat heartbeat(o.heartbeat_file);
+  elastic::Heartbeat heartbeat(o.heartbeat_file);
   LinearRegression<T> model(o, &*sampler, &*journal, source->get(), &heartbeat);
-  ElasticState state = model.MakeState();
+  elastic::ElasticState state = model.MakeState();
   // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
-  WorkerMetrics metrics(OpenGpuTelemetry(o, sink));
+  elastic::WorkerMetrics metrics(elastic::OpenGpuTelemetry(o, sink));
   Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
   log(served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics.port())
                   : "metrics endpoint disabled: " + served.ToString());
-  ElasticOptions driver_options = DriverOptions(o, config, &metrics, checkpoints->get(), sink);
-  if (o.hierarchical) driver_options.process_sets.push_back(SetsPerNode());
-  ElasticDriver driver(std::move(driver_options), source->get(), &state);
+  elastic::ElasticOptions driver_options = elastic::DriverOptions(o, config, &metrics, checkpoints->get(), sink);
+  if (o.hierarchical) driver_options.process_sets.push_back(elastic::SetsPerNode());
+  elastic::ElasticDriver driver(std::move(driver_options), source->get(), &state);
   auto restored = [&](int64_t incarnation, int64_t at) {
     heartbeat.Set(at);
     Status s = journal->Restored(incarnation, at);
     if (!s.ok()) log(s.ToString());
   };
-  auto result = driver.Run(o.steps, [&](const StepContext& ctx) { return model.Step(ctx); }, restored);
+  auto result = driver.Run(o.steps, [&](const elastic::StepContext& ctx) { return model.Step(ctx); }, restored);
   if (!result.ok()) {
     log("training failed: " + result.status().ToString());
     return 1;
   }
-  if (*result == ElasticResult::kLeft) {
+  if (*result == elastic::ElasticResult::kLeft) {
     log("left the job (not in the membership); exiting 0");
     return 0;
   }
@@ -253,13 +253,13 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
 }
 
 }  // namespace
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::examples
 
 int main(int argc, char** argv) {
   // The environment, read once: the example's options and the runtime's configuration both come from it.
   const std::map<std::string, std::string> env = ringmaster::api::EnvironmentSnapshot();
-  auto options = ringmaster::elastic::ParseTrainOptions(argc, argv, env);
-  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-train-example", options, ringmaster::elastic::TrainUsage)) {
+  auto options = ringmaster::examples::ParseTrainOptions(argc, argv, env);
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-train-example", options, ringmaster::examples::TrainUsage)) {
     return *exit_code;
   }
   // --out may name a directory that does not exist yet (with its parents).
@@ -276,6 +276,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ringmaster-train-example: %s\n", config.status().message().c_str());
     return 2;
   }
-  return options->float64 ? ringmaster::elastic::Train<double>(*options, *config)
-                          : ringmaster::elastic::Train<float>(*options, *config);
+  return options->float64 ? ringmaster::examples::Train<double>(*options, *config)
+                          : ringmaster::examples::Train<float>(*options, *config);
 }

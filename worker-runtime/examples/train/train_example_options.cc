@@ -6,7 +6,7 @@
 #include "api/names.h"
 #include "base/cli.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::examples {
 namespace {
 
 constexpr char kDescription[] =
@@ -32,8 +32,8 @@ StatusOr<bool> ParseFloat64(const std::string& text) {
   return InvalidArgumentError("must be float32 or float64, not '" + text + "'");
 }
 
-std::function<StatusOr<runtime::Backend>(const std::string&)> BackendParser() {
-  return [](const std::string& text) { return runtime::ParseBackend(text); };
+std::function<StatusOr<comm::Backend>(const std::string&)> BackendParser() {
+  return [](const std::string& text) { return comm::ParseBackend(text); };
 }
 
 void AddModelFlags(CLI::App& app, TrainOptions& o) {
@@ -46,7 +46,7 @@ void AddModelFlags(CLI::App& app, TrainOptions& o) {
   app.add_option("--lr", o.lr, "learning rate");
   cli::AddParsed<bool>(app, "--hierarchical", &o.hierarchical, ParseTrueFalse,
                        "true: reduce per node, then across node leaders, then broadcast per node", "false");
-  cli::AddParsed<runtime::Backend>(app, "--backend", &o.backend, BackendParser(), "gloo, nccl or auto", "gloo");
+  cli::AddParsed<comm::Backend>(app, "--backend", &o.backend, BackendParser(), "gloo, nccl or auto", "gloo");
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are saved (none when empty)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "save every K steps (0: never)")->check(CLI::Range(0, 1 << 30));
   app.add_option("--out", o.out, "directory for weights.<worker>.txt and journal.<worker>.log (created)");
@@ -87,7 +87,7 @@ std::string TrainUsage() {
 
 StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env) {
   TrainOptions o;
-  const Status from_env = ApplyWorkerEnvironment(env, &o);
+  const Status from_env = elastic::ApplyWorkerEnvironment(env, &o);
   auto app = NewTrainApp(o);  // flags override what the environment set
   RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, cli::Args(argc, argv)));
   if (parsed == cli::Parsed::kHelp) {
@@ -96,8 +96,8 @@ StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<s
     return help;
   }
   RINGMASTER_RETURN_IF_ERROR(from_env);
-  RINGMASTER_RETURN_IF_ERROR(CheckWorkerOptions(o));
+  RINGMASTER_RETURN_IF_ERROR(elastic::CheckWorkerOptions(o));
   return o;
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::examples

@@ -11,11 +11,11 @@
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/elastic/worker_options.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::examples {
 
 // The worker's part (membership, identity, checkpoints, outputs) is elastic::WorkerOptions, shared with
 // every worker program; the model's part is this program's own.
-struct TrainOptions : WorkerOptions {
+struct TrainOptions : elastic::WorkerOptions {
   // The model and the data.
   int64_t steps = 20;
   uint64_t seed = 1;
@@ -36,4 +36,4 @@ StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<s
 // The --help text: every flag with its default, and the environment variables that stand in for flags.
 std::string TrainUsage();
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::examples

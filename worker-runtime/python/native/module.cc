@@ -31,8 +31,8 @@ namespace nb = nanobind;
 namespace ringmaster::python {
 namespace {
 
-using runtime::DataType;
-using runtime::ReduceOp;
+using common::DataType;
+using common::ReduceOp;
 
 struct CollectiveAborted : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -106,7 +106,7 @@ void OrderAfterStream(const TensorArg& t, uintptr_t stream) {
 // A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes.
 class PyHandle {
  public:
-  PyHandle(runtime::Handle handle, std::vector<nb::object> keep) : handle_(handle), keep_(std::move(keep)) {}
+  PyHandle(fusion::Handle handle, std::vector<nb::object> keep) : handle_(handle), keep_(std::move(keep)) {}
   bool Poll() const { return handle_.Poll(); }
   void Wait() {
     Status s;
@@ -119,14 +119,14 @@ class PyHandle {
   }
 
  private:
-  runtime::Handle handle_;
+  fusion::Handle handle_;
   std::vector<nb::object> keep_;
 };
 
 // A point-to-point send or receive in flight and the array it borrows, kept alive until it completes.
 class PyTransfer {
  public:
-  PyTransfer(std::unique_ptr<runtime::Transfer> transfer, nb::object keep)
+  PyTransfer(std::unique_ptr<comm::Transfer> transfer, nb::object keep)
       : transfer_(std::move(transfer)), keep_(std::move(keep)) {}
   void Wait() {
     Status s;
@@ -139,7 +139,7 @@ class PyTransfer {
   }
 
  private:
-  std::unique_ptr<runtime::Transfer> transfer_;
+  std::unique_ptr<comm::Transfer> transfer_;
   nb::object keep_;
 };
 
@@ -225,7 +225,7 @@ class PySession {
     d["shrunk"] = r.shrunk;
     return d;
   }
-  std::string Backend() const { return std::string(runtime::BackendName(Rt().backend())); }
+  std::string Backend() const { return std::string(comm::BackendName(Rt().backend())); }
   int Device() const { return Rt().device(); }
   int MetricsPort() const { return session_->metrics_port(); }
 
@@ -268,12 +268,12 @@ class PySession {
   // Point-to-point on set `set` with its rank `peer`: host memory only (the Python side stages CUDA tensors).
   PyTransfer Send(nb::ndarray<> buf, int peer, uint32_t tag, int set) {
     TensorArg t = HostBuffer(buf, "send");
-    const size_t bytes = t.count * runtime::DataTypeSize(t.type);
+    const size_t bytes = t.count * common::DataTypeSize(t.type);
     return PyTransfer(Value(Rt().SendAsync(t.data, bytes, peer, tag, set)), nb::cast(buf));
   }
   PyTransfer Recv(nb::ndarray<> buf, int peer, uint32_t tag, int set) {
     TensorArg t = HostBuffer(buf, "recv");
-    const size_t bytes = t.count * runtime::DataTypeSize(t.type);
+    const size_t bytes = t.count * common::DataTypeSize(t.type);
     return PyTransfer(Value(Rt().RecvAsync(t.data, bytes, peer, tag, set)), nb::cast(buf));
   }
 
@@ -281,8 +281,8 @@ class PySession {
     StatusOr<int> id = 0;
     {
       nb::gil_scoped_release release;
-      id = Rt().AddProcessSet(std::move(ranks), submission_order ? runtime::Ordering::kSubmissionOrder
-                                                                 : runtime::Ordering::kNegotiated);
+      id = Rt().AddProcessSet(std::move(ranks), submission_order ? fusion::Ordering::kSubmissionOrder
+                                                                 : fusion::Ordering::kNegotiated);
     }
     return Value(std::move(id));
   }
@@ -320,14 +320,14 @@ class PySession {
     Check(CheckSameKind(i, o));
     // Under NCCL a CPU tensor runs on the host communicator beside it (the runtime tells them apart), as
     // Horovod's CPU ops run on Gloo: objects, optimizer state and metrics stay on the CPU.
-    if (i.cuda && Rt().backend() != runtime::Backend::kNccl) {
+    if (i.cuda && Rt().backend() != comm::Backend::kNccl) {
       Raise(InvalidArgumentError("a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
                                  "(or auto) on a GPU worker, or move the tensor to the CPU"));
     }
     OrderAfterStream(i, stream);
     return {i, o};
   }
-  static PyHandle Submit(runtime::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
+  static PyHandle Submit(fusion::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
     return PyHandle(h, {nb::cast(in), nb::cast(out)});
   }
 
@@ -338,7 +338,7 @@ class PySession {
 class PySampler {
  public:
   PySampler(uint64_t num_samples, uint64_t batch, uint64_t seed)
-      : sampler_(Value(runtime::data::ElasticSampler::Create({num_samples, batch, seed}))) {}
+      : sampler_(Value(data::ElasticSampler::Create({num_samples, batch, seed}))) {}
   // (epoch of the step, this rank's ids, the cursor after the step)
   nb::tuple Plan(uint64_t epoch, uint64_t committed, uint32_t size, uint32_t rank) {
     auto plan = Value(sampler_.Plan({epoch, committed}, size, rank));
@@ -346,7 +346,7 @@ class PySampler {
   }
 
  private:
-  runtime::data::ElasticSampler sampler_;
+  data::ElasticSampler sampler_;
 };
 
 }  // namespace

@@ -6,8 +6,8 @@ namespace ringmaster::python {
 namespace nb = nanobind;
 namespace {
 
-StatusOr<runtime::DataType> TypeOf(const nb::dlpack::dtype& t) {
-  using runtime::DataType;
+StatusOr<common::DataType> TypeOf(const nb::dlpack::dtype& t) {
+  using common::DataType;
   using Code = nb::dlpack::dtype_code;
   const auto code = static_cast<Code>(t.code);
   if (t.lanes == 1) {
@@ -64,8 +64,8 @@ StatusOr<TensorArg> DescribeTensor(const nb::ndarray<>& array, std::string_view 
 
 Status CheckSameKind(const TensorArg& in, const TensorArg& out) {
   if (in.type != out.type) {
-    return InvalidArgumentError("mixed dtypes: the input is " + std::string(runtime::DataTypeName(in.type)) +
-                                " and the output " + std::string(runtime::DataTypeName(out.type)) +
+    return InvalidArgumentError("mixed dtypes: the input is " + std::string(common::DataTypeName(in.type)) +
+                                " and the output " + std::string(common::DataTypeName(out.type)) +
                                 "; give both the same dtype");
   }
   if (in.cuda != out.cuda || in.device != out.device) {

@@ -17,7 +17,7 @@ namespace ringmaster::python {
 struct TensorArg {
   void* data = nullptr;
   size_t count = 0;
-  runtime::DataType type = runtime::DataType::kFloat32;
+  common::DataType type = common::DataType::kFloat32;
   bool cuda = false;
   int device = 0;
 };

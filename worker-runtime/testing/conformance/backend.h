@@ -15,12 +15,12 @@
 #include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/runtime/local_ranks.h"
 
-namespace ringmaster::runtime::conformance {
+namespace ringmaster::conformance {
 
 // A communicator of the backend and the memory its buffers live in.
 struct BackendWorld {
-  std::unique_ptr<Communicator> comm;
-  std::unique_ptr<Memory> memory;
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<memory::Memory> memory;
 };
 
 struct ConformanceBackend {
@@ -29,13 +29,13 @@ struct ConformanceBackend {
   // Empty when this machine can run the backend, else why not (the tests fail). Runs in the parent.
   std::function<std::string()> unavailable;
   // Builds this rank's world communicator over ctx.store. Runs in the forked rank.
-  std::function<StatusOr<BackendWorld>(RankContext& ctx)> create;
+  std::function<StatusOr<BackendWorld>(runtime::RankContext& ctx)> create;
   // Whether kAvg of `type` matches the host reference bit for bit (NCCL rounds 16-bit and
   // integer averages its own way).
-  std::function<bool(DataType type)> exact_average;
+  std::function<bool(common::DataType type)> exact_average;
 };
 
 // The backends this binary tests.
 const std::vector<ConformanceBackend>& ConformanceBackends();
 
-}  // namespace ringmaster::runtime::conformance
+}  // namespace ringmaster::conformance

@@ -17,7 +17,7 @@
 #include "worker-runtime/testing/conformance/backend.h"
 #include "worker-runtime/testing/multiprocess.h"
 
-namespace ringmaster::runtime::conformance {
+namespace ringmaster::conformance {
 namespace {
 
 constexpr size_t kCounts[] = {1, 37, 4099};
@@ -25,12 +25,12 @@ constexpr size_t kCounts[] = {1, 37, 4099};
 // A buffer in the backend's memory (host or device), filled and read from the host.
 class Buffer {
  public:
-  Buffer(Memory& memory, size_t bytes) : memory_(memory), bytes_(bytes) {
+  Buffer(memory::Memory& memory, size_t bytes) : memory_(memory), bytes_(bytes) {
     auto p = memory_.Allocate(bytes_ > 0 ? bytes_ : 1);
     EXPECT_OK(p);
     if (p.ok()) ptr_ = static_cast<uint8_t*>(*p);
   }
-  Buffer(Memory& memory, const std::vector<uint8_t>& host) : Buffer(memory, host.size()) { Write(host); }
+  Buffer(memory::Memory& memory, const std::vector<uint8_t>& host) : Buffer(memory, host.size()) { Write(host); }
   ~Buffer() {
     if (ptr_) memory_.Free(ptr_);
   }
@@ -49,7 +49,7 @@ class Buffer {
   }
 
  private:
-  Memory& memory_;
+  memory::Memory& memory_;
   const size_t bytes_;
   uint8_t* ptr_ = nullptr;
 };
@@ -85,11 +85,11 @@ class CommunicatorConformanceTest : public ::testing::TestWithParam<Param> {
 
   // Runs body on every rank of a fresh world of the backend; afterwards the communicator
   // must still be healthy unless the body breaks it on purpose.
-  void OnEveryRank(const std::function<void(Communicator&, Memory&)>& body, bool healthy_after = true) {
-    testing::WorldOptions options;
+  void OnEveryRank(const std::function<void(comm::Communicator&, memory::Memory&)>& body, bool healthy_after = true) {
+    runtime_testing::WorldOptions options;
     options.size = GetParam().size;
     const ConformanceBackend& b = backend();
-    auto outcomes = testing::RunWorld(options, [&](RankContext& ctx) {
+    auto outcomes = runtime_testing::RunWorld(options, [&](runtime::RankContext& ctx) {
       auto world = b.create(ctx);
       ASSERT_OK(world);
       ASSERT_EQ(world->comm->rank(), ctx.rank);
@@ -99,28 +99,28 @@ class CommunicatorConformanceTest : public ::testing::TestWithParam<Param> {
         EXPECT_OK(world->comm->health());
       }
     });
-    for (const auto& o : outcomes) EXPECT_OK(o) << DescribeFailures(outcomes);
+    for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
   }
 };
 
 TEST_P(CommunicatorConformanceTest, Allreduce) {
   const auto& exact_average = backend().exact_average;
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
-    for (DataType t : kAllDataTypes) {
-      for (ReduceOp op : kAllReduceOps) {
-        const bool check = op != ReduceOp::kAvg || exact_average(t);
+    for (common::DataType t : common::kAllDataTypes) {
+      for (common::ReduceOp op : common::kAllReduceOps) {
+        const bool check = op != common::ReduceOp::kAvg || exact_average(t);
         for (size_t count : kCounts) {
           for (bool in_place : {false, true}) {
-            const auto input = MakeInput(t, op, comm.rank(), count);
+            const auto input = common::MakeInput(t, op, comm.rank(), count);
             Buffer in(memory, input), out(memory, Filled(input.size()));
             uint8_t* dst = in_place ? in.get() : out.get();
             ASSERT_OK(comm.Allreduce(in.get(), dst, count, t, op));
             const auto got = in_place ? in.Read(input.size()) : out.Read(input.size());
-            const auto want = ReferenceReduce(t, op, n, count);
+            const auto want = common::ReferenceReduce(t, op, n, count);
             if (check) {
-              ASSERT_EQ(CountMismatches(t, got.data(), want.data(), count), 0u)
-                  << DataTypeName(t) << " " << ReduceOpName(op) << " count " << count << (in_place ? " in-place" : "");
+              ASSERT_EQ(common::CountMismatches(t, got.data(), want.data(), count), 0u)
+                  << common::DataTypeName(t) << " " << common::ReduceOpName(op) << " count " << count << (in_place ? " in-place" : "");
             }
             if (!in_place) {
               ASSERT_EQ(in.Read(input.size()), input) << "allreduce modified its input";
@@ -131,31 +131,31 @@ TEST_P(CommunicatorConformanceTest, Allreduce) {
     }
     // A buffer larger than Gloo's 1 MiB segment, so a ring runs several segments per rank.
     const size_t big = 300001;
-    Buffer buf(memory, MakeInput(DataType::kFloat32, ReduceOp::kSum, comm.rank(), big));
-    ASSERT_OK(comm.Allreduce(buf.get(), buf.get(), big, DataType::kFloat32, ReduceOp::kSum));
-    const auto want = ReferenceReduce(DataType::kFloat32, ReduceOp::kSum, n, big);
-    EXPECT_EQ(CountMismatches(DataType::kFloat32, buf.Read(want.size()).data(), want.data(), big), 0u);
+    Buffer buf(memory, common::MakeInput(common::DataType::kFloat32, common::ReduceOp::kSum, comm.rank(), big));
+    ASSERT_OK(comm.Allreduce(buf.get(), buf.get(), big, common::DataType::kFloat32, common::ReduceOp::kSum));
+    const auto want = common::ReferenceReduce(common::DataType::kFloat32, common::ReduceOp::kSum, n, big);
+    EXPECT_EQ(common::CountMismatches(common::DataType::kFloat32, buf.Read(want.size()).data(), want.data(), big), 0u);
   });
 }
 
 TEST_P(CommunicatorConformanceTest, ReduceScatter) {
   const auto& exact_average = backend().exact_average;
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
-    for (DataType t : kAllDataTypes) {
-      for (ReduceOp op : kAllReduceOps) {
-        const bool check = op != ReduceOp::kAvg || exact_average(t);
+    for (common::DataType t : common::kAllDataTypes) {
+      for (common::ReduceOp op : common::kAllReduceOps) {
+        const bool check = op != common::ReduceOp::kAvg || exact_average(t);
         for (size_t count : {size_t{1}, size_t{37}}) {
           for (bool in_place : {false, true}) {
-            const size_t bytes = count * DataTypeSize(t);
-            Buffer in(memory, MakeInput(t, op, comm.rank(), count * n)), out(memory, Filled(bytes));
+            const size_t bytes = count * common::DataTypeSize(t);
+            Buffer in(memory, common::MakeInput(t, op, comm.rank(), count * n)), out(memory, Filled(bytes));
             uint8_t* dst = in_place ? in.get() : out.get();
             ASSERT_OK(comm.ReduceScatter(in.get(), dst, count, t, op));
             const auto got = in_place ? in.Read(bytes) : out.Read(bytes);
-            const auto want = ReferenceReduce(t, op, n, count, count * comm.rank());
+            const auto want = common::ReferenceReduce(t, op, n, count, count * comm.rank());
             if (check) {
-              ASSERT_EQ(CountMismatches(t, got.data(), want.data(), count), 0u)
-                  << DataTypeName(t) << " " << ReduceOpName(op) << " count " << count << (in_place ? " in-place" : "");
+              ASSERT_EQ(common::CountMismatches(t, got.data(), want.data(), count), 0u)
+                  << common::DataTypeName(t) << " " << common::ReduceOpName(op) << " count " << count << (in_place ? " in-place" : "");
             }
           }
         }
@@ -165,95 +165,95 @@ TEST_P(CommunicatorConformanceTest, ReduceScatter) {
 }
 
 TEST_P(CommunicatorConformanceTest, Allgather) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
-    for (DataType t : kAllDataTypes) {
+    for (common::DataType t : common::kAllDataTypes) {
       for (size_t count : kCounts) {
-        const size_t block = count * DataTypeSize(t);
-        const auto input = MakeInput(t, ReduceOp::kSum, comm.rank(), count);
+        const size_t block = count * common::DataTypeSize(t);
+        const auto input = common::MakeInput(t, common::ReduceOp::kSum, comm.rank(), count);
         std::vector<uint8_t> want;
         for (int r = 0; r < n; ++r) {
-          auto b = MakeInput(t, ReduceOp::kSum, r, count);
+          auto b = common::MakeInput(t, common::ReduceOp::kSum, r, count);
           want.insert(want.end(), b.begin(), b.end());
         }
         Buffer in(memory, input), out(memory, Filled(block * n));
         ASSERT_OK(comm.Allgather(in.get(), out.get(), count, t));
-        ASSERT_EQ(out.Read(block * n), want) << DataTypeName(t) << " count " << count;
+        ASSERT_EQ(out.Read(block * n), want) << common::DataTypeName(t) << " count " << count;
         // In place: this rank's block of out already holds its input.
         Buffer inplace(memory, Filled(block * n));
         inplace.Write(input, block * comm.rank());
         ASSERT_OK(comm.Allgather(inplace.get() + block * comm.rank(), inplace.get(), count, t));
-        ASSERT_EQ(inplace.Read(block * n), want) << "in-place " << DataTypeName(t) << " count " << count;
+        ASSERT_EQ(inplace.Read(block * n), want) << "in-place " << common::DataTypeName(t) << " count " << count;
       }
     }
   });
 }
 
 TEST_P(CommunicatorConformanceTest, AllgathervWithUnevenCounts) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
     std::vector<size_t> counts(n);
     for (int r = 0; r < n; ++r) counts[r] = r == 1 ? 0 : static_cast<size_t>(3 + 5 * r);  // rank 1 sends nothing
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
     const size_t below = std::accumulate(counts.begin(), counts.begin() + comm.rank(), size_t{0});
-    for (DataType t : kAllDataTypes) {
-      const size_t es = DataTypeSize(t);
+    for (common::DataType t : common::kAllDataTypes) {
+      const size_t es = common::DataTypeSize(t);
       std::vector<uint8_t> want;
       for (int r = 0; r < n; ++r) {
-        auto b = MakeInput(t, ReduceOp::kSum, r, counts[r]);
+        auto b = common::MakeInput(t, common::ReduceOp::kSum, r, counts[r]);
         want.insert(want.end(), b.begin(), b.end());
       }
-      const auto input = MakeInput(t, ReduceOp::kSum, comm.rank(), counts[comm.rank()]);
+      const auto input = common::MakeInput(t, common::ReduceOp::kSum, comm.rank(), counts[comm.rank()]);
       Buffer in(memory, input), out(memory, Filled(total * es));
       ASSERT_OK(comm.Allgatherv(in.get(), out.get(), counts, t));
-      ASSERT_EQ(out.Read(total * es), want) << DataTypeName(t);
+      ASSERT_EQ(out.Read(total * es), want) << common::DataTypeName(t);
       Buffer inplace(memory, Filled(total * es));
       inplace.Write(input, below * es);
       ASSERT_OK(comm.Allgatherv(inplace.get() + below * es, inplace.get(), counts, t));
-      ASSERT_EQ(inplace.Read(total * es), want) << "in-place " << DataTypeName(t);
+      ASSERT_EQ(inplace.Read(total * es), want) << "in-place " << common::DataTypeName(t);
     }
   });
 }
 
 TEST_P(CommunicatorConformanceTest, BroadcastFromEveryRoot) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
     const size_t count = 37;
-    for (DataType t : kAllDataTypes) {
+    for (common::DataType t : common::kAllDataTypes) {
       for (int root = 0; root < n; ++root) {
-        const auto want = MakeInput(t, ReduceOp::kSum, root + 10, count);
+        const auto want = common::MakeInput(t, common::ReduceOp::kSum, root + 10, count);
         for (bool in_place : {false, true}) {
-          Buffer in(memory, MakeInput(t, ReduceOp::kSum, comm.rank() + 10, count)), out(memory, Filled(want.size()));
+          Buffer in(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank() + 10, count)), out(memory, Filled(want.size()));
           uint8_t* dst = in_place ? in.get() : out.get();
           ASSERT_OK(comm.Broadcast(in.get(), dst, count, t, root));
           ASSERT_EQ(in_place ? in.Read(want.size()) : out.Read(want.size()), want)
-              << DataTypeName(t) << " root " << root << (in_place ? " in-place" : "");
+              << common::DataTypeName(t) << " root " << root << (in_place ? " in-place" : "");
         }
         // Non-roots' input is ignored: null is fine there.
-        Buffer in(memory, MakeInput(t, ReduceOp::kSum, comm.rank() + 10, count)), out(memory, Filled(want.size()));
+        Buffer in(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank() + 10, count)), out(memory, Filled(want.size()));
         ASSERT_OK(comm.Broadcast(comm.rank() == root ? in.get() : nullptr, out.get(), count, t, root));
-        ASSERT_EQ(out.Read(want.size()), want) << DataTypeName(t) << " root " << root << " null input elsewhere";
+        ASSERT_EQ(out.Read(want.size()), want) << common::DataTypeName(t) << " root " << root << " null input elsewhere";
       }
     }
   });
 }
 
 // Element k of block j that rank `from` sends: distinct for every (from, j, k) in every dtype.
-std::vector<uint8_t> AlltoallInput(DataType t, int from, int n, size_t count) {
+std::vector<uint8_t> AlltoallInput(common::DataType t, int from, int n, size_t count) {
   std::vector<uint8_t> all;
   for (int j = 0; j < n; ++j) {
-    auto block = MakeInput(t, ReduceOp::kSum, from, count, static_cast<size_t>(j) * count);
+    auto block = common::MakeInput(t, common::ReduceOp::kSum, from, count, static_cast<size_t>(j) * count);
     all.insert(all.end(), block.begin(), block.end());
   }
   return all;
 }
 
 TEST_P(CommunicatorConformanceTest, Alltoall) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
-    for (DataType t : kAllDataTypes) {
+    for (common::DataType t : common::kAllDataTypes) {
       for (size_t count : {size_t{1}, size_t{5}, size_t{4099}}) {
-        const size_t block = count * DataTypeSize(t);
+        const size_t block = count * common::DataTypeSize(t);
         std::vector<uint8_t> want;  // block i from rank i: its block rank()
         for (int i = 0; i < n; ++i) {
           auto from = AlltoallInput(t, i, n, count);
@@ -264,7 +264,7 @@ TEST_P(CommunicatorConformanceTest, Alltoall) {
           uint8_t* dst = in_place ? in.get() : out.get();
           ASSERT_OK(comm.Alltoall(in.get(), dst, count, t));
           ASSERT_EQ(in_place ? in.Read(block * n) : out.Read(block * n), want)
-              << DataTypeName(t) << " count " << count << (in_place ? " in-place" : "");
+              << common::DataTypeName(t) << " count " << count << (in_place ? " in-place" : "");
         }
       }
     }
@@ -272,7 +272,7 @@ TEST_P(CommunicatorConformanceTest, Alltoall) {
 }
 
 TEST_P(CommunicatorConformanceTest, BarrierAndSplit) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     ASSERT_OK(comm.Barrier());
     std::vector<int> evens;
     for (int r = 0; r < comm.size(); r += 2) evens.push_back(r);
@@ -280,12 +280,12 @@ TEST_P(CommunicatorConformanceTest, BarrierAndSplit) {
     ASSERT_OK(sub);
     ASSERT_EQ(*sub != nullptr, comm.rank() % 2 == 0);
     if (*sub) {
-      Communicator& set = **sub;
+      comm::Communicator& set = **sub;
       EXPECT_EQ(set.rank(), comm.rank() / 2);
       EXPECT_EQ(set.size(), static_cast<int>(evens.size()));
-      Buffer buf(memory, MakeInput(DataType::kInt32, ReduceOp::kSum, set.rank(), 7));
-      ASSERT_OK(set.Allreduce(buf.get(), buf.get(), 7, DataType::kInt32, ReduceOp::kSum));
-      const auto want = ReferenceReduce(DataType::kInt32, ReduceOp::kSum, set.size(), 7);
+      Buffer buf(memory, common::MakeInput(common::DataType::kInt32, common::ReduceOp::kSum, set.rank(), 7));
+      ASSERT_OK(set.Allreduce(buf.get(), buf.get(), 7, common::DataType::kInt32, common::ReduceOp::kSum));
+      const auto want = common::ReferenceReduce(common::DataType::kInt32, common::ReduceOp::kSum, set.size(), 7);
       EXPECT_EQ(buf.Read(want.size()), want);
     }
     ASSERT_OK(comm.Barrier());
@@ -293,18 +293,18 @@ TEST_P(CommunicatorConformanceTest, BarrierAndSplit) {
 }
 
 TEST_P(CommunicatorConformanceTest, ZeroCountsMoveNothingAndAcceptNullBuffers) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
-    const DataType t = DataType::kFloat32;
-    EXPECT_OK(comm.Allreduce(nullptr, nullptr, 0, t, ReduceOp::kSum));
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
+    const common::DataType t = common::DataType::kFloat32;
+    EXPECT_OK(comm.Allreduce(nullptr, nullptr, 0, t, common::ReduceOp::kSum));
     EXPECT_OK(comm.Allgather(nullptr, nullptr, 0, t));
     EXPECT_OK(comm.Allgatherv(nullptr, nullptr, std::vector<size_t>(comm.size(), 0), t));
     EXPECT_OK(comm.Broadcast(nullptr, nullptr, 0, t, comm.size() - 1));
-    EXPECT_OK(comm.ReduceScatter(nullptr, nullptr, 0, t, ReduceOp::kMax));
+    EXPECT_OK(comm.ReduceScatter(nullptr, nullptr, 0, t, common::ReduceOp::kMax));
     EXPECT_OK(comm.Alltoall(nullptr, nullptr, 0, t));
     // A real collective afterwards: nobody is out of step.
-    Buffer buf(memory, MakeInput(t, ReduceOp::kSum, comm.rank(), 3));
-    ASSERT_OK(comm.Allreduce(buf.get(), buf.get(), 3, t, ReduceOp::kSum));
-    const auto want = ReferenceReduce(t, ReduceOp::kSum, comm.size(), 3);
+    Buffer buf(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank(), 3));
+    ASSERT_OK(comm.Allreduce(buf.get(), buf.get(), 3, t, common::ReduceOp::kSum));
+    const auto want = common::ReferenceReduce(t, common::ReduceOp::kSum, comm.size(), 3);
     EXPECT_EQ(buf.Read(want.size()), want);
   });
 }
@@ -314,24 +314,24 @@ void ExpectInvalid(const Status& s, const char* what) {
 }
 
 TEST_P(CommunicatorConformanceTest, InvalidArgumentsAreRefusedAndLeaveItUsable) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     const int n = comm.size();
     const size_t count = 8;
-    const DataType t = DataType::kFloat32;
-    const auto bad_type = static_cast<DataType>(99);
-    const auto bad_op = static_cast<ReduceOp>(99);
+    const common::DataType t = common::DataType::kFloat32;
+    const auto bad_type = static_cast<common::DataType>(99);
+    const auto bad_op = static_cast<common::ReduceOp>(99);
     const size_t huge = std::numeric_limits<size_t>::max() / 2;
     Buffer a(memory, count * 4 * n * 2), b(memory, count * 4 * n * 2);
     uint8_t* in = a.get();
     uint8_t* out = b.get();
     uint8_t* shifted = a.get() + 4;  // overlaps `in` one element on: never an in-place form
 
-    ExpectInvalid(comm.Allreduce(nullptr, out, count, t, ReduceOp::kSum), "allreduce null in");
-    ExpectInvalid(comm.Allreduce(in, nullptr, count, t, ReduceOp::kSum), "allreduce null out");
-    ExpectInvalid(comm.Allreduce(in, out, count, bad_type, ReduceOp::kSum), "allreduce bad type");
+    ExpectInvalid(comm.Allreduce(nullptr, out, count, t, common::ReduceOp::kSum), "allreduce null in");
+    ExpectInvalid(comm.Allreduce(in, nullptr, count, t, common::ReduceOp::kSum), "allreduce null out");
+    ExpectInvalid(comm.Allreduce(in, out, count, bad_type, common::ReduceOp::kSum), "allreduce bad type");
     ExpectInvalid(comm.Allreduce(in, out, count, t, bad_op), "allreduce bad op");
-    ExpectInvalid(comm.Allreduce(in, out, huge, DataType::kFloat64, ReduceOp::kSum), "allreduce overflow");
-    ExpectInvalid(comm.Allreduce(shifted, in, count, t, ReduceOp::kSum), "allreduce partial overlap");
+    ExpectInvalid(comm.Allreduce(in, out, huge, common::DataType::kFloat64, common::ReduceOp::kSum), "allreduce overflow");
+    ExpectInvalid(comm.Allreduce(shifted, in, count, t, common::ReduceOp::kSum), "allreduce partial overlap");
 
     ExpectInvalid(comm.Allgather(nullptr, out, count, t), "allgather null in");
     ExpectInvalid(comm.Allgather(in, nullptr, count, t), "allgather null out");
@@ -353,18 +353,18 @@ TEST_P(CommunicatorConformanceTest, InvalidArgumentsAreRefusedAndLeaveItUsable) 
     ExpectInvalid(comm.Broadcast(nullptr, nullptr, 0, t, n), "broadcast root = size, zero count");
     ExpectInvalid(comm.Broadcast(in, nullptr, count, t, 0), "broadcast null out");
     ExpectInvalid(comm.Broadcast(in, out, count, bad_type, 0), "broadcast bad type");
-    ExpectInvalid(comm.Broadcast(in, out, huge, DataType::kFloat64, 0), "broadcast overflow");
+    ExpectInvalid(comm.Broadcast(in, out, huge, common::DataType::kFloat64, 0), "broadcast overflow");
     if (comm.rank() == 0) {
       ExpectInvalid(comm.Broadcast(nullptr, out, count, t, 0), "broadcast null in on the root");
       ExpectInvalid(comm.Broadcast(shifted, in, count, t, 0), "broadcast partial overlap on the root");
     }
 
-    ExpectInvalid(comm.ReduceScatter(nullptr, out, count, t, ReduceOp::kSum), "reduce-scatter null in");
-    ExpectInvalid(comm.ReduceScatter(in, nullptr, count, t, ReduceOp::kSum), "reduce-scatter null out");
-    ExpectInvalid(comm.ReduceScatter(in, out, count, bad_type, ReduceOp::kSum), "reduce-scatter bad type");
+    ExpectInvalid(comm.ReduceScatter(nullptr, out, count, t, common::ReduceOp::kSum), "reduce-scatter null in");
+    ExpectInvalid(comm.ReduceScatter(in, nullptr, count, t, common::ReduceOp::kSum), "reduce-scatter null out");
+    ExpectInvalid(comm.ReduceScatter(in, out, count, bad_type, common::ReduceOp::kSum), "reduce-scatter bad type");
     ExpectInvalid(comm.ReduceScatter(in, out, count, t, bad_op), "reduce-scatter bad op");
-    ExpectInvalid(comm.ReduceScatter(in, out, huge, t, ReduceOp::kSum), "reduce-scatter overflow");
-    ExpectInvalid(comm.ReduceScatter(in, shifted, count, t, ReduceOp::kSum), "reduce-scatter partial overlap");
+    ExpectInvalid(comm.ReduceScatter(in, out, huge, t, common::ReduceOp::kSum), "reduce-scatter overflow");
+    ExpectInvalid(comm.ReduceScatter(in, shifted, count, t, common::ReduceOp::kSum), "reduce-scatter partial overlap");
 
     ExpectInvalid(comm.Alltoall(nullptr, out, count, t), "alltoall null in");
     ExpectInvalid(comm.Alltoall(in, nullptr, count, t), "alltoall null out");
@@ -382,15 +382,15 @@ TEST_P(CommunicatorConformanceTest, InvalidArgumentsAreRefusedAndLeaveItUsable) 
     // Still usable, and every rank is in step.
     EXPECT_OK(comm.health());
     ASSERT_OK(comm.Barrier());
-    Buffer buf(memory, MakeInput(t, ReduceOp::kSum, comm.rank(), count));
-    ASSERT_OK(comm.Allreduce(buf.get(), buf.get(), count, t, ReduceOp::kSum));
-    const auto want = ReferenceReduce(t, ReduceOp::kSum, n, count);
+    Buffer buf(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank(), count));
+    ASSERT_OK(comm.Allreduce(buf.get(), buf.get(), count, t, common::ReduceOp::kSum));
+    const auto want = common::ReferenceReduce(t, common::ReduceOp::kSum, n, count);
     EXPECT_EQ(buf.Read(want.size()), want);
   });
 }
 
 TEST_P(CommunicatorConformanceTest, AbortedCommunicatorRefusesEveryCall) {
-  OnEveryRank([&](Communicator& comm, Memory& memory) {
+  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
     ASSERT_OK(comm.Barrier());
     comm.Abort("test over");
     Status health = comm.health();
@@ -398,12 +398,12 @@ TEST_P(CommunicatorConformanceTest, AbortedCommunicatorRefusesEveryCall) {
     EXPECT_NE(health.message().find("test over"), std::string::npos) << health;
     Buffer buf(memory, 64 * comm.size()), other(memory, 64 * comm.size());
     void* p = buf.get();
-    const DataType t = DataType::kFloat32;
-    EXPECT_EQ(comm.Allreduce(p, p, 4, t, ReduceOp::kSum).code(), StatusCode::kAborted);
+    const common::DataType t = common::DataType::kFloat32;
+    EXPECT_EQ(comm.Allreduce(p, p, 4, t, common::ReduceOp::kSum).code(), StatusCode::kAborted);
     EXPECT_EQ(comm.Allgather(p, p, 0, t).code(), StatusCode::kAborted);
     EXPECT_EQ(comm.Allgatherv(p, other.get(), std::vector<size_t>(comm.size(), 1), t).code(), StatusCode::kAborted);
     EXPECT_EQ(comm.Broadcast(p, p, 4, t, 0).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.ReduceScatter(p, p, 4, t, ReduceOp::kSum).code(), StatusCode::kAborted);
+    EXPECT_EQ(comm.ReduceScatter(p, p, 4, t, common::ReduceOp::kSum).code(), StatusCode::kAborted);
     EXPECT_EQ(comm.Alltoall(p, p, 4, t).code(), StatusCode::kAborted);
     EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
     EXPECT_EQ(comm.Split({0}, "late").status().code(), StatusCode::kAborted);
@@ -419,4 +419,4 @@ INSTANTIATE_TEST_SUITE_P(Backends, CommunicatorConformanceTest, ::testing::Value
                          });
 
 }  // namespace
-}  // namespace ringmaster::runtime::conformance
+}  // namespace ringmaster::conformance

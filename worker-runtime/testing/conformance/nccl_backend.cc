@@ -13,29 +13,29 @@
 #include "worker-runtime/testing/conformance/backend.h"
 #include "worker-runtime/testing/gpu_test_env.h"
 
-namespace ringmaster::runtime::conformance {
+namespace ringmaster::conformance {
 
 const std::vector<ConformanceBackend>& ConformanceBackends() {
   static const std::vector<ConformanceBackend> backends = {{
       "nccl",
       {1, 2},
       [] {
-        std::string why = testing::WhyNoGpuSuite();
-        if (why.empty() && !testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+        std::string why = runtime_testing::WhyNoGpuSuite();
+        if (why.empty() && !runtime_testing::EmulatedGpus()) ::setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
         return why;
       },
-      [](RankContext& ctx) -> StatusOr<BackendWorld> {
+      [](runtime::RankContext& ctx) -> StatusOr<BackendWorld> {
         RINGMASTER_ASSIGN_OR_RETURN(const int gpus, nccl::VisibleGpus());
         if (gpus <= 0) return UnavailableError("no visible GPU");
-        NcclOptions options;
+        nccl::NcclOptions options;
         options.device = ctx.rank % gpus;
         options.timeout = std::chrono::seconds(60);
-        RINGMASTER_ASSIGN_OR_RETURN(auto comm, NcclCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options));
-        return BackendWorld{std::move(comm), NewMemoryFor(MemoryKind::kCuda, options.device)};
+        RINGMASTER_ASSIGN_OR_RETURN(auto comm, nccl::NcclCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options));
+        return BackendWorld{std::move(comm), memory::NewMemoryFor(comm::MemoryKind::kCuda, options.device)};
       },
-      [](DataType type) { return type == DataType::kFloat32 || type == DataType::kFloat64; },
+      [](common::DataType type) { return type == common::DataType::kFloat32 || type == common::DataType::kFloat64; },
   }};
   return backends;
 }
 
-}  // namespace ringmaster::runtime::conformance
+}  // namespace ringmaster::conformance

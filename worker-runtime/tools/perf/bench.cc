@@ -9,7 +9,7 @@
 #include "worker-runtime/common/pattern.h"
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::perf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -17,14 +17,14 @@ using Clock = std::chrono::steady_clock;
 // A buffer in the backend's memory, freed on scope exit.
 class DeviceBuffer {
  public:
-  DeviceBuffer(Memory& memory, void* ptr) : memory_(memory), ptr_(ptr) {}
+  DeviceBuffer(memory::Memory& memory, void* ptr) : memory_(memory), ptr_(ptr) {}
   ~DeviceBuffer() { memory_.Free(ptr_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void* get() const { return ptr_; }
 
  private:
-  Memory& memory_;
+  memory::Memory& memory_;
   void* ptr_;
 };
 
@@ -56,9 +56,9 @@ Shape ShapeFor(Collective c, uint64_t bytes, size_t esize, int n) {
   return s;
 }
 
-Status RunOnce(const PerfOptions& o, Communicator& comm, void* in, void* out, const Shape& s) {
+Status RunOnce(const PerfOptions& o, comm::Communicator& comm, void* in, void* out, const Shape& s) {
   if (o.in_place) {
-    const size_t es = DataTypeSize(o.type);
+    const size_t es = common::DataTypeSize(o.type);
     switch (o.collective) {
       case Collective::kAllreduce: return comm.Allreduce(out, out, s.count, o.type, o.op);
       case Collective::kBroadcast: return comm.Broadcast(out, out, s.count, o.type, o.root);
@@ -78,24 +78,24 @@ Status RunOnce(const PerfOptions& o, Communicator& comm, void* in, void* out, co
   return InternalError("unknown collective");
 }
 
-ReduceOp PatternOp(const PerfOptions& o) {
-  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter ? o.op : ReduceOp::kSum;
+common::ReduceOp PatternOp(const PerfOptions& o) {
+  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter ? o.op : common::ReduceOp::kSum;
 }
 
 // Expected output elements [begin, begin + n) of this rank.
 std::vector<uint8_t> ExpectedChunk(const PerfOptions& o, int rank, int size, const Shape& s, size_t begin,
                                    size_t n) {
   switch (o.collective) {
-    case Collective::kAllreduce: return ReferenceReduce(o.type, o.op, size, n, begin);
-    case Collective::kReduceScatter: return ReferenceReduce(o.type, o.op, size, n, s.count * rank + begin);
-    case Collective::kBroadcast: return MakeInput(o.type, ReduceOp::kSum, o.root, n, begin);
+    case Collective::kAllreduce: return common::ReferenceReduce(o.type, o.op, size, n, begin);
+    case Collective::kReduceScatter: return common::ReferenceReduce(o.type, o.op, size, n, s.count * rank + begin);
+    case Collective::kBroadcast: return common::MakeInput(o.type, common::ReduceOp::kSum, o.root, n, begin);
     case Collective::kFusion: return {};
     case Collective::kAllgather: {
       std::vector<uint8_t> out;
-      const size_t es = DataTypeSize(o.type);
+      const size_t es = common::DataTypeSize(o.type);
       for (size_t i = begin; i < begin + n;) {  // may span several ranks' blocks
         size_t r = i / s.count, off = i % s.count, take = std::min(s.count - off, begin + n - i);
-        auto part = MakeInput(o.type, ReduceOp::kSum, static_cast<int>(r), take, off);
+        auto part = common::MakeInput(o.type, common::ReduceOp::kSum, static_cast<int>(r), take, off);
         out.insert(out.end(), part.begin(), part.end());
         i += take;
         (void)es;
@@ -106,9 +106,9 @@ std::vector<uint8_t> ExpectedChunk(const PerfOptions& o, int rank, int size, con
   return {};
 }
 
-StatusOr<uint64_t> CountWrong(const PerfOptions& o, Memory& memory, int rank, int size, const Shape& s,
+StatusOr<uint64_t> CountWrong(const PerfOptions& o, memory::Memory& memory, int rank, int size, const Shape& s,
                               const void* out) {
-  const size_t es = DataTypeSize(o.type);
+  const size_t es = common::DataTypeSize(o.type);
   const size_t chunk = 1u << 20;
   std::vector<uint8_t> got;
   uint64_t wrong = 0;
@@ -117,18 +117,18 @@ StatusOr<uint64_t> CountWrong(const PerfOptions& o, Memory& memory, int rank, in
     got.resize(n * es);
     RINGMASTER_RETURN_IF_ERROR(memory.Download(got.data(), static_cast<const uint8_t*>(out) + begin * es, n * es));
     auto want = ExpectedChunk(o, rank, size, s, begin, n);
-    wrong += CountMismatches(o.type, got.data(), want.data(), n);
+    wrong += common::CountMismatches(o.type, got.data(), want.data(), n);
   }
   return wrong;
 }
 
-Status FillInput(const PerfOptions& o, Memory& memory, int rank, const Shape& s, void* in) {
-  const size_t es = DataTypeSize(o.type);
+Status FillInput(const PerfOptions& o, memory::Memory& memory, int rank, const Shape& s, void* in) {
+  const size_t es = common::DataTypeSize(o.type);
   const size_t chunk = 1u << 20;
   const int pattern_rank = o.collective == Collective::kBroadcast && rank != o.root ? rank + 1000 : rank;
   for (size_t begin = 0; begin < s.in_count; begin += chunk) {
     size_t n = std::min(chunk, s.in_count - begin);
-    auto data = MakeInput(o.type, PatternOp(o), pattern_rank, n, begin);
+    auto data = common::MakeInput(o.type, PatternOp(o), pattern_rank, n, begin);
     RINGMASTER_RETURN_IF_ERROR(memory.Upload(static_cast<uint8_t*>(in) + begin * es, data.data(), data.size()));
   }
   return Status::Ok();
@@ -137,8 +137,8 @@ Status FillInput(const PerfOptions& o, Memory& memory, int rank, const Shape& s,
 // Puts this rank's input where an in-place run reads it (allreduce/broadcast:
 // the output buffer; allgather: this rank's block of it; reduce-scatter: the
 // input, which also receives the result).
-Status PrepareInPlace(const PerfOptions& o, Memory& memory, int rank, const Shape& s, void* in, void* out) {
-  const size_t es = DataTypeSize(o.type);
+Status PrepareInPlace(const PerfOptions& o, memory::Memory& memory, int rank, const Shape& s, void* in, void* out) {
+  const size_t es = common::DataTypeSize(o.type);
   switch (o.collective) {
     case Collective::kAllreduce:
     case Collective::kBroadcast: return FillInput(o, memory, rank, s, out);
@@ -167,18 +167,18 @@ double BusBandwidthFactor(Collective collective, int n) {
   return 1.0;
 }
 
-StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Memory& memory, Store& store,
+StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, comm::Communicator& comm, memory::Memory& memory, store::Store& store,
                                    std::FILE* out) {
   const int rank = comm.rank(), n = comm.size();
-  const size_t es = DataTypeSize(o.type);
+  const size_t es = common::DataTypeSize(o.type);
   const bool lead = rank == 0;
   BenchResult result;
   if (lead) {
     std::fprintf(out, "# ringmaster-perf %s: %d ranks, backend %s, dtype %s%s%s, loopback 127.0.0.1%s%s\n",
-                 std::string(CollectiveName(o.collective)).c_str(), n, std::string(BackendName(comm.backend())).c_str(),
-                 std::string(DataTypeName(o.type)).c_str(),
+                 std::string(CollectiveName(o.collective)).c_str(), n, std::string(comm::BackendName(comm.backend())).c_str(),
+                 std::string(common::DataTypeName(o.type)).c_str(),
                  PatternOp(o) == o.op && o.collective != Collective::kAllgather && o.collective != Collective::kBroadcast
-                     ? (", op " + std::string(ReduceOpName(o.op))).c_str()
+                     ? (", op " + std::string(common::ReduceOpName(o.op))).c_str()
                      : "",
                  o.collective == Collective::kBroadcast ? (", root " + std::to_string(o.root)).c_str() : "",
                  o.check ? ", checking results" : "", o.in_place ? ", in place" : ", out of place");
@@ -218,7 +218,7 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Mem
       RINGMASTER_ASSIGN_OR_RETURN(wrong, CountWrong(o, memory, rank, n, s, result));
     }
     // Report to rank 0 through the store: the slowest rank's time, every rank's errors.
-    WireWriter w;
+    store::WireWriter w;
     uint64_t us_bits;
     std::memcpy(&us_bits, &us, sizeof us);
     w.U64(us_bits).U64(wrong);
@@ -229,7 +229,7 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Mem
       uint64_t total_wrong = 0;
       for (int r = 0; r < n; ++r) {
         RINGMASTER_ASSIGN_OR_RETURN(std::string v, store.Get(prefix + std::to_string(r), o.timeout));
-        WireReader rd(v);
+        store::WireReader rd(v);
         RINGMASTER_ASSIGN_OR_RETURN(uint64_t bits, rd.U64());
         RINGMASTER_ASSIGN_OR_RETURN(uint64_t rw, rd.U64());
         double rus;
@@ -256,4 +256,4 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, Communicator& comm, Mem
   return result;
 }
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::perf

@@ -10,7 +10,7 @@
 #include "worker-runtime/tools/perf/perf_options.h"
 #include "worker-runtime/store/store.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::perf {
 
 struct BenchResult {
   uint64_t wrong_elements = 0;  // summed over ranks and sizes (rank 0 only)
@@ -18,10 +18,10 @@ struct BenchResult {
 
 // Runs the benchmark on this rank. Rank 0 writes the table to `out`.
 // Errors: whatever the communicator or store return (Aborted when a peer died).
-StatusOr<BenchResult> RunBenchmark(const PerfOptions& options, Communicator& comm, Memory& memory, Store& store,
+StatusOr<BenchResult> RunBenchmark(const PerfOptions& options, comm::Communicator& comm, memory::Memory& memory, store::Store& store,
                                    std::FILE* out);
 
 // nccl-tests' bus bandwidth factor for n ranks.
 double BusBandwidthFactor(Collective collective, int n);
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::perf

@@ -8,28 +8,28 @@
 #include "worker-runtime/runtime/runtime.h"
 #include "worker-runtime/store/wire.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::perf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 // Mean seconds per round of `tensors` allreduces, slowest rank, and wrong elements (rank 0 gets totals).
-StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeConfig config,
-                                                 RankContext& lr, bool fused) {
+StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, runtime::RuntimeConfig config,
+                                                 runtime::RankContext& lr, bool fused) {
   config.backend = o.backend;
   config.timeout = o.timeout;
   config.name = fused ? "fused" : "unfused";
   config.fusion_threshold_bytes = fused ? o.fusion_threshold : 0;
   config.local_rank = lr.rank;
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Runtime> rt, Runtime::Create(config, lr.store, lr.rank, lr.size));
-  const size_t count = std::max<size_t>(1, o.tensor_bytes / DataTypeSize(o.type));
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Runtime> rt, runtime::Runtime::Create(config, lr.store, lr.rank, lr.size));
+  const size_t count = std::max<size_t>(1, o.tensor_bytes / common::DataTypeSize(o.type));
   std::vector<std::vector<uint8_t>> in, out;
   for (int i = 0; i < o.tensors; ++i) {
-    in.push_back(MakeInput(o.type, o.op, lr.rank, count, static_cast<size_t>(i)));
+    in.push_back(common::MakeInput(o.type, o.op, lr.rank, count, static_cast<size_t>(i)));
     out.emplace_back(in.back().size());
   }
   auto round = [&]() -> Status {
-    std::vector<Handle> handles;
+    std::vector<fusion::Handle> handles;
     for (int i = 0; i < o.tensors; ++i) {
       handles.push_back(rt->AllreduceAsync("t" + std::to_string(i), in[i].data(), out[i].data(), count, o.type, o.op));
     }
@@ -45,11 +45,11 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeCo
   uint64_t wrong = 0;
   if (o.check) {
     for (int i = 0; i < o.tensors; ++i) {
-      auto want = ReferenceReduce(o.type, o.op, lr.size, count, static_cast<size_t>(i));
-      wrong += CountMismatches(o.type, out[i].data(), want.data(), count);
+      auto want = common::ReferenceReduce(o.type, o.op, lr.size, count, static_cast<size_t>(i));
+      wrong += common::CountMismatches(o.type, out[i].data(), want.data(), count);
     }
   }
-  WireWriter w;
+  store::WireWriter w;
   uint64_t bits;
   std::memcpy(&bits, &seconds, sizeof bits);
   w.U64(bits).U64(wrong);
@@ -60,7 +60,7 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeCo
   uint64_t total_wrong = 0;
   for (int r = 0; r < lr.size; ++r) {
     RINGMASTER_ASSIGN_OR_RETURN(std::string v, lr.store->Get(prefix + std::to_string(r), o.timeout));
-    WireReader rd(v);
+    store::WireReader rd(v);
     RINGMASTER_ASSIGN_OR_RETURN(uint64_t b, rd.U64());
     RINGMASTER_ASSIGN_OR_RETURN(uint64_t rw, rd.U64());
     double s;
@@ -73,12 +73,12 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, RuntimeCo
 
 }  // namespace
 
-int RunFusionBenchmark(const PerfOptions& o, const RuntimeConfig& config, RankContext& lr, std::FILE* out) {
+int RunFusionBenchmark(const PerfOptions& o, const runtime::RuntimeConfig& config, runtime::RankContext& lr, std::FILE* out) {
   const bool lead = lr.rank == 0;
   if (lead) {
     std::fprintf(out, "# ringmaster-perf fusion: %d ranks, %d allreduces of %s %s each (%s), fusion threshold %s\n",
-                 lr.size, o.tensors, FormatBytes(o.tensor_bytes).c_str(), std::string(DataTypeName(o.type)).c_str(),
-                 std::string(ReduceOpName(o.op)).c_str(), FormatBytes(o.fusion_threshold).c_str());
+                 lr.size, o.tensors, FormatBytes(o.tensor_bytes).c_str(), std::string(common::DataTypeName(o.type)).c_str(),
+                 std::string(common::ReduceOpName(o.op)).c_str(), FormatBytes(o.fusion_threshold).c_str());
     std::fflush(out);
   }
   double t[2] = {0, 0};
@@ -105,4 +105,4 @@ int RunFusionBenchmark(const PerfOptions& o, const RuntimeConfig& config, RankCo
   return wrong > 0 ? 3 : 0;
 }
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::perf

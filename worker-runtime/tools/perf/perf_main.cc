@@ -18,7 +18,7 @@
 #include "worker-runtime/runtime/world.h"
 #include "worker-runtime/store/auth.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::perf {
 namespace {
 
 // "13.2" from the CUDA runtime's version call (13020), resolved from the library the ranks loaded (the
@@ -51,20 +51,20 @@ void PrintGpuLibraries(std::FILE* out) {
   std::fflush(out);
 }
 
-int RankMain(const PerfOptions& options, const RuntimeConfig& config, RankContext& lr) {
+int RankMain(const PerfOptions& options, const runtime::RuntimeConfig& config, runtime::RankContext& lr) {
   if (options.collective == Collective::kFusion) return RunFusionBenchmark(options, config, lr, stdout);
-  WorldOptions wo;
+  runtime::WorldOptions wo;
   wo.backend = options.backend;
   wo.timeout = options.timeout;
   wo.local_rank = lr.rank;  // one GPU per rank for NCCL
-  auto comm = CreateWorldCommunicator(lr.store, lr.rank, lr.size, wo);
+  auto comm = runtime::CreateWorldCommunicator(lr.store, lr.rank, lr.size, wo);
   if (!comm.ok()) {
     std::fprintf(stderr, "rank %d: cannot create the communicator: %s\n", lr.rank, comm.status().ToString().c_str());
     return 2;
   }
-  if (lr.rank == 0 && (*comm)->backend() == Backend::kNccl) PrintGpuLibraries(stdout);
+  if (lr.rank == 0 && (*comm)->backend() == comm::Backend::kNccl) PrintGpuLibraries(stdout);
   int gpus = nccl::VisibleGpuCount();
-  auto memory = NewMemoryFor((*comm)->memory(), gpus > 0 ? wo.local_rank % gpus : 0);
+  auto memory = memory::NewMemoryFor((*comm)->memory(), gpus > 0 ? wo.local_rank % gpus : 0);
   auto result = RunBenchmark(options, **comm, *memory, *lr.store, stdout);
   if (!result.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", lr.rank, result.status().ToString().c_str());
@@ -75,44 +75,45 @@ int RankMain(const PerfOptions& options, const RuntimeConfig& config, RankContex
 
 // A fresh job secret for the store (hex of a random nonce).
 StatusOr<std::string> RandomSecret() {
-  RINGMASTER_ASSIGN_OR_RETURN(auto nonce, RandomNonce());
+  RINGMASTER_ASSIGN_OR_RETURN(auto nonce, store::RandomNonce());
   std::string secret;
   for (unsigned char c : nonce) secret += "0123456789abcdef"[c >> 4], secret += "0123456789abcdef"[c & 15];
   return secret;
 }
 
-}  // namespace
-}  // namespace ringmaster::runtime::perf
-
-int main(int argc, char** argv) {
-  using namespace ringmaster::runtime;
-  auto options = perf::ParsePerfOptions(ringmaster::cli::Args(argc, argv));
-  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-perf", options, perf::Usage)) return *exit_code;
+int Main(int argc, char** argv) {
+  auto options = ParsePerfOptions(cli::Args(argc, argv));
+  if (auto exit_code = cli::ExitEarly("ringmaster-perf", options, Usage)) return *exit_code;
   // The runtime's RINGMASTER_* tuning, read once; the flags above win where they overlap.
-  auto config = ParseRuntimeConfig(ringmaster::api::EnvironmentSnapshot());
+  auto config = runtime::ParseRuntimeConfig(api::EnvironmentSnapshot());
   if (!config.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", config.status().ToString().c_str());
-    return ringmaster::cli::kExitUsage;
+    return cli::kExitUsage;
   }
-  auto secret = perf::RandomSecret();
+  auto secret = RandomSecret();
   if (!secret.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", secret.status().ToString().c_str());
     return 2;
   }
-  LocalRanksOptions ranks;
+  runtime::LocalRanksOptions ranks;
   ranks.size = options->np;
   ranks.secret = *secret;
   ranks.deadline = std::chrono::milliseconds(0);  // a benchmark runs as long as it takes
   ranks.stop_others_on_failure = true;            // the others would only wait for it
-  auto outcomes = RunLocalRanks(ranks, [&](RankContext& lr) {
-    return perf::RankMain(*options, *config, lr);
+  auto outcomes = runtime::RunLocalRanks(ranks, [&](runtime::RankContext& lr) {
+    return RankMain(*options, *config, lr);
   });
   if (!outcomes.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", outcomes.status().ToString().c_str());
     return 2;
   }
-  const int code = FirstFailureCode(*outcomes);
-  if (code != 0) std::fprintf(stderr, "ringmaster-perf: %s\n", DescribeFailures(*outcomes).c_str());
+  const int code = runtime::FirstFailureCode(*outcomes);
+  if (code != 0) std::fprintf(stderr, "ringmaster-perf: %s\n", runtime::DescribeFailures(*outcomes).c_str());
   if (code == 3) std::fprintf(stderr, "ringmaster-perf: some results were wrong\n");
   return code;
 }
+
+}  // namespace
+}  // namespace ringmaster::perf
+
+int main(int argc, char** argv) { return ringmaster::perf::Main(argc, argv); }

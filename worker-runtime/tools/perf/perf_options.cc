@@ -8,7 +8,7 @@
 
 #include "base/cli.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::perf {
 
 std::string_view CollectiveName(Collective c) {
   switch (c) {
@@ -87,14 +87,14 @@ std::unique_ptr<CLI::App> NewPerfApp(PerfOptions& o) {
                              "allreduce | allgather | broadcast | reduce-scatter | fusion", "")
       ->required();
   app->add_option("--np", o.np, "number of local ranks")->check(CLI::Range(1, 256));
-  cli::AddParsed<Backend>(*app, "--backend", &o.backend, Via<Backend>(ParseBackend),
+  cli::AddParsed<comm::Backend>(*app, "--backend", &o.backend, Via<comm::Backend>(comm::ParseBackend),
                           "gloo | nccl | auto (nccl needs one GPU per rank)", "gloo");
   AddSizeFlags(*app, o);
   app->add_flag("--in-place", o.in_place, "run in place (output buffer = input buffer) instead of out of place");
   app->add_flag("--check", o.check, "verify every result against a reference and count wrong elements");
-  cli::AddParsed<DataType>(*app, "--dtype", &o.type, Via<DataType>(ParseDataType),
+  cli::AddParsed<common::DataType>(*app, "--dtype", &o.type, Via<common::DataType>(common::ParseDataType),
                            "float32 float64 float16 bfloat16 int32 int64 uint8", "float32");
-  cli::AddParsed<ReduceOp>(*app, "--op", &o.op, Via<ReduceOp>(ParseReduceOp),
+  cli::AddParsed<common::ReduceOp>(*app, "--op", &o.op, Via<common::ReduceOp>(common::ParseReduceOp),
                            "sum avg min max product (allreduce, reduce-scatter)", "sum");
   app->add_option("--root", o.root, "broadcast root")->check(CLI::Range(0, 255));
   cli::AddParsed<std::chrono::milliseconds>(
@@ -158,4 +158,4 @@ StatusOr<PerfOptions> ParsePerfOptions(const std::vector<std::string>& args) {
   return o;
 }
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::perf

@@ -10,7 +10,7 @@
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/common/dtype.h"
 
-namespace ringmaster::runtime::perf {
+namespace ringmaster::perf {
 
 enum class Collective { kAllreduce, kAllgather, kBroadcast, kReduceScatter, kFusion };
 std::string_view CollectiveName(Collective c);
@@ -18,7 +18,7 @@ std::string_view CollectiveName(Collective c);
 struct PerfOptions {
   Collective collective = Collective::kAllreduce;
   int np = 2;
-  Backend backend = Backend::kGloo;
+  comm::Backend backend = comm::Backend::kGloo;
   uint64_t min_bytes = 1024;
   uint64_t max_bytes = 64ull << 20;
   double step_factor = 2.0;
@@ -26,8 +26,8 @@ struct PerfOptions {
   int warmup = 1;
   bool check = false;
   bool in_place = false;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
+  common::DataType type = common::DataType::kFloat32;
+  common::ReduceOp op = common::ReduceOp::kSum;
   int root = 0;
   std::chrono::milliseconds timeout{60000};
   int tensors = 1000;                  // fusion: allreduces per round
@@ -47,4 +47,4 @@ StatusOr<uint64_t> ParseByteSize(const std::string& text);
 // 1536 -> "1.5K"-style human form used in the output ("1K", "64M").
 std::string FormatBytes(uint64_t bytes);
 
-}  // namespace ringmaster::runtime::perf
+}  // namespace ringmaster::perf

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <sstream>
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 namespace {
 
 bool KnownAction(const std::string& a) {
@@ -50,4 +50,4 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
   return events;
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

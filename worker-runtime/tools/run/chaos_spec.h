@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 struct ChaosEvent {
   std::string action;  // kill killsave stop pause add killadd; "random": drawn when it fires
@@ -20,4 +20,4 @@ struct ChaosEvent {
 // malformed item. Pure function.
 StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec);
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -28,7 +28,7 @@
 #include "worker-runtime/tools/run/save_killer.h"
 #include "worker-runtime/tools/run/worker_table.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 using namespace std::chrono_literals;
 
@@ -371,7 +371,7 @@ class Launcher {
       std::string j = o_.out + "/journal." + w->id + ".log";
       if (std::filesystem::exists(j)) journals.push_back(j);
     }
-    auto resolved = ResolveJournals(journals, std::numeric_limits<int64_t>::max());
+    auto resolved = elastic::ResolveJournals(journals, std::numeric_limits<int64_t>::max());
     if (!resolved.ok()) {
       Print("cannot resolve the journals: " + resolved.status().ToString());
       return false;
@@ -418,7 +418,7 @@ class Launcher {
   size_t next_event_ = 0;
   Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;  // the first event fires on its step
   std::vector<std::pair<Clock::time_point, std::string>> resume_;  // paused workers and when to SIGCONT them
-  runtime::data::SplitMix64 rng_{o_.chaos_seed};
+  data::SplitMix64 rng_{o_.chaos_seed};
   std::set<std::string> stopped_;  // SIGSTOPped for good (removed by the heartbeat check)
   std::set<std::string> killed_;   // SIGKILLed by chaos and maybe still members (the next event waits for them)
 };
@@ -427,4 +427,4 @@ class Launcher {
 
 int RunLauncher(const LauncherOptions& options) { return Launcher(options).Run(); }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

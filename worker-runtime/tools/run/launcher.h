@@ -33,9 +33,9 @@
 
 #include "worker-runtime/tools/run/launcher_options.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 // Runs the job; returns the process exit status (0: the training finished, 1 otherwise).
 int RunLauncher(const LauncherOptions& options);
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -13,9 +13,9 @@
 #include "worker-runtime/tools/run/launcher.h"
 
 int main(int argc, char** argv) {
-  auto options = ringmaster::elastic::ParseLauncherOptions(argc, argv);
-  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-run", options, ringmaster::elastic::LauncherUsage)) {
+  auto options = ringmaster::run::ParseLauncherOptions(argc, argv);
+  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-run", options, ringmaster::run::LauncherUsage)) {
     return *exit_code;
   }
-  return ringmaster::elastic::RunLauncher(*options);
+  return ringmaster::run::RunLauncher(*options);
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 namespace {
 constexpr char kWorkerHost[] = "127.0.0.1";  // every worker listens on loopback
@@ -26,4 +26,4 @@ api::Membership BuildMembershipRecord(const api::Membership& published, const st
   return r;
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

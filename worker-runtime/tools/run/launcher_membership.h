@@ -8,7 +8,7 @@
 #include "api/membership.h"
 #include "worker-runtime/tools/run/worker_table.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 // The record after `published` for the members of `table` (api::NextMembership: survivors keep their
 // order, the workers the table added since are appended, generation + 1). Each member is its id, its pid
@@ -17,4 +17,4 @@ namespace ringmaster::elastic {
 api::Membership BuildMembershipRecord(const api::Membership& published, const std::string& reason,
                                       const WorkerTable& table);
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -4,7 +4,7 @@
 
 #include "base/cli.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 namespace {
 
 constexpr char kDescription[] =
@@ -86,4 +86,4 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv) {
   return o;
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "worker-runtime/tools/run/chaos_spec.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 struct LauncherOptions {
   int np = 1, min = 1, max = 64;
@@ -40,4 +40,4 @@ StatusOr<LauncherOptions> ParseLauncherOptions(int argc, char** argv);
 // The --help text: every flag with its default, and the chaos SPEC.
 std::string LauncherUsage();
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

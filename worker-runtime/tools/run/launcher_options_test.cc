@@ -7,7 +7,7 @@
 
 #include "base/status_test_macros.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 namespace {
 
 using std::chrono::milliseconds;
@@ -75,4 +75,4 @@ TEST(LauncherOptionsTest, TheHelpStatesEachTimeoutsDefault) {
 }
 
 }  // namespace
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

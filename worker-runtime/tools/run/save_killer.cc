@@ -8,7 +8,7 @@
 #include <iterator>
 #include <thread>
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -61,4 +61,4 @@ StatusOr<std::string> KillDuringSave(Subprocess& worker, const std::string& chec
                                " ms (do the workers save there, often enough?)");
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -7,7 +7,7 @@
 #include "base/status.h"
 #include "base/subprocess.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 // SIGKILLs `worker` while it is writing a save into `checkpoint_dir` and returns the save's name (its
 // ".tmp-step-<step>-<pid>-*" directory, CheckpointStore's). Between seeing the directory and the kill
@@ -18,4 +18,4 @@ namespace ringmaster::elastic {
 StatusOr<std::string> KillDuringSave(Subprocess& worker, const std::string& checkpoint_dir,
                                      std::chrono::milliseconds limit);
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 Worker* WorkerTable::Add(std::unique_ptr<Worker> worker) {
   members_.push_back(worker->id);
@@ -80,4 +80,4 @@ int64_t Progress(const std::string& out, const WorkerTable& table) {
   return best;
 }
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -16,7 +16,7 @@
 
 #include "base/subprocess.h"
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 
 using Clock = std::chrono::steady_clock;
 
@@ -64,4 +64,4 @@ std::optional<Clock::time_point> LastBeat(const std::string& out, const Worker& 
 // The highest committed step any worker's heartbeat reports (0 when none).
 int64_t Progress(const std::string& out, const WorkerTable& table);
 
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ringmaster::elastic {
+namespace ringmaster::run {
 namespace {
 
 std::unique_ptr<Worker> On(const std::string& id, const std::string& node, int device) {
@@ -32,4 +32,4 @@ TEST(WorkerTableTest, ANewcomerTakesTheLowestFreeDeviceOfItsNode) {
 }
 
 }  // namespace
-}  // namespace ringmaster::elastic
+}  // namespace ringmaster::run
