@@ -1,53 +1,44 @@
-// ElasticDriver: Horovod's hvd.elastic.run, but in place. It runs the
-// program's training steps over a Runtime of the current membership
-// generation; on a newer generation from the MembershipSource, or when a
-// collective fails (Aborted, DeadlineExceeded, Unavailable: a peer died or
-// hangs), every worker quiesces, aborts and destroys its generation-G Runtime,
-// and rebuilds at the newest generation (DESIGN.md, "Membership protocol"):
+// ElasticDriver: Horovod's hvd.elastic.run, but in place. It runs the program's training steps over a Runtime
+// of the current membership generation. On a newer generation from the MembershipSource, or when a collective
+// fails (Aborted, DeadlineExceeded, Unavailable: a peer died or hangs), every worker quiesces, aborts and
+// destroys its generation-G Runtime and rebuilds at the newest generation (DESIGN.md, "Membership protocol").
 //
-//   1. rendezvous: rank 0 of the new membership serves the StoreServer on its
-//      own store port (the record's coordinator); everyone connects with the
-//      generation (stale generations are refused) and the job secret;
-//   2. communicator: when the new membership only removes workers and the
-//      previous communicator can shrink (NCCL >= 2.27), the survivors agree
-//      and shrink it (rebuild_plan.h; only once the aborted runtime is quiesced --
-//      its engine threads out of the communicator -- and when its GPU is still
-//      this generation's local rank's); otherwise Runtime::Create afresh, with
-//      "g<generation>" as the key prefix; either way
-//      then every process set of options.process_sets re-split from the new
-//      world (process_set_rules.h: sets by worker id or placement, never by
-//      stale ranks);
-//      The runtime configuration (options.runtime, parsed once at start from
-//      RINGMASTER_*) holds in every generation: backend, fusion threshold,
-//      cycle time; the local rank (this worker's index among the members on its node, which picks
-//      its GPU under NCCL) is the generation's; one timeline file for the whole run (RINGMASTER_TIMELINE,
-//      "{rank}" = the rank in the first generation this worker writes it);
-//      its static process sets (RINGMASTER_PROCESS_SETS) become the sets
-//      "static:<i>" of the ranks the generation has;
-//   3. restore (one engine cycle on the host communicator): an allgather of
-//      every rank's committed step and state size, the lowest rank holding the
-//      newest commit broadcasts its state, everyone Restore()s (work since the
-//      last commit is rolled back); the data cursor comes with the state, so
-//      the sampler re-strides the rest of the epoch over the new world.
+// A rebuild has three steps:
+//   1. Rendezvous. Rank 0 of the new membership serves the StoreServer on its own store port (the record's
+//      coordinator); everyone connects with the generation (stale generations are refused) and the job secret.
+//   2. Communicator. When the new membership only removes workers and the previous communicator can shrink
+//      (NCCL >= 2.27), the survivors agree and shrink it (rebuild_plan.h). They shrink only once the aborted
+//      runtime is quiesced (its engine threads are out of the communicator) and while its GPU is still the one
+//      this generation's local rank picks. Otherwise Runtime::Create builds a fresh one, with "g<generation>"
+//      as its key prefix. Either way every process set of options.process_sets is then split again from the
+//      new world (process_set_rules.h: sets by worker id or placement, never by stale ranks).
+//   3. Restore, in one engine cycle on the host communicator. An allgather of every rank's committed step and
+//      state size; the lowest rank holding the newest commit broadcasts its state; everyone Restore()s (work
+//      since the last commit is rolled back). The data cursor comes with the state, so the sampler strides the
+//      rest of the epoch over the new world.
 //
-// Every step of a rebuild has a deadline (options.rebuild_timeout) and a newer
-// generation abandons a half-built one. When a build or a collective fails and
-// no newer record comes within rebuild_timeout, the same generation is built
-// again under a new store generation (generation x 1024 + attempt; ranks that
-// find rank 0's store ahead follow it). Before it waits for that record, the
-// worker probes the other members (peer_probe.h) and reports those whose
-// packets vanish to the membership's owner, which may drop them (a partition
-// would otherwise fail every rebuild of the same generation). A membership below options.min_size
-// pauses until the next generation. A worker that has joined a generation and
-// is missing from a newer one returns kLeft (its work is committed; the
-// survivors continue); one that never joined waits for a record that has it.
+// What holds across generations: the runtime configuration (options.runtime, parsed once at start from
+// RINGMASTER_*: backend, fusion threshold, cycle time) and one timeline file for the whole run
+// (RINGMASTER_TIMELINE; "{rank}" is the rank of the first generation that writes it). What each generation
+// sets: the local rank (this worker's index among the members on its host, which picks its GPU under NCCL)
+// and the static process sets of RINGMASTER_PROCESS_SETS, which become the sets "static:<i>" of the ranks the
+// generation has.
 //
-// Before the first generation the driver loads the newest complete checkpoint
-// (when options.checkpoints is set) into the state, so a job whose peers all
-// died restarts from it; rank 0 saves one every options.checkpoint_every steps,
-// asynchronously (AsyncCheckpointWriter: the step's committed bytes are copied
-// and training goes on while they are written; a newer snapshot supersedes one
-// still waiting). Run() waits for the last save before it returns.
+// Failures. Every step of a rebuild has a deadline (options.rebuild_timeout), and a newer generation abandons
+// a half-built one. When a build or a collective fails and no newer record comes within rebuild_timeout, the
+// same generation is built again under a new store generation (generation x 1024 + attempt; ranks that find
+// rank 0's store ahead follow it). Before it waits for that record, the worker probes the other members
+// (peer_probe.h) and reports those whose packets vanish to the membership's owner, which may drop them: a
+// partition would otherwise fail every rebuild of the same generation. A membership below options.min_size
+// pauses until the next generation. A worker that has joined a generation and is missing from a newer one
+// returns kLeft (its work is committed; the survivors continue); one that never joined waits for a record
+// that has it.
+//
+// Checkpoints. Before the first generation the driver loads the newest complete checkpoint (when
+// options.checkpoints is set) into the state, so a job whose peers all died restarts from it. Rank 0 saves
+// one every options.checkpoint_every steps, asynchronously (AsyncCheckpointWriter: the step's committed bytes
+// are copied and training goes on while they are written; a newer snapshot supersedes one still waiting).
+// Run() waits for the last save before it returns.
 //
 // A program that owns its training loop (the Python package: Horovod's
 // `elastic.run` around the user's function) drives the same steps one by one:

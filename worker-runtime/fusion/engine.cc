@@ -1,5 +1,8 @@
 #include "worker-runtime/fusion/engine.h"
 
+#include <limits>
+#include <optional>
+
 #include "worker-runtime/fusion/negotiation.h"
 
 namespace ringmaster::fusion {
@@ -74,8 +77,7 @@ Handle Engine::Enqueue(std::unique_ptr<Item> item) {
 void Engine::Abort(const std::string& reason) {
   data_->Abort(reason);
   if (control_ != data_) control_->Abort(reason);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (broken_.ok()) broken_ = AbortedError("process set '" + options_.name + "' aborted: " + reason);
+  MarkBroken(AbortedError("process set '" + options_.name + "' aborted: " + reason));
 }
 
 void Engine::FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& status) {
@@ -83,75 +85,93 @@ void Engine::FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& st
   items.clear();
 }
 
+// The engine thread: one cycle per pass until Stop. A cycle is what every rank runs next: in submission
+// order, whatever is queued; negotiated, the requests all ranks agreed on (negotiation.h), checked to be the same
+// everywhere. On the way out, whatever is still queued fails.
 void Engine::Loop() {
-  for (;;) {
-    size_t local_pending = 0;
-    Status broken;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) break;
-      if (options_.ordering == Ordering::kSubmissionOrder) {
-        // Every rank submits in the same order: run what is queued now, as it is, in order.
-        std::vector<std::unique_ptr<Item>> items;
-        while (!queue_.empty()) {
-          queued_bytes_ -= queue_.front()->request.bytes();
-          items.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-        lock.unlock();
-        RunCycle(std::move(items));
-        continue;
-      }
-      // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full.
-      auto until = queue_.front()->request.submitted + options_.cycle_time;
-      cv_.wait_until(lock, until, [&] { return stopping_ || queued_bytes_ >= options_.fusion_threshold; });
-      if (stopping_) break;
-      local_pending = queue_.size();
-      broken = broken_;
+  while (std::optional<Pending> pending = WaitForCycle()) {
+    if (options_.ordering == Ordering::kSubmissionOrder) {
+      RunCycle(TakeQueued(pending->count));
+    } else {
+      NegotiateAndRunCycle(*pending);
     }
-    auto negotiate_start = Clock::now();
-    StatusOr<size_t> agreed = broken.ok() ? AgreeOnCount(*control_, local_pending) : StatusOr<size_t>(broken);
-    std::vector<std::unique_ptr<Item>> items;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!agreed.ok() && broken_.ok()) {
-        broken_ = agreed.status().code() == StatusCode::kAborted ? agreed.status()
-                                                                 : AbortedError(agreed.status().ToString());
-      }
-      size_t take = agreed.ok() ? *agreed : queue_.size();
-      for (size_t i = 0; i < take && !queue_.empty(); ++i) {
-        queued_bytes_ -= queue_.front()->request.bytes();
-        items.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
-    if (!agreed.ok()) {
-      FailAll(items, agreed.status().code() == StatusCode::kAborted ? agreed.status()
-                                                                    : AbortedError(agreed.status().ToString()));
-      continue;
-    }
-    std::vector<Request*> requests;
-    for (auto& item : items) requests.push_back(&item->request);
-    Status same = VerifySameRequests(*control_, requests, options_.name);
-    auto negotiate_end = Clock::now();
-    if (options_.timeline) {
-      for (Request* r : requests) {
-        options_.timeline->Record(r->name, "QUEUE", options_.id, r->submitted, negotiate_start);
-        options_.timeline->Record(r->name, "NEGOTIATE", options_.id, negotiate_start, negotiate_end);
-      }
-    }
-    if (!same.ok()) {
-      if (same.code() == StatusCode::kAborted) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (broken_.ok()) broken_ = same;
-      }
-      FailAll(items, same);
-      continue;
-    }
-    RunCycle(std::move(items));
   }
-  // Stopping: fail whatever is left.
+  FailQueuedAndExit();
+}
+
+std::optional<Engine::Pending> Engine::WaitForCycle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  if (stopping_) return std::nullopt;
+  if (options_.ordering == Ordering::kNegotiated) {
+    // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full.
+    auto until = queue_.front()->request.submitted + options_.cycle_time;
+    cv_.wait_until(lock, until, [&] { return stopping_ || queued_bytes_ >= options_.fusion_threshold; });
+    if (stopping_) return std::nullopt;
+  }
+  return Pending{queue_.size(), broken_};
+}
+
+void Engine::NegotiateAndRunCycle(const Pending& pending) {
+  auto negotiate_start = Clock::now();
+  StatusOr<size_t> agreed =
+      pending.broken.ok() ? AgreeOnCount(*control_, pending.count) : StatusOr<size_t>(pending.broken);
+  if (!agreed.ok()) {
+    // A rank that cannot agree cannot run anything again: everything queued fails with the reason.
+    Status aborted = AsAborted(agreed.status());
+    MarkBroken(aborted);
+    std::vector<std::unique_ptr<Item>> items = TakeQueued(std::numeric_limits<size_t>::max());
+    FailAll(items, aborted);
+    return;
+  }
+  std::vector<std::unique_ptr<Item>> items = TakeQueued(*agreed);
+  std::vector<Request*> requests;
+  for (auto& item : items) requests.push_back(&item->request);
+  Status same = VerifySameRequests(*control_, requests, options_.name);
+  RecordNegotiation(requests, negotiate_start, Clock::now());
+  if (!same.ok()) {
+    if (same.code() == StatusCode::kAborted) MarkBroken(same);
+    FailAll(items, same);
+    return;
+  }
+  RunCycle(std::move(items));
+}
+
+std::vector<std::unique_ptr<Engine::Item>> Engine::TakeQueued(size_t count) {
+  std::vector<std::unique_ptr<Item>> items;
+  std::lock_guard<std::mutex> lock(mu_);
+  while (items.size() < count && !queue_.empty()) {
+    queued_bytes_ -= queue_.front()->request.bytes();
+    items.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return items;
+}
+
+void Engine::RecordNegotiation(const std::vector<Request*>& requests, Clock::time_point start,
+                               Clock::time_point end) {
+  if (!options_.timeline) return;
+  for (const Request* r : requests) {
+    options_.timeline->Record(r->name, "QUEUE", options_.id, r->submitted, start);
+    options_.timeline->Record(r->name, "NEGOTIATE", options_.id, start, end);
+  }
+}
+
+Status Engine::AsAborted(const Status& status) {
+  return status.code() == StatusCode::kAborted ? status : AbortedError(status.ToString());
+}
+
+void Engine::MarkBroken(const Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = status;
+}
+
+Status Engine::Broken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+
+void Engine::FailQueuedAndExit() {
   std::deque<std::unique_ptr<Item>> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -170,16 +190,9 @@ void Engine::RunCycle(std::vector<std::unique_ptr<Item>> items) {
   std::vector<Request*> run;
   auto flush = [&] {
     for (const Batch& batch : PlanBatches(run, can_fuse_ ? options_.fusion_threshold : 0)) {
-      Status s;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        s = broken_;
-      }
+      Status s = Broken();
       if (s.ok()) s = RunBatch(batch);
-      if (s.code() == StatusCode::kAborted) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (broken_.ok()) broken_ = s;
-      }
+      if (s.code() == StatusCode::kAborted) MarkBroken(s);
       for (Request* r : batch.requests) r->completion->Finish(s);
     }
     run.clear();
@@ -190,11 +203,7 @@ void Engine::RunCycle(std::vector<std::unique_ptr<Item>> items) {
       continue;
     }
     flush();
-    Status s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      s = broken_;
-    }
+    Status s = Broken();
     if (s.ok()) s = item->task(*data_, *control_);
     item->request.completion->Finish(s);
   }

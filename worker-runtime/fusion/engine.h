@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,8 +106,25 @@ class Engine {
   };
   // Stamps, queues and wakes the loop; fails the item at once when the engine is stopping or broken.
   Handle Enqueue(std::unique_ptr<Item> item);
+  // What a cycle starts from: how many requests this rank has queued, and whether the engine is broken.
+  struct Pending {
+    size_t count = 0;
+    Status broken;
+  };
+  using Clock = std::chrono::steady_clock;
+
+  // The engine thread's steps (engine.cc): Loop runs WaitForCycle, then RunCycle (submission order) or
+  // NegotiateAndRunCycle, until stopping; then FailQueuedAndExit.
   void Loop();
+  std::optional<Pending> WaitForCycle();  // nullopt: stopping
+  void NegotiateAndRunCycle(const Pending& pending);
+  std::vector<std::unique_ptr<Item>> TakeQueued(size_t count);  // the first `count` queued, in order
+  void RecordNegotiation(const std::vector<Request*>& requests, Clock::time_point start, Clock::time_point end);
+  void FailQueuedAndExit();
   void RunCycle(std::vector<std::unique_ptr<Item>> items);
+  static Status AsAborted(const Status& status);  // a failure of the negotiation, as every later request sees it
+  void MarkBroken(const Status& status);          // the first reason sticks
+  Status Broken() const;
   Status RunBatch(const Batch& batch);
   void FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& status);
 
