@@ -39,8 +39,11 @@ json MembershipToJson(const Membership& m) {
                        {"node", x.node},
                        {"process", x.process}});
   }
-  json j = {{"generation", m.generation}, {"worldSize", m.world_size()}, {"pods", m.pod_count()},
-            {"coordinator", m.coordinator}, {"members", members}};
+  json j = {{"generation", m.generation},
+            {"worldSize", m.world_size()},
+            {"pods", m.pod_count()},
+            {"coordinator", m.coordinator},
+            {"members", members}};
   if (!m.reason.empty()) j["reason"] = m.reason;
   if (!m.message.empty()) j["message"] = m.message;
   if (!m.changed_at.empty()) j["changedAt"] = m.changed_at;
@@ -60,7 +63,8 @@ StatusOr<Member> MemberFromJson(const json& j, const std::string& path) {
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "node", &m.node));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "process", &m.process));
   if (m.process < 0) return InvalidArgumentError(path + ".process: must not be negative");
-  if (m.pod.empty()) return InvalidArgumentError(path + ".pod: required (the member with rank " + std::to_string(m.rank) + ")");
+  if (m.pod.empty())
+    return InvalidArgumentError(path + ".pod: required (the member with rank " + std::to_string(m.rank) + ")");
   return m;
 }
 
@@ -74,7 +78,8 @@ Status ReadMembers(const json& j, const std::string& path, std::vector<Member>* 
   std::sort(out->begin(), out->end(), [](const Member& a, const Member& b) { return a.rank < b.rank; });
   for (size_t i = 0; i < out->size(); ++i) {
     if ((*out)[i].rank != static_cast<int32_t>(i)) {
-      return InvalidArgumentError(path + ".members: ranks must be 0.." + std::to_string(out->size() - 1) + " without gaps");
+      return InvalidArgumentError(path + ".members: ranks must be 0.." + std::to_string(out->size() - 1) +
+                                  " without gaps");
     }
   }
   return Status::Ok();
@@ -103,8 +108,8 @@ StatusOr<Membership> MembershipFromJson(const json& j, std::string_view path_vie
                                 std::to_string(m.pod_count()) + " pods)");
   }
   if (world_size && *world_size != m.world_size()) {
-    return InvalidArgumentError(path + ".worldSize: " + std::to_string(*world_size) + " disagrees with the member list (" +
-                                std::to_string(m.world_size()) + ")");
+    return InvalidArgumentError(path + ".worldSize: " + std::to_string(*world_size) +
+                                " disagrees with the member list (" + std::to_string(m.world_size()) + ")");
   }
   return m;
 }
@@ -126,7 +131,8 @@ StatusOr<std::optional<Membership>> MembershipOfJob(const json& job) {
 }
 
 Membership NextMembership(const Membership& current, const std::function<std::optional<Member>(const Member&)>& survive,
-                          std::vector<Member> joiners, const std::function<std::string(const Member&)>& coordinator_of) {
+                          std::vector<Member> joiners,
+                          const std::function<std::string(const Member&)>& coordinator_of) {
   Membership next;
   next.generation = current.generation + 1;
   for (const auto& m : current.members) {

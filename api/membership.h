@@ -24,8 +24,8 @@
 namespace ringmaster::api {
 
 struct Member {
-  std::string pod;      // the worker's pod (or the launcher's worker name)
-  std::string uid;      // changes when a worker of the same name is replaced
+  std::string pod;  // the worker's pod (or the launcher's worker name)
+  std::string uid;  // changes when a worker of the same name is replaced
   int32_t rank = 0;
   std::string address;  // the host the worker listens on: its pod IP (the launcher: 127.0.0.1); no port
   std::string node;

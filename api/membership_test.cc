@@ -75,7 +75,8 @@ TEST(NextMembershipTest, SurvivorsKeepOrderNewcomersAppendedGenerationGrows) {
         kept.node = "moved";
         return kept;
       },
-      {{"j-worker-7", "u7", 0, "10.0.0.8", "n2"}}, [](const Member& rank0) { return CoordinatorAddress(rank0, 29500); });
+      {{"j-worker-7", "u7", 0, "10.0.0.8", "n2"}},
+      [](const Member& rank0) { return CoordinatorAddress(rank0, 29500); });
   EXPECT_EQ(next.generation, 4);
   ASSERT_EQ(next.world_size(), 3);
   EXPECT_EQ(next.members[0].pod, "j-worker-1");
@@ -86,8 +87,8 @@ TEST(NextMembershipTest, SurvivorsKeepOrderNewcomersAppendedGenerationGrows) {
   EXPECT_EQ(next.coordinator, "10.0.0.2:29500");
   EXPECT_TRUE(next.reason.empty());
 
-  Membership none = NextMembership(next, [](const Member&) { return std::nullopt; }, {},
-                                   [](const Member&) { return std::string("unused"); });
+  Membership none = NextMembership(
+      next, [](const Member&) { return std::nullopt; }, {}, [](const Member&) { return std::string("unused"); });
   EXPECT_EQ(none.generation, 5);
   EXPECT_TRUE(none.coordinator.empty());
 }
@@ -119,8 +120,10 @@ TEST(MembershipOfJobTest, ReadsStatusMembershipAndRefusesOtherShapes) {
     ASSERT_FALSE(bad.ok()) << job.dump();
     EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   }
-  EXPECT_NE(MembershipOfJob(json{{"status", {{"membership", {{"members", 3}}}}}}).status().message().find(
-                "status.membership.members"),
+  EXPECT_NE(MembershipOfJob(json{{"status", {{"membership", {{"members", 3}}}}}})
+                .status()
+                .message()
+                .find("status.membership.members"),
             std::string::npos);
 }
 

@@ -18,7 +18,7 @@ inline constexpr std::string_view kApiVersion = "ringmaster.io/v1alpha1";
 inline constexpr std::string_view kKind = "TrainingJob";
 inline constexpr std::string_view kResource = "trainingjobs";  // plural
 inline constexpr std::string_view kShortName = "tj";
-inline constexpr std::string_view kCrdName = "trainingjobs.ringmaster.io";              // <plural>.<group>
+inline constexpr std::string_view kCrdName = "trainingjobs.ringmaster.io";            // <plural>.<group>
 inline constexpr std::string_view kCrdFile = "crds/ringmaster.io_trainingjobs.yaml";  // from the repository root
 
 // Labels and annotations on the objects the operator creates for a job.

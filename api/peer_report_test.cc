@@ -14,9 +14,9 @@ TEST(PeerReportTest, RoundTripsThroughItsConfigMapValue) {
 }
 
 TEST(PeerReportTest, GarbageIsAnErrorNamingTheReporterAndField) {
-  for (const char* bad : {"", "{", "[]", "{\"generation\":0}", "{\"generation\":\"3\"}",
-                          "{\"generation\":3,\"unreachable\":\"x\"}", "{\"generation\":3,\"unreachable\":[1]}",
-                          "{\"generation\":3,\"unreachable\":[\"\"]}", "\xff\xfe"}) {
+  for (const char* bad :
+       {"", "{", "[]", "{\"generation\":0}", "{\"generation\":\"3\"}", "{\"generation\":3,\"unreachable\":\"x\"}",
+        "{\"generation\":3,\"unreachable\":[1]}", "{\"generation\":3,\"unreachable\":[\"\"]}", "\xff\xfe"}) {
     auto r = DecodePeerReport("w-0", bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);

@@ -47,7 +47,8 @@ Status DecodePolicies(const json& spec, TrainingJobSpec* out) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "joinBatchWindowSeconds", &out->elastic_policy.join_batch_window_seconds));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "nodeUnresponsiveSeconds", &out->elastic_policy.node_unresponsive_seconds));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "maxRestarts", &out->elastic_policy.max_restarts));
-  RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "forceDeleteGraceSeconds", &out->elastic_policy.force_delete_grace_seconds));
+  RINGMASTER_RETURN_IF_ERROR(
+      ReadInt(ep, e, "forceDeleteGraceSeconds", &out->elastic_policy.force_delete_grace_seconds));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(ep, e, "leaveGraceSeconds", &out->elastic_policy.leave_grace_seconds));
   RINGMASTER_ASSIGN_OR_RETURN(json rp, Section(spec, "spec", "runPolicy"));
   const std::string r = "spec.runPolicy";
@@ -119,8 +120,10 @@ void SetIfPresent(json& j, const char* key, const std::optional<int64_t>& value)
 
 std::string Describe(const ObjectMeta& meta) {
   std::string out(kKind);
-  if (!meta.ns.empty()) out += " " + meta.ns + "/" + meta.name;
-  else if (!meta.name.empty()) out += " " + meta.name;
+  if (!meta.ns.empty())
+    out += " " + meta.ns + "/" + meta.name;
+  else if (!meta.name.empty())
+    out += " " + meta.name;
   return out;
 }
 
@@ -141,8 +144,10 @@ StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(checkpoint, "spec.checkpoint", "keep", &out.checkpoint.keep));
   RINGMASTER_RETURN_IF_ERROR(DecodePolicies(spec, &out));
   RINGMASTER_ASSIGN_OR_RETURN(json scheduling, Section(spec, "spec", "scheduling"));
-  RINGMASTER_RETURN_IF_ERROR(ReadString(scheduling, "spec.scheduling", "priorityClassName", &out.scheduling.priority_class_name));
-  RINGMASTER_RETURN_IF_ERROR(ReadString(scheduling, "spec.scheduling", "schedulerName", &out.scheduling.scheduler_name));
+  RINGMASTER_RETURN_IF_ERROR(
+      ReadString(scheduling, "spec.scheduling", "priorityClassName", &out.scheduling.priority_class_name));
+  RINGMASTER_RETURN_IF_ERROR(
+      ReadString(scheduling, "spec.scheduling", "schedulerName", &out.scheduling.scheduler_name));
   return out;
 }
 
@@ -218,18 +223,30 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
 json TrainingJobStatusToJson(const TrainingJobStatus& s) {
   json conditions = json::array();
   for (const auto& c : s.conditions) {
-    conditions.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message},
-                          {"lastTransitionTime", c.last_transition_time}, {"observedGeneration", c.observed_generation}});
+    conditions.push_back({{"type", c.type},
+                          {"status", c.status},
+                          {"reason", c.reason},
+                          {"message", c.message},
+                          {"lastTransitionTime", c.last_transition_time},
+                          {"observedGeneration", c.observed_generation}});
   }
   json failures = json::array();
   for (const auto& f : s.recent_failures) {
-    failures.push_back({{"pod", f.pod}, {"uid", f.uid}, {"exitCode", f.exit_code}, {"reason", f.reason}, {"time", f.time}});
+    failures.push_back(
+        {{"pod", f.pod}, {"uid", f.uid}, {"exitCode", f.exit_code}, {"reason", f.reason}, {"time", f.time}});
   }
-  json j = {{"observedGeneration", s.observed_generation}, {"phase", s.phase},         {"selector", s.selector},
-            {"conditions", conditions},                  {"restartCount", s.restart_count}, {"recentFailures", failures}};
+  json j = {{"observedGeneration", s.observed_generation},
+            {"phase", s.phase},
+            {"selector", s.selector},
+            {"conditions", conditions},
+            {"restartCount", s.restart_count},
+            {"recentFailures", failures}};
   if (s.replicas) {
-    j["replicas"] = {{"desired", s.replicas->desired}, {"active", s.replicas->active}, {"ready", s.replicas->ready},
-                     {"pending", s.replicas->pending}, {"failed", s.replicas->failed}};
+    j["replicas"] = {{"desired", s.replicas->desired},
+                     {"active", s.replicas->active},
+                     {"ready", s.replicas->ready},
+                     {"pending", s.replicas->pending},
+                     {"failed", s.replicas->failed}};
   }
   if (!s.leaving.empty()) {
     json leaving = json::array();
@@ -248,7 +265,10 @@ json TrainingJobToJson(const TrainingJob& job) {
   SetIfNotEmpty(meta, "uid", job.metadata.uid);
   if (job.metadata.generation != 0) meta["generation"] = job.metadata.generation;
   SetIfNotEmpty(meta, "deletionTimestamp", job.metadata.deletion_timestamp);
-  return {{"apiVersion", kApiVersion}, {"kind", kKind}, {"metadata", meta}, {"spec", TrainingJobSpecToJson(job.spec)},
+  return {{"apiVersion", kApiVersion},
+          {"kind", kKind},
+          {"metadata", meta},
+          {"spec", TrainingJobSpecToJson(job.spec)},
           {"status", TrainingJobStatusToJson(job.status)}};
 }
 

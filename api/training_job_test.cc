@@ -75,8 +75,10 @@ std::string PathOf(const json::json_pointer& pointer) {
   while (pos <= s.size()) {
     size_t next = s.find('/', pos);
     std::string token = s.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    if (!token.empty() && std::isdigit(static_cast<unsigned char>(token[0]))) out += "[" + token + "]";
-    else out += (out.empty() ? "" : ".") + token;
+    if (!token.empty() && std::isdigit(static_cast<unsigned char>(token[0])))
+      out += "[" + token + "]";
+    else
+      out += (out.empty() ? "" : ".") + token;
     if (next == std::string::npos) break;
     pos = next + 1;
   }
@@ -106,7 +108,8 @@ json WrongTypeFor(const json& v) {
 TEST(TrainingJobTest, EveryFieldOfTheWrongTypeIsAnErrorNamingObjectAndField) {
   const json full = TrainingJobToJson(FullJob());
   std::vector<json::json_pointer> fields;
-  for (const char* top : {"metadata", "spec", "status"}) CollectFields(full, json::json_pointer(std::string("/") + top), &fields);
+  for (const char* top : {"metadata", "spec", "status"})
+    CollectFields(full, json::json_pointer(std::string("/") + top), &fields);
   ASSERT_GT(fields.size(), 60u);  // guards the walk itself
   for (const auto& field : fields) {
     json doc = full;

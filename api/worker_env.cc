@@ -82,7 +82,8 @@ json WorkerEnv::ToPodEnv(const SecretRef& secret_ref) const {
     if (v.kind == Kind::kDownward) {
       out.push_back({{"name", v.name}, {"valueFrom", {{"fieldRef", {{"fieldPath", v.field_path}}}}}});
     } else if (v.name == env::kSecret) {
-      out.push_back({{"name", v.name}, {"valueFrom", {{"secretKeyRef", {{"name", secret_ref.name}, {"key", secret_ref.key}}}}}});
+      out.push_back(
+          {{"name", v.name}, {"valueFrom", {{"secretKeyRef", {{"name", secret_ref.name}, {"key", secret_ref.key}}}}}});
     } else if (std::optional<std::string> value = ValueOf(v)) {
       out.push_back({{"name", v.name}, {"value", *value}});
     }

@@ -94,7 +94,8 @@ TEST(WorkerEnvTest, ProcessEnvironmentRoundTrips) {
 }
 
 TEST(WorkerEnvTest, BadIntegerNamesTheVariable) {
-  for (std::string_view var : {env::kWorkerIndex, env::kMinWorkers, env::kReplicasMultipleOf, env::kCoordinatorPort, env::kStorePort, env::kHealthPort}) {
+  for (std::string_view var : {env::kWorkerIndex, env::kMinWorkers, env::kReplicasMultipleOf, env::kCoordinatorPort,
+                               env::kStorePort, env::kHealthPort}) {
     auto got = WorkerEnv::FromEnvironment({{std::string(var), "4abc"}});
     ASSERT_FALSE(got.ok()) << var;
     EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);

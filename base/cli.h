@@ -11,13 +11,13 @@
 // this library (CLI11's are caught in Parse). Thread-safety: no shared state; one CLI::App per thread.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "base/status.h"
 

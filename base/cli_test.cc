@@ -55,7 +55,7 @@ TEST(CliTest, HelpShowsEveryFlagWithItsDefault) {
 
 TEST(CliTest, ABadCommandLineIsInvalidArgumentNamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--np", "4abc"}, "--np"},  {{"--np", "-1"}, "--np"},      {{"--np"}, "--np"},
+      {{"--np", "4abc"}, "--np"},    {{"--np", "-1"}, "--np"},     {{"--np"}, "--np"},
       {{"--bogus", "1"}, "--bogus"}, {{"--seed", "-3"}, "--seed"}, {{"--color", "green"}, "not red or blue"},
   };
   for (const auto& [args, named] : cases) {

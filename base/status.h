@@ -104,9 +104,9 @@ bool IsRetryable(StatusCode code);
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const T& value) : value_(value) {}                 // NOLINT: implicit by design
-  StatusOr(T&& value) : value_(std::move(value)) {}           // NOLINT
-  StatusOr(Status status) : status_(std::move(status)) {      // NOLINT
+  StatusOr(const T& value) : value_(value) {}             // NOLINT: implicit by design
+  StatusOr(T&& value) : value_(std::move(value)) {}       // NOLINT
+  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "StatusOr constructed from an OK Status without a value");
     if (status_.ok()) status_ = InternalError("StatusOr constructed from OK status without a value");
   }
@@ -114,9 +114,18 @@ class [[nodiscard]] StatusOr {
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  const T& value() const& { assert(ok()); return *value_; }
-  T& value() & { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }
@@ -133,10 +142,10 @@ class [[nodiscard]] StatusOr {
 }  // namespace ringmaster
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define RINGMASTER_RETURN_IF_ERROR(expr)                 \
-  do {                                                   \
-    ::ringmaster::Status rm_status_ = (expr);            \
-    if (!rm_status_.ok()) return rm_status_;             \
+#define RINGMASTER_RETURN_IF_ERROR(expr)      \
+  do {                                        \
+    ::ringmaster::Status rm_status_ = (expr); \
+    if (!rm_status_.ok()) return rm_status_;  \
   } while (0)
 
 #define RINGMASTER_STATUS_CONCAT_INNER(a, b) a##b
@@ -144,8 +153,8 @@ class [[nodiscard]] StatusOr {
 
 // `RINGMASTER_ASSIGN_OR_RETURN(auto x, F());` declares x from F()'s value or
 // returns F()'s error.
-#define RINGMASTER_ASSIGN_OR_RETURN(lhs, expr)                                           \
-  auto RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__) = (expr);                        \
-  if (!RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__).ok())                            \
-    return RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__).status();                    \
+#define RINGMASTER_ASSIGN_OR_RETURN(lhs, expr)                        \
+  auto RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__) = (expr);     \
+  if (!RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__).ok())         \
+    return RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__).status(); \
   lhs = std::move(RINGMASTER_STATUS_CONCAT(rm_statusor_, __LINE__)).value()

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster {

@@ -29,8 +29,10 @@ void CloseFd(int& fd) {
 
 ExitStatus FromWaitStatus(int status) {
   ExitStatus e;
-  if (WIFEXITED(status)) e.code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+  if (WIFEXITED(status))
+    e.code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    e.signal = WTERMSIG(status);
   return e;
 }
 
@@ -67,7 +69,7 @@ std::string ResolveProgram(const SpawnOptions& o, const std::vector<std::string>
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(begin, end - begin);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st {};
+    struct stat st{};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
@@ -80,8 +82,7 @@ std::string ResolveProgram(const SpawnOptions& o, const std::vector<std::string>
 // inherit), `parent_fd` our end of a pipe. Every descriptor is close-on-exec.
 Status OpenRedirect(const Redirect& r, bool child_reads, int* child_fd, int* parent_fd) {
   switch (r.kind) {
-    case Redirect::Kind::kInherit:
-      return Status::Ok();
+    case Redirect::Kind::kInherit: return Status::Ok();
     case Redirect::Kind::kNull:
       *child_fd = ::open("/dev/null", (child_reads ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
       if (*child_fd < 0) return InternalError(ErrnoText("open /dev/null"));
@@ -110,7 +111,7 @@ struct ChildPlan {
   std::vector<std::string> argv_strings, env_strings;
   std::vector<char*> argv, envp;
   std::string cwd;
-  std::string exec_failed;  // "exec failed: PROGRAM: "
+  std::string exec_failed;    // "exec failed: PROGRAM: "
   int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr of the child; -1: inherited
   bool own_group = true;
   int parent_death_signal = 0;
@@ -120,7 +121,7 @@ struct ChildPlan {
 
 [[noreturn]] void ExecChild(const ChildPlan& plan) {
   if (plan.own_group) ::setpgid(0, 0);
-  struct sigaction dfl {};
+  struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
@@ -152,8 +153,10 @@ struct ChildPlan {
   for (const std::string& candidate : plan.candidates) {
     ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
     error = errno;
-    if (error == EACCES) denied = true;
-    else if (error != ENOENT && error != ENOTDIR) break;
+    if (error == EACCES)
+      denied = true;
+    else if (error != ENOENT && error != ENOTDIR)
+      break;
   }
   if (denied && (error == ENOENT || error == ENOTDIR)) error = EACCES;
   const char* reason = strerrordesc_np(error);
@@ -174,8 +177,7 @@ ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
   int saved = errno;
   if (n < 0 && saved == EPIPE) {
     timespec zero{0, 0};
-    while (sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {
-    }
+    while (sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {}
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   errno = saved;
@@ -285,10 +287,11 @@ std::optional<ExitStatus> Subprocess::Poll() {
   if (exit_ || pid_ <= 0) return exit_;
   int status = 0;
   pid_t r;
-  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
-  }
-  if (r == pid_) exit_ = FromWaitStatus(status);
-  else if (r < 0) exit_ = ExitStatus{-1, 0};  // not our child any more (ECHILD): nothing left to wait for
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {}
+  if (r == pid_)
+    exit_ = FromWaitStatus(status);
+  else if (r < 0)
+    exit_ = ExitStatus{-1, 0};  // not our child any more (ECHILD): nothing left to wait for
   return exit_;
 }
 
@@ -310,8 +313,7 @@ ExitStatus Subprocess::Wait() {
   if (exit_ || pid_ <= 0) return exit_.value_or(ExitStatus{-1, 0});
   int status = 0;
   pid_t r;
-  while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
-  }
+  while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {}
   exit_ = r == pid_ ? FromWaitStatus(status) : ExitStatus{-1, 0};
   return *exit_;
 }
@@ -348,8 +350,10 @@ ExitStatus Subprocess::Terminate(std::chrono::milliseconds grace) {
 Subprocess::Output Subprocess::Communicate(const std::string& input, std::chrono::steady_clock::time_point deadline) {
   Output result;
   size_t written = 0;
-  if (input.empty()) CloseFd(stdin_fd_);
-  else if (stdin_fd_ >= 0) ::fcntl(stdin_fd_, F_SETFL, O_NONBLOCK);
+  if (input.empty())
+    CloseFd(stdin_fd_);
+  else if (stdin_fd_ >= 0)
+    ::fcntl(stdin_fd_, F_SETFL, O_NONBLOCK);
   char buf[65536];
   while (stdout_fd_ >= 0 || stderr_fd_ >= 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -363,8 +367,10 @@ Subprocess::Output Subprocess::Communicate(const std::string& input, std::chrono
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t r = ::read(fds[i].fd, buf, sizeof(buf));
-      if (r > 0) (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(r));
-      else if (r == 0 || errno != EINTR) CloseFd(i == 0 ? stdout_fd_ : stderr_fd_);
+      if (r > 0)
+        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(r));
+      else if (r == 0 || errno != EINTR)
+        CloseFd(i == 0 ? stdout_fd_ : stderr_fd_);
     }
     if (fds[2].fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
       ssize_t w = WriteWithoutSigpipe(stdin_fd_, input.data() + written, input.size() - written);

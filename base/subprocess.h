@@ -47,8 +47,8 @@ struct Redirect {
 using EnvironmentList = std::vector<std::pair<std::string, std::string>>;
 
 struct SpawnOptions {
-  std::vector<std::string> argv;  // argv[0]: the program, looked up in PATH unless it contains a '/'
-  std::string program;            // when set, the file executed as is (argv[0] is only the name it sees)
+  std::vector<std::string> argv;    // argv[0]: the program, looked up in PATH unless it contains a '/'
+  std::string program;              // when set, the file executed as is (argv[0] is only the name it sees)
   bool inherit_environment = true;  // false: `env` is the child's whole environment
   EnvironmentList env;              // set in the child (replacing an inherited variable of the same name)
   std::string cwd;                  // empty: the parent's
@@ -78,7 +78,7 @@ struct ExitStatus {
   int signal = 0;  // the signal that ended it; 0 when it exited
   bool exited() const { return signal == 0; }
   int ShellCode() const { return signal == 0 ? code : 128 + signal; }  // as a shell reports it
-  std::string ToString() const;  // "exited 3", "killed by signal 9"
+  std::string ToString() const;                                        // "exited 3", "killed by signal 9"
 };
 
 class Subprocess {
@@ -92,7 +92,7 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
   ~Subprocess();  // a process not yet reaped is SIGKILLed (with its group when it has one) and reaped
 
-  pid_t pid() const { return pid_; }  // also its process group's id with own_process_group
+  pid_t pid() const { return pid_; }                               // also its process group's id with own_process_group
   bool running() const { return pid_ > 0 && !exit_.has_value(); }  // started and not reaped yet
   std::optional<ExitStatus> exit_status() const { return exit_; }
 

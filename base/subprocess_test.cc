@@ -145,13 +145,15 @@ TEST(SubprocessTest, StartsCleanWithOnlyItsEnvironmentDefaultSignalsAndNoInherit
   const std::string log = dir + "subprocess_test.log";
   ::unlink(log.c_str());
   ::setenv("RINGMASTER_LEAKED", "yes", 1);
-  signal(SIGPIPE, SIG_IGN);  // ignored here; the child must get the default back
+  signal(SIGPIPE, SIG_IGN);                       // ignored here; the child must get the default back
   int leaked_fd = ::open("/dev/null", O_RDONLY);  // not O_CLOEXEC: still closed in the child
   ASSERT_GE(leaked_fd, 3);
   std::string script =
       "echo \"foo=$FOO leaked=${RINGMASTER_LEAKED:-none} pwd=$(pwd)\"; "
       "grep SigIgn /proc/self/status; "
-      "if [ -e /proc/self/fd/" + std::to_string(leaked_fd) + " ]; then echo fd-inherited; else echo fd-closed; fi; "
+      "if [ -e /proc/self/fd/" +
+      std::to_string(leaked_fd) +
+      " ]; then echo fd-inherited; else echo fd-closed; fi; "
       "echo pgid=$(cut -d' ' -f5 /proc/$$/stat) pid=$$; exit 3";
   SpawnOptions o;
   o.program = "/bin/sh";
@@ -175,7 +177,8 @@ TEST(SubprocessTest, StartsCleanWithOnlyItsEnvironmentDefaultSignalsAndNoInherit
   const unsigned long long ignored = std::stoull(out.substr(at + 8, 16), nullptr, 16);
   EXPECT_EQ(ignored & 0x7fffffffULL, 0u) << "standard signals still ignored in the child: " << out;
   EXPECT_NE(out.find("fd-closed"), std::string::npos) << out;
-  EXPECT_NE(out.find("pgid=" + std::to_string(p->pid()) + " pid=" + std::to_string(p->pid())), std::string::npos) << out;
+  EXPECT_NE(out.find("pgid=" + std::to_string(p->pid()) + " pid=" + std::to_string(p->pid())), std::string::npos)
+      << out;
 }
 
 TEST(SubprocessTest, WithoutItsOwnGroupItStaysInOurs) {
@@ -202,7 +205,6 @@ TEST(SubprocessTest, DestructorKillsAProcessStillRunning) {
   EXPECT_NE(::kill(pid, 0), 0);  // gone and reaped
 }
 
-
 // A caller reading many children's streams in one poll loop takes the pipes' ends over.
 TEST(SubprocessTest, TakenPipesAreTheCallersToReadAndClose) {
   auto p = Subprocess::Start(Captured({"sh", "-c", "echo out; echo err >&2"}));
@@ -214,8 +216,10 @@ TEST(SubprocessTest, TakenPipesAreTheCallersToReadAndClose) {
     std::string text;
     char buf[256];
     for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) != 0;) {
-      if (n > 0) text.append(buf, static_cast<size_t>(n));
-      else if (errno != EINTR) break;
+      if (n > 0)
+        text.append(buf, static_cast<size_t>(n));
+      else if (errno != EINTR)
+        break;
     }
     ::close(fd);
     EXPECT_EQ(text, err ? "err\n" : "out\n");
@@ -235,8 +239,7 @@ TEST(SubprocessTest, ParentDeathSignalComesWhenTheStartingThreadEnds) {
     // The signal is armed before exec: once the shell speaks, the thread may end.
     const int fd = p->TakeStdout();
     char c = 0;
-    while (::read(fd, &c, 1) < 0 && errno == EINTR) {
-    }
+    while (::read(fd, &c, 1) < 0 && errno == EINTR) {}
     ::close(fd);
   }).join();
   ASSERT_OK(p);

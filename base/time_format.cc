@@ -13,8 +13,8 @@ std::string Format(long long secs, long long frac_us, TimePrecision precision) {
   std::tm tm{};
   gmtime_r(&time, &tm);
   char buf[64];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                        tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                        tm.tm_hour, tm.tm_min, tm.tm_sec);
   switch (precision) {
     case TimePrecision::kSeconds: break;
     case TimePrecision::kMillis: n += std::snprintf(buf + n, sizeof buf - n, ".%03lld", frac_us / 1000); break;

@@ -47,9 +47,14 @@ nlohmann::json& Report::Figure(const std::string& id, const std::string& name, c
                                std::optional<double> ours, std::optional<double> peer, const std::string& peer_name,
                                std::optional<Goal> goal, std::optional<double> ratio) {
   if (!ratio && ours && peer && *peer > 0) ratio = *ours / *peer;
-  nlohmann::json f = {{"id", id},          {"name", name},           {"unit", unit},
-                      {"ours", Optional(ours)}, {"peer", Optional(peer)}, {"peer_name", peer_name},
-                      {"ratio", Optional(ratio)}, {"goal", nullptr}};
+  nlohmann::json f = {{"id", id},
+                      {"name", name},
+                      {"unit", unit},
+                      {"ours", Optional(ours)},
+                      {"peer", Optional(peer)},
+                      {"peer_name", peer_name},
+                      {"ratio", Optional(ratio)},
+                      {"goal", nullptr}};
   if (goal) f["goal"] = {{"of", goal->of}, {"op", goal->op}, {"bound", goal->bound}, {"text", goal->text}};
   doc_["figures"].push_back(std::move(f));
   return doc_["figures"].back();

@@ -52,8 +52,8 @@ std::string DefaultReason(int http_code) {
 }  // namespace
 
 Status StatusFromApiError(const ApiError& e) {
-  std::string msg = "HTTP " + std::to_string(e.http_code) + " " + (e.reason.empty() ? "Unknown" : e.reason) + ": " +
-                    e.message;
+  std::string msg =
+      "HTTP " + std::to_string(e.http_code) + " " + (e.reason.empty() ? "Unknown" : e.reason) + ": " + e.message;
   return Status(StatusCodeForHttp(e.http_code, e.reason), std::move(msg));
 }
 

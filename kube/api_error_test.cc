@@ -25,7 +25,8 @@ TEST(ApiErrorTest, MapsHttpCodesAndReasons) {
 
 TEST(ApiErrorTest, ParsesMetaV1StatusBodyAndRoundTrips) {
   Status s = StatusFromHttpResponse(
-      409, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"x\" already exists","reason":"AlreadyExists","code":409})");
+      409,
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"x\" already exists","reason":"AlreadyExists","code":409})");
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
   auto e = ApiErrorFromStatus(s);
   ASSERT_TRUE(e.has_value()) << s;

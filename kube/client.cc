@@ -150,15 +150,15 @@ StatusOr<std::string> Client::CreateToken(const std::string& ns, const std::stri
     body["spec"]["boundObjectRef"] = {
         {"apiVersion", "v1"}, {"kind", o.bound_kind}, {"name", o.bound_name}, {"uid", o.bound_uid}};
   }
-  RINGMASTER_ASSIGN_OR_RETURN(json resp, Call("POST", resources::ServiceAccounts().Path(ns, sa, "token"), &body,
-                                              "application/json"));
+  RINGMASTER_ASSIGN_OR_RETURN(
+      json resp, Call("POST", resources::ServiceAccounts().Path(ns, sa, "token"), &body, "application/json"));
   std::string token = StringAt(resp, {"status", "token"});
   if (token.empty()) return DataLossError("TokenRequest answer has no status.token");
   return token;
 }
 
 StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const GroupVersionResource& gvr, const std::string& ns,
-                                               const WatchOptions& o) {
+                                                     const WatchOptions& o) {
   std::string path = gvr.Path(ns);
   AddQuery(&path, "watch", "1");
   AddQuery(&path, "labelSelector", o.label_selector);
@@ -168,15 +168,18 @@ StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const GroupVersionResource&
   if (o.timeout_seconds > 0) AddQuery(&path, "timeoutSeconds", std::to_string(o.timeout_seconds));
   HttpRequest req;
   req.path = path;
-  req.timeout = o.client_idle_timeout.count() > 0
-                    ? o.client_idle_timeout
-                    : std::chrono::milliseconds(std::chrono::seconds(o.timeout_seconds > 0 ? o.timeout_seconds + 30 : 3600));
+  req.timeout =
+      o.client_idle_timeout.count() > 0
+          ? o.client_idle_timeout
+          : std::chrono::milliseconds(std::chrono::seconds(o.timeout_seconds > 0 ? o.timeout_seconds + 30 : 3600));
   RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, rest_->Stream(req));
   return std::make_unique<WatchStream>(std::move(resp.body));
 }
 
-StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics, LogSink log) {
-  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> rest, NewRestClient(config, std::move(metrics), std::move(log)));
+StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics,
+                                            LogSink log) {
+  RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<RestClient> rest,
+                              NewRestClient(config, std::move(metrics), std::move(log)));
   return std::make_shared<Client>(std::move(rest), config.namespace_name);
 }
 

@@ -28,9 +28,9 @@ using nlohmann::json;
 struct ListOptions {
   std::string label_selector;
   std::string field_selector;
-  int64_t limit = 0;               // page size; 0: no paging
-  std::string continue_token;      // from the previous page's metadata.continue
-  std::string resource_version;    // "" : most recent (quorum read); "0": any (cache)
+  int64_t limit = 0;             // page size; 0: no paging
+  std::string continue_token;    // from the previous page's metadata.continue
+  std::string resource_version;  // "" : most recent (quorum read); "0": any (cache)
   std::string resource_version_match;
 };
 
@@ -39,7 +39,7 @@ struct WatchOptions {
   std::string field_selector;
   std::string resource_version;  // start after this version ("" = now, with no initial events)
   bool allow_bookmarks = true;
-  int timeout_seconds = 300;     // the server ends the watch after this
+  int timeout_seconds = 300;  // the server ends the watch after this
   // The client gives up (kUnavailable) when no byte arrives for this long. 0: timeout_seconds + 30 s.
   std::chrono::milliseconds client_idle_timeout{0};
 };
@@ -109,20 +109,22 @@ class Client {
                                     const TokenRequestOptions& options = {});
   // Opens a watch. The caller owns the stream; it may be stopped from another thread.
   StatusOr<std::unique_ptr<WatchStream>> Watch(const GroupVersionResource& gvr, const std::string& ns,
-                                         const WatchOptions& options);
+                                               const WatchOptions& options);
 
   const std::string& default_namespace() const { return default_namespace_; }
   RestClient& rest() { return *rest_; }
 
  private:
-  StatusOr<json> Call(const std::string& method, const std::string& path, const json* body, const std::string& content_type);
+  StatusOr<json> Call(const std::string& method, const std::string& path, const json* body,
+                      const std::string& content_type);
 
   const std::shared_ptr<RestClient> rest_;
   const std::string default_namespace_;
 };
 
 // Builds a Client from a loaded configuration.
-StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config, std::shared_ptr<ClientMetrics> metrics = nullptr,
+StatusOr<std::shared_ptr<Client>> NewClient(const ClientConfig& config,
+                                            std::shared_ptr<ClientMetrics> metrics = nullptr,
                                             LogSink log = StderrLogSink("ringmaster-kube"));
 
 // Accessors for common metadata fields ("" when absent).

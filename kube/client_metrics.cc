@@ -14,7 +14,8 @@ const prometheus::Histogram::BucketBoundaries& RequestBuckets() {
   return b;
 }
 const prometheus::Histogram::BucketBoundaries& QueueBuckets() {
-  static const prometheus::Histogram::BucketBoundaries b = metrics::ExponentialBuckets(1e-8, 10, 12);  // 10 ns .. 1000 s
+  static const prometheus::Histogram::BucketBoundaries b =
+      metrics::ExponentialBuckets(1e-8, 10, 12);  // 10 ns .. 1000 s
   return b;
 }
 
@@ -58,7 +59,8 @@ ClientMetrics::ClientMetrics(prometheus::Registry& r)
 void ClientMetrics::ObserveRequest(const std::string& host, const std::string& method, int code,
                                    std::chrono::nanoseconds latency) {
   requests_.Add({{"code", CodeLabel(code)}, {"method", method}, {"host", host}}).Increment();
-  latency_.Add({{"verb", method}, {"host", host}}, RequestBuckets()).Observe(std::chrono::duration<double>(latency).count());
+  latency_.Add({{"verb", method}, {"host", host}}, RequestBuckets())
+      .Observe(std::chrono::duration<double>(latency).count());
 }
 
 void ClientMetrics::ObserveRetry(const std::string& host, const std::string& method, int code) {
@@ -70,13 +72,18 @@ void ClientMetrics::ObserveWatchRestart(const std::string& resource, const std::
 }
 
 void ClientMetrics::DeclareWatch(const std::string& resource) {
-  for (const char* reason : {"timeout", "gone", "error"}) watch_restarts_.Add({{"resource", resource}, {"reason", reason}});
+  for (const char* reason : {"timeout", "gone", "error"})
+    watch_restarts_.Add({{"resource", resource}, {"reason", reason}});
 }
 
 prometheus::Gauge& ClientMetrics::QueueDepth(const std::string& q) { return queue_depth_.Add({{"name", q}}); }
 prometheus::Counter& ClientMetrics::QueueAdds(const std::string& q) { return queue_adds_.Add({{"name", q}}); }
-prometheus::Histogram& ClientMetrics::QueueLatency(const std::string& q) { return queue_latency_.Add({{"name", q}}, QueueBuckets()); }
-prometheus::Histogram& ClientMetrics::WorkDuration(const std::string& q) { return work_duration_.Add({{"name", q}}, QueueBuckets()); }
+prometheus::Histogram& ClientMetrics::QueueLatency(const std::string& q) {
+  return queue_latency_.Add({{"name", q}}, QueueBuckets());
+}
+prometheus::Histogram& ClientMetrics::WorkDuration(const std::string& q) {
+  return work_duration_.Add({{"name", q}}, QueueBuckets());
+}
 prometheus::Counter& ClientMetrics::QueueRetries(const std::string& q) { return queue_retries_.Add({{"name", q}}); }
 
 }  // namespace ringmaster::kube

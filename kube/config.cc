@@ -1,13 +1,12 @@
 #include "kube/config.h"
 
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "kube/base64.h"
 
@@ -69,9 +68,10 @@ Status Merge(const std::string& yaml, const std::string& base_dir, Kubeconfig* k
           return InvalidArgumentError(std::string("kubeconfig: an entry of ") + list + " has no name");
         YAML::Node body = item[inner];
         if (body && !body.IsMap() && !body.IsNull())
-          return InvalidArgumentError(std::string("kubeconfig: ") + list + " entry " +
-                                      item["name"].as<std::string>() + ": " + inner + " is not a mapping");
-        out->emplace(item["name"].as<std::string>(), std::make_pair(body ? body : YAML::Node(YAML::NodeType::Map), base_dir));
+          return InvalidArgumentError(std::string("kubeconfig: ") + list + " entry " + item["name"].as<std::string>() +
+                                      ": " + inner + " is not a mapping");
+        out->emplace(item["name"].as<std::string>(),
+                     std::make_pair(body ? body : YAML::Node(YAML::NodeType::Map), base_dir));
       }
       return Status::Ok();
     };
@@ -115,7 +115,8 @@ StatusOr<ClientConfig> Resolve(const Kubeconfig& kc, const std::string& context_
     std::string user_name = Scalar(c, "user");
     auto cl = kc.clusters.find(cluster_name);
     if (cl == kc.clusters.end())
-      return InvalidArgumentError("kubeconfig: cluster \"" + cluster_name + "\" of context \"" + ctx_name + "\" not found");
+      return InvalidArgumentError("kubeconfig: cluster \"" + cluster_name + "\" of context \"" + ctx_name +
+                                  "\" not found");
     ClientConfig cfg;
     const YAML::Node& cn = cl->second.first;
     cfg.server = Scalar(cn, "server");
@@ -139,7 +140,8 @@ StatusOr<ClientConfig> Resolve(const Kubeconfig& kc, const std::string& context_
       RINGMASTER_ASSIGN_OR_RETURN(cfg.client_cert_pem, DataOrFile(un, "client-certificate", dir));
       RINGMASTER_ASSIGN_OR_RETURN(cfg.client_key_pem, DataOrFile(un, "client-key", dir));
       if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty())
-        return InvalidArgumentError("kubeconfig: user \"" + user_name + "\" has a client certificate without a key or vice versa");
+        return InvalidArgumentError("kubeconfig: user \"" + user_name +
+                                    "\" has a client certificate without a key or vice versa");
       cfg.bearer_token = Scalar(un, "token");
       std::string token_file = Scalar(un, "tokenFile");
       if (!token_file.empty()) cfg.bearer_token_file = Resolve(token_file, dir);
@@ -156,7 +158,8 @@ StatusOr<ClientConfig> Resolve(const Kubeconfig& kc, const std::string& context_
 
 }  // namespace
 
-StatusOr<ClientConfig> ParseKubeconfig(const std::string& yaml, const std::string& base_dir, const std::string& context) {
+StatusOr<ClientConfig> ParseKubeconfig(const std::string& yaml, const std::string& base_dir,
+                                       const std::string& context) {
   Kubeconfig kc;
   RINGMASTER_RETURN_IF_ERROR(Merge(yaml, base_dir, &kc));
   return Resolve(kc, context);
@@ -219,7 +222,8 @@ StatusOr<ClientConfig> LoadConfig(const std::string& explicit_kubeconfig, const 
     auto home = LoadKubeconfigFiles(env.home + "/.kube/config", context);
     if (home.ok() || home.status().code() != StatusCode::kNotFound) return home;
   }
-  return NotFoundError("no Kubernetes configuration: pass --kubeconfig, set $KUBECONFIG, run in a pod, or create ~/.kube/config");
+  return NotFoundError(
+      "no Kubernetes configuration: pass --kubeconfig, set $KUBECONFIG, run in a pod, or create ~/.kube/config");
 }
 
 BearerTokenSource::BearerTokenSource(std::string static_token, std::string token_file, std::chrono::seconds max_age)
@@ -228,7 +232,7 @@ BearerTokenSource::BearerTokenSource(std::string static_token, std::string token
 StatusOr<std::string> BearerTokenSource::Token() {
   if (token_file_.empty()) return static_token_;
   std::lock_guard<std::mutex> lock(mu_);
-  struct stat st {};
+  struct stat st{};
   const auto now = std::chrono::steady_clock::now();
   bool stat_ok = ::stat(token_file_.c_str(), &st) == 0;
   long long mtime_ns = stat_ok ? (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : -2;

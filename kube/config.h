@@ -20,10 +20,10 @@ namespace ringmaster::kube {
 struct ClientConfig {
   std::string server;  // "https://host:port", no trailing slash
   // TLS. PEM data; files named in a kubeconfig are read once at load time.
-  std::string ca_pem;                      // empty: the system trust store
-  std::string client_cert_pem;             // with client_key_pem: client-certificate authentication
+  std::string ca_pem;           // empty: the system trust store
+  std::string client_cert_pem;  // with client_key_pem: client-certificate authentication
   std::string client_key_pem;
-  bool insecure_skip_tls_verify = false;   // only when the kubeconfig says so; logged as a warning
+  bool insecure_skip_tls_verify = false;  // only when the kubeconfig says so; logged as a warning
   std::string tls_server_name;
   // Bearer token: a static token, or a file re-read when it changes (projected tokens rotate).
   std::string bearer_token;

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <thread>
 
-#include "kube/base64.h"
 #include "base/status_test_macros.h"
+#include "kube/base64.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -133,9 +133,18 @@ TEST(KubeconfigTest, BadInputIsInvalidArgument) {
       {"clusters not a list", "clusters: 3\ncurrent-context: x\n", ""},
       {"entry without name", "clusters:\n- cluster: {server: https://x}\n", ""},
       {"no current context", "apiVersion: v1\nclusters: []\n", ""},
-      {"bad base64", "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster:\n    server: https://x\n    certificate-authority-data: '***'\n", ""},
-      {"server not a URL", "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster: {server: 'ftp://x'}\n", ""},
-      {"cert without key", "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\nclusters:\n- name: k\n  cluster: {server: 'https://x'}\nusers:\n- name: u\n  user: {client-certificate-data: Q0VSVA==}\n", ""},
+      {"bad base64",
+       "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster:\n    "
+       "server: https://x\n    certificate-authority-data: '***'\n",
+       ""},
+      {"server not a URL",
+       "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster: {server: "
+       "'ftp://x'}\n",
+       ""},
+      {"cert without key",
+       "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\nclusters:\n- name: k\n  cluster: "
+       "{server: 'https://x'}\nusers:\n- name: u\n  user: {client-certificate-data: Q0VSVA==}\n",
+       ""},
   };
   for (const auto& c : cases) {
     auto cfg = ParseKubeconfig(c.yaml, "/tmp", c.context);
@@ -146,8 +155,13 @@ TEST(KubeconfigTest, BadInputIsInvalidArgument) {
 
 TEST(KubeconfigTest, KubeconfigListMergesFirstWins) {
   TempDir dir;
-  std::string a = dir.Write("a", "current-context: one\ncontexts:\n- name: one\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster: {server: 'https://first'}\n");
-  std::string b = dir.Write("b", "current-context: two\nclusters:\n- name: k\n  cluster: {server: 'https://second'}\n- name: k2\n  cluster: {server: 'https://k2'}\ncontexts:\n- name: two\n  context: {cluster: k2}\n");
+  std::string a = dir.Write("a",
+                            "current-context: one\ncontexts:\n- name: one\n  context: {cluster: k}\nclusters:\n- name: "
+                            "k\n  cluster: {server: 'https://first'}\n");
+  std::string b =
+      dir.Write("b",
+                "current-context: two\nclusters:\n- name: k\n  cluster: {server: 'https://second'}\n- name: k2\n  "
+                "cluster: {server: 'https://k2'}\ncontexts:\n- name: two\n  context: {cluster: k2}\n");
   auto cfg = LoadKubeconfigFiles(a + ":" + dir.path() + "/missing:" + b);
   ASSERT_OK(cfg) << cfg.status();
   EXPECT_EQ(cfg->server, "https://first");
@@ -171,7 +185,9 @@ ConfigEnvironment FakeEnv(std::map<std::string, std::string> vars, std::string h
 TEST(LoadConfigTest, PrecedenceFlagThenEnvThenInClusterThenHome) {
   TempDir dir;
   auto kc = [](const std::string& server) {
-    return "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster: {server: '" + server + "'}\n";
+    return "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\nclusters:\n- name: k\n  cluster: "
+           "{server: '" +
+           server + "'}\n";
   };
   std::string flag = dir.Write("flag", kc("https://flag"));
   std::string envkc = dir.Write("env", kc("https://env"));
@@ -181,8 +197,8 @@ TEST(LoadConfigTest, PrecedenceFlagThenEnvThenInClusterThenHome) {
   dir.Write("sa/token", "tok\n");
   dir.Write("sa/ca.crt", "CA");
   dir.Write("sa/namespace", "podns\n");
-  std::map<std::string, std::string> vars = {{"KUBECONFIG", envkc}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                                             {"KUBERNETES_SERVICE_PORT", "443"}};
+  std::map<std::string, std::string> vars = {
+      {"KUBECONFIG", envkc}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}};
   auto env = FakeEnv(vars, dir.path() + "/home", dir.path() + "/sa");
 
   auto a = LoadConfig(flag, "", env);

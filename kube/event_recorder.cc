@@ -22,7 +22,8 @@ EventRecorder::~EventRecorder() {
   thread_.join();
 }
 
-void EventRecorder::Event(const json& object, const std::string& type, const std::string& reason, const std::string& message) {
+void EventRecorder::Event(const json& object, const std::string& type, const std::string& reason,
+                          const std::string& message) {
   Pending p;
   const json meta = object.value("metadata", json::object());
   p.involved = {{"apiVersion", object.value("apiVersion", "")},
@@ -100,7 +101,8 @@ void EventRecorder::Write(const Pending& e) {
       return;
     }
     if (!IsNotFound(patched.status())) {
-      options_.log(LogLevel::kWarning, "event recorder: updating event " + agg.name + ": " + patched.status().ToString());
+      options_.log(LogLevel::kWarning,
+                   "event recorder: updating event " + agg.name + ": " + patched.status().ToString());
       return;
     }
     lru_.erase(agg.lru);

@@ -27,11 +27,11 @@ namespace ringmaster::kube {
 
 struct EventRecorderOptions {
   std::string component = "ringmaster-operator";
-  std::string host;              // source.host / reportingInstance
+  std::string host;                   // source.host / reportingInstance
   double qps_per_object = 1.0 / 300;  // client-go's spam filter: 1 per 5 minutes...
   int burst_per_object = 25;          // ...after a burst of 25
   size_t queue_size = 1000;
-  size_t cache_size = 4096;           // aggregation entries (LRU) and per-object limiters remembered
+  size_t cache_size = 4096;  // aggregation entries (LRU) and per-object limiters remembered
   // A write that fails with a retryable code (Unavailable: the apiserver restarting, a stale connection) is
   // tried again, up to max_tries in all, waiting retry_initial, then twice as long each time up to retry_max,
   // as client-go's recorder does (12 tries, 10 s apart); meanwhile later events wait in the queue.

@@ -1,19 +1,18 @@
 // cpprestsdk implementation of Transport. Every cpprestsdk/Boost exception is caught here.
+#include <cpprest/containerstream.h>
+#include <cpprest/http_client.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <pplx/threadpool.h>
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <cpprest/containerstream.h>
-#include <cpprest/http_client.h>
-#include <pplx/threadpool.h>
 
 #include "kube/transport.h"
 
@@ -92,8 +91,7 @@ class CppRestBodyStream : public BodyStream {
     try {
       // Let the in-flight request task observe the cancellation before the client goes away.
       response_.content_ready().wait();
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
   StatusOr<size_t> Read(char* buf, size_t n) override {
@@ -129,8 +127,7 @@ class CppRestBodyStream : public BodyStream {
       cts_.cancel();
       // Wakes a reader blocked on the producer/consumer buffer.
       stream_.streambuf().close(std::ios_base::out).wait();
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 
  private:

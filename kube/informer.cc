@@ -22,7 +22,10 @@ void StripManagedFields(json* object) {
 }
 
 Informer::Informer(std::shared_ptr<Client> client, GroupVersionResource gvr, InformerOptions options)
-    : client_(std::move(client)), gvr_(std::move(gvr)), options_(std::move(options)), store_(options_.indexers, StoreOptions{options_.packed_store}) {
+    : client_(std::move(client)),
+      gvr_(std::move(gvr)),
+      options_(std::move(options)),
+      store_(options_.indexers, StoreOptions{options_.packed_store}) {
   if (options_.metrics) options_.metrics->DeclareWatch(gvr_.ToString());
 }
 
@@ -219,7 +222,8 @@ void Informer::Run() {
       need_list = true;
       continue;
     }
-    options_.log(LogLevel::kWarning, "informer " + resource + ": watch ended: " + ended.ToString() + "; resuming from " + rv);
+    options_.log(LogLevel::kWarning,
+                 "informer " + resource + ": watch ended: " + ended.ToString() + "; resuming from " + rv);
     if (options_.metrics) options_.metrics->ObserveWatchRestart(resource, "error");
     if (!Sleep(backoff)) return;
     backoff = std::min(backoff * 2, options_.max_backoff);

@@ -40,7 +40,7 @@ struct InformerOptions {
   std::string field_selector;
   Duration resync_period = Duration::zero();  // zero: no resync
   int64_t page_size = 500;
-  int watch_timeout_seconds = 300;             // the server ends each watch after about this long
+  int watch_timeout_seconds = 300;                  // the server ends each watch after about this long
   std::chrono::milliseconds watch_idle_timeout{0};  // see WatchOptions::client_idle_timeout
   std::map<std::string, IndexFunc> indexers;
   // Start by watching from this resourceVersion instead of listing (e.g. one persisted earlier); the
@@ -100,7 +100,7 @@ class Informer {
   const std::shared_ptr<Client> client_;
   const GroupVersionResource gvr_;
   const InformerOptions options_;
-  Store store_;  // thread-safe
+  Store store_;                         // thread-safe
   std::vector<EventHandler> handlers_;  // fixed after Start()
 
   std::atomic<bool> synced_{false};

@@ -39,7 +39,8 @@ bool LeaderElector::TryAcquireOrRenew() {
   const auto now_wall = std::chrono::system_clock::now();
   const auto now = std::chrono::steady_clock::now();
   const std::string now_text = FormatRfc3339(now_wall, TimePrecision::kMicros);
-  const int64_t duration_s = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
+  const int64_t duration_s =
+      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
   auto leases = resources::Leases();
   auto got = client_->Get(leases, config_.lease_namespace, config_.lease_name);
   if (!got.ok() && !IsNotFound(got.status())) {
@@ -120,7 +121,8 @@ void LeaderElector::Release() {
   spec["renewTime"] = now_text;
   spec["acquireTime"] = now_text;
   auto updated = client_->Update(resources::Leases(), config_.lease_namespace, *got);
-  if (!updated.ok()) config_.log(LogLevel::kWarning, "leader election: releasing lease: " + updated.status().ToString());
+  if (!updated.ok())
+    config_.log(LogLevel::kWarning, "leader election: releasing lease: " + updated.status().ToString());
 }
 
 void LeaderElector::Run() {
@@ -149,7 +151,8 @@ void LeaderElector::Run() {
     if (!Sleep(jittered(config_.retry_period))) return;
   }
   leading_ = true;
-  config_.log(LogLevel::kInfo, "leader election: " + config_.identity + " acquired lease " + config_.lease_namespace + "/" + config_.lease_name);
+  config_.log(LogLevel::kInfo, "leader election: " + config_.identity + " acquired lease " + config_.lease_namespace +
+                                   "/" + config_.lease_name);
   if (config_.on_started_leading) config_.on_started_leading();
   // Renew.
   auto last_renew = std::chrono::steady_clock::now();

@@ -65,10 +65,10 @@ class LeaderElector {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  json observed_spec_;                     // the lease spec as last seen
+  json observed_spec_;  // the lease spec as last seen
   std::string observed_rv_;
-  TimePoint observed_time_{};              // when observed_spec_ last changed (our clock)
-  std::string leader_;                     // holder as last seen
+  TimePoint observed_time_{};  // when observed_spec_ last changed (our clock)
+  std::string leader_;         // holder as last seen
 };
 
 }  // namespace ringmaster::kube

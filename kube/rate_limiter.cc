@@ -70,7 +70,8 @@ BucketRateLimiter::BucketRateLimiter(double qps, int burst, NowFn now) : bucket_
 
 Duration BucketRateLimiter::When(const std::string&) { return bucket_.Reserve(); }
 
-MaxOfRateLimiter::MaxOfRateLimiter(std::vector<std::unique_ptr<RateLimiter>> limiters) : limiters_(std::move(limiters)) {}
+MaxOfRateLimiter::MaxOfRateLimiter(std::vector<std::unique_ptr<RateLimiter>> limiters)
+    : limiters_(std::move(limiters)) {}
 
 Duration MaxOfRateLimiter::When(const std::string& item) {
   Duration out = Duration::zero();
@@ -90,7 +91,8 @@ int MaxOfRateLimiter::NumRequeues(const std::string& item) {
 
 std::unique_ptr<RateLimiter> DefaultControllerRateLimiter(NowFn now) {
   std::vector<std::unique_ptr<RateLimiter>> v;
-  v.push_back(std::make_unique<ItemExponentialFailureRateLimiter>(std::chrono::milliseconds(5), std::chrono::seconds(1000)));
+  v.push_back(
+      std::make_unique<ItemExponentialFailureRateLimiter>(std::chrono::milliseconds(5), std::chrono::seconds(1000)));
   v.push_back(std::make_unique<BucketRateLimiter>(10, 100, std::move(now)));
   return std::make_unique<MaxOfRateLimiter>(std::move(v));
 }

@@ -6,7 +6,8 @@ std::string GroupVersionResource::GroupVersionPath() const {
   return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
 }
 
-std::string GroupVersionResource::Path(const std::string& ns, const std::string& name, const std::string& subresource) const {
+std::string GroupVersionResource::Path(const std::string& ns, const std::string& name,
+                                       const std::string& subresource) const {
   std::string p = GroupVersionPath();
   if (namespaced && !ns.empty()) p += "/namespaces/" + UrlEncode(ns);
   p += "/" + resource;
@@ -29,7 +30,9 @@ GroupVersionResource Deployments() { return {"apps", "v1", "deployments", true};
 GroupVersionResource Roles() { return {"rbac.authorization.k8s.io", "v1", "roles", true}; }
 GroupVersionResource RoleBindings() { return {"rbac.authorization.k8s.io", "v1", "rolebindings", true}; }
 GroupVersionResource NetworkPolicies() { return {"networking.k8s.io", "v1", "networkpolicies", true}; }
-GroupVersionResource CustomResourceDefinitions() { return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}; }
+GroupVersionResource CustomResourceDefinitions() {
+  return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
+}
 }  // namespace resources
 
 std::string UrlEncode(const std::string& s) {

@@ -55,7 +55,8 @@ StatusOr<Response> RestClient::SendRetrying(const HttpRequest& request, const Se
     const auto start = std::chrono::steady_clock::now();
     StatusOr<Response> resp = send();
     const int code = resp.ok() ? resp->code : 0;
-    if (auto* m = metrics()) m->ObserveRequest(options_.host, request.method, code, std::chrono::steady_clock::now() - start);
+    if (auto* m = metrics())
+      m->ObserveRequest(options_.host, request.method, code, std::chrono::steady_clock::now() - start);
     if (resp.ok() && code >= 200 && code < 300) return resp;
     Duration wait{};
     if (!ShouldRetry(request, code, resp.ok() ? resp->headers : kNoHeaders, attempt, &wait)) return resp;
@@ -65,17 +66,15 @@ StatusOr<Response> RestClient::SendRetrying(const HttpRequest& request, const Se
 }
 
 StatusOr<HttpResponse> RestClient::Do(const HttpRequest& request) {
-  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, SendRetrying<HttpResponse>(request, [&] {
-                                return transport_->Send(request);
-                              }));
+  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp,
+                              SendRetrying<HttpResponse>(request, [&] { return transport_->Send(request); }));
   if (resp.code >= 200 && resp.code < 300) return resp;
   return StatusFromHttpResponse(resp.code, resp.body);
 }
 
 StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request) {
-  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, SendRetrying<StreamedResponse>(request, [&] {
-                                return transport_->Open(request);
-                              }));
+  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp,
+                              SendRetrying<StreamedResponse>(request, [&] { return transport_->Open(request); }));
   if (resp.code >= 200 && resp.code < 300) return resp;
   // Read the (small) error body.
   std::string body;

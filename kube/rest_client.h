@@ -32,7 +32,7 @@ struct RestClientOptions {
   int burst = 100;
   RetryPolicy retry;
   std::shared_ptr<ClientMetrics> metrics;  // optional
-  std::string host;  // the apiserver's host:port, the metrics' host label
+  std::string host;                        // the apiserver's host:port, the metrics' host label
 };
 
 class RestClient {
@@ -52,8 +52,8 @@ class RestClient {
  private:
   // Decides whether attempt `attempt` (0-based) that failed with `code`/`headers` is retried, and how
   // long to wait first. code 0: no HTTP answer.
-  bool ShouldRetry(const HttpRequest& request, int code, const std::map<std::string, std::string>& headers,
-                   int attempt, Duration* wait) const;
+  bool ShouldRetry(const HttpRequest& request, int code, const std::map<std::string, std::string>& headers, int attempt,
+                   Duration* wait) const;
   // The one retry loop of Do and Stream: flow control, metrics, retries by ShouldRetry. Returns the
   // last response (2xx, or an error answer the caller turns into a Status) or the transport error.
   template <typename Response, typename Send>

@@ -6,12 +6,12 @@
 #include <deque>
 #include <mutex>
 
+#include "base/status_test_macros.h"
 #include "kube/api_error.h"
 #include "kube/client.h"
 #include "kube/client_metrics.h"
 #include "kube/event_recorder.h"
 #include "metrics/metrics_server.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -100,8 +100,12 @@ TEST(RestClientTest, GivesUpAfterMaxRetriesWithTheLastError) {
   EXPECT_EQ(ApiErrorFromStatus(r.status())->http_code, 503);
   EXPECT_EQ(fake->calls(), 4);  // 1 + 3 retries
   std::string text = metrics::RenderText({registry});
-  EXPECT_NE(text.find(R"(rest_client_request_retries_total{code="503",host="apiserver:6443",verb="GET"} 3)"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"(rest_client_requests_total{code="503",host="apiserver:6443",method="GET"} 4)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(rest_client_request_retries_total{code="503",host="apiserver:6443",verb="GET"} 3)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(rest_client_requests_total{code="503",host="apiserver:6443",method="GET"} 4)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(RestClientTest, DoesNotRetryClientErrors) {
@@ -154,7 +158,8 @@ EventRecorderOptions FastRecorderOptions() {
   return o;
 }
 
-const json kPod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u"}}}};
+const json kPod = {
+    {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u"}}}};
 
 TEST(EventRecorderTest, AnEventTheApiserverCouldNotTakeIsTriedAgainUntilWritten) {
   auto* fake = new FakeTransport({{0, "", {}}, {0, "", {}}, {201, R"({"metadata":{"name":"p.1"}})", {}}});
@@ -169,8 +174,8 @@ TEST(EventRecorderTest, AnEventTheApiserverCouldNotTakeIsTriedAgainUntilWritten)
 }
 
 TEST(EventRecorderTest, AnEventRefusedAsInvalidIsNotTriedAgain) {
-  auto* fake = new FakeTransport(
-      {{422, R"({"kind":"Status","reason":"Invalid","message":"bad event","code":422})", {}}});
+  auto* fake =
+      new FakeTransport({{422, R"({"kind":"Status","reason":"Invalid","message":"bad event","code":422})", {}}});
   RestClientOptions ro = FastOptions();
   ro.retry.max_retries = 0;
   auto client = std::make_shared<Client>(std::make_shared<RestClient>(std::unique_ptr<Transport>(fake), ro), "ns");

@@ -10,7 +10,8 @@ namespace {
 using nlohmann::json;
 
 ObjectPtr Pod(const std::string& ns, const std::string& name, const std::string& owner, const std::string& rv = "1") {
-  json p = {{"metadata", {{"namespace", ns}, {"name", name}, {"resourceVersion", rv}, {"labels", {{"app", name.substr(0, 1)}}}}}};
+  json p = {{"metadata",
+             {{"namespace", ns}, {"name", name}, {"resourceVersion", rv}, {"labels", {{"app", name.substr(0, 1)}}}}}};
   if (!owner.empty()) p["metadata"]["ownerReferences"] = json::array({{{"uid", owner}, {"kind", "TrainingJob"}}});
   return std::make_shared<const json>(std::move(p));
 }
@@ -46,11 +47,19 @@ INSTANTIATE_TEST_SUITE_P(ParsedAndPacked, StoreIndexTest, ::testing::Bool(),
 
 TEST(PackedStoreTest, EveryKindOfValueComesBackExactly) {
   Store s({}, StoreOptions{true});
-  json pod = {{"metadata", {{"namespace", "a"}, {"name", "p"}, {"resourceVersion", "42"}, {"annotations", json::object()}}},
-              {"spec", {{"nodeName", "n\u00e9"}, {"priority", -7}, {"big", 18446744073709551615ull},
-                        {"ratio", 0.1}, {"third", 1.0 / 3}, {"whole", 2.0}, {"tolerations", json::array()},
-                        {"hostNetwork", false}, {"overhead", nullptr}}},
-              {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+  json pod = {
+      {"metadata", {{"namespace", "a"}, {"name", "p"}, {"resourceVersion", "42"}, {"annotations", json::object()}}},
+      {"spec",
+       {{"nodeName", "n\u00e9"},
+        {"priority", -7},
+        {"big", 18446744073709551615ull},
+        {"ratio", 0.1},
+        {"third", 1.0 / 3},
+        {"whole", 2.0},
+        {"tolerations", json::array()},
+        {"hostNetwork", false},
+        {"overhead", nullptr}}},
+      {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
   s.Upsert("a/p", std::make_shared<const json>(pod));
   ObjectPtr got = s.Get("a/p");
   ASSERT_NE(got, nullptr);
@@ -71,7 +80,8 @@ TEST(StoreTest, ReadersKeepSnapshotsWhileWritersReplace) {
   Store s({{"owner", IndexByOwnerUid()}});
   std::atomic<bool> stop{false};
   std::thread writer([&] {
-    for (int i = 0; i < 2000; ++i) s.Upsert("ns/p" + std::to_string(i % 50), Pod("ns", "p" + std::to_string(i % 50), "j" + std::to_string(i % 3)));
+    for (int i = 0; i < 2000; ++i)
+      s.Upsert("ns/p" + std::to_string(i % 50), Pod("ns", "p" + std::to_string(i % 50), "j" + std::to_string(i % 3)));
     stop = true;
   });
   size_t seen = 0;

@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
+#include "base/log.h"
 #include "base/status.h"
 #include "kube/config.h"
-#include "base/log.h"
 
 namespace ringmaster::kube {
 
@@ -60,7 +60,8 @@ class Transport {
 // A cpprestsdk transport for `config`: TLS verification on (the config's CA alone, else system roots)
 // unless insecure_skip_tls_verify, which is logged as a warning through `log`; client certificate;
 // bearer token (re-read from its file as it rotates). kInvalidArgument for unusable PEM data.
-StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config, LogSink log = StderrLogSink("ringmaster-kube"));
+StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& config,
+                                                      LogSink log = StderrLogSink("ringmaster-kube"));
 
 // Sizes the I/O thread pool that every HTTP transport of the process shares (cpprestsdk's, 40 threads
 // unless told). Its threads only complete asynchronous socket operations -- callers wait on their own

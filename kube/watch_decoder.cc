@@ -30,15 +30,22 @@ StatusOr<WatchEvent> ParseWatchEvent(std::string_view line) {
   if (j.is_discarded()) return DataLossError("watch event is not valid JSON: \"" + Preview(line) + "\"");
   if (!j.is_object()) return DataLossError("watch event is not a JSON object: \"" + Preview(line) + "\"");
   auto type_it = j.find("type");
-  if (type_it == j.end() || !type_it->is_string()) return DataLossError("watch event has no string \"type\": \"" + Preview(line) + "\"");
+  if (type_it == j.end() || !type_it->is_string())
+    return DataLossError("watch event has no string \"type\": \"" + Preview(line) + "\"");
   const std::string& t = type_it->get_ref<const std::string&>();
   WatchEvent ev;
-  if (t == "ADDED") ev.type = WatchEventType::kAdded;
-  else if (t == "MODIFIED") ev.type = WatchEventType::kModified;
-  else if (t == "DELETED") ev.type = WatchEventType::kDeleted;
-  else if (t == "BOOKMARK") ev.type = WatchEventType::kBookmark;
-  else if (t == "ERROR") ev.type = WatchEventType::kError;
-  else return DataLossError("watch event has unknown type \"" + Preview(t) + "\"");
+  if (t == "ADDED")
+    ev.type = WatchEventType::kAdded;
+  else if (t == "MODIFIED")
+    ev.type = WatchEventType::kModified;
+  else if (t == "DELETED")
+    ev.type = WatchEventType::kDeleted;
+  else if (t == "BOOKMARK")
+    ev.type = WatchEventType::kBookmark;
+  else if (t == "ERROR")
+    ev.type = WatchEventType::kError;
+  else
+    return DataLossError("watch event has unknown type \"" + Preview(t) + "\"");
   auto obj = j.find("object");
   if (obj == j.end() || !obj->is_object()) return DataLossError("watch event " + t + " has no object");
   ev.object = std::move(*obj);
@@ -106,8 +113,8 @@ Status WatchDecoder::Finish(std::vector<WatchEvent>* out) {
     // The apiserver may end the last line without a newline; accept it only if it is a whole event.
     auto ev = ParseWatchEvent(partial_);
     if (!ev.ok()) {
-      failed_ = DataLossError("watch stream ended inside an event (truncated chunk, " + std::to_string(partial_.size()) +
-                              " bytes buffered): " + ev.status().message());
+      failed_ = DataLossError("watch stream ended inside an event (truncated chunk, " +
+                              std::to_string(partial_.size()) + " bytes buffered): " + ev.status().message());
       return failed_;
     }
     out->push_back(std::move(ev).value());

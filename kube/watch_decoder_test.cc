@@ -1,6 +1,7 @@
 #include "kube/watch_decoder.h"
 
 #include <gtest/gtest.h>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster::kube {
@@ -43,9 +44,10 @@ TEST(WatchDecoderTest, InvalidJsonNamesTheProblemAndSticks) {
 }
 
 TEST(WatchDecoderTest, RejectsEventsOfTheWrongShape) {
-  for (std::string line : {std::string("[1,2]"), std::string(R"({"object":{}})"), std::string(R"({"type":"EXPLODED","object":{}})"),
-                           std::string(R"({"type":"ADDED","object":"str"})"), std::string(R"({"type":7,"object":{}})"),
-                           std::string("\x01\xff garbage")}) {
+  for (std::string line :
+       {std::string("[1,2]"), std::string(R"({"object":{}})"), std::string(R"({"type":"EXPLODED","object":{}})"),
+        std::string(R"({"type":"ADDED","object":"str"})"), std::string(R"({"type":7,"object":{}})"),
+        std::string("\x01\xff garbage")}) {
     WatchDecoder d;
     std::vector<WatchEvent> out;
     Status s = d.Feed(line + "\n", &out);

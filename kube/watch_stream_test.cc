@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/status_test_macros.h"
 #include "kube/client.h"
 #include "kube/informer.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -87,7 +87,8 @@ class FakeServer {
       paths_.push_back(path);
     }
     Reply r = handler_(path);
-    std::string out = "HTTP/1.1 " + std::to_string(r.code) + " X\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    std::string out = "HTTP/1.1 " + std::to_string(r.code) +
+                      " X\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     bool ok = Send(c, out);
     for (const auto& chunk : r.chunks) {
       char size[32];
@@ -173,7 +174,8 @@ TEST(WatchStreamTest, EventsSplitAcrossChunksAndCleanEnd) {
 }
 
 TEST(WatchStreamTest, TruncatedLastEventIsDataLoss) {
-  FakeServer server([](const std::string&) { return Reply{200, {Event("ADDED", "a", 11).substr(0, 25)}, milliseconds(0), false}; });
+  FakeServer server(
+      [](const std::string&) { return Reply{200, {Event("ADDED", "a", 11).substr(0, 25)}, milliseconds(0), false}; });
   auto watch = ClientFor(server)->Watch(resources::ConfigMaps(), "ns", Opts());
   ASSERT_OK(watch) << watch.status();
   auto ev = (*watch)->Next();
@@ -182,7 +184,8 @@ TEST(WatchStreamTest, TruncatedLastEventIsDataLoss) {
 }
 
 TEST(WatchStreamTest, InvalidJsonLineIsDataLoss) {
-  FakeServer server([](const std::string&) { return Reply{200, {"{\"type\":\"ADDED\",\"object\":{oops}}\n"}, seconds(5), false}; });
+  FakeServer server(
+      [](const std::string&) { return Reply{200, {"{\"type\":\"ADDED\",\"object\":{oops}}\n"}, seconds(5), false}; });
   auto watch = ClientFor(server)->Watch(resources::ConfigMaps(), "ns", Opts());
   ASSERT_OK(watch) << watch.status();
   auto ev = (*watch)->Next();
@@ -200,7 +203,8 @@ TEST(WatchStreamTest, DroppedConnectionIsAnErrorNotAHang) {
   auto start = std::chrono::steady_clock::now();
   auto e2 = (*watch)->Next();
   EXPECT_FALSE(e2.ok());
-  EXPECT_TRUE(e2.status().code() == StatusCode::kUnavailable || e2.status().code() == StatusCode::kDataLoss) << e2.status();
+  EXPECT_TRUE(e2.status().code() == StatusCode::kUnavailable || e2.status().code() == StatusCode::kDataLoss)
+      << e2.status();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(4));
 }
 
@@ -221,7 +225,10 @@ TEST(WatchStreamTest, StopFromAnotherThreadCancelsABlockedNext) {
 
 TEST(WatchStreamTest, HttpErrorOnOpenCarriesCodeAndReason) {
   FakeServer server([](const std::string&) {
-    return Reply{410, {R"({"kind":"Status","status":"Failure","reason":"Expired","message":"too old","code":410})"}, milliseconds(0), false};
+    return Reply{410,
+                 {R"({"kind":"Status","status":"Failure","reason":"Expired","message":"too old","code":410})"},
+                 milliseconds(0),
+                 false};
   });
   auto watch = ClientFor(server)->Watch(resources::ConfigMaps(), "ns", Opts());
   EXPECT_EQ(watch.status().code(), StatusCode::kGone) << watch.status();
@@ -232,8 +239,11 @@ TEST(InformerTest, ResumesFromTheLastResourceVersionAfterADroppedConnection) {
   std::atomic<int> watches{0};
   FakeServer server([&](const std::string& path) {
     if (path.find("watch=1") == std::string::npos) {
-      return Reply{200, {R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}]})"},
-                   milliseconds(0), false};
+      return Reply{
+          200,
+          {R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"a","namespace":"ns","resourceVersion":"5"}}]})"},
+          milliseconds(0),
+          false};
     }
     if (watches++ == 0) return Reply{200, {Event("ADDED", "b", 11), Event("MODIFIED", "b", 12)}, milliseconds(0), true};
     return Reply{200, {Event("DELETED", "a", 13)}, seconds(10), false};

@@ -33,9 +33,9 @@ namespace ringmaster::kube {
 class ClientMetrics;
 
 struct WorkQueueOptions {
-  std::string name = "default";                // metrics label
-  std::unique_ptr<RateLimiter> rate_limiter;   // default: DefaultControllerRateLimiter()
-  std::shared_ptr<ClientMetrics> metrics;      // optional
+  std::string name = "default";               // metrics label
+  std::unique_ptr<RateLimiter> rate_limiter;  // default: DefaultControllerRateLimiter()
+  std::shared_ptr<ClientMetrics> metrics;     // optional
 };
 
 class WorkQueue {

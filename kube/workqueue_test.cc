@@ -1,15 +1,15 @@
 // WorkQueue semantics, including under concurrency (run these under TSan too).
 #include "kube/workqueue.h"
 
-#include "kube/client_metrics.h"
-#include "metrics/metrics_server.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <map>
 #include <thread>
 #include <vector>
+
+#include "kube/client_metrics.h"
+#include "metrics/metrics_server.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -88,10 +88,11 @@ TEST(WorkQueueTest, ShutDownWakesWorkersAndIgnoresAdds) {
   WorkQueue q(NoLimit());
   std::atomic<int> exited{0};
   std::vector<std::thread> workers;
-  for (int i = 0; i < 4; ++i) workers.emplace_back([&] {
-    while (auto k = q.Get()) q.Done(*k);
-    exited++;
-  });
+  for (int i = 0; i < 4; ++i)
+    workers.emplace_back([&] {
+      while (auto k = q.Get()) q.Done(*k);
+      exited++;
+    });
   std::this_thread::sleep_for(milliseconds(20));
   q.ShutDown();
   for (auto& t : workers) t.join();
@@ -178,7 +179,8 @@ TEST(WorkQueueTest, ConcurrentWorkersNeverShareAKey) {
   EXPECT_EQ(violations, 0);
   EXPECT_GT(processed, 0);
   EXPECT_LE(processed, kProducers * kAddsPerProducer);
-  for (int i = 0; i < kKeys; ++i) EXPECT_EQ(last_seen_gen[i].load(), added_gen[i].load()) << "key " << i << " lost an add";
+  for (int i = 0; i < kKeys; ++i)
+    EXPECT_EQ(last_seen_gen[i].load(), added_gen[i].load()) << "key " << i << " lost an add";
 }
 
 TEST(WorkQueueTest, ConcurrentRateLimitedRequeues) {

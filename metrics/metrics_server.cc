@@ -51,8 +51,7 @@ class CheckHandler : public CivetHandler {
     bool ok = false;
     try {
       ok = check_();
-    } catch (...) {
-    }
+    } catch (...) {}
     Reply(conn, ok ? 200 : 503, "text/plain; charset=utf-8", ok ? "ok\n" : "not ok\n");
     return true;
   }
@@ -91,7 +90,8 @@ std::string RenderText(const std::vector<std::weak_ptr<prometheus::Collectable>>
   for (const auto& weak : collectables) {
     if (auto c = weak.lock()) {
       auto collected = c->Collect();
-      families.insert(families.end(), std::make_move_iterator(collected.begin()), std::make_move_iterator(collected.end()));
+      families.insert(families.end(), std::make_move_iterator(collected.begin()),
+                      std::make_move_iterator(collected.end()));
     }
   }
   return prometheus::TextSerializer().Serialize(families);
@@ -101,11 +101,10 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptio
   RINGMASTER_ASSIGN_OR_RETURN(std::string listening, ListeningPort(options.bind_address));
   if (options.threads < 1) return InvalidArgumentError("metrics server: threads must be >= 1");
   auto impl = std::make_unique<Impl>();
-  const std::vector<std::string> civet_options = {
-      "listening_ports", listening,
-      "num_threads", std::to_string(options.threads),
-      "request_timeout_ms", std::to_string(options.request_timeout.count()),
-      "enable_keep_alive", "no"};
+  const std::vector<std::string> civet_options = {"listening_ports",    listening,
+                                                  "num_threads",        std::to_string(options.threads),
+                                                  "request_timeout_ms", std::to_string(options.request_timeout.count()),
+                                                  "enable_keep_alive",  "no"};
   try {
     impl->server = std::make_unique<CivetServer>(civet_options);
   } catch (const std::exception& e) {

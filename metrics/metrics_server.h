@@ -38,7 +38,7 @@ class Collectable;
 namespace ringmaster::metrics {
 
 struct MetricsServerOptions {
-  std::string bind_address;  // "host:port"; port 0 picks a free one
+  std::string bind_address;                                          // "host:port"; port 0 picks a free one
   std::vector<std::weak_ptr<prometheus::Collectable>> collectables;  // served on /metrics; none: no /metrics
   std::map<std::string, std::function<bool()>> checks;               // path -> check
   int threads = 4;

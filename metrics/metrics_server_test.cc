@@ -21,7 +21,12 @@ bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfin
 
 std::shared_ptr<prometheus::Registry> SampleRegistry() {
   auto registry = std::make_shared<prometheus::Registry>();
-  prometheus::BuildCounter().Name("sample_requests_total").Help("Requests.").Register(*registry).Add({{"code", "200"}}).Increment(3);
+  prometheus::BuildCounter()
+      .Name("sample_requests_total")
+      .Help("Requests.")
+      .Register(*registry)
+      .Add({{"code", "200"}})
+      .Increment(3);
   prometheus::BuildGauge().Name("sample_depth").Help("Depth.").Register(*registry).Add({}).Set(1.5);
   prometheus::BuildHistogram()
       .Name("sample_duration_seconds")
@@ -65,7 +70,8 @@ TEST(MetricsServerTest, TheTextPassesPromtool) {
   ASSERT_NE(f, nullptr);
   fwrite(text.data(), 1, text.size(), f);
   fclose(f);
-  ASSERT_EQ(std::system("command -v promtool >/dev/null"), 0) << "promtool is not installed: run make deps (Debian package prometheus)";
+  ASSERT_EQ(std::system("command -v promtool >/dev/null"), 0)
+      << "promtool is not installed: run make deps (Debian package prometheus)";
   EXPECT_EQ(std::system(("promtool check metrics < " + file).c_str()), 0) << text;
 }
 

@@ -8,16 +8,17 @@
 // second delivered to the informer while every pod is patched; raw watch replay rate; and, with
 // --kubectl, kubectl's time to list the same pods as JSON (client-go, as a peer). Deletes the
 // namespace at the end unless --keep.
+#include <malloc.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <malloc.h>
 #include <memory>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "base/cli.h"
@@ -109,30 +110,38 @@ int Main(int argc, char** argv) {
   }
   auto client = *client_or;
   const std::string ns = "kube-bench-" + std::to_string(::getpid());
-  auto created_ns = client->Create(resources::Namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  auto created_ns = client->Create(resources::Namespaces(), "",
+                                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
   if (!created_ns.ok()) {
     std::fprintf(stderr, "namespace: %s\n", created_ns.status().ToString().c_str());
     return 1;
   }
-  std::printf("ringmaster-kube-bench: %d pods in namespace %s, concurrency %d, server %s\n", pods, ns.c_str(), concurrency,
-              cfg->server.c_str());
+  std::printf("ringmaster-kube-bench: %d pods in namespace %s, concurrency %d, server %s\n", pods, ns.c_str(),
+              concurrency, cfg->server.c_str());
 
   // 1. Create.
   auto t0 = Clock::now();
-  int failed = ParallelFor(pods, concurrency, [&](int i) {
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", "p-" + std::to_string(i)}, {"labels", {{"app", "bench"}, {"shard", std::to_string(i % 16)}}}}},
-                {"spec", {{"schedulerName", "ringmaster-bench-nobody"},
-                          {"containers", json::array({{{"name", "main"}, {"image", "ringmaster.io/bench:none"},
-                                                       {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}})}}}};
-    auto r = client->Create(resources::Pods(), ns, pod);
-    if (!r.ok() && !IsAlreadyExists(r.status())) {
-      std::fprintf(stderr, "  create p-%d: %s\n", i, r.status().ToString().c_str());
-      return false;
-    }
-    return true;
-  }, "created");
+  int failed = ParallelFor(
+      pods, concurrency,
+      [&](int i) {
+        json pod = {
+            {"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata",
+             {{"name", "p-" + std::to_string(i)}, {"labels", {{"app", "bench"}, {"shard", std::to_string(i % 16)}}}}},
+            {"spec",
+             {{"schedulerName", "ringmaster-bench-nobody"},
+              {"containers", json::array({{{"name", "main"},
+                                           {"image", "ringmaster.io/bench:none"},
+                                           {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}})}}}};
+        auto r = client->Create(resources::Pods(), ns, pod);
+        if (!r.ok() && !IsAlreadyExists(r.status())) {
+          std::fprintf(stderr, "  create p-%d: %s\n", i, r.status().ToString().c_str());
+          return false;
+        }
+        return true;
+      },
+      "created");
   double create_s = Secs(Clock::now() - t0);
   std::printf("create: %d pods in %.2f s = %.0f pods/s (%d failed)\n", pods, create_s, pods / create_s, failed);
 
@@ -162,24 +171,33 @@ int Main(int argc, char** argv) {
   size_t cached = informer.store().Size();
   size_t json_bytes = 0;
   for (const auto& o : informer.store().List()) json_bytes += o->dump().size();
-  std::printf("informer sync%s: %zu pods in %.2f s = %.0f objects/s\n", strip ? " (managedFields stripped)" : "", cached, sync_s, cached / sync_s);
-  std::printf("memory: heap in use +%.1f MiB for %zu cached pods = %.0f bytes/object (RSS +%.1f MiB; serialized JSON %.0f bytes/object)\n",
-              (heap_after - heap_before) / 1048576.0, cached, double(heap_after - heap_before) / double(cached),
-              (rss_after - rss_before) / 1048576.0, double(json_bytes) / double(cached));
+  std::printf("informer sync%s: %zu pods in %.2f s = %.0f objects/s\n", strip ? " (managedFields stripped)" : "",
+              cached, sync_s, cached / sync_s);
+  std::printf(
+      "memory: heap in use +%.1f MiB for %zu cached pods = %.0f bytes/object (RSS +%.1f MiB; serialized JSON %.0f "
+      "bytes/object)\n",
+      (heap_after - heap_before) / 1048576.0, cached, double(heap_after - heap_before) / double(cached),
+      (rss_after - rss_before) / 1048576.0, double(json_bytes) / double(cached));
   const std::string list_rv = informer.LastSyncResourceVersion();
 
   // 3. Events through the informer while every pod is patched.
   t0 = Clock::now();
-  failed = ParallelFor(pods, concurrency, [&](int i) {
-    auto r = client->Patch(resources::Pods(), ns, "p-" + std::to_string(i), PatchType::kMerge,
-                           {{"metadata", {{"labels", {{"patched", "yes"}}}}}});
-    return r.ok();
-  }, "patched");
+  failed = ParallelFor(
+      pods, concurrency,
+      [&](int i) {
+        auto r = client->Patch(resources::Pods(), ns, "p-" + std::to_string(i), PatchType::kMerge,
+                               {{"metadata", {{"labels", {{"patched", "yes"}}}}}});
+        return r.ok();
+      },
+      "patched");
   double patch_s = Secs(Clock::now() - t0);
-  while (updates.load() < pods && Secs(Clock::now() - t0) < 300) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (updates.load() < pods && Secs(Clock::now() - t0) < 300)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   double events_s = Secs(Clock::now() - t0);
-  std::printf("patch: %d pods in %.2f s = %.0f writes/s (%d failed); informer saw %lld updates in %.2f s = %.0f events/s\n",
-              pods, patch_s, pods / patch_s, failed, static_cast<long long>(updates.load()), events_s, updates.load() / events_s);
+  std::printf(
+      "patch: %d pods in %.2f s = %.0f writes/s (%d failed); informer saw %lld updates in %.2f s = %.0f events/s\n",
+      pods, patch_s, pods / patch_s, failed, static_cast<long long>(updates.load()), events_s,
+      updates.load() / events_s);
   informer.Stop();
 
   // 4. Raw watch replay: the apiserver's watch cache sends every patch event as fast as we read.
@@ -201,7 +219,8 @@ int Main(int argc, char** argv) {
       ++n;
     }
     double replay_s = Secs(Clock::now() - t0);
-    std::printf("watch replay: %lld events in %.2f s = %.0f events/s\n", static_cast<long long>(n), replay_s, n / replay_s);
+    std::printf("watch replay: %lld events in %.2f s = %.0f events/s\n", static_cast<long long>(n), replay_s,
+                n / replay_s);
     (*watch)->Stop();
   } else {
     std::fprintf(stderr, "watch replay: %s\n", watch.status().ToString().c_str());
@@ -215,13 +234,15 @@ int Main(int argc, char** argv) {
   double ours_s = Secs(Clock::now() - t0);
   std::printf("list (ringmaster, pages of 500): %zu pods in %.2f s\n", all.ok() ? (*all)["items"].size() : 0, ours_s);
   if (!kubectl.empty()) {
-    std::string cmd = kubectl + " --kubeconfig " + (kubeconfig.empty() ? std::string(std::getenv("KUBECONFIG") ? std::getenv("KUBECONFIG") : "") : kubeconfig) +
-                      " get pods -n " + ns + " -o json --chunk-size=500 > /dev/null";
+    std::string cmd =
+        kubectl + " --kubeconfig " +
+        (kubeconfig.empty() ? std::string(std::getenv("KUBECONFIG") ? std::getenv("KUBECONFIG") : "") : kubeconfig) +
+        " get pods -n " + ns + " -o json --chunk-size=500 > /dev/null";
     t0 = Clock::now();
     int rc = std::system(cmd.c_str());
     double peer_s = Secs(Clock::now() - t0);
-    std::printf("list (kubectl/client-go, chunks of 500, -o json): %.2f s (rc %d); ratio ringmaster/kubectl = %.2f\n", peer_s, rc,
-                ours_s / peer_s);
+    std::printf("list (kubectl/client-go, chunks of 500, -o json): %.2f s (rc %d); ratio ringmaster/kubectl = %.2f\n",
+                peer_s, rc, ours_s / peer_s);
   }
 
   if (!keep) {

@@ -10,7 +10,7 @@
 namespace ringmaster::bench {
 
 int64_t AuditLogSize(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
 }
 

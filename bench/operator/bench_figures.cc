@@ -36,8 +36,7 @@ ProcessUsage UsageOf(pid_t pid) {
   if (close == std::string::npos || close + 2 > all.size()) return u;
   std::istringstream fields(all.substr(close + 2));
   std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
-  if (f.size() > 13)
-    u.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (f.size() > 13) u.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
   return u;
 }
 

@@ -1,8 +1,8 @@
 #include "bench/operator/generation_watch.h"
 
 #include "base/json_path.h"
-#include "operator/controller/reconciler.h"
 #include "kube/resource.h"
+#include "operator/controller/reconciler.h"
 
 namespace ringmaster::bench {
 

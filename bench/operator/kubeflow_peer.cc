@@ -8,7 +8,6 @@
 #include <fstream>
 
 #include "kube/base64.h"
-
 #include "tests/support/subprocess.h"
 
 namespace ringmaster::bench {
@@ -56,41 +55,46 @@ Status StartKubeflow(const KubeflowTool& tool, const testing::TestCluster& clust
   if (!crd.ok()) return crd.status();
   if (!crd->ok()) return UnknownError("installing the PyTorchJob CRD failed: " + crd->err);
   // (kubectl wait refuses a CRD whose status has no conditions yet, so poll.)
-  RINGMASTER_RETURN_IF_ERROR(testing::WaitFor("the PyTorchJob CRD to be Established", std::chrono::seconds(60),
-                                              [&](std::string*) {
-    auto r = cluster.Kubectl({"get", "crd", "pytorchjobs.kubeflow.org", "-o",
-                              "jsonpath={.status.conditions[?(@.type==\"Established\")].status}"});
-    return r.ok() && r->ok() && r->out == "True";
-  }));
+  RINGMASTER_RETURN_IF_ERROR(
+      testing::WaitFor("the PyTorchJob CRD to be Established", std::chrono::seconds(60), [&](std::string*) {
+        auto r = cluster.Kubectl({"get", "crd", "pytorchjobs.kubeflow.org", "-o",
+                                  "jsonpath={.status.conditions[?(@.type==\"Established\")].status}"});
+        return r.ok() && r->ok() && r->out == "True";
+      }));
   RINGMASTER_RETURN_IF_ERROR(cluster.Apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"));
-  RINGMASTER_RETURN_IF_ERROR(cluster.Apply("apiVersion: v1\nkind: Secret\nmetadata: {name: training-operator-webhook-cert, "
-                                           "namespace: " + ns + "}\n"));
+  RINGMASTER_RETURN_IF_ERROR(
+      cluster.Apply("apiVersion: v1\nkind: Secret\nmetadata: {name: training-operator-webhook-cert, "
+                    "namespace: " +
+                    ns + "}\n"));
   int webhook = FreePort();
   if (webhook == 0) return UnavailableError("no free port for the Kubeflow operator's webhook");
-  RINGMASTER_RETURN_IF_ERROR(process->Start(
-      {"env", "MY_POD_NAMESPACE=" + ns, "KUBECONFIG=" + cluster.kubeconfig(), tool.binary, "--namespace", ns,
-       "--enable-scheme", "pytorchjob", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-       "--webhook-server-port", std::to_string(webhook), "--zap-log-level", "info"},
-      log_file));
+  RINGMASTER_RETURN_IF_ERROR(
+      process->Start({"env", "MY_POD_NAMESPACE=" + ns, "KUBECONFIG=" + cluster.kubeconfig(), tool.binary, "--namespace",
+                      ns, "--enable-scheme", "pytorchjob", "--metrics-bind-address", "0", "--health-probe-bind-address",
+                      "0", "--webhook-server-port", std::to_string(webhook), "--zap-log-level", "info"},
+                     log_file));
   // The certificate rotator fills the Secret and then waits for the files a kubelet would mount from
   // it (at a path of its own, kCertDir); the bench writes them as that mount would.
-  RINGMASTER_RETURN_IF_ERROR(testing::WaitFor("the webhook certificate in the Secret", std::chrono::seconds(60),
-                                              [&](std::string*) {
-    auto r = cluster.KubectlJson({"get", "secret", "training-operator-webhook-cert", "-n", ns, "-o", "json"});
-    if (!r.ok() || !r->contains("data") || !(*r)["data"].contains("tls.crt")) return false;
-    std::filesystem::create_directories(kCertDir);
-    for (const char* f : {"tls.crt", "tls.key"}) {
-      auto pem = kube::Base64Decode((*r)["data"].value(f, ""));
-      if (!pem.ok()) return false;
-      std::ofstream(std::string(kCertDir) + "/" + f, std::ios::trunc) << *pem;
-    }
-    return true;
-  }));
-  return testing::WaitFor("Kubeflow's PyTorchJob controller to start", std::chrono::seconds(180), [&](std::string* last) {
-    std::string log = process->Log();
-    *last = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
-    return log.find("\"controller\": \"pytorchjob-controller\", \"worker count\"") != std::string::npos;
-  }, std::chrono::milliseconds(200));
+  RINGMASTER_RETURN_IF_ERROR(
+      testing::WaitFor("the webhook certificate in the Secret", std::chrono::seconds(60), [&](std::string*) {
+        auto r = cluster.KubectlJson({"get", "secret", "training-operator-webhook-cert", "-n", ns, "-o", "json"});
+        if (!r.ok() || !r->contains("data") || !(*r)["data"].contains("tls.crt")) return false;
+        std::filesystem::create_directories(kCertDir);
+        for (const char* f : {"tls.crt", "tls.key"}) {
+          auto pem = kube::Base64Decode((*r)["data"].value(f, ""));
+          if (!pem.ok()) return false;
+          std::ofstream(std::string(kCertDir) + "/" + f, std::ios::trunc) << *pem;
+        }
+        return true;
+      }));
+  return testing::WaitFor(
+      "Kubeflow's PyTorchJob controller to start", std::chrono::seconds(180),
+      [&](std::string* last) {
+        std::string log = process->Log();
+        *last = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
+        return log.find("\"controller\": \"pytorchjob-controller\", \"worker count\"") != std::string::npos;
+      },
+      std::chrono::milliseconds(200));
 }
 
 kube::GroupVersionResource PyTorchJobs() { return {"kubeflow.org", "v1", "pytorchjobs"}; }

@@ -17,7 +17,7 @@
 namespace ringmaster::bench {
 
 struct KubeflowTool {
-  std::string binary;   // .../training-operator
+  std::string binary;       // .../training-operator
   std::string pytorch_crd;  // .../crds/kubeflow.org_pytorchjobs.yaml
 };
 

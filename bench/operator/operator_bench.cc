@@ -24,10 +24,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
-#include <mutex>
 #include <cmath>
+#include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -36,19 +36,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/operator/audit_counts.h"
 #include "base/cli.h"
 #include "base/json_path.h"
 #include "bench/bench_json.h"
+#include "bench/operator/audit_counts.h"
 #include "bench/operator/bench_figures.h"
-#include "operator/controller/reconciler.h"
 #include "bench/operator/generation_watch.h"
-#include "kube/client.h"
-#include "kube/config.h"
-#include "kube/resource.h"
 #include "bench/operator/kubeflow_peer.h"
 #include "bench/operator/metrics_text.h"
 #include "bench/operator/pod_milestones.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/resource.h"
+#include "operator/controller/reconciler.h"
 #include "tests/support/background_process.h"
 #include "tests/support/manifests.h"
 #include "tests/support/operator_process.h"
@@ -58,11 +58,11 @@
 namespace rt = ringmaster::testing;
 namespace rb = ringmaster::bench;
 using json = nlohmann::json;
-using ringmaster::Status;
-using ringmaster::StatusOr;
 using rb::Clock;
 using rb::Format;
 using rb::Say;
+using ringmaster::Status;
+using ringmaster::StatusOr;
 using std::chrono::seconds;
 
 namespace ringmaster::bench {
@@ -96,7 +96,8 @@ std::unique_ptr<CLI::App> NewApp(Options& o) {
   app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 100));
   app->add_option("--failures", o.failures, "pod failures to inject (one at a time, distinct jobs)")
       ->check(CLI::Range(0, 1000000));
-  app->add_option("--operator-workers", o.operator_workers, "ringmaster-operator --workers")->check(CLI::Range(1, 10000));
+  app->add_option("--operator-workers", o.operator_workers, "ringmaster-operator --workers")
+      ->check(CLI::Range(1, 10000));
   app->add_option("--operator-qps", o.operator_qps, "ringmaster-operator --kube-api-qps")->check(CLI::Range(1.0, 1e6));
   app->add_option("--operator-burst", o.operator_burst, "ringmaster-operator --kube-api-burst")
       ->check(CLI::Range(1, 1000000));
@@ -224,7 +225,8 @@ class Bench {
   // round trips) and follows their pods (and our memberships when `generations`) until every one is
   // there; fills the phase's times, from the first create.
   bool ApplyAndFollow(Phase& p, const ringmaster::kube::GroupVersionResource& gvr, const std::string& ns,
-                      const std::vector<json>& objects, rb::PodMilestones& milestones, rb::GenerationWatch* generations) {
+                      const std::vector<json>& objects, rb::PodMilestones& milestones,
+                      rb::GenerationWatch* generations) {
     const size_t pods = static_cast<size_t>(p.jobs) * static_cast<size_t>(o_.workers);
     Say(Format("bench: %s: applying %d jobs x %d workers (load %s)", p.who.c_str(), p.jobs, o_.workers,
                rb::LoadAverage().c_str()));
@@ -238,8 +240,7 @@ class Bench {
     bool ok = WaitWithProgress(
         p.who + " pods", std::chrono::minutes(30),
         [&] {
-          return milestones.all_running() &&
-                 (!generations || generations->published() >= static_cast<size_t>(p.jobs));
+          return milestones.all_running() && (!generations || generations->published() >= static_cast<size_t>(p.jobs));
         },
         [&] {
           std::string s = Format("%zu/%zu created, %zu Running", milestones.created(), pods, milestones.running());
@@ -383,9 +384,10 @@ class Bench {
     auto before = rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
     std::vector<double> patch_rtt, to_pod_event, pod_event_to_generation;
     auto wait_whole = [&](const std::string& job) {
-      (void)rt::WaitFor("full membership of " + job, seconds(60), [&](std::string*) {
-        return generations.Current(job).world_size == o_.workers;
-      }, std::chrono::milliseconds(20));
+      (void)rt::WaitFor(
+          "full membership of " + job, seconds(60),
+          [&](std::string*) { return generations.Current(job).world_size == o_.workers; },
+          std::chrono::milliseconds(20));
     };
     for (int i = 0; i < failures; ++i) {
       const std::string job = "job-" + std::to_string(i % jobs);
@@ -396,16 +398,17 @@ class Bench {
       auto m = generations.Current(job);
       if (m.last_pod.empty()) continue;
       std::string now = "2026-01-01T00:00:00Z";
-      json patch = {{"status",
-                     {{"phase", "Failed"},
-                      {"conditions", json::array({{{"type", "Ready"}, {"status", "False"}, {"reason", "PodFailed"}},
-                                                  {{"type", "ContainersReady"}, {"status", "False"}, {"reason", "PodFailed"}}})},
-                      {"containerStatuses",
-                       json::array({{{"name", "t"},
-                                     {"ready", false},
-                                     {"state",
-                                      {{"running", nullptr},
-                                       {"terminated", {{"exitCode", 1}, {"reason", "Error"}, {"finishedAt", now}}}}}}})}}}};
+      json patch = {
+          {"status",
+           {{"phase", "Failed"},
+            {"conditions", json::array({{{"type", "Ready"}, {"status", "False"}, {"reason", "PodFailed"}},
+                                        {{"type", "ContainersReady"}, {"status", "False"}, {"reason", "PodFailed"}}})},
+            {"containerStatuses",
+             json::array({{{"name", "t"},
+                           {"ready", false},
+                           {"state",
+                            {{"running", nullptr},
+                             {"terminated", {{"exitCode", 1}, {"reason", "Error"}, {"finishedAt", now}}}}}}})}}}};
       ringmaster::kube::PatchOptions po;
       po.subresource = "status";
       auto t0 = Clock::now();
@@ -418,8 +421,10 @@ class Bench {
       }
       auto at = generations.WaitForGeneration(job, m.generation, std::chrono::seconds(30));
       auto failed_at = pods.WaitForFailed(ringmaster::StringAt(*r, {"metadata", "uid"}), std::chrono::seconds(1));
-      if (at) latencies->push_back(rb::Seconds(t0, *at));
-      else Say("bench:   no new generation of " + job + " within 30 s");
+      if (at)
+        latencies->push_back(rb::Seconds(t0, *at));
+      else
+        Say("bench:   no new generation of " + job + " within 30 s");
       if (at && failed_at) {
         to_pod_event.push_back(rb::Seconds(t0, *failed_at));
         pod_event_to_generation.push_back(rb::Seconds(*failed_at, *at));
@@ -461,7 +466,8 @@ class Bench {
 void PrintVerbs(const Phase& p) {
   std::string s;
   for (const auto& [verb, n] : p.by_verb)
-    if (static_cast<double>(n) >= 0.02 * p.requests) s += Format("%s %.2f, ", verb.c_str(), static_cast<double>(n) / p.jobs);
+    if (static_cast<double>(n) >= 0.02 * p.requests)
+      s += Format("%s %.2f, ", verb.c_str(), static_cast<double>(n) / p.jobs);
   if (!s.empty()) Say("    " + p.who + " per job: " + s.substr(0, s.size() - 2));
 }
 
@@ -469,15 +475,17 @@ std::optional<double> PerJob(double v, int jobs) { return jobs > 0 ? std::option
 
 // Every printed figure, for --json: the goals are the (failure -> generation p50 <= 50 ms, p99 <= 250 ms;
 // Running <= 0.5x Kubeflow; peak RSS <= 0.25x Kubeflow); growth rows as a series for the report's plot.
-void Record(Report& report, const Options& o, const std::vector<double>& latencies,
-            const std::optional<Phase>& peer, const std::vector<Phase>& ours, const std::string& load) {
+void Record(Report& report, const Options& o, const std::vector<double>& latencies, const std::optional<Phase>& peer,
+            const std::vector<Phase>& ours, const std::string& load) {
   namespace bj = ringmaster::bench;
   if (o.failures > 0 && !ours.empty() && !latencies.empty()) {
     const std::string live = Format(" (%d jobs x %d workers live)", o.jobs[0], o.workers);
     report.Figure("operator.failure_generation.p50", "pod failure -> new generation, p50" + live, "ms",
-                  rb::Percentile(latencies, 0.5) * 1e3, std::nullopt, "", bj::OursAtMost(50, "p50 <= 50 ms"))["load"] = load;
+                  rb::Percentile(latencies, 0.5) * 1e3, std::nullopt, "", bj::OursAtMost(50, "p50 <= 50 ms"))["load"] =
+        load;
     report.Figure("operator.failure_generation.p99", "pod failure -> new generation, p99" + live, "ms",
-                  rb::Percentile(latencies, 0.99) * 1e3, std::nullopt, "", bj::OursAtMost(250, "p99 <= 250 ms"))["load"] = load;
+                  rb::Percentile(latencies, 0.99) * 1e3, std::nullopt, "",
+                  bj::OursAtMost(250, "p99 <= 250 ms"))["load"] = load;
   }
   if (!ours.empty()) {
     const Phase& us = ours[0];
@@ -495,8 +503,8 @@ void Record(Report& report, const Options& o, const std::vector<double>& latenci
                        field([](const Phase& p) { return p.running; }), kf, bj::RatioAtMost(0.5, "<= 0.5x Kubeflow")));
     report.Figure("operator.memberships", "apply -> all memberships published" + at, "s", us.published)["load"] = load;
     note(report.Figure("operator.requests_per_job", "API requests per job (audit log)" + at, "requests",
-                       PerJob(us.requests, us.jobs),
-                       field([](const Phase& p) { return PerJob(p.requests, p.jobs); }), kf));
+                       PerJob(us.requests, us.jobs), field([](const Phase& p) { return PerJob(p.requests, p.jobs); }),
+                       kf));
     note(report.Figure("operator.peak_rss", "operator peak RSS" + at, "MiB", us.peak_rss_mib,
                        field([](const Phase& p) { return std::optional<double>(p.peak_rss_mib); }), kf,
                        bj::RatioAtMost(0.25, "<= 0.25x Kubeflow")));
@@ -575,20 +583,24 @@ int Run(const Options& o, Report& report) {
     auto p = bench.RunOurs(o.jobs[i], i == 0 ? o.failures : 0, &latencies, &where);
     if (!p) continue;
     ours.push_back(*p);
-    Say(Format("bench: %d jobs: pods Running %s, memberships %s, %.1f requests/job, peak RSS %.1f MiB, reconcile p99 %.0f ms",
-               p->jobs, Opt(p->running).c_str(), Opt(p->published).c_str(), p->requests / p->jobs, p->peak_rss_mib,
-               p->reconcile_p99 * 1e3));
+    Say(Format(
+        "bench: %d jobs: pods Running %s, memberships %s, %.1f requests/job, peak RSS %.1f MiB, reconcile p99 %.0f ms",
+        p->jobs, Opt(p->running).c_str(), Opt(p->published).c_str(), p->requests / p->jobs, p->peak_rss_mib,
+        p->reconcile_p99 * 1e3));
   }
   const std::string load = rb::LoadAverage();
-  const std::string setting =
-      Format("ours: --workers %d --kube-api-qps %g --kube-api-burst %d", o.operator_workers, o.operator_qps, o.operator_burst);
+  const std::string setting = Format("ours: --workers %d --kube-api-qps %g --kube-api-burst %d", o.operator_workers,
+                                     o.operator_qps, o.operator_burst);
 
   Say("");
   if (o.failures > 0 && !ours.empty()) {
-    Say(Format("1. pod failure -> new generation, seen by a TrainingJob watch (%zu failures, %s, %d jobs x %d workers "
+    Say(
+        Format("1. pod failure -> new generation, seen by a TrainingJob watch (%zu failures, %s, %d jobs x %d workers "
                "live; %s)",
                latencies.size(), o.back_to_back ? "back to back" : "paced", o.jobs[0], o.workers, setting.c_str()));
-    Say(Format("  failure -> watch event with the new generation : p50 %.1f ms, p99 %.1f ms, max %.1f ms  (goal p50 <= 50, p99 <= 250)",
+    Say(
+        Format("  failure -> watch event with the new generation : p50 %.1f ms, p99 %.1f ms, max %.1f ms  (goal p50 <= "
+               "50, p99 <= 250)",
                rb::Percentile(latencies, 0.5) * 1e3, rb::Percentile(latencies, 0.99) * 1e3,
                rb::Percentile(latencies, 1.0) * 1e3));
     if (!where.empty()) Say(where);
@@ -596,24 +608,28 @@ int Run(const Options& o, Report& report) {
   }
   if (peer && !ours.empty()) {
     const Phase& us = ours[0];
-    Say(Format("2. %d jobs x %d workers, side by side on one cluster (%d nodes x %d GPUs); kubeflow: 1 thread, 20 QPS, burst 30; %s",
+    Say(
+        Format("2. %d jobs x %d workers, side by side on one cluster (%d nodes x %d GPUs); kubeflow: 1 thread, 20 QPS, "
+               "burst 30; %s",
                o.jobs[0], o.workers, nodes, o.gpus_per_node, setting.c_str()));
     Say(Format("  %-34s %14s %14s %8s", "", "ringmaster", "kubeflow", "ratio"));
-    Say(Format("  %-34s %14s %14s %8s", "apply -> all pods created", Opt(us.created).c_str(), Opt(peer->created).c_str(),
-               Ratio(us.created, peer->created).c_str()));
+    Say(Format("  %-34s %14s %14s %8s", "apply -> all pods created", Opt(us.created).c_str(),
+               Opt(peer->created).c_str(), Ratio(us.created, peer->created).c_str()));
     Say(Format("  %-34s %14s %14s %8s  (goal <= 0.5x)", "apply -> all pods Running", Opt(us.running).c_str(),
                Opt(peer->running).c_str(), Ratio(us.running, peer->running).c_str()));
-    Say(Format("  %-34s %14s %14s %8s", "apply -> all memberships published", Opt(us.published).c_str(), "(none)", "-"));
+    Say(Format("  %-34s %14s %14s %8s", "apply -> all memberships published", Opt(us.published).c_str(), "(none)",
+               "-"));
     Say(Format("  %-34s %14.1f %14.1f %7.2fx", "API requests per job (audit log)", us.requests / us.jobs,
                peer->requests / peer->jobs, peer->requests > 0 ? us.requests / peer->requests : 0.0));
-    Say(Format("  %-34s %12.1f M %12.1f M %7.2fx  (goal <= 0.25x)", "peak RSS (MiB)", us.peak_rss_mib, peer->peak_rss_mib,
-               peer->peak_rss_mib > 0 ? us.peak_rss_mib / peer->peak_rss_mib : 0.0));
+    Say(Format("  %-34s %12.1f M %12.1f M %7.2fx  (goal <= 0.25x)", "peak RSS (MiB)", us.peak_rss_mib,
+               peer->peak_rss_mib, peer->peak_rss_mib > 0 ? us.peak_rss_mib / peer->peak_rss_mib : 0.0));
     Say(Format("  %-34s %12.1f s %12.1f s %7.2fx", "CPU seconds (start -> done)", us.cpu_seconds, peer->cpu_seconds,
                peer->cpu_seconds > 0 ? us.cpu_seconds / peer->cpu_seconds : 0.0));
     PrintVerbs(us);
     PrintVerbs(*peer);
-    Say(Format("    (ours per its own client: %.1f requests per job; its /metrics scrape: p50 %.1f ms, p99 %.1f ms, %.1f KiB)",
-               us.own_requests / us.jobs, us.scrape_p50 * 1e3, us.scrape_p99 * 1e3, us.scrape_bytes / 1024));
+    Say(Format(
+        "    (ours per its own client: %.1f requests per job; its /metrics scrape: p50 %.1f ms, p99 %.1f ms, %.1f KiB)",
+        us.own_requests / us.jobs, us.scrape_p50 * 1e3, us.scrape_p99 * 1e3, us.scrape_bytes / 1024));
     Say("");
   }
   if (!ours.empty()) {

@@ -32,9 +32,9 @@
 // Printed per operation: the median MB/s (10^6 bytes/s) with its spread
 // (min-max) for ours and for dd, and the ratio of the medians (ours / dd;
 // >= 1 means ours is at least as fast; every restore row is against the same
-// dd read). The load average is printed at the start and the end; per size, for scale, the CRC32C's own GB/s on one core and how fast
-// the machine hands out fresh memory (a restore fills new buffers).
-// Every restore is compared with the bytes saved (untimed). Progress on stderr.
+// dd read). The load average is printed at the start and the end; per size, for scale, the CRC32C's own GB/s on one
+// core and how fast the machine hands out fresh memory (a restore fills new buffers). Every restore is compared with
+// the bytes saved (untimed). Progress on stderr.
 //
 // Needs dd (coreutils) on PATH and about twice the largest size free in --dir,
 // which is created, emptied first and removed at the end.
@@ -72,9 +72,7 @@ using ringmaster::checkpoint::ListDirectory;
 using ringmaster::checkpoint::MakeDirectories;
 using ringmaster::checkpoint::RemoveTree;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string LoadAverage() {
   double load[3] = {0, 0, 0};
@@ -158,7 +156,7 @@ struct SizeRun {
   std::vector<std::byte> data;
   std::vector<std::string> names;
   std::vector<BlobRef> refs;
-  ByteBuffer existing;                        // the caller's memory: bytes + 4096, aligned, touched
+  ByteBuffer existing;                           // the caller's memory: bytes + 4096, aligned, touched
   std::vector<BlobDestination> aligned_dests;    // blob b at existing + b * per
   std::vector<BlobDestination> unaligned_dests;  // the same, 16 bytes further (malloc's offset)
   std::string ddfile;
@@ -225,18 +223,18 @@ Status DdWrite(SizeRun& run) {
   RemoveAndSettle(run.ddfile, run.flags.dir);
   const uint64_t count = run.mib / run.flags.dd_bs_mib;
   RINGMASTER_ASSIGN_OR_RETURN(
-      double seconds, TimeCommand({"dd", "if=/dev/zero", "of=" + run.ddfile,
-                                   "bs=" + std::to_string(run.flags.dd_bs_mib) + "M", "count=" + std::to_string(count),
-                                   "oflag=direct", "conv=fsync"}));
+      double seconds,
+      TimeCommand({"dd", "if=/dev/zero", "of=" + run.ddfile, "bs=" + std::to_string(run.flags.dd_bs_mib) + "M",
+                   "count=" + std::to_string(count), "oflag=direct", "conv=fsync"}));
   run.dd_write.mbps.push_back(Mbps(count * run.flags.dd_bs_mib << 20, seconds));
   return Status::Ok();
 }
 
 Status DdRead(SizeRun& run) {
   DropFromCache(run.ddfile);
-  RINGMASTER_ASSIGN_OR_RETURN(
-      double seconds, TimeCommand({"dd", "if=" + run.ddfile, "of=/dev/null",
-                                   "bs=" + std::to_string(run.flags.dd_bs_mib) + "M", "iflag=direct"}));
+  RINGMASTER_ASSIGN_OR_RETURN(double seconds,
+                              TimeCommand({"dd", "if=" + run.ddfile, "of=/dev/null",
+                                           "bs=" + std::to_string(run.flags.dd_bs_mib) + "M", "iflag=direct"}));
   run.dd_read.mbps.push_back(Mbps(run.mib / run.flags.dd_bs_mib * run.flags.dd_bs_mib << 20, seconds));
   return Status::Ok();
 }
@@ -319,22 +317,21 @@ Status Round(SizeRun& run, int round) {
 
 // Records a printed row as a --json figure: id "checkpoint.<mib>MiB.<operation's words before any '('>",
 // lower case, runs of other characters as one '_' (e.g. restore_into_touched_4k_aligned).
-void RecordRow(Report& report, uint64_t mib, const std::string& operation, const Series& ours,
-               const Series& dd) {
+void RecordRow(Report& report, uint64_t mib, const std::string& operation, const Series& ours, const Series& dd) {
   const std::string op = operation.substr(0, operation.find(" ("));
   std::string slug;
   for (char c : op) {
-    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!slug.empty() && slug.back() != '_') slug += '_';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!slug.empty() && slug.back() != '_')
+      slug += '_';
   }
   report.Figure("checkpoint." + std::to_string(mib) + "MiB." + slug,
-                   "checkpoint " + operation + ", " + std::to_string(mib) + " MiB (median)", "MB/s", ours.Median(),
-                   dd.Median(), "O_DIRECT dd", RatioAtLeast(0.8, ">= 0.8x dd"))["load"] =
-      LoadAverage();
+                "checkpoint " + operation + ", " + std::to_string(mib) + " MiB (median)", "MB/s", ours.Median(),
+                dd.Median(), "O_DIRECT dd", RatioAtLeast(0.8, ">= 0.8x dd"))["load"] = LoadAverage();
 }
 
-void PrintRow(Report& report, uint64_t mib, const char* operation, const Series& ours,
-              const Series& dd) {
+void PrintRow(Report& report, uint64_t mib, const char* operation, const Series& ours, const Series& dd) {
   RecordRow(report, mib, operation, ours, dd);
   char ours_text[40], dd_text[40];
   std::snprintf(ours_text, sizeof ours_text, "%.0f (%.0f-%.0f)", ours.Median(), ours.Min(), ours.Max());
@@ -380,7 +377,7 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
 }
 
 std::string FileSystemType(const std::string& dir) {
-  struct statfs st {};
+  struct statfs st{};
   if (::statfs(dir.c_str(), &st) != 0) return "unknown";
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(st.f_type));
@@ -389,7 +386,8 @@ std::string FileSystemType(const std::string& dir) {
 
 int Main(int argc, char** argv) {
   auto flags = ringmaster::cli::ParseInto<Flags>(NewApp, ringmaster::cli::Args(argc, argv));
-  if (auto exit_code = ringmaster::cli::ExitEarly<Flags>("ringmaster-checkpoint-bench", flags, NewApp)) return *exit_code;
+  if (auto exit_code = ringmaster::cli::ExitEarly<Flags>("ringmaster-checkpoint-bench", flags, NewApp))
+    return *exit_code;
   if (Status s = RemoveTree(flags->dir); !s.ok() || !(s = MakeDirectories(flags->dir)).ok()) {
     std::fprintf(stderr, "ringmaster-checkpoint-bench: %s\n", s.ToString().c_str());
     return 1;
@@ -403,15 +401,16 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "ringmaster-checkpoint-bench: open: %s\n", store.status().ToString().c_str());
     return 1;
   }
-  std::printf("directory: %s (file system magic %s), %d blobs per checkpoint, median of %d rounds, ours and dd "
-              "alternating first\n",
-              flags->dir.c_str(), FileSystemType(flags->dir).c_str(), flags->blobs, flags->reps);
-  std::printf("dd: bs=%dM, writes oflag=direct conv=fsync, reads iflag=direct; ours: page cache dropped "
-              "(fsync + POSIX_FADV_DONTNEED) before each restore\n",
-              flags->dd_bs_mib);
+  std::printf(
+      "directory: %s (file system magic %s), %d blobs per checkpoint, median of %d rounds, ours and dd "
+      "alternating first\n",
+      flags->dir.c_str(), FileSystemType(flags->dir).c_str(), flags->blobs, flags->reps);
+  std::printf(
+      "dd: bs=%dM, writes oflag=direct conv=fsync, reads iflag=direct; ours: page cache dropped "
+      "(fsync + POSIX_FADV_DONTNEED) before each restore\n",
+      flags->dd_bs_mib);
   std::printf("load average at start: %s\n", LoadAverage().c_str());
-  std::printf("%-9s %-33s %-20s %-20s %6s\n", "size", "operation", "ours MB/s (min-max)", "dd MB/s (min-max)",
-              "ratio");
+  std::printf("%-9s %-33s %-20s %-20s %6s\n", "size", "operation", "ours MB/s (min-max)", "dd MB/s (min-max)", "ratio");
   int rc = 0;
   for (uint64_t mib : flags->sizes_mib) {
     if (Status s = BenchOneSize(*flags, **store, mib, report); !s.ok()) {

@@ -31,17 +31,16 @@
 // --json also writes the figures and each size's phase medians for `make bench-report` (bench/bench_json.h).
 // RINGMASTER_BENCH_VERBOSE=1 prints every worker's log lines with CLOCK_MONOTONIC stamps (ms).
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <stdlib.h>
-
 #include <algorithm>
-#include <cstring>
-#include <limits>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,8 +53,8 @@
 #include "bench/bench_json.h"
 #include "bench/runtime/gloo_connect_peer.h"
 #include "worker-runtime/elastic/elastic_driver.h"
-#include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/membership/file_source.h"
+#include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/store/socket.h"
 
 namespace ringmaster::bench {
@@ -64,7 +63,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
 
 uint16_t FreePort() {
   auto s = store::Socket::Listen("127.0.0.1", 0);
@@ -81,7 +82,10 @@ uint16_t FreePort() {
   if (!source.ok()) ::_exit(2);
   float value = 1;
   elastic::ElasticState state([&] { return std::string(reinterpret_cast<char*>(&value), sizeof value); },
-                     [&](std::string_view b) { std::memcpy(&value, b.data(), sizeof value); return Status::Ok(); });
+                              [&](std::string_view b) {
+                                std::memcpy(&value, b.data(), sizeof value);
+                                return Status::Ok();
+                              });
   elastic::ElasticOptions o;
   o.worker_id = id;
   o.secret = "bench-secret";
@@ -119,8 +123,8 @@ uint16_t FreePort() {
     if (ctx.generation != reported) {
       reported = ctx.generation;
       elastic::RebuildStats s = driver.last_rebuild();
-      report << ctx.generation << " " << step_start << " " << NowNs() << " " << s.detect << " " << s.rendezvous << " " << s.communicator << " "
-             << s.restore << " " << (s.shrunk ? 1 : 0) << std::endl;
+      report << ctx.generation << " " << step_start << " " << NowNs() << " " << s.detect << " " << s.rendezvous << " "
+             << s.communicator << " " << s.restore << " " << (s.shrunk ? 1 : 0) << std::endl;
     }
     std::this_thread::sleep_for(2ms);
     return data::SampleCursor{0, static_cast<uint64_t>(ctx.step + 1)};
@@ -182,8 +186,7 @@ class Bench {
   }
   void KillAll() {
     for (auto& p : procs_) ::kill(p.pid, SIGKILL);
-    while (::waitpid(-1, nullptr, 0) > 0) {
-    }
+    while (::waitpid(-1, nullptr, 0) > 0) {}
     procs_.clear();
   }
 
@@ -296,8 +299,8 @@ void Record(Report& report, const std::string& backend, int n, int trials,
                   {"trials", trials},
                   {"median_ms", median},
                   {"p90_ms", p90},
-                  {"gloo_connect_ms", peer ? nlohmann::json({{"median", *peer}, {"p90", Quantile(connects, 0.9)}})
-                                           : nlohmann::json()},
+                  {"gloo_connect_ms",
+                   peer ? nlohmann::json({{"median", *peer}, {"p90", Quantile(connects, 0.9)}}) : nlohmann::json()},
                   {"load", load}});
 }
 
@@ -308,15 +311,15 @@ int Main(int argc, char** argv) {
   Report report("runtime", argc, argv);
   const bool verbose = std::getenv("RINGMASTER_BENCH_VERBOSE") != nullptr;
   const char* emulated = std::getenv("RINGMASTER_EMULATED_GPUS");
-  std::printf("death of one worker -> next successful allreduce on loopback, %d cores%s; ms; load average at "
-              "start %s\n",
-              static_cast<int>(std::thread::hardware_concurrency()),
-              emulated ? (std::string("; NCCL is the CPU emulation (RINGMASTER_EMULATED_GPUS=") + emulated + ")").c_str()
-                       : "",
-              LoadAverage().c_str());
-  std::printf("%-7s %5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %6s  %s\n", "backend", "ranks", "trials", "stat",
-              "total", "notice", "detect", "rendezv", "commun", "restore", "1st-allr", "comm-rank", "shrunk", "gloo-conn",
-              "ratio", "load average (1/5/15 min)");
+  std::printf(
+      "death of one worker -> next successful allreduce on loopback, %d cores%s; ms; load average at "
+      "start %s\n",
+      static_cast<int>(std::thread::hardware_concurrency()),
+      emulated ? (std::string("; NCCL is the CPU emulation (RINGMASTER_EMULATED_GPUS=") + emulated + ")").c_str() : "",
+      LoadAverage().c_str());
+  std::printf("%-7s %5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %6s  %s\n", "backend", "ranks", "trials",
+              "stat", "total", "notice", "detect", "rendezv", "commun", "restore", "1st-allr", "comm-rank", "shrunk",
+              "gloo-conn", "ratio", "load average (1/5/15 min)");
   for (int n : flags->sizes) {
     std::vector<double> connects;  // the peer, measured once per size
     bool peer_measured = false;
@@ -362,8 +365,13 @@ int Main(int argc, char** argv) {
           rebuilds += 1;
         }
         // Boundaries never go back in time (a rank may have finished a phase before the record was published).
-        std::vector<double> bounds = {static_cast<double>(killed), static_cast<double>(published), end_detect, end_rdzv,
-                                      end_comm, end_restore, end_first};
+        std::vector<double> bounds = {static_cast<double>(killed),
+                                      static_cast<double>(published),
+                                      end_detect,
+                                      end_rdzv,
+                                      end_comm,
+                                      end_restore,
+                                      end_first};
         for (size_t i = 1; i < bounds.size(); ++i) bounds[i] = std::max(bounds[i], bounds[i - 1]);
         const double tot = (bounds.back() - bounds.front()) / 1e6;
         total.push_back(tot);
@@ -378,7 +386,8 @@ int Main(int argc, char** argv) {
         b.Publish();
         b.WaitReports();
         if (n > 8 || backend != comm::Backend::kGloo) {
-          std::fprintf(stderr, "  %s, %d ranks: trial %d/%d done (%.1f ms)\n", backend_name.c_str(), n, t + 1, trials, tot);
+          std::fprintf(stderr, "  %s, %d ranks: trial %d/%d done (%.1f ms)\n", backend_name.c_str(), n, t + 1, trials,
+                       tot);
         }
       }
       b.KillAll();
@@ -389,7 +398,8 @@ int Main(int argc, char** argv) {
         if (!peer.ok()) std::fprintf(stderr, "gloo peer at %d ranks: %s\n", n - 1, peer.status().ToString().c_str());
         if (peer.ok()) connects = *peer;
       }
-      const std::vector<std::vector<double>> columns = {total, notice, detect, rdzv, comm, restore, first, comm_slowest};
+      const std::vector<std::vector<double>> columns = {total, notice,  detect, rdzv,
+                                                        comm,  restore, first,  comm_slowest};
       const double shrunk = rebuilds > 0 ? shrunk_rebuilds / rebuilds : 0;
       const std::string load = LoadAverage();
       PrintRow(backend_name, n, trials, "med", 0.5, columns, shrunk, Quantile(connects, 0.5), load);
@@ -398,15 +408,16 @@ int Main(int argc, char** argv) {
       Record(report, backend_name, n, trials, columns, shrunk, connects, load);
     }
   }
-  std::printf("total = notice + detect + rendezv + commun + restore + 1st-allr, the critical path: each phase ends when\n"
-              "its slowest survivor ends it. notice: kill -> membership published (the launcher's waitpid and record);\n"
-              "detect: -> every survivor started its rebuild (includes reading the record); rendezv, commun, restore: the\n"
-              "rebuild's phases; 1st-allr: -> every survivor finished its first training allreduce. comm-rank: the\n"
-              "slowest survivor's own communicator phase; gloo-conn: bare Gloo's TCP device + connectFullMesh of\n"
-              "ranks-1 processes over the same store, the slowest rank's, same trials; ratio: comm-rank / gloo-conn\n"
-              "(each row's quantile). Each column is its own quantile, so a row's columns need not sum to its total.\n"
-              "Rows above 8 ranks use --large-trials. Under NCCL, detect includes revoking the survivors' in-flight\n"
-              "allreduce and commun is the shrink when `shrunk` (the fraction of survivors' rebuilds that shrank) is 1.\n");
+  std::printf(
+      "total = notice + detect + rendezv + commun + restore + 1st-allr, the critical path: each phase ends when\n"
+      "its slowest survivor ends it. notice: kill -> membership published (the launcher's waitpid and record);\n"
+      "detect: -> every survivor started its rebuild (includes reading the record); rendezv, commun, restore: the\n"
+      "rebuild's phases; 1st-allr: -> every survivor finished its first training allreduce. comm-rank: the\n"
+      "slowest survivor's own communicator phase; gloo-conn: bare Gloo's TCP device + connectFullMesh of\n"
+      "ranks-1 processes over the same store, the slowest rank's, same trials; ratio: comm-rank / gloo-conn\n"
+      "(each row's quantile). Each column is its own quantile, so a row's columns need not sum to its total.\n"
+      "Rows above 8 ranks use --large-trials. Under NCCL, detect includes revoking the survivors' in-flight\n"
+      "allreduce and commun is the shrink when `shrunk` (the fraction of survivors' rebuilds that shrank) is 1.\n");
   std::filesystem::remove_all(dir);
   return report.Write(flags->json) ? 0 : 1;
 }

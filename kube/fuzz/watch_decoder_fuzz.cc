@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (whole_status.ok() && whole_events.size() != piece_events.size()) std::abort();
   if (whole_status.ok()) {
     for (size_t i = 0; i < whole_events.size(); ++i) {
-      if (whole_events[i].type != piece_events[i].type || whole_events[i].object != piece_events[i].object) std::abort();
+      if (whole_events[i].type != piece_events[i].type || whole_events[i].object != piece_events[i].object)
+        std::abort();
     }
   }
   if (!whole_status.ok() && whole_status.message().empty()) std::abort();  // errors name the problem

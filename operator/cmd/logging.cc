@@ -30,9 +30,10 @@ LogSink MakeLogger(LogFormat format) {
     const std::string ts = FormatRfc3339(std::chrono::system_clock::now(), TimePrecision::kMillis);
     std::string line;
     if (format == LogFormat::kJson) {
-      line = nlohmann::json{{"ts", ts}, {"level", LevelName(level)}, {"logger", "ringmaster-operator"},
-                            {"msg", std::string(message)}}
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      line =
+          nlohmann::json{
+              {"ts", ts}, {"level", LevelName(level)}, {"logger", "ringmaster-operator"}, {"msg", std::string(message)}}
+              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     } else {
       std::string lvl = LevelName(level);
       for (auto& c : lvl) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

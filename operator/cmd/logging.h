@@ -1,8 +1,8 @@
 // Structured logs for the operator binary: one line per message, as text or JSON, on stderr.
 #pragma once
 
-#include "operator/cmd/options.h"
 #include "base/log.h"
+#include "operator/cmd/options.h"
 
 namespace ringmaster::operator_cmd {
 

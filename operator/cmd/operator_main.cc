@@ -1,5 +1,6 @@
 // ringmaster-operator: runs TrainingJobs as elastic sets of GPU worker pods. See --help.
 #include <malloc.h>
+#include <prometheus/registry.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,19 +12,17 @@
 #include <thread>
 #include <vector>
 
-#include <prometheus/registry.h>
-
 #include "base/cli.h"
-#include "operator/cmd/logging.h"
-#include "operator/cmd/options.h"
-#include "operator/controller/controller.h"
-#include "operator/controller/operator_metrics.h"
 #include "kube/client.h"
 #include "kube/client_metrics.h"
 #include "kube/config.h"
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
 #include "metrics/metrics_server.h"
+#include "operator/cmd/logging.h"
+#include "operator/cmd/options.h"
+#include "operator/controller/controller.h"
+#include "operator/controller/operator_metrics.h"
 
 namespace rm = ringmaster;
 using rm::LogLevel;
@@ -74,8 +73,8 @@ rm::StatusOr<rm::kube::ClientConfig> LoadKubeConfig(const OperatorOptions& opts,
 
 // A client with a token bucket of its own. Errors: the client cannot be created; logged here.
 rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const rm::kube::ClientConfig& config,
-                                                             std::shared_ptr<rm::kube::ClientMetrics> metrics,
-                                                             const rm::LogSink& log) {
+                                                              std::shared_ptr<rm::kube::ClientMetrics> metrics,
+                                                              const rm::LogSink& log) {
   auto client = rm::kube::NewClient(config, std::move(metrics), log);
   if (!client.ok()) log(LogLevel::kError, "cannot create the Kubernetes client: " + client.status().ToString());
   return client;
@@ -83,8 +82,8 @@ rm::StatusOr<std::shared_ptr<rm::kube::Client>> NewKubeClient(const rm::kube::Cl
 
 // Controller: its options (informers' namespace and resync, workers, per-job objects) from the flags.
 rm::controller::ControllerOptions ControllerOptionsFrom(const OperatorOptions& opts,
-                                                       std::shared_ptr<rm::kube::ClientMetrics> client_metrics,
-                                                       const rm::LogSink& log) {
+                                                        std::shared_ptr<rm::kube::ClientMetrics> client_metrics,
+                                                        const rm::LogSink& log) {
   rm::controller::ControllerOptions co;
   co.watch_namespace = opts.watch_namespace;
   co.workers = opts.workers;
@@ -110,11 +109,13 @@ rm::Status StartServers(const OperatorOptions& opts, const std::shared_ptr<prome
     mo.collectables = {registry, controller.StateMetrics()};
     auto started = rm::metrics::MetricsServer::Start(std::move(mo));
     if (!started.ok()) {
-      log(LogLevel::kError, "cannot serve metrics on " + opts.metrics_bind_address + ": " + started.status().ToString());
+      log(LogLevel::kError,
+          "cannot serve metrics on " + opts.metrics_bind_address + ": " + started.status().ToString());
       return started.status();
     }
     metrics_server = std::move(started).value();
-    log(LogLevel::kInfo, "serving metrics on " + opts.metrics_bind_address + " (port " + std::to_string(metrics_server->port()) + ")");
+    log(LogLevel::kInfo,
+        "serving metrics on " + opts.metrics_bind_address + " (port " + std::to_string(metrics_server->port()) + ")");
   }
   if (opts.health_probe_bind_address != "0") {
     rm::metrics::MetricsServerOptions ho;
@@ -123,7 +124,8 @@ rm::Status StartServers(const OperatorOptions& opts, const std::shared_ptr<prome
                  {"/readyz", [&leading, &controller] { return !leading.load() || controller.Synced(); }}};
     auto started = rm::metrics::MetricsServer::Start(std::move(ho));
     if (!started.ok()) {
-      log(LogLevel::kError, "cannot serve health probes on " + opts.health_probe_bind_address + ": " + started.status().ToString());
+      log(LogLevel::kError,
+          "cannot serve health probes on " + opts.health_probe_bind_address + ": " + started.status().ToString());
       return started.status();
     }
     health_server = std::move(started).value();
@@ -182,7 +184,8 @@ rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity
     return created.status();
   }
   election.elector = std::move(created).value();
-  log(LogLevel::kInfo, identity + " is a candidate for lease " + opts.leader_election_namespace + "/" + opts.leader_election_id);
+  log(LogLevel::kInfo,
+      identity + " is a candidate for lease " + opts.leader_election_namespace + "/" + opts.leader_election_id);
   rm::kube::LeaderElector* elector = election.elector.get();
   election.thread = std::thread([elector] { elector->Run(); });
   return rm::Status::Ok();
@@ -195,7 +198,8 @@ void WaitThenStop(rm::controller::TrainingJobController& controller, std::atomic
                   rm::kube::EventRecorder& recorder, std::unique_ptr<rm::metrics::MetricsServer>& metrics_server,
                   std::unique_ptr<rm::metrics::MetricsServer>& health_server, const rm::LogSink& log) {
   int sig = WaitForSignal();
-  if (sig != SIGUSR1) log(LogLevel::kInfo, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; shutting down");
+  if (sig != SIGUSR1)
+    log(LogLevel::kInfo, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; shutting down");
   leading = false;
   controller.Stop();
   if (election.elector) {
@@ -240,7 +244,9 @@ int Run(const OperatorOptions& opts) {
 
   int exit_code = 0;
   Election election;
-  if (!StartLeading(opts, identity, *election_client, controller, leading, exit_code, election, operator_metrics, log).ok()) return 1;
+  if (!StartLeading(opts, identity, *election_client, controller, leading, exit_code, election, operator_metrics, log)
+           .ok())
+    return 1;
 
   WaitThenStop(controller, leading, election, recorder, metrics_server, health_server, log);
   return exit_code;

@@ -35,23 +35,30 @@ void AddLeaderElectionFlags(CLI::App& app, OperatorOptions& o) {
   cli::AddParsed<std::chrono::seconds>(app, "--lease-duration", &o.lease_duration, ParseSeconds,
                                        "How long a leader's Lease lasts without renewal (seconds).", "15s");
   cli::AddParsed<std::chrono::seconds>(app, "--renew-deadline", &o.renew_deadline, ParseSeconds,
-                                       "How long the leader keeps trying to renew before it gives up (seconds).", "10s");
+                                       "How long the leader keeps trying to renew before it gives up (seconds).",
+                                       "10s");
   cli::AddParsed<std::chrono::seconds>(app, "--retry-period", &o.retry_period, ParseSeconds,
                                        "How often candidates try to acquire or renew (seconds).", "2s");
-  app.add_option("--identity", o.identity, "This replica's name in leader election and events (default: <hostname>_<pid>).");
+  app.add_option("--identity", o.identity,
+                 "This replica's name in leader election and events (default: <hostname>_<pid>).");
 }
 
 // The flags, bound to `o`; o's values are the defaults --help shows.
 std::unique_ptr<CLI::App> NewOperatorApp(OperatorOptions& o) {
-  auto app = cli::NewApp("ringmaster-operator",
-                         "ringmaster-operator: runs TrainingJobs (ringmaster.io/v1alpha1) as elastic sets of GPU worker "
-                         "pods and\npublishes their membership in each job's status.");
-  app->add_option("--kubeconfig", o.kubeconfig,
-                  "Path to a kubeconfig (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config).");
+  auto app =
+      cli::NewApp("ringmaster-operator",
+                  "ringmaster-operator: runs TrainingJobs (ringmaster.io/v1alpha1) as elastic sets of GPU worker "
+                  "pods and\npublishes their membership in each job's status.");
+  app->add_option(
+      "--kubeconfig", o.kubeconfig,
+      "Path to a kubeconfig (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config).");
   app->add_option("--context", o.context, "The kubeconfig context to use (default: its current-context).");
-  app->add_option("--namespace", o.watch_namespace, "Only manage TrainingJobs in this namespace (default: every namespace).");
-  app->add_option("--metrics-bind-address", o.metrics_bind_address, "host:port for Prometheus metrics at /metrics; 0 disables.");
-  app->add_option("--health-probe-bind-address", o.health_probe_bind_address, "host:port for /healthz and /readyz; 0 disables.");
+  app->add_option("--namespace", o.watch_namespace,
+                  "Only manage TrainingJobs in this namespace (default: every namespace).");
+  app->add_option("--metrics-bind-address", o.metrics_bind_address,
+                  "host:port for Prometheus metrics at /metrics; 0 disables.");
+  app->add_option("--health-probe-bind-address", o.health_probe_bind_address,
+                  "host:port for /healthz and /readyz; 0 disables.");
   AddLeaderElectionFlags(*app, o);
   app->add_option("--workers", o.workers, "Concurrent reconciles; one job is never reconciled by two at once.")
       ->check(CLI::Range(1, 10000));
@@ -59,7 +66,8 @@ std::unique_ptr<CLI::App> NewOperatorApp(OperatorOptions& o) {
                                        "How often every job is reconciled even without events (seconds).", "300s");
   app->add_option("--kube-api-qps", o.kube_api_qps, "Client-side limit on API requests per second.")
       ->check(CLI::Range(1.0, 1e6));
-  app->add_option("--kube-api-burst", o.kube_api_burst, "Client-side burst of API requests.")->check(CLI::Range(1, 1000000));
+  app->add_option("--kube-api-burst", o.kube_api_burst, "Client-side burst of API requests.")
+      ->check(CLI::Range(1, 1000000));
   cli::AddParsed<LogFormat>(*app, "--log-format", &o.log_format, ParseLogFormat,
                             "text or json (one JSON object per line).", "text");
   app->add_flag("--worker-network-policy", o.worker_network_policy,

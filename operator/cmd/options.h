@@ -12,24 +12,24 @@ namespace ringmaster::operator_cmd {
 enum class LogFormat { kText, kJson };
 
 struct OperatorOptions {
-  std::string kubeconfig;               // --kubeconfig; "" = $KUBECONFIG, in-cluster, ~/.kube/config
-  std::string context;                  // --context
-  std::string watch_namespace;          // --namespace; "" = every namespace
-  std::string metrics_bind_address = "127.0.0.1:8080";       // --metrics-bind-address; "0" disables
+  std::string kubeconfig;                               // --kubeconfig; "" = $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string context;                                  // --context
+  std::string watch_namespace;                          // --namespace; "" = every namespace
+  std::string metrics_bind_address = "127.0.0.1:8080";  // --metrics-bind-address; "0" disables
   std::string health_probe_bind_address = "127.0.0.1:8081";  // --health-probe-bind-address; "0" disables
-  bool leader_elect = false;            // --leader-elect
-  std::string leader_election_namespace = "default";  // --leader-election-namespace
-  std::string leader_election_id = "ringmaster-operator";  // --leader-election-id (the Lease's name)
+  bool leader_elect = false;                                 // --leader-elect
+  std::string leader_election_namespace = "default";         // --leader-election-namespace
+  std::string leader_election_id = "ringmaster-operator";    // --leader-election-id (the Lease's name)
   std::chrono::seconds lease_duration{15};
   std::chrono::seconds renew_deadline{10};
   std::chrono::seconds retry_period{2};
-  int workers = 4;                      // --workers: concurrent reconciles (never two for one job)
+  int workers = 4;                          // --workers: concurrent reconciles (never two for one job)
   std::chrono::seconds resync_period{300};  // --resync-period
-  double kube_api_qps = 50;             // --kube-api-qps
-  int kube_api_burst = 100;             // --kube-api-burst
+  double kube_api_qps = 50;                 // --kube-api-qps
+  int kube_api_burst = 100;                 // --kube-api-burst
   LogFormat log_format = LogFormat::kText;  // --log-format text|json
-  bool worker_network_policy = true;    // --worker-network-policy[=false]: a NetworkPolicy per job
-  std::string identity;                 // --identity; "" = hostname_pid
+  bool worker_network_policy = true;        // --worker-network-policy[=false]: a NetworkPolicy per job
+  std::string identity;                     // --identity; "" = hostname_pid
   bool help = false;
 };
 

@@ -27,9 +27,9 @@ TEST(OperatorFlagsTest, DefaultsAndTheNamesChecksRelyOn) {
 
 TEST(OperatorFlagsTest, WorkerNetworkPolicyIsOnUnlessTurnedOff) {
   // The chart always passes it with a value (workerNetworkPolicy.enabled).
-  for (const auto& [arg, want] : std::vector<std::pair<std::string, bool>>{
-           {"--worker-network-policy", true}, {"--worker-network-policy=true", true},
-           {"--worker-network-policy=false", false}}) {
+  for (const auto& [arg, want] : std::vector<std::pair<std::string, bool>>{{"--worker-network-policy", true},
+                                                                           {"--worker-network-policy=true", true},
+                                                                           {"--worker-network-policy=false", false}}) {
     auto o = ParseOperatorFlags({arg});
     ASSERT_OK(o) << arg;
     EXPECT_EQ(o->worker_network_policy, want) << arg;
@@ -39,8 +39,8 @@ TEST(OperatorFlagsTest, WorkerNetworkPolicyIsOnUnlessTurnedOff) {
 }
 
 TEST(OperatorFlagsTest, ValuesOfEveryKind) {
-  auto o = ParseOperatorFlags({"--workers=3", "--lease-duration", "30s", "--renew-deadline", "20", "--log-format", "json",
-                               "--kube-api-qps", "200", "--leader-elect=false", "--workers", "8"});
+  auto o = ParseOperatorFlags({"--workers=3", "--lease-duration", "30s", "--renew-deadline", "20", "--log-format",
+                               "json", "--kube-api-qps", "200", "--leader-elect=false", "--workers", "8"});
   ASSERT_OK(o);
   EXPECT_EQ(o->workers, 8);
   EXPECT_EQ(o->lease_duration, std::chrono::seconds(30));
@@ -59,15 +59,16 @@ TEST(OperatorFlagsTest, BadInputNamesTheFlag) {
   EXPECT_NE(ParseOperatorFlags({"--log-format", "xml"}).status().message().find("text or json"), std::string::npos);
   EXPECT_NE(ParseOperatorFlags({"--lease-duration", "15x"}).status().message().find("--lease-duration"),
             std::string::npos);
-  EXPECT_NE(ParseOperatorFlags({"--lease-duration", "5s", "--renew-deadline", "10s"}).status().message().find("shorter"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseOperatorFlags({"--lease-duration", "5s", "--renew-deadline", "10s"}).status().message().find("shorter"),
+      std::string::npos);
 }
 
 TEST(OperatorFlagsTest, HelpExplainsEveryFlag) {
   std::string usage = UsageText();
-  for (const char* flag : {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address",
-                           "--leader-elect", "--log-format", "--workers", "--worker-network-policy", "--help",
-                           "=127.0.0.1:8080", "15s"}) {
+  for (const char* flag :
+       {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address", "--leader-elect",
+        "--log-format", "--workers", "--worker-network-policy", "--help", "=127.0.0.1:8080", "15s"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
   auto o = ParseOperatorFlags({"--help", "--bogus"});

@@ -2,9 +2,9 @@
 
 #include "api/job_status.h"
 #include "base/json_path.h"
+#include "kube/resource.h"
 #include "operator/controller/cache_transforms.h"
 #include "operator/controller/worker_objects.h"
-#include "kube/resource.h"
 
 namespace ringmaster::controller {
 
@@ -62,8 +62,8 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   peer_reports_ = std::make_unique<kube::Informer>(client_, kube::resources::ConfigMaps(), ro);
 
   reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
-                                                        &peer_reports_->store(),
-                                                        recorder, metrics, options_.log, options_.reconciler);
+                                                        &peer_reports_->store(), recorder, metrics, options_.log,
+                                                        options_.reconciler);
   state_metrics_ = std::make_shared<JobStateMetrics>(&jobs_->store(), [this] { return synced_.load(); });
   metrics_->SetMaxConcurrentReconciles(options_.workers);
 
@@ -79,7 +79,8 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
     const std::string job = StringAt(cm, {"metadata", "labels", std::string(api::kJobNameLabel)});
     if (!job.empty()) Enqueue(kube::NamespaceOf(cm) + "/" + job);
   };
-  peer_reports_->AddEventHandler({reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
+  peer_reports_->AddEventHandler(
+      {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
   // Nodes matter only when their readiness changes or they vanish: then the jobs with pods there.
   auto node_name = [](const json& n) { return StringAt(n, {"metadata", "name"}); };
   nodes_->AddEventHandler({[this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); },
@@ -109,16 +110,16 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
   jobs_->Start();
   for (kube::Informer* informer : {nodes_.get(), pods_.get(), peer_reports_.get(), jobs_.get()}) {
     if (!informer->WaitForSync(sync_timeout)) {
-      return DeadlineExceededError(
-          "informer caches did not sync within " + std::to_string(sync_timeout.count()) +
-          " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this identity list trainingjobs, pods, nodes and configmaps?");
+      return DeadlineExceededError("informer caches did not sync within " + std::to_string(sync_timeout.count()) +
+                                   " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this "
+                                   "identity list trainingjobs, pods, nodes and configmaps?");
     }
   }
   synced_ = true;
   options_.log(LogLevel::kInfo, "caches synced: " + std::to_string(jobs_->store().Size()) + " jobs, " +
-                                          std::to_string(pods_->store().Size()) + " worker pods, " +
-                                          std::to_string(nodes_->store().Size()) + " nodes; starting " +
-                                          std::to_string(options_.workers) + " workers");
+                                    std::to_string(pods_->store().Size()) + " worker pods, " +
+                                    std::to_string(nodes_->store().Size()) + " nodes; starting " +
+                                    std::to_string(options_.workers) + " workers");
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Work(); });
   return Status::Ok();
 }

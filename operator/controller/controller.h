@@ -11,15 +11,15 @@
 #include <thread>
 #include <vector>
 
-#include "operator/controller/job_state_metrics.h"
-#include "operator/controller/operator_metrics.h"
-#include "operator/controller/reconciler.h"
+#include "base/log.h"
 #include "kube/client.h"
 #include "kube/client_metrics.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
-#include "base/log.h"
 #include "kube/workqueue.h"
+#include "operator/controller/job_state_metrics.h"
+#include "operator/controller/operator_metrics.h"
+#include "operator/controller/reconciler.h"
 
 namespace ringmaster::controller {
 
@@ -27,7 +27,7 @@ struct ControllerOptions {
   std::string watch_namespace;  // "" = every namespace
   int workers = 4;
   std::chrono::seconds resync_period{300};
-  ReconcilerOptions reconciler;  // what is created per job besides pods
+  ReconcilerOptions reconciler;                         // what is created per job besides pods
   std::shared_ptr<kube::ClientMetrics> client_metrics;  // optional
   LogSink log = StderrLogSink("ringmaster-kube");
 };

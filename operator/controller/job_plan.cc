@@ -7,9 +7,9 @@
 #include "api/names.h"
 #include "api/training_job.h"
 #include "base/json_path.h"
+#include "base/time_format.h"
 #include "operator/controller/membership.h"
 #include "operator/controller/peer_verdict.h"
-#include "base/time_format.h"
 #include "operator/controller/worker_objects.h"
 
 namespace ringmaster::controller {
@@ -53,8 +53,9 @@ struct PodView {
   bool for_scale_up = false;
 };
 
-
-Clock::time_point TimeOr(const std::string& s, Clock::time_point fallback) { return ParseRfc3339(s).value_or(fallback); }
+Clock::time_point TimeOr(const std::string& s, Clock::time_point fallback) {
+  return ParseRfc3339(s).value_or(fallback);
+}
 
 PodView ViewPod(const json& pod, Clock::time_point now) {
   PodView v;
@@ -112,7 +113,8 @@ void SetCondition(std::vector<api::Condition>& conditions, std::string_view type
     if (flipped || (touch && changed)) c.last_transition_time = now;
     return;
   }
-  conditions.push_back({std::string(type), std::string(status), std::string(reason), message, now, observed_generation});
+  conditions.push_back(
+      {std::string(type), std::string(status), std::string(reason), message, now, observed_generation});
 }
 
 void EarliestRequeue(JobPlan& plan, Clock::time_point at) {
@@ -154,7 +156,7 @@ struct Planning {
   api::TrainingJobStatus status;
   // An api::phase, "" until one is decided (written as Pending); status.phase is set from it at the end.
   std::string phase;
-  api::Membership membership;  // generation 0 until one is published (status.membership stays unset then)
+  api::Membership membership;        // generation 0 until one is published (status.membership stays unset then)
   Clock::time_point last_failure{};  // the newest counted failure (set by PlanExitedWorkers)
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
   std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
@@ -208,7 +210,8 @@ bool Finishing(const Planning& st, const PodView& p) {
 // still counted as Ready (the plan is looked at again when the grace ends).
 bool ReadinessLossGraced(Planning& st, const PodView& p) {
   const api::Member* m = st.membership.Find(p.name);
-  if (p.ready || !p.not_ready_since || m == nullptr || m->uid != p.uid || p.phase != api::pod_phase::kRunning || p.deleting) {
+  if (p.ready || !p.not_ready_since || m == nullptr || m->uid != p.uid || p.phase != api::pod_phase::kRunning ||
+      p.deleting) {
     return false;
   }
   const Clock::time_point until = *p.not_ready_since + kReadinessLossGrace;
@@ -235,8 +238,10 @@ void PlanFinishedJob(Planning& st) {
     }
   }
   if (st.spec.ttl_after_finished) {
-    if (st.in.now >= done + *st.spec.ttl_after_finished) st.plan.delete_job = true;
-    else EarliestRequeue(st.plan, done + *st.spec.ttl_after_finished);
+    if (st.in.now >= done + *st.spec.ttl_after_finished)
+      st.plan.delete_job = true;
+    else
+      EarliestRequeue(st.plan, done + *st.spec.ttl_after_finished);
   }
 }
 
@@ -296,7 +301,8 @@ void DecideCompletion(Planning& st) {
 void PlanExitedWorkers(Planning& st) {
   std::set<std::string> counted;
   for (const auto& f : st.status.recent_failures) counted.insert(f.uid);
-  for (const auto& f : st.status.recent_failures) st.last_failure = std::max(st.last_failure, TimeOr(f.time, Clock::time_point{}));
+  for (const auto& f : st.status.recent_failures)
+    st.last_failure = std::max(st.last_failure, TimeOr(f.time, Clock::time_point{}));
   for (const auto& p : st.pods) {
     if (Finishing(st, p)) {
       EarliestRequeue(st.plan, p.finished_at + kFinishGrace);
@@ -323,11 +329,12 @@ void PlanExitedWorkers(Planning& st) {
     }
     DeletePod(st, p, failed ? "the worker failed" : "the worker exited while still a member");
   }
-  while (st.status.recent_failures.size() > kRecentFailuresKept) st.status.recent_failures.erase(st.status.recent_failures.begin());
+  while (st.status.recent_failures.size() > kRecentFailuresKept)
+    st.status.recent_failures.erase(st.status.recent_failures.begin());
   if (st.status.restart_count > st.spec.max_restarts) {
     Finish(st, api::phase::kFailed, api::reason::kRestartLimitExceeded,
-           "workers failed " + std::to_string(st.status.restart_count) + " times, more than spec.elasticPolicy.maxRestarts (" +
-               std::to_string(st.spec.max_restarts) + ")");
+           "workers failed " + std::to_string(st.status.restart_count) +
+               " times, more than spec.elasticPolicy.maxRestarts (" + std::to_string(st.spec.max_restarts) + ")");
   }
 }
 
@@ -382,8 +389,9 @@ Workers ObserveWorkers(Planning& st) {
       w.unreachable = true;
       std::string by;
       for (const auto& r : cut_off[p.name]) by += (by.empty() ? "" : ", ") + r;
-      DeletePod(st, p, "its peers cannot reach it (reported by " + by + " in generation " +
-                           std::to_string(st.membership.generation) + ")");
+      DeletePod(st, p,
+                "its peers cannot reach it (reported by " + by + " in generation " +
+                    std::to_string(st.membership.generation) + ")");
     }
     if (!w.failed && !w.node_lost && !w.unreachable && !p.deleting && !w.beyond_desired) workers.live.push_back(&p);
     workers.observed.push_back(w);
@@ -461,7 +469,8 @@ void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& 
     if (!IsLeaving(st, w.pod, w.uid)) {
       DeletePod(st, *pod, "the job was scaled down");
     } else if (st.in.now >= st.leaving[w.pod].second + st.spec.leave_grace) {
-      DeletePod(st, *pod, "it left the membership and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");
+      DeletePod(st, *pod,
+                "it left the membership and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");
     } else {
       EarliestRequeue(st.plan, st.leaving[w.pod].second + st.spec.leave_grace);
     }
@@ -475,14 +484,15 @@ Status PlanCreations(Planning& st, const Workers& workers) {
   int32_t missing = desired - std::min<int32_t>(static_cast<int32_t>(workers.live.size()), desired);
   if (missing <= 0) return Status::Ok();
   int32_t recent = 0;
-  for (const auto& f : st.status.recent_failures) recent += TimeOr(f.time, Clock::time_point{}) > st.in.now - kBackoffMemory;
+  for (const auto& f : st.status.recent_failures)
+    recent += TimeOr(f.time, Clock::time_point{}) > st.in.now - kBackoffMemory;
   Clock::time_point allowed = st.last_failure + ReplacementBackoff(recent);
   if (recent > 0 && st.in.now < allowed) {
     EarliestRequeue(st.plan, allowed);
     return Status::Ok();
   }
   const bool scale_up = desired > (st.current.replicas ? st.current.replicas->desired : desired);
-  const std::string_view created_for = scale_up                          ? api::created_for::kScaleUp
+  const std::string_view created_for = scale_up                        ? api::created_for::kScaleUp
                                        : st.membership.generation == 0 ? api::created_for::kStart
                                                                        : api::created_for::kReplacement;
   for (int32_t index = 0; missing > 0; ++index) {
@@ -537,10 +547,14 @@ Status PlanWorkers(Planning& st) {
 void AssembleStatus(Planning& st) {
   int32_t ready = 0, pending = 0, active = 0, failed = 0;
   for (const auto& p : st.pods) {
-    if (p.phase == api::pod_phase::kFailed) ++failed;
-    else if (p.phase != api::pod_phase::kSucceeded && !p.deleting) ++active;
-    if (p.ready) ++ready;
-    else if ((p.phase == api::pod_phase::kPending || p.phase.empty()) && !p.deleting) ++pending;
+    if (p.phase == api::pod_phase::kFailed)
+      ++failed;
+    else if (p.phase != api::pod_phase::kSucceeded && !p.deleting)
+      ++active;
+    if (p.ready)
+      ++ready;
+    else if ((p.phase == api::pod_phase::kPending || p.phase.empty()) && !p.deleting)
+      ++pending;
   }
   api::TrainingJobStatus& status = st.status;
   status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed};
@@ -570,9 +584,12 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   RINGMASTER_ASSIGN_OR_RETURN(const JobSpec spec, ParseJobSpec(job.spec));
   if (!job.metadata.deletion_timestamp.empty()) return JobPlan{};  // garbage collection owns the rest
   Planning st(in, job, spec);
-  if (Finished(st.phase)) PlanFinishedJob(st);
-  else if (spec.suspend) PlanSuspension(st);
-  else PlanResumeAndDeadline(st);
+  if (Finished(st.phase))
+    PlanFinishedJob(st);
+  else if (spec.suspend)
+    PlanSuspension(st);
+  else
+    PlanResumeAndDeadline(st);
   if (Active(st)) DecideCompletion(st);
   if (Active(st)) PlanExitedWorkers(st);
   if (Active(st)) RINGMASTER_RETURN_IF_ERROR(PlanWorkers(st));

@@ -28,7 +28,7 @@ struct NodeState {
 
 struct PodDeletion {
   std::string name;
-  std::string uid;  // precondition: delete only this incarnation
+  std::string uid;     // precondition: delete only this incarnation
   bool force = false;  // grace period 0: its node is gone or it overstayed the grace
   std::string why;
 };
@@ -44,7 +44,7 @@ struct JobPlan {
   std::vector<PodDeletion> deletes;
   std::optional<nlohmann::json> status;  // the new .status, when it differs from the job's
   std::vector<JobEvent> events;
-  bool delete_job = false;  // TTL after finish has passed
+  bool delete_job = false;                      // TTL after finish has passed
   std::optional<Clock::time_point> requeue_at;  // look again then, even if nothing changes
 
   bool empty() const { return creates.empty() && deletes.empty() && !status && events.empty() && !delete_job; }
@@ -52,8 +52,8 @@ struct JobPlan {
 
 struct PlanInput {
   nlohmann::json job;
-  std::vector<nlohmann::json> pods;         // this job's worker pods (by label), any phase
-  std::map<std::string, NodeState> nodes;   // by name; a node absent here does not exist
+  std::vector<nlohmann::json> pods;        // this job's worker pods (by label), any phase
+  std::map<std::string, NodeState> nodes;  // by name; a node absent here does not exist
   Clock::time_point now;
   std::vector<api::PeerReport> peer_reports;  // the job's (api/peer_report.h); members cut off are removed
 };

@@ -1,14 +1,14 @@
 #include "operator/controller/job_plan.h"
-#include "operator/controller/job_spec.h"
-#include "operator/controller/worker_objects.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "api/names.h"
-#include "base/time_format.h"
 #include "base/status_test_macros.h"
+#include "base/time_format.h"
+#include "operator/controller/job_spec.h"
+#include "operator/controller/worker_objects.h"
 
 namespace ringmaster::controller {
 namespace {
@@ -30,7 +30,8 @@ json Job(int min, int max, json extra_spec = json::object()) {
   return job;
 }
 
-json Pod(int index, const std::string& phase, bool ready, const std::string& node = "n0", Clock::time_point since = kT0) {
+json Pod(int index, const std::string& phase, bool ready, const std::string& node = "n0",
+         Clock::time_point since = kT0) {
   json pod = {{"metadata",
                {{"name", "j-worker-" + std::to_string(index)},
                 {"uid", "pod-uid-" + std::to_string(index)},
@@ -38,14 +39,16 @@ json Pod(int index, const std::string& phase, bool ready, const std::string& nod
               {"spec", {{"nodeName", node}}},
               {"status", {{"phase", phase}, {"podIP", "127.64.0." + std::to_string(index + 1)}}}};
   if (ready) {
-    pod["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", FormatRfc3339(since)}}};
+    pod["status"]["conditions"] = {
+        {{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", FormatRfc3339(since)}}};
   }
   return pod;
 }
 
 json FailedPod(int index, int exit_code) {
   json pod = Pod(index, "Failed", false);
-  pod["status"]["containerStatuses"] = {{{"name", "t"}, {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}}}}};
+  pod["status"]["containerStatuses"] = {
+      {{"name", "t"}, {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}}}}};
   return pod;
 }
 
@@ -130,7 +133,8 @@ TEST(PlanJobTest, AMemberItsPeersCannotReachLeavesAndItsPodIsReplacedWithoutCoun
   ASSERT_EQ(job["status"]["membership"]["generation"], 1);
 
   PlanInput in = Input(job, pods, kT0 + seconds(10));
-  in.peer_reports = {{"j-worker-0", 1, {"j-worker-2"}, ""}, {"j-worker-1", 1, {"j-worker-2"}, ""},
+  in.peer_reports = {{"j-worker-0", 1, {"j-worker-2"}, ""},
+                     {"j-worker-1", 1, {"j-worker-2"}, ""},
                      {"j-worker-2", 1, {"j-worker-0", "j-worker-1"}, ""}};
   auto plan = PlanJob(in);
   ASSERT_OK(plan) << plan.status();
@@ -191,7 +195,9 @@ TEST(PlanJobTest, OldFailuresNoLongerLengthenTheReplacementBackoff) {
   job = WithStatus(job, *PlanJob(Input(job, pods)));
   json old = json::array();
   for (int i = 0; i < 8; ++i) {
-    old.push_back({{"pod", "j-worker-1"}, {"uid", "old-" + std::to_string(i)}, {"exitCode", 137},
+    old.push_back({{"pod", "j-worker-1"},
+                   {"uid", "old-" + std::to_string(i)},
+                   {"exitCode", 137},
                    {"time", FormatRfc3339(kT0 + seconds(i), TimePrecision::kMillis)}});
   }
   job["status"]["recentFailures"] = old;
@@ -208,7 +214,8 @@ TEST(PlanJobTest, OldFailuresNoLongerLengthenTheReplacementBackoff) {
   EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"})) << "held by failures 30 minutes old";
   // Within the window they still count: the same failures 5 minutes before wait 2^(9-1) s capped at 60.
   for (auto& f : job["status"]["recentFailures"]) {
-    if (f.value("uid", "").rfind("old-", 0) == 0) f["time"] = FormatRfc3339(failed_at - std::chrono::minutes(5), TimePrecision::kMillis);
+    if (f.value("uid", "").rfind("old-", 0) == 0)
+      f["time"] = FormatRfc3339(failed_at - std::chrono::minutes(5), TimePrecision::kMillis);
   }
   auto held = PlanJob(Input(job, pods, failed_at + seconds(1)));
   ASSERT_OK(held);
@@ -349,7 +356,10 @@ TEST(PlanJobTest, MemberExitingZeroStaysBrieflySoTheEndCausesNoChurn) {
   // Rank 1 finished the training a moment before rank 0: no new generation, no deletion, no replacement.
   pods[1] = Pod(1, "Succeeded", false);
   pods[1]["status"]["containerStatuses"] = {
-      {{"name", "t"}, {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", FormatRfc3339(kT0 + seconds(30))}}}}}}};
+      {{"name", "t"},
+       {"state",
+        {{"terminated",
+          {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", FormatRfc3339(kT0 + seconds(30))}}}}}}};
   auto early = PlanJob(Input(job, pods, kT0 + seconds(31)));
   ASSERT_OK(early) << early.status();
   EXPECT_TRUE(early->deletes.empty());
@@ -388,7 +398,8 @@ TEST(PlanJobTest, MemberThatTurnsNotReadyIsKeptBrieflyThenDropped) {
   }
   auto graced = PlanJob(Input(job, not_ready, kT0 + seconds(33)));
   ASSERT_OK(graced) << graced.status();
-  EXPECT_FALSE(graced->status && (*graced->status)["membership"]["generation"] != generation) << graced->status->dump(2);
+  EXPECT_FALSE(graced->status && (*graced->status)["membership"]["generation"] != generation)
+      << graced->status->dump(2);
   EXPECT_TRUE(graced->deletes.empty());
   ASSERT_TRUE(graced->requeue_at.has_value());
   EXPECT_EQ(*graced->requeue_at, kT0 + seconds(45));
@@ -506,7 +517,8 @@ TEST(PlanJobTest, MultipleOfPublishesWholeGroupsAndTheSpareWaitsForItsGroup) {
   ASSERT_TRUE(grown->status.has_value());
   EXPECT_EQ((*grown->status)["membership"]["worldSize"], 4);
   EXPECT_EQ((*grown->status)["membership"]["reason"], "WorkerJoined");
-  EXPECT_EQ(MemberPods(*grown->status), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"}));
+  EXPECT_EQ(MemberPods(*grown->status),
+            (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3"}));
   EXPECT_EQ(ConditionOf(*grown->status, "Running").value("message", ""), "4 workers in generation 2");
 }
 
@@ -637,7 +649,8 @@ TEST(PlanJobTest, ProcessesPerPodDefaultToTheGpuLimitAndTheWorldCountsRanks) {
   json too_many = Job(2, 2, {{"template", gpu_template}, {"processesPerPod", 3}});
   auto refused = ParseJobSpec(*api::DecodeTrainingJobSpec(too_many["spec"]));
   ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("exceeds the worker container's nvidia.com/gpu limit (2)"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("exceeds the worker container's nvidia.com/gpu limit (2)"),
+            std::string::npos)
       << refused.status();
   json halves = Job(1, 3, {{"processesPerPod", 1}});
   halves["spec"]["replicas"]["multipleOf"] = 2;

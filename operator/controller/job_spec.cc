@@ -28,7 +28,9 @@ int32_t WorkerContainerGpus(const nlohmann::json& pod_spec) {
     n = gpus.get<int64_t>();
   } else if (gpus.is_string()) {
     const std::string& text = gpus.get_ref<const std::string&>();
-    if (text.empty() || text.size() > 6 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) return 0;
+    if (text.empty() || text.size() > 6 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return 0;
     n = std::stoll(text);
   }
   return static_cast<int32_t>(std::clamp<int64_t>(n, 0, 1'000'000));
@@ -38,19 +40,22 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   JobSpec out;
   const auto& r = spec.replicas;
   if (!r.min || !r.max) return InvalidArgumentError("spec.replicas.min and spec.replicas.max are required");
-  if (*r.min < 1 || *r.max < *r.min || *r.max > INT32_MAX) return InvalidArgumentError("spec.replicas needs 1 <= min <= max");
+  if (*r.min < 1 || *r.max < *r.min || *r.max > INT32_MAX)
+    return InvalidArgumentError("spec.replicas needs 1 <= min <= max");
   const int64_t multiple = r.multiple_of.value_or(1);
   if (multiple < 1 || multiple > INT32_MAX) return InvalidArgumentError("spec.replicas.multipleOf must be at least 1");
   out.gpus_per_pod = WorkerContainerGpus(At(spec.pod_template, {"spec"}));
   const int64_t processes = spec.processes_per_pod.value_or(std::max<int32_t>(1, out.gpus_per_pod));
   if (processes < 1 || processes > kMaxProcessesPerPod) {
-    return InvalidArgumentError("spec.processesPerPod must be between 1 and " + std::to_string(kMaxProcessesPerPod) +
-                                (spec.processes_per_pod ? "" : " (it defaults to the worker container's nvidia.com/gpu limit)") +
-                                ", not " + std::to_string(processes));
+    return InvalidArgumentError(
+        "spec.processesPerPod must be between 1 and " + std::to_string(kMaxProcessesPerPod) +
+        (spec.processes_per_pod ? "" : " (it defaults to the worker container's nvidia.com/gpu limit)") + ", not " +
+        std::to_string(processes));
   }
   if (out.gpus_per_pod > 0 && processes > out.gpus_per_pod) {
     return InvalidArgumentError("spec.processesPerPod (" + std::to_string(processes) +
-                                ") exceeds the worker container's nvidia.com/gpu limit (" + std::to_string(out.gpus_per_pod) +
+                                ") exceeds the worker container's nvidia.com/gpu limit (" +
+                                std::to_string(out.gpus_per_pod) +
                                 "): each rank needs a GPU of its own (NCCL refuses two ranks on one GPU)");
   }
   out.processes_per_pod = static_cast<int32_t>(processes);
@@ -80,10 +85,14 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   out.suspend = rp.suspend.value_or(false);
   namespace clean = api::clean_pod_policy;
   const std::string_view policy = rp.clean_pod_policy.empty() ? clean::kRunning : rp.clean_pod_policy;
-  if (policy == clean::kAll) out.clean_pod_policy = CleanPodPolicy::kAll;
-  else if (policy == clean::kNone) out.clean_pod_policy = CleanPodPolicy::kNone;
-  else if (policy == clean::kRunning) out.clean_pod_policy = CleanPodPolicy::kRunning;
-  else return InvalidArgumentError("spec.runPolicy.cleanPodPolicy must be All, Running or None");
+  if (policy == clean::kAll)
+    out.clean_pod_policy = CleanPodPolicy::kAll;
+  else if (policy == clean::kNone)
+    out.clean_pod_policy = CleanPodPolicy::kNone;
+  else if (policy == clean::kRunning)
+    out.clean_pod_policy = CleanPodPolicy::kRunning;
+  else
+    return InvalidArgumentError("spec.runPolicy.cleanPodPolicy must be All, Running or None");
   return out;
 }
 

@@ -44,17 +44,22 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
   if (!active_()) return {};
   using prometheus::MetricType;
   auto phases = Family("ringmaster_trainingjobs", "TrainingJobs by phase.", MetricType::Gauge);
-  auto info = Family("ringmaster_trainingjob_info", "One series per TrainingJob, labelled with its phase.", MetricType::Gauge);
-  auto min = Family("ringmaster_trainingjob_workers_min", "The job's minimum workers (spec.replicas.min).", MetricType::Gauge);
-  auto max = Family("ringmaster_trainingjob_workers_max", "The job's maximum workers (spec.replicas.max).", MetricType::Gauge);
-  auto desired = Family("ringmaster_trainingjob_workers_desired", "Workers the operator wants for the job.", MetricType::Gauge);
-  auto ready = Family("ringmaster_trainingjob_workers_ready", "The job's Running and Ready worker pods.", MetricType::Gauge);
-  auto generation = Family("ringmaster_trainingjob_membership_generation",
-                           "The job's published membership generation.", MetricType::Gauge);
-  auto world = Family("ringmaster_trainingjob_membership_world_size", "Workers in the published membership.",
-                      MetricType::Gauge);
-  auto restarts = Family("ringmaster_trainingjob_restarts_total", "Failure-driven worker restarts (status.restartCount).",
-                         MetricType::Counter);
+  auto info =
+      Family("ringmaster_trainingjob_info", "One series per TrainingJob, labelled with its phase.", MetricType::Gauge);
+  auto min =
+      Family("ringmaster_trainingjob_workers_min", "The job's minimum workers (spec.replicas.min).", MetricType::Gauge);
+  auto max =
+      Family("ringmaster_trainingjob_workers_max", "The job's maximum workers (spec.replicas.max).", MetricType::Gauge);
+  auto desired =
+      Family("ringmaster_trainingjob_workers_desired", "Workers the operator wants for the job.", MetricType::Gauge);
+  auto ready =
+      Family("ringmaster_trainingjob_workers_ready", "The job's Running and Ready worker pods.", MetricType::Gauge);
+  auto generation = Family("ringmaster_trainingjob_membership_generation", "The job's published membership generation.",
+                           MetricType::Gauge);
+  auto world =
+      Family("ringmaster_trainingjob_membership_world_size", "Workers in the published membership.", MetricType::Gauge);
+  auto restarts = Family("ringmaster_trainingjob_restarts_total",
+                         "Failure-driven worker restarts (status.restartCount).", MetricType::Counter);
 
   std::map<std::string, int> by_phase;
   for (std::string_view phase : api::phase::kAll) by_phase[std::string(phase)] = 0;
@@ -76,8 +81,8 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
     Add(restarts, id, NumberAt(*job, {"status", "restartCount"}));
   }
   for (const auto& [phase, n] : by_phase) Add(phases, {{"phase", phase}}, n);
-  return {std::move(phases), std::move(info), std::move(min), std::move(max), std::move(desired), std::move(ready),
-          std::move(generation), std::move(world), std::move(restarts)};
+  return {std::move(phases), std::move(info),       std::move(min),   std::move(max),     std::move(desired),
+          std::move(ready),  std::move(generation), std::move(world), std::move(restarts)};
 }
 
 }  // namespace ringmaster::controller

@@ -30,13 +30,11 @@ bool IsLoss(ChangeReason reason) {
     case ChangeReason::kWorkerFailed:
     case ChangeReason::kWorkerRemoved:
     case ChangeReason::kNodeLost:
-    case ChangeReason::kPeerUnreachable:
-      return true;
+    case ChangeReason::kPeerUnreachable: return true;
     case ChangeReason::kJobStarted:
     case ChangeReason::kWorkerJoined:
     case ChangeReason::kScaledUp:
-    case ChangeReason::kScaledDown:
-      return false;
+    case ChangeReason::kScaledDown: return false;
   }
   return false;
 }
@@ -97,13 +95,13 @@ struct Deciding {
   const bool started;
 
   // Decisions.
-  std::vector<api::Member> survivors;      // every surviving rank, in rank order
-  std::vector<std::string> survivor_pods;  // their pods, in rank order
+  std::vector<api::Member> survivors;                        // every surviving rank, in rank order
+  std::vector<std::string> survivor_pods;                    // their pods, in rank order
   std::map<ChangeReason, std::vector<std::string>> removed;  // members' pods that leave, by why
-  std::vector<const WorkerObservation*> joiners;  // eligible workers not in the record, by worker index
+  std::vector<const WorkerObservation*> joiners;             // eligible workers not in the record, by worker index
   bool someone_still_starting = false;  // a worker that may still become Ready is neither member nor joiner
-  bool admit_joiners = false;  // joiners join now, room permitting (their batch window is over)
-  size_t admitted = 0;         // how many joiners (the first ones) join
+  bool admit_joiners = false;           // joiners join now, room permitting (their batch window is over)
+  size_t admitted = 0;                  // how many joiners (the first ones) join
   MembershipDecision decision;
 };
 
@@ -136,8 +134,10 @@ void FindJoiners(Deciding& d) {
     bool member = false;
     for (const auto& s : d.survivors) member |= (s.pod == w.pod && s.uid == w.uid);
     if (member) continue;
-    if (Eligible(w)) d.joiners.push_back(&w);
-    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.ready) d.someone_still_starting = true;
+    if (Eligible(w))
+      d.joiners.push_back(&w);
+    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.ready)
+      d.someone_still_starting = true;
   }
   std::sort(d.joiners.begin(), d.joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });
   d.admit_joiners = !d.joiners.empty();
@@ -167,7 +167,8 @@ void BatchJoins(Deciding& d) {
   if (d.now >= due) return;
   d.admit_joiners = false;
   d.decision.recheck_at = due;
-  if (!d.started) d.decision.waiting_for = "gang minimum reached; starting when the join window ends or every worker is Ready";
+  if (!d.started)
+    d.decision.waiting_for = "gang minimum reached; starting when the join window ends or every worker is Ready";
 }
 
 // Whole groups: the world, the survivors that leave to keep it whole, the joiners admitted and the spares.
@@ -233,7 +234,8 @@ ChangeReason NameReason(const Deciding& d) {
 std::string DescribeChange(const Deciding& d, const api::Membership& next) {
   std::vector<std::string> parts;
   for (ChangeReason r : kRemovalPriority) {
-    if (auto it = d.removed.find(r); it != d.removed.end()) parts.push_back(ReasonName(r) + ": " + JoinNames(it->second));
+    if (auto it = d.removed.find(r); it != d.removed.end())
+      parts.push_back(ReasonName(r) + ": " + JoinNames(it->second));
   }
   if (!d.decision.dropped.empty()) {
     parts.push_back("left to keep whole groups of " + std::to_string(d.group) + ": " + JoinNames(d.decision.dropped));
@@ -242,8 +244,8 @@ std::string DescribeChange(const Deciding& d, const api::Membership& next) {
   for (size_t i = 0; i < d.admitted; ++i) joined.push_back(d.joiners[i]->pod);
   if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));
   const std::string pods = d.processes > 1 ? " in " + Counted(next.pod_count(), "pod") : "";
-  return "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) +
-         pods + " (" + JoinNames(parts) + ")";
+  return "generation " + std::to_string(next.generation) + ", world size " + std::to_string(next.world_size()) + pods +
+         " (" + JoinNames(parts) + ")";
 }
 
 // The new generation, named and described; a world that whole groups emptied waits for the gang again.

@@ -20,14 +20,14 @@ namespace ringmaster::controller {
 
 // Why membership changed. Also the Event reason and the membership condition's reason.
 enum class ChangeReason {
-  kJobStarted,     // the first generation: the gang minimum is Ready
-  kWorkerJoined,   // workers became Ready and joined (batched)
-  kScaledUp,       // joined because the desired count rose
-  kWorkerFailed,   // a worker's pod failed
-  kWorkerRemoved,  // a worker's pod was deleted or stopped being Ready
-  kNodeLost,       // a worker's node went NotReady/Unknown for the detection window
+  kJobStarted,       // the first generation: the gang minimum is Ready
+  kWorkerJoined,     // workers became Ready and joined (batched)
+  kScaledUp,         // joined because the desired count rose
+  kWorkerFailed,     // a worker's pod failed
+  kWorkerRemoved,    // a worker's pod was deleted or stopped being Ready
+  kNodeLost,         // a worker's node went NotReady/Unknown for the detection window
   kPeerUnreachable,  // most of its peers reported that they cannot reach it (peer_verdict.h)
-  kScaledDown,     // the desired count fell
+  kScaledDown,       // the desired count fell
 };
 std::string ReasonName(ChangeReason reason);
 // Whether the change lost a worker the job did not mean to let go (failed, removed, its node lost, cut
@@ -41,13 +41,13 @@ struct WorkerObservation {
   int32_t index = 0;  // the stable worker index from the pod's name/label
   std::string address;
   std::string node;
-  bool ready = false;          // phase Running and condition Ready=True, not being deleted
-  bool failed = false;         // phase Failed
-  bool node_lost = false;      // its node has been NotReady/Unknown past the detection window
-  bool unreachable = false;    // a member its peers cannot reach (peer_verdict.h): removed, never rejoins
-  bool beyond_desired = false; // its index is not wanted any more (scale down)
-  bool for_scale_up = false;   // created because the desired count rose (joins as ScaledUp)
-  bool finishing = false;      // a member that exited 0 moments ago (the job is about to complete): it stays
+  bool ready = false;           // phase Running and condition Ready=True, not being deleted
+  bool failed = false;          // phase Failed
+  bool node_lost = false;       // its node has been NotReady/Unknown past the detection window
+  bool unreachable = false;     // a member its peers cannot reach (peer_verdict.h): removed, never rejoins
+  bool beyond_desired = false;  // its index is not wanted any more (scale down)
+  bool for_scale_up = false;    // created because the desired count rose (joins as ScaledUp)
+  bool finishing = false;       // a member that exited 0 moments ago (the job is about to complete): it stays
   // When it became Ready (for batching joins); ignored unless ready.
   std::chrono::system_clock::time_point ready_since{};
 };

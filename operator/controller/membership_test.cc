@@ -198,7 +198,8 @@ TEST(DecideMembershipTest, SparesJoinOnlyWhenTheyCompleteAGroup) {
   MembershipDecision two = DecideMembership(current, w, Groups(2, 2), kT0 + seconds(100));
   ASSERT_TRUE(two.next.has_value());
   EXPECT_EQ(two.next->reason, "WorkerJoined");
-  EXPECT_EQ(Pods(*two.next), (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3"}));
+  EXPECT_EQ(Pods(*two.next),
+            (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-2", "job-worker-3"}));
   EXPECT_EQ(two.spares, 0);
   EXPECT_TRUE(two.spares_waiting.empty());
 }
@@ -221,9 +222,9 @@ TEST(DecideMembershipTest, ASpareFillsTheGapOfALossAtOnce) {
   api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Groups(2, 2), kT0).next;
   // Worker 4 waits as a spare; worker 2 fails: the spare takes the free place in the same generation,
   // without a batch window, and nobody is dropped.
-  MembershipDecision d = DecideMembership(
-      current, {Ready(0), Ready(1), Failed(2), Ready(3), Ready(4, kT0 + seconds(50)), Starting(5)}, Groups(2, 2),
-      kT0 + seconds(51));
+  MembershipDecision d =
+      DecideMembership(current, {Ready(0), Ready(1), Failed(2), Ready(3), Ready(4, kT0 + seconds(50)), Starting(5)},
+                       Groups(2, 2), kT0 + seconds(51));
   ASSERT_TRUE(d.next.has_value());
   EXPECT_EQ(d.next->reason, "WorkerFailed");
   EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-3", "job-worker-4"}));
@@ -293,9 +294,11 @@ TEST(DecideMembershipTest, APodJoinsAndLeavesWithAllItsProcesses) {
   MembershipDecision d = DecideMembership(started, {Failed(0), Ready(1), Ready(2)}, Processes(2), kT0);
   ASSERT_TRUE(d.next.has_value());
   EXPECT_EQ(d.next->reason, "WorkerFailed");
-  EXPECT_EQ(Ids(*d.next), (std::vector<std::string>{"job-worker-1", "job-worker-1:1", "job-worker-2", "job-worker-2:1"}));
+  EXPECT_EQ(Ids(*d.next),
+            (std::vector<std::string>{"job-worker-1", "job-worker-1:1", "job-worker-2", "job-worker-2:1"}));
   EXPECT_EQ(d.next->members[1].rank, 1);
-  EXPECT_NE(d.next->message.find("(WorkerFailed: job-worker-0)"), std::string::npos) << "the pod is named once: " << d.next->message;
+  EXPECT_NE(d.next->message.find("(WorkerFailed: job-worker-0)"), std::string::npos)
+      << "the pod is named once: " << d.next->message;
   EXPECT_EQ(d.next->coordinator, "127.64.0.2:" + std::to_string(api::kCoordinatorPort));
 }
 
@@ -311,7 +314,8 @@ TEST(DecideMembershipTest, MultipleOfCountsRanksWhenPodsHoldSeveral) {
   api::Membership four = *DecideMembership({}, {Ready(0), Ready(1), Ready(2), Ready(3)}, Processes(2, 4), kT0).next;
   MembershipDecision d = DecideMembership(four, {Ready(0), Failed(1), Ready(2), Ready(3)}, Processes(2, 4), kT0);
   ASSERT_TRUE(d.next.has_value());
-  EXPECT_EQ(Ids(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-0:1", "job-worker-2", "job-worker-2:1"}));
+  EXPECT_EQ(Ids(*d.next),
+            (std::vector<std::string>{"job-worker-0", "job-worker-0:1", "job-worker-2", "job-worker-2:1"}));
   EXPECT_EQ(d.dropped, (std::vector<std::string>{"job-worker-3"}));
 }
 
@@ -325,7 +329,8 @@ TEST(MembershipJsonTest, RoundTripsAndRejectsBadFields) {
   ASSERT_OK(back) << back.status();
   EXPECT_EQ(back->members, m.members);
   EXPECT_EQ(back->generation, m.generation);
-  EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"generation", "two"}}).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(api::MembershipFromJson(nlohmann::json{{"members", {{{"pod", "x"}}}}}).status().code(),
             StatusCode::kInvalidArgument);
 }

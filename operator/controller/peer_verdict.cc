@@ -5,11 +5,12 @@
 
 namespace ringmaster::controller {
 
-std::vector<CutOffMember> CutOffMembers(const api::Membership& membership, const std::vector<api::PeerReport>& reports) {
+std::vector<CutOffMember> CutOffMembers(const api::Membership& membership,
+                                        const std::vector<api::PeerReport>& reports) {
   std::set<std::string> members;
   for (const auto& m : membership.members) members.insert(m.pod);
   std::map<std::string, std::set<std::string>> accusers;  // pod -> members that cannot reach it
-  std::set<std::pair<std::string, std::string>> broken;    // unordered pairs with a report between them
+  std::set<std::pair<std::string, std::string>> broken;   // unordered pairs with a report between them
   for (const auto& r : reports) {
     if (r.generation != membership.generation || !members.count(r.reporter)) continue;
     for (const auto& pod : r.unreachable) {

@@ -5,13 +5,13 @@
 #include "api/job_status.h"
 #include "api/names.h"
 #include "api/peer_report.h"
-#include "operator/controller/job_plan.h"
-#include "operator/controller/job_secret.h"
 #include "base/json_path.h"
 #include "base/time_format.h"
-#include "operator/controller/worker_objects.h"
 #include "kube/api_error.h"
 #include "kube/informer.h"
+#include "operator/controller/job_plan.h"
+#include "operator/controller/job_secret.h"
+#include "operator/controller/worker_objects.h"
 
 namespace ringmaster::controller {
 
@@ -39,8 +39,9 @@ kube::IndexFunc IndexPodsByNode() {
 
 TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs,
                                              const kube::Store* pods, const kube::Store* nodes,
-                                             const kube::Store* peer_reports, kube::EventRecorder* recorder, OperatorMetrics* metrics, LogSink log,
-                                             ReconcilerOptions options, NowFn now)
+                                             const kube::Store* peer_reports, kube::EventRecorder* recorder,
+                                             OperatorMetrics* metrics, LogSink log, ReconcilerOptions options,
+                                             NowFn now)
     : client_(std::move(client)),
       jobs_(jobs),
       pods_(pods),
@@ -167,8 +168,10 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
     for (auto it = data.is_object() ? data.begin() : data.end(); it != data.end(); ++it) {
       if (!it->is_string()) continue;
       auto report = api::DecodePeerReport(it.key(), it->get<std::string>());
-      if (report.ok()) input.peer_reports.push_back(std::move(report).value());
-      else log_(LogLevel::kWarning, "job " + key + ": ignoring " + report.status().ToString());
+      if (report.ok())
+        input.peer_reports.push_back(std::move(report).value());
+      else
+        log_(LogLevel::kWarning, "job " + key + ": ignoring " + report.status().ToString());
     }
   }
   return input;
@@ -227,8 +230,8 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
     std::lock_guard<std::mutex> lock(mu_);
     auto it = dirty_since_.find(key);
     if (it != dirty_since_.end()) metrics_->PublishLatency(std::chrono::steady_clock::now() - it->second);
-    log_(LogLevel::kInfo, "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " +
-                                    StringAt(new_membership, {"message"}));
+    log_(LogLevel::kInfo,
+         "job " + key + ": " + StringAt(new_membership, {"reason"}) + ", " + StringAt(new_membership, {"message"}));
   }
   return Status::Ok();
 }

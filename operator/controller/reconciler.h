@@ -19,14 +19,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/log.h"
 #include "base/status.h"
+#include "kube/client.h"
+#include "kube/event_recorder.h"
+#include "kube/store.h"
 #include "operator/controller/job_plan.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/controller/written_objects.h"
-#include "kube/client.h"
-#include "kube/event_recorder.h"
-#include "base/log.h"
-#include "kube/store.h"
 
 namespace ringmaster::controller {
 
@@ -57,8 +57,9 @@ class TrainingJobReconciler {
 
   // `peer_reports`: the jobs' peer-reports ConfigMaps (api/peer_report.h).
   TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs, const kube::Store* pods,
-                        const kube::Store* nodes, const kube::Store* peer_reports, kube::EventRecorder* recorder, OperatorMetrics* metrics,
-                        LogSink log, ReconcilerOptions options = {}, NowFn now = std::chrono::system_clock::now);
+                        const kube::Store* nodes, const kube::Store* peer_reports, kube::EventRecorder* recorder,
+                        OperatorMetrics* metrics, LogSink log, ReconcilerOptions options = {},
+                        NowFn now = std::chrono::system_clock::now);
 
   ReconcileResult Reconcile(const std::string& key);
 

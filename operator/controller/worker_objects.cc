@@ -18,7 +18,8 @@ struct JobIdentity {
 };
 
 StatusOr<JobIdentity> Identify(const json& job) {
-  JobIdentity id{StringAt(job, {"metadata", "name"}), StringAt(job, {"metadata", "namespace"}), StringAt(job, {"metadata", "uid"})};
+  JobIdentity id{StringAt(job, {"metadata", "name"}), StringAt(job, {"metadata", "namespace"}),
+                 StringAt(job, {"metadata", "uid"})};
   if (id.name.empty() || id.uid.empty()) {
     return InvalidArgumentError("TrainingJob object lacks metadata.name or metadata.uid");
   }
@@ -90,10 +91,13 @@ Status LaunchProcesses(json& pod_spec, int32_t processes, const std::string& job
   json& main = pod_spec["containers"][0];
   const json& command = At(main, {"command"});
   if (!command.is_array() || command.empty()) {
-    return InvalidArgumentError("TrainingJob " + job + ": spec.processesPerPod is " + std::to_string(processes) +
-                                ", which needs spec.template.spec.containers[0].command (the command is started once per "
-                                "rank by " + kLaunchCommand + "; an image's entrypoint cannot be wrapped): set command, "
-                                "or set processesPerPod: 1");
+    return InvalidArgumentError(
+        "TrainingJob " + job + ": spec.processesPerPod is " + std::to_string(processes) +
+        ", which needs spec.template.spec.containers[0].command (the command is started once per "
+        "rank by " +
+        kLaunchCommand +
+        "; an image's entrypoint cannot be wrapped): set command, "
+        "or set processesPerPod: 1");
   }
   json wrapped = json::array({kLaunchCommand, "--processes", std::to_string(processes), "--"});
   for (const auto& arg : command) wrapped.push_back(arg);
@@ -163,7 +167,8 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
   spec["serviceAccountName"] = WorkerServiceAccountFor(job);
   spec["automountServiceAccountToken"] = true;  // workers watch their own job with this token
   if (std::string s = StringAt(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
-  if (std::string s = StringAt(job, {"spec", "scheduling", "priorityClassName"}); !s.empty()) spec["priorityClassName"] = s;
+  if (std::string s = StringAt(job, {"spec", "scheduling", "priorityClassName"}); !s.empty())
+    spec["priorityClassName"] = s;
 
   api::WorkerEnv worker;
   worker.job_name = id.name;
@@ -209,9 +214,8 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
                IntAt(port, {"containerPort"}) == api::kWorkerHealthPort;
   }
   if (!declared) {
-    main["ports"].push_back({{"name", api::kWorkerMetricsPortName},
-                             {"containerPort", api::kWorkerHealthPort},
-                             {"protocol", "TCP"}});
+    main["ports"].push_back(
+        {{"name", api::kWorkerMetricsPortName}, {"containerPort", api::kWorkerHealthPort}, {"protocol", "TCP"}});
   }
   // A worker that fails says why in its last lines (no GPU visible, a bad checkpoint): they become the
   // pod's termination message, shown by `kubectl describe pod`.
@@ -227,10 +231,11 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
 StatusOr<json> BuildHeadlessService(const json& job) {
   RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
   json svc = {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", OwnedMetadata(id, HeadlessServiceName(id.name))}};
-  svc["spec"] = {{"clusterIP", "None"},
-                 {"publishNotReadyAddresses", true},  // rank 0 is reachable while the world is being built
-                 {"selector", {{api::kJobNameLabel, id.name}}},
-                 {"ports", json::array({{{"name", "rendezvous"}, {"port", api::kCoordinatorPort}, {"protocol", "TCP"}}})}};
+  svc["spec"] = {
+      {"clusterIP", "None"},
+      {"publishNotReadyAddresses", true},  // rank 0 is reachable while the world is being built
+      {"selector", {{api::kJobNameLabel, id.name}}},
+      {"ports", json::array({{{"name", "rendezvous"}, {"port", api::kCoordinatorPort}, {"protocol", "TCP"}}})}};
   return svc;
 }
 
@@ -287,7 +292,8 @@ StatusOr<json> BuildWorkerRole(const json& job) {
 
 StatusOr<json> BuildPeerReports(const json& job) {
   RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
-  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", OwnedMetadata(id, api::PeerReportsName(id.name))}};
+  json cm = {
+      {"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", OwnedMetadata(id, api::PeerReportsName(id.name))}};
   cm["metadata"]["labels"][std::string(api::kPeerReportsLabel)] = "true";
   cm["data"] = json::object();
   return cm;
@@ -295,13 +301,13 @@ StatusOr<json> BuildPeerReports(const json& job) {
 
 StatusOr<json> BuildWorkerRoleBinding(const json& job) {
   RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
-  return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-              {"kind", "RoleBinding"},
-              {"metadata", OwnedMetadata(id, WorkerRoleName(id.name))},
-              {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", WorkerRoleName(id.name)}}},
-              {"subjects", json::array({{{"kind", "ServiceAccount"},
-                                         {"name", WorkerServiceAccountFor(job)},
-                                         {"namespace", id.ns}}})}};
+  return json{
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "RoleBinding"},
+      {"metadata", OwnedMetadata(id, WorkerRoleName(id.name))},
+      {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", WorkerRoleName(id.name)}}},
+      {"subjects",
+       json::array({{{"kind", "ServiceAccount"}, {"name", WorkerServiceAccountFor(job)}, {"namespace", id.ns}}})}};
 }
 
 }  // namespace ringmaster::controller

@@ -22,11 +22,11 @@ inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "ringmaster";
 
 std::string WorkerPodName(const std::string& job, int32_t index);  // "<job>-worker-<index>"
-std::string HeadlessServiceName(const std::string& job);            // "<job>-workers"
-std::string WorkerServiceAccountName(const std::string& job);       // "<job>-worker"
-std::string WorkerRoleName(const std::string& job);                 // "<job>-worker"
-std::string WorkerSecretName(const std::string& job);               // "<job>-worker-secret"
-std::string WorkerNetworkPolicyName(const std::string& job);        // "<job>-workers"
+std::string HeadlessServiceName(const std::string& job);           // "<job>-workers"
+std::string WorkerServiceAccountName(const std::string& job);      // "<job>-worker"
+std::string WorkerRoleName(const std::string& job);                // "<job>-worker"
+std::string WorkerSecretName(const std::string& job);              // "<job>-worker-secret"
+std::string WorkerNetworkPolicyName(const std::string& job);       // "<job>-workers"
 // The key in that Secret whose value workers get as their secret (api::WorkerEnv::secret).
 inline constexpr char kJobSecretKey[] = "secret";
 // The worker index encoded in a pod's label; nullopt when absent or malformed.

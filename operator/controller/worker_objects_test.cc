@@ -6,9 +6,9 @@
 #include <set>
 
 #include "api/names.h"
-#include "operator/controller/job_secret.h"
-#include "kube/base64.h"
 #include "base/status_test_macros.h"
+#include "kube/base64.h"
+#include "operator/controller/job_secret.h"
 
 namespace ringmaster::controller {
 namespace {
@@ -49,7 +49,8 @@ TEST(WorkerObjectsTest, PodNamesTheMetricsPortAndCarriesScrapeAnnotations) {
   auto pod = BuildWorkerPod(Job(), 0, 1);
   ASSERT_OK(pod) << pod.status();
   const json& main = (*pod)["spec"]["containers"][0];
-  EXPECT_EQ(main["ports"], json::array({{{"name", "metrics"}, {"containerPort", api::kWorkerHealthPort}, {"protocol", "TCP"}}}));
+  EXPECT_EQ(main["ports"],
+            json::array({{{"name", "metrics"}, {"containerPort", api::kWorkerHealthPort}, {"protocol", "TCP"}}}));
   EXPECT_FALSE((*pod)["spec"]["containers"][1].contains("ports"));  // the sidecar's own business
   const json& annotations = (*pod)["metadata"]["annotations"];
   EXPECT_EQ(annotations["prometheus.io/scrape"], "true");
@@ -58,7 +59,8 @@ TEST(WorkerObjectsTest, PodNamesTheMetricsPortAndCarriesScrapeAnnotations) {
 
   json job = Job();
   job["spec"]["template"]["metadata"]["annotations"] = {{"prometheus.io/scrape", "false"}};
-  job["spec"]["template"]["spec"]["containers"][0]["ports"] = json::array({{{"name", "metrics"}, {"containerPort", 9500}}});
+  job["spec"]["template"]["spec"]["containers"][0]["ports"] =
+      json::array({{{"name", "metrics"}, {"containerPort", 9500}}});
   auto own = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(own) << own.status();
   EXPECT_EQ((*own)["metadata"]["annotations"]["prometheus.io/scrape"], "false");
@@ -188,14 +190,15 @@ TEST(WorkerObjectsTest, EveryContainerGetsTheJobSecretFromTheSecretTheMinimumAnd
     EXPECT_FALSE(secret->contains("value"));
     EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["name"], "bert-worker-secret");
     EXPECT_EQ((*secret)["valueFrom"]["secretKeyRef"]["key"], "secret");
-    EXPECT_EQ(EnvValue(c, std::string(api::env::kMinWorkers)), "2");  // spec.replicas.min
+    EXPECT_EQ(EnvValue(c, std::string(api::env::kMinWorkers)), "2");          // spec.replicas.min
     EXPECT_EQ(EnvValue(c, std::string(api::env::kReplicasMultipleOf)), "2");  // spec.replicas.multipleOf
   }
 }
 
 TEST(WorkerObjectsTest, TemplateMinWorkersOverrideStays) {
   json job = Job();
-  job["spec"]["template"]["spec"]["containers"][0]["env"].push_back({{"name", std::string(api::env::kMinWorkers)}, {"value", "1"}});
+  job["spec"]["template"]["spec"]["containers"][0]["env"].push_back(
+      {{"name", std::string(api::env::kMinWorkers)}, {"value", "1"}});
   auto pod = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(pod);
   EXPECT_EQ(EnvValue((*pod)["spec"]["containers"][0], std::string(api::env::kMinWorkers)), "1");
@@ -236,12 +239,14 @@ TEST(JobSecretTest, ThirtyTwoRandomBytesInHexNeverRepeated) {
 // something there keeps it), and `keep` reaches the workers.
 TEST(WorkerObjectsTest, CheckpointVolumeIsMountedAtItsPathAndKeepReachesTheWorkers) {
   json job = Job();
-  job["spec"]["template"]["spec"]["containers"][1]["volumeMounts"] = json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}});
+  job["spec"]["template"]["spec"]["containers"][1]["volumeMounts"] =
+      json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}});
   auto pod = BuildWorkerPod(job, 0, 1);
   ASSERT_OK(pod) << pod.status();
   const json& trainer = (*pod)["spec"]["containers"][0];
   EXPECT_EQ(trainer["volumeMounts"], json::array({{{"name", "ckpt"}, {"mountPath", "/ckpt"}}}));
-  EXPECT_EQ((*pod)["spec"]["containers"][1]["volumeMounts"], json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}}));
+  EXPECT_EQ((*pod)["spec"]["containers"][1]["volumeMounts"],
+            json::array({{{"name", "other"}, {"mountPath", "/ckpt"}}}));
   EXPECT_EQ(EnvValue(trainer, std::string(api::env::kCheckpointKeep)), "5");
 
   json missing = Job();
@@ -320,7 +325,8 @@ TEST(WorkerObjectsTest, BadJobsAreRefusedWithAReason) {
   auto s = BuildWorkerPod(no_containers, 0, 1).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("containers"), std::string::npos);
-  EXPECT_FALSE(WorkerIndexOf(json{{"metadata", {{"labels", {{std::string(api::kWorkerIndexLabel), "x1"}}}}}}).has_value());
+  EXPECT_FALSE(
+      WorkerIndexOf(json{{"metadata", {{"labels", {{std::string(api::kWorkerIndexLabel), "x1"}}}}}}).has_value());
 }
 
 }  // namespace

@@ -6,9 +6,9 @@ namespace ringmaster::controller {
 namespace {
 
 kube::ObjectPtr Job(const std::string& rv, int generation) {
-  return std::make_shared<const nlohmann::json>(nlohmann::json{
-      {"metadata", {{"name", "j"}, {"namespace", "ns"}, {"resourceVersion", rv}}},
-      {"status", {{"membership", {{"generation", generation}}}}}});
+  return std::make_shared<const nlohmann::json>(
+      nlohmann::json{{"metadata", {{"name", "j"}, {"namespace", "ns"}, {"resourceVersion", rv}}},
+                     {"status", {{"membership", {{"generation", generation}}}}}});
 }
 
 TEST(WrittenObjectsTest, NothingWrittenGivesTheCache) {

@@ -109,8 +109,8 @@ ncclResult_t EnqueueCheck(const Task& t, ncclComm_t comm) {
   return ret;
 }
 
-Task MakeTask(Func func, const char* name, const void* sendbuff, void* recvbuff, size_t count,
-              ncclDataType_t type, ncclRedOp_t op, int root, cudaStream_t stream) {
+Task MakeTask(Func func, const char* name, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type,
+              ncclRedOp_t op, int root, cudaStream_t stream) {
   Task t;
   t.func = func;
   t.op_name = name;
@@ -130,7 +130,8 @@ extern "C" {
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
-  return EnqueueCheck(MakeTask(Func::kAllReduce, "AllReduce", sendbuff, recvbuff, count, datatype, op, 0, stream), comm);
+  return EnqueueCheck(MakeTask(Func::kAllReduce, "AllReduce", sendbuff, recvbuff, count, datatype, op, 0, stream),
+                      comm);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,

@@ -62,8 +62,8 @@ class Batch {
   bool Receive(int peer, uint64_t tag, Message* m, size_t expected, const Task& t) {
     if (!mesh_->Recv(peer, tag, m, abort_)) return false;
     if (m->size != expected) {
-      Warn(comm_->cuda_dev, "%s : rank %d received %zu bytes from rank %d, expected %zu (mismatched counts)",
-           t.op_name, comm_->rank, m->size, peer, expected);
+      Warn(comm_->cuda_dev, "%s : rank %d received %zu bytes from rank %d, expected %zu (mismatched counts)", t.op_name,
+           comm_->rank, m->size, peer, expected);
     }
     return true;
   }
@@ -264,8 +264,8 @@ ncclResult_t LaunchTasks(const std::shared_ptr<CommCore>& comm, std::vector<Task
   }
   const uint64_t epoch = comm->Epoch();
   comm->OpQueued();
-  auto batch = std::make_shared<Batch>(comm, std::move(mesh), std::move(tasks), epoch,
-                                       static_cast<int>(streams.size()) - 1);
+  auto batch =
+      std::make_shared<Batch>(comm, std::move(mesh), std::move(tasks), epoch, static_cast<int>(streams.size()) - 1);
   for (size_t i = 1; i < streams.size(); ++i) streams[i]->Enqueue([batch] { batch->Arrive(); });
   streams[0]->Enqueue([batch] { batch->Run(); });
   return ncclSuccess;

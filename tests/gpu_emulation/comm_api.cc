@@ -108,8 +108,8 @@ ncclResult_t InitRankDev(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id
 }
 
 // as ncclCommInitChildComm (init.cc): the synchronous half of ncclCommSplit and ncclCommShrink.
-ncclResult_t InitChildComm(ncclComm_t comm, ncclComm_t* newcomm, bool is_shrink, int color, int key,
-                           int* exclude, int exclude_count, ncclConfig_t* config, const char* caller) {
+ncclResult_t InitChildComm(ncclComm_t comm, ncclComm_t* newcomm, bool is_shrink, int color, int key, int* exclude,
+                           int exclude_count, ncclConfig_t* config, const char* caller) {
   const int old_dev = CurrentDevice();
   ncclResult_t res = CommCheck(comm, caller, "comm");
   if (res == ncclSuccess) res = PtrCheck(newcomm, caller, "newcomm");

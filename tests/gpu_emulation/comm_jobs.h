@@ -26,11 +26,11 @@ namespace gpuemu {
 struct InitJobArgs {
   std::shared_ptr<CommCore> comm;
   ncclComm* handle = nullptr;
-  IdHandle id;                                  // unless the id comes from the parent (below)
+  IdHandle id;  // unless the id comes from the parent (below)
   bool has_id = true;
-  std::shared_ptr<CommCore> parent;             // grow, existing rank: the communicator it grows
-  uint64_t grow_tag = 0;                        // where the parent's mesh brings the grow id
-  ncclComm** newcomm = nullptr;                 // grow: written again at the end
+  std::shared_ptr<CommCore> parent;  // grow, existing rank: the communicator it grows
+  uint64_t grow_tag = 0;             // where the parent's mesh brings the grow id
+  ncclComm** newcomm = nullptr;      // grow: written again at the end
   bool grow = false;
 };
 ncclResult_t InitRankJob(const InitJobArgs& a);

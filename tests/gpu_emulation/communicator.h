@@ -44,14 +44,14 @@ struct CommCore {
   std::atomic<bool> finalize_called{false};
 
   std::mutex mu;
-  std::shared_ptr<Mesh> mesh;                        // set by the init job
-  std::shared_ptr<BootstrapRoot> root;               // this process's root its init used
-  std::shared_ptr<Flag> child_abort_flag;            // a child's, while its init job runs
+  std::shared_ptr<Mesh> mesh;                         // set by the init job
+  std::shared_ptr<BootstrapRoot> root;                // this process's root its init used
+  std::shared_ptr<Flag> child_abort_flag;             // a child's, while its init job runs
   std::vector<std::shared_ptr<GroupJob>> group_jobs;  // non-blocking group jobs not yet joined
   uint64_t coll_seq = 0;
   std::vector<uint64_t> send_seq, recv_seq;  // per peer
-  int child_count = 0;   // splits and grows (init.cc: comm->childCount)
-  int shrink_count = 0;  // shrinks (each child's id differs)
+  int child_count = 0;                       // splits and grows (init.cc: comm->childCount)
+  int shrink_count = 0;                      // shrinks (each child's id differs)
 
   std::shared_ptr<Mesh> GetMesh();
 

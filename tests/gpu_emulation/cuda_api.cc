@@ -271,8 +271,7 @@ __attribute__((visibility("default"))) cudaError_t cudaMemset_ptds(void* devPtr,
   return cudaMemset(devPtr, value, count);
 }
 __attribute__((visibility("default"))) cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
-                                                                        enum cudaMemcpyKind kind,
-                                                                        cudaStream_t stream) {
+                                                                        enum cudaMemcpyKind kind, cudaStream_t stream) {
   return cudaMemcpyAsync(dst, src, count, kind, stream);
 }
 __attribute__((visibility("default"))) cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count,

@@ -3,8 +3,10 @@
 // ranks (the parent never loads the library: CUDA, real or emulated, does not survive a fork); a
 // rank runs its part, reports through a pipe to the parent (which relays notes between ranks: the
 // unique ids, "I am inside the allreduce", "rank 3 is dead"), and exits 0 when all its checks hold.
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <nccl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,9 +23,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <nccl.h>
 
 namespace {
 
@@ -87,44 +86,43 @@ struct Api {
   ncclResult_t (*ncclAllGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
   ncclResult_t (*ncclBroadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*ncclReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
-  ncclResult_t (*ncclReduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                                    cudaStream_t);
+  ncclResult_t (*ncclReduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
   ncclResult_t (*ncclSend)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*ncclRecv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
 };
 
 int g_rank = -1;  // in a child: its rank (for the failure lines)
 
-#define CHILD_CHECK(cond)                                                                                 \
-  do {                                                                                                    \
-    if (!(cond)) {                                                                                        \
-      std::fprintf(stderr, "[rank %d] %s:%d: check failed: %s\n", g_rank, __FILE__, __LINE__, #cond);     \
-      std::fflush(stderr);                                                                                \
-      ::_exit(1);                                                                                         \
-    }                                                                                                     \
+#define CHILD_CHECK(cond)                                                                             \
+  do {                                                                                                \
+    if (!(cond)) {                                                                                    \
+      std::fprintf(stderr, "[rank %d] %s:%d: check failed: %s\n", g_rank, __FILE__, __LINE__, #cond); \
+      std::fflush(stderr);                                                                            \
+      ::_exit(1);                                                                                     \
+    }                                                                                                 \
   } while (0)
 
-#define CHILD_EQ(a, b)                                                                                     \
-  do {                                                                                                     \
-    auto va_ = (a);                                                                                        \
-    auto vb_ = (b);                                                                                        \
-    if (!(va_ == vb_)) {                                                                                   \
-      std::fprintf(stderr, "[rank %d] %s:%d: check failed: %s == %s (%lld vs %lld)\n", g_rank, __FILE__,   \
-                   __LINE__, #a, #b, static_cast<long long>(va_), static_cast<long long>(vb_));            \
-      std::fflush(stderr);                                                                                 \
-      ::_exit(1);                                                                                          \
-    }                                                                                                      \
+#define CHILD_EQ(a, b)                                                                                                 \
+  do {                                                                                                                 \
+    auto va_ = (a);                                                                                                    \
+    auto vb_ = (b);                                                                                                    \
+    if (!(va_ == vb_)) {                                                                                               \
+      std::fprintf(stderr, "[rank %d] %s:%d: check failed: %s == %s (%lld vs %lld)\n", g_rank, __FILE__, __LINE__, #a, \
+                   #b, static_cast<long long>(va_), static_cast<long long>(vb_));                                      \
+      std::fflush(stderr);                                                                                             \
+      ::_exit(1);                                                                                                      \
+    }                                                                                                                  \
   } while (0)
 
 // A call that must start fine (ncclSuccess, or ncclInProgress on a non-blocking communicator).
-#define NCCL_STARTED(call)                                                                          \
-  do {                                                                                              \
-    ncclResult_t r_ = (call);                                                                       \
-    if (r_ != ncclSuccess && r_ != ncclInProgress) {                                                \
+#define NCCL_STARTED(call)                                                                        \
+  do {                                                                                            \
+    ncclResult_t r_ = (call);                                                                     \
+    if (r_ != ncclSuccess && r_ != ncclInProgress) {                                              \
       std::fprintf(stderr, "[rank %d] %s:%d: %s -> %d\n", g_rank, __FILE__, __LINE__, #call, r_); \
-      std::fflush(stderr);                                                                          \
-      ::_exit(1);                                                                                   \
-    }                                                                                               \
+      std::fflush(stderr);                                                                        \
+      ::_exit(1);                                                                                 \
+    }                                                                                             \
   } while (0)
 
 #define CUDA_OK(call) CHILD_EQ((call), cudaSuccess)
@@ -140,22 +138,62 @@ const Api& LoadApi() {
   api.name = reinterpret_cast<decltype(api.name)>(::dlsym(h, #name));     \
   if (api.name == nullptr) std::fprintf(stderr, "no symbol %s\n", #name); \
   CHILD_CHECK(api.name != nullptr)
-  RESOLVE(cudaGetDeviceCount); RESOLVE(cudaSetDevice); RESOLVE(cudaGetDevice); RESOLVE(cudaGetErrorName);
-  RESOLVE(cudaGetErrorString); RESOLVE(cudaGetLastError); RESOLVE(cudaPeekAtLastError);
-  RESOLVE(cudaDriverGetVersion); RESOLVE(cudaRuntimeGetVersion); RESOLVE(cudaMalloc); RESOLVE(cudaFree);
-  RESOLVE(cudaMemcpy); RESOLVE(cudaMemcpyAsync); RESOLVE(cudaMemset); RESOLVE(cudaMemsetAsync);
-  RESOLVE(cudaStreamCreate); RESOLVE(cudaStreamCreateWithFlags); RESOLVE(cudaStreamDestroy);
-  RESOLVE(cudaStreamQuery); RESOLVE(cudaStreamSynchronize); RESOLVE(cudaStreamWaitEvent); RESOLVE(cudaEventCreate);
-  RESOLVE(cudaEventCreateWithFlags); RESOLVE(cudaEventRecord); RESOLVE(cudaEventQuery);
-  RESOLVE(cudaEventSynchronize); RESOLVE(cudaEventDestroy); RESOLVE(cudaDeviceSynchronize);
+  RESOLVE(cudaGetDeviceCount);
+  RESOLVE(cudaSetDevice);
+  RESOLVE(cudaGetDevice);
+  RESOLVE(cudaGetErrorName);
+  RESOLVE(cudaGetErrorString);
+  RESOLVE(cudaGetLastError);
+  RESOLVE(cudaPeekAtLastError);
+  RESOLVE(cudaDriverGetVersion);
+  RESOLVE(cudaRuntimeGetVersion);
+  RESOLVE(cudaMalloc);
+  RESOLVE(cudaFree);
+  RESOLVE(cudaMemcpy);
+  RESOLVE(cudaMemcpyAsync);
+  RESOLVE(cudaMemset);
+  RESOLVE(cudaMemsetAsync);
+  RESOLVE(cudaStreamCreate);
+  RESOLVE(cudaStreamCreateWithFlags);
+  RESOLVE(cudaStreamDestroy);
+  RESOLVE(cudaStreamQuery);
+  RESOLVE(cudaStreamSynchronize);
+  RESOLVE(cudaStreamWaitEvent);
+  RESOLVE(cudaEventCreate);
+  RESOLVE(cudaEventCreateWithFlags);
+  RESOLVE(cudaEventRecord);
+  RESOLVE(cudaEventQuery);
+  RESOLVE(cudaEventSynchronize);
+  RESOLVE(cudaEventDestroy);
+  RESOLVE(cudaDeviceSynchronize);
   RESOLVE(cudaPointerGetAttributes);
-  RESOLVE(ncclGetVersion); RESOLVE(ncclGetErrorString); RESOLVE(ncclGetLastError); RESOLVE(ncclGetUniqueId);
-  RESOLVE(ncclCommInitRank); RESOLVE(ncclCommInitRankConfig); RESOLVE(ncclCommGetAsyncError); RESOLVE(ncclCommAbort);
-  RESOLVE(ncclCommDestroy); RESOLVE(ncclCommFinalize); RESOLVE(ncclCommSplit); RESOLVE(ncclCommShrink);
-  RESOLVE(ncclCommRevoke); RESOLVE(ncclCommGetUniqueId); RESOLVE(ncclCommGrow); RESOLVE(ncclCommCount);
-  RESOLVE(ncclCommCuDevice); RESOLVE(ncclCommUserRank); RESOLVE(ncclGroupStart); RESOLVE(ncclGroupEnd);
-  RESOLVE(ncclAllReduce); RESOLVE(ncclAllGather); RESOLVE(ncclBroadcast); RESOLVE(ncclReduce);
-  RESOLVE(ncclReduceScatter); RESOLVE(ncclSend); RESOLVE(ncclRecv);
+  RESOLVE(ncclGetVersion);
+  RESOLVE(ncclGetErrorString);
+  RESOLVE(ncclGetLastError);
+  RESOLVE(ncclGetUniqueId);
+  RESOLVE(ncclCommInitRank);
+  RESOLVE(ncclCommInitRankConfig);
+  RESOLVE(ncclCommGetAsyncError);
+  RESOLVE(ncclCommAbort);
+  RESOLVE(ncclCommDestroy);
+  RESOLVE(ncclCommFinalize);
+  RESOLVE(ncclCommSplit);
+  RESOLVE(ncclCommShrink);
+  RESOLVE(ncclCommRevoke);
+  RESOLVE(ncclCommGetUniqueId);
+  RESOLVE(ncclCommGrow);
+  RESOLVE(ncclCommCount);
+  RESOLVE(ncclCommCuDevice);
+  RESOLVE(ncclCommUserRank);
+  RESOLVE(ncclGroupStart);
+  RESOLVE(ncclGroupEnd);
+  RESOLVE(ncclAllReduce);
+  RESOLVE(ncclAllGather);
+  RESOLVE(ncclBroadcast);
+  RESOLVE(ncclReduce);
+  RESOLVE(ncclReduceScatter);
+  RESOLVE(ncclSend);
+  RESOLVE(ncclRecv);
 #undef RESOLVE
   return api;
 }
@@ -701,7 +739,7 @@ TEST(GpuEmulation, AllReduceFloat32AndBf16AreBitIdenticalOnFourRanks) {
     CHILD_CHECK(HostCopy(api, a, 8)[0] == 3.0f);  // (0+2+4+6)/4
     std::vector<int32_t> gathered = HostCopy(api, g, 20);
     for (int i = 0; i < 20; ++i) CHILD_EQ(gathered[i], i / 5 + 1);
-    CHILD_EQ(HostCopy(api, src, 5)[4], 3);      // rank 2's value
+    CHILD_EQ(HostCopy(api, src, 5)[4], 3);        // rank 2's value
     CHILD_EQ(HostCopy(api, rs, 5)[0], rank + 1);  // block r of everyone's gathered buffer is r+1
 
     Barrier(board, 4);  // everyone is done with the collectives before anyone tears down
@@ -799,9 +837,9 @@ TEST(GpuEmulation, PeerKilledInAllReduceHangsUntilRevokeThenShrinkDefault) {
     std::this_thread::sleep_for(milliseconds(200));
     ncclResult_t state = ncclInProgress;
     CHILD_EQ(api.ncclCommGetAsyncError(comm, &state), ncclSuccess);
-    CHILD_EQ(state, ncclSuccess);  // nothing launched yet
-    CHILD_EQ(api.ncclGroupEnd(), ncclInProgress);  // the revoke's job runs now
-    CHILD_EQ(WaitComm(api, comm), ncclSuccess);    // quiescent
+    CHILD_EQ(state, ncclSuccess);                                                  // nothing launched yet
+    CHILD_EQ(api.ncclGroupEnd(), ncclInProgress);                                  // the revoke's job runs now
+    CHILD_EQ(WaitComm(api, comm), ncclSuccess);                                    // quiescent
     CHILD_EQ(api.ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidArgument);  // already revoked
     CHILD_EQ(api.ncclAllReduce(buf, buf, 17, ncclInt64, ncclSum, comm, stream), ncclInvalidUsage);
 
@@ -998,40 +1036,40 @@ TEST(GpuEmulation, ShrinkWritesNewcommFromTheJobThreadWhenItEnds) {
   // every management job ends 400 ms late: the child arrives late
   World w = RunRanks(Options{3, {{"RINGMASTER_EMULATED_NCCL_LATENCY_MS", "400"}}, 20000, nullptr},
                      [](int rank, Board& board) {
-    const Api& api = LoadApi();
-    const auto t_init = Clock::now();
-    ncclComm_t comm = InitComm(api, board, rank, 3, rank);
-    CHILD_CHECK(Clock::now() - t_init >= milliseconds(400));  // "init takes a while"
-    if (rank == 2) {  // excluded, alive: it waits for the survivors, then leaves
-      Barrier(board, 3);
-      CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
-      return;
-    }
-    int exclude[] = {2};
-    ncclConfig_t config = NonBlocking();
-    ncclComm_t* child = new ncclComm_t(reinterpret_cast<ncclComm_t>(0x1));  // must outlive the call
-    const auto t0 = Clock::now();
-    ncclResult_t r = api.ncclCommShrink(comm, exclude, 1, child, &config, NCCL_SHRINK_DEFAULT);
-    CHILD_CHECK(r == ncclSuccess || r == ncclInProgress);
-    CHILD_CHECK(__atomic_load_n(child, __ATOMIC_ACQUIRE) == nullptr);  // NULL at the call
-    ncclResult_t state = ncclSuccess;
-    CHILD_EQ(api.ncclCommGetAsyncError(comm, &state), ncclSuccess);
-    CHILD_EQ(state, ncclInProgress);
-    while (__atomic_load_n(child, __ATOMIC_ACQUIRE) == nullptr) {
-      CHILD_CHECK(Clock::now() - t0 < milliseconds(5000));
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    CHILD_CHECK(Clock::now() - t0 >= milliseconds(400));  // written by the job, at its end
-    CHILD_EQ(WaitComm(api, comm), ncclSuccess);
-    CHILD_EQ(WaitComm(api, *child), ncclSuccess);
-    cudaStream_t stream = nullptr;
-    CUDA_OK(api.cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CHILD_EQ(SumInts(api, *child, stream, 3), 6);
-    Barrier(board, 3);
-    CHILD_EQ(api.ncclCommAbort(*child), ncclSuccess);
-    CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
-    delete child;
-  });
+                       const Api& api = LoadApi();
+                       const auto t_init = Clock::now();
+                       ncclComm_t comm = InitComm(api, board, rank, 3, rank);
+                       CHILD_CHECK(Clock::now() - t_init >= milliseconds(400));  // "init takes a while"
+                       if (rank == 2) {  // excluded, alive: it waits for the survivors, then leaves
+                         Barrier(board, 3);
+                         CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
+                         return;
+                       }
+                       int exclude[] = {2};
+                       ncclConfig_t config = NonBlocking();
+                       ncclComm_t* child = new ncclComm_t(reinterpret_cast<ncclComm_t>(0x1));  // must outlive the call
+                       const auto t0 = Clock::now();
+                       ncclResult_t r = api.ncclCommShrink(comm, exclude, 1, child, &config, NCCL_SHRINK_DEFAULT);
+                       CHILD_CHECK(r == ncclSuccess || r == ncclInProgress);
+                       CHILD_CHECK(__atomic_load_n(child, __ATOMIC_ACQUIRE) == nullptr);  // NULL at the call
+                       ncclResult_t state = ncclSuccess;
+                       CHILD_EQ(api.ncclCommGetAsyncError(comm, &state), ncclSuccess);
+                       CHILD_EQ(state, ncclInProgress);
+                       while (__atomic_load_n(child, __ATOMIC_ACQUIRE) == nullptr) {
+                         CHILD_CHECK(Clock::now() - t0 < milliseconds(5000));
+                         std::this_thread::sleep_for(milliseconds(1));
+                       }
+                       CHILD_CHECK(Clock::now() - t0 >= milliseconds(400));  // written by the job, at its end
+                       CHILD_EQ(WaitComm(api, comm), ncclSuccess);
+                       CHILD_EQ(WaitComm(api, *child), ncclSuccess);
+                       cudaStream_t stream = nullptr;
+                       CUDA_OK(api.cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+                       CHILD_EQ(SumInts(api, *child, stream, 3), 6);
+                       Barrier(board, 3);
+                       CHILD_EQ(api.ncclCommAbort(*child), ncclSuccess);
+                       CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
+                       delete child;
+                     });
   ExpectAllOk(w);
 }
 

@@ -197,8 +197,8 @@ void Mesh::Send(int peer, uint64_t tag, const void* data, size_t bytes, const Ab
   if (io == Io::kAborted && total > 0) {
     // finish the message if the peer takes it (the connection must stay framed), else break it
     const AbortCheck never;
-    io = total < sizeof header ? SendAll(p.fd, header + total, sizeof header - total, never, kFinishMessageMs)
-                               : Io::kOk;
+    io =
+        total < sizeof header ? SendAll(p.fd, header + total, sizeof header - total, never, kFinishMessageMs) : Io::kOk;
     size_t body_done = total > sizeof header ? total - sizeof header : 0;
     if (io == Io::kOk && bytes > body_done) {
       io = SendAll(p.fd, static_cast<const char*>(data) + body_done, bytes - body_done, never, kFinishMessageMs);

@@ -3,6 +3,7 @@
 // their programs load is inside the image, whether their programs start there, what else they carry, and
 // their OCI labels. Each image is unpacked once into the pod runner's rootfs cache (rootfs_cache.h) and
 // its programs run under chroot with the image's user. Needs root, umoci and `make images`.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/status_test_macros.h"
 #include "tests/pod_runner/container_user.h"
@@ -44,8 +43,8 @@ StatusOr<Unpacked> Unpack(const std::string& name) {
   }
   RINGMASTER_ASSIGN_OR_RETURN(LocalImage image, FindLocalImage(dir, name + ":" + RINGMASTER_IMAGE_TAG));
   RINGMASTER_ASSIGN_OR_RETURN(
-      RootfsLease lease,
-      EnsureRootfs(image, DefaultRootfsCacheDir(), [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }));
+      RootfsLease lease, EnsureRootfs(image, DefaultRootfsCacheDir(),
+                                      [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }));
   const std::string rootfs = lease.rootfs();
   return Unpacked{image, rootfs, std::make_shared<RootfsLease>(std::move(lease))};
 }
@@ -64,10 +63,11 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 StatusOr<std::string> UserSpec(const Unpacked& u) {
-  const nlohmann::json pod = {{"metadata", {{"namespace", "checks"}, {"name", "image"}}}, {"spec", nlohmann::json::object()}};
-  RINGMASTER_ASSIGN_OR_RETURN(ContainerUser user,
-                              ResolveContainerUser(pod, {{"name", "c"}}, u.image.config.user,
-                                                   ReadFile(u.rootfs + "/etc/passwd"), ReadFile(u.rootfs + "/etc/group")));
+  const nlohmann::json pod = {{"metadata", {{"namespace", "checks"}, {"name", "image"}}},
+                              {"spec", nlohmann::json::object()}};
+  RINGMASTER_ASSIGN_OR_RETURN(
+      ContainerUser user, ResolveContainerUser(pod, {{"name", "c"}}, u.image.config.user,
+                                               ReadFile(u.rootfs + "/etc/passwd"), ReadFile(u.rootfs + "/etc/group")));
   return std::to_string(user.uid) + ":" + std::to_string(user.gid);
 }
 
@@ -98,8 +98,8 @@ TEST(OperatorImageTest, RunsAsNonRootAndStartsWithOnlyWhatIsInside) {
   ASSERT_OK(user);
   EXPECT_EQ(*user, "65532:65532") << "the chart's securityContext runs it as 65532";
   ExpectLibrariesResolveInside(*u, u->image.config.entrypoint[0]);
-  auto help = RunCommand({"chroot", "--userspec=" + *user, u->rootfs, u->image.config.entrypoint[0], "--help"},
-                         seconds(30));
+  auto help =
+      RunCommand({"chroot", "--userspec=" + *user, u->rootfs, u->image.config.entrypoint[0], "--help"}, seconds(30));
   EXPECT_COMMAND_OK(help);
   if (help.ok()) {
     EXPECT_NE(help->out.find("--leader-elect"), std::string::npos) << help->out;
@@ -156,9 +156,20 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
 
   // Started as a container runtime would: /proc mounted (the loader finds $ORIGIN through /proc/self/exe)
   // in a mount namespace of its own, the image's environment only (/usr/bin/env -i), its user.
-  std::vector<std::string> env = {"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                                  "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
-                                  u->rootfs, *user, "/usr/bin/env", "-i", "PYTHONDONTWRITEBYTECODE=1"};
+  std::vector<std::string> env = {
+      "unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "--",
+      "/bin/sh",
+      "-c",
+      "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
+      u->rootfs,
+      *user,
+      "/usr/bin/env",
+      "-i",
+      "PYTHONDONTWRITEBYTECODE=1"};
   for (const auto& [k, v] : u->image.config.env) env.push_back(k + "=" + v);
   auto run = [&](std::vector<std::string> argv) {
     std::vector<std::string> full = env;
@@ -186,8 +197,8 @@ TEST(PushImagesTest, EveryImageLandsUnderTheRegistryWithTheSameManifest) {
   const fs::path dest = fs::temp_directory_path() / ("ringmaster-push-test." + std::to_string(::getpid()));
   fs::remove_all(dest);
   fs::create_directories(dest);  // an OCI layout's parent must exist (a registry's path need not)
-  auto pushed = RunCommand({"env", "PUSH_TRANSPORT=oci:", "PUSH_IMAGES=ringmaster-operator", "REGISTRY=" + dest.string(),
-                            std::string("IMAGES_DIR=") + RINGMASTER_IMAGES_DIR,
+  auto pushed = RunCommand({"env", "PUSH_TRANSPORT=oci:", "PUSH_IMAGES=ringmaster-operator",
+                            "REGISTRY=" + dest.string(), std::string("IMAGES_DIR=") + RINGMASTER_IMAGES_DIR,
                             std::string(RINGMASTER_SOURCE_DIR) + "/docker/push-images.sh"},
                            seconds(600));
   ASSERT_COMMAND_OK(pushed);

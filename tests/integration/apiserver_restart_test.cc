@@ -7,12 +7,12 @@
 #include <map>
 #include <string>
 
+#include "base/status_test_macros.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
 #include "tests/support/cluster_test.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -22,7 +22,9 @@ using std::chrono::seconds;
 namespace kube = ringmaster::kube;
 
 json ConfigMap(const std::string& ns, const std::string& name, const std::string& value) {
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", ns}}},
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
           {"data", {{"v", value}}}};
 }
 
@@ -44,7 +46,8 @@ TEST_F(ApiserverRestartTest, InformerCacheEqualsAFreshListAfterTheRestart) {
   ASSERT_OK(config) << config.status();
   auto client = kube::NewClient(*config);
   ASSERT_OK(client) << client.status();
-  for (int i = 0; i < 5; ++i) ASSERT_OK((*client)->Create(kube::resources::ConfigMaps(), ns, ConfigMap(ns, "cm-" + std::to_string(i), "before")));
+  for (int i = 0; i < 5; ++i)
+    ASSERT_OK((*client)->Create(kube::resources::ConfigMaps(), ns, ConfigMap(ns, "cm-" + std::to_string(i), "before")));
 
   kube::InformerOptions options;
   options.ns = ns;
@@ -53,10 +56,11 @@ TEST_F(ApiserverRestartTest, InformerCacheEqualsAFreshListAfterTheRestart) {
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(seconds(20)));
   // The watch follows the list asynchronously: restart only once it is open.
-  ASSERT_OK(WaitFor("the informer's watch to open", seconds(20), [&](std::string*) { return informer.watches() >= 1; }));
+  ASSERT_OK(
+      WaitFor("the informer's watch to open", seconds(20), [&](std::string*) { return informer.watches() >= 1; }));
 
-  auto restart = RunCommand({std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh", "restart", "--dir",
-                             cluster_.dir(), "kube-apiserver"},
+  auto restart = RunCommand({std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh", "restart",
+                             "--dir", cluster_.dir(), "kube-apiserver"},
                             seconds(120));
   ASSERT_COMMAND_OK(restart) << (restart.ok() ? restart->err : restart.status().ToString());
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
+#include "tests/support/cluster_test.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -126,8 +126,8 @@ TEST_F(ClusterHarnessTest, ServiceAccountTokenWithoutPermissionGets403) {
   ASSERT_FALSE(bearer.empty());
 
   auto curl = [&](const std::vector<std::string>& extra, const std::string& path) {
-    std::vector<std::string> argv = {"curl", "-sS", "--cacert", cluster_.ca_file(), "-H", "Authorization: Bearer " + bearer,
-                                     "-w", "\n%{http_code}"};
+    std::vector<std::string> argv = {
+        "curl", "-sS", "--cacert", cluster_.ca_file(), "-H", "Authorization: Bearer " + bearer, "-w", "\n%{http_code}"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back(cluster_.server() + path);
     return RunCommand(argv, seconds(30));
@@ -160,10 +160,11 @@ TEST_F(ClusterHarnessTest, PodFailsOnDemandThroughKwokChaosStage) {
   std::string ns = CreateNamespace();
   ASSERT_OK(cluster_.Apply(GpuPod(ns, "doomed", 1)));
   WaitForPhase("doomed", "Running", seconds(60));
-  auto a = cluster_.Kubectl({"annotate", "pod", "doomed", "-n", ns,
-                             "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code=42"});
+  auto a = cluster_.Kubectl(
+      {"annotate", "pod", "doomed", "-n", ns, "pod-container-running-failed.stage.kwok.x-k8s.io/exit-code=42"});
   ASSERT_COMMAND_OK(a);
-  auto l = cluster_.Kubectl({"label", "pod", "doomed", "-n", ns, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
+  auto l =
+      cluster_.Kubectl({"label", "pod", "doomed", "-n", ns, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
   ASSERT_COMMAND_OK(l);
   json pod = WaitForPhase("doomed", "Failed", seconds(60));
   const json& terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"];

@@ -60,7 +60,8 @@ class ControlPlaneFaultsE2eTest : public ElasticWorkersE2eTest {
       return false;
     });
     EXPECT_EQ(Membership(joined).value("generation", int64_t{0}), generation + 2)
-        << "a generation was published twice or skipped:\n" << history_->Describe();
+        << "a generation was published twice or skipped:\n"
+        << history_->Describe();
     ExpectSucceededWithExactResults();
     EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();
   }

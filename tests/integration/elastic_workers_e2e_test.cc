@@ -19,7 +19,6 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-
 TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   ApplyJob();
   json running = WaitUntilTraining();
@@ -32,7 +31,8 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   // The workers authenticate as their pods: the pod's service account may read its own job, nothing else.
   const std::string pod_kubeconfig = ProcessesOf(victim).at(0).kubeconfig;
   auto can = [&](const std::vector<std::string>& what) {
-    std::vector<std::string> argv = {cluster_.Get("KUBECTL"), "--kubeconfig", pod_kubeconfig, "auth", "can-i", "-n", ns_};
+    std::vector<std::string> argv = {
+        cluster_.Get("KUBECTL"), "--kubeconfig", pod_kubeconfig, "auth", "can-i", "-n", ns_};
     argv.insert(argv.end(), what.begin(), what.end());
     auto r = RunCommand(argv, seconds(30));
     return r.ok() ? r->out.substr(0, r->out.find('\n')) : r.status().ToString();
@@ -55,7 +55,8 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   EXPECT_NE(failed.find(victim), std::string::npos) << failed;
   WaitForJob("the replacement to join", seconds(30), [&](const json& j) {
     for (const auto& member : Membership(j).value("members", json::array()))
-      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid) return Membership(j).value("worldSize", 0) == 3;
+      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid)
+        return Membership(j).value("worldSize", 0) == 3;
     return false;
   });
 
@@ -217,16 +218,16 @@ TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFini
   // The highest rank leaves: it commits, exits 0 by itself, its pod Succeeds and is then deleted.
   Status exited = WaitFor("the removed worker to exit", seconds(20), [&](std::string* last) {
     auto procs = ProcessesOf(leaving);
-    *last = procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
+    *last =
+        procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
     return !procs.empty() && !procs[0].running;
   });
   ASSERT_OK(exited) << exited;
   RunnerProcess p = ProcessesOf(leaving)[0];
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_EQ(p.killed_for, "") << "the leaving worker was killed instead of exiting";
-  Status reported = WaitFor("the removed worker's exit reported", seconds(10), [&](std::string*) {
-    return ProcessesOf(leaving)[0].reported;
-  });
+  Status reported = WaitFor("the removed worker's exit reported", seconds(10),
+                            [&](std::string*) { return ProcessesOf(leaving)[0].reported; });
   EXPECT_OK(reported) << reported;
   Status gone = WaitFor("the removed worker's pod to go away", seconds(20), [&](std::string* last) {
     auto pod = cluster_.KubectlJson({"get", "pod", leaving, "-n", ns_});

@@ -19,16 +19,15 @@
 #include <set>
 #include <sstream>
 
-#include "tests/support/manifests.h"
-#include "worker-runtime/testing/chaos_harness.h"
-#include "worker-runtime/elastic/sample_journal.h"
-#include "tests/support/cluster_test.h"
-#include "tests/support/operator_process.h"
-#include "tests/pod_runner/pod_runner.h"
 #include "base/status_test_macros.h"
+#include "tests/pod_runner/pod_runner.h"
+#include "tests/support/cluster_test.h"
+#include "tests/support/manifests.h"
+#include "tests/support/operator_process.h"
+#include "worker-runtime/elastic/sample_journal.h"
+#include "worker-runtime/testing/chaos_harness.h"
 
 namespace ringmaster::testing {
-
 
 // The training: 120 steps of a fixed global batch of 8 over 48 samples (20 epochs), paced so the
 // disturbances land mid-run and the rebuilds finish well before the end.
@@ -39,8 +38,11 @@ inline constexpr int kCollectiveTimeoutMs = 8000;
 inline const std::string kJob = "train";
 
 inline std::vector<std::string> TrainFlags() {
-  return {"--steps", std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch", std::to_string(kBatch),
-          "--seed",  "7",                    "--timeout-ms", std::to_string(kCollectiveTimeoutMs)};
+  return {"--steps",      std::to_string(kSteps),
+          "--samples",    std::to_string(kSamples),
+          "--batch",      std::to_string(kBatch),
+          "--seed",       "7",
+          "--timeout-ms", std::to_string(kCollectiveTimeoutMs)};
 }
 
 // What the job's workers run and how to check it: the C++ example trainer, or the PyTorch example.
@@ -49,11 +51,11 @@ struct Workload {
   std::vector<std::string> args;       // its args (the pacing flag added by ApplyJob)
   std::vector<std::string> reference;  // the same training as one process, under ringmaster-run
   std::vector<std::pair<std::string, std::string>> env;  // extra container env
-  size_t weights = 0;                  // values in weights.txt
+  size_t weights = 0;                                    // values in weights.txt
   int epochs = 0, samples = 0;
-  int64_t final_step = 0;              // committed steps at the end (ResolveJournals)
+  int64_t final_step = 0;  // committed steps at the end (ResolveJournals)
   int disturb_at_step = kDisturbAtStep;
-  int workers = 3;                     // the job's desired workers: its first membership's world
+  int workers = 3;                         // the job's desired workers: its first membership's world
   std::chrono::seconds start_timeout{45};  // from the first membership to disturb_at_step
 };
 
@@ -157,7 +159,8 @@ class ElasticWorkersE2eTest : public JobTest {
   }
 
   // The job: min min_workers_ (2 unless set), desired workload_.workers (3 unless set), max 4 CPU workers
-  // (gpus_ fake GPUs each: one unless set, so one per node), pinned to this test's nodes, running workload_ with the Kubernetes membership source.
+  // (gpus_ fake GPUs each: one unless set, so one per node), pinned to this test's nodes, running workload_ with the
+  // Kubernetes membership source.
   void ApplyJob() {
     auto list = [](const std::vector<std::string>& items) {
       std::string out;
@@ -165,19 +168,28 @@ class ElasticWorkersE2eTest : public JobTest {
       return "[" + out + "]";
     };
     std::string env;
-    for (const auto& [name, value] : workload_.env) env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
+    for (const auto& [name, value] : workload_.env)
+      env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
     Status s = cluster_.Apply(
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
-        "}\nspec:\n  replicas: {min: " + std::to_string(min_workers_) + ", max: 4, desired: " +
-        std::to_string(workload_.workers) + "}\n" +
-        (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") + spec_extra_ +
+        "}\nspec:\n  replicas: {min: " + std::to_string(min_workers_) +
+        ", max: 4, desired: " + std::to_string(workload_.workers) + "}\n" +
+        (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") +
+        spec_extra_ +
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
-        "leaveGraceSeconds: 30, maxRestarts: " + std::to_string(max_restarts_) + "}\n"
-        "  template:\n" + template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
-        "      containers:\n      - name: trainer\n        image: " + image_ + "\n"
-        "        command: " + list(workload_.command) + "\n        args: " + list(workload_.args) + "\n"
-        "        env: [" + env + "]\n" + container_extra_ +
-        "        resources: {limits: {nvidia.com/gpu: " + std::to_string(gpus_) + "}}\n");
+        "leaveGraceSeconds: 30, maxRestarts: " +
+        std::to_string(max_restarts_) +
+        "}\n"
+        "  template:\n" +
+        template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
+        "      containers:\n      - name: trainer\n        image: " + image_ +
+        "\n"
+        "        command: " +
+        list(workload_.command) + "\n        args: " + list(workload_.args) +
+        "\n"
+        "        env: [" +
+        env + "]\n" + container_extra_ + "        resources: {limits: {nvidia.com/gpu: " + std::to_string(gpus_) +
+        "}}\n");
     ASSERT_OK(s) << s;
   }
 
@@ -185,7 +197,9 @@ class ElasticWorkersE2eTest : public JobTest {
     auto j = cluster_.KubectlJson({"get", "tj", kJob, "-n", ns_});
     return j.ok() ? *j : json::object();
   }
-  static json Membership(const json& job) { return job.value("status", json::object()).value("membership", json::object()); }
+  static json Membership(const json& job) {
+    return job.value("status", json::object()).value("membership", json::object());
+  }
   static std::string Phase(const json& job) { return job.value("status", json::object()).value("phase", ""); }
 
   json WaitForJob(const std::string& what, seconds timeout, const std::function<bool(const json&)>& pred) {
@@ -223,11 +237,12 @@ class ElasticWorkersE2eTest : public JobTest {
     json job = WaitForJob("the first membership of " + std::to_string(ranks) + " ranks", seconds(60),
                           [&](const json& j) { return Membership(j).value("worldSize", 0) == ranks; });
     const int64_t at = workload_.disturb_at_step;
-    Status s = WaitFor("the workers to reach step " + std::to_string(at), workload_.start_timeout, [&](std::string* last) {
-      int64_t p = Progress();
-      *last = "step " + std::to_string(p);
-      return p >= at;
-    });
+    Status s =
+        WaitFor("the workers to reach step " + std::to_string(at), workload_.start_timeout, [&](std::string* last) {
+          int64_t p = Progress();
+          *last = "step " + std::to_string(p);
+          return p >= at;
+        });
     EXPECT_OK(s) << s;
     return Job();
   }
@@ -237,9 +252,18 @@ class ElasticWorkersE2eTest : public JobTest {
   // timeouts are the whole deadline (one worker has no peer to free from a frozen one anyway).
   std::vector<double> Reference() {
     std::string out = out_ + "/reference";
-    std::vector<std::string> argv = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-run", "--np", "1", "--out", out,
-                                     "--deadline-s", "120", "--startup-timeout-s", "120", "--heartbeat-timeout-ms",
-                                     "120000", "--"};
+    std::vector<std::string> argv = {std::string(RINGMASTER_BIN_DIR) + "/ringmaster-run",
+                                     "--np",
+                                     "1",
+                                     "--out",
+                                     out,
+                                     "--deadline-s",
+                                     "120",
+                                     "--startup-timeout-s",
+                                     "120",
+                                     "--heartbeat-timeout-ms",
+                                     "120000",
+                                     "--"};
     argv.insert(argv.end(), workload_.reference.begin(), workload_.reference.end());
     auto r = RunCommand(argv, seconds(150));
     EXPECT_COMMAND_OK(r) << (r.ok() ? r->out + r->err : r.status().ToString());
@@ -249,7 +273,8 @@ class ElasticWorkersE2eTest : public JobTest {
   // The job succeeds; every finisher's weights equal the reference; each epoch's samples are committed
   // exactly once. Returns the pods whose workers wrote final weights.
   std::set<std::string> ExpectSucceededWithExactResults() {
-    json done = WaitForJob("the job to succeed", seconds(60), [](const json& j) { return Phase(j) == "Succeeded" || Phase(j) == "Failed"; });
+    json done = WaitForJob("the job to succeed", seconds(60),
+                           [](const json& j) { return Phase(j) == "Succeeded" || Phase(j) == "Failed"; });
     EXPECT_EQ(Phase(done), "Succeeded") << done.value("status", json::object()).dump(2);
 
     const std::vector<double> ref = Reference();
@@ -265,7 +290,8 @@ class ElasticWorkersE2eTest : public JobTest {
       std::vector<double> got = ringmaster::runtime_testing::ReadWeights(e.path().string());
       EXPECT_EQ(got.size(), ref.size()) << name;
       for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
-        EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << name << " weight " << i << ": " << got[i] << " vs " << ref[i];
+        EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i]))
+            << name << " weight " << i << ": " << got[i] << " vs " << ref[i];
       }
     }
     EXPECT_GE(finishers.size(), 2u) << "fewer than min workers wrote final weights";
@@ -307,8 +333,9 @@ class ElasticWorkersE2eTest : public JobTest {
     for (const auto& r : reasons) wanted += (wanted.empty() ? "" : " or ") + r;
     Status s = WaitFor("a " + wanted + " membership change to world size " + std::to_string(world), seconds(30),
                        [&](std::string* last) {
-                         auto events = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector",
-                                                             "involvedObject.kind=TrainingJob,involvedObject.name=" + kJob});
+                         auto events =
+                             cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector",
+                                                   "involvedObject.kind=TrainingJob,involvedObject.name=" + kJob});
                          if (!events.ok()) {
                            *last = events.status().ToString();
                            return false;
@@ -317,7 +344,8 @@ class ElasticWorkersE2eTest : public JobTest {
                            if (reasons.count(e.value("reason", "")) == 0) continue;
                            std::string message = e.value("message", "");
                            *last = message;
-                           if (message.find("world size " + std::to_string(world) + " ") != std::string::npos) found = message;
+                           if (message.find("world size " + std::to_string(world) + " ") != std::string::npos)
+                             found = message;
                          }
                          return !found.empty();
                        });
@@ -333,10 +361,10 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string spec_extra_;
   std::string image_ = "ringmaster/train-example:dev";
   std::string template_metadata_, pod_extra_, container_extra_;
-  bool pod_network_ = false;  // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
-  int max_restarts_ = 10;     // spec.elasticPolicy.maxRestarts (the API's default)
-  int min_workers_ = 2;       // spec.replicas.min
-  int gpus_ = 1;              // the trainer's nvidia.com/gpu limit (the pool nodes have one each)
+  bool pod_network_ = false;   // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
+  int max_restarts_ = 10;      // spec.elasticPolicy.maxRestarts (the API's default)
+  int min_workers_ = 2;        // spec.replicas.min
+  int gpus_ = 1;               // the trainer's nvidia.com/gpu limit (the pool nodes have one each)
   int processes_per_pod_ = 1;  // spec.processesPerPod (written only when above 1)
   BackgroundProcess operator_;
   std::unique_ptr<PodRunner> runner_;

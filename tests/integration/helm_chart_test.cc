@@ -7,23 +7,21 @@
 // authenticated only as the chart's service account, publishes a membership and creates the per-job RBAC
 // and NetworkPolicy.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
-#include <map>
-
 #include "api/names.h"
-#include "tests/support/manifests.h"
+#include "base/status_test_macros.h"
 #include "tests/support/background_process.h"
 #include "tests/support/cluster_test.h"
-#include "base/status_test_macros.h"
+#include "tests/support/manifests.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -56,8 +54,8 @@ class HelmChartTest : public ClusterTest {
   // `helm template` of release_ into system_ns_ for this cluster's Kubernetes version, with `values`
   // (each a --set argument).
   StatusOr<CommandResult> Template(const std::vector<std::string>& values = {}) {
-    std::vector<std::string> args = {"template", release_, kChart, "-n", system_ns_, "--kube-version",
-                                     cluster_.Get("KUBERNETES_VERSION")};
+    std::vector<std::string> args = {
+        "template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION")};
     for (const auto& v : values) args.insert(args.end(), {"--set", v});
     return Helm(args);
   }
@@ -94,13 +92,15 @@ class HelmChartTest : public ClusterTest {
   }
 
   // Whether the ClusterRole among `objects` grants `resource` of `group`.
-  static bool ClusterRoleGrants(const std::vector<json>& objects, const std::string& group, const std::string& resource) {
+  static bool ClusterRoleGrants(const std::vector<json>& objects, const std::string& group,
+                                const std::string& resource) {
     auto has = [](const json& list, const std::string& item) {
       return list.is_array() && std::find(list.begin(), list.end(), json(item)) != list.end();
     };
     for (const auto& role : OfKind(objects, "ClusterRole"))
       for (const auto& rule : role.value("rules", json::array()))
-        if (has(rule.value("apiGroups", json::array()), group) && has(rule.value("resources", json::array()), resource)) return true;
+        if (has(rule.value("apiGroups", json::array()), group) && has(rule.value("resources", json::array()), resource))
+          return true;
     return false;
   }
 
@@ -176,8 +176,8 @@ TEST_F(HelmChartTest, DefaultsAreAcceptedByTheApiserverAndHardened) {
 }
 
 TEST_F(HelmChartTest, EverySwitchTurnsItsObjectOff) {
-  const std::vector<json> off = RenderAccepted({"podDisruptionBudget.enabled=false", "networkPolicy.enabled=false",
-                                                "workerNetworkPolicy.enabled=false"});
+  const std::vector<json> off = RenderAccepted(
+      {"podDisruptionBudget.enabled=false", "networkPolicy.enabled=false", "workerNetworkPolicy.enabled=false"});
   ASSERT_FALSE(off.empty());
   EXPECT_TRUE(OfKind(off, "PodDisruptionBudget").empty());
   EXPECT_TRUE(OfKind(off, "NetworkPolicy").empty());
@@ -190,10 +190,12 @@ TEST_F(HelmChartTest, EverySwitchTurnsItsObjectOff) {
   EXPECT_TRUE(OfKind(single, "PodDisruptionBudget").empty());
 
   // What a platform engineer sets, as the apiserver accepts it.
-  const std::vector<json> custom = RenderAccepted(
-      {"image.pullPolicy=Always", "imagePullSecrets[0].name=regcred", "podAnnotations.team=ml", "podLabels.tier=control",
-       "priorityClassName=system-cluster-critical", "nodeSelector.pool=system", "networkPolicy.egress[0].ports[0].port=6443",
-       "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring", "podDisruptionBudget.minAvailable=50%"});
+  const std::vector<json> custom =
+      RenderAccepted({"image.pullPolicy=Always", "imagePullSecrets[0].name=regcred", "podAnnotations.team=ml",
+                      "podLabels.tier=control", "priorityClassName=system-cluster-critical", "nodeSelector.pool=system",
+                      "networkPolicy.egress[0].ports[0].port=6443",
+                      "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
+                      "podDisruptionBudget.minAvailable=50%"});
   ASSERT_FALSE(custom.empty());
   auto deployments = OfKind(custom, "Deployment");
   ASSERT_EQ(deployments.size(), 1u);
@@ -212,9 +214,10 @@ TEST_F(HelmChartTest, EverySwitchTurnsItsObjectOff) {
 // (--api-versions) and checked here rather than by the apiserver: the ServiceMonitor, the PodMonitor over
 // every job's worker pods, and the PrometheusRule, whose rules promtool accepts.
 TEST_F(HelmChartTest, MonitoringObjectsRenderWhereThePrometheusOperatorIs) {
-  auto rendered = Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
-                        "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions",
-                        "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"});
+  auto rendered =
+      Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
+            "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--api-versions",
+            "monitoring.coreos.com/v1/PodMonitor", "--api-versions", "monitoring.coreos.com/v1/PrometheusRule"});
   ASSERT_COMMAND_OK(rendered) << (rendered.ok() ? rendered->err : "");
   std::map<std::string, YAML::Node> by_kind;
   for (const YAML::Node& doc : YAML::LoadAll(rendered->out))
@@ -227,7 +230,9 @@ TEST_F(HelmChartTest, MonitoringObjectsRenderWhereThePrometheusOperatorIs) {
   EXPECT_EQ(pm["podMetricsEndpoints"][0]["port"].as<std::string>(), api::kWorkerMetricsPortName);
   EXPECT_TRUE(pm["namespaceSelector"]["any"].as<bool>());
   // The operator's pods carry the plain annotations too.
-  EXPECT_EQ(by_kind["Deployment"]["spec"]["template"]["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(), "true");
+  EXPECT_EQ(
+      by_kind["Deployment"]["spec"]["template"]["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(),
+      "true");
 
   const std::string rules = ::testing::TempDir() + release_ + "-rules.yaml";
   {
@@ -260,9 +265,9 @@ TEST_F(HelmChartTest, MonitoringObjectsRenderWhereThePrometheusOperatorIs) {
   }
 
   // One namespace watched: the PodMonitor looks only there.
-  auto narrowed = Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
-                        "--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--set", "watchNamespace=" + jobs_ns_,
-                        "--show-only", "templates/podmonitor.yaml"});
+  auto narrowed = Helm({"template", release_, kChart, "-n", system_ns_, "--kube-version",
+                        cluster_.Get("KUBERNETES_VERSION"), "--api-versions", "monitoring.coreos.com/v1/PodMonitor",
+                        "--set", "watchNamespace=" + jobs_ns_, "--show-only", "templates/podmonitor.yaml"});
   ASSERT_COMMAND_OK(narrowed) << (narrowed.ok() ? narrowed->err : "");
   EXPECT_EQ(YAML::Load(narrowed->out)["spec"]["namespaceSelector"]["matchNames"][0].as<std::string>(), jobs_ns_);
 }
@@ -288,7 +293,8 @@ TEST_F(HelmChartTest, BadValuesAreRefusedNamingTheValue) {
       {"metrics.serviceMonitor.interval=often", "/metrics/serviceMonitor/interval", "does not match pattern"},
       {"metrics.podMonitor.interval=often", "/metrics/podMonitor/interval", "does not match pattern"},
       {"metrics.prometheusRule.rebuildFailures=0", "/metrics/prometheusRule/rebuildFailures", "want 1"},
-      {"metrics.prometheusRule.belowMinimumFor=five", "/metrics/prometheusRule/belowMinimumFor", "does not match pattern"},
+      {"metrics.prometheusRule.belowMinimumFor=five", "/metrics/prometheusRule/belowMinimumFor",
+       "does not match pattern"},
       // What the schema cannot say (two values together), said by the chart's own checks.
       {"leaderElection.renewDeadline=20s", "leaderElection.renewDeadline", "shorter than leaderElection.leaseDuration"},
       {"leaderElection.enabled=false", "leaderElection.enabled", "replicaCount=1"},
@@ -310,8 +316,9 @@ TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
   ASSERT_OK(install);
   ASSERT_EQ(install->exit_code, 0) << install->out << install->err;
   const std::string deploy = release_ + "-ringmaster-operator";
-  auto available = cluster_.Kubectl({"wait", "-n", system_ns_, "deployment/" + deploy, "--for=condition=Available",
-                                     "--timeout=60s"}, "", seconds(70));
+  auto available =
+      cluster_.Kubectl({"wait", "-n", system_ns_, "deployment/" + deploy, "--for=condition=Available", "--timeout=60s"},
+                       "", seconds(70));
   ASSERT_OK(available);
   EXPECT_EQ(available->exit_code, 0) << available->err;
 
@@ -323,23 +330,20 @@ TEST_F(HelmChartTest, InstalledRbacIsEnoughForTheOperatorToRunAJob) {
     std::ifstream ca_in(cluster_.ca_file());
     std::ofstream out(kubeconfig);
     out << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " << cluster_.server()
-        << "\n    certificate-authority: " << cluster_.ca_file() << "\nusers:\n- name: sa\n  user:\n    token: "
-        << token->out.substr(0, token->out.find('\n')) << "\ncontexts:\n- name: c\n  context: {cluster: c, user: sa}\n"
+        << "\n    certificate-authority: " << cluster_.ca_file()
+        << "\nusers:\n- name: sa\n  user:\n    token: " << token->out.substr(0, token->out.find('\n'))
+        << "\ncontexts:\n- name: c\n  context: {cluster: c, user: sa}\n"
         << "current-context: c\n";
   }
   BackgroundProcess op;
   ASSERT_OK(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", kubeconfig, "--namespace", jobs_ns_, "--leader-elect",
-                        "--leader-election-namespace", system_ns_, "--leader-election-id", deploy,
-                        "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
-                       ::testing::TempDir() + release_ + "-operator.log")
-                  );
-  ASSERT_OK(cluster_
-                  .Apply(ringmaster::testing::TrainingJobHead() + "metadata: {name: charted, namespace: " +
-                         jobs_ns_ +
-                         "}\nspec:\n  replicas: {min: 2, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
-                         "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "
-                         "resources: {limits: {nvidia.com/gpu: 1}}}\n")
-                  );
+                      "--leader-election-namespace", system_ns_, "--leader-election-id", deploy,
+                      "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
+                     ::testing::TempDir() + release_ + "-operator.log"));
+  ASSERT_OK(cluster_.Apply(ringmaster::testing::TrainingJobHead() + "metadata: {name: charted, namespace: " + jobs_ns_ +
+                           "}\nspec:\n  replicas: {min: 2, max: 2}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n"
+                           "  template:\n    spec:\n      containers:\n      - {name: t, image: example/trainer:1, "
+                           "resources: {limits: {nvidia.com/gpu: 1}}}\n"));
   Status published = WaitFor("a membership published under the chart's RBAC", seconds(90), [&](std::string* last) {
     auto job = cluster_.KubectlJson({"get", "tj", "charted", "-n", jobs_ns_});
     if (!job.ok()) return false;

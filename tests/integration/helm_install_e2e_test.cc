@@ -6,10 +6,9 @@
 // every sample once; the operators' generations are never lost or repeated. Then `helm upgrade` rolls the
 // operator with the job untouched and `helm uninstall` leaves nothing of the release but the CRD.
 // It prints the time from `helm install` to the operator Ready (a figure, not asserted).
-#include "tests/integration/elastic_workers_fixture.h"
-
 #include <regex>
 
+#include "tests/integration/elastic_workers_fixture.h"
 #include "tests/pod_runner/oci_image.h"
 #include "tests/pod_runner/rootfs_cache.h"
 
@@ -145,8 +144,9 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
     ASSERT_OK(install);
     ASSERT_EQ(install->exit_code, 0) << install->out << install->err;
     installed_ = true;
-    auto available = cluster_.Kubectl({"wait", "-n", system_ns_, "deployment/" + Deployment(),
-                                       "--for=condition=Available", "--timeout=240s"}, "", seconds(250));
+    auto available = cluster_.Kubectl(
+        {"wait", "-n", system_ns_, "deployment/" + Deployment(), "--for=condition=Available", "--timeout=240s"}, "",
+        seconds(250));
     ASSERT_COMMAND_OK(available) << (available.ok() ? available->err : "");
     const double ready_s = std::chrono::duration<double>(Clock::now() - install_start).count();
     std::printf("FIGURE helm install -> operator Ready (Deployment Available, from the image): %.1f s\n", ready_s);
@@ -178,7 +178,8 @@ TEST_F(HelmInstallE2eTest, ImagesThroughTheChartSurviveAWorkerKillScaleLeaderLos
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=4"});
   ASSERT_COMMAND_OK(scaled) << (scaled.ok() ? scaled->err : "");
-  WaitForJob("a world of 4 workers", seconds(60), [](const json& j) { return Membership(j).value("worldSize", 0) == 4; });
+  WaitForJob("a world of 4 workers", seconds(60),
+             [](const json& j) { return Membership(j).value("worldSize", 0) == 4; });
 
   auto killed = cluster_.Kubectl({"delete", "pod", leader, "-n", system_ns_, "--wait=false"});
   ASSERT_COMMAND_OK(killed);
@@ -195,7 +196,8 @@ TEST_F(HelmInstallE2eTest, ImagesThroughTheChartSurviveAWorkerKillScaleLeaderLos
   std::vector<int64_t> generations = AnnouncedGenerations();
   ASSERT_GE(generations.size(), 2u);
   for (size_t i = 1; i < generations.size(); ++i) {
-    EXPECT_EQ(generations[i], generations[i - 1] + 1) << "generations announced: " << ::testing::PrintToString(generations);
+    EXPECT_EQ(generations[i], generations[i - 1] + 1)
+        << "generations announced: " << ::testing::PrintToString(generations);
   }
   EXPECT_EQ(generations.back(), Membership(Job()).value("generation", int64_t{0}));
 
@@ -204,12 +206,13 @@ TEST_F(HelmInstallE2eTest, ImagesThroughTheChartSurviveAWorkerKillScaleLeaderLos
   auto upgrade = Helm({"upgrade", release_, kChart, "-n", system_ns_, "-f", WriteValues(), "--set", "workers=2"});
   ASSERT_OK(upgrade);
   ASSERT_EQ(upgrade->exit_code, 0) << upgrade->out << upgrade->err;
-  auto rolled = cluster_.Kubectl({"rollout", "status", "-n", system_ns_, "deployment/" + Deployment(), "--timeout=240s"},
-                                 "", seconds(250));
+  auto rolled = cluster_.Kubectl(
+      {"rollout", "status", "-n", system_ns_, "deployment/" + Deployment(), "--timeout=240s"}, "", seconds(250));
   EXPECT_COMMAND_OK(rolled) << (rolled.ok() ? rolled->out + rolled->err : "");
   auto deployment = cluster_.KubectlJson({"get", "deployment", Deployment(), "-n", system_ns_});
   ASSERT_OK(deployment);
-  EXPECT_NE((*deployment)["spec"]["template"]["spec"]["containers"][0]["args"].dump().find("--workers=2"), std::string::npos);
+  EXPECT_NE((*deployment)["spec"]["template"]["spec"]["containers"][0]["args"].dump().find("--workers=2"),
+            std::string::npos);
   const json after = Job();
   EXPECT_EQ(after["metadata"].value("resourceVersion", ""), before["metadata"].value("resourceVersion", ""))
       << "the upgrade touched the job: " << after["status"].dump();
@@ -252,4 +255,3 @@ TEST_F(HelmInstallE2eTest, PyTorchExampleFromTheWorkerImageSurvivesAWorkerKill) 
 
 }  // namespace
 }  // namespace ringmaster::testing
-

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/status_test_macros.h"
 #include "kube/api_error.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -18,7 +19,6 @@
 #include "kube/leader_election.h"
 #include "kube/workqueue.h"
 #include "tests/support/test_cluster.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::kube {
 namespace {
@@ -29,7 +29,8 @@ using ringmaster::testing::WaitFor;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-json ConfigMap(const std::string& ns, const std::string& name, json data = json::object(), json labels = json::object()) {
+json ConfigMap(const std::string& ns, const std::string& name, json data = json::object(),
+               json labels = json::object()) {
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata", {{"name", name}, {"namespace", ns}, {"labels", labels}}},
@@ -42,8 +43,9 @@ Status CompactEtcd(const TestCluster& cluster) {
   const std::string url = cluster.Get("ETCD_URL");
   if (url.empty()) return FailedPreconditionError("cluster.env has no ETCD_URL");
   auto post = [&](const std::string& path, const std::string& body) -> StatusOr<json> {
-    RINGMASTER_ASSIGN_OR_RETURN(ringmaster::testing::CommandResult r,
-                                ringmaster::testing::RunCommand({"curl", "-sS", "-X", "POST", url + path, "-d", body}, seconds(30)));
+    RINGMASTER_ASSIGN_OR_RETURN(
+        ringmaster::testing::CommandResult r,
+        ringmaster::testing::RunCommand({"curl", "-sS", "-X", "POST", url + path, "-d", body}, seconds(30)));
     if (!r.ok()) return UnknownError("curl " + path + ": " + r.err);
     json j = json::parse(r.out, nullptr, false);
     if (j.is_discarded()) return DataLossError("etcd answered " + r.out);
@@ -52,10 +54,12 @@ Status CompactEtcd(const TestCluster& cluster) {
   RINGMASTER_ASSIGN_OR_RETURN(json range, post("/v3/kv/range", R"({"key":"AA=="})"));
   std::string rev = range["header"].value("revision", "");
   if (rev.empty()) return DataLossError("no revision in " + range.dump());
-  RINGMASTER_ASSIGN_OR_RETURN(json compacted, post("/v3/kv/compaction", R"({"revision":")" + rev + R"(","physical":true})"));
+  RINGMASTER_ASSIGN_OR_RETURN(json compacted,
+                              post("/v3/kv/compaction", R"({"revision":")" + rev + R"(","physical":true})"));
   if (compacted.contains("error") || compacted.contains("code")) {
     // "required revision has been compacted" means someone compacted at least this far already: fine.
-    if (compacted.dump().find("compacted") == std::string::npos) return UnknownError("etcd compaction: " + compacted.dump());
+    if (compacted.dump().find("compacted") == std::string::npos)
+      return UnknownError("etcd compaction: " + compacted.dump());
   }
   return Status::Ok();
 }
@@ -80,7 +84,8 @@ class KubeClientTest : public ::testing::Test {
     ASSERT_OK(client) << client.status();
     client_ = *client;
     ns_ = UniqueName("kube");
-    auto created = client_->Create(resources::Namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
+    auto created = client_->Create(resources::Namespaces(), "",
+                                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
     ASSERT_OK(created) << created.status();
   }
 
@@ -130,16 +135,23 @@ class KubeClientTest : public ::testing::Test {
           {"scope", "Namespaced"},
           {"names", {{"plural", plural}, {"singular", "widget" + suffix}, {"kind", "Widget" + suffix}}},
           {"versions",
-           json::array({{{"name", "v1"},
-                         {"served", true},
-                         {"storage", true},
-                         {"subresources", {{"status", json::object()}, {"scale", {{"specReplicasPath", ".spec.replicas"}, {"statusReplicasPath", ".status.replicas"}}}}},
-                         {"schema",
-                          {{"openAPIV3Schema",
-                            {{"type", "object"},
-                             {"properties",
-                              {{"spec", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}, {"minimum", 0}}}}}}},
-                               {"status", {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}}}, {"phase", {{"type", "string"}}}}}}}}}}}}}}})}}}};
+           json::array(
+               {{{"name", "v1"},
+                 {"served", true},
+                 {"storage", true},
+                 {"subresources",
+                  {{"status", json::object()},
+                   {"scale", {{"specReplicasPath", ".spec.replicas"}, {"statusReplicasPath", ".status.replicas"}}}}},
+                 {"schema",
+                  {{"openAPIV3Schema",
+                    {{"type", "object"},
+                     {"properties",
+                      {{"spec",
+                        {{"type", "object"}, {"properties", {{"replicas", {{"type", "integer"}, {"minimum", 0}}}}}}},
+                       {"status",
+                        {{"type", "object"},
+                         {"properties",
+                          {{"replicas", {{"type", "integer"}}}, {"phase", {{"type", "string"}}}}}}}}}}}}}}})}}}};
     auto created = client_->Create(resources::CustomResourceDefinitions(), "", crd);
     EXPECT_OK(created) << created.status();
     crds_.push_back(plural + "." + group);
@@ -156,8 +168,10 @@ class KubeClientTest : public ::testing::Test {
   }
 
   static json Widget(const std::string& suffix, const std::string& name, int replicas) {
-    return {{"apiVersion", "kubetest.ringmaster.io/v1"}, {"kind", "Widget" + suffix},
-            {"metadata", {{"name", name}}}, {"spec", {{"replicas", replicas}}}};
+    return {{"apiVersion", "kubetest.ringmaster.io/v1"},
+            {"kind", "Widget" + suffix},
+            {"metadata", {{"name", name}}},
+            {"spec", {{"replicas", replicas}}}};
   }
 
   TestCluster cluster_;
@@ -207,7 +221,8 @@ TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
   auto applied = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "v"}}), "ringmaster-test");
   ASSERT_OK(applied) << applied.status();
   bool managed = false;
-  for (const auto& mf : (*applied)["metadata"]["managedFields"]) managed |= mf.value("manager", "") == "ringmaster-test";
+  for (const auto& mf : (*applied)["metadata"]["managedFields"])
+    managed |= mf.value("manager", "") == "ringmaster-test";
   EXPECT_TRUE(managed) << (*applied)["metadata"].dump();
   // A second manager changing the same field conflicts unless it forces.
   auto conflict = client_->Apply(gvr, ns_, ConfigMap(ns_, "applied", {{"k", "other"}}), "someone-else");
@@ -240,7 +255,8 @@ TEST_F(KubeClientTest, CrudOnConfigMapsWithEveryPatchFlavour) {
 TEST_F(KubeClientTest, ListWithSelectorsAndPagination) {
   auto gvr = resources::ConfigMaps();
   for (int i = 0; i < 7; ++i) {
-    auto c = client_->Create(gvr, ns_, ConfigMap(ns_, "page-" + std::to_string(i), {}, {{"parity", i % 2 ? "odd" : "even"}}));
+    auto c = client_->Create(gvr, ns_,
+                             ConfigMap(ns_, "page-" + std::to_string(i), {}, {{"parity", i % 2 ? "odd" : "even"}}));
     ASSERT_OK(c) << c.status();
   }
   ListOptions page;
@@ -379,8 +395,10 @@ TEST_F(KubeClientTest, WatchFromAnExpiredResourceVersionIsGone) {
   Status s = watch.ok() ? Status::Ok() : watch.status();
   if (watch.ok()) {
     auto ev = (*watch)->Next();
-    s = !ev.ok() ? ev.status() : ev->has_value() ? InternalError("got a " + std::string(WatchEventTypeName((*ev)->type)) + " event instead of an error")
-                                                 : InternalError("the watch ended without an error");
+    s = !ev.ok() ? ev.status()
+        : ev->has_value()
+            ? InternalError("got a " + std::string(WatchEventTypeName((*ev)->type)) + " event instead of an error")
+            : InternalError("the watch ended without an error");
   }
   EXPECT_EQ(s.code(), StatusCode::kGone) << s;
   auto e = ApiErrorFromStatus(s);
@@ -419,9 +437,8 @@ TEST_F(KubeClientTest, InformerRelistsOnGoneAndIndexes) {
   EXPECT_EQ(informer.store().ByIndex(kNamespaceIndex, ns_).size(), 2u);
   // Later changes flow through the watch that follows the relist.
   ASSERT_OK(client_->Delete(gvr, ns_, "pre-1"));
-  Status deleted = WaitFor("pre-1 to leave the cache", seconds(10), [&](std::string*) {
-    return informer.store().Get(ns_ + "/pre-1") == nullptr;
-  });
+  Status deleted = WaitFor("pre-1 to leave the cache", seconds(10),
+                           [&](std::string*) { return informer.store().Get(ns_ + "/pre-1") == nullptr; });
   EXPECT_OK(deleted) << deleted;
   EXPECT_EQ(informer.lists(), 1);
   informer.Stop();
@@ -498,7 +515,8 @@ TEST_F(KubeClientTest, TlsVerificationIsOnUnlessTheKubeconfigSaysInsecure) {
   ASSERT_OK(strict) << strict.status();
   auto refused = (*strict)->Get(resources::Namespaces(), "", ns_);
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status();
-  EXPECT_FALSE(ApiErrorFromStatus(refused.status()).has_value()) << "no HTTP answer may come over an unverified TLS connection";
+  EXPECT_FALSE(ApiErrorFromStatus(refused.status()).has_value())
+      << "no HTTP answer may come over an unverified TLS connection";
 
   ClientConfig insecure = untrusted;
   insecure.insecure_skip_tls_verify = true;
@@ -561,15 +579,19 @@ TEST_F(KubeClientTest, TokenWithoutRbacGetsPermissionDenied403) {
 }
 
 TEST_F(KubeClientTest, RotatedTokenFileIsPickedUp) {
-  ASSERT_OK(client_->Create(resources::Roles(), ns_,
-                              {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "Role"}, {"metadata", {{"name", "cm-reader"}}},
-                               {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "list"}}}})}})
-                  );
-  ASSERT_OK(client_->Create(resources::RoleBindings(), ns_,
-                              {{"apiVersion", "rbac.authorization.k8s.io/v1"}, {"kind", "RoleBinding"}, {"metadata", {{"name", "reader"}}},
-                               {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "cm-reader"}}},
-                               {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns_}}})}})
-                  );
+  ASSERT_OK(client_->Create(
+      resources::Roles(), ns_,
+      {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+       {"kind", "Role"},
+       {"metadata", {{"name", "cm-reader"}}},
+       {"rules", json::array({{{"apiGroups", {""}}, {"resources", {"configmaps"}}, {"verbs", {"get", "list"}}}})}}));
+  ASSERT_OK(client_->Create(
+      resources::RoleBindings(), ns_,
+      {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+       {"kind", "RoleBinding"},
+       {"metadata", {{"name", "reader"}}},
+       {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "cm-reader"}}},
+       {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", "reader"}, {"namespace", ns_}}})}}));
   std::string nobody = TokenFor("nobody"), reader = TokenFor("reader");
   ASSERT_FALSE(nobody.empty());
   ASSERT_FALSE(reader.empty());

@@ -91,10 +91,10 @@ class MembershipHistory {
   }
 
   mutable std::mutex mu_;
-  int64_t highest_ = 0;                // guarded by mu_
+  int64_t highest_ = 0;                    // guarded by mu_
   std::map<int64_t, std::string> worlds_;  // guarded by mu_
-  std::vector<std::string> problems_;  // guarded by mu_
-  kube::Informer informer_;            // last: stopped (its handlers done) before the members above go
+  std::vector<std::string> problems_;      // guarded by mu_
+  kube::Informer informer_;                // last: stopped (its handlers done) before the members above go
 };
 
 }  // namespace ringmaster::testing

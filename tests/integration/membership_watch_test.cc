@@ -5,15 +5,15 @@
 
 #include <string>
 
-#include "tests/support/manifests.h"
 #include "api/peer_report.h"
-#include "operator/controller/worker_objects.h"
+#include "base/status_test_macros.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "worker-runtime/membership/kubernetes_source.h"
+#include "operator/controller/worker_objects.h"
 #include "tests/support/background_process.h"
 #include "tests/support/cluster_test.h"
-#include "base/status_test_macros.h"
+#include "tests/support/manifests.h"
+#include "worker-runtime/membership/kubernetes_source.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -61,7 +61,6 @@ class MembershipWatchTest : public JobTest {
                                R"({"status":{"membership":)" + membership + "}}"});
     ASSERT_COMMAND_OK(r) << (r.ok() ? r->err : r.status().ToString());
   }
-
 };
 
 TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
@@ -120,9 +119,8 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
 TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   BackgroundProcess op;
   ASSERT_OK(op.Start({RINGMASTER_OPERATOR_BIN, "--kubeconfig", cluster_.kubeconfig(), "--namespace", ns_,
-                        "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
-                       ::testing::TempDir() + ns_ + "-operator.log")
-                  );
+                      "--metrics-bind-address", "0", "--health-probe-bind-address", "0"},
+                     ::testing::TempDir() + ns_ + "-operator.log"));
   json job = CreateJob("watched", 2, 3);
   auto source = ms::KubernetesMembershipSource::Start(WorkerClient(job), {ns_, "watched", ""});
   ASSERT_OK(source) << source.status();
@@ -134,7 +132,8 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   // A worker fails: the source delivers the operator's next generation, without that worker.
   api::Membership now = (*source)->Latest();
   std::string victim = now.members.back().pod;
-  auto l = cluster_.Kubectl({"label", "pod", victim, "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
+  auto l =
+      cluster_.Kubectl({"label", "pod", victim, "-n", ns_, "pod-container-running-failed.stage.kwok.x-k8s.io=true"});
   ASSERT_COMMAND_OK(l);
   Status dropped = WaitFor("a generation without " + victim, seconds(60), [&](std::string* last) {
     auto next = (*source)->WaitNewer(now.generation, seconds(1));

@@ -69,7 +69,8 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
     // it: the operator's Event for it says which generation it was and why.
     const std::string event = WaitForMembershipEvent("PeerUnreachable", 2);
     EXPECT_NE(event.find("generation " + std::to_string(generation + 1) + ","), std::string::npos)
-        << event << "\n" << history_->Describe();
+        << event << "\n"
+        << history_->Describe();
     EXPECT_NE(event.find(victim), std::string::npos) << event;
 
     // Cut off from the apiserver too, the stale worker still runs, unaware, and its pod's kubelet (the
@@ -82,9 +83,8 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
     }
 
     // Its replacement (a new pod, at a fresh index, as for a lost node) joins.
-    json rejoined = WaitForJob("the replacement of " + victim + " to join", seconds(90), [&](const json& j) {
-      return Membership(j).value("worldSize", 0) == 3;
-    });
+    json rejoined = WaitForJob("the replacement of " + victim + " to join", seconds(90),
+                               [&](const json& j) { return Membership(j).value("worldSize", 0) == 3; });
     EXPECT_EQ(Membership(rejoined).value("generation", int64_t{0}), generation + 2) << history_->Describe();
 
     // The heal: the stale worker is killed (its pod is gone) or leaves by itself; it is never a member again.
@@ -100,11 +100,13 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
     });
     EXPECT_OK(gone) << runner_->Describe();
     // ... and its pod, held Terminating while no kubelet could confirm the deletion, goes.
-    Status deleted = WaitFor("the cut pod " + victim + " to be deleted after the heal", seconds(30), [&](std::string* last) {
-      auto uid = cluster_.Kubectl({"get", "pod", victim, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
-      *last = uid.ok() ? "uid '" + uid->out + "'" : uid.status().ToString();
-      return uid.ok() && uid->ok() && uid->out != victim_uid;
-    });
+    Status deleted =
+        WaitFor("the cut pod " + victim + " to be deleted after the heal", seconds(30), [&](std::string* last) {
+          auto uid = cluster_.Kubectl(
+              {"get", "pod", victim, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
+          *last = uid.ok() ? "uid '" + uid->out + "'" : uid.status().ToString();
+          return uid.ok() && uid->ok() && uid->out != victim_uid;
+        });
     EXPECT_OK(deleted);
 
     ExpectSucceededWithExactResults();

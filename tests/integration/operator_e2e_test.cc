@@ -10,14 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "operator/controller/reconciler.h"
+#include "base/status_test_macros.h"
 #include "kube/config.h"
 #include "kube/informer.h"
-
+#include "operator/controller/reconciler.h"
+#include "tests/support/cluster_test.h"
 #include "tests/support/manifests.h"
 #include "tests/support/operator_process.h"
-#include "tests/support/cluster_test.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -49,7 +48,8 @@ class JobHistory {
   }
 
   // The first version of job `name` at or after *cursor that satisfies `pred`; moves *cursor past it.
-  std::optional<json> FirstSince(size_t* cursor, const std::string& name, const std::function<bool(const json&)>& pred) {
+  std::optional<json> FirstSince(size_t* cursor, const std::string& name,
+                                 const std::function<bool(const json&)>& pred) {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = *cursor; i < versions_.size(); ++i) {
       if (kube::NameOf(versions_[i]) != name || !pred(versions_[i])) continue;
@@ -106,9 +106,9 @@ class OperatorE2eTest : public JobTest {
                 const std::string& replicas_extra = "") {
     std::string manifest = ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
                            "\n  namespace: " + ns_ + "\nspec:\n  replicas: {min: " + std::to_string(min) +
-                           ", max: " + std::to_string(max) + replicas_extra + "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
-                           "  template:\n    spec:\n" +
-                           (pool ? PoolPlacement(ns_, 6) : "") +
+                           ", max: " + std::to_string(max) + replicas_extra +
+                           "}\n  elasticPolicy: {joinBatchWindowSeconds: 1}\n" + extra_spec +
+                           "  template:\n    spec:\n" + (pool ? PoolPlacement(ns_, 6) : "") +
                            "      containers:\n      - name: trainer\n        image: example/trainer:1\n"
                            "        resources: {limits: {nvidia.com/gpu: 1}}\n";
     Status s = cluster_.Apply(manifest);
@@ -119,7 +119,9 @@ class OperatorE2eTest : public JobTest {
     auto j = cluster_.KubectlJson({"get", "tj", name, "-n", ns_});
     return j.ok() ? *j : json::object();
   }
-  static json Membership(const json& job) { return job.value("status", json::object()).value("membership", json::object()); }
+  static json Membership(const json& job) {
+    return job.value("status", json::object()).value("membership", json::object());
+  }
   static int64_t Generation(const json& job) { return Membership(job).value("generation", int64_t{0}); }
   static int WorldSize(const json& job) { return Membership(job).value("worldSize", 0); }
   static std::vector<std::string> MemberPods(const json& job) {
@@ -202,8 +204,9 @@ TEST_F(OperatorE2eTest, MultipleOfPublishesWholeGroupsWhileASpareWaits) {
   ApplyJob("groups", 2, 4, "", /*pool=*/true, ", multipleOf: 2");
   json two = WaitForJob("groups", "a world of 2 and a waiting spare", seconds(90), [](const json& j) {
     return WorldSize(j) == 2 &&
-           Condition(j, "Running").value("message", "").find("1 Ready worker waiting for 1 more worker to complete a group of 2") !=
-               std::string::npos;
+           Condition(j, "Running")
+                   .value("message", "")
+                   .find("1 Ready worker waiting for 1 more worker to complete a group of 2") != std::string::npos;
   });
   EXPECT_EQ(two["status"]["replicas"].value("ready", 0), 3) << two["status"].dump();
   for (const auto& pod : Pods("groups")) {
@@ -234,9 +237,11 @@ TEST_F(OperatorE2eTest, FailedRankZeroIsReplacedAndSurvivorsKeepTheirOrder) {
   EXPECT_EQ(Membership(after).value("reason", ""), "WorkerFailed");
   EXPECT_EQ(after["status"].value("restartCount", 0), 1);
   // The replacement (same stable name, new pod) joins after the survivors.
-  json healed = WaitForJob("fail", "the replacement to join", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
+  json healed =
+      WaitForJob("fail", "the replacement to join", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
   std::vector<std::string> now = MemberPods(healed);
-  EXPECT_EQ(std::vector<std::string>(now.begin(), now.begin() + 3), std::vector<std::string>(before.begin() + 1, before.end()));
+  EXPECT_EQ(std::vector<std::string>(now.begin(), now.begin() + 3),
+            std::vector<std::string>(before.begin() + 1, before.end()));
   EXPECT_EQ(now[3], before[0]);
   EXPECT_EQ(Pods("fail").size(), 4u);
 }
@@ -254,7 +259,8 @@ TEST_F(OperatorE2eTest, NotReadyNodeLosesItsWorkersWithinTheDetectionWindow) {
   ASSERT_FALSE(lost_pod.empty()) << full.dump();
   auto start = Clock::now();
   ASSERT_OK(Kubectl({"label", "node", lost_node, "node-not-ready.stage.kwok.x-k8s.io=true"}));
-  json after = WaitForJob("nodes", "the lost node's worker to leave", seconds(60), [](const json& j) { return WorldSize(j) == 1; });
+  json after = WaitForJob("nodes", "the lost node's worker to leave", seconds(60),
+                          [](const json& j) { return WorldSize(j) == 1; });
   double took = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_EQ(Membership(after).value("reason", ""), "NodeLost");
   EXPECT_LT(took, 3 + 12.0) << "dropped after " << took << " s with a 3 s window";
@@ -276,8 +282,9 @@ TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
   EXPECT_EQ(Membership(down).value("reason", ""), "ScaledDown");
   // The two that left are not deleted under their workers' feet: they are listed as leaving until they
   // exit 0 (here KWOK's completed stage plays the worker committing and exiting).
-  json leaving = WaitForJob("scale", "2 leaving workers", seconds(30),
-                            [](const json& j) { return j.value("status", json::object()).value("leaving", json::array()).size() == 2; });
+  json leaving = WaitForJob("scale", "2 leaving workers", seconds(30), [](const json& j) {
+    return j.value("status", json::object()).value("leaving", json::array()).size() == 2;
+  });
   std::vector<std::string> members = MemberPods(down);
   EXPECT_EQ(Pods("scale").size(), 4u) << "a leaving worker's pod was deleted before it exited";
   for (const auto& l : leaving["status"]["leaving"]) {
@@ -286,10 +293,10 @@ TEST_F(OperatorE2eTest, KubectlScaleShrinksAndGrowsTheWorld) {
     ASSERT_OK(Kubectl({"label", "pod", pod, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}));
   }
   ASSERT_OK(WaitFor("2 pods", seconds(60), [&](std::string*) {
-                size_t live = 0;
-                for (const auto& p : Pods("scale")) live += !p["metadata"].contains("deletionTimestamp");
-                return live == 2;
-              }));
+    size_t live = 0;
+    for (const auto& p : Pods("scale")) live += !p["metadata"].contains("deletionTimestamp");
+    return live == 2;
+  }));
   ASSERT_OK(Kubectl({"scale", "-n", ns_, "tj/scale", "--replicas=3"}));
   json up = WaitForJob("scale", "3 workers", seconds(60), [](const json& j) { return WorldSize(j) == 3; });
   EXPECT_EQ(Membership(up).value("reason", ""), "ScaledUp");
@@ -304,7 +311,8 @@ TEST_F(OperatorE2eTest, ServesMetricsAndProbes) {
   ASSERT_FALSE(metrics_port.empty()) << op->Log();
   ASSERT_FALSE(health_port.empty()) << op->Log();
   for (const char* probe : {"/healthz", "/readyz"}) {
-    auto r = RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:" + health_port + probe});
+    auto r =
+        RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:" + health_port + probe});
     ASSERT_OK(r);
     EXPECT_EQ(r->out, "200") << probe;
   }
@@ -341,9 +349,8 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   EXPECT_EQ((*policy_before)["spec"]["ingress"][0]["from"][0]["podSelector"], job_selector);
   EXPECT_EQ(first->Stop(), 0) << first->Log();
   BackgroundProcess* second = StartOperator();
-  ASSERT_OK(WaitFor("the new operator to sync", seconds(30), [&](std::string*) {
-                return second->Log().find("caches synced") != std::string::npos;
-              }));
+  ASSERT_OK(WaitFor("the new operator to sync", seconds(30),
+                    [&](std::string*) { return second->Log().find("caches synced") != std::string::npos; }));
   std::this_thread::sleep_for(seconds(5));  // room for any (wrong) write to land
   json after = Job("restart");
   EXPECT_EQ(Generation(after), Generation(before));
@@ -354,7 +361,8 @@ TEST_F(OperatorE2eTest, OperatorRestartCreatesNoDuplicatesAndBumpsNoGeneration) 
   auto secret_after = cluster_.KubectlJson({"get", "secret", "restart-worker-secret", "-n", ns_});
   ASSERT_OK(secret_after) << secret_after.status();
   EXPECT_EQ((*secret_after)["metadata"].value("uid", ""), (*secret_before)["metadata"].value("uid", "x"));
-  EXPECT_EQ((*secret_after)["metadata"].value("resourceVersion", ""), (*secret_before)["metadata"].value("resourceVersion", "x"));
+  EXPECT_EQ((*secret_after)["metadata"].value("resourceVersion", ""),
+            (*secret_before)["metadata"].value("resourceVersion", "x"));
   EXPECT_EQ((*secret_after)["data"].value("secret", ""), secret_data);
   // Nor rewrote the NetworkPolicy: created once, then left alone.
   auto policy_after = cluster_.KubectlJson({"get", "networkpolicy", "restart-workers", "-n", ns_});
@@ -369,14 +377,16 @@ TEST_F(OperatorE2eTest, JobSucceedsWhenRankZeroExitsZero) {
   json running = WaitForJob("done", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   std::string rank0 = MemberPods(running)[0];
   ASSERT_OK(Kubectl({"label", "pod", rank0, "-n", ns_, "pod-container-completed.stage.kwok.x-k8s.io=true"}));
-  json done = WaitForJob("done", "phase Succeeded", seconds(60),
-                         [](const json& j) { return j.value("status", json::object()).value("phase", "") == "Succeeded"; });
+  json done = WaitForJob("done", "phase Succeeded", seconds(60), [](const json& j) {
+    return j.value("status", json::object()).value("phase", "") == "Succeeded";
+  });
   EXPECT_EQ(Condition(done, "Succeeded").value("reason", ""), "Completed");
   EXPECT_TRUE(done["status"].contains("completionTime"));
   // The other, still-running worker is cleaned up (cleanPodPolicy Running).
   EXPECT_TRUE(WaitFor("the other worker to be deleted", seconds(60), [&](std::string*) {
                 for (const auto& p : Pods("done"))
-                  if (p["status"].value("phase", "") == "Running" && !p["metadata"].contains("deletionTimestamp")) return false;
+                  if (p["status"].value("phase", "") == "Running" && !p["metadata"].contains("deletionTimestamp"))
+                    return false;
                 return true;
               }).ok());
 }
@@ -385,12 +395,15 @@ TEST_F(OperatorE2eTest, SuspendDeletesWorkersKeepsStatusAndResumeRecreatesThem) 
   StartOperator();
   ApplyJob("pause", 1, 2);
   json running = WaitForJob("pause", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
-  ASSERT_OK(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"}));
-  json paused = WaitForJob("pause", "phase Suspended", seconds(60),
-                           [](const json& j) { return j.value("status", json::object()).value("phase", "") == "Suspended"; });
+  ASSERT_OK(
+      Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"}));
+  json paused = WaitForJob("pause", "phase Suspended", seconds(60), [](const json& j) {
+    return j.value("status", json::object()).value("phase", "") == "Suspended";
+  });
   EXPECT_GT(Generation(paused), Generation(running));
   EXPECT_OK(WaitFor("no workers", seconds(60), [&](std::string*) { return Pods("pause").empty(); }));
-  ASSERT_OK(Kubectl({"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":false}}})"}));
+  ASSERT_OK(Kubectl(
+      {"patch", "tj", "pause", "-n", ns_, "--type=merge", "-p", R"({"spec":{"runPolicy":{"suspend":false}}})"}));
   json resumed = WaitForJob("pause", "2 workers again", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   EXPECT_GT(Generation(resumed), Generation(paused));
 }
@@ -405,7 +418,8 @@ TEST_F(OperatorE2eTest, UnreadableJobGetsAnEventWhileOtherJobsAreServed) {
   ApplyJob("fine", 1, 2);
   WaitForJob("fine", "2 workers", seconds(60), [](const json& j) { return WorldSize(j) == 2; });
   Status event = WaitFor("an InvalidSpec event on odd", seconds(30), [&](std::string* last) {
-    auto r = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=odd,reason=InvalidSpec"});
+    auto r = cluster_.KubectlJson(
+        {"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=odd,reason=InvalidSpec"});
     if (r.ok()) *last = r->dump();
     return r.ok() && !(*r)["items"].empty() &&
            (*r)["items"][0].value("message", "").find("status.membership.members") != std::string::npos;
@@ -423,8 +437,17 @@ TEST_F(OperatorE2eTest, UnreadableJobGetsAnEventWhileOtherJobsAreServed) {
 }
 
 TEST_F(OperatorE2eTest, TwoReplicasElectOneLeaderAndTheStandbyTakesOver) {
-  std::vector<std::string> le = {"--leader-elect", "--leader-election-namespace", ns_, "--leader-election-id", "ringmaster",
-                                 "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s"};
+  std::vector<std::string> le = {"--leader-elect",
+                                 "--leader-election-namespace",
+                                 ns_,
+                                 "--leader-election-id",
+                                 "ringmaster",
+                                 "--lease-duration",
+                                 "4s",
+                                 "--renew-deadline",
+                                 "3s",
+                                 "--retry-period",
+                                 "1s"};
   std::vector<std::string> a = le, b = le;
   a.insert(a.end(), {"--identity", "replica-a"});
   b.insert(b.end(), {"--identity", "replica-b"});

@@ -45,9 +45,8 @@ class OperatorFailoverE2eTest : public ReplicatedOperatorWorkersTest {
   // The job once its status shows membership generation `generation` or a later one. (Not the Event: the
   // dead leader may have published the generation and died before recording it; Events are best effort.)
   json WaitForGeneration(int64_t generation) {
-    return WaitForJob("membership generation " + std::to_string(generation), seconds(30), [&](const json& j) {
-      return Membership(j).value("generation", int64_t{0}) >= generation;
-    });
+    return WaitForJob("membership generation " + std::to_string(generation), seconds(30),
+                      [&](const json& j) { return Membership(j).value("generation", int64_t{0}) >= generation; });
   }
 
   // The worker pods' names and uids that exist now.
@@ -58,7 +57,6 @@ class OperatorFailoverE2eTest : public ReplicatedOperatorWorkersTest {
     for (const auto& p : (*pods)["items"]) out[p["metadata"].value("name", "")] = p["metadata"].value("uid", "");
     return out;
   }
-
 };
 
 TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleDownAndTheStandbyFinishesIt) {
@@ -77,7 +75,8 @@ TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleDownAndTheStandbyFinishe
   EXPECT_NE(Membership(scaled).value("message", "").find(leaving), std::string::npos) << Membership(scaled).dump();
   Status exited = WaitFor("the removed worker to exit", seconds(30), [&](std::string* last) {
     auto procs = ProcessesOf(leaving);
-    *last = procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
+    *last =
+        procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
     return !procs.empty() && !procs[0].running;
   });
   ASSERT_OK(exited) << exited;
@@ -87,7 +86,8 @@ TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleDownAndTheStandbyFinishe
   EXPECT_EQ(finishers.size(), 2u);
   EXPECT_FALSE(finishers.count(leaving)) << "a worker that left wrote final weights";
   EXPECT_EQ(Membership(Job()).value("generation", int64_t{0}), generation + 1)
-      << "the scale-down made more than one generation:\n" << history_->Describe();
+      << "the scale-down made more than one generation:\n"
+      << history_->Describe();
   EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();
 }
 
@@ -111,7 +111,8 @@ TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleUpAndTheStandbyFinishesI
   // Exactly one new pod, and the old ones untouched.
   const auto after = WorkerPods();
   EXPECT_EQ(after.size(), 3u);
-  for (const auto& [name, uid] : before) EXPECT_EQ(after.count(name) ? after.at(name) : "", uid) << name << " was replaced";
+  for (const auto& [name, uid] : before)
+    EXPECT_EQ(after.count(name) ? after.at(name) : "", uid) << name << " was replaced";
   std::string added;
   for (const auto& [name, uid] : after)
     if (!before.count(name)) added = name;
@@ -122,7 +123,8 @@ TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleUpAndTheStandbyFinishesI
   EXPECT_EQ(finishers.size(), 3u);
   EXPECT_TRUE(finishers.count(added)) << "the worker added by the scale-up wrote no final weights";
   EXPECT_EQ(Membership(Job()).value("generation", int64_t{0}), generation + 1)
-      << "the scale-up made more than one generation:\n" << history_->Describe();
+      << "the scale-up made more than one generation:\n"
+      << history_->Describe();
   EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();
 }
 

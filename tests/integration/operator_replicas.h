@@ -20,7 +20,8 @@ class OperatorReplicas {
   static constexpr char kLease[] = "ringmaster";
 
   // Starts replica-a and replica-b against `cluster` for namespace `ns`, logging to <log_prefix>-a.log and -b.log.
-  Status Start(const std::string& binary, const TestCluster& cluster, const std::string& ns, const std::string& log_prefix) {
+  Status Start(const std::string& binary, const TestCluster& cluster, const std::string& ns,
+               const std::string& log_prefix) {
     binary_ = binary;
     cluster_ = &cluster;
     ns_ = ns;
@@ -53,11 +54,12 @@ class OperatorReplicas {
     const auto killed_at = std::chrono::steady_clock::now();
     processes_[Index(leader)].Kill();
     killed_ = Index(leader);
-    RINGMASTER_RETURN_IF_ERROR(WaitFor("the standby " + standby + " to take the lease", std::chrono::seconds(30), [&](std::string* last) {
-      auto lease = cluster_->KubectlJson({"get", "lease", kLease, "-n", ns_});
-      *last = lease.ok() ? (*lease)["spec"].value("holderIdentity", "") : lease.status().ToString();
-      return *last == standby;
-    }));
+    RINGMASTER_RETURN_IF_ERROR(
+        WaitFor("the standby " + standby + " to take the lease", std::chrono::seconds(30), [&](std::string* last) {
+          auto lease = cluster_->KubectlJson({"get", "lease", kLease, "-n", ns_});
+          *last = lease.ok() ? (*lease)["spec"].value("holderIdentity", "") : lease.status().ToString();
+          return *last == standby;
+        }));
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   }
 
@@ -96,9 +98,19 @@ class OperatorReplicas {
   static int Index(const std::string& name) { return name == kNames[0] ? 0 : 1; }
 
   Status StartReplica(int i) {
-    std::vector<std::string> flags = {"--leader-elect", "--leader-election-namespace", ns_, "--leader-election-id", kLease,
-                                      "--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s",
-                                      "--identity", kNames[i]};
+    std::vector<std::string> flags = {"--leader-elect",
+                                      "--leader-election-namespace",
+                                      ns_,
+                                      "--leader-election-id",
+                                      kLease,
+                                      "--lease-duration",
+                                      "4s",
+                                      "--renew-deadline",
+                                      "3s",
+                                      "--retry-period",
+                                      "1s",
+                                      "--identity",
+                                      kNames[i]};
     return StartOperatorProcess(&processes_[i], binary_, *cluster_, ns_, log_prefix_ + (i == 0 ? "-a.log" : "-b.log"),
                                 flags);
   }

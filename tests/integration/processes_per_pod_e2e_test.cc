@@ -4,9 +4,8 @@
 // pod is SIGKILLed mid-run (ringmaster-launch, as a container runtime would kill PID 1; its children go with
 // it): both its ranks leave in one generation, the other pod's ranks carry on as ranks 0 and 1, a replacement
 // pod joins, and the job ends with the one-process weights and every sample once per epoch.
-#include "tests/integration/elastic_workers_fixture.h"
-
 #include "api/membership.h"
+#include "tests/integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -14,8 +14,8 @@
 #include <regex>
 
 #include "api/worker_env.h"
-#include "worker-runtime/gpu/gpu_telemetry.h"
 #include "tests/integration/elastic_workers_fixture.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -32,10 +32,11 @@ class PrometheusScrapeTest : public ElasticWorkersE2eTest {
   // The stand-in pod (the chart's selector labels, port "metrics"), then the operator on its pod IP.
   void StartOperatorAndRunner() override {
     ASSERT_OK(cluster_.Apply("apiVersion: v1\nkind: Pod\nmetadata:\n  name: operator\n  namespace: " + ns_ +
-                             "\n  labels: {app.kubernetes.io/name: ringmaster, app.kubernetes.io/instance: " + kRelease +
-                             "}\nspec:\n" + PoolPlacement(ns_, 2) +
+                             "\n  labels: {app.kubernetes.io/name: ringmaster, app.kubernetes.io/instance: " +
+                             kRelease + "}\nspec:\n" + PoolPlacement(ns_, 2) +
                              "  containers:\n  - name: operator\n    image: ringmaster/operator:dev\n"
-                             "    ports: [{name: metrics, containerPort: " + std::to_string(kOperatorMetricsPort) + "}]\n"));
+                             "    ports: [{name: metrics, containerPort: " +
+                             std::to_string(kOperatorMetricsPort) + "}]\n"));
     Status ip = WaitFor("the operator pod's IP", seconds(30), [&](std::string* last) {
       auto pod = cluster_.KubectlJson({"get", "pod", "operator", "-n", ns_});
       if (pod.ok()) operator_ip_ = pod->value("status", json::object()).value("podIP", "");
@@ -44,10 +45,11 @@ class PrometheusScrapeTest : public ElasticWorkersE2eTest {
     });
     ASSERT_OK(ip) << ip;
     // Later flags win: metrics on the pod's IP.
-    Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log",
-                                          {"--metrics-bind-address", operator_ip_ + ":" + std::to_string(kOperatorMetricsPort),
-                                           // the lease the chart's RingmasterNoLeader rule watches
-                                           "--leader-election-id", kRelease + "-ringmaster-operator"});
+    Status started =
+        StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log",
+                             {"--metrics-bind-address", operator_ip_ + ":" + std::to_string(kOperatorMetricsPort),
+                              // the lease the chart's RingmasterNoLeader rule watches
+                              "--leader-election-id", kRelease + "-ringmaster-operator"});
     ASSERT_OK(started) << started;
     StartRunner();
   }
@@ -60,10 +62,10 @@ class PrometheusScrapeTest : public ElasticWorkersE2eTest {
 
   // The chart's PrometheusRule's groups, as a rules file for Prometheus and promtool.
   std::string RenderRules() {
-    auto rendered = RunCommand({cluster_.Get("HELM"), "template", kRelease, kChart, "--kube-version",
-                                cluster_.Get("KUBERNETES_VERSION"), "--api-versions", "monitoring.coreos.com/v1/PrometheusRule",
-                                "--show-only", "templates/prometheusrule.yaml"},
-                               seconds(60));
+    auto rendered = RunCommand(
+        {cluster_.Get("HELM"), "template", kRelease, kChart, "--kube-version", cluster_.Get("KUBERNETES_VERSION"),
+         "--api-versions", "monitoring.coreos.com/v1/PrometheusRule", "--show-only", "templates/prometheusrule.yaml"},
+        seconds(60));
     EXPECT_COMMAND_OK(rendered) << (rendered.ok() ? rendered->err : rendered.status().ToString());
     if (!rendered.ok() || !rendered->ok()) return "";
     const std::string out = rendered->out;
@@ -91,24 +93,30 @@ class PrometheusScrapeTest : public ElasticWorkersE2eTest {
         << "rule_files: ['" << rules_file << "']\n"
         << "scrape_configs:\n"
         // The ServiceMonitor: the Service's pods (its selector: the chart's name and instance labels).
-        << "- job_name: ringmaster-operator\n  honor_labels: true\n" << sd << "  relabel_configs:\n"
+        << "- job_name: ringmaster-operator\n  honor_labels: true\n"
+        << sd << "  relabel_configs:\n"
         << "  - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name, "
-           "__meta_kubernetes_pod_label_app_kubernetes_io_instance], regex: 'ringmaster;" << kRelease << "', action: keep}\n"
+           "__meta_kubernetes_pod_label_app_kubernetes_io_instance], regex: 'ringmaster;"
+        << kRelease << "', action: keep}\n"
         << common
         // The PodMonitor: every pod with a ringmaster.io/job-name label; trainingjob from it.
-        << "- job_name: ringmaster-workers\n" << sd << "  relabel_configs:\n"
-        << "  - {source_labels: [__meta_kubernetes_pod_labelpresent_ringmaster_io_job_name], regex: 'true', action: keep}\n"
+        << "- job_name: ringmaster-workers\n"
+        << sd << "  relabel_configs:\n"
+        << "  - {source_labels: [__meta_kubernetes_pod_labelpresent_ringmaster_io_job_name], regex: 'true', action: "
+           "keep}\n"
         << common
         << "  - {source_labels: [__meta_kubernetes_pod_label_ringmaster_io_job_name], target_label: trainingjob}\n";
     cfg.close();
     // (Not `promtool check config`: Debian's promtool has no Kubernetes discovery either. The server refuses a
     // bad file at start, which the first query below then reports with the server's log.)
-    auto port = RunCommand({"python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"});
+    auto port = RunCommand(
+        {"python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"});
     ASSERT_COMMAND_OK(port);
     prom_port_ = port->out.substr(0, port->out.find('\n'));
-    ASSERT_OK(prometheus_.Start({cluster_.Get("PROMETHEUS"), "--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
-                                 "--web.listen-address=127.0.0.1:" + prom_port_},
-                                dir + "/prometheus.log"));
+    ASSERT_OK(
+        prometheus_.Start({cluster_.Get("PROMETHEUS"), "--config.file=" + dir + "/prometheus.yml",
+                           "--storage.tsdb.path=" + dir + "/data", "--web.listen-address=127.0.0.1:" + prom_port_},
+                          dir + "/prometheus.log"));
   }
 
   // GET /api/v1/<what> with the form `params`; the decoded answer (an empty object when unreachable).
@@ -190,14 +198,16 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
   ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
   WaitForJob("the replacement to join", seconds(45), [&](const json& j) {
     for (const auto& member : Membership(j).value("members", json::array()))
-      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid) return Membership(j).value("worldSize", 0) == 3;
+      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid)
+        return Membership(j).value("worldSize", 0) == 3;
     return false;
   });
   ASSERT_FALSE(HasFailure());
   // Scaled up to the maximum: four workers.
   auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=4"});
   ASSERT_COMMAND_OK(scaled) << (scaled.ok() ? scaled->err : "");
-  json job = WaitForJob("four workers", seconds(45), [](const json& j) { return Membership(j).value("worldSize", 0) == 4; });
+  json job =
+      WaitForJob("four workers", seconds(45), [](const json& j) { return Membership(j).value("worldSize", 0) == 4; });
   ASSERT_FALSE(HasFailure());
   const int64_t generation = Membership(job).value("generation", int64_t{0});
   const int64_t restarts = job["status"].value("restartCount", int64_t{-1});
@@ -206,14 +216,15 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
   // Prometheus sees all four workers at the generation the status says (they are still training).
   const std::string sel = "namespace=\"" + ns_ + "\", trainingjob=\"" + kJob + "\"";
   std::string at;  // the evaluation time of every check below: while the workers run
-  Status seen = WaitFor("Prometheus to scrape four workers at generation " + std::to_string(generation), seconds(60),
-                        [&](std::string* last) {
-                          json r = Query("count(ringmaster_worker_generation{" + sel + "} == " + std::to_string(generation) + ")");
-                          *last = r.dump();
-                          if (Scalar(r) != 4) return false;
-                          at = std::to_string(Result(r)[0]["value"][0].get<double>());
-                          return true;
-                        });
+  Status seen = WaitFor(
+      "Prometheus to scrape four workers at generation " + std::to_string(generation), seconds(60),
+      [&](std::string* last) {
+        json r = Query("count(ringmaster_worker_generation{" + sel + "} == " + std::to_string(generation) + ")");
+        *last = r.dump();
+        if (Scalar(r) != 4) return false;
+        at = std::to_string(Result(r)[0]["value"][0].get<double>());
+        return true;
+      });
   ASSERT_OK(seen) << seen << "\n" << Api("targets").dump();
 
   // Both endpoints, as promtool sees them.
@@ -228,7 +239,8 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
   EXPECT_EQ(Scalar(Query("max(ringmaster_worker_generation{" + sel + "})", at)), generation);
   EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_membership_generation{" + sel + "}", at)), generation);
   EXPECT_EQ(Scalar(Query("sum(ringmaster_membership_changes_total{job=\"ringmaster-operator\"})", at)), generation);
-  EXPECT_EQ(Scalar(Query("sum(ringmaster_membership_changes_total{job=\"ringmaster-operator\", reason!=\"JobStarted\"})", at)),
+  EXPECT_EQ(Scalar(Query(
+                "sum(ringmaster_membership_changes_total{job=\"ringmaster-operator\", reason!=\"JobStarted\"})", at)),
             generation - 1);
   EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_restarts_total{" + sel + "}", at)), restarts);
   EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_workers_ready{" + sel + "}", at)), 4);
@@ -243,8 +255,8 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
   // machine without NVIDIA's driver they must return none: the workers export no GPU series there.
   const auto gpus = gpu::GpuTelemetry::Open(gpu::GpuVisibility::FromEnvironment(api::EnvironmentSnapshot()));
   const bool have_gpus = gpus.ok();
-  std::cerr << "GPU panels are expected " << (have_gpus ? "with series: " + (*gpus)->Describe()
-                                                        : "empty: " + gpus.status().ToString()) << "\n";
+  std::cerr << "GPU panels are expected "
+            << (have_gpus ? "with series: " + (*gpus)->Describe() : "empty: " + gpus.status().ToString()) << "\n";
   std::ifstream dash_file(kChart + "/dashboards/ringmaster-operator.json");
   json dashboard = json::parse(dash_file, nullptr, false);
   ASSERT_TRUE(dashboard.is_object());
@@ -309,8 +321,7 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
   }
   // Nothing is wrong with this job, so none of the alerts about it fires.
   json alerts = Api("alerts").value("data", json::object()).value("alerts", json::array());
-  for (const auto& a : alerts)
-    EXPECT_NE(a.value("state", ""), "firing") << a.dump();
+  for (const auto& a : alerts) EXPECT_NE(a.value("state", ""), "firing") << a.dump();
 }
 
 }  // namespace

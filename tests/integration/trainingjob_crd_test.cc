@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "tests/support/manifests.h"
-#include "tests/support/cluster_test.h"
 #include "base/status_test_macros.h"
+#include "tests/support/cluster_test.h"
+#include "tests/support/manifests.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -25,12 +25,13 @@ class TrainingJobCrdTest : public JobTest {
   }
 
   static std::string Job(const std::string& name, const std::string& replicas, const std::string& container) {
-    return ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name +
-           "\nspec:\n  replicas: " + replicas + "\n  template:\n    spec:\n      containers:\n" + container;
+    return ringmaster::testing::TrainingJobHead() + "metadata:\n  name: " + name + "\nspec:\n  replicas: " + replicas +
+           "\n  template:\n    spec:\n      containers:\n" + container;
   }
   static std::string Container(const std::string& gpus) {
     return "      - name: trainer\n        image: example/trainer:1\n        resources:\n          limits:\n"
-           "            nvidia.com/gpu: " + gpus + "\n";
+           "            nvidia.com/gpu: " +
+           gpus + "\n";
   }
 
   // Expects `manifest` to be refused with `message` in kubectl's error.
@@ -40,7 +41,6 @@ class TrainingJobCrdTest : public JobTest {
     EXPECT_NE(r.err.find("is invalid"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << "wanted '" << message << "' in: " << r.err;
   }
-
 };
 
 TEST_F(TrainingJobCrdTest, EverySampleIsAccepted) {
@@ -171,8 +171,9 @@ TEST_F(TrainingJobCrdTest, ProcessesPerPodIsBoundedFixedAndMultipleOfCountsItsRa
   EXPECT_COMMAND_OK(ApplyHere(with_processes("ranks", "{min: 1, max: 3, multipleOf: 2}", 2)));
   ExpectRefused(with_processes("ranks", "{min: 1, max: 3, multipleOf: 2}", 1),
                 "spec.processesPerPod cannot be changed; delete and recreate the job to change it");
-  ExpectRefused(with_processes("odd", "{min: 1, max: 3, multipleOf: 4}", 2),
-                "spec.replicas.min (1) times spec.processesPerPod (2) must be a multiple of spec.replicas.multipleOf (4)");
+  ExpectRefused(
+      with_processes("odd", "{min: 1, max: 3, multipleOf: 4}", 2),
+      "spec.replicas.min (1) times spec.processesPerPod (2) must be a multiple of spec.replicas.multipleOf (4)");
   ExpectRefused(with_processes("none", "{min: 1, max: 3}", 0), "spec.processesPerPod");
   ExpectRefused(with_processes("many", "{min: 1, max: 3}", 65), "spec.processesPerPod");
 }

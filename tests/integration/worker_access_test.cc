@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "tests/support/manifests.h"
 #include "api/peer_report.h"
+#include "base/status_test_macros.h"
 #include "operator/controller/worker_objects.h"
 #include "tests/support/cluster_test.h"
-#include "base/status_test_macros.h"
+#include "tests/support/manifests.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -32,9 +32,11 @@ class WorkerAccessTest : public JobTest {
 
   // GET `path` (or a JSON merge patch of `patch` to it) with a bearer token; returns the HTTP status code.
   std::string HttpCode(const std::string& token, const std::string& path, const std::string& patch = "") {
-    std::vector<std::string> argv = {"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--cacert",
-                                     cluster_.ca_file(), "-H", "Authorization: Bearer " + token};
-    if (!patch.empty()) argv.insert(argv.end(), {"-X", "PATCH", "-H", "Content-Type: application/merge-patch+json", "-d", patch});
+    std::vector<std::string> argv = {
+        "curl",       "-sS", "-o",       "/dev/null",        "-w", "%{http_code}",
+        "--max-time", "10",  "--cacert", cluster_.ca_file(), "-H", "Authorization: Bearer " + token};
+    if (!patch.empty())
+      argv.insert(argv.end(), {"-X", "PATCH", "-H", "Content-Type: application/merge-patch+json", "-d", patch});
     argv.push_back(cluster_.server() + path);
     auto r = RunCommand(argv, seconds(20));
     EXPECT_OK(r) << r.status();
@@ -42,7 +44,6 @@ class WorkerAccessTest : public JobTest {
   }
 
   json beta_;  // the second job, as stored
-
 };
 
 TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
@@ -55,7 +56,8 @@ TEST_F(WorkerAccessTest, WorkerTokenReadsItsOwnJobAndIsRefusedOnAnother) {
   ASSERT_COMMAND_OK(token) << (token.ok() ? token->err : token.status().ToString());
   std::string t = token->out.substr(0, token->out.find('\n'));
 
-  const std::string jobs = "/apis/" + std::string(api::kApiVersion) + "/namespaces/" + ns_ + "/" + std::string(api::kResource);
+  const std::string jobs =
+      "/apis/" + std::string(api::kApiVersion) + "/namespaces/" + ns_ + "/" + std::string(api::kResource);
   EXPECT_EQ(HttpCode(t, jobs + "/alpha"), "200");
   // The watch the runtime uses: its own job, by name.
   EXPECT_EQ(HttpCode(t, jobs + "?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dalpha"), "200");

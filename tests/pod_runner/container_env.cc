@@ -32,10 +32,13 @@ StatusOr<std::string> PodFieldValue(const json& pod, const std::string& path) {
     return v.is_string() ? v.get<std::string>() : "";
   }
   static const std::map<std::string, std::vector<const char*>> kFields = {
-      {"metadata.name", {"metadata", "name"}},       {"metadata.namespace", {"metadata", "namespace"}},
-      {"metadata.uid", {"metadata", "uid"}},         {"spec.nodeName", {"spec", "nodeName"}},
+      {"metadata.name", {"metadata", "name"}},
+      {"metadata.namespace", {"metadata", "namespace"}},
+      {"metadata.uid", {"metadata", "uid"}},
+      {"spec.nodeName", {"spec", "nodeName"}},
       {"spec.serviceAccountName", {"spec", "serviceAccountName"}},
-      {"status.podIP", {"status", "podIP"}},         {"status.hostIP", {"status", "hostIP"}}};
+      {"status.podIP", {"status", "podIP"}},
+      {"status.hostIP", {"status", "hostIP"}}};
   auto it = kFields.find(path);
   if (it == kFields.end()) return InvalidArgumentError("fieldRef " + path + " is not supported by the pod runner");
   const json* at = &pod;
@@ -113,7 +116,8 @@ StatusOr<EnvList> ResolveContainerEnv(const json& pod, const json& container, co
       if (!v.ok()) {
         bool optional = ref.is_object() && ref.value("optional", false);
         if (optional && v.status().code() == StatusCode::kNotFound) continue;
-        return v.status().WithContext("env " + name + " from " + kind + " " + StringAt(ref, {"name"}) + " key " + StringAt(ref, {"key"}));
+        return v.status().WithContext("env " + name + " from " + kind + " " + StringAt(ref, {"name"}) + " key " +
+                                      StringAt(ref, {"key"}));
       }
       set(name, *v);
     } else if (from.contains("resourceFieldRef")) {
@@ -172,8 +176,10 @@ StatusOr<std::vector<std::string>> ImageContainerCommand(const json& container, 
   if (command && command->empty()) command.reset();
   if (args && args->empty()) args.reset();
   std::vector<std::string> argv = command ? *command : image_entrypoint;
-  if (args) argv.insert(argv.end(), args->begin(), args->end());
-  else if (!command) argv.insert(argv.end(), image_cmd.begin(), image_cmd.end());
+  if (args)
+    argv.insert(argv.end(), args->begin(), args->end());
+  else if (!command)
+    argv.insert(argv.end(), image_cmd.begin(), image_cmd.end());
   if (argv.empty()) {
     return InvalidArgumentError("container " + StringAt(container, {"name"}) +
                                 ": no command specified (neither the pod nor the image gives one)");

@@ -2,6 +2,7 @@
 #include "tests/pod_runner/container_env.h"
 
 #include <gtest/gtest.h>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
@@ -59,37 +60,41 @@ TEST(ContainerEnvTest, ResolvesValuesFieldsSecretsAndConfigMaps) {
   EXPECT_EQ(Value(*env, "NOTE"), "hi");
   EXPECT_EQ(Value(*env, "SECRET"), "s3cr3t");
   EXPECT_EQ(Value(*env, "CM"), "from-cm");
-  EXPECT_EQ(Value(*env, "OPT"), "<absent>");  // optional and missing: not set
+  EXPECT_EQ(Value(*env, "OPT"), "<absent>");                          // optional and missing: not set
   EXPECT_EQ(Value(*env, "ADDR"), "127.70.0.5:$(PORT) job-worker-1");  // undefined references stay
   EXPECT_EQ(Value(*env, "A"), "again-a");  // a later entry replaces the earlier one, in place
   EXPECT_EQ((*env)[0].first, "A");
 }
 
 TEST(ContainerEnvTest, MissingSecretAndUnsupportedSourcesAreErrors) {
-  json missing = json::parse(R"j({"name": "t", "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "nope", "key": "k"}}}]})j");
+  json missing = json::parse(
+      R"j({"name": "t", "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "nope", "key": "k"}}}]})j");
   auto s = ResolveContainerEnv(Pod(), missing, Lookup());
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
   EXPECT_NE(s.status().message().find("env S"), std::string::npos) << s.status();
-  json field = json::parse(R"j({"name": "t", "env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}]})j");
+  json field = json::parse(
+      R"j({"name": "t", "env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}]})j");
   EXPECT_EQ(ResolveContainerEnv(Pod(), field, Lookup()).status().code(), StatusCode::kInvalidArgument);
   json from = json::parse(R"j({"name": "t", "envFrom": [{"secretRef": {"name": "s"}}]})j");
   EXPECT_EQ(ResolveContainerEnv(Pod(), from, Lookup()).status().code(), StatusCode::kUnimplemented);
-  json resource = json::parse(R"j({"name": "t", "env": [{"name": "R", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]})j");
+  json resource = json::parse(
+      R"j({"name": "t", "env": [{"name": "R", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]})j");
   EXPECT_EQ(ResolveContainerEnv(Pod(), resource, Lookup()).status().code(), StatusCode::kUnimplemented);
 }
 
 TEST(ContainerEnvTest, ExpandsLikeKubernetes) {
   std::map<std::string, std::string> vars = {{"A", "1"}, {"B", "two"}};
   EXPECT_EQ(ExpandVars("$(A)-$(B)", vars), "1-two");
-  EXPECT_EQ(ExpandVars("$$(A)", vars), "$(A)");     // escaped
-  EXPECT_EQ(ExpandVars("$(C)", vars), "$(C)");      // undefined: unchanged
-  EXPECT_EQ(ExpandVars("$(A", vars), "$(A");        // unterminated: unchanged
+  EXPECT_EQ(ExpandVars("$$(A)", vars), "$(A)");  // escaped
+  EXPECT_EQ(ExpandVars("$(C)", vars), "$(C)");   // undefined: unchanged
+  EXPECT_EQ(ExpandVars("$(A", vars), "$(A");     // unterminated: unchanged
   EXPECT_EQ(ExpandVars("cost $5 $", vars), "cost $5 $");
   EXPECT_EQ(ExpandVars("", vars), "");
 }
 
 TEST(ContainerEnvTest, CommandIsCommandThenArgsExpanded) {
-  json c = json::parse(R"j({"name": "t", "command": ["trainer", "--id", "$(POD)"], "args": ["--out", "/o/$(POD)", "$$(POD)"]})j");
+  json c = json::parse(
+      R"j({"name": "t", "command": ["trainer", "--id", "$(POD)"], "args": ["--out", "/o/$(POD)", "$$(POD)"]})j");
   auto argv = ContainerCommand(c, {{"POD", "w-1"}});
   ASSERT_OK(argv) << argv.status();
   EXPECT_EQ(*argv, (std::vector<std::string>{"trainer", "--id", "w-1", "--out", "/o/w-1", "$(POD)"}));

@@ -37,11 +37,11 @@ namespace ringmaster::testing {
 // One mount(2) made in the child's own mount namespace (ContainerSetup).
 struct MountSpec {
   enum class Create { kNone, kDirectory, kFile };
-  std::string source;       // "" for none (a remount)
-  std::string target;       // a path as the child sees it before its chroot
-  std::string fstype;       // "" for a bind or a remount
-  unsigned long flags = 0;  // MS_*. MS_BIND|MS_RDONLY without MS_REMOUNT binds, then remounts the bind read-only
-  std::string data;         // filesystem options ("lowerdir=...,upperdir=...", "mode=1777")
+  std::string source;             // "" for none (a remount)
+  std::string target;             // a path as the child sees it before its chroot
+  std::string fstype;             // "" for a bind or a remount
+  unsigned long flags = 0;        // MS_*. MS_BIND|MS_RDONLY without MS_REMOUNT binds, then remounts the bind read-only
+  std::string data;               // filesystem options ("lowerdir=...,upperdir=...", "mode=1777")
   Create create = Create::kNone;  // kDirectory: mkdir -p target first; kFile: mkdir -p its parent, then
                                   // create it empty (a bind target for a file). Paths are used as given:
                                   // resolve symlinks inside a root before (the caller's job).
@@ -54,8 +54,8 @@ struct ContainerSetup {
   std::vector<MountSpec> mounts;
   std::string root;  // "": no chroot
   std::optional<uid_t> uid;
-  gid_t gid = 0;               // used with a uid
-  std::vector<gid_t> groups;   // supplementary groups, used with a uid
+  gid_t gid = 0;              // used with a uid
+  std::vector<gid_t> groups;  // supplementary groups, used with a uid
 };
 
 struct ContainerSpawnOptions {

@@ -40,9 +40,12 @@ TEST(SubprocessContainerTest, MountsStayInTheChildsNamespaceAndTheUserSwitches) 
   std::filesystem::create_directories(dir + "/ro");
   std::ofstream(dir + "/ro/file") << "read-only\n";
   ContainerSpawnOptions o = Captured({"sh", "-c",
-                                      "echo x > " + dir + "/tmp/new/f && cat " + dir + "/tmp/new/f; "
-                                      "cat " + dir + "/bound/file; echo y > " + dir + "/bound/file || echo refused; "
-                                      "hostname; id -u; id -g; id -G"});
+                                      "echo x > " + dir + "/tmp/new/f && cat " + dir +
+                                          "/tmp/new/f; "
+                                          "cat " +
+                                          dir + "/bound/file; echo y > " + dir +
+                                          "/bound/file || echo refused; "
+                                          "hostname; id -u; id -g; id -G"});
   ContainerSetup c;
   c.hostname = "pod-a";
   c.mounts.push_back({"tmpfs", dir + "/tmp/new", "tmpfs", 0, "mode=1777", MountSpec::Create::kDirectory});

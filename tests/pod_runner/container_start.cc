@@ -73,7 +73,8 @@ Status WriteFiles(const json& pod, const PodVolume& v, const std::string& dir, c
           return data.status().WithContext("volume " + v.name + ": " + kind + " " + s.name);
         }
         if (s.items.empty()) {
-          for (const auto& [key, value] : *data) RINGMASTER_RETURN_IF_ERROR(WriteVolumeFile(dir, key, value, v.default_mode));
+          for (const auto& [key, value] : *data)
+            RINGMASTER_RETURN_IF_ERROR(WriteVolumeFile(dir, key, value, v.default_mode));
         }
         for (const auto& i : s.items) {
           auto it = data->find(i.key);
@@ -94,9 +95,7 @@ Status WriteFiles(const json& pod, const PodVolume& v, const std::string& dir, c
 StatusOr<std::string> MakeVolume(const json& pod, const PodVolume& v, const PodStartContext& ctx) {
   const std::string dir = ctx.pod_dir + "/volumes/" + v.name;
   switch (v.kind) {
-    case PodVolume::Kind::kEmptyDir:
-      RINGMASTER_RETURN_IF_ERROR(MakeDirectory(dir, 0777));
-      return dir;
+    case PodVolume::Kind::kEmptyDir: RINGMASTER_RETURN_IF_ERROR(MakeDirectory(dir, 0777)); return dir;
     case PodVolume::Kind::kFiles: {
       std::error_code ec;
       fs::remove_all(dir, ec);
@@ -107,7 +106,7 @@ StatusOr<std::string> MakeVolume(const json& pod, const PodVolume& v, const PodS
     case PodVolume::Kind::kHostPath: {
       const std::string& p = v.host_path;
       const std::string& type = v.host_path_type;
-      struct stat st {};
+      struct stat st{};
       const bool exists = ::stat(p.c_str(), &st) == 0;
       if (type == "DirectoryOrCreate" && !exists) {
         RINGMASTER_RETURN_IF_ERROR(MakeDirectory(p, 0755));
@@ -156,7 +155,8 @@ StatusOr<std::string> Target(const std::string& rootfs, const std::string& merge
   return merged + resolved;
 }
 
-StatusOr<StartedContainer> StartContainer(const json& pod, const json& container, const std::map<std::string, std::string>& volume_dirs,
+StatusOr<StartedContainer> StartContainer(const json& pod, const json& container,
+                                          const std::map<std::string, std::string>& volume_dirs,
                                           const std::vector<PodVolume>& volumes, const std::string& hosts_file,
                                           const std::string& hostname_file, const PodStartContext& ctx, bool restart) {
   const std::string name = StringAt(container, {"name"});
@@ -170,18 +170,20 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   const std::string rootfs = lease.rootfs();
 
   // Environment: the image's, the runtime's, the container's (container_env.h resolves the latter).
-  KeyLookup lookup = [&ctx](const std::string& kind, const std::string& object, const std::string& key) -> StatusOr<std::string> {
+  KeyLookup lookup = [&ctx](const std::string& kind, const std::string& object,
+                            const std::string& key) -> StatusOr<std::string> {
     RINGMASTER_ASSIGN_OR_RETURN(auto data, ctx.object_data(kind, object));
     auto it = data.find(key);
     if (it == data.end()) return NotFoundError(kind + " " + object + " has no key " + key);
     return it->second;
   };
   RINGMASTER_ASSIGN_OR_RETURN(EnvList container_env, ResolveContainerEnv(pod, container, lookup));
-  RINGMASTER_ASSIGN_OR_RETURN(std::vector<std::string> argv,
-                              ImageContainerCommand(container, container_env, image->config.entrypoint, image->config.cmd));
-  RINGMASTER_ASSIGN_OR_RETURN(ContainerUser user,
-                              ResolveContainerUser(pod, container, image->config.user, ReadFileInRoot(rootfs, "/etc/passwd"),
-                                                   ReadFileInRoot(rootfs, "/etc/group")));
+  RINGMASTER_ASSIGN_OR_RETURN(
+      std::vector<std::string> argv,
+      ImageContainerCommand(container, container_env, image->config.entrypoint, image->config.cmd));
+  RINGMASTER_ASSIGN_OR_RETURN(ContainerUser user, ResolveContainerUser(pod, container, image->config.user,
+                                                                       ReadFileInRoot(rootfs, "/etc/passwd"),
+                                                                       ReadFileInRoot(rootfs, "/etc/group")));
   std::string hostname = StringAt(pod, {"spec", "hostname"});
   if (hostname.empty()) hostname = StringAt(pod, {"metadata", "name"});
   EnvList env = image->config.env;
@@ -240,9 +242,11 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
     bool read_only = m.read_only;
     for (const auto& v : volumes) read_only |= v.name == m.volume && v.kind == PodVolume::Kind::kFiles;
     const Create create = fs::is_directory(source, ec) ? Create::kDirectory : Create::kFile;
-    RINGMASTER_RETURN_IF_ERROR(add(source, m.mount_path, "", MS_BIND | MS_REC | (read_only ? MS_RDONLY : 0), "", create));
+    RINGMASTER_RETURN_IF_ERROR(
+        add(source, m.mount_path, "", MS_BIND | MS_REC | (read_only ? MS_RDONLY : 0), "", create));
   }
-  if (IsReadOnlyRoot(container)) setup.mounts.push_back({"", merged, "", MS_REMOUNT | MS_BIND | MS_RDONLY, "", Create::kNone});
+  if (IsReadOnlyRoot(container))
+    setup.mounts.push_back({"", merged, "", MS_REMOUNT | MS_BIND | MS_RDONLY, "", Create::kNone});
 
   StartedContainer c;
   c.name = name;
@@ -264,9 +268,9 @@ StatusOr<StartedContainer> StartContainer(const json& pod, const json& container
   // Exec probes join its mount namespace: no mounts of their own, no new UTS namespace.
   c.exec.container->mounts.clear();
   c.exec.container->hostname.clear();
-  ctx.progress(std::string(restart ? "restarted" : "started") + " container " + name + " of " + StringAt(pod, {"metadata", "name"}) + " from image " +
-               image->reference + " as uid " + std::to_string(user.uid) + " (pid " + std::to_string(c.process.pid()) +
-               "): " + c.command);
+  ctx.progress(std::string(restart ? "restarted" : "started") + " container " + name + " of " +
+               StringAt(pod, {"metadata", "name"}) + " from image " + image->reference + " as uid " +
+               std::to_string(user.uid) + " (pid " + std::to_string(c.process.pid()) + "): " + c.command);
   return c;
 }
 
@@ -294,15 +298,16 @@ StatusOr<std::vector<StartedContainer>> StartPodContainers(const json& original,
     fqdn = hostname + "." + sub + "." + StringAt(pod, {"metadata", "namespace"}) + ".svc.cluster.local\t";
   }
   const std::string hosts = ctx.pod_dir + "/hosts", hostname_file = ctx.pod_dir + "/hostname";
-  RINGMASTER_RETURN_IF_ERROR(WriteFileWithMode(
-      hosts, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" + StringAt(pod, {"status", "podIP"}) +
-                 "\t" + fqdn + hostname + "\n",
-      0644));
+  RINGMASTER_RETURN_IF_ERROR(WriteFileWithMode(hosts,
+                                               "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+                                                   StringAt(pod, {"status", "podIP"}) + "\t" + fqdn + hostname + "\n",
+                                               0644));
   RINGMASTER_RETURN_IF_ERROR(WriteFileWithMode(hostname_file, hostname + "\n", 0644));
 
   std::vector<StartedContainer> started;  // killed by their destructors when a later one fails
   for (const auto& c : pod["spec"]["containers"]) {
-    RINGMASTER_ASSIGN_OR_RETURN(StartedContainer s, StartContainer(pod, c, volume_dirs, volumes, hosts, hostname_file, ctx, false));
+    RINGMASTER_ASSIGN_OR_RETURN(StartedContainer s,
+                                StartContainer(pod, c, volume_dirs, volumes, hosts, hostname_file, ctx, false));
     started.push_back(std::move(s));
   }
   return started;

@@ -40,14 +40,14 @@ namespace ringmaster::testing {
 
 // The data of ConfigMap (`kind` "ConfigMap") or Secret ("Secret", values decoded) `name` in the pod's
 // namespace. NotFound when it does not exist.
-using ObjectData = std::function<StatusOr<std::map<std::string, std::string>>(const std::string& kind,
-                                                                               const std::string& name)>;
+using ObjectData =
+    std::function<StatusOr<std::map<std::string, std::string>>(const std::string& kind, const std::string& name)>;
 
 struct PodStartContext {
-  std::string image_dir;         // the OCI archives
-  std::string rootfs_cache_dir;  // unpacked images (rootfs_cache.h)
-  std::string pod_dir;           // this pod's volumes and container layers (created)
-  std::string log_prefix;        // container NAME logs to <log_prefix>NAME.log
+  std::string image_dir;                       // the OCI archives
+  std::string rootfs_cache_dir;                // unpacked images (rootfs_cache.h)
+  std::string pod_dir;                         // this pod's volumes and container layers (created)
+  std::string log_prefix;                      // container NAME logs to <log_prefix>NAME.log
   std::string apiserver_host, apiserver_port;  // KUBERNETES_SERVICE_HOST/PORT
   ObjectData object_data;
   std::function<StatusOr<std::string>(const FileSource& token)> token;  // a serviceAccountToken source's token
@@ -62,7 +62,7 @@ struct StartedContainer {
   std::optional<ProbeSpec> readiness;
   std::optional<ProbeSpec> liveness;
   ContainerSpawnOptions exec;  // how to run a command inside it (ExecInContainer)
-  RootfsLease rootfs;  // its image's root, held while the container may run (rootfs_cache.h)
+  RootfsLease rootfs;          // its image's root, held while the container may run (rootfs_cache.h)
 };
 
 // Starts every container of `pod` (spec.containers, in order). The pod is taken as the ServiceAccount

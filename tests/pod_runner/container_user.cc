@@ -59,14 +59,16 @@ bool RunAsNonRoot(const json& pod, const json& container) {
 StatusOr<ContainerUser> ResolveContainerUser(const json& pod, const json& container, const std::string& image_user,
                                              const std::string& passwd, const std::string& group) {
   const std::string where = "(pod: \"" + StringAt(pod, {"metadata", "namespace"}) + "/" +
-                            StringAt(pod, {"metadata", "name"}) + "\", container: " + StringAt(container, {"name"}) + ")";
+                            StringAt(pod, {"metadata", "name"}) + "\", container: " + StringAt(container, {"name"}) +
+                            ")";
   const std::optional<int64_t> run_as_user = SecurityInt(pod, container, "runAsUser");
   const std::optional<int64_t> run_as_group = SecurityInt(pod, container, "runAsGroup");
   std::string user_part = image_user, group_part;
   if (size_t colon = image_user.find(':'); colon != std::string::npos) {
     user_part = image_user.substr(0, colon);
     group_part = image_user.substr(colon + 1);
-    if (user_part.empty() || group_part.empty()) return InvalidArgumentError("image user '" + image_user + "' is malformed");
+    if (user_part.empty() || group_part.empty())
+      return InvalidArgumentError("image user '" + image_user + "' is malformed");
   }
   if (RunAsNonRoot(pod, container) && !run_as_user && !user_part.empty() && !Numeric(user_part)) {
     return InvalidArgumentError("container has runAsNonRoot and image has non-numeric user (" + user_part +
@@ -83,7 +85,8 @@ StatusOr<ContainerUser> ResolveContainerUser(const json& pod, const json& contai
     } else {
       auto entry = FindEntry(passwd, 0, user_part);
       if (!entry || entry->size() < 3 || !Numeric((*entry)[2])) {
-        return InvalidArgumentError("unable to find user " + user_part + ": no matching entries in the image's passwd file " + where);
+        return InvalidArgumentError("unable to find user " + user_part +
+                                    ": no matching entries in the image's passwd file " + where);
       }
       u.uid = *Numeric((*entry)[2]);
     }
@@ -106,7 +109,8 @@ StatusOr<ContainerUser> ResolveContainerUser(const json& pod, const json& contai
     } else {
       auto entry = FindEntry(group, 0, group_part);
       if (!entry || entry->size() < 3 || !Numeric((*entry)[2])) {
-        return InvalidArgumentError("unable to find group " + group_part + ": no matching entries in the image's group file " + where);
+        return InvalidArgumentError("unable to find group " + group_part +
+                                    ": no matching entries in the image's group file " + where);
       }
       u.gid = *Numeric((*entry)[2]);
     }

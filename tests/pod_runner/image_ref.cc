@@ -29,7 +29,8 @@ bool ValidDigest(const std::string& s) {
   const std::string prefix = "sha256:";
   if (s.rfind(prefix, 0) != 0 || s.size() != prefix.size() + 64) return false;
   for (size_t i = prefix.size(); i < s.size(); ++i) {
-    if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i]))) return false;
+    if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i])))
+      return false;
   }
   return true;
 }

@@ -1,7 +1,8 @@
 // Image references as the pod runner resolves them (pod_runner.h, image mode): a pod's `image` names an
 // OCI archive in the runner's image directory, not a registry.
 //
-//   [registry[:port]/][path/]NAME[:TAG][@sha256:HEX]  ->  <image_dir>/NAME.tar, tag TAG (default "latest", none with a digest)
+//   [registry[:port]/][path/]NAME[:TAG][@sha256:HEX]  ->  <image_dir>/NAME.tar, tag TAG (default "latest", none with a
+//   digest)
 //
 // The registry and path are ignored (the images are built locally and never pushed); a digest, when
 // given, must be the manifest's. Pure functions; thread-safe.

@@ -65,15 +65,14 @@ TEST(ImageConfigTest, ParsesEntrypointCmdEnvWorkingDirAndUser) {
   EXPECT_TRUE(empty->entrypoint.empty());
   EXPECT_EQ(ParseImageConfig(json::parse(R"({"config": {"Env": ["NOEQUALS"]}})")).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseImageConfig(json::parse(R"({"config": {"Cmd": "sh"}})")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseImageConfig(json::parse(R"({"config": {"Cmd": "sh"}})")).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(ImageCommandTest, FollowsKubernetesRulesForCommandAndArgs) {
   const Strings entrypoint = {"/entry", "e1"}, cmd = {"c1", "c2"};
   const EnvList env = {{"X", "ex"}};
-  auto run = [&](const char* container) {
-    return ImageContainerCommand(json::parse(container), env, entrypoint, cmd);
-  };
+  auto run = [&](const char* container) { return ImageContainerCommand(json::parse(container), env, entrypoint, cmd); };
   // Neither: ENTRYPOINT + CMD, no $(VAR) expansion of the image's parts.
   EXPECT_EQ(*run(R"({"name": "c"})"), (Strings{"/entry", "e1", "c1", "c2"}));
   // Only args: ENTRYPOINT + args (expanded).
@@ -91,15 +90,17 @@ TEST(ImageCommandTest, FollowsKubernetesRulesForCommandAndArgs) {
 }
 
 TEST(PodFieldValueTest, ReadsDownwardApiFields) {
-  json pod = json::parse(R"({"metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}}, "status": {"podIP": "127.0.0.9"}})");
+  json pod = json::parse(
+      R"({"metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}}, "status": {"podIP": "127.0.0.9"}})");
   EXPECT_EQ(*PodFieldValue(pod, "metadata.namespace"), "n");
   EXPECT_EQ(*PodFieldValue(pod, "metadata.labels['a']"), "b");
   EXPECT_EQ(*PodFieldValue(pod, "status.podIP"), "127.0.0.9");
   EXPECT_EQ(PodFieldValue(pod, "spec.nope").status().code(), StatusCode::kInvalidArgument);
 }
 
-const char kPasswd[] = "root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
-                       "worker:x:1000:1001::/home/worker:/bin/sh\n";
+const char kPasswd[] =
+    "root:x:0:0:root:/root:/bin/sh\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+    "worker:x:1000:1001::/home/worker:/bin/sh\n";
 const char kGroup[] = "root:x:0:\nnonroot:x:65532:\nstaff:x:50:\n";
 
 TEST(ContainerUserTest, ContainerOverPodOverImage) {
@@ -123,7 +124,8 @@ TEST(ContainerUserTest, ContainerOverPodOverImage) {
   EXPECT_EQ(u->uid, 0u);
   EXPECT_EQ(u->home, "/root");
   // The pod's securityContext over the image, the container's over the pod's.
-  pod["spec"]["securityContext"] = json::parse(R"({"runAsUser": 2000, "runAsGroup": 3000, "supplementalGroups": [7], "fsGroup": 8})");
+  pod["spec"]["securityContext"] =
+      json::parse(R"({"runAsUser": 2000, "runAsGroup": 3000, "supplementalGroups": [7], "fsGroup": 8})");
   u = ResolveContainerUser(pod, c, "worker", kPasswd, kGroup);
   ASSERT_OK(u);
   EXPECT_EQ(u->uid, 2000u);
@@ -138,11 +140,13 @@ TEST(ContainerUserTest, ContainerOverPodOverImage) {
 }
 
 TEST(ContainerUserTest, RunAsNonRootAndUnknownNamesFailThePod) {
-  json pod = json::parse(R"({"metadata": {"name": "p", "namespace": "n"}, "spec": {"securityContext": {"runAsNonRoot": true}}})");
+  json pod = json::parse(
+      R"({"metadata": {"name": "p", "namespace": "n"}, "spec": {"securityContext": {"runAsNonRoot": true}}})");
   json c = json::parse(R"({"name": "c"})");
   auto root = ResolveContainerUser(pod, c, "", kPasswd, kGroup);
   EXPECT_EQ(root.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(root.status().message().find("container has runAsNonRoot and image will run as root (pod: \"n/p\", container: c)"),
+  EXPECT_NE(root.status().message().find(
+                "container has runAsNonRoot and image will run as root (pod: \"n/p\", container: c)"),
             std::string::npos)
       << root.status();
   auto named = ResolveContainerUser(pod, c, "worker", kPasswd, kGroup);
@@ -155,7 +159,8 @@ TEST(ContainerUserTest, RunAsNonRootAndUnknownNamesFailThePod) {
             StatusCode::kInvalidArgument);
   json plain = json::parse(R"({"metadata": {"name": "p"}, "spec": {}})");
   EXPECT_EQ(ResolveContainerUser(plain, c, "ghost", kPasswd, kGroup).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ResolveContainerUser(plain, c, "1000:nogroup", kPasswd, kGroup).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveContainerUser(plain, c, "1000:nogroup", kPasswd, kGroup).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 json Pod(const std::string& spec) {
@@ -200,29 +205,38 @@ TEST(PodSpecTest, PlansSupportedVolumesAndMounts) {
 TEST(PodSpecTest, UnsupportedVolumesAndFeaturesFailWithTheirName) {
   auto volumes = PlanPodVolumes(Pod(R"({"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "x"}}]})"));
   EXPECT_EQ(volumes.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(volumes.status().message(), "volume data: volume type persistentVolumeClaim is not supported by the pod runner");
-  EXPECT_EQ(PlanPodVolumes(Pod(R"({"volumes": [{"name": "p", "projected": {"sources": [{"clusterTrustBundle": {}}]}}]})"))
-                .status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(volumes.status().message(),
+            "volume data: volume type persistentVolumeClaim is not supported by the pod runner");
+  EXPECT_EQ(
+      PlanPodVolumes(Pod(R"({"volumes": [{"name": "p", "projected": {"sources": [{"clusterTrustBundle": {}}]}}]})"))
+          .status()
+          .code(),
+      StatusCode::kUnimplemented);
   const std::string ok_container = R"("containers": [{"name": "c", "image": "i"}])";
   EXPECT_OK(CheckPodSupported(Pod(R"({"restartPolicy": "Never", )" + ok_container + "}")));
   EXPECT_OK(CheckPodSupported(Pod(R"({"restartPolicy": "OnFailure", )" + ok_container + "}")));
   EXPECT_OK(CheckPodSupported(Pod(R"({)" + ok_container + "}")));  // Always, the default
-  EXPECT_OK(CheckPodSupported(Pod(R"({"containers": [{"name": "c", "livenessProbe": {"exec": {"command": ["true"]}}}]})")));
+  EXPECT_OK(
+      CheckPodSupported(Pod(R"({"containers": [{"name": "c", "livenessProbe": {"exec": {"command": ["true"]}}}]})")));
   EXPECT_EQ(CheckPodSupported(Pod(R"({"restartPolicy": "Sometimes", )" + ok_container + "}")).code(),
             StatusCode::kInvalidArgument);
   struct Case {
     std::string spec, names;
   };
-  for (const Case& c : std::vector<Case>{
-           {R"({"restartPolicy": "Never", "initContainers": [{"name": "i"}], )" + ok_container + "}", "initContainers"},
-           {R"({"restartPolicy": "Never", "hostPID": true, )" + ok_container + "}", "hostPID"},
-           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "startupProbe": {"exec": {}}}]})", "container c: startupProbe"},
-           {R"({"containers": [{"name": "c", "livenessProbe": {"grpc": {"port": 1}}}]})", "container c: a grpc livenessProbe"},
-           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "lifecycle": {}}]})", "container c: lifecycle"},
-           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "tty": true}]})", "tty"},
-           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]})",
-            "capabilities.add"},
-           {R"({"restartPolicy": "Never", "containers": [{"name": "c", "readinessProbe": {"grpc": {"port": 1}}}]})", "grpc"}}) {
+  for (
+      const Case& c : std::vector<Case>{
+          {R"({"restartPolicy": "Never", "initContainers": [{"name": "i"}], )" + ok_container + "}", "initContainers"},
+          {R"({"restartPolicy": "Never", "hostPID": true, )" + ok_container + "}", "hostPID"},
+          {R"({"restartPolicy": "Never", "containers": [{"name": "c", "startupProbe": {"exec": {}}}]})",
+           "container c: startupProbe"},
+          {R"({"containers": [{"name": "c", "livenessProbe": {"grpc": {"port": 1}}}]})",
+           "container c: a grpc livenessProbe"},
+          {R"({"restartPolicy": "Never", "containers": [{"name": "c", "lifecycle": {}}]})", "container c: lifecycle"},
+          {R"({"restartPolicy": "Never", "containers": [{"name": "c", "tty": true}]})", "tty"},
+          {R"({"restartPolicy": "Never", "containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]})",
+           "capabilities.add"},
+          {R"({"restartPolicy": "Never", "containers": [{"name": "c", "readinessProbe": {"grpc": {"port": 1}}}]})",
+           "grpc"}}) {
     Status s = CheckPodSupported(Pod(c.spec));
     EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << c.spec;
     EXPECT_NE(s.message().find(c.names), std::string::npos) << s;
@@ -230,14 +244,20 @@ TEST(PodSpecTest, UnsupportedVolumesAndFeaturesFailWithTheirName) {
   }
   std::vector<PodVolume> vols = {PodVolume{"v", PodVolume::Kind::kEmptyDir, "", "", {}, 0644}};
   auto mounts = [&](const char* m) { return PlanContainerMounts(json::parse(m), vols).status(); };
-  EXPECT_EQ(mounts(R"({"name": "c", "volumeMounts": [{"name": "x", "mountPath": "/x"}]})").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(mounts(R"({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "rel"}]})").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(mounts(R"({"name": "c", "volumeMounts": [{"name": "x", "mountPath": "/x"}]})").code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(mounts(R"({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "rel"}]})").code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(mounts(R"({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/x", "subPath": "../up"}]})").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(mounts(R"j({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/x", "subPathExpr": "$(A)"}]})j").code(),
-            StatusCode::kUnimplemented);
-  EXPECT_EQ(mounts(R"({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/x", "mountPropagation": "Bidirectional"}]})").code(),
-            StatusCode::kUnimplemented);
+  EXPECT_EQ(
+      mounts(R"j({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/x", "subPathExpr": "$(A)"}]})j").code(),
+      StatusCode::kUnimplemented);
+  EXPECT_EQ(
+      mounts(
+          R"({"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/x", "mountPropagation": "Bidirectional"}]})")
+          .code(),
+      StatusCode::kUnimplemented);
 }
 
 TEST(PodSpecTest, AddsTheServiceAccountVolumeUnlessTheSpecOptsOut) {
@@ -268,11 +288,17 @@ TEST(ReadinessTest, ParsesProbesAndCountsThresholds) {
   EXPECT_EQ(s.path, "/readyz");
   EXPECT_EQ(s.period, std::chrono::seconds(2));
   EXPECT_FALSE(ParseReadinessProbe(json::parse(R"({"name": "c"})"))->has_value());
-  EXPECT_EQ(ParseReadinessProbe(json::parse(R"({"name": "c", "readinessProbe": {"tcpSocket": {"port": "nope"}}})")).status().code(),
+  EXPECT_EQ(ParseReadinessProbe(json::parse(R"({"name": "c", "readinessProbe": {"tcpSocket": {"port": "nope"}}})"))
+                .status()
+                .code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseReadinessProbe(json::parse(R"({"name": "c", "readinessProbe": {"httpGet": {"port": 1, "scheme": "HTTPS"}}})"))
-                .status().code(), StatusCode::kUnimplemented);
-  auto exec = ParseReadinessProbe(json::parse(R"({"name": "c", "readinessProbe": {"exec": {"command": ["cat", "/ready"]}}})"));
+  EXPECT_EQ(ParseReadinessProbe(
+                json::parse(R"({"name": "c", "readinessProbe": {"httpGet": {"port": 1, "scheme": "HTTPS"}}})"))
+                .status()
+                .code(),
+            StatusCode::kUnimplemented);
+  auto exec =
+      ParseReadinessProbe(json::parse(R"({"name": "c", "readinessProbe": {"exec": {"command": ["cat", "/ready"]}}})"));
   ASSERT_OK(exec);
   EXPECT_EQ((*exec)->command, (Strings{"cat", "/ready"}));
   EXPECT_EQ((*exec)->failure_threshold, 3);
@@ -280,7 +306,7 @@ TEST(ReadinessTest, ParsesProbesAndCountsThresholds) {
   using Clock = ReadinessState::Clock;
   const Clock::time_point t0 = Clock::now();
   ReadinessState r(s, t0);
-  EXPECT_FALSE(r.Due(t0));                      // the initial delay
+  EXPECT_FALSE(r.Due(t0));  // the initial delay
   EXPECT_TRUE(r.Due(t0 + std::chrono::seconds(1)));
   EXPECT_FALSE(r.Record(true, t0 + std::chrono::seconds(1)));  // one success of two
   EXPECT_FALSE(r.Due(t0 + std::chrono::seconds(2)));           // every period
@@ -304,8 +330,10 @@ TEST(LivenessTest, ParsesLikeReadinessAndKillsAfterFailureThresholdFailuresInARo
   EXPECT_EQ(s.port, 8081);
   EXPECT_EQ(s.path, "/healthz");
   EXPECT_EQ(s.success_threshold, 1);  // the apiserver requires 1 for liveness
-  EXPECT_FALSE(ParseLivenessProbe(json::parse(R"({"name": "c", "readinessProbe": {"exec": {"command": ["x"]}}})"))->has_value());
-  Status bad = ParseLivenessProbe(json::parse(R"({"name": "c", "livenessProbe": {"tcpSocket": {"port": "nope"}}})")).status();
+  EXPECT_FALSE(
+      ParseLivenessProbe(json::parse(R"({"name": "c", "readinessProbe": {"exec": {"command": ["x"]}}})"))->has_value());
+  Status bad =
+      ParseLivenessProbe(json::parse(R"({"name": "c", "livenessProbe": {"tcpSocket": {"port": "nope"}}})")).status();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("livenessProbe"), std::string::npos) << bad;
 
@@ -316,9 +344,9 @@ TEST(LivenessTest, ParsesLikeReadinessAndKillsAfterFailureThresholdFailuresInARo
   EXPECT_TRUE(l.Due(t0 + std::chrono::seconds(1)));
   EXPECT_FALSE(l.Record(false, t0 + std::chrono::seconds(1)));  // one failure of two
   EXPECT_FALSE(l.Due(t0 + std::chrono::seconds(2)));
-  EXPECT_FALSE(l.Record(true, t0 + std::chrono::seconds(3)));   // a success starts over
+  EXPECT_FALSE(l.Record(true, t0 + std::chrono::seconds(3)));  // a success starts over
   EXPECT_FALSE(l.Record(false, t0 + std::chrono::seconds(5)));
-  EXPECT_TRUE(l.Record(false, t0 + std::chrono::seconds(7)));   // two in a row: kill it
+  EXPECT_TRUE(l.Record(false, t0 + std::chrono::seconds(7)));  // two in a row: kill it
   EXPECT_EQ(l.failures(), 2);
   EXPECT_FALSE(l.Record(false, t0 + std::chrono::seconds(9)));  // once
 }
@@ -362,7 +390,7 @@ TEST(RootfsPathTest, ResolvesSymlinksInsideTheRoot) {
   std::filesystem::create_directories(root + "/run");
   std::filesystem::create_directories(root + "/var");
   std::filesystem::create_directories(root + "/etc");
-  std::filesystem::create_symlink("/run", root + "/var/run");    // absolute: the image's /run, not the host's
+  std::filesystem::create_symlink("/run", root + "/var/run");     // absolute: the image's /run, not the host's
   std::filesystem::create_symlink("../../..", root + "/etc/up");  // ".." stops at the root
   std::ofstream(root + "/etc/passwd") << "root:x:0:0::/root:/bin/sh\n";
   EXPECT_EQ(*ResolveInRoot(root, "/var/run/secrets/kubernetes.io"), "/run/secrets/kubernetes.io");

@@ -72,12 +72,13 @@ StatusOr<LocalImage> FindLocalImage(const std::string& image_dir, const std::str
   out.reference = image;
   out.archive = ImageArchivePath(image_dir, ref);
   const std::string not_found = "image " + image + " not found in " + image_dir + ": ";
-  struct stat st {};
+  struct stat st{};
   if (::stat(out.archive.c_str(), &st) != 0) {
     return NotFoundError(not_found + "no archive " + ref.name + ".tar (the pod runner never pulls)");
   }
   StatusOr<json> index = ReadJson(out.archive, "index.json");
-  if (!index.ok()) return DataLossError(not_found + out.archive + " is not an OCI archive: " + index.status().message());
+  if (!index.ok())
+    return DataLossError(not_found + out.archive + " is not an OCI archive: " + index.status().message());
   std::string tags;
   const json* chosen = nullptr;
   const json& manifests = At(*index, {"manifests"});
@@ -93,8 +94,8 @@ StatusOr<LocalImage> FindLocalImage(const std::string& image_dir, const std::str
   }
   if (chosen == nullptr) {
     return NotFoundError(not_found + out.archive + " has no manifest" + (ref.tag.empty() ? "" : " tagged " + ref.tag) +
-                         (ref.digest.empty() ? "" : " with digest " + ref.digest) + " (it has: " +
-                         (tags.empty() ? "none" : tags) + ")");
+                         (ref.digest.empty() ? "" : " with digest " + ref.digest) +
+                         " (it has: " + (tags.empty() ? "none" : tags) + ")");
   }
   out.tag = StringAt(*chosen, {"annotations", kRefName});
   out.manifest_digest = StringAt(*chosen, {"digest"});
@@ -106,7 +107,8 @@ StatusOr<LocalImage> FindLocalImage(const std::string& image_dir, const std::str
   }
   RINGMASTER_ASSIGN_OR_RETURN(json manifest, ReadJson(out.archive, BlobPath(out.manifest_digest)));
   const std::string config_digest = StringAt(manifest, {"config", "digest"});
-  if (config_digest.empty()) return DataLossError(out.archive + ": manifest " + out.manifest_digest + " names no config");
+  if (config_digest.empty())
+    return DataLossError(out.archive + ": manifest " + out.manifest_digest + " names no config");
   RINGMASTER_ASSIGN_OR_RETURN(json config, ReadJson(out.archive, BlobPath(config_digest)));
   StatusOr<ImageConfig> parsed = ParseImageConfig(config);
   if (!parsed.ok()) return parsed.status().WithContext("image " + image);

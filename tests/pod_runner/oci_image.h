@@ -18,11 +18,11 @@ namespace ringmaster::testing {
 
 // What a container takes from its image's config (the OCI image config's "config" object).
 struct ImageConfig {
-  std::vector<std::string> entrypoint, cmd;  // Entrypoint, Cmd
-  EnvList env;                               // Env ("NAME=VALUE" entries), in order
-  std::string working_dir;                   // WorkingDir ("" when unset)
-  std::string user;                          // User: "", "uid", "uid:gid", "name", "name:group"...
-  std::map<std::string, std::string> labels; // Labels (org.opencontainers.image.* and others)
+  std::vector<std::string> entrypoint, cmd;   // Entrypoint, Cmd
+  EnvList env;                                // Env ("NAME=VALUE" entries), in order
+  std::string working_dir;                    // WorkingDir ("" when unset)
+  std::string user;                           // User: "", "uid", "uid:gid", "name", "name:group"...
+  std::map<std::string, std::string> labels;  // Labels (org.opencontainers.image.* and others)
 };
 
 // Parses an OCI image config document (the blob the manifest's `config` names). InvalidArgument for a

@@ -104,15 +104,17 @@ StatusOr<std::unique_ptr<PodNetwork>> PodNetwork::Create(std::vector<uint16_t> r
   std::unique_ptr<PodNetwork> net(new PodNetwork(fabric, std::move(relayed_ports), std::move(log)));
   Status made = Ip({"netns", "add", fabric});
   if (!made.ok()) {
-    return FailedPreconditionError("PodNetwork: cannot create a network namespace (is iproute2 installed, are we root?): " +
-                                   made.ToString());
+    return FailedPreconditionError(
+        "PodNetwork: cannot create a network namespace (is iproute2 installed, are we root?): " + made.ToString());
   }
   for (auto step : std::vector<std::vector<std::string>>{{"-n", fabric, "link", "add", "br0", "type", "bridge"},
-                                                          {"-n", fabric, "link", "set", "br0", "up"}}) {
+                                                         {"-n", fabric, "link", "set", "br0", "up"}}) {
     RINGMASTER_RETURN_IF_ERROR(Ip(step));
   }
-  RINGMASTER_RETURN_IF_ERROR(Sysctls(fabric, {"net.ipv4.conf.all.route_localnet=1", "net.ipv4.conf.br0.route_localnet=1"}));
-  if (::pipe2(net->wake_, O_CLOEXEC | O_NONBLOCK) != 0) return InternalError(std::string("pipe2: ") + std::strerror(errno));
+  RINGMASTER_RETURN_IF_ERROR(
+      Sysctls(fabric, {"net.ipv4.conf.all.route_localnet=1", "net.ipv4.conf.br0.route_localnet=1"}));
+  if (::pipe2(net->wake_, O_CLOEXEC | O_NONBLOCK) != 0)
+    return InternalError(std::string("pipe2: ") + std::strerror(errno));
   net->relay_ = std::thread([raw = net.get()] { raw->Relay(); });
   return net;
 }
@@ -169,11 +171,12 @@ StatusOr<std::string> PodNetwork::AddPod(const std::string& key, const std::stri
              {"-n", fabric_, "link", "set", pod->link, "up"}}) {
       RINGMASTER_RETURN_IF_ERROR(Ip(step));
     }
-    RINGMASTER_RETURN_IF_ERROR(Sysctls(ns, {"net.ipv4.conf.all.route_localnet=1", "net.ipv4.conf.eth0.route_localnet=1"}));
+    RINGMASTER_RETURN_IF_ERROR(
+        Sysctls(ns, {"net.ipv4.conf.all.route_localnet=1", "net.ipv4.conf.eth0.route_localnet=1"}));
     for (auto step : std::vector<std::vector<std::string>>{{"-n", ns, "addr", "add", "127.0.0.1/32", "dev", "lo"},
-                                                          {"-n", ns, "link", "set", "lo", "up"},
-                                                          {"-n", ns, "addr", "add", ip + "/16", "dev", "eth0"},
-                                                          {"-n", ns, "link", "set", "eth0", "up"}}) {
+                                                           {"-n", ns, "link", "set", "lo", "up"},
+                                                           {"-n", ns, "addr", "add", ip + "/16", "dev", "eth0"},
+                                                           {"-n", ns, "link", "set", "eth0", "up"}}) {
       RINGMASTER_RETURN_IF_ERROR(Ip(step));
     }
     // The relays' listening sockets, made inside the pod's namespace.
@@ -275,15 +278,16 @@ void PodNetwork::Relay() {
         if (pod->control_plane_cut) continue;
         for (auto& [fd, port] : pod->listeners) fds.push_back({fd, POLLIN, 0});
         for (auto& c : pod->conns) {
-          fds.push_back({c->inside, static_cast<short>((c->inside_eof ? 0 : POLLIN) | (c->to_inside.empty() ? 0 : POLLOUT)), 0});
-          fds.push_back({c->outside, static_cast<short>((c->outside_eof ? 0 : POLLIN) | (c->to_outside.empty() ? 0 : POLLOUT)), 0});
+          fds.push_back(
+              {c->inside, static_cast<short>((c->inside_eof ? 0 : POLLIN) | (c->to_inside.empty() ? 0 : POLLOUT)), 0});
+          fds.push_back({c->outside,
+                         static_cast<short>((c->outside_eof ? 0 : POLLIN) | (c->to_outside.empty() ? 0 : POLLOUT)), 0});
         }
       }
     }
     if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
     if (fds[0].revents) {
-      while (::read(wake_[0], buf, sizeof buf) > 0) {
-      }
+      while (::read(wake_[0], buf, sizeof buf) > 0) {}
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
@@ -295,7 +299,8 @@ void PodNetwork::Relay() {
           c->inside = in;
           c->outside = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
           sockaddr_in a = Loopback(port);
-          if (c->outside < 0 || (::connect(c->outside, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS)) {
+          if (c->outside < 0 ||
+              (::connect(c->outside, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS)) {
             continue;  // closes both: the pod sees its connection reset, as when the apiserver is down
           }
           pod->conns.push_back(std::move(c));
@@ -305,13 +310,17 @@ void PodNetwork::Relay() {
       auto pump = [&buf](int from, int to, std::string& pending, bool& eof) {
         if (!eof) {
           ssize_t n = ::read(from, buf, sizeof buf);
-          if (n > 0) pending.append(buf, static_cast<size_t>(n));
-          else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) eof = true;
+          if (n > 0)
+            pending.append(buf, static_cast<size_t>(n));
+          else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            eof = true;
         }
         if (!pending.empty()) {
           ssize_t w = ::send(to, pending.data(), pending.size(), MSG_NOSIGNAL);
-          if (w > 0) pending.erase(0, static_cast<size_t>(w));
-          else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+          if (w > 0)
+            pending.erase(0, static_cast<size_t>(w));
+          else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return false;
         }
         if (eof && pending.empty()) ::shutdown(to, SHUT_WR);
         return true;
@@ -322,8 +331,10 @@ void PodNetwork::Relay() {
         bool alive = pump(c.inside, c.outside, c.to_outside, c.inside_eof) &&
                      pump(c.outside, c.inside, c.to_inside, c.outside_eof) &&
                      !(c.inside_eof && c.outside_eof && c.to_inside.empty() && c.to_outside.empty());
-        if (alive) ++i;
-        else conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
+        if (alive)
+          ++i;
+        else
+          conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
   }

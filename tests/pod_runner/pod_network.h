@@ -66,8 +66,8 @@ class PodNetwork {
   struct Pod;
   struct Conn;
   PodNetwork(std::string fabric, std::vector<uint16_t> relayed_ports, LogSink log);
-  void Relay();   // the relay thread
-  void Wake();    // makes the relay thread look at its sockets again
+  void Relay();  // the relay thread
+  void Wake();   // makes the relay thread look at its sockets again
 
   // Constant after construction.
   const std::string fabric_;  // the fabric namespace's name
@@ -79,8 +79,8 @@ class PodNetwork {
   mutable std::mutex mu_;
   // Guarded by mu_.
   std::map<std::string, std::unique_ptr<Pod>> pods_;  // by key
-  std::set<std::string> fabric_subnets_;  // 127.X.0.0/16 subnets with the fabric's address on the bridge
-  int next_ = 0;                          // numbers the pods' namespaces and links
+  std::set<std::string> fabric_subnets_;              // 127.X.0.0/16 subnets with the fabric's address on the bridge
+  int next_ = 0;                                      // numbers the pods' namespaces and links
   bool stopping_ = false;
 };
 

@@ -15,12 +15,12 @@
 
 #include "api/names.h"
 #include "base/json_path.h"
+#include "base/time_format.h"
 #include "kube/api_error.h"
 #include "kube/base64.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
-#include "base/time_format.h"
 #include "tests/pod_runner/container_env.h"
 #include "tests/pod_runner/container_start.h"
 #include "tests/pod_runner/local_process.h"
@@ -45,7 +45,6 @@ constexpr char kNodeNotReadyLabel[] = "node-not-ready.stage.kwok.x-k8s.io";
 // one PATCH hang for the client's 30 s timeout, and a 30 s deadline then dropped the report for good.
 constexpr auto kReportDeadline = std::chrono::minutes(5);
 
-
 bool HasDeletion(const json& obj) { return obj.contains("metadata") && obj["metadata"].contains("deletionTimestamp"); }
 
 // Why a node cannot run pods ("" when it can): the chaos label, or a Ready condition that is not True.
@@ -68,12 +67,9 @@ std::string Seconds(std::chrono::milliseconds d) {
 // One attempt of a probe of the container whose process is `pid` (exec probes run inside it).
 Status ProbeOnce(const ProbeSpec& spec, const std::string& ip, const ContainerSpawnOptions& exec, pid_t pid) {
   switch (spec.kind) {
-    case ProbeSpec::Kind::kHttpGet:
-      return ProbeHttp(ip, spec);
-    case ProbeSpec::Kind::kTcpSocket:
-      return ProbeTcp(ip, spec);
-    case ProbeSpec::Kind::kExec:
-      return ExecInContainer(exec, pid, spec.command, spec.timeout);
+    case ProbeSpec::Kind::kHttpGet: return ProbeHttp(ip, spec);
+    case ProbeSpec::Kind::kTcpSocket: return ProbeTcp(ip, spec);
+    case ProbeSpec::Kind::kExec: return ExecInContainer(exec, pid, spec.command, spec.timeout);
   }
   return InternalError("unknown probe kind");
 }
@@ -97,19 +93,19 @@ struct PodRunner::Proc {
   uint64_t exit_seq = 0;    // order of its exit among all exits
   Clock::time_point exited_at;
   // Image mode:
-  ContainerSpawnOptions exec;             // runs a command inside the container (exec probes)
-  std::optional<ProbeSpec> probe;         // its readiness probe
+  ContainerSpawnOptions exec;      // runs a command inside the container (exec probes)
+  std::optional<ProbeSpec> probe;  // its readiness probe
   std::optional<ReadinessState> readiness;
   std::optional<ProbeSpec> liveness_probe;
   std::optional<LivenessState> liveness;
-  RootfsLease rootfs;  // its image's root, kept from pruning while this Proc exists
+  RootfsLease rootfs;                            // its image's root, kept from pruning while this Proc exists
   RestartPolicy policy = RestartPolicy::kNever;  // bin-dir mode: never restarted
   Clock::time_point started_at;
-  std::chrono::milliseconds back_off{0};     // the wait before this run (0: the first run)
-  std::chrono::milliseconds next_back_off{0};  // once exited to be restarted: the wait before the next run
+  std::chrono::milliseconds back_off{0};        // the wait before this run (0: the first run)
+  std::chrono::milliseconds next_back_off{0};   // once exited to be restarted: the wait before the next run
   std::optional<Clock::time_point> restart_at;  // exited by itself; to be restarted then
-  bool superseded = false;                    // a later run of the same container exists
-  bool kill_deferred = false;                 // pod_network: its pod went while its link was cut (logged once)
+  bool superseded = false;                      // a later run of the same container exists
+  bool kill_deferred = false;                   // pod_network: its pod went while its link was cut (logged once)
 };
 
 // A pod whose start failed so far (retried every tick until start_timeout).
@@ -125,7 +121,8 @@ PodRunner::PodRunner(PodRunnerOptions options) : options_(std::move(options)), s
 StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) {
   if (options.kubeconfig.empty() || options.ns.empty() || (options.job.empty() && options.label_selector.empty()) ||
       (options.bin_dir.empty() && options.image_dir.empty()) || options.work_dir.empty()) {
-    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job or label_selector, bin_dir or image_dir, and work_dir");
+    return InvalidArgumentError(
+        "PodRunner needs kubeconfig, ns, job or label_selector, bin_dir or image_dir, and work_dir");
   }
   if (!options.image_dir.empty()) {
     if (::geteuid() != 0) {
@@ -151,7 +148,8 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
     const auto colon = runner->server_.rfind(':');
     const int port = colon == std::string::npos ? 0 : std::atoi(runner->server_.c_str() + colon + 1);
     if (port <= 0 || port > 65535 || runner->server_.find("//127.0.0.1:") == std::string::npos) {
-      return InvalidArgumentError("PodRunner: pod_network needs an apiserver at https://127.0.0.1:PORT, not " + runner->server_);
+      return InvalidArgumentError("PodRunner: pod_network needs an apiserver at https://127.0.0.1:PORT, not " +
+                                  runner->server_);
     }
     RINGMASTER_ASSIGN_OR_RETURN(runner->network_, PodNetwork::Create({static_cast<uint16_t>(port)}, log));
   }
@@ -175,11 +173,14 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
                                    std::to_string(o.sync_timeout.count()) + " s (is the apiserver up?)");
     }
   }
-  runner->Log("running the pods " + (o.label_selector.empty() ? "of job " + o.ns + "/" + o.job
-                                                               : "in " + o.ns + " matching " + o.label_selector +
-                                                                     (o.job.empty() ? "" : " (" + o.job + ")")) +
+  runner->Log("running the pods " +
+              (o.label_selector.empty()
+                   ? "of job " + o.ns + "/" + o.job
+                   : "in " + o.ns + " matching " + o.label_selector + (o.job.empty() ? "" : " (" + o.job + ")")) +
               " as local processes (logs in " + o.work_dir + ")" +
-              (o.image_dir.empty() ? "" : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")") +
+              (o.image_dir.empty()
+                   ? ""
+                   : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")") +
               (o.pod_network ? ", each in a network namespace of its own" : ""));
   runner->thread_ = std::thread([self] { self->Run(); });
   return runner;
@@ -253,7 +254,8 @@ void PodRunner::Tick() {
         ip.rfind(options_.pod_ip_prefix, 0) != 0) {
       continue;
     }
-    if (!StringAt(pod, {"metadata", "labels", kCompletedLabel}).empty() || !StringAt(pod, {"metadata", "labels", kFailedLabel}).empty()) {
+    if (!StringAt(pod, {"metadata", "labels", kCompletedLabel}).empty() ||
+        !StringAt(pod, {"metadata", "labels", kFailedLabel}).empty()) {
       continue;  // already reported (or failed by a test through the chaos label directly)
     }
     auto n = node_by_name.find(node);
@@ -271,7 +273,8 @@ void PodRunner::Tick() {
     Status started = StartPod(pod);
     if (started.ok()) continue;
     // A pod that no retry can start (no command, an unsupported env source) fails at once.
-    const bool permanent = started.code() == StatusCode::kInvalidArgument || started.code() == StatusCode::kUnimplemented;
+    const bool permanent =
+        started.code() == StatusCode::kInvalidArgument || started.code() == StatusCode::kUnimplemented;
     std::string error;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -309,7 +312,8 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
   auto trouble = [&](const RunnerProcess& p) -> std::string {
     auto pod = pod_by_uid.find(p.uid);
     auto node = node_by_name.find(p.node);
-    if (pod == pod_by_uid.end()) return name_exists.count(p.pod) ? "its pod was replaced by a new one" : "its pod was deleted";
+    if (pod == pod_by_uid.end())
+      return name_exists.count(p.pod) ? "its pod was replaced by a new one" : "its pod was deleted";
     if (HasDeletion(*pod->second)) return "its pod is being deleted";
     if (node == node_by_name.end()) return "its node " + p.node + " is gone (lost)";
     if (std::string t = NodeTrouble(*node->second); !t.empty()) return "its node " + p.node + " is " + t + " (lost)";
@@ -334,16 +338,17 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
       p.exit_code = exit->ShellCode();
       proc->exited_at = now;
       proc->exit_seq = ++exits_;
-      std::string how = exit->exited() ? "exited " + std::to_string(exit->code)
-                                       : "died of signal " + std::to_string(exit->signal);
+      std::string how =
+          exit->exited() ? "exited " + std::to_string(exit->code) : "died of signal " + std::to_string(exit->signal);
       const std::string who = p.pod + (p.container.empty() ? "" : "/" + p.container) + " (uid " + ShortUid(p.uid) +
                               ", pid " + std::to_string(p.pid) + ") ";
       if (p.killed_for.empty() && ShouldRestart(proc->policy, p.exit_code)) {
         const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - proc->started_at);
         proc->next_back_off = NextRestartDelay(kTestRestartBackOff, proc->back_off, ran);
         proc->restart_at = now + proc->next_back_off;
-        Log(who + how + "; restarting it in " + Seconds(proc->next_back_off) + " (restart " + std::to_string(p.restart + 1) +
-            ", restartPolicy " + (proc->policy == RestartPolicy::kAlways ? "Always" : "OnFailure") + ")");
+        Log(who + how + "; restarting it in " + Seconds(proc->next_back_off) + " (restart " +
+            std::to_string(p.restart + 1) + ", restartPolicy " +
+            (proc->policy == RestartPolicy::kAlways ? "Always" : "OnFailure") + ")");
         continue;
       }
       // The pod's exit is reported once its last container has exited by itself and none is to be
@@ -367,7 +372,9 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     std::string why = trouble(p);
     if (why.empty()) continue;
     if (network_ && network_->IsCut(p.uid)) {  // a partitioned node's kubelet has not heard of it yet
-      if (!proc->kill_deferred) Log("not killing " + p.pod + " (uid " + ShortUid(p.uid) + ") yet: " + why + ", but its link is cut; acting when it heals");
+      if (!proc->kill_deferred)
+        Log("not killing " + p.pod + " (uid " + ShortUid(p.uid) + ") yet: " + why +
+            ", but its link is cut; acting when it heals");
       proc->kill_deferred = true;
       continue;
     }
@@ -400,8 +407,9 @@ Status PodRunner::Partition(const std::string& pod, bool control_plane_too) {
   if (!network_) return FailedPreconditionError("PodRunner::Partition needs pod_network");
   RINGMASTER_ASSIGN_OR_RETURN(std::string uid, RunningUid(pod));
   const json mark = {{"metadata", {{"labels", {{kPartitionedLabel, "true"}}}}}};
-  RINGMASTER_RETURN_IF_ERROR(
-      client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, mark).status().WithContext("labelling " + pod));
+  RINGMASTER_RETURN_IF_ERROR(client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, mark)
+                                 .status()
+                                 .WithContext("labelling " + pod));
   RINGMASTER_RETURN_IF_ERROR(network_->Cut(uid, control_plane_too));
   Log("cut " + pod + " (uid " + ShortUid(uid) + ") off the network" + (control_plane_too ? " and the apiserver" : ""));
   return Status::Ok();
@@ -441,7 +449,8 @@ void PodRunner::ReportExits() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : procs_) {
       // A partitioned node's kubelet cannot report: after the heal.
-      if (p->report_due && !(network_ && network_->IsCut(p->info.uid))) due.push_back({p->info.pod, p->info.uid, p->report_code});
+      if (p->report_due && !(network_ && network_->IsCut(p->info.uid)))
+        due.push_back({p->info.pod, p->info.uid, p->report_code});
     }
   }
   for (const auto& d : due) {
@@ -459,8 +468,9 @@ void PodRunner::ReportExits() {
       }
     }
     if (s.ok()) {
-      Log("reported " + d.pod + (d.code == 0 ? " completed (KWOK: Succeeded)"
-                                             : " failed with exit code " + std::to_string(d.code) + " (KWOK: Failed)"));
+      Log("reported " + d.pod +
+          (d.code == 0 ? " completed (KWOK: Succeeded)"
+                       : " failed with exit code " + std::to_string(d.code) + " (KWOK: Failed)"));
     } else {
       Log("reporting the exit of " + d.pod + " failed: " + s.ToString());
     }
@@ -482,10 +492,12 @@ Status PodRunner::StartPod(const json& pod) {
   if (!containers.is_array() || containers.empty()) return InvalidArgumentError(name + " has no containers");
   const json& container = containers[0];
 
-  KeyLookup lookup = [this](const std::string& kind, const std::string& object, const std::string& key) -> StatusOr<std::string> {
+  KeyLookup lookup = [this](const std::string& kind, const std::string& object,
+                            const std::string& key) -> StatusOr<std::string> {
     const bool secret = kind == "Secret";
-    RINGMASTER_ASSIGN_OR_RETURN(json got, client_->Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(),
-                                                        options_.ns, object));
+    RINGMASTER_ASSIGN_OR_RETURN(
+        json got,
+        client_->Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), options_.ns, object));
     const json& data = got.value("data", json::object());
     if (!data.contains(key) || !data[key].is_string()) return NotFoundError(kind + " " + object + " has no key " + key);
     if (!secret) return data[key].get<std::string>();
@@ -524,7 +536,8 @@ Status PodRunner::StartPod(const json& pod) {
   // Only what a container would have: no variable of the test process leaks in. The bin dir stands for the
   // image's own PATH entries: a command there may start another (ringmaster-launch starts the trainer).
   const char* path = std::getenv("PATH");
-  EnvList full = {{"PATH", (options_.bin_dir.empty() ? "" : options_.bin_dir + ":") + (path ? path : "/usr/local/bin:/usr/bin:/bin")},
+  EnvList full = {{"PATH", (options_.bin_dir.empty() ? "" : options_.bin_dir + ":") +
+                               (path ? path : "/usr/local/bin:/usr/bin:/bin")},
                   {"HOME", home},
                   {"HOSTNAME", name},
                   {"KUBECONFIG", kubeconfig}};
@@ -539,7 +552,8 @@ Status PodRunner::StartPod(const json& pod) {
   std::optional<ProbeSpec> probe;
   if (network_ && StringAt(pod, {"metadata", "annotations", kProbedReadinessAnnotation}) == kProbedReadinessValue) {
     RINGMASTER_ASSIGN_OR_RETURN(probe, ParseReadinessProbe(container));
-    if (probe && probe->kind == ProbeSpec::Kind::kExec) return UnimplementedError(name + ": exec probes need image mode");
+    if (probe && probe->kind == ProbeSpec::Kind::kExec)
+      return UnimplementedError(name + ": exec probes need image mode");
   }
   std::string netns;
   if (network_) {
@@ -553,8 +567,21 @@ Status PodRunner::StartPod(const json& pod) {
   const pid_t pid = process->pid();
 
   auto proc = std::make_unique<Proc>();
-  proc->info = RunnerProcess{name, uid, node, ip, StringAt(container, {"name"}), pid, true, -1, "", false, log_file,
-                             kubeconfig, !probe.has_value(), 0, ""};
+  proc->info = RunnerProcess{name,
+                             uid,
+                             node,
+                             ip,
+                             StringAt(container, {"name"}),
+                             pid,
+                             true,
+                             -1,
+                             "",
+                             false,
+                             log_file,
+                             kubeconfig,
+                             !probe.has_value(),
+                             0,
+                             ""};
   proc->process = std::move(process).value();
   proc->started_at = Clock::now();
   if (probe) {
@@ -599,10 +626,12 @@ PodStartContext PodRunner::StartContext(const json& pod) {
   const size_t colon = hostport.rfind(':');
   ctx.apiserver_host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
   ctx.apiserver_port = colon == std::string::npos ? "443" : hostport.substr(colon + 1);
-  ctx.object_data = [this](const std::string& kind, const std::string& object) -> StatusOr<std::map<std::string, std::string>> {
+  ctx.object_data = [this](const std::string& kind,
+                           const std::string& object) -> StatusOr<std::map<std::string, std::string>> {
     const bool secret = kind == "Secret";
-    RINGMASTER_ASSIGN_OR_RETURN(json got, client_->Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(),
-                                                        options_.ns, object));
+    RINGMASTER_ASSIGN_OR_RETURN(
+        json got,
+        client_->Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), options_.ns, object));
     std::map<std::string, std::string> data;
     const json& fields = At(got, {"data"});
     if (!fields.is_object()) return data;
@@ -638,8 +667,9 @@ Status PodRunner::StartImagePod(const json& pod) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& c : started) {
       auto proc = std::make_unique<Proc>();
-      proc->info = RunnerProcess{name, uid, node, ip, c.name, c.process.pid(), true, -1, "", false, c.log_file, "",
-                                 !c.readiness.has_value(), 0, ""};
+      proc->info = RunnerProcess{name, uid, node,  ip,         c.name, c.process.pid(),          true,
+                                 -1,   "",  false, c.log_file, "",     !c.readiness.has_value(), 0,
+                                 ""};
       proc->process = std::move(c.process);
       proc->exec = std::move(c.exec);
       proc->rootfs = std::move(c.rootfs);
@@ -653,7 +683,8 @@ Status PodRunner::StartImagePod(const json& pod) {
       procs_.push_back(std::move(proc));
     }
   }
-  Log("started " + name + " (uid " + ShortUid(uid) + ") on " + node + " at " + ip + " from its images: containers " + names);
+  Log("started " + name + " (uid " + ShortUid(uid) + ") on " + node + " at " + ip + " from its images: containers " +
+      names);
   return Status::Ok();
 }
 
@@ -737,7 +768,8 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
         attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, false, *p->probe, p->exec});
       }
       if (p->liveness && p->liveness->Due(now)) {
-        attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, true, *p->liveness_probe, p->exec});
+        attempts.push_back(
+            {p->info.uid, p->info.container, p->info.ip, p->info.pid, true, *p->liveness_probe, p->exec});
       }
     }
   }
@@ -747,13 +779,14 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
                              : ProbeOnce(a.spec, a.ip, a.exec, a.pid);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& p : procs_) {
-      if (p->info.uid != a.uid || p->info.container != a.container || p->info.pid != a.pid || !p->info.running) continue;
+      if (p->info.uid != a.uid || p->info.container != a.container || p->info.pid != a.pid || !p->info.running)
+        continue;
       if (!p->info.killed_for.empty() || !p->info.liveness_failure.empty()) continue;
       if (a.liveness && p->liveness) {
         if (!p->liveness->Record(result.ok(), Clock::now())) continue;
         p->info.liveness_failure = result.ToString();
-        Log("liveness probe of " + p->info.pod + "/" + a.container + " failed " + std::to_string(p->liveness->failures()) +
-            " times: " + result.ToString() + "; killing it");
+        Log("liveness probe of " + p->info.pod + "/" + a.container + " failed " +
+            std::to_string(p->liveness->failures()) + " times: " + result.ToString() + "; killing it");
         (void)p->process.SignalGroup(SIGKILL);  // reaped (and restarted or reported) on a later tick
       } else if (!a.liveness && p->readiness && p->readiness->Record(result.ok(), Clock::now())) {
         p->info.ready = p->readiness->ready();
@@ -785,7 +818,8 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
       const std::string type = StringAt(c, {"type"});
       if (type == "Ready" || type == "ContainersReady") differs |= (StringAt(c, {"status"}) == "True") != all;
     }
-    for (const auto& cs : At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array()) {
+    for (const auto& cs :
+         At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array()) {
       const std::string name = StringAt(cs, {"name"});
       auto it = ready.find(name);
       if (it != ready.end()) differs |= At(cs, {"ready"}).is_boolean() && cs["ready"].get<bool>() != it->second;
@@ -799,8 +833,9 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
     Status s = PatchContainerStatuses(pod, ready, restarts);
     int total = 0;
     for (const auto& [c, n] : restarts) total += n;
-    Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) + (all ? " Ready" : " NotReady") +
-        (total ? " (" + std::to_string(total) + " restarts)" : "") + (s.ok() ? "" : ": " + s.ToString()));
+    Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) +
+        (all ? " Ready" : " NotReady") + (total ? " (" + std::to_string(total) + " restarts)" : "") +
+        (s.ok() ? "" : ": " + s.ToString()));
   }
 }
 
@@ -830,8 +865,9 @@ void PodRunner::ReassertReadiness(const std::vector<json>& pods, const std::vect
     }
     const std::string name = StringAt(pod, {"metadata", "name"});
     Status patched = PatchContainerStatuses(pod, ready, {});
-    Log(patched.ok() ? "marked " + name + " Ready again: its node is Ready and its process runs (the node lifecycle "
-                                        "controller had marked it NotReady with its node)"
+    Log(patched.ok() ? "marked " + name +
+                           " Ready again: its node is Ready and its process runs (the node lifecycle "
+                           "controller had marked it NotReady with its node)"
                      : "cannot mark " + name + " Ready again: " + patched.ToString());
   }
 }
@@ -850,7 +886,8 @@ Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::st
   }
   // containerStatuses is replaced as a whole by a patch: the current list with `ready` and
   // `restartCount` changed.
-  json statuses = At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array();
+  json statuses =
+      At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array();
   for (auto& cs : statuses) {
     auto it = ready.find(StringAt(cs, {"name"}));
     if (it != ready.end()) cs["ready"] = it->second;
@@ -861,8 +898,9 @@ Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::st
                 {"status", {{"conditions", conditions}, {"containerStatuses", statuses}}}};
   kube::PatchOptions po;
   po.subresource = "status";
-  return client_->Patch(kube::resources::Pods(), options_.ns, StringAt(pod, {"metadata", "name"}),
-                        kube::PatchType::kStrategicMerge, patch, po)
+  return client_
+      ->Patch(kube::resources::Pods(), options_.ns, StringAt(pod, {"metadata", "name"}),
+              kube::PatchType::kStrategicMerge, patch, po)
       .status();
 }
 
@@ -902,8 +940,7 @@ std::string PodRunner::Describe(size_t tail_bytes) const {
   for (const auto& p : procs_) {
     if (p->superseded) continue;  // a later run appends to the same log
     out += "---- " + p->info.pod + (p->info.container.empty() ? "" : "/" + p->info.container) + " (uid " +
-           ShortUid(p->info.uid) + "): " + p->info.log_file + " ----\n" +
-           Tail(p->info.log_file, tail_bytes) + "\n";
+           ShortUid(p->info.uid) + "): " + p->info.log_file + " ----\n" + Tail(p->info.log_file, tail_bytes) + "\n";
   }
   return out;
 }

@@ -123,13 +123,13 @@ struct PodRunnerOptions {
   // A label selector ("app=x,tier in (a,b)") for the pods to run, instead of the job's label; `job` is
   // then only a name for progress lines (may be empty). One of job and label_selector is required.
   std::string label_selector;
-  std::string bin_dir;     // bin-dir mode: where a container's command[0] is found (by its base name)
-  std::string image_dir;   // set: image mode, the OCI archives <image_dir>/NAME.tar (bin_dir unused)
-  std::string rootfs_cache_dir;  // image mode: unpacked images; "": DefaultRootfsCacheDir() (rootfs_cache.h)
-  std::string work_dir;    // per-pod kubeconfigs, homes, container layers, volumes and logs (created)
+  std::string bin_dir;                 // bin-dir mode: where a container's command[0] is found (by its base name)
+  std::string image_dir;               // set: image mode, the OCI archives <image_dir>/NAME.tar (bin_dir unused)
+  std::string rootfs_cache_dir;        // image mode: unpacked images; "": DefaultRootfsCacheDir() (rootfs_cache.h)
+  std::string work_dir;                // per-pod kubeconfigs, homes, container layers, volumes and logs (created)
   std::string pod_ip_prefix = "127.";  // only pods with such an IP can run here
-  bool pod_network = false;  // bin-dir mode: each pod in a network namespace of its own (see above)
-  LogSink log;  // progress lines; empty: stderr
+  bool pod_network = false;            // bin-dir mode: each pod in a network namespace of its own (see above)
+  LogSink log;                         // progress lines; empty: stderr
   std::chrono::milliseconds poll_interval{50};
   std::chrono::seconds start_timeout{20};
   std::chrono::seconds sync_timeout{30};
@@ -141,10 +141,10 @@ struct RunnerProcess {
   std::string container;  // its name
   pid_t pid = -1;
   bool running = true;
-  int exit_code = -1;     // once !running: the exit status, or 128+signal
-  std::string killed_for; // "" when it exited by itself; else why the runner killed it (or, for a run
-                          // waiting for its restart when its pod or node went, why it was not restarted)
-  bool reported = false;  // its exit was reported to the apiserver (KWOK stage labels)
+  int exit_code = -1;      // once !running: the exit status, or 128+signal
+  std::string killed_for;  // "" when it exited by itself; else why the runner killed it (or, for a run
+                           // waiting for its restart when its pod or node went, why it was not restarted)
+  bool reported = false;   // its exit was reported to the apiserver (KWOK stage labels)
   std::string log_file;
   std::string kubeconfig;  // bin-dir mode: the pod's (its service-account token, valid while the pod exists)
   bool ready = true;       // image mode: its readiness probe's verdict (true without a probe)

@@ -105,7 +105,8 @@ class PodRunnerImageTest : public ClusterTest {
   std::string PodHead(const std::string& name, const std::string& restart_policy = "Never",
                       const std::string& labels = std::string("ringmaster.io/job-name: ") + kJob, bool probed = true) {
     const std::string annotations =
-        probed ? "\n  annotations: {" + std::string(kProbedReadinessAnnotation) + ": " + kProbedReadinessValue + "}" : "";
+        probed ? "\n  annotations: {" + std::string(kProbedReadinessAnnotation) + ": " + kProbedReadinessValue + "}"
+               : "";
     return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns_ + "\n  labels: {" +
            labels + "}" + annotations + "\nspec:\n  restartPolicy: " + restart_policy + "\n" + PoolPlacement(ns_, 2);
   }
@@ -136,11 +137,12 @@ class PodRunnerImageTest : public ClusterTest {
 
   // Waits until pod/container's run `restart` is running.
   void WaitForRun(const std::string& pod, const std::string& container, int restart) {
-    Status s = WaitFor(pod + "/" + container + " restart " + std::to_string(restart), seconds(60), [&](std::string* last) {
-      std::vector<RunnerProcess> runs = Runs(pod, container);
-      *last = std::to_string(runs.size()) + " runs";
-      return static_cast<int>(runs.size()) > restart && runs[restart].running;
-    });
+    Status s =
+        WaitFor(pod + "/" + container + " restart " + std::to_string(restart), seconds(60), [&](std::string* last) {
+          std::vector<RunnerProcess> runs = Runs(pod, container);
+          *last = std::to_string(runs.size()) + " runs";
+          return static_cast<int>(runs.size()) > restart && runs[restart].running;
+        });
     ASSERT_OK(s) << s;
   }
 
@@ -186,21 +188,24 @@ TEST_F(PodRunnerImageTest, RunsEveryContainerFromItsImageAsAKubeletWould) {
       "test -s /var/run/secrets/kubernetes.io/serviceaccount/ca.crt && echo ca-readable; "
       "echo \"api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT\"; "
       "echo shared-by-writer > /shared/f; touch /tmp/ready; sleep 8; rm /tmp/ready; sleep 8";
-  ASSERT_OK(cluster_.Apply(
-      PodHead("p") +
-      "  containers:\n"
-      "  - name: writer\n    image: registry.example:5000/team/tiny:1\n"
-      "    args: [" + json(writer_script).dump() + ", a0, a1]\n"
-      "    env:\n    - {name: MY_POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
-      "    - {name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
-      "    volumeMounts: [{name: shared, mountPath: /shared}]\n"
-      "    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1, failureThreshold: 1}\n"
-      "  - name: reader\n    image: tiny:1\n"
-      "    command: [/bin/sh, -c, 'while [ ! -f /shared/f ]; do sleep 0.2; done; cat /shared/f; echo \"uid=$(id -u) cwd=$(pwd)\"; sleep 4']\n"
-      "    workingDir: /work\n    securityContext: {runAsUser: 4321}\n"
-      "    volumeMounts: [{name: shared, mountPath: /shared, readOnly: true}]\n"
-      "  - name: defaults\n    image: tiny:1\n"
-      "  volumes: [{name: shared, emptyDir: {}}]\n"));
+  ASSERT_OK(
+      cluster_.Apply(PodHead("p") +
+                     "  containers:\n"
+                     "  - name: writer\n    image: registry.example:5000/team/tiny:1\n"
+                     "    args: [" +
+                     json(writer_script).dump() +
+                     ", a0, a1]\n"
+                     "    env:\n    - {name: MY_POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                     "    - {name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
+                     "    volumeMounts: [{name: shared, mountPath: /shared}]\n"
+                     "    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1, failureThreshold: 1}\n"
+                     "  - name: reader\n    image: tiny:1\n"
+                     "    command: [/bin/sh, -c, 'while [ ! -f /shared/f ]; do sleep 0.2; done; cat /shared/f; echo "
+                     "\"uid=$(id -u) cwd=$(pwd)\"; sleep 4']\n"
+                     "    workingDir: /work\n    securityContext: {runAsUser: 4321}\n"
+                     "    volumeMounts: [{name: shared, mountPath: /shared, readOnly: true}]\n"
+                     "  - name: defaults\n    image: tiny:1\n"
+                     "  volumes: [{name: shared, emptyDir: {}}]\n"));
 
   // Running but not Ready until the exec probe finds /tmp/ready inside the writer; then NotReady again.
   // (reader and defaults sleep 4 s before they exit: a pod with an exited container is never Ready.)
@@ -215,7 +220,8 @@ TEST_F(PodRunnerImageTest, RunsEveryContainerFromItsImageAsAKubeletWould) {
 
   const std::string writer = LogOf("p", "writer");
   EXPECT_NE(writer.find("args=a0,a1 env=image,p," + ip + " cwd=/app uid=1234 gid=1234 home=/home/tester host=p"),
-            std::string::npos) << writer;
+            std::string::npos)
+      << writer;
   EXPECT_NE(writer.find("ns=" + ns_), std::string::npos) << writer;
   EXPECT_NE(writer.find("token-readable"), std::string::npos) << writer;
   EXPECT_NE(writer.find("ca-readable"), std::string::npos) << writer;
@@ -229,15 +235,14 @@ TEST_F(PodRunnerImageTest, RunsEveryContainerFromItsImageAsAKubeletWould) {
 }
 
 TEST_F(PodRunnerImageTest, AnUnsupportedVolumeFailsThePodWithItsName) {
-  ASSERT_OK(cluster_.Apply(PodHead("bad") +
-                           "  containers:\n  - name: c\n    image: tiny:1\n"
-                           "    volumeMounts: [{name: data, mountPath: /data}]\n"
-                           "  volumes: [{name: data, nfs: {server: nfs.example, path: /exports}}]\n"));
+  ASSERT_OK(cluster_.Apply(PodHead("bad") + "  containers:\n  - name: c\n    image: tiny:1\n"
+                                            "    volumeMounts: [{name: data, mountPath: /data}]\n"
+                                            "  volumes: [{name: data, nfs: {server: nfs.example, path: /exports}}]\n"));
   WaitForPod("bad", "Failed", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Failed"; });
   std::vector<std::string> errors = runner_->Errors();
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].find("volume data: volume type nfs is not supported by the pod runner"),
-            std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("volume data: volume type nfs is not supported by the pod runner"), std::string::npos)
+      << errors[0];
   EXPECT_TRUE(runner_->Processes().empty());
 }
 
@@ -268,13 +273,16 @@ TEST_F(PodRunnerImageTest, RestartPolicyAlwaysRestartsInPlaceAndALivenessFailure
   const std::string script =
       "if [ -f /home/tester/ran ]; then echo run-again; touch /alive/ok; exec sleep 1000; fi; "
       "touch /home/tester/ran; echo first-run; exit 3";
-  ASSERT_OK(cluster_.Apply(PodHead("r", "Always") +
-                           "  containers:\n  - name: c\n    image: tiny:1\n"
-                           "    command: [/bin/sh, -c, " + json(script).dump() + "]\n"
-                           "    volumeMounts: [{name: alive, mountPath: /alive}]\n"
-                           "    livenessProbe: {exec: {command: [/bin/sh, -c, 'test -f /alive/ok']}, initialDelaySeconds: 1,"
-                           " periodSeconds: 1, failureThreshold: 2}\n"
-                           "  volumes: [{name: alive, emptyDir: {}}]\n"));
+  ASSERT_OK(
+      cluster_.Apply(PodHead("r", "Always") +
+                     "  containers:\n  - name: c\n    image: tiny:1\n"
+                     "    command: [/bin/sh, -c, " +
+                     json(script).dump() +
+                     "]\n"
+                     "    volumeMounts: [{name: alive, mountPath: /alive}]\n"
+                     "    livenessProbe: {exec: {command: [/bin/sh, -c, 'test -f /alive/ok']}, initialDelaySeconds: 1,"
+                     " periodSeconds: 1, failureThreshold: 2}\n"
+                     "  volumes: [{name: alive, emptyDir: {}}]\n"));
   bool ended = false;  // the pod was ever reported Failed or Succeeded
   auto running_with_restarts = [&](int64_t n) {
     return [&ended, n](const json& p) {
@@ -330,8 +338,10 @@ TEST_F(PodRunnerImageTest, ALabelSelectorPicksThePodsAndOnFailureEndsInSuccess) 
   const std::string script =
       "if [ -f /home/tester/ran ]; then echo selected; exit 0; fi; touch /home/tester/ran; exit 3";
   ASSERT_OK(cluster_.Apply(PodHead("ignored") + "  containers:\n  - name: c\n    image: tiny:1\n"));
-  ASSERT_OK(cluster_.Apply(PodHead("sel", "OnFailure", "app: op") + "  containers:\n  - name: c\n    image: tiny:1\n"
-                           "    command: [/bin/sh, -c, " + json(script).dump() + "]\n"));
+  ASSERT_OK(cluster_.Apply(PodHead("sel", "OnFailure", "app: op") +
+                           "  containers:\n  - name: c\n    image: tiny:1\n"
+                           "    command: [/bin/sh, -c, " +
+                           json(script).dump() + "]\n"));
   WaitForPod("sel", "Succeeded", [](const json& p) { return StringAt(p, {"status", "phase"}) == "Succeeded"; });
   std::vector<RunnerProcess> runs = Runs("sel", "c");
   ASSERT_EQ(runs.size(), 2u);
@@ -356,8 +366,9 @@ TEST_F(PodRunnerImageTest, APodMarkedNotReadyOnAReadyNodeIsMarkedReadyAgain) {
   };
   WaitForRun("kwok-ready", "c", 0);
   WaitForPod("kwok-ready", "Ready", ready);
-  auto marked = cluster_.Kubectl({"patch", "pod", "kwok-ready", "-n", ns_, "--subresource=status", "--type=strategic", "-p",
-                                  R"({"status":{"conditions":[{"type":"Ready","status":"False","reason":"NodeNotReady"}]}})"});
+  auto marked =
+      cluster_.Kubectl({"patch", "pod", "kwok-ready", "-n", ns_, "--subresource=status", "--type=strategic", "-p",
+                        R"({"status":{"conditions":[{"type":"Ready","status":"False","reason":"NodeNotReady"}]}})"});
   ASSERT_COMMAND_OK(marked);
   WaitForPod("kwok-ready", "Ready again", ready);
   EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();

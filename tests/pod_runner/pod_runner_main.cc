@@ -51,9 +51,10 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
                   "image mode: where images are unpacked once (default $RINGMASTER_CACHE/rootfs or "
                   "~/.cache/ringmaster/rootfs)");
   app->add_flag("--pod-network", f.runner.pod_network,
-               "bin-dir mode: each pod in a network namespace of its own on a bridge this runner creates, the "
-               "apiserver relayed in (needs root; pod_network.h)");
-  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home, layers, volumes and logs")->required();
+                "bin-dir mode: each pod in a network namespace of its own on a bridge this runner creates, the "
+                "apiserver relayed in (needs root; pod_network.h)");
+  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home, layers, volumes and logs")
+      ->required();
   app->add_option("--deadline-s", f.deadline_s, "stop after this many seconds (0: never)")
       ->check(CLI::Range(0L, 10L * 365 * 24 * 3600));
   return app;

@@ -26,7 +26,8 @@ StatusOr<std::vector<FileSource::Item>> Items(const json& items, const std::stri
     item.path = StringAt(i, {"path"});
     item.mode = static_cast<int>(IntAt(i, {"mode"}, -1));
     if (i.contains("resourceFieldRef")) return Unsupported("volume " + volume + ": a downwardAPI resourceFieldRef");
-    if (item.key.empty() || item.path.empty()) return InvalidArgumentError("volume " + volume + ": an item without key or path");
+    if (item.key.empty() || item.path.empty())
+      return InvalidArgumentError("volume " + volume + ": an item without key or path");
     out.push_back(item);
   }
   return out;
@@ -73,7 +74,8 @@ bool LeavesItsDirectory(const std::string& path) {
 
 Status CheckPodSupported(const json& pod) {
   const json& spec = At(pod, {"spec"});
-  if (At(spec, {"initContainers"}).is_array() && !At(spec, {"initContainers"}).empty()) return Unsupported("initContainers");
+  if (At(spec, {"initContainers"}).is_array() && !At(spec, {"initContainers"}).empty())
+    return Unsupported("initContainers");
   if (At(spec, {"ephemeralContainers"}).is_array() && !At(spec, {"ephemeralContainers"}).empty()) {
     return Unsupported("ephemeral containers");
   }
@@ -132,7 +134,8 @@ StatusOr<std::vector<PodVolume>> PlanPodVolumes(const json& pod) {
       const json& sources = At(spec, {"sources"});
       if (!sources.is_array()) return InvalidArgumentError("volume " + vol.name + ": projected without sources");
       for (const auto& src : sources) {
-        if (!src.is_object() || src.size() != 1) return InvalidArgumentError("volume " + vol.name + ": a malformed source");
+        if (!src.is_object() || src.size() != 1)
+          return InvalidArgumentError("volume " + vol.name + ": a malformed source");
         RINGMASTER_ASSIGN_OR_RETURN(FileSource s, Source(src.begin().key(), src.begin().value(), vol.name));
         vol.sources.push_back(std::move(s));
       }
@@ -145,7 +148,8 @@ StatusOr<std::vector<PodVolume>> PlanPodVolumes(const json& pod) {
   return out;
 }
 
-StatusOr<std::vector<ContainerMount>> PlanContainerMounts(const json& container, const std::vector<PodVolume>& volumes) {
+StatusOr<std::vector<ContainerMount>> PlanContainerMounts(const json& container,
+                                                          const std::vector<PodVolume>& volumes) {
   std::vector<ContainerMount> out;
   const json& mounts = At(container, {"volumeMounts"});
   if (mounts.is_null()) return out;
@@ -164,8 +168,10 @@ StatusOr<std::vector<ContainerMount>> PlanContainerMounts(const json& container,
       return InvalidArgumentError(where + "mountPath " + cm.mount_path + " is not absolute");
     }
     if (m.contains("subPathExpr")) return Unsupported(where + "subPathExpr");
-    if (StringAt(m, {"mountPropagation"}) == "Bidirectional") return Unsupported(where + "Bidirectional mount propagation");
-    if (LeavesItsDirectory(cm.sub_path)) return InvalidArgumentError(where + "subPath " + cm.sub_path + " leaves its volume");
+    if (StringAt(m, {"mountPropagation"}) == "Bidirectional")
+      return Unsupported(where + "Bidirectional mount propagation");
+    if (LeavesItsDirectory(cm.sub_path))
+      return InvalidArgumentError(where + "subPath " + cm.sub_path + " leaves its volume");
     out.push_back(cm);
   }
   return out;
@@ -183,16 +189,23 @@ json WithServiceAccountVolume(const json& pod) {
     }
     if (has) continue;
     needed = true;
-    c["volumeMounts"].push_back({{"name", kRunnerSaVolume}, {"mountPath", kServiceAccountMountPath}, {"readOnly", true}});
+    c["volumeMounts"].push_back(
+        {{"name", kRunnerSaVolume}, {"mountPath", kServiceAccountMountPath}, {"readOnly", true}});
   }
   if (!needed) return out;
   out["spec"]["volumes"].push_back(
       {{"name", kRunnerSaVolume},
        {"projected",
         {{"defaultMode", 0644},
-         {"sources", json::array({{{"serviceAccountToken", {{"path", "token"}, {"expirationSeconds", 3607}}}},
-                                  {{"configMap", {{"name", "kube-root-ca.crt"}, {"items", json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}},
-                                  {{"downwardAPI", {{"items", json::array({{{"path", "namespace"}, {"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "metadata.namespace"}}}}})}}}}})}}}});
+         {"sources",
+          json::array(
+              {{{"serviceAccountToken", {{"path", "token"}, {"expirationSeconds", 3607}}}},
+               {{"configMap",
+                 {{"name", "kube-root-ca.crt"}, {"items", json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}},
+               {{"downwardAPI",
+                 {{"items", json::array({{{"path", "namespace"},
+                                          {"fieldRef",
+                                           {{"apiVersion", "v1"}, {"fieldPath", "metadata.namespace"}}}}})}}}}})}}}});
   return out;
 }
 

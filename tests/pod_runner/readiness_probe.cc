@@ -72,7 +72,8 @@ StatusOr<std::optional<ProbeSpec>> ParseProbe(const json& container, const std::
     const json& h = probe["httpGet"];
     s.kind = ProbeSpec::Kind::kHttpGet;
     std::string scheme = StringAt(h, {"scheme"});
-    if (!scheme.empty() && scheme != "HTTP") return UnimplementedError(where + "scheme " + scheme + " is not supported by the pod runner");
+    if (!scheme.empty() && scheme != "HTTP")
+      return UnimplementedError(where + "scheme " + scheme + " is not supported by the pod runner");
     RINGMASTER_ASSIGN_OR_RETURN(s.port, Port(container, At(h, {"port"}), field));
     s.host = StringAt(h, {"host"});
     if (std::string path = StringAt(h, {"path"}); !path.empty()) s.path = path[0] == '/' ? path : "/" + path;
@@ -102,7 +103,9 @@ StatusOr<std::optional<ProbeSpec>> ParseProbe(const json& container, const std::
   return std::optional<ProbeSpec>(s);
 }
 
-StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) { return ParseProbe(container, "readinessProbe"); }
+StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) {
+  return ParseProbe(container, "readinessProbe");
+}
 
 StatusOr<std::optional<ProbeSpec>> ParseLivenessProbe(const json& container) {
   RINGMASTER_ASSIGN_OR_RETURN(std::optional<ProbeSpec> spec, ParseProbe(container, "livenessProbe"));
@@ -111,7 +114,8 @@ StatusOr<std::optional<ProbeSpec>> ParseLivenessProbe(const json& container) {
 }
 
 Status ProbeTcp(const std::string& ip, const ProbeSpec& spec) {
-  RINGMASTER_ASSIGN_OR_RETURN(int fd, Connect(spec.host.empty() ? ip : spec.host, spec.port, Clock::now() + spec.timeout));
+  RINGMASTER_ASSIGN_OR_RETURN(int fd,
+                              Connect(spec.host.empty() ? ip : spec.host, spec.port, Clock::now() + spec.timeout));
   ::close(fd);
   return Status::Ok();
 }
@@ -147,8 +151,11 @@ Status ProbeHttp(const std::string& ip, const ProbeSpec& spec) {
       // "HTTP/1.1 200 OK"
       const size_t space = response.find(' ');
       const int code = space == std::string::npos ? 0 : std::atoi(response.c_str() + space + 1);
-      if (code >= 200 && code < 400) result = Status::Ok();
-      else result = UnavailableError("GET " + spec.path + ": " + (code ? "status " + std::to_string(code) : "no HTTP response"));
+      if (code >= 200 && code < 400)
+        result = Status::Ok();
+      else
+        result = UnavailableError("GET " + spec.path + ": " +
+                                  (code ? "status " + std::to_string(code) : "no HTTP response"));
       break;
     }
   }

@@ -23,11 +23,11 @@ namespace ringmaster::testing {
 struct ProbeSpec {
   enum class Kind { kHttpGet, kTcpSocket, kExec };
   Kind kind = Kind::kHttpGet;
-  std::string host;                  // "" -> the pod IP
-  int port = 0;                      // kHttpGet, kTcpSocket
-  std::string path = "/";            // kHttpGet
+  std::string host;                                          // "" -> the pod IP
+  int port = 0;                                              // kHttpGet, kTcpSocket
+  std::string path = "/";                                    // kHttpGet
   std::vector<std::pair<std::string, std::string>> headers;  // kHttpGet
-  std::vector<std::string> command;  // kExec
+  std::vector<std::string> command;                          // kExec
   std::chrono::seconds initial_delay{0}, period{10}, timeout{1};
   int success_threshold = 1, failure_threshold = 3;
 };

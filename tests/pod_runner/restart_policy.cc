@@ -16,12 +16,9 @@ StatusOr<RestartPolicy> ParseRestartPolicy(const nlohmann::json& pod) {
 
 bool ShouldRestart(RestartPolicy policy, int exit_code) {
   switch (policy) {
-    case RestartPolicy::kAlways:
-      return true;
-    case RestartPolicy::kOnFailure:
-      return exit_code != 0;
-    case RestartPolicy::kNever:
-      return false;
+    case RestartPolicy::kAlways: return true;
+    case RestartPolicy::kOnFailure: return exit_code != 0;
+    case RestartPolicy::kNever: return false;
   }
   return false;
 }

@@ -29,9 +29,9 @@ struct RestartBackOff {
   std::chrono::milliseconds reset_after;  // a container that ran this long starts the back-off over
 };
 inline constexpr RestartBackOff kKubeletRestartBackOff{std::chrono::seconds(10), std::chrono::minutes(5),
-                                                        std::chrono::minutes(10)};
+                                                       std::chrono::minutes(10)};
 inline constexpr RestartBackOff kTestRestartBackOff{std::chrono::seconds(1), std::chrono::seconds(10),
-                                                     std::chrono::seconds(10)};
+                                                    std::chrono::seconds(10)};
 
 // The wait before restarting a container that ran for `ran`, when the wait before its previous restart
 // was `previous` (0 for none): `initial` for a first restart or after a run of `reset_after` or more,

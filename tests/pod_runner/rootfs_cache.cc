@@ -1,9 +1,9 @@
 #include "tests/pod_runner/rootfs_cache.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,8 +48,7 @@ Status RunTool(const std::vector<std::string>& argv, Clock::time_point deadline)
 // flock(2), retried when a signal interrupts it.
 int Flock(int fd, int operation) {
   int r;
-  while ((r = ::flock(fd, operation)) != 0 && errno == EINTR) {
-  }
+  while ((r = ::flock(fd, operation)) != 0 && errno == EINTR) {}
   return r;
 }
 
@@ -140,7 +139,8 @@ StatusOr<RootfsLease> EnsureRootfs(const LocalImage& image, const std::string& c
     if (Flock(lock, LOCK_SH) != 0) return fail(InternalError("cannot lock " + lock_path + ": " + std::strerror(errno)));
     if (std::filesystem::is_directory(rootfs, ec)) return RootfsLease(rootfs, lock);
     if (attempt == 3) {
-      return fail(AbortedError("the unpacked image " + dir + " was removed three times before it could be taken; try again"));
+      return fail(
+          AbortedError("the unpacked image " + dir + " was removed three times before it could be taken; try again"));
     }
     if (Flock(lock, LOCK_EX) != 0) return fail(InternalError("cannot lock " + lock_path + ": " + std::strerror(errno)));
     if (std::filesystem::is_directory(rootfs, ec)) continue;  // another process unpacked it meanwhile
@@ -148,8 +148,8 @@ StatusOr<RootfsLease> EnsureRootfs(const LocalImage& image, const std::string& c
     const auto started = Clock::now();
     const std::string tmp = cache_dir + "/.unpacking-" + hex + "-" + std::to_string(::getpid());
     const std::string layout = tmp + "/layout", bundle = tmp + "/bundle";
-    progress("unpacking image " + image.reference + " (" + image.archive + ", manifest " + image.manifest_digest.substr(0, 19) +
-             ") into " + dir);
+    progress("unpacking image " + image.reference + " (" + image.archive + ", manifest " +
+             image.manifest_digest.substr(0, 19) + ") into " + dir);
     const auto deadline = Clock::now() + timeout;
     Status result = Status::Ok();
     std::filesystem::remove_all(tmp, ec);

@@ -4,14 +4,13 @@
 // them the test fails, saying so (make deps installs umoci).
 #include "tests/pod_runner/rootfs_cache.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/status_test_macros.h"
 #include "tests/pod_runner/oci_image.h"
@@ -67,7 +66,8 @@ class RootfsCacheTest : public ::testing::Test {
   // The unpacked roots in the cache (directories not starting with '.').
   int Roots() const {
     int n = 0;
-    for (const auto& e : fs::directory_iterator(cache_)) n += e.is_directory() && e.path().filename().string()[0] != '.';
+    for (const auto& e : fs::directory_iterator(cache_))
+      n += e.is_directory() && e.path().filename().string()[0] != '.';
     return n;
   }
 
@@ -114,7 +114,8 @@ TEST_F(RootfsCacheTest, AHeldRootSurvivesAnotherUnpackAndAReleasedOneDoesNot) {
 TEST_F(RootfsCacheTest, PruningTakesWhatADeadUnpackLeftButNotALiveOnes) {
   fs::create_directories(cache_);
   // A pid above the kernel's pid_max cannot be running.
-  const std::string dead = cache_ + "/.unpacking-0123-99999999", live = cache_ + "/.unpacking-0456-" + std::to_string(::getpid());
+  const std::string dead = cache_ + "/.unpacking-0123-99999999",
+                    live = cache_ + "/.unpacking-0456-" + std::to_string(::getpid());
   fs::create_directories(dead + "/layout");
   fs::create_directories(live + "/layout");
   PruneUnusedRootfs(cache_, "", [](const std::string&) {});

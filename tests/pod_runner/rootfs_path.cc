@@ -40,7 +40,7 @@ StatusOr<std::string> ResolveInRoot(const std::string& root, const std::string& 
     for (const auto& d : done) inside += "/" + d;
     inside += "/" + part;
     const std::string host = root + inside;
-    struct stat st {};
+    struct stat st{};
     if (::lstat(host.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
       if (++links > 40) return InvalidArgumentError("too many symbolic links in " + path + " inside " + root);
       char target[4096];

@@ -109,8 +109,8 @@ StatusOr<std::string> ReadTarMember(const std::string& archive, const std::strin
     }
     if ((type == '0' || type == 0) && Trimmed(name) == want) {
       if (size > max_bytes) {
-        result = ResourceExhaustedError(archive + ": " + member + " has " + std::to_string(size) + " bytes, more than " +
-                                        std::to_string(max_bytes));
+        result = ResourceExhaustedError(archive + ": " + member + " has " + std::to_string(size) +
+                                        " bytes, more than " + std::to_string(max_bytes));
         break;
       }
       content.resize(size);

@@ -14,7 +14,6 @@ namespace ringmaster::testing {
 // The content of the regular file `member` of the tar at `archive`; a leading "./" is ignored on both
 // sides. NotFound when no such member exists or the archive cannot be opened; DataLoss for a truncated
 // or malformed archive; ResourceExhausted when the member is larger than `max_bytes`.
-StatusOr<std::string> ReadTarMember(const std::string& archive, const std::string& member,
-                                    size_t max_bytes = 64 << 20);
+StatusOr<std::string> ReadTarMember(const std::string& archive, const std::string& member, size_t max_bytes = 64 << 20);
 
 }  // namespace ringmaster::testing

@@ -171,11 +171,12 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
 };
 
 TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
-  const uint64_t seed = static_cast<uint64_t>(EnvInt("RINGMASTER_SOAK_SEED", static_cast<int>(::time(nullptr) % 100000)));
+  const uint64_t seed =
+      static_cast<uint64_t>(EnvInt("RINGMASTER_SOAK_SEED", static_cast<int>(::time(nullptr) % 100000)));
   rng_.seed(seed);
   start_ = Clock::now();
-  Say("soak: " + std::to_string(minutes_) + " min of faults, seed " + std::to_string(seed) + " (RINGMASTER_SOAK_SEED), " +
-      std::to_string(steps_) + " training steps");
+  Say("soak: " + std::to_string(minutes_) + " min of faults, seed " + std::to_string(seed) +
+      " (RINGMASTER_SOAK_SEED), " + std::to_string(steps_) + " training steps");
   ApplyJob();
   WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
@@ -190,7 +191,8 @@ TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
     if (!Settle() || Phase(Job()) == "Succeeded") break;
     auto restarted = replicas_.RestartExited();
     ASSERT_OK(restarted) << restarted.status();
-    for (const auto& name : *restarted) Say(name + " had exited (it lost its lease); started again, as its Deployment would");
+    for (const auto& name : *restarted)
+      Say(name + " had exited (it lost its lease); started again, as its Deployment would");
     std::this_thread::sleep_for(std::chrono::milliseconds(Uniform(2000, 6000)));
     const int64_t generation = Membership(Job()).value("generation", int64_t{0});
     auto [kind, what] = InjectOne();
@@ -208,19 +210,23 @@ TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
     Say(line);
   }
   ASSERT_FALSE(HasFailure());
-  Say("faults stop; the training runs to its end (step " + std::to_string(Progress()) + " of " + std::to_string(steps_) + ")");
-  Status finished = WaitFor("the training to end", seconds(120) + std::chrono::milliseconds(40 * kStepDelayMs) *
-                                                       std::max<int64_t>(0, steps_ - Progress()) / 10, [&](std::string* last) {
-    *last = "phase " + Phase(Job()) + ", step " + std::to_string(Progress());
-    return Phase(Job()) == "Succeeded" || Phase(Job()) == "Failed";
-  });
+  Say("faults stop; the training runs to its end (step " + std::to_string(Progress()) + " of " +
+      std::to_string(steps_) + ")");
+  Status finished = WaitFor(
+      "the training to end",
+      seconds(120) + std::chrono::milliseconds(40 * kStepDelayMs) * std::max<int64_t>(0, steps_ - Progress()) / 10,
+      [&](std::string* last) {
+        *last = "phase " + Phase(Job()) + ", step " + std::to_string(Progress());
+        return Phase(Job()) == "Succeeded" || Phase(Job()) == "Failed";
+      });
   ASSERT_OK(finished) << finished;
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_TRUE(history_->Problems().empty()) << history_->Problems().front() << "\n" << history_->Describe();
 
   std::fprintf(stderr, "\nsoak: %d faults in %.1f min, seed %llu; the job %s with %zu finishers%s\n", n,
                std::chrono::duration<double>(Clock::now() - start_).count() / 60, static_cast<unsigned long long>(seed),
-               Phase(Job()).c_str(), finishers.size(), HasFailure() ? " -- FAILED (see above)" : ", weights exact, every sample once per epoch");
+               Phase(Job()).c_str(), finishers.size(),
+               HasFailure() ? " -- FAILED (see above)" : ", weights exact, every sample once per epoch");
   std::fprintf(stderr, "  %-10s %9s %20s\n", "fault", "survived", "mean time to settle");
   for (const auto& [kind, count] : survived) {
     std::fprintf(stderr, "  %-10s %9d %18.1f s\n", kind.c_str(), count, settle_seconds[kind] / count);
@@ -228,9 +234,11 @@ TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
   if (!partition_to_generation_.empty()) {
     std::vector<double> t = partition_to_generation_;
     std::sort(t.begin(), t.end());
-    std::fprintf(stderr, "  partition -> generation without the cut worker, %zu cuts: median %.1f s, p99 %.1f s, max %.1f s "
-                 "(collective timeout %.1f s)\n", t.size(), t[t.size() / 2], t[std::min(t.size() - 1, t.size() * 99 / 100)],
-                 t.back(), kCollectiveTimeoutMs / 1000.0);
+    std::fprintf(stderr,
+                 "  partition -> generation without the cut worker, %zu cuts: median %.1f s, p99 %.1f s, max %.1f s "
+                 "(collective timeout %.1f s)\n",
+                 t.size(), t[t.size() / 2], t[std::min(t.size() - 1, t.size() * 99 / 100)], t.back(),
+                 kCollectiveTimeoutMs / 1000.0);
   }
 }
 

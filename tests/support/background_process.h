@@ -6,10 +6,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <optional>
 
 #include "base/status.h"
 #include "base/subprocess.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status_test_macros.h"
 #include "tests/support/manifests.h"
 #include "tests/support/test_cluster.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::testing {
 
@@ -35,10 +35,14 @@ class ClusterTest : public ::testing::Test {
     pool_nodes_.push_back(name);
     const std::string g = std::to_string(gpus);
     Status s = cluster_.Apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name +
-                              "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, " + kPoolKey + ": " + pool +
-                              "}\nspec:\n  taints: [{key: " + kPoolKey + ", value: " + pool + ", effect: NoSchedule}]\n"
-                              "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n"
-                              "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" + g + "\"}\n");
+                              "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok, " + kPoolKey + ": " +
+                              pool + "}\nspec:\n  taints: [{key: " + kPoolKey + ", value: " + pool +
+                              ", effect: NoSchedule}]\n"
+                              "status:\n  allocatable: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" +
+                              g +
+                              "\"}\n"
+                              "  capacity: {cpu: \"32\", memory: 256Gi, pods: \"110\", nvidia.com/gpu: \"" +
+                              g + "\"}\n");
     ASSERT_OK(s) << s;
   }
 
@@ -67,8 +71,7 @@ class ClusterTest : public ::testing::Test {
 
   // Installs crds/ringmaster.io_trainingjobs.yaml (idempotent, safe in parallel).
   void EnsureTrainingJobCrd() {
-    Status crd = cluster_.EnsureCrd(ringmaster::testing::TrainingJobCrdPath(),
-                                    std::string(api::kCrdName));
+    Status crd = cluster_.EnsureCrd(ringmaster::testing::TrainingJobCrdPath(), std::string(api::kCrdName));
     ASSERT_OK(crd) << crd;
   }
 

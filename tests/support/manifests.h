@@ -14,6 +14,8 @@ inline std::string TrainingJobHead() {
 }
 
 // The CRD file's path in the source tree.
-inline std::string TrainingJobCrdPath() { return std::string(RINGMASTER_SOURCE_DIR) + "/" + std::string(api::kCrdFile); }
+inline std::string TrainingJobCrdPath() {
+  return std::string(RINGMASTER_SOURCE_DIR) + "/" + std::string(api::kCrdFile);
+}
 
 }  // namespace ringmaster::testing

@@ -14,8 +14,10 @@ namespace ringmaster::testing {
 inline Status StartOperatorProcess(BackgroundProcess* process, const std::string& binary, const TestCluster& cluster,
                                    const std::string& ns, const std::string& log_file,
                                    const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {binary, "--kubeconfig", cluster.kubeconfig(), "--namespace", ns,
-                                   "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"};
+  std::vector<std::string> argv = {
+      binary,       "--kubeconfig",           cluster.kubeconfig(), "--namespace",
+      ns,           "--metrics-bind-address", "127.0.0.1:0",        "--health-probe-bind-address",
+      "127.0.0.1:0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return process->Start(argv, log_file);
 }

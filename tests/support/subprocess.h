@@ -2,11 +2,11 @@
 // one spawner, base/subprocess.h. Test support only: production code never shells out.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/status.h"
 

@@ -72,7 +72,8 @@ Status TestCluster::EnsureCrd(const std::string& path, const std::string& crd_na
     return r.ok() && r->ok();
   });
   RINGMASTER_RETURN_IF_ERROR(applied);
-  auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=30s", "crd/" + crd_name}, "", std::chrono::seconds(40));
+  auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=30s", "crd/" + crd_name}, "",
+                   std::chrono::seconds(40));
   if (!r.ok()) return r.status();
   if (!r->ok()) return UnknownError("CRD " + crd_name + " not Established: " + r->err);
   return Status::Ok();

@@ -45,7 +45,8 @@ std::vector<std::string> ProgramsInBin() {
 TEST(CliTest, EveryProgramInBinAnswersHelp) {
   std::vector<std::string> found = ProgramsInBin();
   for (const std::string& listed : ListedPrograms()) {
-    EXPECT_NE(std::find(found.begin(), found.end(), listed), found.end()) << listed << " is not in " << RINGMASTER_BIN_DIR;
+    EXPECT_NE(std::find(found.begin(), found.end(), listed), found.end())
+        << listed << " is not in " << RINGMASTER_BIN_DIR;
   }
   for (const std::string& program : found) {
     auto r = RunCommand({Bin(program), "--help"}, seconds(30));
@@ -103,9 +104,27 @@ TEST(CliTest, TrainExampleCreatesItsOutDirectory) {
   const std::string out = root + "/not/there/yet";
   std::filesystem::remove_all(root);
   // Strict launcher timeouts, not a user's defaults (no deadline, 10 min to the first heartbeat).
-  auto r = RunCommand({Bin("ringmaster-run"), "--np", "1", "--out", root + "/run", "--heartbeat-timeout-ms", "2000",
-                       "--startup-timeout-s", "60", "--deadline-s", "60", "--", Bin("ringmaster-train-example"),
-                       "--steps", "2", "--samples", "8", "--batch", "4", "--out", out},
+  auto r = RunCommand({Bin("ringmaster-run"),
+                       "--np",
+                       "1",
+                       "--out",
+                       root + "/run",
+                       "--heartbeat-timeout-ms",
+                       "2000",
+                       "--startup-timeout-s",
+                       "60",
+                       "--deadline-s",
+                       "60",
+                       "--",
+                       Bin("ringmaster-train-example"),
+                       "--steps",
+                       "2",
+                       "--samples",
+                       "8",
+                       "--batch",
+                       "4",
+                       "--out",
+                       out},
                       seconds(90));
   ASSERT_COMMAND_OK(r);
   std::ifstream weights(out + "/weights.w0.txt");

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "tests/support/subprocess.h"
 #include "base/status_test_macros.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -17,7 +17,8 @@ void ExpectOneClearLine(const CommandResult& r, const std::string& what, const s
   EXPECT_NE(r.exit_code, 0);
   std::string err = r.err;
   ASSERT_FALSE(err.empty());
-  std::string last = err.substr(err.rfind('\n', err.size() - 2) == std::string::npos ? 0 : err.rfind('\n', err.size() - 2) + 1);
+  std::string last =
+      err.substr(err.rfind('\n', err.size() - 2) == std::string::npos ? 0 : err.rfind('\n', err.size() - 2) + 1);
   EXPECT_EQ(last.rfind("ringmaster: error: ", 0), 0u) << err;
   EXPECT_NE(last.find(what), std::string::npos) << err;
   EXPECT_NE(last.find(" -- " + advice), std::string::npos) << err;

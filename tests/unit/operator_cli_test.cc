@@ -4,8 +4,8 @@
 #include <fstream>
 #include <string>
 
-#include "tests/support/subprocess.h"
 #include "base/status_test_macros.h"
+#include "tests/support/subprocess.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -63,13 +63,16 @@ TEST(OperatorCliTest, TakenMetricsPortIsReported) {
   // A listener holds a port (in the background of the same shell); the operator is asked for it.
   auto r = RunCommand({"sh", "-c",
                        "python3 -c \"import socket,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); "
-                       "open('" + ::testing::TempDir() + "port','w').write(str(s.getsockname()[1])); time.sleep(15)\" & "
-                       "sleep 1; PORT=$(cat " + ::testing::TempDir() + "port); " + RINGMASTER_OPERATOR_BIN +
-                       " --kubeconfig " + WriteFile("ok.kubeconfig",
-                                                    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
-                                                    "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\n"
-                                                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n") +
-                       " --metrics-bind-address 127.0.0.1:$PORT; echo rc=$?; kill $!"},
+                       "open('" +
+                           ::testing::TempDir() +
+                           "port','w').write(str(s.getsockname()[1])); time.sleep(15)\" & "
+                           "sleep 1; PORT=$(cat " +
+                           ::testing::TempDir() + "port); " + RINGMASTER_OPERATOR_BIN + " --kubeconfig " +
+                           WriteFile("ok.kubeconfig",
+                                     "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
+                                     "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\n"
+                                     "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n") +
+                           " --metrics-bind-address 127.0.0.1:$PORT; echo rc=$?; kill $!"},
                       seconds(30));
   ASSERT_OK(r) << r.status();
   EXPECT_NE(r->out.find("rc=1"), std::string::npos) << r->out << r->err;

@@ -35,8 +35,7 @@ Status AsyncCheckpointWriter::Save(int64_t step, uint32_t world_size, std::span<
     snapshot->names.emplace_back(blob.name);
     snapshot->buffers.push_back(std::move(buffer));
   }
-  snapshot->snapshot_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  snapshot->snapshot_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   {
     std::lock_guard<std::mutex> lock(mu_);

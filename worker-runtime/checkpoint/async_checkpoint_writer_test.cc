@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 
 namespace ringmaster::checkpoint {
 namespace {

@@ -29,7 +29,7 @@ int64_t NowUnixMs() {
 }
 
 bool Exists(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   return ::lstat(path.c_str(), &st) == 0;
 }
 
@@ -56,13 +56,9 @@ StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(CheckpointOptio
   return std::unique_ptr<CheckpointStore>(new CheckpointStore(std::move(options)));
 }
 
-void CheckpointStore::Log(const std::string& line) const {
-  ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
-}
+void CheckpointStore::Log(const std::string& line) const { ::ringmaster::Log(options_.log, LogLevel::kInfo, line); }
 
-std::string CheckpointStore::StepPath(int64_t step) const {
-  return options_.dir + "/step-" + std::to_string(step);
-}
+std::string CheckpointStore::StepPath(int64_t step) const { return options_.dir + "/step-" + std::to_string(step); }
 
 std::string CheckpointStore::UniqueSuffix() {
   // pid + a per-store counter + clock bits: unique among this host's writers,
@@ -394,8 +390,8 @@ StatusOr<int> CheckpointStore::CollectGarbageLocked() {
     }
     // Older than the newest keep_last complete checkpoints: vanish first
     // (atomic rename), then delete at leisure.
-    const std::string trash = options_.dir + "/" + std::string(kTrashPrefix) + "step-" + std::to_string(step) + "-" +
-                              UniqueSuffix();
+    const std::string trash =
+        options_.dir + "/" + std::string(kTrashPrefix) + "step-" + std::to_string(step) + "-" + UniqueSuffix();
     if (::rename(StepPath(step).c_str(), trash.c_str()) != 0) {
       Log("retention: cannot move " + StepPath(step) + " aside: " + ErrnoStatus(errno, "rename", trash).message());
       continue;

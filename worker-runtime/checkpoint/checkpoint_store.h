@@ -58,9 +58,9 @@
 namespace ringmaster::checkpoint {
 
 struct CheckpointOptions {
-  std::string dir;                                  // created if absent
-  int keep_last = 3;                                // >= 1 complete checkpoints kept
-  std::chrono::seconds stale_temp_age{600};         // temp dirs idle this long are crash leftovers
+  std::string dir;                           // created if absent
+  int keep_last = 3;                         // >= 1 complete checkpoints kept
+  std::chrono::seconds stale_temp_age{600};  // temp dirs idle this long are crash leftovers
   LogSink log;  // a line per notable event (a skipped checkpoint and why, a deleted one); may be empty
 };
 
@@ -78,19 +78,19 @@ Status ValidateSave(int64_t step, uint32_t world_size, std::span<const BlobRef> 
 // Figures for metrics, one per successful save.
 struct SaveResult {
   int64_t step = 0;
-  uint64_t bytes = 0;            // blob bytes written (manifest excluded)
-  double seconds = 0;            // whole commit: write + fsync + rename + retention
-  double snapshot_seconds = 0;   // async saves: time the caller spent copying its bytes
-  int removed_checkpoints = 0;   // old checkpoints deleted by retention
-  std::string path;              // the committed step directory
+  uint64_t bytes = 0;           // blob bytes written (manifest excluded)
+  double seconds = 0;           // whole commit: write + fsync + rename + retention
+  double snapshot_seconds = 0;  // async saves: time the caller spent copying its bytes
+  int removed_checkpoints = 0;  // old checkpoints deleted by retention
+  std::string path;             // the committed step directory
 };
 
 // Figures for metrics, one per successful restore.
 struct RestoreResult {
   int64_t step = 0;
   uint64_t bytes = 0;
-  double seconds = 0;            // read + verify, including skipped checkpoints
-  int skipped = 0;               // newer checkpoints skipped as incomplete or corrupt
+  double seconds = 0;  // read + verify, including skipped checkpoints
+  int skipped = 0;     // newer checkpoints skipped as incomplete or corrupt
 };
 
 // Where LoadInto/LoadLatestInto put one blob: caller-owned memory of exactly the blob's size, any alignment

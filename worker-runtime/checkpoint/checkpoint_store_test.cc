@@ -6,8 +6,8 @@
 #include <atomic>
 #include <thread>
 
-#include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "base/status_test_macros.h"
+#include "worker-runtime/checkpoint/checkpoint_testing.h"
 
 namespace ringmaster::checkpoint {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "worker-runtime/checkpoint/file_io.h"
 #include "base/status_test_macros.h"
+#include "worker-runtime/checkpoint/file_io.h"
 
 namespace ringmaster::checkpoint::testing {
 
@@ -25,7 +25,8 @@ std::string FreshTestDir() {
 
 std::vector<std::byte> PatternBytes(int64_t step, int blob, size_t size) {
   std::vector<std::byte> out(size);
-  uint64_t x = static_cast<uint64_t>(step) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(blob) * 0x632be59bd9b4e019ULL;
+  uint64_t x =
+      static_cast<uint64_t>(step) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(blob) * 0x632be59bd9b4e019ULL;
   size_t i = 0;
   for (; i + 8 <= size; i += 8) {
     x ^= x >> 29;

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <functional>
 
+#include "base/status_test_macros.h"
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::checkpoint {
 namespace {
@@ -29,7 +29,6 @@ struct Damage {
 
 void Truncate(const std::string& path, off_t size) { ASSERT_EQ(::truncate(path.c_str(), size), 0) << path; }
 
-
 void WriteText(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
@@ -39,18 +38,24 @@ void WriteText(const std::string& path, const std::string& text) {
 
 std::vector<Damage> AllDamage() {
   return {
-      {"missing_manifest", [](const std::string& d) { ASSERT_EQ(::unlink((d + "/MANIFEST.json").c_str()), 0); },
+      {"missing_manifest",
+       [](const std::string& d) { ASSERT_EQ(::unlink((d + "/MANIFEST.json").c_str()), 0); },
        {"step-3", "MANIFEST.json", "manifest missing", "DataLoss"}},
-      {"truncated_blob", [](const std::string& d) { Truncate(d + "/model", 1000); },
+      {"truncated_blob",
+       [](const std::string& d) { Truncate(d + "/model", 1000); },
        {"step-3/model", "truncated", "DataLoss"}},
       {"empty_blob", [](const std::string& d) { Truncate(d + "/model", 0); }, {"step-3/model", "truncated"}},
-      {"flipped_byte", [](const std::string& d) { FlipByte(d + "/model", 5000); },
+      {"flipped_byte",
+       [](const std::string& d) { FlipByte(d + "/model", 5000); },
        {"step-3/model", "CRC32C", "corrupt", "DataLoss"}},
-      {"missing_blob", [](const std::string& d) { ASSERT_EQ(::unlink((d + "/cursor").c_str()), 0); },
+      {"missing_blob",
+       [](const std::string& d) { ASSERT_EQ(::unlink((d + "/cursor").c_str()), 0); },
        {"step-3", "blob \"cursor\" missing"}},
-      {"garbage_manifest", [](const std::string& d) { WriteText(d + "/MANIFEST.json", "\x01\x02garbage{{"); },
+      {"garbage_manifest",
+       [](const std::string& d) { WriteText(d + "/MANIFEST.json", "\x01\x02garbage{{"); },
        {"step-3/MANIFEST.json", "not valid JSON"}},
-      {"truncated_manifest", [](const std::string& d) { Truncate(d + "/MANIFEST.json", 40); },
+      {"truncated_manifest",
+       [](const std::string& d) { Truncate(d + "/MANIFEST.json", 40); },
        {"step-3/MANIFEST.json", "not valid JSON"}},
       {"manifest_of_other_step",
        [](const std::string& d) {
@@ -77,7 +82,8 @@ std::vector<Damage> AllDamage() {
          ASSERT_EQ(::unlink((tmp + "/MANIFEST.json").c_str()), 0);
          Truncate(tmp + "/model", 77);
        },
-       {}, /*skipped=*/false},
+       {},
+       /*skipped=*/false},
   };
 }
 

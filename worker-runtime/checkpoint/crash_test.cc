@@ -13,10 +13,10 @@
 #include <string>
 #include <thread>
 
+#include "base/status_test_macros.h"
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "worker-runtime/checkpoint/file_io.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::checkpoint {
 namespace {

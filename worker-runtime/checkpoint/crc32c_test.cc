@@ -36,9 +36,9 @@ TEST(Crc32cTest, ThreeStreamPathsMatchPortable) {
   uint64_t x = 12345;
   for (unsigned char& b : data) b = static_cast<unsigned char>((x = x * 6364136223846793005ULL + 1) >> 56);
   for (size_t offset : std::initializer_list<size_t>{0, 3, 8}) {
-    for (size_t len : std::initializer_list<size_t>{767, 768, 769, 3 * 256 + 8, 3 * 8192 - 1, 3 * 8192,
-                                                    3 * 8192 + 1, 3 * 8192 + 3 * 256 + 13, 2 * 3 * 8192 + 5 * 256 + 7,
-                                                    data.size() - 8}) {
+    for (size_t len :
+         std::initializer_list<size_t>{767, 768, 769, 3 * 256 + 8, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1,
+                                       3 * 8192 + 3 * 256 + 13, 2 * 3 * 8192 + 5 * 256 + 7, data.size() - 8}) {
       EXPECT_EQ(Crc32cExtend(0x12345678u, data.data() + offset, len),
                 Crc32cExtendPortable(0x12345678u, data.data() + offset, len))
           << "offset " << offset << " len " << len;

@@ -42,21 +42,15 @@ Status ErrnoStatus(int err, const std::string& what, const std::string& path) {
   std::string message = what + " " + path + ": " + std::strerror(err);
   switch (err) {
     case ENOSPC:
-    case EDQUOT:
-      return ResourceExhaustedError(std::move(message));
-    case ENOENT:
-      return NotFoundError(std::move(message));
-    case EEXIST:
-      return AlreadyExistsError(std::move(message));
+    case EDQUOT: return ResourceExhaustedError(std::move(message));
+    case ENOENT: return NotFoundError(std::move(message));
+    case EEXIST: return AlreadyExistsError(std::move(message));
     case EACCES:
     case EPERM:
-    case EROFS:
-      return PermissionDeniedError(std::move(message));
+    case EROFS: return PermissionDeniedError(std::move(message));
     case EINTR:
-    case EAGAIN:
-      return UnavailableError(std::move(message));
-    default:
-      return UnknownError(std::move(message));
+    case EAGAIN: return UnavailableError(std::move(message));
+    default: return UnknownError(std::move(message));
   }
 }
 
@@ -82,8 +76,7 @@ namespace {
 
 // Opens the regular file at `path` for reading and checks its size as ReadRegularFile describes; the
 // descriptor (the caller closes it) and the size.
-StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path, int64_t expected_size,
-                                                   uint64_t max_size) {
+StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size) {
   // O_NONBLOCK: opening a FIFO planted under a blob's name must not block.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -91,14 +84,14 @@ StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path, int6
     return ErrnoStatus(errno, "open", path);
   }
   FdCloser closer(fd);
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "stat", path);
   if (!S_ISREG(st.st_mode)) return DataLossError(path + ": not a regular file");
   const auto size = static_cast<uint64_t>(st.st_size);
   if (expected_size >= 0 && size != static_cast<uint64_t>(expected_size)) {
     return DataLossError(path + ": size " + std::to_string(size) + " bytes, manifest says " +
-                         std::to_string(expected_size) + (size < static_cast<uint64_t>(expected_size)
-                                                              ? " (truncated)" : " (extended)"));
+                         std::to_string(expected_size) +
+                         (size < static_cast<uint64_t>(expected_size) ? " (truncated)" : " (extended)"));
   }
   if (expected_size < 0 && size > max_size) {
     return DataLossError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_size) +
@@ -109,8 +102,7 @@ StatusOr<std::pair<int, uint64_t>> OpenRegularFile(const std::string& path, int6
 
 }  // namespace
 
-StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size,
-                                     uint32_t* crc) {
+StatusOr<ByteBuffer> ReadRegularFile(const std::string& path, int64_t expected_size, uint64_t max_size, uint32_t* crc) {
   RINGMASTER_ASSIGN_OR_RETURN(const auto opened, OpenRegularFile(path, expected_size, max_size));
   FdCloser closer(opened.first);
   RINGMASTER_ASSIGN_OR_RETURN(ByteBuffer buffer, ByteBuffer::Allocate(opened.second));
@@ -142,14 +134,14 @@ StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) {
 }
 
 StatusOr<uint64_t> RegularFileSize(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", path);
   if (!S_ISREG(st.st_mode)) return DataLossError(path + ": not a regular file");
   return static_cast<uint64_t>(st.st_size);
 }
 
 StatusOr<std::time_t> NewestMtime(const std::string& dir) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(dir.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", dir);
   std::time_t newest = st.st_mtime;
   RINGMASTER_ASSIGN_OR_RETURN(const std::vector<std::string> names, ListDirectory(dir));

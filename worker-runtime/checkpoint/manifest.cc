@@ -23,9 +23,12 @@ bool ParseHex32(const std::string& s, uint32_t* out) {
   uint32_t v = 0;
   for (char c : s) {
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
-    else return false;
+    if (c >= '0' && c <= '9')
+      v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= static_cast<uint32_t>(c - 'a' + 10);
+    else
+      return false;
   }
   *out = v;
   return true;
@@ -38,8 +41,8 @@ Status ValidateBlobName(std::string_view name) {
   if (name.front() == '.') return InvalidArgumentError("blob name \"" + std::string(name) + "\" starts with '.'");
   if (name == kManifestFileName) return InvalidArgumentError("blob name \"" + std::string(name) + "\" is reserved");
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) {
       return InvalidArgumentError("blob name \"" + std::string(name) + "\" may only contain [A-Za-z0-9._-]");
     }

@@ -1,6 +1,7 @@
 #include "worker-runtime/checkpoint/manifest.h"
 
 #include <gtest/gtest.h>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster::checkpoint {
@@ -60,7 +61,11 @@ TEST(ManifestTest, EveryTruncationAndByteFlipIsRejectedOrHarmless) {
 
 TEST(ManifestTest, RejectsBadContent) {
   const char* bad[] = {
-      "", "garbage", "[]", "{}", "\xff\xff\xff",
+      "",
+      "garbage",
+      "[]",
+      "{}",
+      "\xff\xff\xff",
       R"({"format":"other","format_version":1})",
       R"({"format":"ringmaster-checkpoint","format_version":2,"checksum":"crc32c","step":1,"world_size":1,"created_unix_ms":0,"blobs":[]})",
       R"({"format":"ringmaster-checkpoint","format_version":1,"checksum":"sha256","step":1,"world_size":1,"created_unix_ms":0,"blobs":[]})",

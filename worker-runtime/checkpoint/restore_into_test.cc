@@ -80,7 +80,6 @@ struct Destination {
   std::span<std::byte> data;
 };
 
-
 // Odd sizes: below, at and above a block, above the direct-IO threshold with a partial last block, and
 // more than one 8 MiB chunk with a partial last block.
 const std::vector<size_t> kOddSizes = {1, 4095, 4097, kMiB + 3, 9 * kMiB + 4097, 17 * kMiB + 5};

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <system_error>
@@ -18,7 +18,7 @@
 namespace ringmaster::checkpoint {
 namespace {
 
-constexpr size_t kChunk = size_t{8} << 20;      // per request: large enough for full-size device requests
+constexpr size_t kChunk = size_t{8} << 20;       // per request: large enough for full-size device requests
 constexpr size_t kStreamFrom = size_t{1} << 20;  // smaller files: plain buffered IO
 constexpr size_t kReaders = 2;                   // reads in flight (dd has one)
 
@@ -234,8 +234,7 @@ Status ReadInto(int fd, std::byte* dest, size_t size, bool room, const std::stri
   // Read straight into dest: everything when buffered; under direct IO, when dest is aligned, its whole
   // blocks (all of it when it has room to round the last one up). The rest -- an unaligned destination, or
   // an aligned one's partial last block -- goes through a small aligned bounce buffer, still direct.
-  const size_t straight =
-      !direct ? size : !aligned ? 0 : room ? size : size / kDirectIoAlignment * kDirectIoAlignment;
+  const size_t straight = !direct ? size : !aligned ? 0 : room ? size : size / kDirectIoAlignment * kDirectIoAlignment;
   uint32_t c = 0;
   if (straight > 0) {
     RINGMASTER_RETURN_IF_ERROR(ReadPass(fd, dest, 0, straight, size, kChunk, direct, nullptr, path, &c));
@@ -255,8 +254,8 @@ Status ReadInto(int fd, std::byte* dest, size_t size, bool room, const std::stri
 }  // namespace
 
 Status ReadStreaming(int fd, ByteBuffer& buffer, const std::string& path, uint32_t* crc) {
-  return ReadInto(fd, buffer.data.get(), buffer.size, buffer.capacity >= RoundUp(buffer.size, kDirectIoAlignment),
-                  path, crc);
+  return ReadInto(fd, buffer.data.get(), buffer.size, buffer.capacity >= RoundUp(buffer.size, kDirectIoAlignment), path,
+                  crc);
 }
 
 Status ReadStreaming(int fd, std::span<std::byte> dest, const std::string& path, uint32_t* crc) {

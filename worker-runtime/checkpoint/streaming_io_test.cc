@@ -1,6 +1,8 @@
 // Large files take the direct-IO path (streaming_io.h): every size around its block and chunk boundaries,
 // from aligned and unaligned memory, must come back byte for byte with the same CRC32C; a file shorter than
 // expected is DataLoss; damage inside a large blob is caught by the store like any other.
+#include "worker-runtime/checkpoint/streaming_io.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +16,6 @@
 #include "worker-runtime/checkpoint/checkpoint_testing.h"
 #include "worker-runtime/checkpoint/crc32c.h"
 #include "worker-runtime/checkpoint/file_io.h"
-#include "worker-runtime/checkpoint/streaming_io.h"
 
 namespace ringmaster::checkpoint {
 namespace {
@@ -118,7 +119,6 @@ TEST(StreamingIoTest, AFileShorterThanExpectedIsDataLoss) {
   EXPECT_OK(RemoveTree(dir));
 }
 
-
 TEST(StreamingIoTest, DamageInsideALargeBlobIsSkippedWithItsReason) {
   const std::string dir = FreshTestDir();
   LogCapture log;
@@ -134,7 +134,7 @@ TEST(StreamingIoTest, DamageInsideALargeBlobIsSkippedWithItsReason) {
     const BlobRef blobs[] = {{"model", model}};
     ASSERT_OK((*store)->Save(step, 1, blobs));
   }
-  FlipByte(dir + "/step-3/model", 8 * kMiB + 100);          // in the second chunk
+  FlipByte(dir + "/step-3/model", 8 * kMiB + 100);                // in the second chunk
   FlipByte(dir + "/step-2/model", static_cast<off_t>(size) - 2);  // in the buffered tail
   StatusOr<LoadedCheckpoint> loaded = (*store)->LoadLatest();
   ASSERT_OK(loaded);

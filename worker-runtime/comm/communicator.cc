@@ -83,11 +83,13 @@ Status Communicator::Broadcast(const void* in, void* out, size_t count, common::
   return DoBroadcast(in, out, count, type, root);
 }
 
-Status Communicator::ReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status Communicator::ReduceScatter(const void* in, void* out, size_t count, common::DataType type,
+                                   common::ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(CheckDataType(type, "reduce-scatter"));
   RINGMASTER_RETURN_IF_ERROR(CheckReduceOp(op, "reduce-scatter"));
   RINGMASTER_ASSIGN_OR_RETURN(size_t bytes, CheckedBytes(count, type, 1, "reduce-scatter"));
-  RINGMASTER_ASSIGN_OR_RETURN(size_t in_bytes, CheckedBytes(count, type, static_cast<size_t>(size()), "reduce-scatter"));
+  RINGMASTER_ASSIGN_OR_RETURN(size_t in_bytes,
+                              CheckedBytes(count, type, static_cast<size_t>(size()), "reduce-scatter"));
   RINGMASTER_RETURN_IF_ERROR(CheckBuffers(in, out, count, "reduce-scatter"));
   RINGMASTER_RETURN_IF_ERROR(CheckAliasing(in, in_bytes, out, bytes, 0, "reduce-scatter"));
   RINGMASTER_RETURN_IF_ERROR(health());
@@ -157,7 +159,7 @@ StatusOr<std::unique_ptr<Transfer>> Communicator::DoPostRecv(void*, size_t, int,
 }
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded,
-                                                              const std::string& name) {
+                                                             const std::string& name) {
   // No health check: shrinking an aborted communicator is the point.
   const bool bad = excluded.empty() || !std::is_sorted(excluded.begin(), excluded.end()) ||
                    std::adjacent_find(excluded.begin(), excluded.end()) != excluded.end() || excluded.front() < 0 ||
@@ -170,7 +172,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<i
 }
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::DoShrink(const std::vector<int>& excluded,
-                                                                const std::string& name) {
+                                                               const std::string& name) {
   (void)excluded;
   return UnimplementedError("backend " + std::string(BackendName(backend())) + " cannot shrink communicator '" + name +
                             "': build a new one");

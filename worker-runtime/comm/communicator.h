@@ -132,7 +132,8 @@ class Communicator {
   virtual Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) = 0;
   virtual Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) = 0;
   virtual Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) = 0;
-  virtual Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) = 0;
+  virtual Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type,
+                                 common::ReduceOp op) = 0;
   virtual Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) = 0;
   virtual Status DoBarrier() = 0;
   virtual StatusOr<std::unique_ptr<Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) = 0;

@@ -43,8 +43,7 @@ Status CheckDataType(common::DataType type, const char* op) {
     case common::DataType::kBFloat16:
     case common::DataType::kInt32:
     case common::DataType::kInt64:
-    case common::DataType::kUInt8:
-      return Status::Ok();
+    case common::DataType::kUInt8: return Status::Ok();
   }
   return InvalidArgumentError(std::string(op) + ": unknown data type " + std::to_string(static_cast<int>(type)));
 }
@@ -55,15 +54,15 @@ Status CheckReduceOp(common::ReduceOp reduce, const char* op) {
     case common::ReduceOp::kAvg:
     case common::ReduceOp::kMin:
     case common::ReduceOp::kMax:
-    case common::ReduceOp::kProduct:
-      return Status::Ok();
+    case common::ReduceOp::kProduct: return Status::Ok();
   }
   return InvalidArgumentError(std::string(op) + ": unknown reduce op " + std::to_string(static_cast<int>(reduce)));
 }
 
 StatusOr<size_t> CheckedBytes(size_t count, common::DataType type, size_t blocks, const char* op) {
   size_t bytes = 0;
-  if (__builtin_mul_overflow(count, common::DataTypeSize(type), &bytes) || __builtin_mul_overflow(bytes, blocks, &bytes)) {
+  if (__builtin_mul_overflow(count, common::DataTypeSize(type), &bytes) ||
+      __builtin_mul_overflow(bytes, blocks, &bytes)) {
     return InvalidArgumentError(std::string(op) + ": " + std::to_string(count) + " elements of " +
                                 std::string(common::DataTypeName(type)) + " overflow the address space");
   }

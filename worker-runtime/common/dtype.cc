@@ -1,11 +1,11 @@
 #include "worker-runtime/common/dtype.h"
 
-#include "worker-runtime/common/reduce_kernels.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+
+#include "worker-runtime/common/reduce_kernels.h"
 
 namespace ringmaster::common {
 namespace {
@@ -25,14 +25,10 @@ template <typename T>
 T Combine(ReduceOp op, T a, T b) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-      return static_cast<T>(a + b);
-    case ReduceOp::kMin:
-      return b < a ? b : a;
-    case ReduceOp::kMax:
-      return a < b ? b : a;
-    case ReduceOp::kProduct:
-      return static_cast<T>(a * b);
+    case ReduceOp::kAvg: return static_cast<T>(a + b);
+    case ReduceOp::kMin: return b < a ? b : a;
+    case ReduceOp::kMax: return a < b ? b : a;
+    case ReduceOp::kProduct: return static_cast<T>(a * b);
   }
   return a;
 }
@@ -158,7 +154,7 @@ uint16_t FloatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
   }
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (abs < 0x38800000u) {               // below the smallest normal half: subnormal or zero
     if (abs < 0x33000000u) return sign;  // < 2^-25 rounds to zero
     uint32_t e = abs >> 23;
     uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
@@ -214,13 +210,37 @@ void FinishAverage(DataType type, void* buf, size_t count, int divisor) {
 double LoadAsDouble(DataType type, const void* buf, size_t i) {
   const auto* p = static_cast<const unsigned char*>(buf) + i * DataTypeSize(type);
   switch (type) {
-    case DataType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DataType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DataType::kInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DataType::kInt64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DataType::kFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DataType::kFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DataType::kInt32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DataType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
     case DataType::kUInt8: return *p;
-    case DataType::kFloat16: { uint16_t h; std::memcpy(&h, p, 2); return HalfToFloat(h); }
-    case DataType::kBFloat16: { uint16_t h; std::memcpy(&h, p, 2); return BFloat16ToFloat(h); }
+    case DataType::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return HalfToFloat(h);
+    }
+    case DataType::kBFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return BFloat16ToFloat(h);
+    }
   }
   return 0;
 }
@@ -228,13 +248,39 @@ double LoadAsDouble(DataType type, const void* buf, size_t i) {
 void StoreFromDouble(DataType type, void* buf, size_t i, double value) {
   auto* p = static_cast<unsigned char*>(buf) + i * DataTypeSize(type);
   switch (type) {
-    case DataType::kFloat32: { float v = static_cast<float>(value); std::memcpy(p, &v, 4); return; }
-    case DataType::kFloat64: { std::memcpy(p, &value, 8); return; }
-    case DataType::kInt32: { int32_t v = static_cast<int32_t>(value); std::memcpy(p, &v, 4); return; }
-    case DataType::kInt64: { int64_t v = static_cast<int64_t>(value); std::memcpy(p, &v, 8); return; }
-    case DataType::kUInt8: { *p = static_cast<uint8_t>(value); return; }
-    case DataType::kFloat16: { uint16_t h = FloatToHalf(static_cast<float>(value)); std::memcpy(p, &h, 2); return; }
-    case DataType::kBFloat16: { uint16_t h = FloatToBFloat16(static_cast<float>(value)); std::memcpy(p, &h, 2); return; }
+    case DataType::kFloat32: {
+      float v = static_cast<float>(value);
+      std::memcpy(p, &v, 4);
+      return;
+    }
+    case DataType::kFloat64: {
+      std::memcpy(p, &value, 8);
+      return;
+    }
+    case DataType::kInt32: {
+      int32_t v = static_cast<int32_t>(value);
+      std::memcpy(p, &v, 4);
+      return;
+    }
+    case DataType::kInt64: {
+      int64_t v = static_cast<int64_t>(value);
+      std::memcpy(p, &v, 8);
+      return;
+    }
+    case DataType::kUInt8: {
+      *p = static_cast<uint8_t>(value);
+      return;
+    }
+    case DataType::kFloat16: {
+      uint16_t h = FloatToHalf(static_cast<float>(value));
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case DataType::kBFloat16: {
+      uint16_t h = FloatToBFloat16(static_cast<float>(value));
+      std::memcpy(p, &h, 2);
+      return;
+    }
   }
 }
 

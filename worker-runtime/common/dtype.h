@@ -15,8 +15,8 @@ namespace ringmaster::common {
 enum class DataType : uint8_t { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8 };
 enum class ReduceOp : uint8_t { kSum, kAvg, kMin, kMax, kProduct };
 
-inline constexpr DataType kAllDataTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                                             DataType::kBFloat16, DataType::kInt32,  DataType::kInt64,
+inline constexpr DataType kAllDataTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                                             DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
                                              DataType::kUInt8};
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMin, ReduceOp::kMax,
                                              ReduceOp::kProduct};

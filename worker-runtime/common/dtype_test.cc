@@ -23,7 +23,7 @@ TEST(DtypeTest, HalfRoundTripsEveryFiniteValue) {
 }
 
 TEST(DtypeTest, HalfRoundsToNearestEven) {
-  EXPECT_EQ(HalfToFloat(FloatToHalf(1.0f + 1.0f / 2048)), 1.0f);            // tie -> even (down)
+  EXPECT_EQ(HalfToFloat(FloatToHalf(1.0f + 1.0f / 2048)), 1.0f);                // tie -> even (down)
   EXPECT_EQ(HalfToFloat(FloatToHalf(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);  // tie -> even (up)
   EXPECT_EQ(HalfToFloat(FloatToHalf(65504.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(HalfToFloat(FloatToHalf(70000.0f))));
@@ -103,8 +103,8 @@ TEST(DtypeTest, MinAndMaxKeepTheirNaNRuleInEveryLane) {
   a[3] = nan;   // inside the vectorised lines
   b[37] = nan;  // in the tail
   ReduceBuffers(DataType::kFloat32, ReduceOp::kMin, out.data(), a.data(), b.data(), a.size());
-  EXPECT_TRUE(std::isnan(out[3]));   // b < NaN is false: a (NaN) is kept
-  EXPECT_EQ(out[37], 1.0f);          // NaN < a is false: a is kept
+  EXPECT_TRUE(std::isnan(out[3]));  // b < NaN is false: a (NaN) is kept
+  EXPECT_EQ(out[37], 1.0f);         // NaN < a is false: a is kept
   ReduceBuffers(DataType::kFloat32, ReduceOp::kMax, out.data(), a.data(), b.data(), a.size());
   EXPECT_TRUE(std::isnan(out[3]));
   EXPECT_EQ(out[37], 1.0f);

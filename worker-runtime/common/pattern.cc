@@ -6,13 +6,10 @@ namespace ringmaster::common {
 
 double InputValue(ReduceOp op, int rank, size_t i) {
   switch (op) {
-    case ReduceOp::kProduct:
-      return 1.0 + static_cast<double>((i + static_cast<size_t>(rank)) % 2);
+    case ReduceOp::kProduct: return 1.0 + static_cast<double>((i + static_cast<size_t>(rank)) % 2);
     case ReduceOp::kMin:
-    case ReduceOp::kMax:
-      return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 3) % 11);
-    default:
-      return static_cast<double>(rank + 1) + static_cast<double>(i % 5);
+    case ReduceOp::kMax: return static_cast<double>((i * 7 + static_cast<size_t>(rank) * 3) % 11);
+    default: return static_cast<double>(rank + 1) + static_cast<double>(i % 5);
   }
 }
 

@@ -49,17 +49,29 @@ void Elementwise(Op op, void* out, const void* a, const void* b, size_t n) {
 }
 
 struct Add {
-  template <typename V> V operator()(V a, V b) const { return a + b; }
+  template <typename V>
+  V operator()(V a, V b) const {
+    return a + b;
+  }
 };
 struct Mul {
-  template <typename V> V operator()(V a, V b) const { return a * b; }
+  template <typename V>
+  V operator()(V a, V b) const {
+    return a * b;
+  }
 };
 // Min and max as the scalar Combine defines them (b < a ? b : a), lane by lane, so NaNs land the same way.
 struct Min {
-  template <typename V> V operator()(V a, V b) const { return b < a ? b : a; }
+  template <typename V>
+  V operator()(V a, V b) const {
+    return b < a ? b : a;
+  }
 };
 struct Max {
-  template <typename V> V operator()(V a, V b) const { return a < b ? b : a; }
+  template <typename V>
+  V operator()(V a, V b) const {
+    return a < b ? b : a;
+  }
 };
 
 template <typename T>

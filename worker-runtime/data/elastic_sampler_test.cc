@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status_test_macros.h"
 #include "worker-runtime/data/permutation.h"
 #include "worker-runtime/data/splitmix64.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::data {
 namespace {

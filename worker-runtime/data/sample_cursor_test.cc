@@ -1,6 +1,7 @@
 #include "worker-runtime/data/sample_cursor.h"
 
 #include <gtest/gtest.h>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster::data {
@@ -16,12 +17,12 @@ TEST(SampleCursorTest, RoundTrip) {
 
 TEST(SampleCursorTest, GarbageIsDataLossNeverACrash) {
   const std::string good = EncodeCursor({2, 5});
-  for (std::string bad : {std::string(), std::string("{"), std::string("null"), std::string("[1,2]"),
-                          std::string("{\"version\":1}"), std::string("{\"version\":2,\"epoch\":1,\"committed\":1}"),
-                          std::string("{\"version\":1,\"epoch\":-1,\"committed\":1}"),
-                          std::string("{\"version\":1,\"epoch\":1.5,\"committed\":1}"),
-                          std::string("{\"version\":1,\"epoch\":\"1\",\"committed\":1}"),
-                          std::string("\xff\xfe\x00garbage", 10)}) {
+  for (std::string bad :
+       {std::string(), std::string("{"), std::string("null"), std::string("[1,2]"), std::string("{\"version\":1}"),
+        std::string("{\"version\":2,\"epoch\":1,\"committed\":1}"),
+        std::string("{\"version\":1,\"epoch\":-1,\"committed\":1}"),
+        std::string("{\"version\":1,\"epoch\":1.5,\"committed\":1}"),
+        std::string("{\"version\":1,\"epoch\":\"1\",\"committed\":1}"), std::string("\xff\xfe\x00garbage", 10)}) {
     StatusOr<SampleCursor> c = DecodeCursor(bad);
     EXPECT_FALSE(c.ok()) << bad;
     EXPECT_EQ(c.status().code(), StatusCode::kDataLoss) << bad;

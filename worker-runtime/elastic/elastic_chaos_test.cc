@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "api/names.h"
+#include "base/status_test_macros.h"
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/testing/chaos_harness.h"
-#include "base/status_test_macros.h"
 
 namespace {
 
@@ -23,9 +23,7 @@ using namespace ringmaster::runtime_testing;
 
 class ElasticChaosTest : public ::testing::Test {
  protected:
-  std::string Out() {
-    return (Root() / ::testing::UnitTest::GetInstance()->current_test_info()->name()).string();
-  }
+  std::string Out() { return (Root() / ::testing::UnitTest::GetInstance()->current_test_info()->name()).string(); }
   // A short pause before each all-reduce keeps the workers inside a step when the chaos lands.
   static constexpr const char* kPaced = "--step-delay-ms 30";
   void TearDown() override {
@@ -54,7 +52,8 @@ TEST_F(ElasticChaosTest, TimelineFromTheEnvironmentIsWrittenByEveryWorker) {
     nlohmann::json events = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     ASSERT_TRUE(events.is_array()) << path << " is not a JSON array";
     int gradient_runs = 0;
-    for (const auto& e : events) gradient_runs += e.value("name", "") == "RUN" && e["args"].value("tensor", "") == "grad";
+    for (const auto& e : events)
+      gradient_runs += e.value("name", "") == "RUN" && e["args"].value("tensor", "") == "grad";
     EXPECT_GE(gradient_runs, kSteps) << path;  // every step's gradient allreduce, in every generation
   }
 }

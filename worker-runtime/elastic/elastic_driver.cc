@@ -72,14 +72,11 @@ ElasticDriver::~ElasticDriver() {
   server_.reset();
 }
 
-void ElasticDriver::Log(const std::string& line) const {
-  ::ringmaster::Log(options_.log, LogLevel::kInfo, line);
-}
+void ElasticDriver::Log(const std::string& line) const { ::ringmaster::Log(options_.log, LogLevel::kInfo, line); }
 
 void ElasticDriver::RequireMinSize(int n) {
   int current = required_min_size_.load();
-  while (n > current && !required_min_size_.compare_exchange_weak(current, n)) {
-  }
+  while (n > current && !required_min_size_.compare_exchange_weak(current, n)) {}
 }
 
 RebuildStats ElasticDriver::last_rebuild() const {
@@ -136,7 +133,8 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
     std::lock_guard lock(mu_);
     parent_.reset();  // shrunk or not, a later build starts from this one or afresh
   }
-  if (!created.ok()) return created.status().WithContext("building the generation-" + std::to_string(gen) + " communicator");
+  if (!created.ok())
+    return created.status().WithContext("building the generation-" + std::to_string(gen) + " communicator");
   std::shared_ptr<runtime::Runtime> rt(std::move(created).value());
   {
     std::lock_guard lock(mu_);
@@ -156,7 +154,7 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
 }
 
 StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const api::Membership& record, int rank,
-                                                                            Clock::time_point deadline) {
+                                                                        Clock::time_point deadline) {
   const int64_t gen = record.generation;
   {
     std::lock_guard lock(mu_);
@@ -166,7 +164,8 @@ StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const ap
   }
   // A member's address is a host without a port (api::Member): the record's coordinator is the store.
   const std::string& coordinator = record.coordinator;
-  if (coordinator.empty()) return InvalidArgumentError("generation " + std::to_string(record.generation) + " names no coordinator");
+  if (coordinator.empty())
+    return InvalidArgumentError("generation " + std::to_string(record.generation) + " names no coordinator");
   RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
   // Rank 0 advances its store when it sees the record, usually within a few ms of the others: retry
   // soon (a probe is one loopback connection), backing off to 50 ms for a rank 0 that is slow to start.
@@ -215,22 +214,22 @@ StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const run
   RebuildPlan plan = PlanRebuild(parent ? &parent_record_ : nullptr, record, parent && parent->CanShrink());
   if (plan.shrink && !parent->SameDevice(config)) {
     // A shrunk communicator stays on its parent's GPU; this build asks for another (a program's own config).
-    plan = RebuildPlan{false, {}, "this build's GPU is not the previous communicator's (" +
-                                      std::to_string(parent->device()) + ")"};
+    plan = RebuildPlan{
+        false, {}, "this build's GPU is not the previous communicator's (" + std::to_string(parent->device()) + ")"};
   }
   if (parent) {
     // Only when this worker holds a shrinkable communicator does the agreement matter; the others
     // propose "fresh" too, so a mixed world builds afresh.
-    RINGMASTER_ASSIGN_OR_RETURN(bool agreed, AgreeOnShrink(*store, config.name + "/shrink", rank, record.world_size(),
-                                                           ShrinkProposal(plan, parent_incarnation_),
-                                                           options_.rebuild_timeout));
+    RINGMASTER_ASSIGN_OR_RETURN(bool agreed,
+                                AgreeOnShrink(*store, config.name + "/shrink", rank, record.world_size(),
+                                              ShrinkProposal(plan, parent_incarnation_), options_.rebuild_timeout));
     if (plan.shrink && !agreed) plan = RebuildPlan{false, {}, "not every rank holds the same communicator"};
   } else {
     RINGMASTER_RETURN_IF_ERROR(store->Set(config.name + "/shrink/" + std::to_string(rank), "fresh"));
   }
   if (plan.shrink) {
-    Log("communicator: shrinking generation " + std::to_string(parent_record_.generation) + "'s (" + plan.why +
-        ", " + std::to_string(plan.excluded.size()) + " ranks excluded)");
+    Log("communicator: shrinking generation " + std::to_string(parent_record_.generation) + "'s (" + plan.why + ", " +
+        std::to_string(plan.excluded.size()) + " ranks excluded)");
     stats->shrunk = true;
     return runtime::Runtime::CreateByShrinking(config, std::move(store), *parent, plan.excluded, timeline_);
   }
@@ -271,7 +270,8 @@ Status ElasticDriver::Quiesce(const std::string& why) {
   if (quiesced.ok()) return Status::Ok();
   quiesce_error_ = InternalError("generation " + std::to_string(built_record_.generation) +
                                  "'s runtime did not quiesce, so no later generation is built here (restart the "
-                                 "worker): " + quiesced.ToString());
+                                 "worker): " +
+                                 quiesced.ToString());
   Log(quiesce_error_.ToString());
   return quiesce_error_;
 }
@@ -309,7 +309,9 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
     for (int r = 0; r < host.size(); ++r) newest = std::max(newest, all[2 * r]);
     while (all[2 * root] != newest) ++root;
     const int64_t length = all[2 * root + 1];
-    if (length < 0) return InternalError("rank " + std::to_string(root) + " reported a state of " + std::to_string(length) + " bytes");
+    if (length < 0)
+      return InternalError("rank " + std::to_string(root) + " reported a state of " + std::to_string(length) +
+                           " bytes");
     blob.resize(static_cast<size_t>(length));
     if (length == 0) return Status::Ok();
     return host.Broadcast(blob.data(), blob.data(), blob.size(), DataType::kUInt8, root);
@@ -334,7 +336,8 @@ void ElasticDriver::MaybeCheckpoint(const runtime::Runtime& rt) {
   std::string blob = state_->Encode();
   checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
   Status queued = writer_->Save(state_->committed_step(), static_cast<uint32_t>(rt.size()), std::span(&ref, 1));
-  if (!queued.ok()) Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
+  if (!queued.ok())
+    Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
 }
 
 void ElasticDriver::ReportSaves() {
@@ -386,8 +389,8 @@ void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
   for (const auto& pod : unreachable) names += (names.empty() ? "" : ", ") + pod;
   Status reported = source_->ReportUnreachable(record.generation, unreachable);
   Log("cannot reach " + names + " of generation " + std::to_string(record.generation) + " (no answer within " +
-      std::to_string(options_.peer_probe_timeout.count()) + " ms): " +
-      (reported.ok() ? "reported" : "not reported: " + reported.ToString()));
+      std::to_string(options_.peer_probe_timeout.count()) +
+      " ms): " + (reported.ok() ? "reported" : "not reported: " + reported.ToString()));
 }
 
 Status ElasticDriver::OpenTimeline(int rank) {
@@ -433,7 +436,8 @@ Status ElasticDriver::ServeStore() {
   so.secret = options_.secret;
   so.generation = 0;
   auto server = store::StoreServer::Start(so);
-  if (!server.ok()) return server.status().WithContext("serving the store on port " + std::to_string(options_.store_port));
+  if (!server.ok())
+    return server.status().WithContext("serving the store on port " + std::to_string(options_.store_port));
   server_ = std::move(server).value();
   return Status::Ok();
 }
@@ -489,8 +493,13 @@ StepContext ElasticDriver::Context() const {
     std::lock_guard lock(mu_);
     rt = runtime_;
   }
-  return StepContext{rt.get(), record_.generation, static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)),
-                     state_->committed_step(), state_->cursor(), options_.metrics, &process_sets_};
+  return StepContext{rt.get(),
+                     record_.generation,
+                     static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)),
+                     state_->committed_step(),
+                     state_->cursor(),
+                     options_.metrics,
+                     &process_sets_};
 }
 
 void ElasticDriver::Commit(const data::SampleCursor& next) {
@@ -587,14 +596,16 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
       if (options_.metrics) options_.metrics->RebuildFailed();
       Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());
       const StatusCode code = built.code();
-      if (code == StatusCode::kInternal || code == StatusCode::kUnauthenticated || code == StatusCode::kInvalidArgument) {
+      if (code == StatusCode::kInternal || code == StatusCode::kUnauthenticated ||
+          code == StatusCode::kInvalidArgument) {
         return built;
       }
       RINGMASTER_ASSIGN_OR_RETURN(record_, NextRecord(record_));
       continue;
     }
     ReportRebuild(record_, stats);
-    if (on_restore) on_restore(static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)), state_->committed_step());
+    if (on_restore)
+      on_restore(static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)), state_->committed_step());
     return true;
   }
 }

@@ -85,34 +85,34 @@ class WorkerMetrics;
 namespace ringmaster::elastic {
 
 struct ElasticOptions {
-  std::string worker_id;                 // this worker's pod/worker name in the membership
-  std::string secret;                    // the job secret for the store
-  std::string store_host = "127.0.0.1";  // where this worker serves the store when it is rank 0
-  uint16_t store_port = 0;               // its port (the coordinator's port in the records)
-  int min_size = 1;                      // below this the job pauses
+  std::string worker_id;                             // this worker's pod/worker name in the membership
+  std::string secret;                                // the job secret for the store
+  std::string store_host = "127.0.0.1";              // where this worker serves the store when it is rank 0
+  uint16_t store_port = 0;                           // its port (the coordinator's port in the records)
+  int min_size = 1;                                  // below this the job pauses
   std::chrono::milliseconds rebuild_timeout{15000};  // each rendezvous/collective of a rebuild
   // After a failure with no newer record: how long each member's store port gets to answer before this
   // worker reports it unreachable to the membership's owner (peer_probe.h, MembershipSource).
   std::chrono::milliseconds peer_probe_timeout{1000};
-  runtime::RuntimeConfig runtime;        // parsed once at start; `name` and `local_rank` (LocalRank of
-                                         // the record) are set per generation, `timeout` capped at
-                                         // rebuild_timeout; `device`, when unset, pinned at the first
-                                         // generation's (the process's tensors stay on that GPU)
+  runtime::RuntimeConfig runtime;                      // parsed once at start; `name` and `local_rank` (LocalRank of
+                                                       // the record) are set per generation, `timeout` capped at
+                                                       // rebuild_timeout; `device`, when unset, pinned at the first
+                                                       // generation's (the process's tensors stay on that GPU)
   checkpoint::CheckpointStore* checkpoints = nullptr;  // not owned; may be null
-  int checkpoint_every = 0;              // rank 0 saves every N committed steps; 0 = never
-  LogSink log;  // progress lines for a person; may be empty
-  WorkerMetrics* metrics = nullptr;      // not owned; may be null
-  std::vector<ProcessSetRule> process_sets;  // re-created in every generation, in this order
+  int checkpoint_every = 0;                            // rank 0 saves every N committed steps; 0 = never
+  LogSink log;                                         // progress lines for a person; may be empty
+  WorkerMetrics* metrics = nullptr;                    // not owned; may be null
+  std::vector<ProcessSetRule> process_sets;            // re-created in every generation, in this order
 };
 
 // What the program sees in a step.
 struct StepContext {
   runtime::Runtime* rt = nullptr;  // the current generation's runtime
   int64_t generation = 0;
-  int64_t incarnation = 0;         // increases with every build (generation x 1024 + retry of it)
-  int64_t step = 0;                // the step being computed (committed steps so far)
-  data::SampleCursor cursor;  // the committed cursor this step starts from
-  WorkerMetrics* metrics = nullptr;    // for the step's collective figures; may be null
+  int64_t incarnation = 0;           // increases with every build (generation x 1024 + retry of it)
+  int64_t step = 0;                  // the step being computed (committed steps so far)
+  data::SampleCursor cursor;         // the committed cursor this step starts from
+  WorkerMetrics* metrics = nullptr;  // for the step's collective figures; may be null
   const std::map<std::string, int>* process_sets = nullptr;  // name -> id in rt, this generation's
 
   // The id in `rt` of the process set `name` of this generation. Errors: NotFound when
@@ -206,7 +206,7 @@ class ElasticDriver {
   // Build's first step: a client of rank 0's store at this build's store generation (following rank 0
   // to a later attempt). Rank 0 advances its own server first.
   StatusOr<std::shared_ptr<store::StoreClient>> Rendezvous(const api::Membership& record, int rank,
-                                                             std::chrono::steady_clock::time_point deadline);
+                                                           std::chrono::steady_clock::time_point deadline);
   Status Sync(runtime::Runtime& rt, RebuildStats* stats);
   // Splits options_.process_sets from rt's world for `record` into process_sets_.
   Status CreateProcessSets(runtime::Runtime& rt, const api::Membership& record);
@@ -223,8 +223,7 @@ class ElasticDriver {
   // Builds the generation's world: by shrinking parent_ when every rank agrees, else afresh.
   StatusOr<std::unique_ptr<runtime::Runtime>> CreateWorld(const runtime::RuntimeConfig& config,
                                                           std::shared_ptr<store::Store> store,
-                                                          const api::Membership& record, int rank,
-                                                          RebuildStats* stats);
+                                                          const api::Membership& record, int rank, RebuildStats* stats);
   // Rank 0 queues a save of the committed state every options_.checkpoint_every steps.
   void MaybeCheckpoint(const runtime::Runtime& rt);
   // Reports finished saves to the metrics and the log.
@@ -238,7 +237,7 @@ class ElasticDriver {
   membership::MembershipSource* const source_;
   ElasticState* const state_;
 
-  std::atomic<int64_t> newest_seen_{0};        // newest generation the watcher saw
+  std::atomic<int64_t> newest_seen_{0};  // newest generation the watcher saw
   std::atomic<int64_t> joined_generation_{0};
   std::atomic<int> required_min_size_{0};  // RequireMinSize's
   std::atomic<bool> stop_watch_{false};
@@ -246,23 +245,23 @@ class ElasticDriver {
   std::thread watcher_;  // between Start() and Finish()
 
   // Run()'s thread only: which build of which generation this is.
-  api::Membership record_;        // the record being built or trained on
-  bool interrupted_ = false;      // Interrupted() since the last Join()
-  Status quiesce_error_;          // Quiesce's failure: the driver cannot go on
+  api::Membership record_;                              // the record being built or trained on
+  bool interrupted_ = false;                            // Interrupted() since the last Join()
+  Status quiesce_error_;                                // Quiesce's failure: the driver cannot go on
   std::chrono::steady_clock::time_point failure_time_;  // when the last interruption happened
-  int64_t local_step_ = 0;        // steps computed locally (committed or not)
+  int64_t local_step_ = 0;                              // steps computed locally (committed or not)
   int64_t attempt_generation_ = 0;
   int64_t attempt_ = 0;
-  std::map<std::string, int> process_sets_;  // of the current runtime
+  std::map<std::string, int> process_sets_;                    // of the current runtime
   std::unique_ptr<checkpoint::AsyncCheckpointWriter> writer_;  // when options_.checkpoints is set
   // The aborted runtime of the last build and its record, kept until the next build in case it can
   // be shrunk (only while its backend can shrink).
   std::shared_ptr<runtime::Runtime> parent_;
   api::Membership parent_record_;
   int64_t parent_incarnation_ = 0;
-  int pinned_device_ = -1;        // RuntimeConfig::device of every build after the first one
-  api::Membership built_record_;  // the record of runtime_
-  uint64_t reported_saves_ = 0;  // writer commits already reported to the metrics
+  int pinned_device_ = -1;                         // RuntimeConfig::device of every build after the first one
+  api::Membership built_record_;                   // the record of runtime_
+  uint64_t reported_saves_ = 0;                    // writer commits already reported to the metrics
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
   std::shared_ptr<timeline::Timeline> timeline_;   // of the whole run, once opened
 

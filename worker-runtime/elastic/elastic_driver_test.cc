@@ -4,6 +4,8 @@
 // has left the communicator before it decides to shrink it -- as NCCL's thread, on its way out of
 // an aborted wait, revokes the communicator or falls back to aborting it (which makes it
 // unshrinkable), and Shrink must run alone on it.
+#include "worker-runtime/elastic/elastic_driver.h"
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,7 +21,6 @@
 #include <thread>
 
 #include "base/status_test_macros.h"
-#include "worker-runtime/elastic/elastic_driver.h"
 
 namespace ringmaster::elastic {
 namespace {
@@ -65,9 +66,9 @@ class ScriptedSource : public membership::MembershipSource {
 // What the test communicators of one test did, and how they behave. Thread-safe.
 struct Probe {
   // Behaviour.
-  bool shrinkable = true;              // can_shrink() until a blocked Alltoall leaves
-  bool shrinkable_after_abort = true;  // can_shrink() once a blocked Alltoall has left
-  bool ignore_abort = false;           // a blocked Alltoall waits for Release() instead of Abort()
+  bool shrinkable = true;                    // can_shrink() until a blocked Alltoall leaves
+  bool shrinkable_after_abort = true;        // can_shrink() once a blocked Alltoall has left
+  bool ignore_abort = false;                 // a blocked Alltoall waits for Release() instead of Abort()
   std::chrono::milliseconds revoke_time{0};  // how long a blocked Alltoall stays inside after Abort()
 
   std::mutex mu;
@@ -78,7 +79,7 @@ struct Probe {
     int local_rank, device;  // WorldOptions' of the build
   };
   std::vector<Built> built;  // every communicator made
-  int blocked = 0;                // Alltoalls inside, blocked
+  int blocked = 0;           // Alltoalls inside, blocked
   bool released = false;
   int shrinks = 0;
   bool shrink_overlapped = false;  // a Shrink ran while another call was inside the same communicator
@@ -235,8 +236,8 @@ api::Membership Record(int64_t gen, int port, const std::vector<std::pair<std::s
   m.generation = gen;
   m.coordinator = "127.0.0.1:" + std::to_string(port);
   for (size_t r = 0; r < members.size(); ++r) {
-    m.members.push_back({members[r].first, "uid-" + members[r].first, static_cast<int32_t>(r), "127.0.0.1",
-                         members[r].second});
+    m.members.push_back(
+        {members[r].first, "uid-" + members[r].first, static_cast<int32_t>(r), "127.0.0.1", members[r].second});
   }
   return m;
 }
@@ -244,10 +245,11 @@ api::Membership Record(int64_t gen, int port, const std::vector<std::pair<std::s
 struct Worker {
   Worker(const std::string& id, int port, std::shared_ptr<Probe> probe, membership::MembershipSource* source,
          std::chrono::milliseconds rebuild_timeout = 5s)
-      : state([this] { return model; }, [this](std::string_view b) {
-          model = std::string(b);
-          return Status::Ok();
-        }),
+      : state([this] { return model; },
+              [this](std::string_view b) {
+                model = std::string(b);
+                return Status::Ok();
+              }),
         driver(Options(id, port, std::move(probe), rebuild_timeout), source, &state) {}
   std::string model = "m";
   ElasticState state;
@@ -404,8 +406,7 @@ TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {
   ASSERT_OK(shrunk) << shrunk.status();
   EXPECT_EQ((*shrunk)->size(), 2);
   float x = 1;
-  EXPECT_EQ((*parent)->Allreduce("late", &x, &x, 1, DataType::kFloat32, ReduceOp::kSum).code(),
-            StatusCode::kAborted);
+  EXPECT_EQ((*parent)->Allreduce("late", &x, &x, 1, DataType::kFloat32, ReduceOp::kSum).code(), StatusCode::kAborted);
 }
 
 }  // namespace

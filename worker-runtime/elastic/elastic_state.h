@@ -26,8 +26,8 @@ namespace ringmaster::elastic {
 
 class ElasticState {
  public:
-  using SaveFn = std::function<std::string()>;                    // the program's bytes now
-  using LoadFn = std::function<Status(std::string_view bytes)>;   // replace the program's bytes
+  using SaveFn = std::function<std::string()>;                   // the program's bytes now
+  using LoadFn = std::function<Status(std::string_view bytes)>;  // replace the program's bytes
 
   ElasticState(SaveFn save, LoadFn load) : save_(std::move(save)), load_(std::move(load)) {}
 

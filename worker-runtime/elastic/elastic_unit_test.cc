@@ -5,28 +5,27 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
-#include "worker-runtime/elastic/elastic_state.h"
-#include "worker-runtime/tools/run/launcher.h"
+#include "base/status_test_macros.h"
+#include "metrics/loopback_http_get.h"
 #include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/elastic_state.h"
 #include "worker-runtime/elastic/sample_journal.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/membership/file_source.h"
-#include "metrics/loopback_http_get.h"
-
-#include <thread>
-#include "base/status_test_macros.h"
-
+#include "worker-runtime/tools/run/launcher.h"
 
 namespace ringmaster::elastic {
 namespace {
 
 TEST(ElasticStateTest, CommitRestoreRollsBackUncommittedWork) {
   std::string model = "v1";
-  ElasticState state([&] { return model; }, [&](std::string_view b) {
-    model = std::string(b);
-    return Status::Ok();
-  });
+  ElasticState state([&] { return model; },
+                     [&](std::string_view b) {
+                       model = std::string(b);
+                       return Status::Ok();
+                     });
   EXPECT_FALSE(state.has_state());
   state.Commit(3, {1, 16});
   model = "v2-uncommitted";
@@ -38,8 +37,16 @@ TEST(ElasticStateTest, CommitRestoreRollsBackUncommittedWork) {
 
 TEST(ElasticStateTest, EncodeAdoptRoundTripAndCorruptionIsDataLoss) {
   std::string a = "weights-of-a", b;
-  ElasticState sa([&] { return a; }, [&](std::string_view x) { a = std::string(x); return Status::Ok(); });
-  ElasticState sb([&] { return b; }, [&](std::string_view x) { b = std::string(x); return Status::Ok(); });
+  ElasticState sa([&] { return a; },
+                  [&](std::string_view x) {
+                    a = std::string(x);
+                    return Status::Ok();
+                  });
+  ElasticState sb([&] { return b; },
+                  [&](std::string_view x) {
+                    b = std::string(x);
+                    return Status::Ok();
+                  });
   sa.Commit(7, {2, 5});
   std::string wire = sa.Encode();
   ASSERT_OK(sb.Adopt(wire));
@@ -74,7 +81,7 @@ TEST_F(JournalTest, RolledBackAttemptsDoNotCountAndRedoneStepsCountOnce) {
     ASSERT_OK(a->Attempt(1, 1, 0, {4, 5}));  // step 1 attempted, then b died: rolled back
     ASSERT_OK(a->Restored(2, 1));
     ASSERT_OK(a->Attempt(2, 1, 0, {4, 5, 6, 7}));  // redone by a alone
-    ASSERT_OK(a->Attempt(2, 2, 1, {9}));          // beyond the final step
+    ASSERT_OK(a->Attempt(2, 2, 1, {9}));           // beyond the final step
   }
   std::ofstream(Path("b"), std::ios::app) << "A 1 0 0";  // a torn last line
   auto got = ResolveJournals({Path("a"), Path("b")}, 2);
@@ -140,14 +147,15 @@ TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
   m.CheckpointFailed("save");
   EXPECT_EQ(metrics::LoopbackHttpGet(m.port(), "/readyz").rfind("HTTP/1.1 200", 0), 0u);
   std::string text = metrics::LoopbackHttpGet(m.port(), "/metrics");
-  for (const char* want : {"ringmaster_worker_generation 4", "ringmaster_worker_world_size 3",
-                           "ringmaster_worker_rebuild_phase_seconds_count{phase=\"detect\"} 1", "ringmaster_worker_rebuild_seconds_count 1",
-                           "ringmaster_worker_rebuild_phase_seconds_count{phase=\"restore\"} 1",
-                           "ringmaster_worker_steps_lost_total 2", "ringmaster_worker_checkpoint_bytes_total{op=\"save\"} 1000",
-                           "ringmaster_worker_collective_bytes_total 64", "ringmaster_worker_step_seconds_count 1",
-                           "ringmaster_worker_samples_total 8", "ringmaster_worker_rebuild_failures_total 1",
-                           "ringmaster_worker_checkpoint_failures_total{op=\"save\"} 1",
-                           "ringmaster_worker_checkpoint_failures_total{op=\"restore\"} 0"}) {
+  for (const char* want :
+       {"ringmaster_worker_generation 4", "ringmaster_worker_world_size 3",
+        "ringmaster_worker_rebuild_phase_seconds_count{phase=\"detect\"} 1",
+        "ringmaster_worker_rebuild_seconds_count 1",
+        "ringmaster_worker_rebuild_phase_seconds_count{phase=\"restore\"} 1", "ringmaster_worker_steps_lost_total 2",
+        "ringmaster_worker_checkpoint_bytes_total{op=\"save\"} 1000", "ringmaster_worker_collective_bytes_total 64",
+        "ringmaster_worker_step_seconds_count 1", "ringmaster_worker_samples_total 8",
+        "ringmaster_worker_rebuild_failures_total 1", "ringmaster_worker_checkpoint_failures_total{op=\"save\"} 1",
+        "ringmaster_worker_checkpoint_failures_total{op=\"restore\"} 0"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
   EXPECT_NE(text.find(m.Render()), std::string::npos) << "Render() is the body /metrics serves";
@@ -185,15 +193,15 @@ TEST(ElasticDriverTest, ReadyWhileWaitingForAMembershipThatIncludesIt) {
   eo.secret = "s";
   eo.metrics = &metrics;
   std::string model = "m";
-  ElasticState state([&] { return model; }, [&](std::string_view b) {
-    model = std::string(b);
-    return Status::Ok();
-  });
+  ElasticState state([&] { return model; },
+                     [&](std::string_view b) {
+                       model = std::string(b);
+                       return Status::Ok();
+                     });
   ElasticDriver driver(eo, source->get(), &state);
   StatusOr<ElasticResult> result = InternalError("not run");
-  std::thread run([&] {
-    result = driver.Run(1, [](const StepContext& ctx) { return StatusOr<data::SampleCursor>(ctx.cursor); });
-  });
+  std::thread run(
+      [&] { result = driver.Run(1, [](const StepContext& ctx) { return StatusOr<data::SampleCursor>(ctx.cursor); }); });
   for (int i = 0; i < 500 && !metrics.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(metrics.ready()) << "not Ready while waiting for a first membership";
   EXPECT_EQ(driver.joined_generation(), 0);

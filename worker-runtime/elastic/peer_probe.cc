@@ -78,7 +78,8 @@ std::vector<std::string> UnreachablePeers(const api::Membership& record, const s
       fds.push_back({a.fd, POLLOUT, 0});
       waiting.push_back(&a);
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (fds.empty() || left.count() <= 0) break;
     int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
     if (n < 0 && errno != EINTR) break;
@@ -87,8 +88,10 @@ std::vector<std::string> UnreachablePeers(const api::Membership& record, const s
       int error = 0;
       socklen_t elen = sizeof error;
       ::getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &error, &elen);
-      if (error == ENETUNREACH || error == EHOSTUNREACH || error == ETIMEDOUT) waiting[i]->unreachable = true;
-      else waiting[i]->answered = true;  // connected (0) or refused
+      if (error == ENETUNREACH || error == EHOSTUNREACH || error == ETIMEDOUT)
+        waiting[i]->unreachable = true;
+      else
+        waiting[i]->answered = true;  // connected (0) or refused
     }
   }
   std::vector<std::string> out;

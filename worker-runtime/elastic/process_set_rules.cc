@@ -7,8 +7,8 @@
 namespace ringmaster::elastic {
 
 ProcessSetRule SetOfWorkers(std::string name, std::vector<std::string> worker_ids) {
-  return [name = std::move(name), ids = std::set<std::string>(worker_ids.begin(), worker_ids.end())](
-             const api::Membership& record) {
+  return [name = std::move(name),
+          ids = std::set<std::string>(worker_ids.begin(), worker_ids.end())](const api::Membership& record) {
     NamedProcessSet set{name, {}};
     for (const auto& m : record.members) {
       if (ids.count(m.id())) set.ranks.push_back(m.rank);

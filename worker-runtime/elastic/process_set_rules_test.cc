@@ -1,12 +1,13 @@
 // Process-set rules (what the driver re-splits in every generation) and the
 // example trainer's option parsing (flags over RINGMASTER_* variables).
+#include "worker-runtime/elastic/process_set_rules.h"
+
 #include <gtest/gtest.h>
 
 #include "api/names.h"
-#include "worker-runtime/elastic/elastic_driver.h"
-#include "worker-runtime/elastic/process_set_rules.h"
-#include "worker-runtime/examples/train/train_example_options.h"
 #include "base/status_test_macros.h"
+#include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/examples/train/train_example_options.h"
 
 namespace ringmaster::elastic {
 namespace {
@@ -15,7 +16,8 @@ api::Membership Record(std::vector<std::pair<std::string, std::string>> pods_and
   api::Membership r;
   r.generation = 7;
   for (size_t i = 0; i < pods_and_nodes.size(); ++i) {
-    r.members.push_back({pods_and_nodes[i].first, "uid", static_cast<int32_t>(i), "127.0.0.1:1", pods_and_nodes[i].second});
+    r.members.push_back(
+        {pods_and_nodes[i].first, "uid", static_cast<int32_t>(i), "127.0.0.1:1", pods_and_nodes[i].second});
   }
   return r;
 }
@@ -136,9 +138,10 @@ TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
 }
 
 TEST(TrainOptionsTest, BadInputNamesTheProblem) {
-  const std::map<std::string, std::string> ok_env = {
-      {std::string(api::env::kMembershipFile), "/m"}, {std::string(api::env::kWorkerId), "w"}, {std::string(api::env::kSecret), "s"},
-      {std::string(api::env::kStorePort), "1"}};
+  const std::map<std::string, std::string> ok_env = {{std::string(api::env::kMembershipFile), "/m"},
+                                                     {std::string(api::env::kWorkerId), "w"},
+                                                     {std::string(api::env::kSecret), "s"},
+                                                     {std::string(api::env::kStorePort), "1"}};
   auto message = [&](std::vector<std::string> args, std::map<std::string, std::string> env) {
     auto o = Parse(std::move(args), std::move(env));
     EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
@@ -155,11 +158,14 @@ TEST(TrainOptionsTest, BadInputNamesTheProblem) {
                 .find(std::string(api::env::kStorePort)),
             std::string::npos);
   EXPECT_NE(message({}, {{std::string(api::env::kSecret), "s"}}).find("no membership source"), std::string::npos);
-  EXPECT_NE(message({}, {{std::string(api::env::kJobName), "j"}, {std::string(api::env::kPodName), "p"}, {std::string(api::env::kSecret), "s"},
+  EXPECT_NE(message({}, {{std::string(api::env::kJobName), "j"},
+                         {std::string(api::env::kPodName), "p"},
+                         {std::string(api::env::kSecret), "s"},
                          {std::string(api::env::kCoordinatorPort), std::to_string(api::kCoordinatorPort)}})
                 .find("--job-namespace"),
             std::string::npos);
-  EXPECT_NE(message({}, {{std::string(api::env::kMembershipFile), "/m"}, {std::string(api::env::kWorkerId), "w"}}).find("--secret"),
+  EXPECT_NE(message({}, {{std::string(api::env::kMembershipFile), "/m"}, {std::string(api::env::kWorkerId), "w"}})
+                .find("--secret"),
             std::string::npos);
   auto help = Parse({"--help"}, {{std::string(api::env::kStorePort), "not a number"}});
   ASSERT_OK(help);

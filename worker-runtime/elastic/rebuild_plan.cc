@@ -4,8 +4,7 @@
 
 namespace ringmaster::elastic {
 
-RebuildPlan PlanRebuild(const api::Membership* previous, const api::Membership& next,
-                        bool can_shrink) {
+RebuildPlan PlanRebuild(const api::Membership* previous, const api::Membership& next, bool can_shrink) {
   RebuildPlan plan;
   if (previous == nullptr) {
     plan.why = "no previous communicator";

@@ -29,8 +29,7 @@ struct RebuildPlan {
 
 // `previous`: the record of the communicator this worker holds (nullptr when
 // none); `can_shrink`: whether that communicator can be shrunk now.
-RebuildPlan PlanRebuild(const api::Membership* previous, const api::Membership& next,
-                        bool can_shrink);
+RebuildPlan PlanRebuild(const api::Membership* previous, const api::Membership& next, bool can_shrink);
 
 // The string every rank must propose identically for a shrink: the parent's
 // build (`parent_incarnation`) and the excluded ranks; "fresh" otherwise.

@@ -1,13 +1,14 @@
 // The shrink-or-fresh decision of a rebuild, and the agreement through a real
 // store that keeps a mixed world (one rank without the parent) from shrinking.
+#include "worker-runtime/elastic/rebuild_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "worker-runtime/elastic/rebuild_plan.h"
+#include "base/status_test_macros.h"
 #include "worker-runtime/store/store_client.h"
 #include "worker-runtime/store/store_server.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::elastic {
 namespace {

@@ -24,7 +24,8 @@ SampleJournal::~SampleJournal() {
 
 Status SampleJournal::Append(const std::string& text) {
   ssize_t n = ::write(fd_, text.data(), text.size());
-  if (n != static_cast<ssize_t>(text.size())) return UnavailableError(std::string("journal write: ") + std::strerror(errno));
+  if (n != static_cast<ssize_t>(text.size()))
+    return UnavailableError(std::string("journal write: ") + std::strerror(errno));
   return Status::Ok();
 }
 
@@ -78,7 +79,8 @@ StatusOr<std::vector<ResolvedSample>> ResolveJournals(const std::vector<std::str
     }
     if (!rolled_back) out.push_back({a.step, a.epoch, a.sample});
   }
-  std::stable_sort(out.begin(), out.end(), [](const ResolvedSample& x, const ResolvedSample& y) { return x.step < y.step; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ResolvedSample& x, const ResolvedSample& y) { return x.step < y.step; });
   return out;
 }
 

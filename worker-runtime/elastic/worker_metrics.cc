@@ -1,14 +1,15 @@
 #include "worker-runtime/elastic/worker_metrics.h"
 
-#include "worker-runtime/elastic/elastic_driver.h"
 #include "metrics/buckets.h"
+#include "worker-runtime/elastic/elastic_driver.h"
 
 namespace ringmaster::elastic {
 
 namespace {
 
 const prometheus::Histogram::BucketBoundaries& PhaseBuckets() {
-  static const prometheus::Histogram::BucketBoundaries b = metrics::ExponentialBuckets(0.001, 2.5, 12);  // 1 ms .. ~60 s
+  static const prometheus::Histogram::BucketBoundaries b =
+      metrics::ExponentialBuckets(0.001, 2.5, 12);  // 1 ms .. ~60 s
   return b;
 }
 
@@ -23,25 +24,33 @@ WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus)
     : registry_(std::make_shared<prometheus::Registry>()),
       gpus_(std::move(gpus)),
       generation_(Register(prometheus::BuildGauge(), "ringmaster_worker_generation",
-                           "Membership generation this worker has joined.", *registry_).Add({})),
-      world_size_(Register(prometheus::BuildGauge(), "ringmaster_worker_world_size", "Workers in the joined generation.",
-                           *registry_).Add({})),
+                           "Membership generation this worker has joined.", *registry_)
+                      .Add({})),
+      world_size_(Register(prometheus::BuildGauge(), "ringmaster_worker_world_size",
+                           "Workers in the joined generation.", *registry_)
+                      .Add({})),
       step_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_step_seconds",
-                             "Duration of committed training steps.", *registry_).Add({}, PhaseBuckets())),
+                             "Duration of committed training steps.", *registry_)
+                        .Add({}, PhaseBuckets())),
       samples_(Register(prometheus::BuildCounter(), "ringmaster_worker_samples_total",
-                        "Samples this worker trained on: its share of each step's global batch.", *registry_).Add({})),
+                        "Samples this worker trained on: its share of each step's global batch.", *registry_)
+                   .Add({})),
       rebuild_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_rebuild_seconds",
                                 "Rebuild duration, from the failure (or membership change) to resumed training.",
-                                *registry_).Add({}, PhaseBuckets())),
+                                *registry_)
+                           .Add({}, PhaseBuckets())),
       rebuild_phase_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_rebuild_phase_seconds",
-                                      "Rebuild duration by phase (detect, rendezvous, communicator, restore).", *registry_)),
-      rebuilds_(Register(prometheus::BuildCounter(), "ringmaster_worker_rebuilds_total", "Generations joined.", *registry_)
-                    .Add({})),
+                                      "Rebuild duration by phase (detect, rendezvous, communicator, restore).",
+                                      *registry_)),
+      rebuilds_(
+          Register(prometheus::BuildCounter(), "ringmaster_worker_rebuilds_total", "Generations joined.", *registry_)
+              .Add({})),
       rebuild_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_rebuild_failures_total",
                                  "Builds of a generation abandoned (rendezvous or communicator failed).", *registry_)
                             .Add({})),
       steps_lost_(Register(prometheus::BuildCounter(), "ringmaster_worker_steps_lost_total",
-                           "Computed steps rolled back by restores (not committed).", *registry_).Add({})),
+                           "Computed steps rolled back by restores (not committed).", *registry_)
+                      .Add({})),
       checkpoint_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_checkpoint_seconds",
                                    "Checkpoint save/restore duration by op.", *registry_)),
       checkpoint_bytes_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_bytes_total",
@@ -49,9 +58,11 @@ WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus)
       checkpoint_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_failures_total",
                                     "Checkpoint saves/restores that failed, by op.", *registry_)),
       collective_seconds_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_seconds_total",
-                                   "Seconds spent in training collectives.", *registry_).Add({})),
+                                   "Seconds spent in training collectives.", *registry_)
+                              .Add({})),
       collective_bytes_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_bytes_total",
-                                 "Bytes contributed to training collectives.", *registry_).Add({})) {
+                                 "Bytes contributed to training collectives.", *registry_)
+                            .Add({})) {
   // Every labelled series from the start, at 0: a panel or an alert over them has data before the first event.
   for (const char* phase : {"detect", "rendezvous", "communicator", "restore"}) {
     rebuild_phase_seconds_.Add({{"phase", phase}}, PhaseBuckets());

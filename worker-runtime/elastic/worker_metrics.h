@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "worker-runtime/gpu/gpu_telemetry.h"
 #include "metrics/metrics_server.h"
+#include "worker-runtime/gpu/gpu_telemetry.h"
 
 namespace ringmaster::elastic {
 

@@ -38,15 +38,17 @@ Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, Wor
 
 Status CheckWorkerOptions(const WorkerOptions& o) {
   if (!o.has_membership_source()) {
-    return InvalidArgumentError("no membership source: give --membership-file (RINGMASTER_MEMBERSHIP_FILE) or "
-                                "--job-name (RINGMASTER_JOB_NAME, set by the operator in a worker pod)");
+    return InvalidArgumentError(
+        "no membership source: give --membership-file (RINGMASTER_MEMBERSHIP_FILE) or "
+        "--job-name (RINGMASTER_JOB_NAME, set by the operator in a worker pod)");
   }
   if (o.membership_file.empty() && o.job_namespace.empty()) {
     return InvalidArgumentError("--job-name needs --job-namespace (RINGMASTER_JOB_NAMESPACE)");
   }
   if (o.worker_id.empty() || o.secret.empty() || o.store_port <= 0 || o.store_port > 65535) {
-    return InvalidArgumentError("--worker-id, --secret and --store-port are required (or RINGMASTER_WORKER_ID/"
-                                "POD_NAME, RINGMASTER_SECRET, RINGMASTER_STORE_PORT/COORDINATOR_PORT)");
+    return InvalidArgumentError(
+        "--worker-id, --secret and --store-port are required (or RINGMASTER_WORKER_ID/"
+        "POD_NAME, RINGMASTER_SECRET, RINGMASTER_STORE_PORT/COORDINATOR_PORT)");
   }
   if (o.health_port < 0 || o.health_port > 65535) return InvalidArgumentError("--health-port must be 0..65535");
   if (o.checkpoint_keep < 1) {

@@ -46,7 +46,8 @@ struct WorkerOptions {
 
 // Sets the fields the RINGMASTER_* environment gives (for each, the first variable present wins:
 // RINGMASTER_WORKER_ID else RINGMASTER_POD_NAME; RINGMASTER_STORE_PORT else RINGMASTER_COORDINATOR_PORT;
-// RINGMASTER_POD_IP is the host), and the GPU visibility variables. Errors: InvalidArgument naming the variable whose value is malformed.
+// RINGMASTER_POD_IP is the host), and the GPU visibility variables. Errors: InvalidArgument naming the variable whose
+// value is malformed.
 Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, WorkerOptions* o);
 
 // Errors: InvalidArgument naming what is missing or out of range (no membership source, a job name without

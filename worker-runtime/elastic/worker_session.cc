@@ -66,7 +66,8 @@ StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(const std::map<st
   WorkerOptions o;
   RINGMASTER_RETURN_IF_ERROR(ApplyWorkerEnvironment(env, &o));
   RINGMASTER_ASSIGN_OR_RETURN(runtime::RuntimeConfig config, runtime::ParseRuntimeConfig(env));
-  if (auto timeout = env.find(std::string(api::env::kCollectiveTimeoutMs)); timeout != env.end() && !timeout->second.empty()) {
+  if (auto timeout = env.find(std::string(api::env::kCollectiveTimeoutMs));
+      timeout != env.end() && !timeout->second.empty()) {
     o.timeout_ms = static_cast<int>(config.timeout.count());
   }
   // With a checkpoint directory and no interval of its own, every commit is offered to the asynchronous
@@ -76,7 +77,8 @@ StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(const std::map<st
   if (!standalone) RINGMASTER_RETURN_IF_ERROR(CheckWorkerOptions(o));
   auto out = env.find(std::string(api::env::kOut));
   const bool journal = out != env.end() && !out->second.empty();
-  std::unique_ptr<WorkerSession> session(new WorkerSession(std::move(o), std::move(config), standalone, journal, std::move(log)));
+  std::unique_ptr<WorkerSession> session(
+      new WorkerSession(std::move(o), std::move(config), standalone, journal, std::move(log)));
   if (standalone) RINGMASTER_RETURN_IF_ERROR(session->MakeStandalone());
   return session;
 }
@@ -149,8 +151,8 @@ void WorkerSession::Restored(int64_t incarnation, int64_t step) {
 
 StatusOr<bool> WorkerSession::Join() {
   if (!driver_) return FailedPreconditionError("the session is not started");
-  RINGMASTER_ASSIGN_OR_RETURN(bool member,
-                              driver_->Join([this](int64_t incarnation, int64_t step) { Restored(incarnation, step); }));
+  RINGMASTER_ASSIGN_OR_RETURN(
+      bool member, driver_->Join([this](int64_t incarnation, int64_t step) { Restored(incarnation, step); }));
   if (!member) return false;
   SessionTopology t = TopologyOf(driver_->record(), options_.worker_id);
   std::lock_guard lock(mu_);

@@ -134,7 +134,7 @@ class WorkerSession {
   std::unique_ptr<ElasticDriver> driver_;
 
   mutable std::mutex mu_;
-  SessionTopology topology_;  // guarded by mu_: the joined generation's
+  SessionTopology topology_;   // guarded by mu_: the joined generation's
   int required_min_size_ = 0;  // guarded by mu_: RequireMinSize's, passed on to the driver
 };
 

@@ -2,14 +2,15 @@
 
 #include <cstdio>
 
-#include "worker-runtime/elastic/worker_metrics.h"
 #include "kube/config.h"
+#include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/membership/file_source.h"
 #include "worker-runtime/membership/kubernetes_source.h"
 
 namespace ringmaster::elastic {
 
-StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const WorkerOptions& o, const LogSink& log) {
+StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const WorkerOptions& o,
+                                                                             const LogSink& log) {
   if (!o.membership_file.empty()) {
     membership::FileSourceOptions fo;
     fo.path = o.membership_file;
@@ -25,12 +26,12 @@ StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(con
   RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, log));
   RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
                                                 client, {o.job_namespace, o.job_name, o.worker_id, log}));
-  Log(log, LogLevel::kInfo, "membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
+  Log(log, LogLevel::kInfo,
+      "membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
   return std::unique_ptr<membership::MembershipSource>(std::move(watched));
 }
 
-StatusOr<std::unique_ptr<checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
-                                                                               const LogSink& log) {
+StatusOr<std::unique_ptr<checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o, const LogSink& log) {
   if (o.checkpoint_dir.empty()) return std::unique_ptr<checkpoint::CheckpointStore>();
   LogSink quiet = [log](LogLevel level, std::string_view line) {  // retention deletes one old checkpoint per save
     if (line.rfind("retention", 0) != 0) Log(log, level, line);

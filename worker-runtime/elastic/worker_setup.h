@@ -23,12 +23,12 @@ class WorkerMetrics;
 // The file source when o.membership_file is set, else a watch of the TrainingJob o.job_namespace/o.job_name
 // (client config from o.kubeconfig, $KUBECONFIG or the pod's service account). Errors: InvalidArgument (no
 // source configured), those of the client config and of starting the source.
-StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const WorkerOptions& o, const LogSink& log);
+StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(const WorkerOptions& o,
+                                                                             const LogSink& log);
 
 // The checkpoint store under o.checkpoint_dir (keeps the last o.checkpoint_keep); null when no directory is configured.
 // Errors: those of CheckpointStore::Open.
-StatusOr<std::unique_ptr<checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o,
-                                                                               const LogSink& log);
+StatusOr<std::unique_ptr<checkpoint::CheckpointStore>> OpenCheckpoints(const WorkerOptions& o, const LogSink& log);
 
 // The driver's options: the runtime configuration read at start, with the worker's options on top; the
 // NCCL communicators count their bytes into metrics' GPU telemetry. Pointers are not owned and may be null.

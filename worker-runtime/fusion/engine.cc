@@ -9,7 +9,8 @@ namespace ringmaster::fusion {
 
 using Clock = std::chrono::steady_clock;
 
-Engine::Engine(std::shared_ptr<comm::Communicator> data, std::shared_ptr<comm::Communicator> control, EngineOptions options)
+Engine::Engine(std::shared_ptr<comm::Communicator> data, std::shared_ptr<comm::Communicator> control,
+               EngineOptions options)
     : data_(std::move(data)),
       control_(std::move(control)),
       options_(std::move(options)),
@@ -148,8 +149,7 @@ std::vector<std::unique_ptr<Engine::Item>> Engine::TakeQueued(size_t count) {
   return items;
 }
 
-void Engine::RecordNegotiation(const std::vector<Request*>& requests, Clock::time_point start,
-                               Clock::time_point end) {
+void Engine::RecordNegotiation(const std::vector<Request*>& requests, Clock::time_point start, Clock::time_point end) {
   if (!options_.timeline) return;
   for (const Request* r : requests) {
     options_.timeline->Record(r->name, "QUEUE", options_.id, r->submitted, start);
@@ -236,8 +236,8 @@ Status Engine::RunBatch(const Batch& batch) {
     if (s.ok()) UnpackBatch(batch, fusion_buffer_);
     auto t3 = Clock::now();
     if (tl) {
-      std::string detail = "fused " + std::to_string(batch.requests.size()) + " tensors, " +
-                           std::to_string(batch.bytes()) + " bytes";
+      std::string detail =
+          "fused " + std::to_string(batch.requests.size()) + " tensors, " + std::to_string(batch.bytes()) + " bytes";
       for (Request* r : batch.requests) {
         tl->Record(r->name, "FUSE", options_.id, t0, t1, detail);
         tl->Record(r->name, "RUN", options_.id, t1, t2, detail);
@@ -254,7 +254,9 @@ Status Engine::RunBatch(const Batch& batch) {
     case CollectiveKind::kAllreduce: s = comm.Allreduce(first.in, first.out, first.count, first.type, first.op); break;
     case CollectiveKind::kAllgather: s = comm.Allgather(first.in, first.out, first.count, first.type); break;
     case CollectiveKind::kAllgatherv: s = comm.Allgatherv(first.in, first.out, first.counts, first.type); break;
-    case CollectiveKind::kBroadcast: s = comm.Broadcast(first.in, first.out, first.count, first.type, first.root); break;
+    case CollectiveKind::kBroadcast:
+      s = comm.Broadcast(first.in, first.out, first.count, first.type, first.root);
+      break;
     case CollectiveKind::kReduceScatter:
       s = comm.ReduceScatter(first.in, first.out, first.count, first.type, first.op);
       break;

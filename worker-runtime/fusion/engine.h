@@ -49,20 +49,20 @@ enum class Ordering {
 };
 
 struct EngineOptions {
-  std::string name = "world";     // process set name, for messages
-  int id = 0;                     // process set id, the timeline track
+  std::string name = "world";  // process set name, for messages
+  int id = 0;                  // process set id, the timeline track
   Ordering ordering = Ordering::kNegotiated;
   size_t fusion_threshold = 64u << 20;  // 0 disables fusion
   std::chrono::microseconds cycle_time{3500};
-  timeline::Timeline* timeline = nullptr;   // not owned; may be null; must outlive the engine
+  timeline::Timeline* timeline = nullptr;  // not owned; may be null; must outlive the engine
 };
 
 // What an engine has run so far: launches are calls into the data communicator
 // (a fused batch is one launch, an unfused collective one each).
 struct EngineStats {
   uint64_t launches = 0;
-  uint64_t fused_launches = 0;   // launches that carried more than one request
-  uint64_t fused_requests = 0;   // requests carried by those
+  uint64_t fused_launches = 0;  // launches that carried more than one request
+  uint64_t fused_requests = 0;  // requests carried by those
 };
 
 class Engine {
@@ -149,7 +149,7 @@ class Engine {
 
   std::condition_variable exited_cv_;  // with mu_: signalled when exited_ becomes true
   std::mutex join_mu_;                 // serializes joining thread_ (Stop and the destructor)
-  std::thread thread_;  // last: starts after everything above is initialized
+  std::thread thread_;                 // last: starts after everything above is initialized
 };
 
 }  // namespace ringmaster::fusion

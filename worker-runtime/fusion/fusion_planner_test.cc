@@ -15,14 +15,15 @@ Request Make(CollectiveKind kind, common::DataType type, size_t count, common::R
 }
 
 TEST(FusionPlannerTest, FusesConsecutiveCompatibleAllreducesUpToThreshold) {
-  std::vector<Request> rs = {Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 10),
-                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 10),
-                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat64, 10),  // other type: new batch
-                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat64, 10, common::ReduceOp::kMax),  // other op
-                             Make(CollectiveKind::kBroadcast, common::DataType::kFloat64, 10),  // alone
-                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 20),
-                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 20),  // 160 bytes > 120: new batch
-                             Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 1000)};  // larger than threshold
+  std::vector<Request> rs = {
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 10),
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 10),
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat64, 10),  // other type: new batch
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat64, 10, common::ReduceOp::kMax),  // other op
+      Make(CollectiveKind::kBroadcast, common::DataType::kFloat64, 10),                          // alone
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 20),
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 20),     // 160 bytes > 120: new batch
+      Make(CollectiveKind::kAllreduce, common::DataType::kFloat32, 1000)};  // larger than threshold
   std::vector<Request*> ptrs;
   for (auto& r : rs) ptrs.push_back(&r);
   auto batches = PlanBatches(ptrs, 120);

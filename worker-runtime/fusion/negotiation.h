@@ -21,6 +21,7 @@ StatusOr<size_t> AgreeOnCount(comm::Communicator& control, size_t local_pending)
 // OK when every rank holds the same requests (by Fingerprint) in the same
 // order. Errors: FailedPrecondition naming the first position that differs,
 // this rank's request there and the process set; Aborted from the communicator.
-Status VerifySameRequests(comm::Communicator& control, const std::vector<Request*>& requests, const std::string& set_name);
+Status VerifySameRequests(comm::Communicator& control, const std::vector<Request*>& requests,
+                          const std::string& set_name);
 
 }  // namespace ringmaster::fusion

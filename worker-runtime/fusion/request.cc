@@ -53,8 +53,8 @@ uint64_t Request::Fingerprint() const {
 }
 
 std::string Request::Describe() const {
-  std::string d = "'" + name + "' (" + std::string(CollectiveKindName(kind)) + " " + std::string(common::DataTypeName(type)) +
-                  " x" + std::to_string(count);
+  std::string d = "'" + name + "' (" + std::string(CollectiveKindName(kind)) + " " +
+                  std::string(common::DataTypeName(type)) + " x" + std::to_string(count);
   if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReduceScatter) {
     d += " " + std::string(common::ReduceOpName(op));
   }

@@ -109,7 +109,7 @@ class PendingWaits {
 
  private:
   std::mutex mu_;
-  bool aborted_ = false;                                  // guarded by mu_
+  bool aborted_ = false;                                      // guarded by mu_
   std::multiset<::gloo::transport::UnboundBuffer*> tracked_;  // guarded by mu_
 };
 

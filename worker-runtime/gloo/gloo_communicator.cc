@@ -10,13 +10,12 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
-
 #include <signal.h>
 
 #include <algorithm>
-#include <mutex>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <vector>
 
 #include "worker-runtime/comm/validate.h"
@@ -30,11 +29,24 @@ namespace {
 
 // Gloo's typed options only use sizeof(T); these stand in for any element type
 // of that width (reduction itself goes through our own ReduceBuffers).
-template <size_t N> struct Storage;
-template <> struct Storage<1> { using type = uint8_t; };
-template <> struct Storage<2> { using type = uint16_t; };
-template <> struct Storage<4> { using type = uint32_t; };
-template <> struct Storage<8> { using type = uint64_t; };
+template <size_t N>
+struct Storage;
+template <>
+struct Storage<1> {
+  using type = uint8_t;
+};
+template <>
+struct Storage<2> {
+  using type = uint16_t;
+};
+template <>
+struct Storage<4> {
+  using type = uint32_t;
+};
+template <>
+struct Storage<8> {
+  using type = uint64_t;
+};
 
 template <typename F>
 void WithStorage(common::DataType type, F&& f) {
@@ -53,7 +65,7 @@ void WithStorage(common::DataType type, F&& f) {
 void IgnoreSigpipeOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    struct sigaction current {};
+    struct sigaction current{};
     if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
       ::signal(SIGPIPE, SIG_IGN);
     }
@@ -62,8 +74,9 @@ void IgnoreSigpipeOnce() {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::Create(std::shared_ptr<store::Store> store, std::string prefix,
-                                                                 int rank, int size, GlooOptions options) {
+StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::Create(std::shared_ptr<store::Store> store,
+                                                                       std::string prefix, int rank, int size,
+                                                                       GlooOptions options) {
   IgnoreSigpipeOnce();
   std::shared_ptr<::gloo::transport::Device> device;
   try {
@@ -91,8 +104,8 @@ StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::CreateOnDevice(
       if (i != rank) published[i] = gloo_store.fetched(std::to_string(i));
     }
     GlooSockets sockets = GlooSockets::Find(*context, published);
-    return std::unique_ptr<comm::Communicator>(new GlooCommunicator(std::move(store), std::move(prefix), rank, size, options,
-                                                              device, context, std::move(sockets)));
+    return std::unique_ptr<comm::Communicator>(new GlooCommunicator(std::move(store), std::move(prefix), rank, size,
+                                                                    options, device, context, std::move(sockets)));
   } catch (const std::exception& e) {
     return AbortedError("gloo rendezvous of '" + prefix + "' (rank " + std::to_string(rank) + " of " +
                         std::to_string(size) + ") failed: " + e.what());
@@ -116,8 +129,7 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<store::Store> store, std::str
 GlooCommunicator::~GlooCommunicator() {
   try {
     context_.reset();
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 void GlooCommunicator::Abort(const std::string& reason) {
@@ -163,13 +175,13 @@ Status GlooCommunicator::Guard(const char* what, F&& fn) {
   const bool last = closing.use_count() == 1;
   try {
     closing.reset();
-  } catch (...) {
-  }
+  } catch (...) {}
   if (last) sockets_.Hangup();
   return health();
 }
 
-Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, common::DataType type,
+                                     common::ReduceOp op) {
   const size_t bytes = count * common::DataTypeSize(type);
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, bytes);
@@ -187,9 +199,8 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, co
       ::gloo::AllreduceOptions opts(context_);
       if (in != out) opts.setInput<T>(static_cast<T*>(const_cast<void*>(in)), count);
       opts.setOutput<T>(static_cast<T*>(out), count);
-      opts.setReduceFunction([type, op](void* o, const void* a, const void* b, size_t n) {
-        common::ReduceBuffers(type, op, o, a, b, n);
-      });
+      opts.setReduceFunction(
+          [type, op](void* o, const void* a, const void* b, size_t n) { common::ReduceBuffers(type, op, o, a, b, n); });
       opts.setTimeout(options_.timeout);
       ::gloo::allreduce(opts);  // the ring, as torch's ProcessGroupGloo: the same sums in the same order
     });
@@ -199,7 +210,8 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, co
 
 // Two ranks: each sends its whole buffer to the other and receives the other's into scratch_, then both
 // compute op(rank 0's, rank 1's) in that order, so min/max with NaNs and every rounding agree bit for bit.
-Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type,
+                                               common::ReduceOp op) {
   const size_t bytes = count * common::DataTypeSize(type);
   if (in != out) std::memcpy(out, in, bytes);
   if (scratch_.size() < bytes) scratch_.resize(bytes);
@@ -244,7 +256,8 @@ Status GlooCommunicator::DoAllgather(const void* in, void* out, size_t count, co
   });
 }
 
-Status GlooCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) {
+Status GlooCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                                      common::DataType type) {
   const size_t esize = common::DataTypeSize(type);
   const size_t my_bytes = counts[rank_] * esize;
   if (size_ == 1) {
@@ -281,7 +294,8 @@ Status GlooCommunicator::DoBroadcast(const void* in, void* out, size_t count, co
   });
 }
 
-Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count, common::DataType type,
+                                         common::ReduceOp op) {
   if (size_ == 1) {
     if (in != out) std::memmove(out, in, count * common::DataTypeSize(type));
     return Status::Ok();
@@ -296,7 +310,8 @@ Status GlooCommunicator::DoReduceScatter(const void* in, void* out, size_t count
 // (r-s-1) mod n to the right and folds the left's partial sum of block
 // (r-s-2) mod n into its own. After n-1 steps block r holds the full result.
 // Each rank sends (n-1)/n of the buffer, the optimum.
-Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t count, common::DataType type,
+                                           common::ReduceOp op) {
   const size_t esize = common::DataTypeSize(type);
   const size_t block = count * esize;
   const int n = size_;
@@ -314,7 +329,8 @@ Status GlooCommunicator::RingReduceScatter(const void* in, void* out, size_t cou
     acc_buf->send(right, slot, send_block * block, block);
     tmp_buf->recv(left, slot, 0, block);
     if (!tmp_buf->waitRecv(options_.timeout)) return AbortedError("reduce-scatter receive aborted");
-    common::ReduceBuffers(type, op, acc.data() + recv_block * block, acc.data() + recv_block * block, tmp.data(), count);
+    common::ReduceBuffers(type, op, acc.data() + recv_block * block, acc.data() + recv_block * block, tmp.data(),
+                          count);
     if (!acc_buf->waitSend(options_.timeout)) return AbortedError("reduce-scatter send aborted");
   }
   std::memcpy(out, acc.data() + static_cast<size_t>(rank_) * block, block);
@@ -353,7 +369,7 @@ Status GlooCommunicator::DoBarrier() {
 }
 
 StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::DoSplit(const std::vector<int>& ranks,
-                                                                const std::string& name) {
+                                                                        const std::string& name) {
   // Gloo needs no collective over the parent: members rendezvous among themselves.
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == rank_) {
@@ -366,18 +382,19 @@ StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::DoSplit(const st
 }
 
 StatusOr<std::unique_ptr<comm::Transfer>> GlooCommunicator::DoPostSend(const void* buf, size_t bytes, int peer,
-                                                                 uint32_t tag) {
+                                                                       uint32_t tag) {
   std::shared_ptr<::gloo::Context> context;
   {
     std::lock_guard<std::mutex> lock(mu_);
     context = context_;
   }
   // Gloo's send only reads the buffer; its unbound buffer type is not const.
-  return GlooTransfer::Post(std::move(context), GlooTransfer::Direction::kSend, const_cast<void*>(buf), bytes, peer, tag,
-                            options_.timeout, "communicator '" + prefix_ + "'");
+  return GlooTransfer::Post(std::move(context), GlooTransfer::Direction::kSend, const_cast<void*>(buf), bytes, peer,
+                            tag, options_.timeout, "communicator '" + prefix_ + "'");
 }
 
-StatusOr<std::unique_ptr<comm::Transfer>> GlooCommunicator::DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) {
+StatusOr<std::unique_ptr<comm::Transfer>> GlooCommunicator::DoPostRecv(void* buf, size_t bytes, int peer,
+                                                                       uint32_t tag) {
   std::shared_ptr<::gloo::Context> context;
   {
     std::lock_guard<std::mutex> lock(mu_);

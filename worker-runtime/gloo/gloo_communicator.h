@@ -37,7 +37,7 @@ class Device;
 namespace ringmaster::gloo {
 
 struct GlooOptions {
-  std::string host = "127.0.0.1";  // address this rank listens on for peers
+  std::string host = "127.0.0.1";            // address this rank listens on for peers
   std::chrono::milliseconds timeout{30000};  // per collective and for rendezvous
 };
 
@@ -46,8 +46,8 @@ class GlooCommunicator : public comm::Communicator {
   // Rendezvous of `size` ranks under store key prefix `prefix` (unique per
   // communicator within a generation). Errors: Aborted or DeadlineExceeded
   // (peers did not show up), InvalidArgument.
-  static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix, int rank,
-                                                        int size, GlooOptions options);
+  static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix,
+                                                              int rank, int size, GlooOptions options);
   ~GlooCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -66,14 +66,15 @@ class GlooCommunicator : public comm::Communicator {
   Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override;
   Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override;
   Status DoBarrier() override;
-  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
+  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks,
+                                                        const std::string& name) override;
   StatusOr<std::unique_ptr<comm::Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag) override;
   StatusOr<std::unique_ptr<comm::Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) override;
 
  private:
-  static StatusOr<std::unique_ptr<comm::Communicator>> CreateOnDevice(std::shared_ptr<store::Store> store, std::string prefix,
-                                                                int rank, int size, GlooOptions options,
-                                                                std::shared_ptr<::gloo::transport::Device> device);
+  static StatusOr<std::unique_ptr<comm::Communicator>> CreateOnDevice(
+      std::shared_ptr<store::Store> store, std::string prefix, int rank, int size, GlooOptions options,
+      std::shared_ptr<::gloo::transport::Device> device);
   GlooCommunicator(std::shared_ptr<store::Store> store, std::string prefix, int rank, int size, GlooOptions options,
                    std::shared_ptr<::gloo::transport::Device> device, std::shared_ptr<::gloo::Context> context,
                    GlooSockets sockets);

@@ -7,9 +7,9 @@
 
 #include <thread>
 
+#include "base/status_test_macros.h"
 #include "worker-runtime/gloo/gloo_communicator.h"
 #include "worker-runtime/testing/multiprocess.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::gloo {
 namespace {
@@ -38,8 +38,8 @@ void SurviveUntilAborted(comm::Communicator& comm, std::vector<float>& buf) {
     failed_after = store::Clock::now() - start;
   }
   ASSERT_EQ(failed.code(), StatusCode::kAborted) << failed;
-  EXPECT_LT(failed_after, kTimeout + kSlack) << "took "
-      << std::chrono::duration_cast<std::chrono::milliseconds>(failed_after).count() << " ms";
+  EXPECT_LT(failed_after, kTimeout + kSlack)
+      << "took " << std::chrono::duration_cast<std::chrono::milliseconds>(failed_after).count() << " ms";
   // Unusable until rebuilt: every later call fails at once with Aborted.
   auto start = store::Clock::now();
   EXPECT_EQ(comm.Allreduce(buf.data(), buf.data(), 1, common::DataType::kFloat32, common::ReduceOp::kSum).code(),
@@ -58,12 +58,14 @@ TEST(GlooFailureTest, KilledPeerMidAllreduceAbortsSurvivorsWithinTimeout) {
     ASSERT_NE(comm, nullptr);
     std::vector<float> buf(8u << 20, 1.0f);  // 32 MiB: long enough to be killed in the middle
     if (ctx.rank == 2) {
-      ASSERT_OK(comm->Allreduce(buf.data(), buf.data(), buf.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
+      ASSERT_OK(
+          comm->Allreduce(buf.data(), buf.data(), buf.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
       std::thread killer([] {
         std::this_thread::sleep_for(15ms);
         ::raise(SIGKILL);
       });
-      for (;;) (void)comm->Allreduce(buf.data(), buf.data(), buf.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
+      for (;;)
+        (void)comm->Allreduce(buf.data(), buf.data(), buf.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
     }
     SurviveUntilAborted(*comm, buf);
   });
@@ -131,7 +133,8 @@ TEST(GlooFailureTest, AbortFromAnotherThreadEndsACollectiveInFlight) {
       (*comm)->Abort("membership generation 2");
     });
     auto start = store::Clock::now();
-    Status s = (*comm)->Allreduce(buf.data(), buf.data(), buf.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
+    Status s =
+        (*comm)->Allreduce(buf.data(), buf.data(), buf.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
     auto took = store::Clock::now() - start;
     watcher.join();
     EXPECT_EQ(s.code(), StatusCode::kAborted) << s;

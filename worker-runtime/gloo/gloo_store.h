@@ -8,14 +8,14 @@
 // Ownership: keeps a shared reference to the Store. Thread-safety: as Store.
 #pragma once
 
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 #include "worker-runtime/store/store.h"
 

@@ -8,9 +8,10 @@
 
 namespace ringmaster::gloo {
 
-StatusOr<std::unique_ptr<comm::Transfer>> GlooTransfer::Post(std::shared_ptr<::gloo::Context> context, Direction direction,
-                                                       void* buf, size_t bytes, int peer, uint32_t tag,
-                                                       std::chrono::milliseconds timeout, const std::string& what) {
+StatusOr<std::unique_ptr<comm::Transfer>> GlooTransfer::Post(std::shared_ptr<::gloo::Context> context,
+                                                             Direction direction, void* buf, size_t bytes, int peer,
+                                                             uint32_t tag, std::chrono::milliseconds timeout,
+                                                             const std::string& what) {
   const char* verb = direction == Direction::kSend ? "send to" : "recv from";
   if (!context) return AbortedError(what + ": " + verb + " rank " + std::to_string(peer) + ": the context is closed");
   try {
@@ -28,8 +29,9 @@ StatusOr<std::unique_ptr<comm::Transfer>> GlooTransfer::Post(std::shared_ptr<::g
   }
 }
 
-GlooTransfer::GlooTransfer(std::shared_ptr<::gloo::Context> context, std::unique_ptr<::gloo::transport::UnboundBuffer> buffer,
-                           Direction direction, int peer, std::chrono::milliseconds timeout, std::string what)
+GlooTransfer::GlooTransfer(std::shared_ptr<::gloo::Context> context,
+                           std::unique_ptr<::gloo::transport::UnboundBuffer> buffer, Direction direction, int peer,
+                           std::chrono::milliseconds timeout, std::string what)
     : context_(std::move(context)),
       buffer_(std::move(buffer)),
       direction_(direction),
@@ -40,8 +42,7 @@ GlooTransfer::GlooTransfer(std::shared_ptr<::gloo::Context> context, std::unique
 GlooTransfer::~GlooTransfer() {
   try {
     buffer_.reset();
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 Status GlooTransfer::Wait() {

@@ -34,9 +34,9 @@ class GlooTransfer : public comm::Transfer {
   enum class Direction { kSend, kRecv };
   // Posts the transfer of `bytes` bytes at `buf` with `peer` (a rank of context).
   // `what` names the communicator in errors. Errors: Aborted (Gloo refused it).
-  static StatusOr<std::unique_ptr<comm::Transfer>> Post(std::shared_ptr<::gloo::Context> context, Direction direction, void* buf,
-                                                  size_t bytes, int peer, uint32_t tag, std::chrono::milliseconds timeout,
-                                                  const std::string& what);
+  static StatusOr<std::unique_ptr<comm::Transfer>> Post(std::shared_ptr<::gloo::Context> context, Direction direction,
+                                                        void* buf, size_t bytes, int peer, uint32_t tag,
+                                                        std::chrono::milliseconds timeout, const std::string& what);
   ~GlooTransfer() override;
   Status Wait() override;
 

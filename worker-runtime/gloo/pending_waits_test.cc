@@ -3,11 +3,10 @@
 // shape of the wait Gloo leaves behind when it drops a send whose write failed -- and buffers tracked
 // after the abort are aborted as they come. A wait that is not aborted runs to its 60 s timeout and
 // throws, so an abort that does not reach the buffer fails the test (by an exception, not by a clock).
-#include <gtest/gtest.h>
-
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>

@@ -20,13 +20,15 @@ void Add(prometheus::MetricFamily& family, const std::vector<prometheus::ClientM
 
 }  // namespace
 
-StatusOr<std::shared_ptr<GpuTelemetry>> GpuTelemetry::Open(const GpuVisibility& visibility, const std::string& library) {
+StatusOr<std::shared_ptr<GpuTelemetry>> GpuTelemetry::Open(const GpuVisibility& visibility,
+                                                           const std::string& library) {
   RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<Nvml> nvml, Nvml::Open(library));
   RINGMASTER_ASSIGN_OR_RETURN(std::vector<NvmlDevice> all, nvml->Devices());
   if (all.empty()) return NotFoundError("NVML (" + library + ") sees no GPU");
   std::vector<NvmlDevice> visible = VisibleDevices(visibility, all);
   if (visible.empty()) {
-    return NotFoundError("none of the " + std::to_string(all.size()) + " GPUs is visible to this process (CUDA_VISIBLE_DEVICES=" +
+    return NotFoundError("none of the " + std::to_string(all.size()) +
+                         " GPUs is visible to this process (CUDA_VISIBLE_DEVICES=" +
                          visibility.cuda_visible_devices.value_or("<unset>") +
                          ", NVIDIA_VISIBLE_DEVICES=" + visibility.nvidia_visible_devices.value_or("<unset>") + ")");
   }
@@ -60,7 +62,8 @@ std::vector<prometheus::MetricFamily> GpuTelemetry::Collect() const {
                      MetricType::Counter);
   const std::map<int, uint64_t> moved = traffic_->Snapshot();
   for (size_t i = 0; i < devices_.size(); ++i) {
-    const std::vector<prometheus::ClientMetric::Label> labels = {{"gpu", std::to_string(i)}, {"uuid", devices_[i].uuid}};
+    const std::vector<prometheus::ClientMetric::Label> labels = {{"gpu", std::to_string(i)},
+                                                                 {"uuid", devices_[i].uuid}};
     auto it = moved.find(static_cast<int>(i));
     Add(nccl, labels, it == moved.end() ? 0 : static_cast<double>(it->second));
     StatusOr<GpuReading> r = nvml_->Read(devices_[i]);

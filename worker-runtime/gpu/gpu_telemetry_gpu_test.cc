@@ -6,13 +6,12 @@
 
 #include <iostream>
 
-#include "worker-runtime/memory/buffer_memory.h"
-
 #include "base/status_test_macros.h"
+#include "metrics/loopback_http_get.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/gpu/gpu_telemetry.h"
 #include "worker-runtime/gpu/nvml.h"
-#include "metrics/loopback_http_get.h"
+#include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/nccl/gpu_probe.h"
 #include "worker-runtime/nccl/nccl_communicator.h"
 #include "worker-runtime/testing/multiprocess.h"
@@ -47,9 +46,8 @@ TEST(NvmlGpuTest, TheDriversLibraryReadsEveryGpu) {
 
 TEST(NvmlGpuTest, TheWorkersMetricsCarryEveryGpuSeries) {
   std::vector<std::string> lines;
-  std::shared_ptr<GpuTelemetry> t = OpenGpuTelemetry(GpuVisibility::FromEnvironment({}), [&](LogLevel, std::string_view l) {
-    lines.emplace_back(l);
-  });
+  std::shared_ptr<GpuTelemetry> t = OpenGpuTelemetry(GpuVisibility::FromEnvironment({}),
+                                                     [&](LogLevel, std::string_view l) { lines.emplace_back(l); });
   ASSERT_EQ(lines.size(), 1u);
   ASSERT_NE(t, nullptr) << lines[0];
   EXPECT_EQ(lines[0].rfind("GPU telemetry on: ", 0), 0u) << lines[0];
@@ -86,13 +84,13 @@ TEST(NcclTrafficGpuTest, CollectivesCountTheirPayloadOnTheirGpu) {
     void* buf = *allocated;
     ASSERT_OK(comm.Barrier());
     EXPECT_TRUE(traffic->Snapshot().empty()) << "a barrier carries no payload";
-    ASSERT_OK(comm.Allreduce(buf, buf, 1000, common::DataType::kFloat32, common::ReduceOp::kSum));          // 4000
-    ASSERT_OK(comm.Allgather(buf, static_cast<char*>(buf) + 4096, 100, common::DataType::kFloat64));         // 800
-    ASSERT_OK(comm.ReduceScatter(buf, buf, 10, common::DataType::kInt32, common::ReduceOp::kSum));         // 2*10*4
-    ASSERT_OK(comm.Broadcast(buf, buf, 7, common::DataType::kUInt8, 0));                                    // 7
+    ASSERT_OK(comm.Allreduce(buf, buf, 1000, common::DataType::kFloat32, common::ReduceOp::kSum));    // 4000
+    ASSERT_OK(comm.Allgather(buf, static_cast<char*>(buf) + 4096, 100, common::DataType::kFloat64));  // 800
+    ASSERT_OK(comm.ReduceScatter(buf, buf, 10, common::DataType::kInt32, common::ReduceOp::kSum));    // 2*10*4
+    ASSERT_OK(comm.Broadcast(buf, buf, 7, common::DataType::kUInt8, 0));                              // 7
     auto split = comm.Split({0, 1}, "all");
     ASSERT_OK(split) << split.status();
-    ASSERT_OK((*split)->Allreduce(buf, buf, 16, common::DataType::kInt64, common::ReduceOp::kMax));        // 128
+    ASSERT_OK((*split)->Allreduce(buf, buf, 16, common::DataType::kInt64, common::ReduceOp::kMax));  // 128
     memory->Free(buf);
     EXPECT_EQ(traffic->Snapshot(), (std::map<int, uint64_t>{{no.device, 4000 + 800 + 80 + 7 + 128}}));
   });

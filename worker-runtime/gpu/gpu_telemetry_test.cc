@@ -3,22 +3,24 @@
 // dlopen/dlsym path as the driver's library, so what is tested is the loading, the reading and the export;
 // only the numbers are the stand-in's. The driver's own library is tested on a GPU machine
 // (gpu_telemetry_gpu_test.cc, label gpu).
+#include "worker-runtime/gpu/gpu_telemetry.h"
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status_test_macros.h"
-#include "worker-runtime/elastic/worker_metrics.h"
-#include "worker-runtime/gpu/gpu_telemetry.h"
-#include "worker-runtime/gpu/nvml.h"
-#include "worker-runtime/gpu/visible_gpus.h"
 #include "metrics/loopback_http_get.h"
 #include "metrics/metrics_server.h"
+#include "worker-runtime/elastic/worker_metrics.h"
+#include "worker-runtime/gpu/nvml.h"
+#include "worker-runtime/gpu/visible_gpus.h"
 
 extern "C" struct FakeNvmlGpu {
   const char* uuid;
@@ -82,19 +84,17 @@ TEST_F(FakeNvmlTest, ReadingsFlowToTheMetricsTextExactly) {
   const std::string g0 = std::string("{gpu=\"0\",uuid=\"") + kUuid0 + "\"}";
   const std::string g1 = std::string("{gpu=\"1\",uuid=\"") + kUuid1 + "\"}";
   const std::string text = Text(*t);
-  ExpectLines(text, {"# TYPE ringmaster_worker_gpu_utilization_ratio gauge",
-                     "ringmaster_worker_gpu_utilization_ratio" + g0 + " 0.37",
-                     "ringmaster_worker_gpu_utilization_ratio" + g1 + " 1",
-                     "# TYPE ringmaster_worker_gpu_memory_used_bytes gauge",
-                     "ringmaster_worker_gpu_memory_used_bytes" + g0 + " 1610612736",
-                     "ringmaster_worker_gpu_memory_used_bytes" + g1 + " 0",
-                     "ringmaster_worker_gpu_memory_total_bytes" + g0 + " 85899345920",
-                     "ringmaster_worker_gpu_memory_total_bytes" + g1 + " 42949672960",
-                     "# TYPE ringmaster_worker_gpu_power_watts gauge",
-                     "ringmaster_worker_gpu_power_watts" + g0 + " 215.5",
-                     "# TYPE ringmaster_worker_gpu_nccl_bytes_total counter",
-                     "ringmaster_worker_gpu_nccl_bytes_total" + g0 + " 0",
-                     "ringmaster_worker_gpu_nccl_bytes_total" + g1 + " 5120"});
+  ExpectLines(
+      text,
+      {"# TYPE ringmaster_worker_gpu_utilization_ratio gauge", "ringmaster_worker_gpu_utilization_ratio" + g0 + " 0.37",
+       "ringmaster_worker_gpu_utilization_ratio" + g1 + " 1", "# TYPE ringmaster_worker_gpu_memory_used_bytes gauge",
+       "ringmaster_worker_gpu_memory_used_bytes" + g0 + " 1610612736",
+       "ringmaster_worker_gpu_memory_used_bytes" + g1 + " 0",
+       "ringmaster_worker_gpu_memory_total_bytes" + g0 + " 85899345920",
+       "ringmaster_worker_gpu_memory_total_bytes" + g1 + " 42949672960",
+       "# TYPE ringmaster_worker_gpu_power_watts gauge", "ringmaster_worker_gpu_power_watts" + g0 + " 215.5",
+       "# TYPE ringmaster_worker_gpu_nccl_bytes_total counter", "ringmaster_worker_gpu_nccl_bytes_total" + g0 + " 0",
+       "ringmaster_worker_gpu_nccl_bytes_total" + g1 + " 5120"});
   // The second GPU reports no power (NOT_SUPPORTED): no series, and no error.
   EXPECT_EQ(text.find("ringmaster_worker_gpu_power_watts" + g1), std::string::npos) << text;
   EXPECT_EQ(text.find("gpu=\"7\""), std::string::npos) << text;
@@ -115,8 +115,9 @@ TEST_F(FakeNvmlTest, TheWorkerServesGpuSeriesBesideItsOwnAndCountsNcclBytesThrou
   ASSERT_OK(m.Serve("127.0.0.1:0"));
   const std::string text = metrics::LoopbackHttpGet(m.port(), "/metrics");
   EXPECT_NE(text.find("ringmaster_worker_step_seconds_count 0"), std::string::npos) << text;
-  ExpectLines(text, {std::string("ringmaster_worker_gpu_nccl_bytes_total{gpu=\"0\",uuid=\"") + kUuid0 + "\"} 64",
-                     std::string("ringmaster_worker_gpu_memory_total_bytes{gpu=\"1\",uuid=\"") + kUuid1 + "\"} 42949672960"});
+  ExpectLines(text,
+              {std::string("ringmaster_worker_gpu_nccl_bytes_total{gpu=\"0\",uuid=\"") + kUuid0 + "\"} 64",
+               std::string("ringmaster_worker_gpu_memory_total_bytes{gpu=\"1\",uuid=\"") + kUuid1 + "\"} 42949672960"});
   EXPECT_NE(text.find(m.Render()), std::string::npos) << "Render() is the body /metrics serves";
 }
 
@@ -125,8 +126,8 @@ TEST_F(FakeNvmlTest, OnlyTheVisibleGpusInTheProcesssNumbering) {
   ASSERT_OK(t) << t.status();
   const std::string text = Text(*t);
   // The second physical GPU is this process's device 0.
-  ExpectLines(text, {std::string("ringmaster_worker_gpu_memory_total_bytes{gpu=\"0\",uuid=\"") + kUuid1 +
-                     "\"} 42949672960"});
+  ExpectLines(text,
+              {std::string("ringmaster_worker_gpu_memory_total_bytes{gpu=\"0\",uuid=\"") + kUuid1 + "\"} 42949672960"});
   EXPECT_EQ(text.find(kUuid0), std::string::npos) << text;
 
   auto none = GpuTelemetry::Open({std::string(""), std::nullopt}, FAKE_NVML);
@@ -195,7 +196,8 @@ TEST_F(FakeNvmlTest, TheDashboardsGpuPanelsReadExportedFamiliesAndAreMarked) {
     gpu_panels += marked;
     for (const auto& target : panel.value("targets", nlohmann::json::array())) {
       const std::string expr = target.value("expr", "");
-      EXPECT_EQ(marked, expr.find("ringmaster_worker_gpu_") != std::string::npos) << panel.value("title", "") << ": " << expr;
+      EXPECT_EQ(marked, expr.find("ringmaster_worker_gpu_") != std::string::npos)
+          << panel.value("title", "") << ": " << expr;
       const std::regex family("ringmaster_worker_gpu_[a-z_]+");
       for (auto it = std::sregex_iterator(expr.begin(), expr.end(), family); it != std::sregex_iterator(); ++it) {
         read.insert(it->str());
@@ -245,8 +247,8 @@ TEST(NvmlTest, WithoutTheLibraryTelemetryIsOffInExactlyOneLogLineAndNoGpuSeriesE
 std::vector<NvmlDevice> Machine(int n) {
   std::vector<NvmlDevice> all;
   for (int i = 0; i < n; ++i) {
-    all.push_back({static_cast<unsigned>(i), "GPU-" + std::to_string(i) + "0000000-0000-0000-0000-00000000000" + std::to_string(i),
-                   nullptr});
+    all.push_back({static_cast<unsigned>(i),
+                   "GPU-" + std::to_string(i) + "0000000-0000-0000-0000-00000000000" + std::to_string(i), nullptr});
   }
   return all;
 }
@@ -274,8 +276,9 @@ TEST(VisibleGpusTest, FollowsCudaAndTheDevicePluginsVariables) {
   EXPECT_EQ(visible("MIG-0000,1", std::nullopt, all), V{});
   EXPECT_EQ(visible("-1,x", std::nullopt, all), V{});
   // NVIDIA_VISIBLE_DEVICES as the device plugin sets it: UUIDs; all; none.
-  EXPECT_EQ(visible(std::nullopt, "GPU-30000000-0000-0000-0000-000000000003,GPU-10000000-0000-0000-0000-000000000001", all),
-            (V{3, 1}));
+  EXPECT_EQ(
+      visible(std::nullopt, "GPU-30000000-0000-0000-0000-000000000003,GPU-10000000-0000-0000-0000-000000000001", all),
+      (V{3, 1}));
   EXPECT_EQ(visible(std::nullopt, "all", all), (V{0, 1, 2, 3}));
   EXPECT_EQ(visible(std::nullopt, "none", all), V{});
   EXPECT_EQ(visible(std::nullopt, "void", all), V{});

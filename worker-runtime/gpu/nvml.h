@@ -34,14 +34,14 @@ inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
 
 // One GPU as NVML numbers it on this machine (in a container: those the container runtime exposes).
 struct NvmlDevice {
-  unsigned index = 0;    // NVML's index (PCI bus order)
-  std::string uuid;      // "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
+  unsigned index = 0;      // NVML's index (PCI bus order)
+  std::string uuid;        // "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"
   void* handle = nullptr;  // nvmlDevice_t
 };
 
 // One reading of a device.
 struct GpuReading {
-  double utilization = 0;              // fraction of the last sample period a kernel ran, 0..1
+  double utilization = 0;  // fraction of the last sample period a kernel ran, 0..1
   uint64_t memory_used_bytes = 0;
   uint64_t memory_total_bytes = 0;
   std::optional<double> power_watts;  // absent when the device does not report power (NOT_SUPPORTED)

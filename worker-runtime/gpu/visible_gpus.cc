@@ -78,9 +78,8 @@ std::vector<NvmlDevice> VisibleDevices(const GpuVisibility& visibility, const st
         }
       }
       // Index entries in an isolated container: NVML numbers the exposed devices afresh, so they are all of them.
-      if (chosen.empty() && isolated && std::all_of(entries.begin(), entries.end(), [](const std::string& e) {
-            return Index(e).has_value();
-          })) {
+      if (chosen.empty() && isolated &&
+          std::all_of(entries.begin(), entries.end(), [](const std::string& e) { return Index(e).has_value(); })) {
         chosen = all;
       }
       exposed = std::move(chosen);
@@ -96,7 +95,8 @@ std::vector<NvmlDevice> VisibleDevices(const GpuVisibility& visibility, const st
       if (auto i = Index(entry); i && *i < exposed.size()) d = &exposed[*i];
     }
     // CUDA stops at an entry that names no device, and refuses a device listed twice.
-    if (!d || std::any_of(visible.begin(), visible.end(), [&](const NvmlDevice& x) { return x.uuid == d->uuid; })) break;
+    if (!d || std::any_of(visible.begin(), visible.end(), [&](const NvmlDevice& x) { return x.uuid == d->uuid; }))
+      break;
     visible.push_back(*d);
   }
   return visible;

@@ -40,10 +40,10 @@ void FileMembershipSource::PollLoop() {
 }
 
 void FileMembershipSource::PollOnce() {
-  struct stat st {};
+  struct stat st{};
   if (::stat(options_.path.c_str(), &st) != 0) return;  // not written yet (or being replaced)
-  FileId id{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-            static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+  FileId id{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, static_cast<int64_t>(st.st_size),
+            static_cast<uint64_t>(st.st_ino)};
   if (id == last_seen_) return;
   std::ifstream in(options_.path, std::ios::binary);
   if (!in) return;
@@ -59,7 +59,8 @@ void FileMembershipSource::PollOnce() {
     record = std::move(parsed).value();
   }
   if (!error.empty()) {
-    if (error != last_error_) Log("membership file " + options_.path + " ignored: " + error + "; keeping the last good record");
+    if (error != last_error_)
+      Log("membership file " + options_.path + " ignored: " + error + "; keeping the last good record");
     last_error_ = error;
     return;
   }

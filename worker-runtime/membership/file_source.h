@@ -28,7 +28,7 @@
 namespace ringmaster::membership {
 
 struct FileSourceOptions {
-  std::string path;                                // the membership file
+  std::string path;  // the membership file
   std::chrono::milliseconds poll_interval{50};
   LogSink log;  // one line per notable event; may be empty
 };

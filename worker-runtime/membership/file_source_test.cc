@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
 #include "base/status_test_macros.h"
 
 namespace ringmaster::membership {
@@ -25,9 +26,8 @@ api::Membership Record(int64_t generation, int n) {
 class FileSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("file_source_test." + std::to_string(::getpid()) + "." +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("file_source_test." + std::to_string(::getpid()) + "." +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "membership.json").string();
   }
@@ -82,9 +82,7 @@ TEST_F(FileSourceTest, GarbledAndHalfWrittenContentIsIgnoredWithAReason) {
     std::ofstream(path_) << full.substr(0, full.size() / 2);  // half-written, in place
   }
   std::this_thread::sleep_for(100ms);
-  {
-    std::ofstream(path_) << "\x01\x02 garbage {{{";
-  }
+  { std::ofstream(path_) << "\x01\x02 garbage {{{"; }
   std::this_thread::sleep_for(100ms);
   {
     std::ofstream(path_) << R"({"generation": 9, "members": [{"rank": 1, "pod": "a"}]})";  // bad ranks

@@ -20,8 +20,11 @@ StatusOr<std::unique_ptr<KubernetesMembershipSource>> KubernetesMembershipSource
   io.field_selector = "metadata.name=" + source->options_.job_name;
   io.log = source->options_.log;
   io.max_backoff = std::chrono::seconds(5);
-  source->informer_ = std::make_unique<kube::Informer>(
-      std::move(client), kube::GroupVersionResource{std::string(api::kGroup), std::string(api::kVersion), std::string(api::kResource), true}, io);
+  source->informer_ =
+      std::make_unique<kube::Informer>(std::move(client),
+                                       kube::GroupVersionResource{std::string(api::kGroup), std::string(api::kVersion),
+                                                                  std::string(api::kResource), true},
+                                       io);
   KubernetesMembershipSource* self = source.get();
   source->informer_->AddEventHandler({[self](const json& job) { self->Observe(job); },
                                       [self](const json&, const json& job) { self->Observe(job); }, nullptr});
@@ -35,7 +38,7 @@ void KubernetesMembershipSource::Observe(const json& job) {
   StatusOr<std::optional<api::Membership>> record = api::MembershipOfJob(job);
   if (!record.ok()) {
     options_.log(LogLevel::kWarning, "ignoring an unreadable membership of " + options_.job_namespace + "/" +
-                                               options_.job_name + ": " + record.status().ToString());
+                                         options_.job_name + ": " + record.status().ToString());
     return;
   }
   if (!record->has_value()) return;  // not published yet

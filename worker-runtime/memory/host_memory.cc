@@ -1,7 +1,7 @@
-#include "worker-runtime/memory/buffer_memory.h"
-
 #include <cstdlib>
 #include <cstring>
+
+#include "worker-runtime/memory/buffer_memory.h"
 
 namespace ringmaster::memory {
 namespace {

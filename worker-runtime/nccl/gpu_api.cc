@@ -22,7 +22,8 @@ void ResolveOptional(void* handle, const char* name, bool usable, Fn* fn) {
 #define RINGMASTER_RESOLVE(api, fn) Resolve(api->library.handle, #fn, &api->fn, &missing)
 
 Status Missing(const LoadedLibrary& lib, const std::string& symbol) {
-  return FailedPreconditionError(lib.path + " has no " + symbol + ": it is not the library it claims to be, or too old " +
+  return FailedPreconditionError(lib.path + " has no " + symbol +
+                                 ": it is not the library it claims to be, or too old " +
                                  "(set RINGMASTER_NCCL_LIBRARY / RINGMASTER_CUDART_LIBRARY to another one)");
 }
 
@@ -92,8 +93,8 @@ StatusOr<std::unique_ptr<NcclApi>> ResolveNcclApi(LoadedLibrary library) {
   if (!missing.empty()) return Missing(api->library, missing);
   int code = 0;
   if (ncclResult_t r = api->ncclGetVersion(&code); r != ncclSuccess) {
-    return InternalError(std::string("ncclGetVersion of ") + api->library.path + " failed: " +
-                         api->ncclGetErrorString(r));
+    return InternalError(std::string("ncclGetVersion of ") + api->library.path +
+                         " failed: " + api->ncclGetErrorString(r));
   }
   api->version = Version{code};
   // A symbol is not enough: a release may export a call before it works (Revoke is in 2.28.3's

@@ -76,8 +76,8 @@ StatusOr<LoadedLibrary> OpenEmulation(const GpuLibrarySearch& search, const char
 }
 
 struct Candidates {
-  std::vector<std::string> sonames;     // tried already-loaded, then through the linker's search
-  std::vector<std::string> wheel_paths; // relative to site-packages
+  std::vector<std::string> sonames;      // tried already-loaded, then through the linker's search
+  std::vector<std::string> wheel_paths;  // relative to site-packages
   std::string configured;
   const char* env_name;
   const char* kind;
@@ -140,14 +140,18 @@ std::vector<std::string> TorchWheelCandidates(const std::string& relative) {
 }
 
 StatusOr<LoadedLibrary> OpenNccl(const GpuLibrarySearch& search) {
-  return Open(search, Candidates{{"libnccl.so.2"}, {"nvidia/nccl/lib/libnccl.so.2"}, search.nccl_library,
-                                 "RINGMASTER_NCCL_LIBRARY", "NCCL"});
+  return Open(
+      search,
+      Candidates{
+          {"libnccl.so.2"}, {"nvidia/nccl/lib/libnccl.so.2"}, search.nccl_library, "RINGMASTER_NCCL_LIBRARY", "NCCL"});
 }
 
 StatusOr<LoadedLibrary> OpenCudaRuntime(const GpuLibrarySearch& search) {
   return Open(search, Candidates{{"libcudart.so.13", "libcudart.so.12"},
                                  {"nvidia/cu13/lib/libcudart.so.13", "nvidia/cuda_runtime/lib/libcudart.so.12"},
-                                 search.cudart_library, "RINGMASTER_CUDART_LIBRARY", "CUDA runtime"});
+                                 search.cudart_library,
+                                 "RINGMASTER_CUDART_LIBRARY",
+                                 "CUDA runtime"});
 }
 
 }  // namespace ringmaster::nccl

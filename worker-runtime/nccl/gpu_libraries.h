@@ -26,10 +26,10 @@ namespace ringmaster::nccl {
 
 // What the environment says about the search, read once by GpuLibrarySearch::FromEnvironment.
 struct GpuLibrarySearch {
-  int emulated_gpus = 0;            // RINGMASTER_EMULATED_GPUS
-  std::string emulation_library;    // RINGMASTER_GPU_EMULATION_LIBRARY (empty: the default places)
-  std::string nccl_library;         // RINGMASTER_NCCL_LIBRARY
-  std::string cudart_library;       // RINGMASTER_CUDART_LIBRARY
+  int emulated_gpus = 0;          // RINGMASTER_EMULATED_GPUS
+  std::string emulation_library;  // RINGMASTER_GPU_EMULATION_LIBRARY (empty: the default places)
+  std::string nccl_library;       // RINGMASTER_NCCL_LIBRARY
+  std::string cudart_library;     // RINGMASTER_CUDART_LIBRARY
 
   static GpuLibrarySearch FromEnvironment();
 };

@@ -40,8 +40,9 @@ StatusOr<int> VisibleGpus(const GpuEvidence& evidence) {
   const bool no_gpu_here = e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver;
   if (no_gpu_here && !evidence.HasGpus()) return 0;
   return UnavailableError("cudaGetDeviceCount failed on a machine with GPUs (" +
-                          std::string(evidence.device_nodes ? "/dev/nvidia* present" : "NVIDIA_VISIBLE_DEVICES=" +
-                                                                                            evidence.nvidia_visible_devices) +
+                          std::string(evidence.device_nodes
+                                          ? "/dev/nvidia* present"
+                                          : "NVIDIA_VISIBLE_DEVICES=" + evidence.nvidia_visible_devices) +
                           "): " + (*cuda)->ErrorText(e) + remedy);
 }
 

@@ -11,8 +11,8 @@ namespace ringmaster::nccl {
 
 // Signs that the kernel or the container runtime gave this process NVIDIA GPUs.
 struct GpuEvidence {
-  bool device_nodes = false;          // /dev/nvidiactl or /dev/nvidia0 exists
-  std::string nvidia_visible_devices; // NVIDIA_VISIBLE_DEVICES (set by the device plugin / toolkit)
+  bool device_nodes = false;           // /dev/nvidiactl or /dev/nvidia0 exists
+  std::string nvidia_visible_devices;  // NVIDIA_VISIBLE_DEVICES (set by the device plugin / toolkit)
 
   static GpuEvidence OfThisProcess();
   // True when GPUs were handed to this process: device nodes, or NVIDIA_VISIBLE_DEVICES naming

@@ -39,7 +39,9 @@ ncclRedOp_t ToNccl(common::ReduceOp op) {
 const uint8_t* At(const void* p, size_t elements, common::DataType t) {
   return static_cast<const uint8_t*>(p) + elements * common::DataTypeSize(t);
 }
-uint8_t* At(void* p, size_t elements, common::DataType t) { return static_cast<uint8_t*>(p) + elements * common::DataTypeSize(t); }
+uint8_t* At(void* p, size_t elements, common::DataType t) {
+  return static_cast<uint8_t*>(p) + elements * common::DataTypeSize(t);
+}
 
 // Polls a non-blocking communicator until it leaves ncclInProgress (or the deadline, or an abort request:
 // then ncclInProgress).
@@ -60,8 +62,8 @@ std::string Outcome(const nccl::NcclApi& nccl, ncclResult_t r) {
 }
 
 // The unique id of `prefix`: made by rank 0 and published in the store, read by the others.
-StatusOr<ncclUniqueId> ExchangeUniqueId(const nccl::NcclApi& nccl, store::Store& store, const std::string& prefix, int rank,
-                                        std::chrono::milliseconds timeout) {
+StatusOr<ncclUniqueId> ExchangeUniqueId(const nccl::NcclApi& nccl, store::Store& store, const std::string& prefix,
+                                        int rank, std::chrono::milliseconds timeout) {
   ncclUniqueId id;
   const std::string key = prefix + "/nccl-unique-id";
   if (rank == 0) {
@@ -79,8 +81,9 @@ StatusOr<ncclUniqueId> ExchangeUniqueId(const nccl::NcclApi& nccl, store::Store&
 
 }  // namespace
 
-StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Create(std::shared_ptr<store::Store> store, std::string prefix,
-                                                                 int rank, int size, NcclOptions options) {
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Create(std::shared_ptr<store::Store> store,
+                                                                       std::string prefix, int rank, int size,
+                                                                       NcclOptions options) {
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
   }
@@ -251,13 +254,15 @@ Status NcclCommunicator::Counted(Status done, size_t bytes) {
   return done;
 }
 
-Status NcclCommunicator::AllreduceOnStream(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status NcclCommunicator::AllreduceOnStream(const void* in, void* out, size_t count, common::DataType type,
+                                           common::ReduceOp op) {
   RINGMASTER_RETURN_IF_ERROR(
       Check(nccl_.ncclAllReduce(in, out, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclAllReduce"));
   return WaitStream("allreduce");
 }
 
-Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status NcclCommunicator::DoAllreduce(const void* in, void* out, size_t count, common::DataType type,
+                                     common::ReduceOp op) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     return Counted(AllreduceOnStream(in, out, count, type, op), count * common::DataTypeSize(type));
@@ -273,7 +278,8 @@ Status NcclCommunicator::DoAllgather(const void* in, void* out, size_t count, co
   });
 }
 
-Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) {
+Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                                      common::DataType type) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     // One broadcast per rank into its slot of out, fused in one NCCL group.
@@ -281,8 +287,8 @@ Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vect
       size_t offset = 0;
       for (int r = 0; r < size_; ++r) {
         if (counts[r] > 0) {
-          check(nccl_.ncclBroadcast(r == rank_ ? in : nullptr, At(out, offset, type), counts[r], ToNccl(type), r,
-                                    comm_, stream_),
+          check(nccl_.ncclBroadcast(r == rank_ ? in : nullptr, At(out, offset, type), counts[r], ToNccl(type), r, comm_,
+                                    stream_),
                 "ncclBroadcast");
         }
         offset += counts[r];
@@ -301,13 +307,14 @@ Status NcclCommunicator::DoBroadcast(const void* in, void* out, size_t count, co
   });
 }
 
-Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) {
+Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count, common::DataType type,
+                                         common::ReduceOp op) {
   return OnDevice([&] {
     RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
     // Our in-place means "result in the first count elements"; NCCL's in-place is out == in + rank*count.
     void* recv = in == out ? At(out, count * rank_, type) : out;
-    RINGMASTER_RETURN_IF_ERROR(Check(
-        nccl_.ncclReduceScatter(in, recv, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclReduceScatter"));
+    RINGMASTER_RETURN_IF_ERROR(
+        Check(nccl_.ncclReduceScatter(in, recv, count, ToNccl(type), ToNccl(op), comm_, stream_), "ncclReduceScatter"));
     if (recv != out) {
       // The copy must follow the collective on the stream: a non-blocking enqueue may still be in flight.
       RINGMASTER_RETURN_IF_ERROR(WaitComm("reduce-scatter enqueue"));
@@ -343,8 +350,7 @@ Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, com
       // NCCL's send/recv pairs would overwrite blocks not yet sent: send from a copy.
       const size_t bytes = count * common::DataTypeSize(type) * static_cast<size_t>(size_);
       RINGMASTER_ASSIGN_OR_RETURN(void* copy, Scratch(bytes));
-      if (cudaError_t e = cuda_.cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, stream_);
-          e != cudaSuccess) {
+      if (cudaError_t e = cuda_.cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, stream_); e != cudaSuccess) {
         return Fail("cudaMemcpyAsync: " + cuda_.ErrorText(e));
       }
       in = copy;
@@ -366,12 +372,11 @@ Status NcclCommunicator::DoBarrier() {
   });
 }
 
-StatusOr<ncclComm*> NcclCommunicator::AwaitChild(std::unique_ptr<ncclComm*> slot, const char* what,
-                                                  bool abortable) {
+StatusOr<ncclComm*> NcclCommunicator::AwaitChild(std::unique_ptr<ncclComm*> slot, const char* what, bool abortable) {
   const bool interrupted = abortable && abort_requested_;
-  ncclResult_t r = interrupted ? ncclInProgress
-                               : PollComm(nccl_, comm_, Clock::now() + options_.timeout,
-                                          abortable ? &abort_requested_ : nullptr);
+  ncclResult_t r =
+      interrupted ? ncclInProgress
+                  : PollComm(nccl_, comm_, Clock::now() + options_.timeout, abortable ? &abort_requested_ : nullptr);
   if (r != ncclSuccess) {
     // NCCL's thread may still write the slot: it stays ours until the parent's abort (below, then the destructor).
     abandoned_children_.push_back(std::move(slot));
@@ -389,7 +394,7 @@ StatusOr<ncclComm*> NcclCommunicator::AwaitChild(std::unique_ptr<ncclComm*> slot
 }
 
 StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoSplit(const std::vector<int>& ranks,
-                                                                const std::string& name) {
+                                                                        const std::string& name) {
   return OnDevice([&]() -> StatusOr<std::unique_ptr<comm::Communicator>> {
     int new_rank = -1;
     for (size_t i = 0; i < ranks.size(); ++i) {
@@ -399,10 +404,10 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoSplit(const st
     config.blocking = 0;
     auto slot = std::make_unique<ncclComm*>(nullptr);
     // Every parent rank calls Split; leavers pass NCCL_SPLIT_NOCOLOR.
-    RINGMASTER_RETURN_IF_ERROR(Check(
-        nccl_.ncclCommSplit(comm_, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, rank_, slot.get(), &config),
-        "ncclCommSplit"));
-    RINGMASTER_ASSIGN_OR_RETURN(ncclComm* child, AwaitChild(std::move(slot), "ncclCommSplit", /*abortable=*/true));
+    RINGMASTER_RETURN_IF_ERROR(
+        Check(nccl_.ncclCommSplit(comm_, new_rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, rank_, slot.get(), &config),
+              "ncclCommSplit"));
+    RINGMASTER_ASSIGN_OR_RETURN(ncclComm * child, AwaitChild(std::move(slot), "ncclCommSplit", /*abortable=*/true));
     if (new_rank < 0) return std::unique_ptr<comm::Communicator>();
     if (child == nullptr) return Fail("ncclCommSplit made no communicator for a member");
     return Adopt(child, prefix_ + "/set/" + name, new_rank, static_cast<int>(ranks.size()), "ncclCommSplit");
@@ -410,7 +415,7 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoSplit(const st
 }
 
 StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Adopt(ncclComm* child, std::string prefix, int rank,
-                                                                int size, const char* what) {
+                                                                      int size, const char* what) {
   ncclResult_t r = PollComm(nccl_, child, Clock::now() + options_.timeout, nullptr);
   if (r != ncclSuccess) {
     nccl_.ncclCommAbort(child);
@@ -431,7 +436,7 @@ bool NcclCommunicator::can_shrink() const {
 }
 
 StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoShrink(const std::vector<int>& excluded,
-                                                                 const std::string& name) {
+                                                                         const std::string& name) {
   if (!nccl_.ncclCommShrink) {
     return UnimplementedError("NCCL " + nccl_.version.ToString() +
                               " has no ncclCommShrink (2.27.3+): build a new communicator");
@@ -440,7 +445,8 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoShrink(const s
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (nccl_aborted_) {
-      return FailedPreconditionError("communicator '" + prefix_ + "' was aborted (its NCCL resources are released); "
+      return FailedPreconditionError("communicator '" + prefix_ +
+                                     "' was aborted (its NCCL resources are released); "
                                      "build a new communicator");
     }
     revoked = revoked_;
@@ -468,7 +474,7 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::DoShrink(const s
     if (r != ncclSuccess && r != ncclInProgress) {
       return AbortedError(std::string("ncclCommShrink of '") + prefix_ + "': " + nccl_.ncclGetErrorString(r));
     }
-    RINGMASTER_ASSIGN_OR_RETURN(ncclComm* child, AwaitChild(std::move(slot), "ncclCommShrink", /*abortable=*/false));
+    RINGMASTER_ASSIGN_OR_RETURN(ncclComm * child, AwaitChild(std::move(slot), "ncclCommShrink", /*abortable=*/false));
     if (child == nullptr) return AbortedError("ncclCommShrink of '" + prefix_ + "' made no communicator");
     const int below = static_cast<int>(std::lower_bound(excluded.begin(), excluded.end(), rank_) - excluded.begin());
     return Adopt(child, name, rank_ - below, size_ - static_cast<int>(excluded.size()), "ncclCommShrink");
@@ -481,7 +487,7 @@ bool NcclCommunicator::can_grow() const {
 }
 
 StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Grow(store::Store& store, const std::string& prefix,
-                                                               int new_size) {
+                                                                     int new_size) {
   if (!nccl_.ncclCommGrow) {
     return UnimplementedError("NCCL " + nccl_.version.ToString() +
                               " has no ncclCommGrow (2.29.2+): build a new communicator");
@@ -516,8 +522,9 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Grow(store::Stor
   });
 }
 
-StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::JoinGrown(std::shared_ptr<store::Store> store, std::string prefix,
-                                                                    int rank, int new_size, NcclOptions options) {
+StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::JoinGrown(std::shared_ptr<store::Store> store,
+                                                                          std::string prefix, int rank, int new_size,
+                                                                          NcclOptions options) {
   RINGMASTER_ASSIGN_OR_RETURN(const nccl::CudaApi* cuda, nccl::Cuda());
   RINGMASTER_ASSIGN_OR_RETURN(const nccl::NcclApi* nccl, nccl::Nccl());
   if (!nccl->ncclCommGrow) {
@@ -538,7 +545,8 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::JoinGrown(std::s
   auto slot = std::make_unique<ncclComm*>(nullptr);  // written at the call and at the job's end, as in Grow
   ncclResult_t r = nccl->ncclCommGrow(nullptr, new_size, &id, rank, slot.get(), &config);
   ncclComm_t comm = __atomic_load_n(slot.get(), __ATOMIC_ACQUIRE);
-  if ((r == ncclInProgress || r == ncclSuccess) && comm) r = PollComm(*nccl, comm, Clock::now() + options.timeout, nullptr);
+  if ((r == ncclInProgress || r == ncclSuccess) && comm)
+    r = PollComm(*nccl, comm, Clock::now() + options.timeout, nullptr);
   if (r != ncclSuccess || comm == nullptr) {
     if (comm) nccl->ncclCommAbort(comm);
     cuda->cudaStreamDestroy(stream);

@@ -35,10 +35,10 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
-#include <utility>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker-runtime/comm/communicator.h"
@@ -63,8 +63,8 @@ class NcclCommunicator : public comm::Communicator {
  public:
   // Errors: Aborted (init failed or timed out; the half-built communicator
   // is aborted), Unavailable (no GPU / CUDA error), as Store::Get.
-  static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix, int rank,
-                                                        int size, NcclOptions options);
+  static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix,
+                                                              int rank, int size, NcclOptions options);
   ~NcclCommunicator() override;
 
   // Growing a communicator in place (ncclCommGrow, NCCL >= 2.29.2): the existing ranks keep their
@@ -75,8 +75,9 @@ class NcclCommunicator : public comm::Communicator {
   // Errors: Unimplemented (this NCCL has no ncclCommGrow: build a new communicator),
   // InvalidArgument (new_size <= size()), FailedPrecondition (broken), Aborted (failed or timed out).
   StatusOr<std::unique_ptr<comm::Communicator>> Grow(store::Store& store, const std::string& prefix, int new_size);
-  static StatusOr<std::unique_ptr<comm::Communicator>> JoinGrown(std::shared_ptr<store::Store> store, std::string prefix,
-                                                           int rank, int new_size, NcclOptions options);
+  static StatusOr<std::unique_ptr<comm::Communicator>> JoinGrown(std::shared_ptr<store::Store> store,
+                                                                 std::string prefix, int rank, int new_size,
+                                                                 NcclOptions options);
   // Whether Grow can work (the loaded NCCL has it and this communicator is healthy).
   bool can_grow() const;
 
@@ -98,8 +99,10 @@ class NcclCommunicator : public comm::Communicator {
   // In place (in == out): `in` is first copied to a scratch buffer on the stream.
   Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override;
   Status DoBarrier() override;
-  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks, const std::string& name) override;
-  StatusOr<std::unique_ptr<comm::Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name) override;
+  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks,
+                                                        const std::string& name) override;
+  StatusOr<std::unique_ptr<comm::Communicator>> DoShrink(const std::vector<int>& excluded,
+                                                         const std::string& name) override;
 
  private:
   NcclCommunicator(const nccl::CudaApi& cuda, const nccl::NcclApi& nccl, std::string prefix, int rank, int size,
@@ -112,7 +115,7 @@ class NcclCommunicator : public comm::Communicator {
   StatusOr<ncclComm*> AwaitChild(std::unique_ptr<ncclComm*> slot, const char* what, bool abortable);
   // A child communicator once NCCL has created it: checks it, adds a stream on our device.
   StatusOr<std::unique_ptr<comm::Communicator>> Adopt(ncclComm* child, std::string prefix, int rank, int size,
-                                                const char* what);
+                                                      const char* what);
   // Runs `call` with this communicator's device current on the calling thread.
   template <typename Fn>
   auto OnDevice(Fn call) -> decltype(call());

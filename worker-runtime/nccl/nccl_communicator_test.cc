@@ -7,6 +7,8 @@
 // Each rank is a forked process and the parent never touches CUDA before forking. Ranks take GPU
 // rank % visible GPUs; when they must share one (a one-GPU machine), NCCL >= 2.30 allows it with
 // NCCL_MULTI_RANK_GPU_ENABLE=1, which the parent sets then.
+#include "worker-runtime/nccl/nccl_communicator.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -21,7 +23,6 @@
 #include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/nccl/gpu_probe.h"
-#include "worker-runtime/nccl/nccl_communicator.h"
 #include "worker-runtime/testing/gpu_test_env.h"
 #include "worker-runtime/testing/multiprocess.h"
 
@@ -45,8 +46,8 @@ int Gpus() {
   return n.ok() ? *n : 0;
 }
 
-StatusOr<std::unique_ptr<comm::Communicator>> MakeWorld(runtime::RankContext& ctx, const std::string& prefix, int rank, int size,
-                                                  std::chrono::milliseconds timeout) {
+StatusOr<std::unique_ptr<comm::Communicator>> MakeWorld(runtime::RankContext& ctx, const std::string& prefix, int rank,
+                                                        int size, std::chrono::milliseconds timeout) {
   NcclOptions options;
   options.device = rank % std::max(1, Gpus());
   options.timeout = timeout;
@@ -245,7 +246,8 @@ TEST_F(NcclTest, ABufferOfAnotherDeviceIsRefused) {
     ASSERT_OK(made);
     comm::Communicator& comm = **made;
     std::vector<float> host(64, 1.0f);
-    Status on_host = comm.Allreduce(host.data(), host.data(), host.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
+    Status on_host =
+        comm.Allreduce(host.data(), host.data(), host.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
     EXPECT_EQ(on_host.code(), StatusCode::kInvalidArgument) << on_host;
     EXPECT_NE(on_host.message().find("host memory"), std::string::npos) << on_host;
     if (gpus >= 2) {

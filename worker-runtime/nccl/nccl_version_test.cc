@@ -67,8 +67,8 @@ TEST(NcclLibraryTest, TheBuildsNcclLoadsWithEveryFaultToleranceCall) {
 TEST(NcclLibraryTest, AnOldNcclLoadsAndLacksShrinkAndRevoke) {
   EXPECT_EXIT(OpenAndCheck(RINGMASTER_TEST_OLD_NCCL_LIBRARY,
                            [](const NcclApi& api) {
-                             return api.version.ToString() == "2.21.5" && !api.ncclCommShrink &&
-                                    !api.ncclCommRevoke && !api.ncclCommGrow &&
+                             return api.version.ToString() == "2.21.5" && !api.ncclCommShrink && !api.ncclCommRevoke &&
+                                    !api.ncclCommGrow &&
                                     api.MissingFeatures().find("rebuilds the communicator") != std::string::npos;
                            }),
               ::testing::ExitedWithCode(0), "loaded NCCL 2.21.5");

@@ -18,7 +18,7 @@ namespace ringmaster::process_sets {
 struct ProcessSet {
   int id = 0;
   std::string name;
-  std::vector<int> ranks;          // world ranks, sorted
+  std::vector<int> ranks;                  // world ranks, sorted
   std::shared_ptr<fusion::Engine> engine;  // null on ranks outside the set
 };
 

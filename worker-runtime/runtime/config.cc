@@ -59,19 +59,21 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
     c.backend = *b;
   }
   if (worker.collective_timeout_ms) {
-    RINGMASTER_ASSIGN_OR_RETURN(long long ms, ParseNumber(std::string(api::env::kCollectiveTimeoutMs), *worker.collective_timeout_ms, 1,
-                                                         kMaxTimeoutMs));
+    RINGMASTER_ASSIGN_OR_RETURN(long long ms, ParseNumber(std::string(api::env::kCollectiveTimeoutMs),
+                                                          *worker.collective_timeout_ms, 1, kMaxTimeoutMs));
     c.timeout = std::chrono::milliseconds(ms);
   }
   if (worker.fusion_threshold_bytes) {
-    RINGMASTER_ASSIGN_OR_RETURN(long long b, ParseNumber(std::string(api::env::kFusionThresholdBytes), *worker.fusion_threshold_bytes, 0));
+    RINGMASTER_ASSIGN_OR_RETURN(
+        long long b, ParseNumber(std::string(api::env::kFusionThresholdBytes), *worker.fusion_threshold_bytes, 0));
     c.fusion_threshold_bytes = static_cast<size_t>(b);
   }
   if (const auto& v = worker.cycle_time_ms) {
     char* end = nullptr;
     double ms = std::strtod(v->c_str(), &end);
     if (v->empty() || *end != '\0' || !(ms >= 0) || ms > 60000) {
-      return InvalidArgumentError(std::string(api::env::kCycleTimeMs) + "='" + *v + "' is not a number of milliseconds");
+      return InvalidArgumentError(std::string(api::env::kCycleTimeMs) + "='" + *v +
+                                  "' is not a number of milliseconds");
     }
     c.cycle_time = std::chrono::microseconds(static_cast<long long>(ms * 1000));
   }
@@ -80,8 +82,8 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
     RINGMASTER_ASSIGN_OR_RETURN(c.process_sets, ParseProcessSets(*worker.process_sets));
   }
   if (worker.device) {
-    RINGMASTER_ASSIGN_OR_RETURN(long long d, ParseNumber(std::string(api::env::kDevice), *worker.device, 0,
-                                                        std::numeric_limits<int>::max()));
+    RINGMASTER_ASSIGN_OR_RETURN(
+        long long d, ParseNumber(std::string(api::env::kDevice), *worker.device, 0, std::numeric_limits<int>::max()));
     c.device = static_cast<int>(d);
   }
   return c;

@@ -45,7 +45,7 @@ struct RuntimeConfig {
   // From RINGMASTER_DEVICE (the launcher's per-process assignment). The elastic driver pins the device of
   // its first generation when none is given: a process's tensors stay on one GPU while ranks move.
   int device = -1;
-  std::string name = "rt";         // store key prefix of this runtime's communicators
+  std::string name = "rt";  // store key prefix of this runtime's communicators
   // Not from the environment: the program's counter of NCCL bytes per GPU, kept across generations
   // (WorkerMetrics' ringmaster_worker_gpu_nccl_bytes_total). May be null.
   std::shared_ptr<comm::DeviceTraffic> gpu_traffic;

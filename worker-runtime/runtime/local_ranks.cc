@@ -11,7 +11,8 @@ namespace ringmaster::runtime {
 namespace {
 
 // Rank 0 serves the store on the inherited listener; every rank connects to it.
-StatusOr<std::unique_ptr<store::StoreServer>> ServeIfRankZero(const LocalRanksOptions& options, int rank, store::Socket listener) {
+StatusOr<std::unique_ptr<store::StoreServer>> ServeIfRankZero(const LocalRanksOptions& options, int rank,
+                                                              store::Socket listener) {
   if (rank != 0) return std::unique_ptr<store::StoreServer>();
   store::StoreServerOptions so;
   so.secret = options.secret;
@@ -103,7 +104,8 @@ void Reap(const LocalRanksOptions& options, std::vector<pid_t>& pids, std::vecto
 
 Status RankOutcome::status() const {
   if (ok()) return Status::Ok();
-  std::string how = exited ? "exited with " + std::to_string(exit_code) : "was killed by signal " + std::to_string(signal);
+  std::string how =
+      exited ? "exited with " + std::to_string(exit_code) : "was killed by signal " + std::to_string(signal);
   return InternalError("rank " + std::to_string(rank) + " " + how + (stopped ? " (stopped by RunLocalRanks)" : ""));
 }
 

@@ -34,7 +34,7 @@ struct RankContext {
   std::string secret;
   uint16_t store_port = 0;
   std::shared_ptr<store::StoreClient> store;  // connected, authenticated
-  store::StoreServer* server = nullptr;        // rank 0 only
+  store::StoreServer* server = nullptr;       // rank 0 only
 };
 
 struct LocalRanksOptions {
@@ -43,13 +43,13 @@ struct LocalRanksOptions {
   uint64_t generation = 1;
   // Whole run; ranks still running after it are killed (stopped). Zero: no deadline.
   std::chrono::milliseconds deadline{60000};
-  bool wait_for_all_at_exit = true;      // rank 0 keeps serving the store until every rank is done
-  bool stop_others_on_failure = false;   // a rank that fails gets the others killed (they would wait for it)
+  bool wait_for_all_at_exit = true;     // rank 0 keeps serving the store until every rank is done
+  bool stop_others_on_failure = false;  // a rank that fails gets the others killed (they would wait for it)
 };
 
 struct RankOutcome {
   int rank = 0;
-  bool exited = false;   // normal exit (else killed by a signal)
+  bool exited = false;  // normal exit (else killed by a signal)
   int exit_code = -1;
   int signal = 0;
   bool stopped = false;  // killed by RunLocalRanks: the deadline passed or another rank failed

@@ -21,9 +21,10 @@ int DeviceOf(const RuntimeConfig& config) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<comm::Communicator>> Runtime::NewCommunicator(const RuntimeConfig& config, comm::Backend backend,
-                                                                 std::shared_ptr<store::Store> store, int rank, int size,
-                                                                 const std::string& prefix) {
+StatusOr<std::unique_ptr<comm::Communicator>> Runtime::NewCommunicator(const RuntimeConfig& config,
+                                                                       comm::Backend backend,
+                                                                       std::shared_ptr<store::Store> store, int rank,
+                                                                       int size, const std::string& prefix) {
   WorldOptions wo;
   wo.backend = backend;
   wo.timeout = config.timeout;
@@ -53,14 +54,16 @@ bool Runtime::SameDevice(const RuntimeConfig& config) const {
   return backend_ != comm::Backend::kNccl || DeviceOf(config) == device_;
 }
 
-StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
-                                                              Runtime& parent, const std::vector<int>& excluded,
+StatusOr<std::unique_ptr<Runtime>> Runtime::CreateByShrinking(const RuntimeConfig& config,
+                                                              std::shared_ptr<store::Store> store, Runtime& parent,
+                                                              const std::vector<int>& excluded,
                                                               std::shared_ptr<timeline::Timeline> timeline) {
   // Quiesce() joined the parent's engine threads, so this thread is the only one inside the
   // communicator, as Shrink requires.
   if (!parent.quiesced_.load()) {
-    return FailedPreconditionError("shrinking a runtime that is not quiesced: its engine may still be inside its "
-                                   "communicator (call Quiesce first)");
+    return FailedPreconditionError(
+        "shrinking a runtime that is not quiesced: its engine may still be inside its "
+        "communicator (call Quiesce first)");
   }
   if (!parent.SameDevice(config)) {
     return FailedPreconditionError("shrinking a communicator on GPU " + std::to_string(parent.device()) +
@@ -85,13 +88,14 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config
                               ControlChannel(config, store, data, config.name + "/control"));
   std::unique_ptr<Runtime> rt(new Runtime(config, rank, size, data->backend(), std::move(timeline)));
   rt->store_ = store;
-  RINGMASTER_RETURN_IF_ERROR(rt->sets_.Add(
-      process_sets::ProcessSet{kWorldSet, "world", [&] {
-                   std::vector<int> all(size);
-                   for (int i = 0; i < size; ++i) all[i] = i;
-                   return all;
-                 }(),
-                 std::make_shared<fusion::Engine>(data, control, rt->EngineOptionsFor(kWorldSet, "world"))}));
+  RINGMASTER_RETURN_IF_ERROR(rt->sets_.Add(process_sets::ProcessSet{
+      kWorldSet, "world",
+      [&] {
+        std::vector<int> all(size);
+        for (int i = 0; i < size; ++i) all[i] = i;
+        return all;
+      }(),
+      std::make_shared<fusion::Engine>(data, control, rt->EngineOptionsFor(kWorldSet, "world"))}));
   for (const auto& ranks : config.process_sets) {
     auto id = rt->AddProcessSet(ranks);
     if (!id.ok()) return id.status().WithContext("static process set");
@@ -100,9 +104,9 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::Assemble(const RuntimeConfig& config
 }
 
 StatusOr<std::shared_ptr<comm::Communicator>> Runtime::ControlChannel(const RuntimeConfig& config,
-                                                                const std::shared_ptr<store::Store>& store,
-                                                                const std::shared_ptr<comm::Communicator>& data,
-                                                                const std::string& prefix) {
+                                                                      const std::shared_ptr<store::Store>& store,
+                                                                      const std::shared_ptr<comm::Communicator>& data,
+                                                                      const std::string& prefix) {
   if (data->memory() == comm::MemoryKind::kHost) return data;
   // Negotiation runs on the host (Horovod's controller/ops split): a Gloo side channel.
   gloo::GlooOptions go;
@@ -112,7 +116,8 @@ StatusOr<std::shared_ptr<comm::Communicator>> Runtime::ControlChannel(const Runt
   return std::shared_ptr<comm::Communicator>(std::move(c));
 }
 
-Runtime::Runtime(const RuntimeConfig& config, int rank, int size, comm::Backend backend, std::shared_ptr<timeline::Timeline> timeline)
+Runtime::Runtime(const RuntimeConfig& config, int rank, int size, comm::Backend backend,
+                 std::shared_ptr<timeline::Timeline> timeline)
     : config_(config),
       rank_(rank),
       size_(size),
@@ -149,8 +154,9 @@ StatusOr<bool> OnHost(const fusion::Request& r) {
     if (p == nullptr) continue;
     RINGMASTER_ASSIGN_OR_RETURN(bool h, nccl::IsHostMemory(p));
     if (host && *host != h) {
-      return InvalidArgumentError("one buffer is host memory and the other a GPU's: pass both on the CPU or both "
-                                  "on this rank's GPU");
+      return InvalidArgumentError(
+          "one buffer is host memory and the other a GPU's: pass both on the CPU or both "
+          "on this rank's GPU");
     }
     host = h;
   }
@@ -161,7 +167,8 @@ StatusOr<bool> OnHost(const fusion::Request& r) {
 
 fusion::Handle Runtime::Submit(int set, fusion::Request request) {
   auto fail = [&](const Status& why) {
-    request.completion->Finish(why.WithContext(std::string(fusion::CollectiveKindName(request.kind)) + " '" + request.name + "'"));
+    request.completion->Finish(
+        why.WithContext(std::string(fusion::CollectiveKindName(request.kind)) + " '" + request.name + "'"));
     return fusion::Handle(request.completion);
   };
   auto engine = sets_.EngineFor(set);
@@ -177,7 +184,8 @@ fusion::Handle Runtime::Submit(int set, fusion::Request request) {
 namespace {
 
 // The fields every data collective sets; callers add op, root or counts.
-fusion::Request DataRequest(std::string name, fusion::CollectiveKind kind, const void* in, void* out, size_t count, common::DataType type) {
+fusion::Request DataRequest(std::string name, fusion::CollectiveKind kind, const void* in, void* out, size_t count,
+                            common::DataType type) {
   fusion::Request r;
   r.name = std::move(name);
   r.kind = kind;
@@ -190,39 +198,41 @@ fusion::Request DataRequest(std::string name, fusion::CollectiveKind kind, const
 
 }  // namespace
 
-fusion::Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
-                               int set) {
+fusion::Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                       common::ReduceOp op, int set) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAllreduce, in, out, count, type);
   r.op = op;
   return Submit(set, std::move(r));
 }
 
-fusion::Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set) {
+fusion::Handle Runtime::AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                       int set) {
   return Submit(set, DataRequest(std::move(name), fusion::CollectiveKind::kAllgather, in, out, count, type));
 }
 
 fusion::Handle Runtime::AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
-                                common::DataType type, int set) {
+                                        common::DataType type, int set) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAllgatherv, in, out, 0, type);
   r.counts = std::move(counts);
   return Submit(set, std::move(r));
 }
 
-fusion::Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int root,
-                               int set) {
+fusion::Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                       int root, int set) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kBroadcast, in, out, count, type);
   r.root = root;
   return Submit(set, std::move(r));
 }
 
-fusion::Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                   common::ReduceOp op, int set) {
+fusion::Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count,
+                                           common::DataType type, common::ReduceOp op, int set) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kReduceScatter, in, out, count, type);
   r.op = op;
   return Submit(set, std::move(r));
 }
 
-fusion::Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set) {
+fusion::Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                      int set) {
   return Submit(set, DataRequest(std::move(name), fusion::CollectiveKind::kAlltoall, in, out, count, type));
 }
 
@@ -283,7 +293,9 @@ StatusOr<fusion::EngineStats> Runtime::Stats(int set) const {
 
 Status Runtime::RunOnHost(std::string name, const std::function<Status(comm::Communicator& host)>& fn) {
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> world, sets_.EngineFor(kWorldSet));
-  return world->SubmitTask(std::move(name), [&](comm::Communicator&, comm::Communicator& control) { return fn(control); }).Wait();
+  return world
+      ->SubmitTask(std::move(name), [&](comm::Communicator&, comm::Communicator& control) { return fn(control); })
+      .Wait();
 }
 
 void Runtime::Abort(const std::string& reason) {
@@ -300,7 +312,8 @@ Status Runtime::Quiesce(const std::string& reason, std::chrono::milliseconds tim
   for (int id : sets_.Ids()) {
     auto engine = sets_.EngineFor(id);
     if (!engine.ok()) continue;  // removed meanwhile: its destructor joined its thread
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     Status stopped = (*engine)->Stop(std::max(left, std::chrono::milliseconds(0)));
     if (!stopped.ok() && first.ok()) first = stopped;
   }

@@ -45,7 +45,8 @@ class Runtime {
   // Errors: those of the backend's rendezvous (Aborted, DeadlineExceeded),
   // Unavailable (timeline file), InvalidArgument (bad static sets).
   static StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
-                                                   int rank, int size, std::shared_ptr<timeline::Timeline> timeline = nullptr);
+                                                   int rank, int size,
+                                                   std::shared_ptr<timeline::Timeline> timeline = nullptr);
   // The next generation's runtime from this one's world communicator when only
   // ranks left (`excluded`: sorted world ranks of `parent` that are gone), e.g.
   // NCCL's ncclCommShrink: no new unique id, no full init. Called by the
@@ -57,8 +58,9 @@ class Runtime {
   // another device, or the parent's communicator is released),
   // Unimplemented (the backend cannot shrink; use Create), those of the control
   // channel's rendezvous, Aborted.
-  static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
-                                                              Runtime& parent, const std::vector<int>& excluded,
+  static StatusOr<std::unique_ptr<Runtime>> CreateByShrinking(const RuntimeConfig& config,
+                                                              std::shared_ptr<store::Store> store, Runtime& parent,
+                                                              const std::vector<int>& excluded,
                                                               std::shared_ptr<timeline::Timeline> timeline = nullptr);
   ~Runtime();
 
@@ -75,22 +77,24 @@ class Runtime {
   // The CUDA device of its NCCL communicators; -1 for a backend other than NCCL.
   int device() const { return device_; }
 
-  fusion::Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
-                        int set = kWorldSet);
-  fusion::Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set = kWorldSet);
+  fusion::Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                common::ReduceOp op, int set = kWorldSet);
+  fusion::Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                int set = kWorldSet);
   // counts: elements contributed by each rank of the set (in set-rank order); in holds counts[my set rank].
-  fusion::Handle AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts, common::DataType type,
-                         int set = kWorldSet);
-  fusion::Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int root,
-                        int set = kWorldSet);
-  fusion::Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
-                            int set = kWorldSet);
-  fusion::Handle AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type, int set = kWorldSet);
+  fusion::Handle AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
+                                 common::DataType type, int set = kWorldSet);
+  fusion::Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                int root, int set = kWorldSet);
+  fusion::Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                                    common::ReduceOp op, int set = kWorldSet);
+  fusion::Handle AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                               int set = kWorldSet);
   fusion::Handle BarrierAsync(int set = kWorldSet);
 
   // Blocking forms: submit and wait.
-  Status Allreduce(std::string name, const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op,
-                   int set = kWorldSet) {
+  Status Allreduce(std::string name, const void* in, void* out, size_t count, common::DataType type,
+                   common::ReduceOp op, int set = kWorldSet) {
     return AllreduceAsync(std::move(name), in, out, count, type, op, set).Wait();
   }
   Status Barrier(int set = kWorldSet) { return BarrierAsync(set).Wait(); }
@@ -109,7 +113,8 @@ class Runtime {
   // it returns is local to this rank. Errors: InvalidArgument (bad ranks or
   // key), FailedPrecondition (this rank is not in `ranks`), those of the
   // backend's rendezvous (Aborted, DeadlineExceeded).
-  StatusOr<int> AddGroup(std::vector<int> ranks, const std::string& key, fusion::Ordering ordering = fusion::Ordering::kSubmissionOrder);
+  StatusOr<int> AddGroup(std::vector<int> ranks, const std::string& key,
+                         fusion::Ordering ordering = fusion::Ordering::kSubmissionOrder);
   // Removes a set (every rank should call it). Errors: InvalidArgument.
   Status RemoveProcessSet(int id);
   // Errors: InvalidArgument (no such set).
@@ -124,8 +129,9 @@ class Runtime {
   // memory: a caller with CUDA memory stages it. Errors: InvalidArgument,
   // FailedPrecondition (not a member), Aborted.
   StatusOr<std::unique_ptr<comm::Transfer>> SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag,
-                                                int set = kWorldSet);
-  StatusOr<std::unique_ptr<comm::Transfer>> RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag, int set = kWorldSet);
+                                                      int set = kWorldSet);
+  StatusOr<std::unique_ptr<comm::Transfer>> RecvAsync(void* buf, size_t bytes, int peer, uint32_t tag,
+                                                      int set = kWorldSet);
 
   // Runs fn on the world engine's thread with the world's host communicator (the data communicator
   // under Gloo, the control one under NCCL), ordered with the world's collectives and negotiated like
@@ -148,7 +154,8 @@ class Runtime {
   Status Quiesce(const std::string& reason, std::chrono::milliseconds timeout);
 
  private:
-  Runtime(const RuntimeConfig& config, int rank, int size, comm::Backend backend, std::shared_ptr<timeline::Timeline> timeline);
+  Runtime(const RuntimeConfig& config, int rank, int size, comm::Backend backend,
+          std::shared_ptr<timeline::Timeline> timeline);
   // The runtime around a world communicator: control channel, world engine, static sets.
   static StatusOr<std::unique_ptr<Runtime>> Assemble(const RuntimeConfig& config, std::shared_ptr<store::Store> store,
                                                      std::unique_ptr<comm::Communicator> world,
@@ -156,26 +163,28 @@ class Runtime {
   // The host communicator that negotiates for `data`: data itself when it is host memory, else a Gloo
   // side channel of the same ranks under `prefix`. Errors: those of Gloo's rendezvous.
   static StatusOr<std::shared_ptr<comm::Communicator>> ControlChannel(const RuntimeConfig& config,
-                                                                const std::shared_ptr<store::Store>& store,
-                                                                const std::shared_ptr<comm::Communicator>& data,
-                                                                const std::string& prefix);
+                                                                      const std::shared_ptr<store::Store>& store,
+                                                                      const std::shared_ptr<comm::Communicator>& data,
+                                                                      const std::string& prefix);
   // A communicator of `rank` of `size` under `prefix`: config.communicator_factory's, else
   // CreateWorldCommunicator's with config's options and `backend`. Errors: those of the factory.
-  static StatusOr<std::unique_ptr<comm::Communicator>> NewCommunicator(const RuntimeConfig& config, comm::Backend backend,
-                                                                 std::shared_ptr<store::Store> store, int rank, int size,
-                                                                 const std::string& prefix);
+  static StatusOr<std::unique_ptr<comm::Communicator>> NewCommunicator(const RuntimeConfig& config,
+                                                                       comm::Backend backend,
+                                                                       std::shared_ptr<store::Store> store, int rank,
+                                                                       int size, const std::string& prefix);
   fusion::Handle Submit(int set, fusion::Request request);
-  fusion::EngineOptions EngineOptionsFor(int id, const std::string& name, fusion::Ordering ordering = fusion::Ordering::kNegotiated) const;
+  fusion::EngineOptions EngineOptionsFor(int id, const std::string& name,
+                                         fusion::Ordering ordering = fusion::Ordering::kNegotiated) const;
 
   // Constant after construction.
   const RuntimeConfig config_;
   const int rank_;
   const int size_;
   const comm::Backend backend_;
-  const int device_;  // device(): DeviceIndex(config_) modulo the visible GPUs
+  const int device_;                                    // device(): DeviceIndex(config_) modulo the visible GPUs
   const std::shared_ptr<timeline::Timeline> timeline_;  // may be null; outlives the engines (declared first)
 
-  process_sets::ProcessSetTable sets_;  // thread-safe itself
+  process_sets::ProcessSetTable sets_;   // thread-safe itself
   std::shared_ptr<store::Store> store_;  // set by Assemble; for AddGroup's rendezvous
 
   std::atomic<bool> quiesced_{false};  // Quiesce() returned OK: no engine thread is left

@@ -12,7 +12,8 @@ StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, 
     return InvalidArgumentError("group key '" + key + "': want a non-empty name without '/'");
   }
   auto me = std::find(ranks.begin(), ranks.end(), rank_);
-  if (me == ranks.end()) return FailedPreconditionError("rank " + std::to_string(rank_) + " is not in group '" + key + "'");
+  if (me == ranks.end())
+    return FailedPreconditionError("rank " + std::to_string(rank_) + " is not in group '" + key + "'");
   const int group_rank = static_cast<int>(me - ranks.begin());
   const int group_size = static_cast<int>(ranks.size());
   int id;
@@ -29,11 +30,13 @@ StatusOr<int> Runtime::AddGroup(std::vector<int> ranks, const std::string& key, 
                               ControlChannel(config_, store_, data, prefix + "-control"));
   const std::string name = "group:" + key;
   RINGMASTER_RETURN_IF_ERROR(sets_.Add(
-      process_sets::ProcessSet{id, name, std::move(ranks), std::make_shared<fusion::Engine>(data, control, EngineOptionsFor(id, name, ordering))}));
+      process_sets::ProcessSet{id, name, std::move(ranks),
+                               std::make_shared<fusion::Engine>(data, control, EngineOptionsFor(id, name, ordering))}));
   return id;
 }
 
-StatusOr<std::unique_ptr<comm::Transfer>> Runtime::SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag, int set) {
+StatusOr<std::unique_ptr<comm::Transfer>> Runtime::SendAsync(const void* buf, size_t bytes, int peer, uint32_t tag,
+                                                             int set) {
   RINGMASTER_ASSIGN_OR_RETURN(std::shared_ptr<fusion::Engine> engine, sets_.EngineFor(set));
   return engine->control()->PostSend(buf, bytes, peer, tag);
 }

@@ -55,9 +55,12 @@ TEST_F(HostBesideNcclTest, HostAndGpuTensorsInterleaveEachWhereItsMemoryIs) {
     const int64_t mine = 10 * ctx.rank;
 
     // Submitted together, so one negotiation cycle holds both kinds.
-    fusion::Handle a = rt->AllreduceAsync("gpu.grad", *dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum);
-    fusion::Handle b = rt->AllreduceAsync("cpu.metric", host.data(), host.data(), count, common::DataType::kFloat32, common::ReduceOp::kSum);
-    fusion::Handle c = rt->BroadcastAsync("cpu.object", object.data(), object.data(), object.size(), common::DataType::kInt64, 1);
+    fusion::Handle a =
+        rt->AllreduceAsync("gpu.grad", *dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum);
+    fusion::Handle b = rt->AllreduceAsync("cpu.metric", host.data(), host.data(), count, common::DataType::kFloat32,
+                                          common::ReduceOp::kSum);
+    fusion::Handle c =
+        rt->BroadcastAsync("cpu.object", object.data(), object.data(), object.size(), common::DataType::kInt64, 1);
     fusion::Handle d = rt->AllgatherAsync("cpu.sizes", &mine, gathered.data(), 1, common::DataType::kInt64);
     ASSERT_OK(a.Wait());
     ASSERT_OK(b.Wait());

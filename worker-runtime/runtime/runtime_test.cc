@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "api/names.h"
+#include "base/status_test_macros.h"
 #include "worker-runtime/common/pattern.h"
 #include "worker-runtime/testing/multiprocess.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::runtime {
 namespace {
@@ -52,8 +53,12 @@ struct SmallTensors {
 
   SmallTensors(int rank, size_t n) {
     for (size_t i = 0; i < n; ++i) {
-      common::DataType t = i % 7 == 3 ? common::DataType::kBFloat16 : i % 5 == 1 ? common::DataType::kInt32 : common::DataType::kFloat32;
-      common::ReduceOp op = i % 11 == 4 ? common::ReduceOp::kMax : i % 13 == 6 ? common::ReduceOp::kAvg : common::ReduceOp::kSum;
+      common::DataType t = i % 7 == 3   ? common::DataType::kBFloat16
+                           : i % 5 == 1 ? common::DataType::kInt32
+                                        : common::DataType::kFloat32;
+      common::ReduceOp op = i % 11 == 4   ? common::ReduceOp::kMax
+                            : i % 13 == 6 ? common::ReduceOp::kAvg
+                                          : common::ReduceOp::kSum;
       size_t count = 1 + (i * 37) % 1024;  // about 2 KiB on average, at most 4 KiB
       types.push_back(t);
       ops.push_back(op);
@@ -168,11 +173,15 @@ TEST(RuntimeTest, SubmissionOrderMismatchIsAnErrorNotADeadlock) {
     std::vector<float> a(16, 1), b(16, 2);
     std::vector<fusion::Handle> hs;
     if (ctx.rank == 0) {
-      hs.push_back(rt->AllreduceAsync("a", a.data(), a.data(), a.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
-      hs.push_back(rt->AllreduceAsync("b", b.data(), b.data(), b.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
+      hs.push_back(
+          rt->AllreduceAsync("a", a.data(), a.data(), a.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
+      hs.push_back(
+          rt->AllreduceAsync("b", b.data(), b.data(), b.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
     } else {
-      hs.push_back(rt->AllreduceAsync("b", b.data(), b.data(), b.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
-      hs.push_back(rt->AllreduceAsync("a", a.data(), a.data(), a.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
+      hs.push_back(
+          rt->AllreduceAsync("b", b.data(), b.data(), b.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
+      hs.push_back(
+          rt->AllreduceAsync("a", a.data(), a.data(), a.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
     }
     for (auto& h : hs) {
       Status s = h.Wait(10s);
@@ -231,7 +240,8 @@ TEST(RuntimeTest, StaticDynamicAndOverlappingProcessSets) {
     run(*dynamic, {0, 3});
     ASSERT_OK(rt->RemoveProcessSet(*dynamic));
     std::vector<float> v(4, 1);
-    EXPECT_EQ(rt->Allreduce("gone", v.data(), v.data(), 4, common::DataType::kFloat32, common::ReduceOp::kSum, *dynamic).code(),
+    EXPECT_EQ(rt->Allreduce("gone", v.data(), v.data(), 4, common::DataType::kFloat32, common::ReduceOp::kSum, *dynamic)
+                  .code(),
               StatusCode::kInvalidArgument);
     EXPECT_EQ(rt->AddProcessSet({0, 9}).status().code(), StatusCode::kInvalidArgument);
     run(upper, {1, 2, 3});  // the others still work
@@ -296,9 +306,11 @@ TEST(RuntimeTest, GroupsOfTheirMembersAloneAndPointToPoint) {
       ASSERT_OK(again);
       EXPECT_NE(*again, *group);
     }
-    EXPECT_EQ(rt->AddGroup({0, 1}, "x").status().code(), ctx.rank < 2 ? StatusCode::kOk : StatusCode::kFailedPrecondition);
+    EXPECT_EQ(rt->AddGroup({0, 1}, "x").status().code(),
+              ctx.rank < 2 ? StatusCode::kOk : StatusCode::kFailedPrecondition);
     double sum = ctx.rank;
-    ASSERT_OK(rt->AllreduceAsync("s", &sum, &sum, 1, common::DataType::kFloat64, common::ReduceOp::kSum, *group).Wait());
+    ASSERT_OK(
+        rt->AllreduceAsync("s", &sum, &sum, 1, common::DataType::kFloat64, common::ReduceOp::kSum, *group).Wait());
     EXPECT_EQ(sum, ctx.rank % 2 ? 4 : 2);
     // Both directions at once, two tags received in the other order, on the group (peers by group rank).
     std::vector<int64_t> a(1000, ctx.rank), b(3, 10 * ctx.rank), got_a(1000), got_b(3);
@@ -343,7 +355,9 @@ TEST(RuntimeTest, KilledPeerFailsPendingHandlesWithAborted) {
         std::this_thread::sleep_for(10ms);
         ::raise(SIGKILL);
       }).detach();
-      for (;;) (void)rt->Allreduce("big", big.data(), big.data(), big.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
+      for (;;)
+        (void)rt->Allreduce("big", big.data(), big.data(), big.size(), common::DataType::kFloat32,
+                            common::ReduceOp::kSum);
     }
     Status s;
     auto start = store::Clock::now();
@@ -354,7 +368,8 @@ TEST(RuntimeTest, KilledPeerFailsPendingHandlesWithAborted) {
     EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
     EXPECT_LT(store::Clock::now() - start, 1500ms + 3000ms);
     std::vector<float> small(4, 1);
-    EXPECT_EQ(rt->Allreduce("after", small.data(), small.data(), 4, common::DataType::kFloat32, common::ReduceOp::kSum).code(),
+    EXPECT_EQ(rt->Allreduce("after", small.data(), small.data(), 4, common::DataType::kFloat32, common::ReduceOp::kSum)
+                  .code(),
               StatusCode::kAborted);
   });
   EXPECT_TRUE(outcomes[0].ok()) << DescribeFailures(outcomes);

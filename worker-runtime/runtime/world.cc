@@ -13,17 +13,18 @@ StatusOr<comm::Backend> ResolveBackend(comm::Backend requested) {
   return gpus > 0 ? comm::Backend::kNccl : comm::Backend::kGloo;
 }
 
-StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::shared_ptr<store::Store> store, int rank, int size,
-                                                                const WorldOptions& options) {
+StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::shared_ptr<store::Store> store, int rank,
+                                                                      int size, const WorldOptions& options) {
   RINGMASTER_ASSIGN_OR_RETURN(comm::Backend backend, ResolveBackend(options.backend));
   switch (backend) {
     case comm::Backend::kNccl: {
       RINGMASTER_ASSIGN_OR_RETURN(int gpus, nccl::VisibleGpus());
       if (gpus == 0) {
-        return UnavailableError("backend nccl requested (RINGMASTER_BACKEND, set by the operator for a pod that asks "
-                                "for nvidia.com/gpu) but CUDA sees no GPU: check the node's NVIDIA driver and device "
-                                "plugin and NVIDIA_VISIBLE_DEVICES; set RINGMASTER_BACKEND=gloo to train on the CPU "
-                                "on purpose");
+        return UnavailableError(
+            "backend nccl requested (RINGMASTER_BACKEND, set by the operator for a pod that asks "
+            "for nvidia.com/gpu) but CUDA sees no GPU: check the node's NVIDIA driver and device "
+            "plugin and NVIDIA_VISIBLE_DEVICES; set RINGMASTER_BACKEND=gloo to train on the CPU "
+            "on purpose");
       }
       nccl::NcclOptions no;
       no.device = (options.device >= 0 ? options.device : options.local_rank) % gpus;

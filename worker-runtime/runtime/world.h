@@ -15,11 +15,11 @@ namespace ringmaster::runtime {
 
 struct WorldOptions {
   comm::Backend backend = comm::Backend::kAuto;
-  std::chrono::milliseconds timeout{60000};  // rendezvous and per collective
-  int local_rank = 0;                        // NCCL: CUDA device = local_rank % visible GPUs ...
-  int device = -1;                           // ... unless this is >= 0: then device % visible GPUs
-  std::string host = "127.0.0.1";            // Gloo: address peers reach this rank on
-  std::string prefix = "world";              // store key prefix, unique per communicator in a generation
+  std::chrono::milliseconds timeout{60000};          // rendezvous and per collective
+  int local_rank = 0;                                // NCCL: CUDA device = local_rank % visible GPUs ...
+  int device = -1;                                   // ... unless this is >= 0: then device % visible GPUs
+  std::string host = "127.0.0.1";                    // Gloo: address peers reach this rank on
+  std::string prefix = "world";                      // store key prefix, unique per communicator in a generation
   std::shared_ptr<comm::DeviceTraffic> gpu_traffic;  // NCCL: where collective bytes are counted (may be null)
 };
 
@@ -29,7 +29,7 @@ struct WorldOptions {
 StatusOr<comm::Backend> ResolveBackend(comm::Backend requested);
 
 // Errors: Unavailable (NCCL requested without a GPU), and those of the backend's Create.
-StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::shared_ptr<store::Store> store, int rank, int size,
-                                                                const WorldOptions& options);
+StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::shared_ptr<store::Store> store, int rank,
+                                                                      int size, const WorldOptions& options);
 
 }  // namespace ringmaster::runtime

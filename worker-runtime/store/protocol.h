@@ -20,8 +20,8 @@ inline constexpr std::string_view kMagic = "RMS1";
 
 enum class Op : uint8_t { kSet = 1, kGet = 2, kWait = 3, kAdd = 4 };
 
-inline std::string ClientProofMessage(std::string_view server_nonce, std::string_view client_nonce,
-                                      uint64_t generation, uint32_t rank) {
+inline std::string ClientProofMessage(std::string_view server_nonce, std::string_view client_nonce, uint64_t generation,
+                                      uint32_t rank) {
   std::string m = "client";
   m.append(server_nonce);
   m.append(client_nonce);

@@ -36,8 +36,8 @@ StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(StoreClientOptions o
   RINGMASTER_ASSIGN_OR_RETURN(hello.client_nonce, RandomNonce());
   hello.generation = options.generation;
   hello.rank = options.rank;
-  hello.mac = HmacSha256(options.secret, sp::ClientProofMessage(server_nonce, hello.client_nonce, options.generation,
-                                                                options.rank));
+  hello.mac = HmacSha256(options.secret,
+                         sp::ClientProofMessage(server_nonce, hello.client_nonce, options.generation, options.rank));
   RINGMASTER_RETURN_IF_ERROR(WriteFrame(s, sp::EncodeHello(hello), io));
   StatusOr<std::string> payload = ReadFrame(s, 1 << 17, io, options.io_timeout);
   if (!payload.ok()) {
@@ -60,8 +60,8 @@ StatusOr<std::string> StoreClient::Call(sp::Op op, const std::vector<std::string
   if (broken_) return UnavailableError("store connection was lost by an earlier request");
   Deadline deadline = DeadlineIn(options_.io_timeout + wait);
   Status sent = WriteFrame(socket_, request, deadline);
-  StatusOr<std::string> response = sent.ok() ? ReadFrame(socket_, kMaxResponseBytes, deadline, options_.io_timeout)
-                                             : StatusOr<std::string>(sent);
+  StatusOr<std::string> response =
+      sent.ok() ? ReadFrame(socket_, kMaxResponseBytes, deadline, options_.io_timeout) : StatusOr<std::string>(sent);
   if (!response.ok()) {
     broken_ = true;
     return UnavailableError("rendezvous store request failed: " + response.status().ToString());
@@ -87,8 +87,7 @@ Status StoreClient::Wait(const std::vector<std::string>& keys, std::chrono::mill
 StatusOr<int64_t> StoreClient::Add(const std::string& key, int64_t delta) {
   WireWriter v;
   v.U64(static_cast<uint64_t>(delta));
-  RINGMASTER_ASSIGN_OR_RETURN(std::string out, Call(sp::Op::kAdd, {key}, v.data(),
-                                                    std::chrono::milliseconds(0)));
+  RINGMASTER_ASSIGN_OR_RETURN(std::string out, Call(sp::Op::kAdd, {key}, v.data(), std::chrono::milliseconds(0)));
   WireReader r(out);
   RINGMASTER_ASSIGN_OR_RETURN(uint64_t n, r.U64());
   return static_cast<int64_t>(n);

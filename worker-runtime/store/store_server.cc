@@ -20,9 +20,7 @@ namespace {
 
 using sp::EncodeResponse;
 
-std::string ScopedKey(uint64_t generation, const std::string& key) {
-  return std::to_string(generation) + "/" + key;
-}
+std::string ScopedKey(uint64_t generation, const std::string& key) { return std::to_string(generation) + "/" + key; }
 
 }  // namespace
 
@@ -142,8 +140,8 @@ Status StoreServer::Handshake(Socket& socket, uint64_t* generation) {
   }
   uint64_t current = this->generation();
   if (gen < current) {
-    Status refused = AbortedError("store refused rank " + std::to_string(rank) + ": generation " +
-                                  std::to_string(gen) + " is stale (current " + std::to_string(current) + ")");
+    Status refused = AbortedError("store refused rank " + std::to_string(rank) + ": generation " + std::to_string(gen) +
+                                  " is stale (current " + std::to_string(current) + ")");
     (void)WriteFrame(socket, EncodeResponse(refused), deadline);
     return refused;
   }
@@ -229,8 +227,8 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
     case sp::Op::kGet:
     case sp::Op::kWait: {
       // Capped before it becomes a duration: a timeout near 2^64 ms must not overflow the clock.
-      const auto wait = std::chrono::milliseconds(
-          std::min<uint64_t>(request->timeout_ms, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_wait.count()))));
+      const auto wait = std::chrono::milliseconds(std::min<uint64_t>(
+          request->timeout_ms, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_wait.count()))));
       Deadline deadline = DeadlineIn(wait);
       auto all_present = [&] {
         return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data_.count(k) > 0; });
@@ -241,8 +239,8 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
         if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !all_present()) {
           if (Status s = generation_status(); !s.ok()) return EncodeResponse(s);
           return EncodeResponse(DeadlineExceededError("timed out after " + std::to_string(wait.count()) +
-                                                " ms waiting for store key '" +
-                                                keys[0].substr(keys[0].find('/') + 1) + "'"));
+                                                      " ms waiting for store key '" +
+                                                      keys[0].substr(keys[0].find('/') + 1) + "'"));
         }
       }
       return EncodeResponse(Status::Ok(), op == sp::Op::kGet ? data_[keys[0]] : std::string());

@@ -31,12 +31,12 @@ namespace ringmaster::store {
 
 struct StoreServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;                // 0: pick a free port
-  std::string secret;               // per-job secret; must not be empty
-  uint64_t generation = 0;          // initial membership generation
+  uint16_t port = 0;        // 0: pick a free port
+  std::string secret;       // per-job secret; must not be empty
+  uint64_t generation = 0;  // initial membership generation
   size_t max_value_bytes = 16u << 20;
   size_t max_connections = 1024;
-  std::chrono::milliseconds io_timeout{5000};      // handshake / frame body
+  std::chrono::milliseconds io_timeout{5000};           // handshake / frame body
   std::chrono::milliseconds idle_timeout{3600 * 1000};  // between requests
   std::chrono::milliseconds max_wait{10 * 60 * 1000};   // cap on a client's Get/Wait timeout
 };

@@ -3,13 +3,13 @@
 #include <random>
 #include <thread>
 
+#include "base/status_test_macros.h"
 #include "worker-runtime/store/auth.h"
 #include "worker-runtime/store/messages.h"
 #include "worker-runtime/store/protocol.h"
 #include "worker-runtime/store/store_client.h"
 #include "worker-runtime/store/store_server.h"
 #include "worker-runtime/store/wire.h"
-#include "base/status_test_macros.h"
 
 namespace ringmaster::store {
 namespace {
@@ -49,8 +49,10 @@ class StoreTest : public ::testing::Test {
     std::string server_nonce = challenge->substr(4);
     std::string client_nonce(kNonceBytes, 'c');
     WireWriter hello;
-    hello.Bytes(client_nonce).U64(5).U32(9).Bytes(
-        HmacSha256("s3cret", store::protocol::ClientProofMessage(server_nonce, client_nonce, 5, 9)));
+    hello.Bytes(client_nonce)
+        .U64(5)
+        .U32(9)
+        .Bytes(HmacSha256("s3cret", store::protocol::ClientProofMessage(server_nonce, client_nonce, 5, 9)));
     EXPECT_OK(WriteFrame(*s, hello.data(), DeadlineIn(2s)));
     auto welcome = ReadFrame(*s, 1 << 16, DeadlineIn(2s), 2s);
     EXPECT_OK(welcome);

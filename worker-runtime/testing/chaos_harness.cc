@@ -60,9 +60,17 @@ std::string Program(const char* built, const char* name) {
 }  // namespace
 
 std::vector<std::string> TrainerCommand(const std::string& worker_flags) {
-  std::vector<std::string> argv = {Program(RINGMASTER_TRAIN_EXAMPLE, "ringmaster-train-example"), "--steps",
-                                   std::to_string(kSteps), "--samples", std::to_string(kSamples), "--batch",
-                                   std::to_string(kBatch), "--seed", "7", "--timeout-ms", "8000"};
+  std::vector<std::string> argv = {Program(RINGMASTER_TRAIN_EXAMPLE, "ringmaster-train-example"),
+                                   "--steps",
+                                   std::to_string(kSteps),
+                                   "--samples",
+                                   std::to_string(kSamples),
+                                   "--batch",
+                                   std::to_string(kBatch),
+                                   "--seed",
+                                   "7",
+                                   "--timeout-ms",
+                                   "8000"};
   AppendWords(worker_flags, argv);
   return argv;
 }
@@ -79,8 +87,15 @@ int LaunchCommand(const std::string& out, const std::string& launcher_flags, con
   // no deadline): a stopped worker is seen within the test's time, the trainer beats within a second of its
   // start, and a hung run fails instead of waiting for ctest's timeout. The test's flags come after (the
   // last value of a flag wins).
-  std::vector<std::string> argv = {Program(RINGMASTER_RUN, "ringmaster-run"), "--out", out, "--deadline-s", "90",
-                                   "--heartbeat-timeout-ms", "1500", "--startup-timeout-s", "30"};
+  std::vector<std::string> argv = {Program(RINGMASTER_RUN, "ringmaster-run"),
+                                   "--out",
+                                   out,
+                                   "--deadline-s",
+                                   "90",
+                                   "--heartbeat-timeout-ms",
+                                   "1500",
+                                   "--startup-timeout-s",
+                                   "30"};
   AppendWords(launcher_flags, argv);
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
@@ -139,7 +154,8 @@ void ExpectMatchesReference(const std::string& out, int64_t min_generation) {
   auto got = ReadWeights(out + "/weights.txt");
   ASSERT_EQ(got.size(), ref.size()) << "no weights.txt from a finisher in " << out;
   for (size_t i = 0; i < ref.size(); ++i) {
-    EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i])) << "weight " << i << ": " << got[i] << " vs " << ref[i];
+    EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i]))
+        << "weight " << i << ": " << got[i] << " vs " << ref[i];
   }
   std::ifstream in(out + "/samples.log");
   std::map<uint64_t, std::multiset<uint64_t>> by_epoch;

@@ -4,7 +4,8 @@
 
 namespace ringmaster::runtime_testing {
 
-std::vector<runtime::RankOutcome> RunWorld(const WorldOptions& options, const std::function<void(runtime::RankContext&)>& body) {
+std::vector<runtime::RankOutcome> RunWorld(const WorldOptions& options,
+                                           const std::function<void(runtime::RankContext&)>& body) {
   auto outcomes = runtime::RunLocalRanks(options, [&](runtime::RankContext& ctx) {
     body(ctx);
     return ::testing::Test::HasFailure() ? 1 : 0;

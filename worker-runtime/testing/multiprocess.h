@@ -19,6 +19,7 @@ using WorldOptions = runtime::LocalRanksOptions;
 
 // Forks options.size ranks running body(context). Returns one outcome per rank
 // (all failed when the ranks could not be started; the test fails then too).
-std::vector<runtime::RankOutcome> RunWorld(const WorldOptions& options, const std::function<void(runtime::RankContext&)>& body);
+std::vector<runtime::RankOutcome> RunWorld(const WorldOptions& options,
+                                           const std::function<void(runtime::RankContext&)>& body);
 
 }  // namespace ringmaster::runtime_testing

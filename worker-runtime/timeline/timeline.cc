@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+
 #include <nlohmann/json.hpp>
 
 namespace ringmaster::timeline {

@@ -89,8 +89,8 @@ class GradientBuffer {
  public:
   // device: a CUDA device, or -1 for host memory.
   GradientBuffer(int device, size_t bytes)
-      : memory_(memory::NewMemoryFor(device >= 0 ? comm::MemoryKind::kCuda : comm::MemoryKind::kHost,
-                                      std::max(device, 0))),
+      : memory_(
+            memory::NewMemoryFor(device >= 0 ? comm::MemoryKind::kCuda : comm::MemoryKind::kHost, std::max(device, 0))),
         device_(device),
         bytes_(bytes) {}
   ~GradientBuffer() {
@@ -135,15 +135,21 @@ class LinearRegression {
  public:
   LinearRegression(const TrainOptions& o, data::ElasticSampler* sampler, elastic::SampleJournal* journal,
                    membership::MembershipSource* source, elastic::Heartbeat* heartbeat)
-      : o_(o), sampler_(sampler), journal_(journal), source_(source), heartbeat_(heartbeat), weights_(o.features, T(0)) {}
+      : o_(o),
+        sampler_(sampler),
+        journal_(journal),
+        source_(source),
+        heartbeat_(heartbeat),
+        weights_(o.features, T(0)) {}
 
   elastic::ElasticState MakeState() {
     return elastic::ElasticState([this] { return Bytes(weights_); },
-                        [this](std::string_view b) -> Status {
-                          if (b.size() != weights_.size() * sizeof(T)) return DataLossError("weights of the wrong size");
-                          std::memcpy(weights_.data(), b.data(), b.size());
-                          return Status::Ok();
-                        });
+                                 [this](std::string_view b) -> Status {
+                                   if (b.size() != weights_.size() * sizeof(T))
+                                     return DataLossError("weights of the wrong size");
+                                   std::memcpy(weights_.data(), b.data(), b.size());
+                                   return Status::Ok();
+                                 });
   }
 
   StatusOr<data::SampleCursor> Step(const elastic::StepContext& ctx) {
@@ -160,9 +166,8 @@ class LinearRegression {
     if (o_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
     const auto t0 = std::chrono::steady_clock::now();
     const common::DataType type = sizeof(T) == 8 ? common::DataType::kFloat64 : common::DataType::kFloat32;
-    RINGMASTER_RETURN_IF_ERROR(buffer_->Run(grad.data(), [&](void* dev) {
-      return SumGradient(ctx, o_.hierarchical, node_, dev, grad.size(), type);
-    }));
+    RINGMASTER_RETURN_IF_ERROR(buffer_->Run(
+        grad.data(), [&](void* dev) { return SumGradient(ctx, o_.hierarchical, node_, dev, grad.size(), type); }));
     const std::vector<T>& sum = grad;  // now the world's sum
     if (ctx.metrics) {
       ctx.metrics->Samples(plan.indices.size());
@@ -259,7 +264,8 @@ int main(int argc, char** argv) {
   // The environment, read once: the example's options and the runtime's configuration both come from it.
   const std::map<std::string, std::string> env = ringmaster::api::EnvironmentSnapshot();
   auto options = ringmaster::examples::ParseTrainOptions(argc, argv, env);
-  if (auto exit_code = ringmaster::cli::ExitEarly("ringmaster-train-example", options, ringmaster::examples::TrainUsage)) {
+  if (auto exit_code =
+          ringmaster::cli::ExitEarly("ringmaster-train-example", options, ringmaster::examples::TrainUsage)) {
     return *exit_code;
   }
   // --out may name a directory that does not exist yet (with its parents).

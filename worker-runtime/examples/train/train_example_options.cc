@@ -48,7 +48,8 @@ void AddModelFlags(CLI::App& app, TrainOptions& o) {
                        "true: reduce per node, then across node leaders, then broadcast per node", "false");
   cli::AddParsed<comm::Backend>(app, "--backend", &o.backend, BackendParser(), "gloo, nccl or auto", "gloo");
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are saved (none when empty)");
-  app.add_option("--checkpoint-every", o.checkpoint_every, "save every K steps (0: never)")->check(CLI::Range(0, 1 << 30));
+  app.add_option("--checkpoint-every", o.checkpoint_every, "save every K steps (0: never)")
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--out", o.out, "directory for weights.<worker>.txt and journal.<worker>.log (created)");
   app.add_option("--heartbeat-file", o.heartbeat_file, "file rewritten with the committed step every 100 ms");
 }
@@ -76,9 +77,7 @@ std::unique_ptr<CLI::App> NewTrainApp(TrainOptions& o) {
   return app;
 }
 
-
 }  // namespace
-
 
 std::string TrainUsage() {
   TrainOptions defaults;

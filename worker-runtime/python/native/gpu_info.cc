@@ -1,7 +1,6 @@
 #include "worker-runtime/python/native/gpu_info.h"
 
 #include <cuda_runtime_api.h>
-
 #include <nanobind/stl/string.h>
 
 #include "worker-runtime/nccl/gpu_api.h"

@@ -6,25 +6,24 @@
 //     changed, a timeout fired: the elastic loop rebuilds and restores; Horovod's HorovodInternalError)
 //   InvalidArgument, NotFound -> ValueError;  FailedPrecondition -> PreconditionError;  others -> RuntimeError
 #include <cuda_runtime_api.h>
-
-#include <cstdio>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "api/worker_env.h"
-#include "worker-runtime/elastic/worker_session.h"
 #include "worker-runtime/data/elastic_sampler.h"
-#include "worker-runtime/python/native/gpu_info.h"
+#include "worker-runtime/elastic/worker_session.h"
 #include "worker-runtime/nccl/gpu_api.h"
-#include "worker-runtime/runtime/runtime.h"
+#include "worker-runtime/python/native/gpu_info.h"
 #include "worker-runtime/python/native/tensor.h"
+#include "worker-runtime/runtime/runtime.h"
 
 namespace nb = nanobind;
 
@@ -46,15 +45,11 @@ struct PreconditionFailed : std::runtime_error {
     case StatusCode::kAborted:
     case StatusCode::kDeadlineExceeded:
     case StatusCode::kUnavailable:
-    case StatusCode::kCancelled:
-      throw CollectiveAborted(s.ToString());
+    case StatusCode::kCancelled: throw CollectiveAborted(s.ToString());
     case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-      throw nb::value_error(s.ToString().c_str());
-    case StatusCode::kFailedPrecondition:
-      throw PreconditionFailed(s.ToString());
-    default:
-      throw std::runtime_error(s.ToString());
+    case StatusCode::kNotFound: throw nb::value_error(s.ToString().c_str());
+    case StatusCode::kFailedPrecondition: throw PreconditionFailed(s.ToString());
+    default: throw std::runtime_error(s.ToString());
   }
 }
 
@@ -75,7 +70,8 @@ const nccl::CudaApi& CudaOrRaise() {
   if (!cuda.ok()) {
     // The message lists every place tried and what to do (install torch with CUDA, or set
     // RINGMASTER_CUDART_LIBRARY; build the emulation under RINGMASTER_EMULATED_GPUS).
-    Raise(FailedPreconditionError("a CUDA tensor, but the CUDA runtime could not be loaded: " + cuda.status().message()));
+    Raise(
+        FailedPreconditionError("a CUDA tensor, but the CUDA runtime could not be loaded: " + cuda.status().message()));
   }
   return **cuda;
 }
@@ -231,7 +227,8 @@ class PySession {
 
   PyHandle Allreduce(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
     auto [i, o] = Pair(in, out, stream);
-    if (i.count != o.count) Raise(InvalidArgumentError("allreduce: the output must have as many elements as the input"));
+    if (i.count != o.count)
+      Raise(InvalidArgumentError("allreduce: the output must have as many elements as the input"));
     return Submit(Rt().AllreduceAsync(name, i.data, o.data, i.count, i.type, static_cast<ReduceOp>(op), set), in, out);
   }
   PyHandle Allgather(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, std::vector<size_t> counts, int set,
@@ -242,25 +239,30 @@ class PySession {
     if (total != o.count) Raise(InvalidArgumentError("allgather: the output must hold every rank's elements"));
     return Submit(Rt().AllgathervAsync(name, i.data, o.data, std::move(counts), i.type, set), in, out);
   }
-  PyHandle Broadcast(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int root, int set, uintptr_t stream) {
+  PyHandle Broadcast(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int root, int set,
+                     uintptr_t stream) {
     auto [i, o] = Pair(in, out, stream);
-    if (i.count != o.count) Raise(InvalidArgumentError("broadcast: the output must have as many elements as the input"));
+    if (i.count != o.count)
+      Raise(InvalidArgumentError("broadcast: the output must have as many elements as the input"));
     return Submit(Rt().BroadcastAsync(name, i.data, o.data, i.count, i.type, root, set), in, out);
   }
-  PyHandle ReduceScatter(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
+  PyHandle ReduceScatter(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set,
+                         uintptr_t stream) {
     auto [i, o] = Pair(in, out, stream);
     const int n = SetSize(set);
     if (i.count != o.count * static_cast<size_t>(n)) {
       Raise(InvalidArgumentError("reducescatter: the input must hold the output's element count times the set size (" +
                                  std::to_string(n) + ")"));
     }
-    return Submit(Rt().ReduceScatterAsync(name, i.data, o.data, o.count, i.type, static_cast<ReduceOp>(op), set), in, out);
+    return Submit(Rt().ReduceScatterAsync(name, i.data, o.data, o.count, i.type, static_cast<ReduceOp>(op), set), in,
+                  out);
   }
   PyHandle Alltoall(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int set, uintptr_t stream) {
     auto [i, o] = Pair(in, out, stream);
     const size_t n = static_cast<size_t>(SetSize(set));
     if (i.count != o.count || i.count % n != 0) {
-      Raise(InvalidArgumentError("alltoall: input and output must have the same element count, divisible by the set size"));
+      Raise(InvalidArgumentError(
+          "alltoall: input and output must have the same element count, divisible by the set size"));
     }
     return Submit(Rt().AlltoallAsync(name, i.data, o.data, i.count / n, i.type, set), in, out);
   }
@@ -281,8 +283,8 @@ class PySession {
     StatusOr<int> id = 0;
     {
       nb::gil_scoped_release release;
-      id = Rt().AddProcessSet(std::move(ranks), submission_order ? fusion::Ordering::kSubmissionOrder
-                                                                 : fusion::Ordering::kNegotiated);
+      id = Rt().AddProcessSet(std::move(ranks),
+                              submission_order ? fusion::Ordering::kSubmissionOrder : fusion::Ordering::kNegotiated);
     }
     return Value(std::move(id));
   }
@@ -310,7 +312,8 @@ class PySession {
   }
   static TensorArg HostBuffer(const nb::ndarray<>& buf, std::string_view role) {
     TensorArg t = Value(DescribeTensor(buf, role));
-    if (t.cuda) Raise(InvalidArgumentError(std::string(role) + ": point-to-point takes host memory; stage CUDA tensors"));
+    if (t.cuda)
+      Raise(InvalidArgumentError(std::string(role) + ": point-to-point takes host memory; stage CUDA tensors"));
     return t;
   }
   int SetSize(int set) const { return static_cast<int>(Value(Rt().ProcessSetRanks(set)).size()); }
@@ -321,8 +324,9 @@ class PySession {
     // Under NCCL a CPU tensor runs on the host communicator beside it (the runtime tells them apart), as
     // Horovod's CPU ops run on Gloo: objects, optimizer state and metrics stay on the CPU.
     if (i.cuda && Rt().backend() != comm::Backend::kNccl) {
-      Raise(InvalidArgumentError("a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
-                                 "(or auto) on a GPU worker, or move the tensor to the CPU"));
+      Raise(
+          InvalidArgumentError("a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
+                               "(or auto) on a GPU worker, or move the tensor to the CPU"));
     }
     OrderAfterStream(i, stream);
     return {i, o};
@@ -369,7 +373,8 @@ NB_MODULE(_native, m) {
       .def("wait", &PyHandle::Wait, "Blocks (without the GIL) until the collective finishes; raises on failure");
 
   nb::class_<PyTransfer>(m, "Transfer")
-      .def("wait", &PyTransfer::Wait, "Blocks (without the GIL) until the send or receive completes; raises on failure");
+      .def("wait", &PyTransfer::Wait,
+           "Blocks (without the GIL) until the send or receive completes; raises on failure");
 
   const auto in = nb::arg("input").noconvert();
   const auto out = nb::arg("output").noconvert();
@@ -397,9 +402,12 @@ NB_MODULE(_native, m) {
       .def("backend", &PySession::Backend)
       .def("device", &PySession::Device, "the CUDA device of this generation's NCCL communicators; -1 under Gloo")
       .def("metrics_port", &PySession::MetricsPort)
-      .def("allreduce", &PySession::Allreduce, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"), nb::arg("stream"))
-      .def("allgather", &PySession::Allgather, nb::arg("name"), in, out, nb::arg("counts"), nb::arg("set"), nb::arg("stream"))
-      .def("broadcast", &PySession::Broadcast, nb::arg("name"), in, out, nb::arg("root"), nb::arg("set"), nb::arg("stream"))
+      .def("allreduce", &PySession::Allreduce, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"),
+           nb::arg("stream"))
+      .def("allgather", &PySession::Allgather, nb::arg("name"), in, out, nb::arg("counts"), nb::arg("set"),
+           nb::arg("stream"))
+      .def("broadcast", &PySession::Broadcast, nb::arg("name"), in, out, nb::arg("root"), nb::arg("set"),
+           nb::arg("stream"))
       .def("reducescatter", &PySession::ReduceScatter, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"),
            nb::arg("stream"))
       .def("alltoall", &PySession::Alltoall, nb::arg("name"), in, out, nb::arg("set"), nb::arg("stream"))

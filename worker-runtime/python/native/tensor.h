@@ -4,10 +4,10 @@
 // hidden copy would lose its result without a word.
 #pragma once
 
+#include <nanobind/ndarray.h>
+
 #include <cstddef>
 #include <string_view>
-
-#include <nanobind/ndarray.h>
 
 #include "base/status.h"
 #include "worker-runtime/common/dtype.h"

@@ -24,8 +24,8 @@ struct BackendWorld {
 };
 
 struct ConformanceBackend {
-  std::string name;                 // for test names: "gloo", "nccl"
-  std::vector<int> world_sizes;     // the suite runs once per size
+  std::string name;              // for test names: "gloo", "nccl"
+  std::vector<int> world_sizes;  // the suite runs once per size
   // Empty when this machine can run the backend, else why not (the tests fail). Runs in the parent.
   std::function<std::string()> unavailable;
   // Builds this rank's world communicator over ctx.store. Runs in the forked rank.

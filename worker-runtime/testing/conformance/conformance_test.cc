@@ -120,7 +120,8 @@ TEST_P(CommunicatorConformanceTest, Allreduce) {
             const auto want = common::ReferenceReduce(t, op, n, count);
             if (check) {
               ASSERT_EQ(common::CountMismatches(t, got.data(), want.data(), count), 0u)
-                  << common::DataTypeName(t) << " " << common::ReduceOpName(op) << " count " << count << (in_place ? " in-place" : "");
+                  << common::DataTypeName(t) << " " << common::ReduceOpName(op) << " count " << count
+                  << (in_place ? " in-place" : "");
             }
             if (!in_place) {
               ASSERT_EQ(in.Read(input.size()), input) << "allreduce modified its input";
@@ -155,7 +156,8 @@ TEST_P(CommunicatorConformanceTest, ReduceScatter) {
             const auto want = common::ReferenceReduce(t, op, n, count, count * comm.rank());
             if (check) {
               ASSERT_EQ(common::CountMismatches(t, got.data(), want.data(), count), 0u)
-                  << common::DataTypeName(t) << " " << common::ReduceOpName(op) << " count " << count << (in_place ? " in-place" : "");
+                  << common::DataTypeName(t) << " " << common::ReduceOpName(op) << " count " << count
+                  << (in_place ? " in-place" : "");
             }
           }
         }
@@ -223,16 +225,19 @@ TEST_P(CommunicatorConformanceTest, BroadcastFromEveryRoot) {
       for (int root = 0; root < n; ++root) {
         const auto want = common::MakeInput(t, common::ReduceOp::kSum, root + 10, count);
         for (bool in_place : {false, true}) {
-          Buffer in(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank() + 10, count)), out(memory, Filled(want.size()));
+          Buffer in(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank() + 10, count)),
+              out(memory, Filled(want.size()));
           uint8_t* dst = in_place ? in.get() : out.get();
           ASSERT_OK(comm.Broadcast(in.get(), dst, count, t, root));
           ASSERT_EQ(in_place ? in.Read(want.size()) : out.Read(want.size()), want)
               << common::DataTypeName(t) << " root " << root << (in_place ? " in-place" : "");
         }
         // Non-roots' input is ignored: null is fine there.
-        Buffer in(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank() + 10, count)), out(memory, Filled(want.size()));
+        Buffer in(memory, common::MakeInput(t, common::ReduceOp::kSum, comm.rank() + 10, count)),
+            out(memory, Filled(want.size()));
         ASSERT_OK(comm.Broadcast(comm.rank() == root ? in.get() : nullptr, out.get(), count, t, root));
-        ASSERT_EQ(out.Read(want.size()), want) << common::DataTypeName(t) << " root " << root << " null input elsewhere";
+        ASSERT_EQ(out.Read(want.size()), want)
+            << common::DataTypeName(t) << " root " << root << " null input elsewhere";
       }
     }
   });
@@ -330,7 +335,8 @@ TEST_P(CommunicatorConformanceTest, InvalidArgumentsAreRefusedAndLeaveItUsable) 
     ExpectInvalid(comm.Allreduce(in, nullptr, count, t, common::ReduceOp::kSum), "allreduce null out");
     ExpectInvalid(comm.Allreduce(in, out, count, bad_type, common::ReduceOp::kSum), "allreduce bad type");
     ExpectInvalid(comm.Allreduce(in, out, count, t, bad_op), "allreduce bad op");
-    ExpectInvalid(comm.Allreduce(in, out, huge, common::DataType::kFloat64, common::ReduceOp::kSum), "allreduce overflow");
+    ExpectInvalid(comm.Allreduce(in, out, huge, common::DataType::kFloat64, common::ReduceOp::kSum),
+                  "allreduce overflow");
     ExpectInvalid(comm.Allreduce(shifted, in, count, t, common::ReduceOp::kSum), "allreduce partial overlap");
 
     ExpectInvalid(comm.Allgather(nullptr, out, count, t), "allgather null in");
@@ -390,26 +396,28 @@ TEST_P(CommunicatorConformanceTest, InvalidArgumentsAreRefusedAndLeaveItUsable) 
 }
 
 TEST_P(CommunicatorConformanceTest, AbortedCommunicatorRefusesEveryCall) {
-  OnEveryRank([&](comm::Communicator& comm, memory::Memory& memory) {
-    ASSERT_OK(comm.Barrier());
-    comm.Abort("test over");
-    Status health = comm.health();
-    EXPECT_EQ(health.code(), StatusCode::kAborted);
-    EXPECT_NE(health.message().find("test over"), std::string::npos) << health;
-    Buffer buf(memory, 64 * comm.size()), other(memory, 64 * comm.size());
-    void* p = buf.get();
-    const common::DataType t = common::DataType::kFloat32;
-    EXPECT_EQ(comm.Allreduce(p, p, 4, t, common::ReduceOp::kSum).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.Allgather(p, p, 0, t).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.Allgatherv(p, other.get(), std::vector<size_t>(comm.size(), 1), t).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.Broadcast(p, p, 4, t, 0).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.ReduceScatter(p, p, 4, t, common::ReduceOp::kSum).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.Alltoall(p, p, 4, t).code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
-    EXPECT_EQ(comm.Split({0}, "late").status().code(), StatusCode::kAborted);
-    // Arguments are still checked first.
-    EXPECT_EQ(comm.Broadcast(p, p, 4, t, -1).code(), StatusCode::kInvalidArgument);
-  }, /*healthy_after=*/false);
+  OnEveryRank(
+      [&](comm::Communicator& comm, memory::Memory& memory) {
+        ASSERT_OK(comm.Barrier());
+        comm.Abort("test over");
+        Status health = comm.health();
+        EXPECT_EQ(health.code(), StatusCode::kAborted);
+        EXPECT_NE(health.message().find("test over"), std::string::npos) << health;
+        Buffer buf(memory, 64 * comm.size()), other(memory, 64 * comm.size());
+        void* p = buf.get();
+        const common::DataType t = common::DataType::kFloat32;
+        EXPECT_EQ(comm.Allreduce(p, p, 4, t, common::ReduceOp::kSum).code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.Allgather(p, p, 0, t).code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.Allgatherv(p, other.get(), std::vector<size_t>(comm.size(), 1), t).code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.Broadcast(p, p, 4, t, 0).code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.ReduceScatter(p, p, 4, t, common::ReduceOp::kSum).code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.Alltoall(p, p, 4, t).code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);
+        EXPECT_EQ(comm.Split({0}, "late").status().code(), StatusCode::kAborted);
+        // Arguments are still checked first.
+        EXPECT_EQ(comm.Broadcast(p, p, 4, t, -1).code(), StatusCode::kInvalidArgument);
+      },
+      /*healthy_after=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CommunicatorConformanceTest, ::testing::ValuesIn(AllParams()),

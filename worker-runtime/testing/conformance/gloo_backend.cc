@@ -14,7 +14,8 @@ const std::vector<ConformanceBackend>& ConformanceBackends() {
       [](runtime::RankContext& ctx) -> StatusOr<BackendWorld> {
         gloo::GlooOptions options;
         options.timeout = std::chrono::seconds(20);
-        RINGMASTER_ASSIGN_OR_RETURN(auto comm, gloo::GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options));
+        RINGMASTER_ASSIGN_OR_RETURN(auto comm,
+                                    gloo::GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options));
         return BackendWorld{std::move(comm), memory::NewHostMemory()};
       },
       [](common::DataType) { return true; },

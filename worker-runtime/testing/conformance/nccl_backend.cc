@@ -30,7 +30,8 @@ const std::vector<ConformanceBackend>& ConformanceBackends() {
         nccl::NcclOptions options;
         options.device = ctx.rank % gpus;
         options.timeout = std::chrono::seconds(60);
-        RINGMASTER_ASSIGN_OR_RETURN(auto comm, nccl::NcclCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options));
+        RINGMASTER_ASSIGN_OR_RETURN(auto comm,
+                                    nccl::NcclCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, options));
         return BackendWorld{std::move(comm), memory::NewMemoryFor(comm::MemoryKind::kCuda, options.device)};
       },
       [](common::DataType type) { return type == common::DataType::kFloat32 || type == common::DataType::kFloat64; },

@@ -13,10 +13,14 @@ std::string Description() {
   return std::string(kProgram) +
          ": start a pod's K ranks (a TrainingJob's spec.processesPerPod; the operator wraps the worker\n"
          "container's command with it) and supervise them as one unit of failure.\n"
-         "  " + kProgram + " --processes K [--grace-s S] -- COMMAND [ARGS...]\n"
-         "K = 1 execs COMMAND as is. K > 1 starts K copies, process i with " + std::string(api::env::kWorkerId) +
-         "=<pod>[:i],\n" + std::string(api::env::kStorePort) + " and " + std::string(api::env::kHealthPort) +
-         " = base + i (a health port of 0 stays 0), " + std::string(api::env::kDevice) + "=i,\n"
+         "  " +
+         kProgram +
+         " --processes K [--grace-s S] -- COMMAND [ARGS...]\n"
+         "K = 1 execs COMMAND as is. K > 1 starts K copies, process i with " +
+         std::string(api::env::kWorkerId) + "=<pod>[:i],\n" + std::string(api::env::kStorePort) + " and " +
+         std::string(api::env::kHealthPort) + " = base + i (a health port of 0 stays 0), " +
+         std::string(api::env::kDevice) +
+         "=i,\n"
          "LOCAL_RANK=i and LOCAL_WORLD_SIZE=K; their output lines are prefixed \"[i] \". When one exits non-zero\n"
          "or by a signal the others get SIGTERM, SIGKILL --grace-s later, and the launcher exits with its\n"
          "code (128+signal for a signal); SIGTERM/SIGINT to the launcher are forwarded the same way. Exit\n"
@@ -27,8 +31,9 @@ std::string Description() {
 std::string Footer() {
   return "Environment (K > 1):\n  " + std::string(api::env::kPodName) + "  the pod's name (required)\n  " +
          std::string(api::env::kStorePort) + "  process 0's store port (else " +
-         std::string(api::env::kCoordinatorPort) + ", else " + std::to_string(api::kCoordinatorPort) + ")\n  " + std::string(api::env::kHealthPort) +
-         "  process 0's health port (else " + std::to_string(api::kWorkerHealthPort) + "; 0: any free port)";
+         std::string(api::env::kCoordinatorPort) + ", else " + std::to_string(api::kCoordinatorPort) + ")\n  " +
+         std::string(api::env::kHealthPort) + "  process 0's health port (else " +
+         std::to_string(api::kWorkerHealthPort) + "; 0: any free port)";
 }
 
 std::unique_ptr<CLI::App> NewLaunchApp(LaunchOptions& o) {

@@ -20,10 +20,10 @@ inline constexpr char kProgram[] = "ringmaster-launch";
 inline constexpr int kMaxProcesses = 64;
 
 struct LaunchOptions {
-  int processes = 0;                // --processes: ranks in this pod, 1..kMaxProcesses (required)
-  std::chrono::seconds grace{30};   // --grace-s: SIGTERM, then this long, then SIGKILL
-  std::vector<std::string> command; // after --: the command each process runs (argv[0] looked up in PATH)
-  bool help = false;                // --help: print LaunchUsage() and exit 0
+  int processes = 0;                 // --processes: ranks in this pod, 1..kMaxProcesses (required)
+  std::chrono::seconds grace{30};    // --grace-s: SIGTERM, then this long, then SIGKILL
+  std::vector<std::string> command;  // after --: the command each process runs (argv[0] looked up in PATH)
+  bool help = false;                 // --help: print LaunchUsage() and exit 0
 };
 
 // Parses the arguments after argv[0].

@@ -11,8 +11,8 @@ namespace ringmaster::launch {
 namespace {
 
 TEST(LaunchOptionsTest, ProcessesGraceAndTheCommandWithItsOwnFlags) {
-  auto o = ParseLaunchOptions({"--processes", "4", "--grace-s", "5", "--", "python", "train.py", "--processes", "9",
-                               "--", "-x"});
+  auto o = ParseLaunchOptions(
+      {"--processes", "4", "--grace-s", "5", "--", "python", "train.py", "--processes", "9", "--", "-x"});
   ASSERT_OK(o);
   EXPECT_EQ(o->processes, 4);
   EXPECT_EQ(o->grace, std::chrono::seconds(5));

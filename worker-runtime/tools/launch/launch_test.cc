@@ -167,8 +167,8 @@ std::string WritePid() {
 
 TEST_F(LaunchTest, EachProcessGetsItsOwnEnvironment) {
   EnvironmentList env = PodEnv();
-  env.emplace_back(Var(api::env::kDevice), "7");                // a pod-wide value: each process gets its own
-  env.emplace_back(Var(api::env::kWorkerId), "stale");          // likewise
+  env.emplace_back(Var(api::env::kDevice), "7");               // a pod-wide value: each process gets its own
+  env.emplace_back(Var(api::env::kWorkerId), "stale");         // likewise
   env.emplace_back(Var(api::env::kCoordinatorPort), "31000");  // the store port wins over it
   const Finished f = Run({"--processes", "3"}, "env > \"$0/env.$$\"", env);
   EXPECT_EQ(f.exit.ShellCode(), 0) << f.err;
@@ -206,8 +206,8 @@ TEST_F(LaunchTest, EachProcessGetsItsOwnEnvironment) {
 
 TEST_F(LaunchTest, AHealthPortOfZeroStaysZeroForEveryProcess) {
   EnvironmentList env = {{Var(api::env::kPodName), kPod}, {Var(api::env::kHealthPort), "0"}};
-  const Finished f = Run({"--processes", "2"},
-                         "echo \"" + Ref(api::env::kHealthPort) + " " + Ref(api::env::kStorePort) + "\"", env);
+  const Finished f =
+      Run({"--processes", "2"}, "echo \"" + Ref(api::env::kHealthPort) + " " + Ref(api::env::kStorePort) + "\"", env);
   EXPECT_EQ(f.exit.ShellCode(), 0) << f.err;
   EXPECT_NE(f.out.find("[0] 0 " + std::to_string(api::kCoordinatorPort) + "\n"), std::string::npos) << f.out;
   EXPECT_NE(f.out.find("[1] 0 " + std::to_string(api::kCoordinatorPort + 1) + "\n"), std::string::npos) << f.out;
@@ -216,12 +216,12 @@ TEST_F(LaunchTest, AHealthPortOfZeroStaysZeroForEveryProcess) {
 // The pod is the unit of failure: one process exits 3, the others (sleeping for ten minutes) are stopped
 // and reaped, and the launcher exits 3 with everything the failed process wrote relayed.
 TEST_F(LaunchTest, AFailingProcessStopsThePodAndItsCodeIsTheLaunchers) {
-  const std::string script =
-      "if [ \"" + Ref(kLocalRankVar) + "\" = 1 ]; then "
-      "  while [ ! -e \"$0/pid.0\" ] || [ ! -e \"$0/pid.2\" ]; do sleep 0.05; done; "
-      "  n=0; while [ $n -lt 300 ]; do echo \"dying $n\"; n=$((n+1)); done; exit 3; "
-      "fi; " +
-      WritePid() + "exec sleep 600";
+  const std::string script = "if [ \"" + Ref(kLocalRankVar) +
+                             "\" = 1 ]; then "
+                             "  while [ ! -e \"$0/pid.0\" ] || [ ! -e \"$0/pid.2\" ]; do sleep 0.05; done; "
+                             "  n=0; while [ $n -lt 300 ]; do echo \"dying $n\"; n=$((n+1)); done; exit 3; "
+                             "fi; " +
+                             WritePid() + "exec sleep 600";
   // A grace far longer than the test's patience: the launcher ends in time only because its SIGTERM works.
   const Finished f = Run({"--processes", "3", "--grace-s", "600"}, script);
   EXPECT_EQ(f.exit.ShellCode(), 3) << f.err;
@@ -242,8 +242,7 @@ TEST_F(LaunchTest, AFailingProcessStopsThePodAndItsCodeIsTheLaunchers) {
 // and exit 0 make the launcher exit 0.
 TEST_F(LaunchTest, SigtermIsForwardedToEveryProcess) {
   const std::string script = "trap 'echo term > \"$0/term." + Ref(kLocalRankVar) + "\"; exit 0' TERM; " +
-                             "echo ready > \"$0/ready." + Ref(kLocalRankVar) + "\"; " +
-                             "while :; do sleep 0.1; done";
+                             "echo ready > \"$0/ready." + Ref(kLocalRankVar) + "\"; " + "while :; do sleep 0.1; done";
   Start({"--processes", "2", "--grace-s", "600"}, script);
   ASSERT_TRUE(WaitFor([&] { return AllExist({"ready.0", "ready.1"}); })) << ReadFile(Path("launcher.err"));
   ASSERT_OK(launcher_.Signal(SIGTERM));
@@ -265,11 +264,12 @@ TEST_F(LaunchTest, ProcessesKilledByAForwardedSigtermMakeItExit143) {
 
 // A process that ignores SIGTERM gets SIGKILL after --grace-s; the launcher keeps the first failure's code.
 TEST_F(LaunchTest, AProcessIgnoringSigtermIsKilledAfterTheGrace) {
-  const std::string script =
-      "if [ \"" + Ref(kLocalRankVar) + "\" = 0 ]; then "
-      "  while [ ! -e \"$0/pid.1\" ]; do sleep 0.05; done; exit 4; "
-      "fi; "
-      "trap '' TERM; " + WritePid() + "while :; do sleep 0.1; done";
+  const std::string script = "if [ \"" + Ref(kLocalRankVar) +
+                             "\" = 0 ]; then "
+                             "  while [ ! -e \"$0/pid.1\" ]; do sleep 0.05; done; exit 4; "
+                             "fi; "
+                             "trap '' TERM; " +
+                             WritePid() + "while :; do sleep 0.1; done";
   const Finished f = Run({"--processes", "2", "--grace-s", "1"}, script);
   EXPECT_EQ(f.exit.ShellCode(), 4) << f.err;
   ASSERT_TRUE(Exists("pid.1")) << f.err;
@@ -283,7 +283,8 @@ TEST_F(LaunchTest, AProcessIgnoringSigtermIsKilledAfterTheGrace) {
 // Each process's stdout and stderr lines arrive on the launcher's stdout and stderr, prefixed "[i] ", whole
 // and in order, the last line without a newline included.
 TEST_F(LaunchTest, OutputIsPrefixedLineByLine) {
-  const std::string script = "i=" + Ref(kLocalRankVar) + "; n=0; "
+  const std::string script = "i=" + Ref(kLocalRankVar) +
+                             "; n=0; "
                              "while [ $n -lt 2000 ]; do echo \"out $i line $n\"; echo \"err $i line $n\" >&2; "
                              "n=$((n+1)); done; printf 'out %s last without newline' $i; "
                              "printf 'err %s last without newline' $i >&2";
@@ -331,7 +332,9 @@ TEST_F(LaunchTest, BadInputExits2NamingTheProblem) {
       {{"--processes", "65"}, "true", PodEnv(), "--processes"},
       {{"--processes", "2"}, "", PodEnv(), "no command after --"},
       {{"--processes", "2"}, "true", {{"LAUNCH_TEST_INHERITED", "x"}}, Var(api::env::kPodName)},
-      {{"--processes", "2"}, "true", {{Var(api::env::kPodName), kPod}, {Var(api::env::kStorePort), "x"}},
+      {{"--processes", "2"},
+       "true",
+       {{Var(api::env::kPodName), kPod}, {Var(api::env::kStorePort), "x"}},
        Var(api::env::kStorePort)},
   };
   for (const Case& c : cases) {
@@ -350,10 +353,10 @@ TEST_F(LaunchTest, BadInputExits2NamingTheProblem) {
 
 // One process: the launcher execs the command itself (same pid, environment unchanged, its exit code).
 TEST_F(LaunchTest, OneProcessExecsTheCommandDirectly) {
-  const Finished f = Run({"--processes", "1"},
-                         "echo \"$$ ${" + Var(api::env::kWorkerId) + "-unset} ${" + Var(kLocalRankVar) +
-                             "-unset}\"; exit 7",
-                         PodEnv(), /*inherit=*/false);
+  const Finished f =
+      Run({"--processes", "1"},
+          "echo \"$$ ${" + Var(api::env::kWorkerId) + "-unset} ${" + Var(kLocalRankVar) + "-unset}\"; exit 7", PodEnv(),
+          /*inherit=*/false);
   EXPECT_EQ(f.exit.ShellCode(), 7) << f.err;
   EXPECT_EQ(f.out, std::to_string(launcher_.pid()) + " unset unset\n");
   EXPECT_EQ(f.err, "") << "nothing of the launcher's own";
@@ -373,7 +376,8 @@ TEST_F(LaunchTest, ASigkilledLauncherTakesItsProcessesAlong) {
 // were PID 1, which reaps them without counting them as its processes (this one exits 9).
 TEST_F(LaunchTest, OrphansAreReapedAndIgnored) {
   const std::string script =
-      "if [ \"" + Ref(kLocalRankVar) + "\" = 0 ]; then "
+      "if [ \"" + Ref(kLocalRankVar) +
+      "\" = 0 ]; then "
       "  (sh -c 'sleep 2; exit 9' & echo $! > \"$0/orphan.tmp\"; mv \"$0/orphan.tmp\" \"$0/orphan\"); "
       "  while [ ! -e \"$0/done\" ]; do sleep 0.05; done; "
       "fi";

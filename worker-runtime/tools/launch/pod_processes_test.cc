@@ -48,9 +48,12 @@ TEST(LaunchEnvTest, AMissingPodNameOrABadPortIsNamed) {
   pod = ReadPodEnvironment({{Var(api::env::kPodName), ""}}, 2);
   EXPECT_FALSE(pod.ok()) << "an empty pod name counts as unset";
 
-  for (const auto& [name, value] : std::vector<std::pair<std::string_view, std::string>>{
-           {api::env::kStorePort, "x"}, {api::env::kStorePort, "65535"}, {api::env::kStorePort, "0"},
-           {api::env::kCoordinatorPort, "-4"}, {api::env::kHealthPort, "65534"}}) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string_view, std::string>>{{api::env::kStorePort, "x"},
+                                                             {api::env::kStorePort, "65535"},
+                                                             {api::env::kStorePort, "0"},
+                                                             {api::env::kCoordinatorPort, "-4"},
+                                                             {api::env::kHealthPort, "65534"}}) {
     pod = ReadPodEnvironment({{Var(api::env::kPodName), "p"}, {Var(name), value}}, 4);
     ASSERT_FALSE(pod.ok()) << name << "=" << value;
     EXPECT_NE(pod.status().message().find(Var(name)), std::string::npos) << pod.status();

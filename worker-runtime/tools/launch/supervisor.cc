@@ -69,9 +69,12 @@ class SignalFd {
     signalfd_siginfo info;
     while (true) {
       const ssize_t n = ::read(fd_, &info, sizeof(info));
-      if (n == static_cast<ssize_t>(sizeof(info))) out.push_back(static_cast<int>(info.ssi_signo));
-      else if (n < 0 && errno == EINTR) continue;
-      else break;
+      if (n == static_cast<ssize_t>(sizeof(info)))
+        out.push_back(static_cast<int>(info.ssi_signo));
+      else if (n < 0 && errno == EINTR)
+        continue;
+      else
+        break;
     }
     return out;
   }
@@ -98,8 +101,8 @@ class Supervisor {
       Log("cannot take signals: " + s.message());
       return 1;
     }
-    ::signal(SIGPIPE, SIG_IGN);  // a reader of our output that goes away: drop the output, keep supervising
-    ::signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD (inherited through exec) would reap our processes for us
+    ::signal(SIGPIPE, SIG_IGN);          // a reader of our output that goes away: drop the output, keep supervising
+    ::signal(SIGCHLD, SIG_DFL);          // an ignored SIGCHLD (inherited through exec) would reap our processes for us
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our processes are ours to reap, PID 1 or not
     const int k = o_.processes;
     Log("starting " + std::to_string(k) + " processes of pod " + pod_.pod + " (store ports " +
@@ -220,8 +223,7 @@ class Supervisor {
       }
       if (ours == nullptr) {
         int status = 0;
-        while (::waitpid(info.si_pid, &status, WNOHANG) < 0 && errno == EINTR) {
-        }
+        while (::waitpid(info.si_pid, &status, WNOHANG) < 0 && errno == EINTR) {}
         continue;
       }
       if (!ours->sub.Poll()) return;  // cannot happen: waitid said it ended
@@ -271,7 +273,7 @@ class Supervisor {
   SignalFd signals_;
   OutputRelay relay_;
   std::vector<Process> processes_;
-  std::optional<int> exit_code_;             // the first non-zero code of a process
+  std::optional<int> exit_code_;              // the first non-zero code of a process
   std::optional<Clock::time_point> kill_at_;  // set once the pod stops: when the survivors get SIGKILL
   bool killed_ = false;
   std::optional<int> signal_taken_;  // the last SIGTERM or SIGINT the launcher got

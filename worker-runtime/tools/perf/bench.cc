@@ -39,9 +39,7 @@ Shape ShapeFor(Collective c, uint64_t bytes, size_t esize, int n) {
   size_t elements = bytes / esize;
   switch (c) {
     case Collective::kAllreduce:
-    case Collective::kBroadcast:
-      s = {elements, elements, elements};
-      break;
+    case Collective::kBroadcast: s = {elements, elements, elements}; break;
     case Collective::kAllgather:
       s.count = elements / n;
       s = {s.count, s.count * n, s.count};
@@ -50,8 +48,7 @@ Shape ShapeFor(Collective c, uint64_t bytes, size_t esize, int n) {
       s.count = elements / n;
       s = {s.count * n, s.count, s.count};
       break;
-    case Collective::kFusion:
-      break;
+    case Collective::kFusion: break;
   }
   return s;
 }
@@ -79,12 +76,12 @@ Status RunOnce(const PerfOptions& o, comm::Communicator& comm, void* in, void* o
 }
 
 common::ReduceOp PatternOp(const PerfOptions& o) {
-  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter ? o.op : common::ReduceOp::kSum;
+  return o.collective == Collective::kAllreduce || o.collective == Collective::kReduceScatter ? o.op
+                                                                                              : common::ReduceOp::kSum;
 }
 
 // Expected output elements [begin, begin + n) of this rank.
-std::vector<uint8_t> ExpectedChunk(const PerfOptions& o, int rank, int size, const Shape& s, size_t begin,
-                                   size_t n) {
+std::vector<uint8_t> ExpectedChunk(const PerfOptions& o, int rank, int size, const Shape& s, size_t begin, size_t n) {
   switch (o.collective) {
     case Collective::kAllreduce: return common::ReferenceReduce(o.type, o.op, size, n, begin);
     case Collective::kReduceScatter: return common::ReferenceReduce(o.type, o.op, size, n, s.count * rank + begin);
@@ -167,21 +164,22 @@ double BusBandwidthFactor(Collective collective, int n) {
   return 1.0;
 }
 
-StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, comm::Communicator& comm, memory::Memory& memory, store::Store& store,
-                                   std::FILE* out) {
+StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, comm::Communicator& comm, memory::Memory& memory,
+                                   store::Store& store, std::FILE* out) {
   const int rank = comm.rank(), n = comm.size();
   const size_t es = common::DataTypeSize(o.type);
   const bool lead = rank == 0;
   BenchResult result;
   if (lead) {
-    std::fprintf(out, "# ringmaster-perf %s: %d ranks, backend %s, dtype %s%s%s, loopback 127.0.0.1%s%s\n",
-                 std::string(CollectiveName(o.collective)).c_str(), n, std::string(comm::BackendName(comm.backend())).c_str(),
-                 std::string(common::DataTypeName(o.type)).c_str(),
-                 PatternOp(o) == o.op && o.collective != Collective::kAllgather && o.collective != Collective::kBroadcast
-                     ? (", op " + std::string(common::ReduceOpName(o.op))).c_str()
-                     : "",
-                 o.collective == Collective::kBroadcast ? (", root " + std::to_string(o.root)).c_str() : "",
-                 o.check ? ", checking results" : "", o.in_place ? ", in place" : ", out of place");
+    std::fprintf(
+        out, "# ringmaster-perf %s: %d ranks, backend %s, dtype %s%s%s, loopback 127.0.0.1%s%s\n",
+        std::string(CollectiveName(o.collective)).c_str(), n, std::string(comm::BackendName(comm.backend())).c_str(),
+        std::string(common::DataTypeName(o.type)).c_str(),
+        PatternOp(o) == o.op && o.collective != Collective::kAllgather && o.collective != Collective::kBroadcast
+            ? (", op " + std::string(common::ReduceOpName(o.op))).c_str()
+            : "",
+        o.collective == Collective::kBroadcast ? (", root " + std::to_string(o.root)).c_str() : "",
+        o.check ? ", checking results" : "", o.in_place ? ", in place" : ", out of place");
     std::fprintf(out, "# %10s %12s %6s %12s %12s %12s %8s\n", "size", "count", "iters", "time(us)", "algbw(GB/s)",
                  "busbw(GB/s)", o.check ? "#wrong" : "");
     std::fflush(out);
@@ -249,9 +247,10 @@ StatusOr<BenchResult> RunBenchmark(const PerfOptions& o, comm::Communicator& com
     bytes = next;
   }
   if (lead) {
-    std::fprintf(out, "# %s\n", !o.check                  ? "results not checked (use --check)"
-                                : result.wrong_elements == 0 ? "all results correct"
-                                                             : "WRONG RESULTS");
+    std::fprintf(out, "# %s\n",
+                 !o.check                     ? "results not checked (use --check)"
+                 : result.wrong_elements == 0 ? "all results correct"
+                                              : "WRONG RESULTS");
   }
   return result;
 }

@@ -7,8 +7,8 @@
 
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/memory/buffer_memory.h"
-#include "worker-runtime/tools/perf/perf_options.h"
 #include "worker-runtime/store/store.h"
+#include "worker-runtime/tools/perf/perf_options.h"
 
 namespace ringmaster::perf {
 
@@ -18,8 +18,8 @@ struct BenchResult {
 
 // Runs the benchmark on this rank. Rank 0 writes the table to `out`.
 // Errors: whatever the communicator or store return (Aborted when a peer died).
-StatusOr<BenchResult> RunBenchmark(const PerfOptions& options, comm::Communicator& comm, memory::Memory& memory, store::Store& store,
-                                   std::FILE* out);
+StatusOr<BenchResult> RunBenchmark(const PerfOptions& options, comm::Communicator& comm, memory::Memory& memory,
+                                   store::Store& store, std::FILE* out);
 
 // nccl-tests' bus bandwidth factor for n ranks.
 double BusBandwidthFactor(Collective collective, int n);

@@ -21,7 +21,8 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, runtime::
   config.name = fused ? "fused" : "unfused";
   config.fusion_threshold_bytes = fused ? o.fusion_threshold : 0;
   config.local_rank = lr.rank;
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Runtime> rt, runtime::Runtime::Create(config, lr.store, lr.rank, lr.size));
+  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Runtime> rt,
+                              runtime::Runtime::Create(config, lr.store, lr.rank, lr.size));
   const size_t count = std::max<size_t>(1, o.tensor_bytes / common::DataTypeSize(o.type));
   std::vector<std::vector<uint8_t>> in, out;
   for (int i = 0; i < o.tensors; ++i) {
@@ -73,12 +74,14 @@ StatusOr<std::pair<double, uint64_t>> TimeRounds(const PerfOptions& o, runtime::
 
 }  // namespace
 
-int RunFusionBenchmark(const PerfOptions& o, const runtime::RuntimeConfig& config, runtime::RankContext& lr, std::FILE* out) {
+int RunFusionBenchmark(const PerfOptions& o, const runtime::RuntimeConfig& config, runtime::RankContext& lr,
+                       std::FILE* out) {
   const bool lead = lr.rank == 0;
   if (lead) {
     std::fprintf(out, "# ringmaster-perf fusion: %d ranks, %d allreduces of %s %s each (%s), fusion threshold %s\n",
-                 lr.size, o.tensors, FormatBytes(o.tensor_bytes).c_str(), std::string(common::DataTypeName(o.type)).c_str(),
-                 std::string(common::ReduceOpName(o.op)).c_str(), FormatBytes(o.fusion_threshold).c_str());
+                 lr.size, o.tensors, FormatBytes(o.tensor_bytes).c_str(),
+                 std::string(common::DataTypeName(o.type)).c_str(), std::string(common::ReduceOpName(o.op)).c_str(),
+                 FormatBytes(o.fusion_threshold).c_str());
     std::fflush(out);
   }
   double t[2] = {0, 0};
@@ -94,9 +97,8 @@ int RunFusionBenchmark(const PerfOptions& o, const runtime::RuntimeConfig& confi
     if (lead) {
       double bytes = static_cast<double>(o.tensors) * static_cast<double>(o.tensor_bytes);
       double algbw = bytes / t[fused] / 1e9;
-      std::fprintf(out, "  %-8s %12.1f us/round %10.3f algbw(GB/s) %10.3f busbw(GB/s)%s\n",
-                   fused ? "fused" : "unfused", t[fused] * 1e6, algbw,
-                   algbw * (lr.size > 1 ? 2.0 * (lr.size - 1) / lr.size : 0.0),
+      std::fprintf(out, "  %-8s %12.1f us/round %10.3f algbw(GB/s) %10.3f busbw(GB/s)%s\n", fused ? "fused" : "unfused",
+                   t[fused] * 1e6, algbw, algbw * (lr.size > 1 ? 2.0 * (lr.size - 1) / lr.size : 0.0),
                    o.check ? ("  #wrong " + std::to_string(r->second)).c_str() : "");
       std::fflush(out);
     }

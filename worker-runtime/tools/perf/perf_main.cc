@@ -8,15 +8,15 @@
 
 #include "api/worker_env.h"
 #include "base/cli.h"
-#include "worker-runtime/tools/perf/bench.h"
-#include "worker-runtime/tools/perf/fusion_bench.h"
-#include "worker-runtime/tools/perf/perf_options.h"
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/nccl/gpu_probe.h"
 #include "worker-runtime/runtime/config.h"
 #include "worker-runtime/runtime/local_ranks.h"
 #include "worker-runtime/runtime/world.h"
 #include "worker-runtime/store/auth.h"
+#include "worker-runtime/tools/perf/bench.h"
+#include "worker-runtime/tools/perf/fusion_bench.h"
+#include "worker-runtime/tools/perf/perf_options.h"
 
 namespace ringmaster::perf {
 namespace {
@@ -100,9 +100,8 @@ int Main(int argc, char** argv) {
   ranks.secret = *secret;
   ranks.deadline = std::chrono::milliseconds(0);  // a benchmark runs as long as it takes
   ranks.stop_others_on_failure = true;            // the others would only wait for it
-  auto outcomes = runtime::RunLocalRanks(ranks, [&](runtime::RankContext& lr) {
-    return RankMain(*options, *config, lr);
-  });
+  auto outcomes =
+      runtime::RunLocalRanks(ranks, [&](runtime::RankContext& lr) { return RankMain(*options, *config, lr); });
   if (!outcomes.ok()) {
     std::fprintf(stderr, "ringmaster-perf: %s\n", outcomes.status().ToString().c_str());
     return 2;

@@ -56,14 +56,16 @@ std::function<StatusOr<T>(const std::string&)> Via(Parser parse) {
 }
 
 void AddSizeFlags(CLI::App& app, PerfOptions& o) {
-  cli::AddParsed<uint64_t>(app, "--min-bytes", &o.min_bytes, ParseByteSize, "smallest buffer", FormatBytes(o.min_bytes));
+  cli::AddParsed<uint64_t>(app, "--min-bytes", &o.min_bytes, ParseByteSize, "smallest buffer",
+                           FormatBytes(o.min_bytes));
   cli::AddParsed<uint64_t>(app, "--max-bytes", &o.max_bytes, ParseByteSize, "largest buffer", FormatBytes(o.max_bytes));
   cli::AddParsed<double>(
       app, "--step-factor", &o.step_factor,
       [](const std::string& text) -> StatusOr<double> {
         char* end = nullptr;
         double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !(v > 1.0)) return InvalidArgumentError("wants a number > 1, got '" + text + "'");
+        if (text.empty() || *end != '\0' || !(v > 1.0))
+          return InvalidArgumentError("wants a number > 1, got '" + text + "'");
         return v;
       },
       "multiply the size by this (> 1) between steps", "2");
@@ -76,8 +78,8 @@ void AddFusionFlags(CLI::App& app, PerfOptions& o) {
   app.add_option("--tensors", o.tensors, "fusion: allreduces per round")->check(CLI::Range(1, 1000000));
   cli::AddParsed<uint64_t>(app, "--tensor-bytes", &o.tensor_bytes, ParseByteSize, "fusion: bytes per tensor",
                            FormatBytes(o.tensor_bytes));
-  cli::AddParsed<uint64_t>(app, "--fusion-threshold", &o.fusion_threshold, ParseByteSize,
-                           "fusion: fusion buffer size", FormatBytes(o.fusion_threshold));
+  cli::AddParsed<uint64_t>(app, "--fusion-threshold", &o.fusion_threshold, ParseByteSize, "fusion: fusion buffer size",
+                           FormatBytes(o.fusion_threshold));
 }
 
 // The flags, bound to `o`; o's values are the defaults --help shows.
@@ -88,14 +90,14 @@ std::unique_ptr<CLI::App> NewPerfApp(PerfOptions& o) {
       ->required();
   app->add_option("--np", o.np, "number of local ranks")->check(CLI::Range(1, 256));
   cli::AddParsed<comm::Backend>(*app, "--backend", &o.backend, Via<comm::Backend>(comm::ParseBackend),
-                          "gloo | nccl | auto (nccl needs one GPU per rank)", "gloo");
+                                "gloo | nccl | auto (nccl needs one GPU per rank)", "gloo");
   AddSizeFlags(*app, o);
   app->add_flag("--in-place", o.in_place, "run in place (output buffer = input buffer) instead of out of place");
   app->add_flag("--check", o.check, "verify every result against a reference and count wrong elements");
   cli::AddParsed<common::DataType>(*app, "--dtype", &o.type, Via<common::DataType>(common::ParseDataType),
-                           "float32 float64 float16 bfloat16 int32 int64 uint8", "float32");
+                                   "float32 float64 float16 bfloat16 int32 int64 uint8", "float32");
   cli::AddParsed<common::ReduceOp>(*app, "--op", &o.op, Via<common::ReduceOp>(common::ParseReduceOp),
-                           "sum avg min max product (allreduce, reduce-scatter)", "sum");
+                                   "sum avg min max product (allreduce, reduce-scatter)", "sum");
   app->add_option("--root", o.root, "broadcast root")->check(CLI::Range(0, 255));
   cli::AddParsed<std::chrono::milliseconds>(
       *app, "--timeout-ms", &o.timeout,
@@ -124,11 +126,16 @@ StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   uint64_t value = std::strtoull(text.substr(0, pos).c_str(), nullptr, 10);
   std::string suffix = text.substr(pos);
   uint64_t mult = 1;
-  if (suffix.empty() || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1ull << 30;
-  else return InvalidArgumentError("size '" + text + "' has an unknown unit (use K, M or G)");
+  if (suffix.empty() || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    mult = 1ull << 30;
+  else
+    return InvalidArgumentError("size '" + text + "' has an unknown unit (use K, M or G)");
   if (value == 0) return InvalidArgumentError("size '" + text + "' must be positive");
   return value * mult;
 }

@@ -22,7 +22,7 @@ struct PerfOptions {
   uint64_t min_bytes = 1024;
   uint64_t max_bytes = 64ull << 20;
   double step_factor = 2.0;
-  int iters = 0;   // 0: chosen per size
+  int iters = 0;  // 0: chosen per size
   int warmup = 1;
   bool check = false;
   bool in_place = false;
@@ -30,8 +30,8 @@ struct PerfOptions {
   common::ReduceOp op = common::ReduceOp::kSum;
   int root = 0;
   std::chrono::milliseconds timeout{60000};
-  int tensors = 1000;                  // fusion: allreduces per round
-  uint64_t tensor_bytes = 4096;        // fusion: bytes per tensor
+  int tensors = 1000;            // fusion: allreduces per round
+  uint64_t tensor_bytes = 4096;  // fusion: bytes per tensor
   uint64_t fusion_threshold = 64ull << 20;
   bool help = false;
 };

@@ -412,11 +412,11 @@ class Launcher {
   const std::string membership_path_;
 
   WorkerTable table_;
-  api::Membership published_;  // the last record written
+  api::Membership published_;    // the last record written
   bool rank0_finished_ = false;  // a worker exited 0 while it was rank 0 of the published record
   int next_slot_ = 0;
   size_t next_event_ = 0;
-  Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;  // the first event fires on its step
+  Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;     // the first event fires on its step
   std::vector<std::pair<Clock::time_point, std::string>> resume_;  // paused workers and when to SIGCONT them
   data::SplitMix64 rng_{o_.chaos_seed};
   std::set<std::string> stopped_;  // SIGSTOPped for good (removed by the heartbeat check)

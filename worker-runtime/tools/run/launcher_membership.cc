@@ -11,7 +11,9 @@ constexpr char kWorkerHost[] = "127.0.0.1";  // every worker listens on loopback
 api::Membership BuildMembershipRecord(const api::Membership& published, const std::string& reason,
                                       const WorkerTable& table) {
   const std::vector<std::string>& members = table.members();
-  auto is_member = [&](const std::string& id) { return std::find(members.begin(), members.end(), id) != members.end(); };
+  auto is_member = [&](const std::string& id) {
+    return std::find(members.begin(), members.end(), id) != members.end();
+  };
   std::vector<api::Member> joiners;
   for (const std::string& id : members) {
     if (published.Find(id) != nullptr) continue;

@@ -25,7 +25,8 @@ constexpr char kFooter[] =
 // Binds --flag, a whole number >= least of Unit, to *out.
 template <typename Unit, typename Duration>
 void AddDuration(CLI::App& app, const std::string& flag, Duration* out, const std::string& help, int64_t least = 0) {
-  app.add_option_function<int64_t>(flag, [out](int64_t n) { *out = std::chrono::duration_cast<Duration>(Unit(n)); }, help)
+  app.add_option_function<int64_t>(
+         flag, [out](int64_t n) { *out = std::chrono::duration_cast<Duration>(Unit(n)); }, help)
       ->check(CLI::Range(least, int64_t{1000000000}))
       ->default_str(std::to_string(std::chrono::duration_cast<Unit>(*out).count()));
 }
@@ -49,7 +50,8 @@ std::unique_ptr<CLI::App> NewLauncherApp(LauncherOptions& o) {
   AddDuration<std::chrono::seconds>(*app, "--deadline-s", &o.deadline,
                                     "the whole run, then every worker is killed; 0: no deadline");
   app->add_option("--out", o.out, "directory for the membership file, heartbeats, journals and results");
-  app->add_option("--checkpoint-dir", o.checkpoint_dir, "passed to the workers (RINGMASTER_CHECKPOINT_DIR); killsave watches it");
+  app->add_option("--checkpoint-dir", o.checkpoint_dir,
+                  "passed to the workers (RINGMASTER_CHECKPOINT_DIR); killsave watches it");
   app->add_option("--secret", o.secret, "the workers' shared store secret");
   app->add_option("command", o.command, "the worker command line (after --)");
   return app;

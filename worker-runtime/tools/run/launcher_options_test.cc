@@ -33,8 +33,8 @@ TEST(LauncherOptionsTest, DefaultsAreAUsersNoDeadlineAndMinutesToStart) {
 }
 
 TEST(LauncherOptionsTest, TheTimeoutsAreParsedInTheirFlagsUnits) {
-  auto options = Parse({"--startup-timeout-s", "90", "--heartbeat-timeout-ms", "2000", "--deadline-s", "120", "--",
-                        "true"});
+  auto options =
+      Parse({"--startup-timeout-s", "90", "--heartbeat-timeout-ms", "2000", "--deadline-s", "120", "--", "true"});
   ASSERT_OK(options);
   EXPECT_EQ(options->startup_timeout, seconds(90));
   EXPECT_EQ(options->heartbeat_timeout, milliseconds(2000));

@@ -60,7 +60,7 @@ void WorkerTable::KillAll() {
 std::string HeartbeatPath(const std::string& out, const std::string& id) { return out + "/hb." + id; }
 
 std::optional<Clock::time_point> LastBeat(const std::string& out, const Worker& w) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(HeartbeatPath(out, w.id).c_str(), &st) != 0) return std::nullopt;
   // Compare the file's age on the system clock, mapped onto the steady clock.
   auto age = std::chrono::system_clock::now() -

@@ -21,9 +21,9 @@ namespace ringmaster::run {
 using Clock = std::chrono::steady_clock;
 
 struct Worker {
-  std::string id;    // w<slot>
-  std::string node;  // the simulated node it runs on
-  int device = 0;    // its GPU index on that node (RINGMASTER_DEVICE): the lowest no running worker there holds
+  std::string id;     // w<slot>
+  std::string node;   // the simulated node it runs on
+  int device = 0;     // its GPU index on that node (RINGMASTER_DEVICE): the lowest no running worker there holds
   uint16_t port = 0;  // its store port on 127.0.0.1
   Subprocess process;
   Clock::time_point started;
@@ -41,7 +41,7 @@ class WorkerTable {
   bool Remove(const std::string& id);
 
   Worker* ById(const std::string& id) const;
-  Worker* AtRank(int rank) const;  // nullptr when out of range
+  Worker* AtRank(int rank) const;                                       // nullptr when out of range
   const std::vector<std::string>& members() const { return members_; }  // ids in rank order
   const std::vector<std::unique_ptr<Worker>>& all() const { return workers_; }
   bool AnyRunning() const;
