@@ -14,7 +14,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure wheel gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
+.PHONY: help deps build configure wheel format gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
         cluster-up cluster-down cluster-status demo images push bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
         bench-report soak \
         test-sanitize clean
@@ -29,6 +29,7 @@ help:
 	@echo "make push REGISTRY=ghcr.io/my-team   push those images to a registry with skopeo (SKOPEO_ARGS for credentials)"
 	@echo "make gpu-kit       the GPU suite in $(BUILD_DIR)/gpu-kit (<= 60 MiB): on a GPU machine run its run.sh (tests/gpu_kit/README.md)"
 	@echo "make wheel         build the Python package's wheel into $(BUILD_DIR)/ (ringmaster-*.whl)"
+	@echo "make format        format the C++ (clang-format) and Python (ruff) files as make test checks them"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes and REAL_NODES (2) real ones: kubelet,"
 	@echo "                   containerd, a registry (kubeconfig: $(CLUSTER_DIR)/kubeconfig; root for real nodes)"
 	@echo "make cluster-down  stop it (safe to run twice)"
@@ -106,6 +107,12 @@ push: images
 # module alone against build/venv's Python, the NCCL/CUDA headers of build/deps/cuda; its CMake tree is kept
 # in $(BUILD_DIR)/wheel-build so a second run rebuilds only what changed). The wheel depends on no nvidia-*
 # wheel: the module loads torch's NCCL and CUDA runtime at run time.
+# The formatters make test checks (unit.CppFormat.ClangFormat, unit.PythonLint.RuffCheckAndFormat), applied to
+# the tree: clang-format on every C++ file, ruff's format and its safe fixes on every Python file.
+format: deps
+	@git ls-files '*.h' '*.cc' '*.cpp' '*.cu' | xargs build/venv/bin/clang-format -i
+	@build/venv/bin/ruff format --quiet . && build/venv/bin/ruff check --quiet --fix .
+
 wheel: deps
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) build/venv/bin/python -m pip wheel --no-deps --no-build-isolation \
 	  --disable-pip-version-check -w $(BUILD_DIR) \
