@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The real nodes of the local cluster, end to end (ctest: integration.RealNodes.PodsRunPullLogExecAndGpus):
 #
-#   real_nodes_test.sh WORK_DIR
+#   real_nodes_test.sh WORK_DIR IMAGES_DIR CHART_DIR
+#
+# IMAGES_DIR holds `make images`' archives (the operator's is pushed to the cluster's registry); CHART_DIR is the
+# Helm chart (helm/ringmaster).
 #
 # Starts a cluster in WORK_DIR with two real nodes, and checks what a cluster user relies on:
 #   - both nodes register, go Ready and report containerd as their runtime, tainted for opt-in;
@@ -9,9 +12,12 @@
 #   - a pod on one node reaches a pod on the other by its pod IP (each node's bridge, routed by this machine);
 #   - `kubectl logs` and `kubectl exec` work (the apiserver calls the kubelet);
 #   - a pod reaches the apiserver at the `kubernetes` Service's address, as in-cluster clients do;
+#   - the chart installs the operator from the registry onto a real node: two replicas Ready, one holds the lease
+#     (prints the time from `helm install` to Ready);
 #   - a container's termination message comes back in its status ("completed at step 7");
 #   - each node lists 4 emulated nvidia.com/gpu (the device-plugin API), and a pod limited to 2 gets two device
 #     ids in NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS=2;
+#   - a container over its memory limit is killed by the kernel and reported OOMKilled;
 #   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff;
 #   - `cluster.sh down` leaves no process, mount, bridge, cgroup, CNI lease or iptables rule behind.
 # Needs root (as containerd does). Prints each step; exit 1 names the step that failed.
@@ -19,8 +25,12 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../lib.sh"
 
-[[ $# == 1 ]] || die "usage: $0 WORK_DIR" ""
-WORK="$1"
+[[ $# == 3 ]] || die "usage: $0 WORK_DIR IMAGES_DIR CHART_DIR" ""
+WORK="$1" IMAGES_DIR="$2" CHART="$3"
+OPERATOR_ARCHIVE="$IMAGES_DIR/ringmaster-operator.tar"
+[[ -f "$OPERATOR_ARCHIVE" ]] || die "$OPERATOR_ARCHIVE is missing" "run make images (make test does it first)"
+TAG="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$CHART/Chart.yaml")"
+[[ -n "$TAG" ]] || die "no appVersion in $CHART/Chart.yaml" "check the chart"
 DIR="$WORK/cluster"
 CLUSTER="$HERE/cluster.sh"
 rm -rf "$WORK"
@@ -119,6 +129,22 @@ version="$(k logs incluster | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')"
   || fail "the pod read no apiserver version at the kubernetes Service" "$(k logs incluster 2>&1 | tail -5)"
 echo "  https://\$KUBERNETES_SERVICE_HOST/version from a pod: $version"
 
+step "helm install the operator from the registry onto a real node"
+skopeo copy --quiet --dest-tls-verify=false "oci-archive:$OPERATOR_ARCHIVE" "docker://$REGISTRY/ringmaster-operator:$TAG" \
+  || fail "skopeo could not push the operator image to $REGISTRY"
+start_install=$SECONDS
+"$DIR/bin/helm" --kubeconfig "$DIR/kubeconfig" install rm "$CHART" -n ringmaster-system --create-namespace --wait \
+  --timeout 180s --set image.repository="$REGISTRY/ringmaster-operator" --set image.tag="$TAG" \
+  --set 'tolerations[0].key=ringmaster.io/real-node' --set 'tolerations[0].operator=Exists' \
+  --set-string 'nodeSelector.ringmaster\.io/real-node=true' >/dev/null || fail "helm install" \
+  "$(k -n ringmaster-system describe pods | tail -20)"
+ready="$(k -n ringmaster-system get deploy rm-ringmaster-operator -o jsonpath='{.status.readyReplicas}')"
+[[ "$ready" == 2 ]] || fail "the operator has '$ready' ready replicas, not 2"
+holder="$(k -n ringmaster-system get lease rm-ringmaster-operator -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)"
+[[ "$holder" == rm-ringmaster-operator-* ]] || fail "no operator replica holds the lease ('$holder')"
+nodes="$(k -n ringmaster-system get pods -o jsonpath='{.items[*].spec.nodeName}')"
+echo "  helm install -> 2 replicas Ready on [$nodes] in $((SECONDS - start_install)) s; leader $holder"
+
 step "emulated GPUs through the device-plugin API"
 for n in ringmaster-node-0 ringmaster-node-1; do
   gpus="$(k get node "$n" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')"
@@ -144,6 +170,27 @@ read -r count ids <<<"$(k logs gpus)"
 [[ "$ids" =~ ^GPU-emulated-ringmaster-node-1-[0-3],GPU-emulated-ringmaster-node-1-[0-3]$ ]] \
   || fail "the GPU pod saw NVIDIA_VISIBLE_DEVICES='$ids'"
 echo "  4 nvidia.com/gpu per node; a pod limited to 2 got RINGMASTER_EMULATED_GPUS=$count NVIDIA_VISIBLE_DEVICES=$ids"
+
+step "a container over its memory limit is OOMKilled by the kernel"
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  nodeSelector: {kubernetes.io/hostname: ringmaster-node-0}
+  tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: $REGISTRY/busybox:test
+    command: ["/bin/sh", "-c", "head -c 500000000 /dev/zero | tail -n 1 > /dev/null"]
+    resources: {limits: {memory: 32Mi}}
+EOF
+wait_phase hog Failed 60
+reason="$(k get pod hog -o jsonpath='{.status.containerStatuses[0].state.terminated.reason}')"
+code="$(k get pod hog -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')"
+[[ "$reason" == OOMKilled ]] || fail "the memory hog ended with reason '$reason' (exit $code), not OOMKilled"
+echo "  $reason (exit $code) under a 32Mi limit"
 
 step "a tag the registry lacks"
 pod missing ringmaster-node-0 "$REGISTRY/busybox:no-such-tag" "true"
