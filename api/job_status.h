@@ -43,6 +43,9 @@ inline constexpr std::string_view kResumed = "Resumed";      // Suspended=False
 inline constexpr std::string_view kWorkersRunning = "WorkersRunning";        // Running=True
 inline constexpr std::string_view kBelowMinimum = "BelowMinimum";            // Running=False: fewer members than min
 inline constexpr std::string_view kWaitingForWorkers = "WaitingForWorkers";  // Running=False: no members
+// Running=False: a worker pod's container cannot start (its image cannot be pulled, or its configuration is
+// refused); the message names the pod and the kubelet's reason and message.
+inline constexpr std::string_view kWorkerCannotStart = "WorkerCannotStart";
 // An Event only: the job's spec or status cannot be read or acted on as written.
 inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
 }  // namespace reason
@@ -68,6 +71,18 @@ inline constexpr std::string_view kRunning = "Running";
 inline constexpr std::string_view kSucceeded = "Succeeded";
 inline constexpr std::string_view kFailed = "Failed";
 }  // namespace pod_phase
+
+// pod.status.containerStatuses[].state.waiting.reason values that do not pass by themselves: the kubelet retries,
+// but the container will not start until someone fixes the image or the pod's configuration.
+namespace container_waiting {
+inline constexpr std::string_view kErrImagePull = "ErrImagePull";
+inline constexpr std::string_view kImagePullBackOff = "ImagePullBackOff";
+inline constexpr std::string_view kInvalidImageName = "InvalidImageName";
+inline constexpr std::string_view kCreateContainerConfigError = "CreateContainerConfigError";
+inline constexpr std::string_view kCreateContainerError = "CreateContainerError";
+inline constexpr std::string_view kStuck[] = {kErrImagePull, kImagePullBackOff, kInvalidImageName,
+                                              kCreateContainerConfigError, kCreateContainerError};
+}  // namespace container_waiting
 
 // The condition type of a pod's readiness and of a node's health.
 inline constexpr std::string_view kReadyCondition = "Ready";

@@ -37,6 +37,8 @@ void SlimPod(json* pod) {
       json c = Pick(cs, {"name"});
       if (cs.contains("state") && cs["state"].contains("terminated"))
         c["state"]["terminated"] = Pick(cs["state"]["terminated"], {"exitCode", "reason", "finishedAt"});
+      if (cs.contains("state") && cs["state"].contains("waiting"))
+        c["state"]["waiting"] = Pick(cs["state"]["waiting"], {"reason", "message"});
       containers.push_back(std::move(c));
     }
   }

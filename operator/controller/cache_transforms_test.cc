@@ -34,6 +34,16 @@ TEST(CacheTransformsTest, APodKeepsWhatReconcileReads) {
                                                                              "finishedAt": "t3"}}}]}})"));
 }
 
+TEST(CacheTransformsTest, AWaitingContainerKeepsItsReasonAndMessage) {
+  json pod = json::parse(R"({"metadata": {"name": "p"}, "status": {"phase": "Pending", "containerStatuses": [
+    {"name": "t", "image": "r/w:bad", "state": {"waiting": {"reason": "ImagePullBackOff",
+     "message": "Back-off pulling image \"r/w:bad\"", "extra": 1}}}]}})");
+  SlimPod(&pod);
+  EXPECT_EQ(
+      pod["status"]["containerStatuses"][0]["state"],
+      json::parse(R"({"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"r/w:bad\""}})"));
+}
+
 TEST(CacheTransformsTest, APendingPodHasEmptyStatusLists) {
   json pod = {{"metadata", {{"name", "p"}}}, {"spec", {{"containers", json::array()}}}};
   SlimPod(&pod);

@@ -50,8 +50,16 @@ struct PodView {
   int exit_code = 0;
   std::string exit_reason;
   Clock::time_point finished_at{};  // when its container terminated (valid when phase is Succeeded/Failed)
+  // A container that will not start until someone acts (api::container_waiting::kStuck), and the kubelet's words.
+  std::string stuck_reason, stuck_message;
   bool for_scale_up = false;
 };
+
+bool IsStuck(const std::string& waiting_reason) {
+  for (std::string_view r : api::container_waiting::kStuck)
+    if (waiting_reason == r) return true;
+  return false;
+}
 
 Clock::time_point TimeOr(const std::string& s, Clock::time_point fallback) {
   return ParseRfc3339(s).value_or(fallback);
@@ -85,6 +93,12 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
     }
   }
   for (const auto& cs : ArrayAt(status, {"containerStatuses"})) {
+    if (const json& w = At(cs, {"state", "waiting"}); w.is_object() && v.stuck_reason.empty()) {
+      if (std::string reason = StringAt(w, {"reason"}); IsStuck(reason)) {
+        v.stuck_reason = reason;
+        v.stuck_message = StringAt(w, {"message"});
+      }
+    }
     if (const json& t = At(cs, {"state", "terminated"}); t.is_object()) {
       const int exit_code = static_cast<int>(IntAt(t, {"exitCode"}));
       if (exit_code != 0 || v.exit_reason.empty()) {
@@ -505,8 +519,19 @@ Status PlanCreations(Planning& st, const Workers& workers) {
   return Status::Ok();
 }
 
-// Phase and the Running condition of an active job, from its membership.
+// The first worker pod whose container will not start, as "pod P: Reason: kubelet's message"; empty if none.
+std::string WorkerThatCannotStart(const Planning& st) {
+  for (const auto& p : st.pods) {
+    if (p.stuck_reason.empty()) continue;
+    return "worker pod " + p.name + ": " + p.stuck_reason + (p.stuck_message.empty() ? "" : ": " + p.stuck_message);
+  }
+  return "";
+}
+
+// Phase and the Running condition of an active job, from its membership. While the job has fewer members
+// than it needs, a worker that cannot start is the reason the user must act on, so it is named first.
 void DecideRunning(Planning& st, const MembershipDecision& decision) {
+  const std::string cannot_start = WorkerThatCannotStart(st);
   if (st.membership.world_size() > 0) {
     st.phase = api::phase::kRunning;
     std::string msg = std::to_string(st.membership.pod_count()) + " workers in generation " +
@@ -515,16 +540,27 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
     // Why Ready workers stay out of a running job (spec.replicas.multipleOf).
     if (!decision.spares_waiting.empty()) msg += "; " + decision.spares_waiting;
     if (st.membership.pod_count() < st.spec.min_workers) {
-      SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kBelowMinimum,
-                      msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
-                          "); waiting for replacements");
+      std::string below = msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) + ")";
+      if (!cannot_start.empty()) {
+        SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWorkerCannotStart,
+                        cannot_start + "; " + below);
+      } else {
+        SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kBelowMinimum,
+                        below + "; waiting for replacements");
+      }
     } else {
       SetJobCondition(st, api::condition::kRunning, api::condition_status::kTrue, api::reason::kWorkersRunning, msg);
     }
   } else {
     st.phase = api::phase::kPending;
     std::string why = decision.waiting_for.empty() ? "waiting for workers to become Ready" : decision.waiting_for;
-    SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWaitingForWorkers, why);
+    if (!cannot_start.empty()) {
+      SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWorkerCannotStart,
+                      cannot_start + "; " + why);
+    } else {
+      SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWaitingForWorkers,
+                      why);
+    }
   }
 }
 

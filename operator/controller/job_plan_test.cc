@@ -575,6 +575,44 @@ TEST(PlanJobTest, MultipleOfLossOfAWholeGroupWaitsForTheMinimum) {
   EXPECT_EQ((*plan->status)["leaving"][0]["pod"], "j-worker-1");
 }
 
+json WaitingPod(int index, const std::string& reason, const std::string& message) {
+  json pod = Pod(index, "Pending", false);
+  pod["status"]["containerStatuses"] = {
+      {{"name", "t"}, {"state", {{"waiting", {{"reason", reason}, {"message", message}}}}}}};
+  return pod;
+}
+
+// A worker whose image cannot be pulled keeps the job below what it needs: the Running condition names the
+// pod and the kubelet's reason, so the user sees what to fix, before and after the job first ran.
+TEST(PlanJobTest, AWorkerWhoseImageCannotBePulledIsNamedInTheRunningCondition) {
+  json job = Job(2, 2);
+  std::vector<json> pods = {Pod(0, "Running", true),
+                            WaitingPod(1, "ImagePullBackOff", "Back-off pulling image \"r/w:nope\"")};
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(plan);
+  json running = ConditionOf(*plan->status, "Running");
+  EXPECT_EQ(running.value("status", ""), "False");
+  EXPECT_EQ(running.value("reason", ""), "WorkerCannotStart");
+  EXPECT_NE(running.value("message", "")
+                .find("worker pod j-worker-1: ImagePullBackOff: Back-off pulling image "
+                      "\"r/w:nope\""),
+            std::string::npos)
+      << running.dump();
+
+  // Once running at its minimum, a stuck extra worker does not hide that the job runs.
+  json wide = Job(1, 2);
+  job = WithStatus(wide, *PlanJob(Input(wide, {Pod(0, "Running", true)})));
+  plan = PlanJob(Input(job, {Pod(0, "Running", true), WaitingPod(1, "ErrImagePull", "not found")}, kT0 + seconds(10)));
+  ASSERT_OK(plan);
+  running = ConditionOf(*plan->status, "Running");
+  EXPECT_EQ(running.value("reason", ""), "WorkersRunning") << running.dump();
+
+  // A container that is merely starting is not named.
+  plan = PlanJob(Input(Job(2, 2), {WaitingPod(0, "ContainerCreating", ""), WaitingPod(1, "ContainerCreating", "")}));
+  ASSERT_OK(plan);
+  EXPECT_EQ(ConditionOf(*plan->status, "Running").value("reason", ""), "WaitingForWorkers");
+}
+
 TEST(PlanJobTest, MultipleOfThatDoesNotDivideTheBoundsIsInvalidAndDesiredIsRoundedDown) {
   json bad = Job(3, 4, {{"replicas", {{"min", 3}, {"max", 4}, {"multipleOf", 2}}}});
   auto refused = PlanJob(Input(bad, {}));

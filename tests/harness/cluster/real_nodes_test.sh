@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The real nodes of the local cluster, end to end (ctest: integration.RealNodes.PodsRunPullLogExecAndGpus):
 #
-#   real_nodes_test.sh WORK_DIR IMAGES_DIR CHART_DIR
+#   real_nodes_test.sh WORK_DIR IMAGES_DIR CHART_DIR OPERATOR_BIN
 #
 # IMAGES_DIR holds `make images`' archives (the operator's is pushed to the cluster's registry); CHART_DIR is the
-# Helm chart (helm/ringmaster).
+# Helm chart (helm/ringmaster); OPERATOR_BIN is this tree's ringmaster-operator, which runs on this machine for
+# the TrainingJob step (so that step tests this build, not the image).
 #
 # Starts a cluster in WORK_DIR with two real nodes, and checks what a cluster user relies on:
 #   - both nodes register, go Ready and report containerd as their runtime, tainted for opt-in;
@@ -18,15 +19,17 @@
 #   - each node lists 4 emulated nvidia.com/gpu (the device-plugin API), and a pod limited to 2 gets two device
 #     ids in NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS=2;
 #   - a container over its memory limit is killed by the kernel and reported OOMKilled;
-#   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff;
+#   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff, and a TrainingJob whose
+#     worker image cannot be pulled says so in its Running condition (reason WorkerCannotStart) within a minute;
 #   - `cluster.sh down` leaves no process, mount, bridge, cgroup, CNI lease or iptables rule behind.
 # Needs root (as containerd does). Prints each step; exit 1 names the step that failed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/../lib.sh"
 
-[[ $# == 3 ]] || die "usage: $0 WORK_DIR IMAGES_DIR CHART_DIR" ""
-WORK="$1" IMAGES_DIR="$2" CHART="$3"
+[[ $# == 4 ]] || die "usage: $0 WORK_DIR IMAGES_DIR CHART_DIR OPERATOR_BIN" ""
+WORK="$1" IMAGES_DIR="$2" CHART="$3" OPERATOR_BIN="$4"
+[[ -x "$OPERATOR_BIN" ]] || die "$OPERATOR_BIN is missing" "build it (make build)"
 OPERATOR_ARCHIVE="$IMAGES_DIR/ringmaster-operator.tar"
 [[ -f "$OPERATOR_ARCHIVE" ]] || die "$OPERATOR_ARCHIVE is missing" "run make images (make test does it first)"
 TAG="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$CHART/Chart.yaml")"
@@ -40,6 +43,7 @@ step() { log "real nodes: $*"; }
 fail() {
   log "FAILED: $1"
   [[ -n "${2:-}" ]] && printf '%s\n' "$2" >&2
+  if [[ -n "${OPERATOR_PID:-}" ]]; then kill "$OPERATOR_PID" 2>/dev/null || true; fi
   "$CLUSTER" down --dir "$DIR" >/dev/null 2>&1 || true
   exit 1
 }
@@ -202,6 +206,43 @@ while ((SECONDS < deadline)); do
 done
 [[ "$reason" == ErrImagePull || "$reason" == ImagePullBackOff ]] || fail "the pod waits with '$reason', not a pull error"
 echo "  $reason"
+
+step "a TrainingJob whose worker image cannot be pulled says so (this build's operator, on this machine)"
+"$DIR/bin/helm" --kubeconfig "$DIR/kubeconfig" uninstall rm -n ringmaster-system --wait >/dev/null \
+  || fail "helm uninstall"
+"$OPERATOR_BIN" --kubeconfig "$DIR/kubeconfig" --metrics-bind-address 0 --health-probe-bind-address 0 \
+  >"$WORK/operator.log" 2>&1 &
+OPERATOR_PID=$!
+k apply -f - >/dev/null <<EOF
+apiVersion: ringmaster.io/v1alpha1
+kind: TrainingJob
+metadata: {name: bad-image}
+spec:
+  replicas: {min: 1, max: 1, desired: 1}
+  template:
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+      nodeSelector: {ringmaster.io/real-node: "true"}
+      containers:
+      - name: trainer
+        image: $REGISTRY/busybox:no-such-tag
+        command: ["/bin/sh", "-c", "sleep 600"]
+EOF
+start_job=$SECONDS condition=""
+while ((SECONDS - start_job < 60)); do
+  condition="$(k get tj bad-image -o jsonpath='{.status.conditions[?(@.type=="Running")].reason}: {.status.conditions[?(@.type=="Running")].message}' 2>/dev/null || true)"
+  [[ "$condition" == WorkerCannotStart:* ]] && break
+  sleep 1
+done
+[[ "$condition" == WorkerCannotStart:*ImagePull* || "$condition" == WorkerCannotStart:*ErrImagePull* ]] \
+  || fail "the job's Running condition does not name the pull error after 60 s: '$condition'" \
+    "$(tail -20 "$WORK/operator.log")"
+echo "  after $((SECONDS - start_job)) s: $condition" | cut -c1-220
+k delete tj bad-image --wait=false >/dev/null
+kill "$OPERATOR_PID" 2>/dev/null || true
+wait "$OPERATOR_PID" 2>/dev/null || true
+OPERATOR_PID=""
 
 step "cluster down leaves nothing"
 id="$(printf '%04x' $(($(sed -n 's|^APISERVER_URL=https://127.0.0.1:||p' "$DIR/cluster.env") % 65536)))"
