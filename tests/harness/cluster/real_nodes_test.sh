@@ -18,7 +18,8 @@
 #   - a container's termination message comes back in its status ("completed at step 7");
 #   - each node lists 4 emulated nvidia.com/gpu (the device-plugin API), and a pod limited to 2 gets two device
 #     ids in NVIDIA_VISIBLE_DEVICES and RINGMASTER_EMULATED_GPUS=2;
-#   - a container over its memory limit is killed by the kernel and reported OOMKilled;
+#   - a container over its memory limit is killed by the kernel and reported OOMKilled, and a TrainingJob's worker
+#     killed so is a failure with reason OOMKilled in the job's status.recentFailures;
 #   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff, and a TrainingJob whose
 #     worker image cannot be pulled says so in its Running condition (reason WorkerCannotStart) within a minute;
 #   - `cluster.sh down` leaves no process, mount, bridge, cgroup, CNI lease or iptables rule behind.
@@ -240,6 +241,35 @@ done
     "$(tail -20 "$WORK/operator.log")"
 echo "  after $((SECONDS - start_job)) s: $condition" | cut -c1-220
 k delete tj bad-image --wait=false >/dev/null
+
+step "a worker the kernel OOM-kills is a failure with reason OOMKilled in the job's recentFailures"
+k apply -f - >/dev/null <<EOF
+apiVersion: ringmaster.io/v1alpha1
+kind: TrainingJob
+metadata: {name: hog}
+spec:
+  replicas: {min: 1, max: 1, desired: 1}
+  template:
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+      nodeSelector: {ringmaster.io/real-node: "true"}
+      containers:
+      - name: trainer
+        image: $REGISTRY/busybox:test
+        command: ["/bin/sh", "-c", "head -c 500000000 /dev/zero | tail -n 1 > /dev/null"]
+        resources: {limits: {memory: 32Mi}}
+EOF
+start_job=$SECONDS failure=""
+while ((SECONDS - start_job < 60)); do
+  failure="$(k get tj hog -o jsonpath='{.status.recentFailures[0].pod} {.status.recentFailures[0].reason} {.status.recentFailures[0].exitCode}' 2>/dev/null || true)"
+  [[ "$failure" == *OOMKilled* ]] && break
+  sleep 1
+done
+[[ "$failure" == "hog-worker-0 OOMKilled 137" ]] \
+  || fail "the job's first recent failure is '$failure', not hog-worker-0 OOMKilled 137" "$(tail -20 "$WORK/operator.log")"
+echo "  after $((SECONDS - start_job)) s: recentFailures[0] = $failure"
+k delete tj hog --wait=false >/dev/null
 kill "$OPERATOR_PID" 2>/dev/null || true
 wait "$OPERATOR_PID" 2>/dev/null || true
 OPERATOR_PID=""
