@@ -103,16 +103,16 @@ images: deps
 push: images
 	@IMAGES_DIR=$(abspath $(BUILD_DIR))/images REGISTRY=$(REGISTRY) docker/push-images.sh
 
-# The Python package as a wheel, build/ringmaster-*.whl (scikit-build-core: a Release build of the native
-# module alone against build/venv's Python, the NCCL/CUDA headers of build/deps/cuda; its CMake tree is kept
-# in $(BUILD_DIR)/wheel-build so a second run rebuilds only what changed). The wheel depends on no nvidia-*
-# wheel: the module loads torch's NCCL and CUDA runtime at run time.
 # The formatters make test checks (unit.CppFormat.ClangFormat, unit.PythonLint.RuffCheckAndFormat), applied to
 # the tree: clang-format on every C++ file, ruff's format and its safe fixes on every Python file.
 format: deps
 	@git ls-files '*.h' '*.cc' '*.cpp' '*.cu' | xargs build/venv/bin/clang-format -i
 	@build/venv/bin/ruff format --quiet . && build/venv/bin/ruff check --quiet --fix .
 
+# The Python package as a wheel, build/ringmaster-*.whl (scikit-build-core: a Release build of the native
+# module alone against build/venv's Python, the NCCL/CUDA headers of build/deps/cuda; its CMake tree is kept
+# in $(BUILD_DIR)/wheel-build so a second run rebuilds only what changed). The wheel depends on no nvidia-*
+# wheel: the module loads torch's NCCL and CUDA runtime at run time.
 wheel: deps
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) build/venv/bin/python -m pip wheel --no-deps --no-build-isolation \
 	  --disable-pip-version-check -w $(BUILD_DIR) \

@@ -135,8 +135,9 @@ version="$(k logs incluster | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')"
 echo "  https://\$KUBERNETES_SERVICE_HOST/version from a pod: $version"
 
 step "helm install the operator from the registry onto a real node"
-skopeo copy --quiet --dest-tls-verify=false "oci-archive:$OPERATOR_ARCHIVE" "docker://$REGISTRY/ringmaster-operator:$TAG" \
-  || fail "skopeo could not push the operator image to $REGISTRY"
+# The user's way: make push's script, to the cluster's registry.
+IMAGES_DIR="$IMAGES_DIR" REGISTRY="$REGISTRY" SKOPEO_ARGS=--dest-tls-verify=false PUSH_IMAGES=ringmaster-operator \
+  "$HERE/../../../docker/push-images.sh" || fail "docker/push-images.sh could not push the operator image to $REGISTRY"
 start_install=$SECONDS
 "$DIR/bin/helm" --kubeconfig "$DIR/kubeconfig" install rm "$CHART" -n ringmaster-system --create-namespace --wait \
   --timeout 180s --set image.repository="$REGISTRY/ringmaster-operator" --set image.tag="$TAG" \
