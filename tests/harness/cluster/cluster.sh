@@ -234,6 +234,21 @@ status:
     || fail_up "could not create the fake GPU nodes" "see the kubectl message above"
 }
 
+NODE_READY='{.status.conditions[?(@.type=="Ready")].status}'
+
+# wait_nodes SELECTOR JSONPATH VALUE COUNT: waits up to STARTUP_TIMEOUT until COUNT nodes matching the label
+# SELECTOR show VALUE at JSONPATH (e.g. $NODE_READY True); prints how many do, and fails if fewer did in time.
+wait_nodes() {
+  local selector="$1" path="$2" value="$3" want="$4" have=0 deadline=$((SECONDS + STARTUP_TIMEOUT))
+  while :; do
+    have="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l "$selector" \
+      -o "jsonpath={range .items[*]}$path{\"\\n\"}{end}" 2>/dev/null | grep -cx "$value" || true)"
+    if ((have == want)); then echo "$have"; return 0; fi
+    if ((SECONDS >= deadline)); then echo "$have"; return 1; fi
+    sleep 0.5
+  done
+}
+
 # Starts every component on freshly chosen ports. Returns 2 when a port was taken meanwhile (after
 # stopping what it started), so the caller can try again; any other failure ends the script.
 start_components() {
@@ -357,14 +372,9 @@ cmd_up() {
   write_env
   log "  creating $NODES fake GPU nodes with $GPUS nvidia.com/gpu each"
   add_gpu_nodes 0 "$NODES" "$GPUS"
-  local deadline=$((SECONDS + STARTUP_TIMEOUT)) ready=0
-  while ((SECONDS < deadline)); do
-    ready="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l ringmaster.io/default-node=true \
-      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)"
-    ((ready == NODES)) && break
-    sleep 0.5
-  done
-  ((ready == NODES)) || fail_up "only $ready of $NODES fake nodes became Ready" "see $DIR/logs/kwok.log"
+  local ready
+  ready="$(wait_nodes ringmaster.io/default-node=true "$NODE_READY" True "$NODES")" \
+    || fail_up "only $ready of $NODES fake nodes became Ready" "see $DIR/logs/kwok.log"
   # Pods need their namespace's default ServiceAccount, which the controller-manager creates.
   deadline=$((SECONDS + STARTUP_TIMEOUT))
   until "$KUBECTL" --kubeconfig "$DIR/kubeconfig" get serviceaccount default -n default >/dev/null 2>&1; do

@@ -261,24 +261,13 @@ real_nodes_up() {
   # shellcheck disable=SC2046  # the rule's words
   iptables -t nat -A $(real_nodes_api_rule) || fail_up "could not add the apiserver's DNAT rule" "the harness needs root"
   for ((i = 0; i < count; i++)); do real_node_up "$i" || return $?; done
-  local deadline=$((SECONDS + STARTUP_TIMEOUT)) ready=0
-  while ((SECONDS < deadline)); do
-    ready="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l ringmaster.io/real-node=true \
-      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)"
-    ((ready == count)) && break
-    sleep 0.5
-  done
-  ((ready == count)) || fail_up "only $ready of $count real nodes became Ready" "see $DIR/logs/kubelet-*.log"
+  local ready gpus
+  ready="$(wait_nodes ringmaster.io/real-node=true "$NODE_READY" True "$count")" \
+    || fail_up "only $ready of $count real nodes became Ready" "see $DIR/logs/kubelet-*.log"
   # The emulated GPUs count once every kubelet lists them in its allocatable resources.
-  local gpus=0
-  while ((SECONDS < deadline)); do
-    gpus="$("$KUBECTL" --kubeconfig "$DIR/kubeconfig" get nodes -l ringmaster.io/real-node=true \
-      -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' 2>/dev/null | grep -cx "$REAL_NODE_GPUS" || true)"
-    ((gpus == count)) && break
-    sleep 0.5
-  done
-  ((gpus == count)) || fail_up "only $gpus of $count real nodes list $REAL_NODE_GPUS nvidia.com/gpu" \
-    "see $DIR/logs/device-plugin-*.log and kubelet-*.log"
+  ((REAL_NODE_GPUS == 0)) || gpus="$(wait_nodes ringmaster.io/real-node=true '{.status.allocatable.nvidia\.com/gpu}' "$REAL_NODE_GPUS" "$count")" \
+    || fail_up "only $gpus of $count real nodes list $REAL_NODE_GPUS nvidia.com/gpu" \
+      "see $DIR/logs/device-plugin-*.log and kubelet-*.log"
   log "  $count real nodes Ready; registry at $(cat "$DIR/registry")"
 }
 

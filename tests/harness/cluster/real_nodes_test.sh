@@ -71,8 +71,11 @@ step "push busybox to the registry at $REGISTRY"
 skopeo copy --quiet --dest-tls-verify=false "docker-archive:$IMAGES/busybox.tar" "docker://$REGISTRY/busybox:test" \
   || fail "skopeo could not push to $REGISTRY"
 
-# pod NAME NODE IMAGE COMMAND: a pod pinned to NODE that tolerates the real-node taint.
+# pod NAME NODE IMAGE COMMAND [LIMITS]: a pod pinned to NODE that tolerates the real-node taint; LIMITS is a
+# YAML map of its container's resource limits (e.g. "{memory: 32Mi}").
 pod() {
+  local limits="{}"
+  if (($# >= 5)); then limits="$5"; fi
   k apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -86,6 +89,30 @@ spec:
   - name: main
     image: $3
     command: ["/bin/sh", "-c", "$4"]
+    resources: {limits: $limits}
+EOF
+}
+
+# job NAME IMAGE COMMAND [LIMITS]: a one-worker TrainingJob whose worker runs on a real node.
+job() {
+  local limits="{}"
+  if (($# >= 4)); then limits="$4"; fi
+  k apply -f - >/dev/null <<EOF
+apiVersion: ringmaster.io/v1alpha1
+kind: TrainingJob
+metadata: {name: $1}
+spec:
+  replicas: {min: 1, max: 1, desired: 1}
+  template:
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+      nodeSelector: {ringmaster.io/real-node: "true"}
+      containers:
+      - name: trainer
+        image: $2
+        command: ["/bin/sh", "-c", "$3"]
+        resources: {limits: $limits}
 EOF
 }
 
@@ -156,20 +183,8 @@ for n in ringmaster-node-0 ringmaster-node-1; do
   gpus="$(k get node "$n" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')"
   [[ "$gpus" == 4 ]] || fail "$n has '$gpus' allocatable nvidia.com/gpu, not 4"
 done
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: gpus}
-spec:
-  nodeSelector: {kubernetes.io/hostname: ringmaster-node-1}
-  tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: $REGISTRY/busybox:test
-    command: ["/bin/sh", "-c", "echo \$RINGMASTER_EMULATED_GPUS \$NVIDIA_VISIBLE_DEVICES"]
-    resources: {limits: {nvidia.com/gpu: 2}}
-EOF
+pod gpus ringmaster-node-1 "$REGISTRY/busybox:test" "echo \$RINGMASTER_EMULATED_GPUS \$NVIDIA_VISIBLE_DEVICES" \
+  "{nvidia.com/gpu: 2}"
 wait_phase gpus Succeeded 60
 read -r count ids <<<"$(k logs gpus)"
 [[ "$count" == 2 ]] || fail "the GPU pod saw RINGMASTER_EMULATED_GPUS='$count', not 2"
@@ -178,20 +193,8 @@ read -r count ids <<<"$(k logs gpus)"
 echo "  4 nvidia.com/gpu per node; a pod limited to 2 got RINGMASTER_EMULATED_GPUS=$count NVIDIA_VISIBLE_DEVICES=$ids"
 
 step "a container over its memory limit is OOMKilled by the kernel"
-k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: hog}
-spec:
-  nodeSelector: {kubernetes.io/hostname: ringmaster-node-0}
-  tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: $REGISTRY/busybox:test
-    command: ["/bin/sh", "-c", "head -c 500000000 /dev/zero | tail -n 1 > /dev/null"]
-    resources: {limits: {memory: 32Mi}}
-EOF
+pod hog ringmaster-node-0 "$REGISTRY/busybox:test" "head -c 500000000 /dev/zero | tail -n 1 > /dev/null" \
+  "{memory: 32Mi}"
 wait_phase hog Failed 60
 reason="$(k get pod hog -o jsonpath='{.status.containerStatuses[0].state.terminated.reason}')"
 code="$(k get pod hog -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')"
@@ -215,22 +218,7 @@ step "a TrainingJob whose worker image cannot be pulled says so (this build's op
 "$OPERATOR_BIN" --kubeconfig "$DIR/kubeconfig" --metrics-bind-address 0 --health-probe-bind-address 0 \
   >"$WORK/operator.log" 2>&1 &
 OPERATOR_PID=$!
-k apply -f - >/dev/null <<EOF
-apiVersion: ringmaster.io/v1alpha1
-kind: TrainingJob
-metadata: {name: bad-image}
-spec:
-  replicas: {min: 1, max: 1, desired: 1}
-  template:
-    spec:
-      restartPolicy: Never
-      tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
-      nodeSelector: {ringmaster.io/real-node: "true"}
-      containers:
-      - name: trainer
-        image: $REGISTRY/busybox:no-such-tag
-        command: ["/bin/sh", "-c", "sleep 600"]
-EOF
+job bad-image "$REGISTRY/busybox:no-such-tag" "sleep 600"
 start_job=$SECONDS condition=""
 while ((SECONDS - start_job < 60)); do
   condition="$(k get tj bad-image -o jsonpath='{.status.conditions[?(@.type=="Running")].reason}: {.status.conditions[?(@.type=="Running")].message}' 2>/dev/null || true)"
@@ -244,23 +232,7 @@ echo "  after $((SECONDS - start_job)) s: $condition" | cut -c1-220
 k delete tj bad-image --wait=false >/dev/null
 
 step "a worker the kernel OOM-kills is a failure with reason OOMKilled in the job's recentFailures"
-k apply -f - >/dev/null <<EOF
-apiVersion: ringmaster.io/v1alpha1
-kind: TrainingJob
-metadata: {name: hog}
-spec:
-  replicas: {min: 1, max: 1, desired: 1}
-  template:
-    spec:
-      restartPolicy: Never
-      tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
-      nodeSelector: {ringmaster.io/real-node: "true"}
-      containers:
-      - name: trainer
-        image: $REGISTRY/busybox:test
-        command: ["/bin/sh", "-c", "head -c 500000000 /dev/zero | tail -n 1 > /dev/null"]
-        resources: {limits: {memory: 32Mi}}
-EOF
+job hog "$REGISTRY/busybox:test" "head -c 500000000 /dev/zero | tail -n 1 > /dev/null" "{memory: 32Mi}"
 start_job=$SECONDS failure=""
 while ((SECONDS - start_job < 60)); do
   failure="$(k get tj hog -o jsonpath='{.status.recentFailures[0].pod} {.status.recentFailures[0].reason} {.status.recentFailures[0].exitCode}' 2>/dev/null || true)"
