@@ -38,6 +38,8 @@ namespace reason {
 inline constexpr std::string_view kCompleted = "Completed";                        // Succeeded: rank 0 exited 0
 inline constexpr std::string_view kDeadlineExceeded = "DeadlineExceeded";          // Failed: activeDeadlineSeconds
 inline constexpr std::string_view kRestartLimitExceeded = "RestartLimitExceeded";  // Failed: maxRestarts
+// Failed: fewer Ready workers than spec.replicas.min for spec.scheduling.scheduleTimeoutSeconds.
+inline constexpr std::string_view kScheduleTimeout = "ScheduleTimeout";
 inline constexpr std::string_view kSuspended = "Suspended";  // Suspended=True, Running=False; the empty membership's
 inline constexpr std::string_view kResumed = "Resumed";      // Suspended=False
 inline constexpr std::string_view kWorkersRunning = "WorkersRunning";        // Running=True

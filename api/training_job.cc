@@ -148,6 +148,8 @@ StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
       ReadString(scheduling, "spec.scheduling", "priorityClassName", &out.scheduling.priority_class_name));
   RINGMASTER_RETURN_IF_ERROR(
       ReadString(scheduling, "spec.scheduling", "schedulerName", &out.scheduling.scheduler_name));
+  RINGMASTER_RETURN_IF_ERROR(
+      ReadInt(scheduling, "spec.scheduling", "scheduleTimeoutSeconds", &out.scheduling.schedule_timeout_seconds));
   return out;
 }
 
@@ -216,6 +218,7 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
   json scheduling = json::object();
   SetIfNotEmpty(scheduling, "priorityClassName", spec.scheduling.priority_class_name);
   SetIfNotEmpty(scheduling, "schedulerName", spec.scheduling.scheduler_name);
+  SetIfPresent(scheduling, "scheduleTimeoutSeconds", spec.scheduling.schedule_timeout_seconds);
   if (!scheduling.empty()) j["scheduling"] = scheduling;
   return j;
 }

@@ -75,6 +75,9 @@ struct RunPolicy {
 struct Scheduling {
   std::string priority_class_name;
   std::string scheduler_name;
+  // How long the job may have fewer Ready workers than spec.replicas.min before it fails (and its pods,
+  // with the GPUs they hold, are deleted); unset: it waits as long as it takes.
+  std::optional<int64_t> schedule_timeout_seconds;
   bool operator==(const Scheduling&) const = default;
 };
 

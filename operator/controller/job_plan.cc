@@ -300,6 +300,43 @@ void PlanResumeAndDeadline(Planning& st) {
   }
 }
 
+// Since when the job has had fewer members than spec.replicas.min: its Running condition is False since then
+// (or since it was resumed, if later); nullopt while it has enough, or before its first reconcile.
+std::optional<Clock::time_point> BelowMinimumSince(const Planning& st) {
+  std::optional<Clock::time_point> since, resumed;
+  for (const auto& c : st.status.conditions) {
+    if (c.type == api::condition::kRunning) {
+      if (c.status != api::condition_status::kFalse) return std::nullopt;
+      since = ParseRfc3339(c.last_transition_time);
+    } else if (c.type == api::condition::kSuspended && c.status == api::condition_status::kFalse) {
+      resumed = ParseRfc3339(c.last_transition_time);
+    }
+  }
+  if (since && resumed && *resumed > *since) since = resumed;
+  return since;
+}
+
+// A job below spec.replicas.min for spec.scheduling.scheduleTimeoutSeconds fails: the GPUs its started workers
+// hold (an image that cannot be pulled, a gang that cannot be completed) go back to the cluster when its pods
+// are deleted (spec.runPolicy.cleanPodPolicy). The message carries why it waited (the Running condition's).
+void PlanScheduleTimeout(Planning& st) {
+  if (!st.spec.schedule_timeout) return;
+  const std::optional<Clock::time_point> since = BelowMinimumSince(st);
+  if (!since) return;
+  const Clock::time_point deadline = *since + *st.spec.schedule_timeout;
+  if (st.in.now < deadline) {
+    EarliestRequeue(st.plan, deadline);
+    return;
+  }
+  std::string why;
+  for (const auto& c : st.status.conditions)
+    if (c.type == api::condition::kRunning) why = c.message;
+  Finish(st, api::phase::kFailed, api::reason::kScheduleTimeout,
+         "fewer Ready workers than spec.replicas.min (" + std::to_string(st.spec.min_workers) +
+             ") for spec.scheduling.scheduleTimeoutSeconds (" + std::to_string(st.spec.schedule_timeout->count()) +
+             " s)" + (why.empty() ? "" : ": " + why));
+}
+
 // Completion: the job succeeds when the worker holding rank 0 in the current membership exited 0.
 void DecideCompletion(Planning& st) {
   const api::Member* rank0 = st.membership.members.empty() ? nullptr : &st.membership.members[0];
@@ -613,8 +650,8 @@ std::chrono::seconds ReplacementBackoff(int32_t restarts) {
   return std::chrono::seconds(std::min<int64_t>(int64_t{1} << shift, 60));
 }
 
-// Observe (Planning's constructor), decide the phase (finished, suspended, deadline, completion,
-// restart limit), then plan the workers of an active job, and assemble the status.
+// Observe (Planning's constructor), decide the phase (finished, suspended, deadline, completion, schedule
+// timeout, restart limit), then plan the workers of an active job, and assemble the status.
 StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   RINGMASTER_ASSIGN_OR_RETURN(const api::TrainingJob job, api::DecodeTrainingJob(in.job));
   RINGMASTER_ASSIGN_OR_RETURN(const JobSpec spec, ParseJobSpec(job.spec));
@@ -627,6 +664,7 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   else
     PlanResumeAndDeadline(st);
   if (Active(st)) DecideCompletion(st);
+  if (Active(st)) PlanScheduleTimeout(st);
   if (Active(st)) PlanExitedWorkers(st);
   if (Active(st)) RINGMASTER_RETURN_IF_ERROR(PlanWorkers(st));
   AssembleStatus(st);

@@ -613,6 +613,92 @@ TEST(PlanJobTest, AWorkerWhoseImageCannotBePulledIsNamedInTheRunningCondition) {
   EXPECT_EQ(ConditionOf(*plan->status, "Running").value("reason", ""), "WaitingForWorkers");
 }
 
+// spec.scheduling.scheduleTimeoutSeconds: a job that cannot reach its minimum (here a worker whose image cannot
+// be pulled, holding a GPU on its node) fails when the timeout has passed since its first reconcile, naming
+// why it waited; once failed, its pods are deleted. Before the timeout it is looked at again when it falls due.
+TEST(PlanJobTest, AJobBelowItsMinimumPastTheScheduleTimeoutFailsAndItsPodsAreDeleted) {
+  json job = Job(2, 2, {{"scheduling", {{"scheduleTimeoutSeconds", 60}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), WaitingPod(1, "ErrImagePull", "manifest unknown")};
+  auto first = PlanJob(Input(job, pods, kT0));
+  ASSERT_OK(first);
+  job = WithStatus(job, *first);
+
+  auto early = PlanJob(Input(job, pods, kT0 + seconds(59)));
+  ASSERT_OK(early);
+  EXPECT_NE(early->status ? (*early->status)["phase"].get<std::string>() : "Pending", "Failed");
+  ASSERT_TRUE(early->requeue_at.has_value());
+  EXPECT_EQ(*early->requeue_at, kT0 + seconds(60));
+
+  auto late = PlanJob(Input(job, pods, kT0 + seconds(60)));
+  ASSERT_OK(late);
+  ASSERT_TRUE(late->status.has_value());
+  EXPECT_EQ((*late->status)["phase"], "Failed");
+  json failed = ConditionOf(*late->status, "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "ScheduleTimeout");
+  EXPECT_NE(failed.value("message", "").find("spec.scheduling.scheduleTimeoutSeconds (60 s)"), std::string::npos)
+      << failed.dump();
+  EXPECT_NE(failed.value("message", "").find("worker pod j-worker-1: ErrImagePull: manifest unknown"),
+            std::string::npos)
+      << failed.dump();
+  EXPECT_TRUE(late->creates.empty());
+
+  // The next look at the failed job deletes both pods (cleanPodPolicy Running): no GPU stays held.
+  auto cleanup = PlanJob(Input(WithStatus(job, *late), pods, kT0 + seconds(61)));
+  ASSERT_OK(cleanup);
+  std::vector<std::string> deleted;
+  for (const auto& d : cleanup->deletes) deleted.push_back(d.name);
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"j-worker-0", "j-worker-1"}));
+}
+
+// The timeout counts only while the job is below its minimum: a job that ran at its minimum for longer than
+// the timeout, then lost a worker, has the whole timeout again from the loss; one resumed after a long
+// suspension counts from its resumption; one without the field waits as long as it takes.
+TEST(PlanJobTest, TheScheduleTimeoutCountsFromTheDropBelowMinimumOrTheResumption) {
+  json job = Job(2, 2, {{"scheduling", {{"scheduleTimeoutSeconds", 60}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods, kT0)));
+  auto steady = PlanJob(Input(job, pods, kT0 + seconds(600)));
+  ASSERT_OK(steady);
+  EXPECT_NE(steady->status ? (*steady->status)["phase"].get<std::string>() : "Running", "Failed");
+
+  pods[1] = WaitingPod(1, "ErrImagePull", "manifest unknown");  // its replacement cannot start
+  auto dropped = PlanJob(Input(job, pods, kT0 + seconds(700)));
+  ASSERT_OK(dropped);
+  job = WithStatus(job, *dropped);
+  EXPECT_EQ(ConditionOf(job["status"], "Running").value("status", ""), "False");
+  auto within = PlanJob(Input(job, pods, kT0 + seconds(759)));
+  ASSERT_OK(within);
+  EXPECT_NE(within->status ? (*within->status)["phase"].get<std::string>() : "Running", "Failed");
+  auto past = PlanJob(Input(job, pods, kT0 + seconds(760)));
+  ASSERT_OK(past);
+  ASSERT_TRUE(past->status.has_value());
+  EXPECT_EQ((*past->status)["phase"], "Failed");
+
+  // Suspended for ten minutes, then resumed: the count starts at the resumption.
+  json suspended = Job(2, 2, {{"scheduling", {{"scheduleTimeoutSeconds", 60}}}, {"runPolicy", {{"suspend", true}}}});
+  suspended = WithStatus(suspended, *PlanJob(Input(suspended, {}, kT0)));
+  suspended["spec"]["runPolicy"]["suspend"] = false;
+  auto resumed = PlanJob(Input(suspended, {}, kT0 + seconds(600)));
+  ASSERT_OK(resumed);
+  EXPECT_EQ((*resumed->status)["phase"], "Pending");
+  suspended = WithStatus(suspended, *resumed);
+  auto after = PlanJob(Input(suspended, {}, kT0 + seconds(630)));
+  ASSERT_OK(after);
+  EXPECT_NE(after->status ? (*after->status)["phase"].get<std::string>() : "Pending", "Failed");
+  auto past_resume = PlanJob(Input(suspended, {}, kT0 + seconds(660)));
+  ASSERT_OK(past_resume);
+  ASSERT_TRUE(past_resume->status.has_value());
+  EXPECT_EQ((*past_resume->status)["phase"], "Failed");
+
+  // No scheduleTimeoutSeconds: an hour below the minimum is still only waiting.
+  json patient = Job(2, 2);
+  patient = WithStatus(patient, *PlanJob(Input(patient, {}, kT0)));
+  auto hour = PlanJob(Input(patient, {}, kT0 + std::chrono::hours(1)));
+  ASSERT_OK(hour);
+  EXPECT_NE(hour->status ? (*hour->status)["phase"].get<std::string>() : "Pending", "Failed");
+}
+
 TEST(PlanJobTest, MultipleOfThatDoesNotDivideTheBoundsIsInvalidAndDesiredIsRoundedDown) {
   json bad = Job(3, 4, {{"replicas", {{"min", 3}, {"max", 4}, {"multipleOf", 2}}}});
   auto refused = PlanJob(Input(bad, {}));

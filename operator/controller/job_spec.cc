@@ -83,6 +83,7 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   out.ttl_after_finished = Seconds(rp.ttl_seconds_after_finished, 0);
   out.active_deadline = Seconds(rp.active_deadline_seconds, 1);
   out.suspend = rp.suspend.value_or(false);
+  out.schedule_timeout = Seconds(spec.scheduling.schedule_timeout_seconds, 1);
   namespace clean = api::clean_pod_policy;
   const std::string_view policy = rp.clean_pod_policy.empty() ? clean::kRunning : rp.clean_pod_policy;
   if (policy == clean::kAll)

@@ -39,6 +39,7 @@ struct JobSpec {
   bool suspend = false;
   std::optional<std::chrono::seconds> ttl_after_finished;
   std::optional<std::chrono::seconds> active_deadline;
+  std::optional<std::chrono::seconds> schedule_timeout;  // spec.scheduling.scheduleTimeoutSeconds
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
 };
 
