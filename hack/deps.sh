@@ -17,10 +17,10 @@ APT_PACKAGES=(
   # the Python package: the pinned interpreter's headers and venv
   python3.11 python3.11-dev python3.11-venv
   # make images: a Debian base bootstrapped from packages, the Dockerfiles built without a daemon, OCI archives
-  mmdebstrap buildah umoci skopeo
+  mmdebstrap buildah skopeo
   # real nodes (tests/harness/cluster/real_nodes.sh): the container runtime, pod networks, an image registry,
-  # and busybox for the node images
-  containerd runc containernetworking-plugins docker-registry busybox-static iptables
+  # and busybox for the node images (built with umoci)
+  containerd runc containernetworking-plugins docker-registry busybox-static iptables umoci
 )
 
 install_apt() {
@@ -284,9 +284,19 @@ build_helm() {
 # stays for promtool.
 build_prometheus() {
   cd "$HACK_DIR/gomod/prometheus"
-  go build -v -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+  # Only Kubernetes service discovery: a copy of the module whose plugins.go is ours (plugins.go.overlay says
+  # why; Go refuses -overlay for files in the module cache), put in place by a replace in a temporary modfile.
+  go mod download github.com/prometheus/prometheus
+  local mod src="$OUT/src"
+  mod="$(go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)"
+  [[ -f "$mod/plugins/plugins.go" ]] || die "no plugins/plugins.go in $mod" "check hack/gomod/prometheus/plugins.go.overlay against the new release"
+  cp -r "$mod" "$src" && chmod -R u+w "$src" && cp plugins.go.overlay "$src/plugins/plugins.go" || return 1
+  cp go.mod "$OUT/build.mod" && cp go.sum "$OUT/build.sum" || return 1
+  echo "replace github.com/prometheus/prometheus => $src" >>"$OUT/build.mod"
+  go build -v -trimpath -modfile "$OUT/build.mod" \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" \
-    -o "$OUT/prometheus" github.com/prometheus/prometheus/cmd/prometheus
+    -o "$OUT/prometheus" github.com/prometheus/prometheus/cmd/prometheus || return 1
+  rm -rf "$src" "$OUT/build.mod" "$OUT/build.sum"
 }
 
 # Kubeflow's training-operator (v1), the peer ringmaster-operator's bench runs beside it on the same
@@ -311,8 +321,15 @@ install_tools() {
   build_tool device-plugin build_device_plugin
   build_tool helm build_helm
   build_tool prometheus build_prometheus
-  build_tool kubeflow build_kubeflow
   log "tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
+}
+
+# What only `make bench` needs (not make test): the operator bench's peer. Built on first use, then cached.
+install_bench_tools() {
+  check_go
+  local start=$SECONDS
+  build_tool kubeflow build_kubeflow
+  log "bench tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
 }
 
 main() {
@@ -322,8 +339,9 @@ main() {
     apt) install_apt ;;
     cuda) install_cuda ;;
     tools) install_tools ;;
+    bench-tools) install_bench_tools ;;
     python) install_python ;;
-    *) die "unknown deps target '$what'" "use one of: all apt cuda python tools" ;;
+    *) die "unknown deps target '$what'" "use one of: all apt cuda python tools bench-tools" ;;
   esac
   log "deps ($what): done in $((SECONDS - start))s"
 }

@@ -41,7 +41,7 @@ StatusOr<KubeflowTool> FindKubeflow(const std::string& source_dir) {
   if (!r.ok()) return r.status();
   if (!r->ok() || r->out.empty())
     return FailedPreconditionError("Kubeflow's training-operator is not built: " + r->err +
-                                   " (hack/deps.sh tools builds it from its Go module)");
+                                   " (make bench-operator, or hack/deps.sh bench-tools, builds it from its Go module)");
   KubeflowTool t;
   t.binary = r->out.substr(0, r->out.find('\n'));
   t.pytorch_crd = t.binary.substr(0, t.binary.rfind('/')) + "/crds/kubeflow.org_pytorchjobs.yaml";

@@ -5,7 +5,7 @@
 //   1. failure -> new generation: the bench fails a worker pod (patches its status to Failed, as a
 //      kubelet would) and a watching client (GenerationWatch) timestamps the TrainingJob event that
 //      carries the next generation; one failure at a time in distinct jobs, all jobs live; p50/p99.
-//   2. the peer: Kubeflow's training-operator v1.8.1 (make deps builds it) with J PyTorchJobs of W
+//   2. the peer: Kubeflow's training-operator v1.8.1 (make bench-operator builds it first) with J PyTorchJobs of W
 //      one-GPU pods (1 Master + W-1 Workers) and ringmaster-operator with J TrainingJobs of W workers,
 //      one after the other on the same cluster: apply -> all pods created -> all Running (-> our
 //      memberships published), both from a pod watch; API requests per job from the apiserver's audit

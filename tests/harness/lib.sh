@@ -73,9 +73,11 @@ tool_dir() {
   printf '%s/tools/%s\n' "$RINGMASTER_CACHE" "$key"
 }
 
-# A short hash of a wrapper module's go.mod and go.sum, so editing them rebuilds the tool.
+# A short hash of a wrapper module's go.mod, go.sum and build overlays (*.overlay), so editing them rebuilds the tool.
 gomod_hash() {
-  cat "$HACK_DIR/gomod/$1/go.mod" "$HACK_DIR/gomod/$1/go.sum" | sha256sum | cut -c1-10
+  local overlays=("$HACK_DIR/gomod/$1"/*.overlay)
+  [[ -e "${overlays[0]}" ]] || overlays=()
+  cat "$HACK_DIR/gomod/$1/go.mod" "$HACK_DIR/gomod/$1/go.sum" "${overlays[@]}" | sha256sum | cut -c1-10
 }
 
 # tool_bin NAME BINARY: absolute path of an installed binary; dies with advice when it is missing.

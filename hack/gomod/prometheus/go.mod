@@ -1,6 +1,6 @@
 // Wrapper module that builds the Prometheus server: Debian's prometheus package is built without
 // Kubernetes service discovery, and Prometheus' own go.mod has exclude directives, which "go install"
-// refuses. Built with -tags remove_all_sd,enable_kubernetes_sd (tests/harness/deps.sh).
+// refuses. Built with only Kubernetes service discovery (plugins.go.overlay, hack/deps.sh).
 module ringmaster.io/tools/prometheus
 
 go 1.24.9
