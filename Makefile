@@ -95,8 +95,12 @@ fuzz: fuzz-build
 	@tests/harness/fuzz.sh --keep-corpus $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZ_CORPORA)
 
 # The shipped Dockerfiles, built with buildah on a Debian base bootstrapped by mmdebstrap (docker/build-images.sh).
+# With `make cluster-up`'s cluster running (its registry's address in $(CLUSTER_DIR)/registry), they are pushed
+# there too and its real nodes pull the worker image (cluster.sh push).
 images: deps
 	@IMAGES_DIR=$(abspath $(BUILD_DIR))/images docker/build-images.sh
+	@if [ -s $(CLUSTER_DIR)/registry ] && $(CLUSTER) status --dir $(CLUSTER_DIR) 2>/dev/null | grep -q " ready;"; then \
+	  $(CLUSTER) push --dir $(CLUSTER_DIR) --images $(abspath $(BUILD_DIR))/images; fi
 
 # Pushes build/images/*.tar to $(REGISTRY) with skopeo (no daemon): REGISTRY=ghcr.io/my-team; SKOPEO_ARGS
 # for credentials or --dest-tls-verify=false (docker/push-images.sh).
@@ -142,13 +146,13 @@ test-gpu-emulated: build
 # Left out: e2e and gpu; the Python tests (unit.python.*: a sanitized native module needs the sanitizer's
 # runtime LD_PRELOADed into python, so these trees build no module, RINGMASTER_PYTHON=OFF); and
 # image_checks_test (integration.{Operator,Worker}ImageTest.*: it checks the images `make images` built
-# from build/, no sanitized code runs in it).
+# from build/, no sanitized code runs in it) with the fixture that pushes them (cluster.images).
 # Not part of make test: two more builds of the tree and slow tests, the better part of an hour on 2 cores.
 ASAN_BUILD_DIR ?= build-asan
 TSAN_BUILD_DIR ?= build-tsan
 test-sanitize:
 	@JOBS=$(JOBS) tests/harness/sanitize.sh address $(ASAN_BUILD_DIR) tests-unit,tests-integration \
-	  -L 'unit|integration' -E '^unit\.python\.|^integration\.(Operator|Worker)ImageTest\.' $(CTEST_ARGS)
+	  -L 'unit|integration' -E '^unit\.python\.|^integration\.(Operator|Worker)ImageTest\.|^cluster\.images$$' $(CTEST_ARGS)
 	@JOBS=$(JOBS) tests/harness/sanitize.sh thread $(TSAN_BUILD_DIR) tests-concurrency -L concurrency $(CTEST_ARGS)
 
 # Minutes of random faults (kill -9, SIGSTOP, scale, node NotReady, operator and apiserver loss) against one
@@ -181,7 +185,9 @@ BENCH_DIR ?= $(BUILD_DIR)/bench
 bench: bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce
 	@$(MAKE) --no-print-directory bench-report
 
+# Its peer, Kubeflow's training-operator, is built here on first use (hack/deps.sh bench-tools), not by make deps.
 bench-operator: build
+	@hack/deps.sh bench-tools
 	$(BUILD_DIR)/bin/ringmaster-operator-bench $(OPERATOR_BENCH_ARGS) --json $(BENCH_DIR)/operator.json
 
 # Re-renders the report from the JSONs in $(BENCH_DIR) (a bench with none shows as "not run").

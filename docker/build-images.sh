@@ -99,24 +99,13 @@ export_archive() {
   fi
 }
 
-# make_room WHEN: every source change leaves the previous images' layers behind as the layer cache, and
-# the pod runner's unpacked roots ($RINGMASTER_CACHE/rootfs, a worker image ~6 GB each). When the disk
-# runs short of room for a build (a worker image needs ~7 GB of layers and ~4 GB of archive), the roots
-# no container holds go (rootfs_cache.h's rule: nobody holds a shared flock on <root>.lock), and past the
-# store's limit or short of room, its untagged layers (the next build recompiles, from ccache).
+# make_room WHEN: every source change leaves the previous images' layers behind as the layer cache. Past the
+# store's limit, or when the disk runs short of room for a build (a worker image needs ~7 GB of layers and
+# ~4 GB of archive), the store's untagged layers go (the next build recompiles, from ccache).
 make_room() {
   local used_gb free_gb min_free="${RINGMASTER_IMAGE_MIN_FREE_GB:-20}" max_store="${RINGMASTER_IMAGE_STORE_MAX_GB:-40}"
   used_gb="$(du -s --block-size=1G "$STORE" | cut -f1)"
   free_gb="$(df --output=avail --block-size=1G "$STORE" | tail -1 | tr -dc 0-9)"
-  if ((free_gb < min_free)); then
-    log "images ($1 building): ${free_gb} GB free on the disk (want $min_free); removing unpacked images no container uses"
-    local root
-    for root in "$RINGMASTER_CACHE"/rootfs/*/; do
-      root="${root%/}"
-      if flock -n -x "$root.lock" rm -rf "$root"; then log "images: removed $root"; fi
-    done
-    free_gb="$(df --output=avail --block-size=1G "$STORE" | tail -1 | tr -dc 0-9)"
-  fi
   if ((used_gb > max_store || free_gb < min_free)); then
     log "images ($1 building): $STORE holds ${used_gb} GB (limit $max_store), ${free_gb} GB free on its disk" \
         "(want $min_free); removing untagged layers"

@@ -1,25 +1,29 @@
 // The images `make images` writes (build/images/*.tar, from docker/*/Dockerfile), checked as a registry's
 // policy or a platform engineer would before running them: who they run as, whether every shared library
 // their programs load is inside the image, whether their programs start there, what else they carry, and
-// their OCI labels. Each image is unpacked once into the pod runner's rootfs cache (rootfs_cache.h) and
-// its programs run under chroot with the image's user. Needs root, umoci and `make images`.
+// their OCI labels. Each image is looked at as a real node of the test cluster holds it after pulling it from
+// the cluster's registry (the ctest fixture cluster.images pushes and pulls them): its root filesystem mounted
+// read-only from that node's containerd (`ctr images mount`), its config as the registry serves it (`skopeo
+// inspect --config`), its programs run under chroot as the image's user. Needs root, the cluster fixture with
+// real nodes and `make images`.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/status_test_macros.h"
-#include "tests/pod_runner/container_user.h"
-#include "tests/pod_runner/oci_image.h"
-#include "tests/pod_runner/rootfs_cache.h"
+#include "tests/support/real_nodes.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/test_cluster.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -28,26 +32,74 @@ namespace fs = std::filesystem;
 using std::chrono::seconds;
 
 constexpr char kLoader[] = "/lib64/ld-linux-x86-64.so.2";
+constexpr char kNode[] = "ringmaster-node-0";  // every real node pulled both images (cluster.sh push)
 
-struct Unpacked {
-  LocalImage image;
-  std::string rootfs;
-  std::shared_ptr<RootfsLease> lease;  // the root stays while a test looks at it
+// The parts of an image's OCI config the checks read.
+struct ImageConfig {
+  std::string user;
+  std::vector<std::string> entrypoint;
+  std::vector<std::string> env;  // KEY=VALUE
+  std::map<std::string, std::string> labels;
 };
 
-// Finds NAME:<chart appVersion> in build/images and unpacks it (once per manifest, shared with the pod runner).
-StatusOr<Unpacked> Unpack(const std::string& name) {
-  const std::string dir = RINGMASTER_IMAGES_DIR;
-  if (!fs::exists(dir + "/" + name + ".tar")) {
-    return FailedPreconditionError(dir + "/" + name + ".tar does not exist: run `make images` (make test does)");
+// An image's root filesystem as a real node unpacked it, mounted read-only at a directory of the test's own
+// (`ctr images mount`, a view of the node's snapshot) and unmounted, with the view removed, when destroyed.
+class MountedImage {
+ public:
+  // NAME:<chart appVersion> from the cluster's registry. FailedPrecondition when the cluster has no real nodes
+  // or the node has not pulled the image; Internal when ctr or skopeo fail (their messages included).
+  static StatusOr<std::unique_ptr<MountedImage>> Mount(const std::string& name) {
+    RINGMASTER_ASSIGN_OR_RETURN(TestCluster cluster, TestCluster::FromEnvironment());
+    RINGMASTER_ASSIGN_OR_RETURN(std::string ref, RegistryImage(cluster, name, RINGMASTER_IMAGE_TAG));
+    const std::string socket = cluster.dir() + "/nodes/" + kNode + "/containerd.sock";
+    if (!fs::exists(socket)) {
+      return FailedPreconditionError("the test cluster has no real node " + std::string(kNode) +
+                                     ": it starts with --real-nodes 2 (tests/CMakeLists.txt)");
+    }
+    auto image = std::unique_ptr<MountedImage>(new MountedImage());
+    image->socket_ = socket;
+    image->rootfs_ = fs::temp_directory_path() / ("ringmaster-image-" + name + "." + std::to_string(::getpid()));
+    fs::create_directories(image->rootfs_);
+    auto mounted =
+        RunCommand({"ctr", "-a", socket, "-n", "k8s.io", "images", "mount", ref, image->rootfs_}, seconds(300));
+    if (!mounted.ok()) return mounted.status();
+    if (!mounted->ok()) {
+      return FailedPreconditionError("ctr images mount " + ref + " on " + kNode +
+                                     " failed (did cluster.images pull it?): " + mounted->err);
+    }
+    image->mounted_ = true;
+    auto config = RunCommand({"skopeo", "inspect", "--tls-verify=false", "--config", "docker://" + ref}, seconds(120));
+    if (!config.ok()) return config.status();
+    if (!config->ok()) return InternalError("skopeo inspect --config " + ref + ": " + config->err);
+    const nlohmann::json j = nlohmann::json::parse(config->out, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("config")) return InternalError("skopeo printed no image config for " + ref);
+    const nlohmann::json& c = j["config"];
+    image->config_.user = c.value("User", "");
+    image->config_.entrypoint = c.value("Entrypoint", std::vector<std::string>{});
+    image->config_.env = c.value("Env", std::vector<std::string>{});
+    image->config_.labels = c.value("Labels", std::map<std::string, std::string>{});
+    return image;
   }
-  RINGMASTER_ASSIGN_OR_RETURN(LocalImage image, FindLocalImage(dir, name + ":" + RINGMASTER_IMAGE_TAG));
-  RINGMASTER_ASSIGN_OR_RETURN(
-      RootfsLease lease, EnsureRootfs(image, DefaultRootfsCacheDir(),
-                                      [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }));
-  const std::string rootfs = lease.rootfs();
-  return Unpacked{image, rootfs, std::make_shared<RootfsLease>(std::move(lease))};
-}
+
+  ~MountedImage() {
+    if (mounted_) {
+      auto unmounted =
+          RunCommand({"ctr", "-a", socket_, "-n", "k8s.io", "images", "unmount", "--rm", rootfs_}, seconds(60));
+      if (!unmounted.ok() || !unmounted->ok()) std::fprintf(stderr, "could not unmount %s\n", rootfs_.c_str());
+    }
+    std::error_code ignored;
+    fs::remove(rootfs_, ignored);
+  }
+
+  const std::string& rootfs() const { return rootfs_; }
+  const ImageConfig& config() const { return config_; }
+
+ private:
+  MountedImage() = default;
+  std::string socket_, rootfs_;
+  bool mounted_ = false;
+  ImageConfig config_;
+};
 
 bool IsElf(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -55,33 +107,24 @@ bool IsElf(const fs::path& path) {
   return in.read(magic, 4) && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
 }
 
-// The image's user as uid:gid, the way the pod runner resolves it (a name is looked up in its /etc/passwd).
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-StatusOr<std::string> UserSpec(const Unpacked& u) {
-  const nlohmann::json pod = {{"metadata", {{"namespace", "checks"}, {"name", "image"}}},
-                              {"spec", nlohmann::json::object()}};
-  RINGMASTER_ASSIGN_OR_RETURN(
-      ContainerUser user, ResolveContainerUser(pod, {{"name", "c"}}, u.image.config.user,
-                                               ReadFile(u.rootfs + "/etc/passwd"), ReadFile(u.rootfs + "/etc/group")));
-  return std::to_string(user.uid) + ":" + std::to_string(user.gid);
+// The image's user, which must be numeric uid:gid: a kubelet can then verify runAsNonRoot before starting it.
+std::string UserSpec(const MountedImage& u) {
+  const std::string& user = u.config().user;
+  EXPECT_TRUE(std::regex_match(user, std::regex("[0-9]+:[0-9]+"))) << "the image's user is '" << user << "'";
+  return user;
 }
 
 // Every library `program` (a path inside the image) loads resolves inside the image: the image's own
 // loader lists them under chroot, so nothing of this machine can stand in for a missing one.
-void ExpectLibrariesResolveInside(const Unpacked& u, const std::string& program) {
-  auto listed = RunCommand({"chroot", u.rootfs, kLoader, "--list", program}, seconds(30));
+void ExpectLibrariesResolveInside(const MountedImage& u, const std::string& program) {
+  auto listed = RunCommand({"chroot", u.rootfs(), kLoader, "--list", program}, seconds(30));
   ASSERT_OK(listed);
   EXPECT_EQ(listed->exit_code, 0) << program << ":\n" << listed->out << listed->err;
   EXPECT_EQ(listed->out.find("not found"), std::string::npos) << program << ":\n" << listed->out;
 }
 
-void ExpectLabels(const Unpacked& u, const std::string& title) {
-  const auto& labels = u.image.config.labels;
+void ExpectLabels(const MountedImage& u, const std::string& title) {
+  const auto& labels = u.config().labels;
   auto label = [&](const std::string& key) { return labels.count(key) ? labels.at(key) : std::string(); };
   EXPECT_EQ(label("org.opencontainers.image.title"), title);
   EXPECT_EQ(label("org.opencontainers.image.version"), RINGMASTER_IMAGE_TAG);
@@ -91,32 +134,33 @@ void ExpectLabels(const Unpacked& u, const std::string& title) {
 }
 
 TEST(OperatorImageTest, RunsAsNonRootAndStartsWithOnlyWhatIsInside) {
-  auto u = Unpack("ringmaster-operator");
+  auto u = MountedImage::Mount("ringmaster-operator");
   ASSERT_OK(u);
-  ASSERT_EQ(u->image.config.entrypoint, std::vector<std::string>{"/usr/local/bin/ringmaster-operator"});
-  auto user = UserSpec(*u);
-  ASSERT_OK(user);
-  EXPECT_EQ(*user, "65532:65532") << "the chart's securityContext runs it as 65532";
-  ExpectLibrariesResolveInside(*u, u->image.config.entrypoint[0]);
+  const MountedImage& image = **u;
+  ASSERT_EQ(image.config().entrypoint, std::vector<std::string>{"/usr/local/bin/ringmaster-operator"});
+  const std::string user = UserSpec(image);
+  EXPECT_EQ(user, "65532:65532") << "the chart's securityContext runs it as 65532";
+  ExpectLibrariesResolveInside(image, image.config().entrypoint[0]);
   auto help =
-      RunCommand({"chroot", "--userspec=" + *user, u->rootfs, u->image.config.entrypoint[0], "--help"}, seconds(30));
+      RunCommand({"chroot", "--userspec=" + user, image.rootfs(), image.config().entrypoint[0], "--help"}, seconds(30));
   EXPECT_COMMAND_OK(help);
   if (help.ok()) {
     EXPECT_NE(help->out.find("--leader-elect"), std::string::npos) << help->out;
   }
-  ExpectLabels(*u, "ringmaster-operator");
+  ExpectLabels(image, "ringmaster-operator");
 }
 
 // Nothing but the binary, its libraries and the two files that name its user: no shell, no compiler, no
 // package manager, nothing an attacker inside could use.
 TEST(OperatorImageTest, HoldsOnlyTheBinaryItsLibrariesAndItsUser) {
-  auto u = Unpack("ringmaster-operator");
+  auto u = MountedImage::Mount("ringmaster-operator");
   ASSERT_OK(u);
+  const std::string rootfs = (*u)->rootfs();
   const std::set<std::string> allowed_files = {"/usr/local/bin/ringmaster-operator", "/etc/passwd", "/etc/group"};
   int files = 0;
-  for (auto it = fs::recursive_directory_iterator(u->rootfs); it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(rootfs); it != fs::recursive_directory_iterator(); ++it) {
     if (!it->is_regular_file() && !it->is_symlink()) continue;
-    const std::string inside = "/" + fs::relative(it->path(), u->rootfs).string();
+    const std::string inside = "/" + fs::relative(it->path(), rootfs).string();
     ++files;
     if (allowed_files.count(inside)) continue;
     const std::string base = it->path().filename().string();
@@ -125,25 +169,26 @@ TEST(OperatorImageTest, HoldsOnlyTheBinaryItsLibrariesAndItsUser) {
   }
   EXPECT_GT(files, 3);
   for (const char* tool : {"/bin/sh", "/bin/bash", "/usr/bin/sh", "/usr/bin/gcc", "/usr/bin/apt", "/usr/bin/dpkg"}) {
-    EXPECT_FALSE(fs::exists(u->rootfs + tool)) << tool;
+    EXPECT_FALSE(fs::exists(rootfs + tool)) << tool;
   }
 }
 
 // The worker image: every program and library of the runtime resolves inside the image, the programs
 // start as the image's non-root user, and the Python package imports beside torch.
 TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
-  auto u = Unpack("ringmaster-worker");
+  auto u = MountedImage::Mount("ringmaster-worker");
   ASSERT_OK(u);
-  auto user = UserSpec(*u);
-  ASSERT_OK(user);
-  EXPECT_NE(user->rfind("0:", 0), 0u) << "the worker image runs as root: " << *user;
+  const MountedImage& image = **u;
+  const std::string rootfs = image.rootfs();
+  const std::string user = UserSpec(image);
+  EXPECT_NE(user.rfind("0:", 0), 0u) << "the worker image runs as root: " << user;
   int elves = 0;
   for (const char* dir : {"/opt/ringmaster/bin", "/opt/ringmaster/lib", "/opt/ringmaster/python/ringmaster"}) {
-    ASSERT_TRUE(fs::is_directory(u->rootfs + dir)) << dir;
-    for (const auto& entry : fs::directory_iterator(u->rootfs + dir)) {
+    ASSERT_TRUE(fs::is_directory(rootfs + dir)) << dir;
+    for (const auto& entry : fs::directory_iterator(rootfs + dir)) {
       if (!entry.is_regular_file() || !IsElf(entry.path())) continue;
       ++elves;
-      ExpectLibrariesResolveInside(*u, std::string(dir) + "/" + entry.path().filename().string());
+      ExpectLibrariesResolveInside(image, std::string(dir) + "/" + entry.path().filename().string());
     }
   }
   EXPECT_GE(elves, 6) << "ringmaster-run, ringmaster-launch, ringmaster-train-example, ringmaster-perf, _native, "
@@ -151,7 +196,7 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
   // No NCCL or CUDA runtime of our own: the runtime loads the process's (torch's) at run time, so a worker
   // holds one NCCL (worker-runtime/nccl/gpu_libraries.h).
   for (const char* lib : {"libnccl.so.2", "libcudart.so.12", "libcudart.so.13"}) {
-    EXPECT_FALSE(fs::exists(u->rootfs + "/opt/ringmaster/lib/" + lib)) << lib;
+    EXPECT_FALSE(fs::exists(rootfs + "/opt/ringmaster/lib/" + lib)) << lib;
   }
 
   // Started as a container runtime would: /proc mounted (the loader finds $ORIGIN through /proc/self/exe)
@@ -165,12 +210,12 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
       "/bin/sh",
       "-c",
       "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
-      u->rootfs,
-      *user,
+      rootfs,
+      user,
       "/usr/bin/env",
       "-i",
       "PYTHONDONTWRITEBYTECODE=1"};
-  for (const auto& [k, v] : u->image.config.env) env.push_back(k + "=" + v);
+  for (const auto& kv : image.config().env) env.push_back(kv);
   auto run = [&](std::vector<std::string> argv) {
     std::vector<std::string> full = env;
     full.insert(full.end(), argv.begin(), argv.end());
@@ -185,9 +230,9 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
   EXPECT_COMMAND_OK(imported);
   for (const char* example : {"digits_horovod_elastic.py", "digits_ddp_elastic.py", "digits_common.py",
                               "resnet_ddp_elastic.py", "gpt_horovod_elastic.py", "gpu_common.py"}) {
-    EXPECT_TRUE(fs::exists(u->rootfs + "/opt/ringmaster/examples/python/" + example)) << example;
+    EXPECT_TRUE(fs::exists(rootfs + "/opt/ringmaster/examples/python/" + example)) << example;
   }
-  ExpectLabels(*u, "ringmaster-worker");
+  ExpectLabels(image, "ringmaster-worker");
 }
 
 // `make push` (docker/push-images.sh): skopeo copies each archive to $REGISTRY/<name>:<tag> unchanged.

@@ -1,6 +1,7 @@
 // The fixture of the e2e tests that run real workers under the real operator (elastic_workers_e2e_test.cc:
-// the operator as a process, the workers' commands from build/bin; helm_install_e2e_test.cc: the operator
-// installed by the chart, everything from the images `make images` writes). It holds the training the
+// the operator as a process, the workers' commands from build/bin run by the pod runner; helm_install_e2e_test.cc:
+// the operator installed by the chart, everything from the images `make images` writes, run by the kubelets of
+// the cluster's real nodes). It holds the training the
 // workers run (Workload: the C++ example trainer or the PyTorch digits example), applies the job, follows
 // its progress through the workers' journals, and checks the end: the job Succeeded, every finisher's
 // weights equal a one-process run (float64, 1e-9 relative), each epoch's samples committed exactly once.
@@ -24,6 +25,7 @@
 #include "tests/support/cluster_test.h"
 #include "tests/support/manifests.h"
 #include "tests/support/operator_process.h"
+#include "tests/support/real_nodes.h"
 #include "worker-runtime/elastic/sample_journal.h"
 #include "worker-runtime/testing/chaos_harness.h"
 
@@ -99,14 +101,18 @@ class ElasticWorkersE2eTest : public JobTest {
   using json = nlohmann::json;
   using seconds = std::chrono::seconds;
 
-  ElasticWorkersE2eTest() : JobTest("workers") {}
+  // on_real_nodes: the job's pods run on the cluster's real nodes (real kubelets on containerd) from the worker
+  // image in the cluster's registry (the test binary needs the ctest fixture real_node_images), their output
+  // directory a hostPath mounted at /out; otherwise the pod runner runs their commands from build/bin, as local
+  // processes, for this test's own KWOK nodes.
+  explicit ElasticWorkersE2eTest(bool on_real_nodes = false) : JobTest("workers"), on_real_nodes_(on_real_nodes) {}
 
   void SetUp() override {
     JobTest::SetUp();
     out_ = ::testing::TempDir() + "elastic-workers-" + ns_;
     std::filesystem::remove_all(out_);
     std::filesystem::create_directories(out_ + "/train");
-    workload_ = TrainExample(out_ + "/train");
+    workload_ = TrainExample(WorkersOut());
     // The runner's bin dir: the example trainer, and `python` running the project's venv interpreter.
     const std::string bin = out_ + "/bin";
     std::filesystem::create_directories(bin);
@@ -116,16 +122,42 @@ class ElasticWorkersE2eTest : public JobTest {
     }
     std::ofstream(bin + "/python") << "#!/bin/sh\nexec " << RINGMASTER_PYTHON << " \"$@\"\n";
     std::filesystem::permissions(bin + "/python", std::filesystem::perms::owner_all);
-    // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
-    for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
+    if (on_real_nodes_) {
+      ASSERT_NO_FATAL_FAILURE(PlaceOnRealNodes());
+    } else {
+      // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
+      for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
+      placement_ = PoolPlacement(ns_, 6);
+    }
     StartOperatorAndRunner();
   }
 
-  // The operator as a process of the test, and a runner taking the workers' commands from bin/.
+  // The pods on the real nodes, from the worker image; the workers' output directory (out_/train) a hostPath at
+  // /out that the image's user (1000) may write. Adds the pod's volumes: and the container's volumeMounts:.
+  void PlaceOnRealNodes() {
+    auto image = RegistryImage(cluster_, "ringmaster-worker", RINGMASTER_IMAGE_TAG);
+    ASSERT_OK(image) << image.status();
+    image_ = *image;
+    placement_ = RealNodePlacement(6);
+    std::filesystem::permissions(out_ + "/train", std::filesystem::perms::all);
+    pod_extra_ += "      volumes: [{name: out, hostPath: {path: " + out_ + "/train, type: Directory}}]\n";
+    container_extra_ += "        volumeMounts: [{name: out, mountPath: /out}]\n";
+  }
+
+  // Where the workers write their journals and weights (out_/train as they see it).
+  std::string WorkersOut() const { return on_real_nodes_ ? "/out" : out_ + "/train"; }
+  // Where the workers find the PyTorch examples: in the worker image, or in this checkout.
+  std::string ExamplesDir() const {
+    return on_real_nodes_ ? "/opt/ringmaster/examples/python"
+                          : std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples";
+  }
+
+  // The operator as a process of the test, and (unless the pods run on real nodes) a runner taking the workers'
+  // commands from bin/.
   virtual void StartOperatorAndRunner() {
     Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
     ASSERT_OK(started) << started;
-    StartRunner();
+    if (!on_real_nodes_) StartRunner();
   }
 
   // The runner of the job's pods, taking the workers' commands from bin/.
@@ -148,6 +180,11 @@ class ElasticWorkersE2eTest : public JobTest {
       if (HasFailure()) std::cerr << runner_->Describe() << "\n";
       runner_->Stop();
     }
+    if (HasFailure() && on_real_nodes_) {
+      auto pods = cluster_.Kubectl({"describe", "pods", "-n", ns_});
+      if (pods.ok()) std::cerr << "---- the job's pods ----\n" << pods->out << "\n";
+      for (const auto& [pod, log] : WorkerLogs()) std::cerr << "---- " << pod << " ----\n" << log << "\n";
+    }
     if (HasFailure()) {
       std::cerr << "---- operator log ----\n" << operator_.Log() << "\n";
       auto job = cluster_.Kubectl({"get", "tj", kJob, "-n", ns_, "-o", "yaml"});
@@ -159,8 +196,8 @@ class ElasticWorkersE2eTest : public JobTest {
   }
 
   // The job: min min_workers_ (2 unless set), desired workload_.workers (3 unless set), max 4 CPU workers
-  // (gpus_ fake GPUs each: one unless set, so one per node), pinned to this test's nodes, running workload_ with the
-  // Kubernetes membership source.
+  // (gpus_ fake GPUs each: one unless set, so one per node), placed by placement_ (this test's nodes unless set),
+  // running workload_ with the Kubernetes membership source.
   void ApplyJob() {
     auto list = [](const std::vector<std::string>& items) {
       std::string out;
@@ -181,7 +218,7 @@ class ElasticWorkersE2eTest : public JobTest {
         std::to_string(max_restarts_) +
         "}\n"
         "  template:\n" +
-        template_metadata_ + "    spec:\n" + PoolPlacement(ns_, 6) + pod_extra_ +
+        template_metadata_ + "    spec:\n" + placement_ + pod_extra_ +
         "      containers:\n      - name: trainer\n        image: " + image_ +
         "\n"
         "        command: " +
@@ -308,7 +345,9 @@ class ElasticWorkersE2eTest : public JobTest {
         for (uint64_t id : ids) EXPECT_EQ(id, expect++) << "epoch " << epoch << ": a sample missing or repeated";
       }
     }
-    EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
+    if (runner_) {
+      EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
+    }
     return finishers;
   }
 
@@ -318,6 +357,34 @@ class ElasticWorkersE2eTest : public JobTest {
     for (const auto& p : runner_->Processes())
       if (p.pod == pod) out.push_back(p);
     return out;
+  }
+
+  // SIGKILLs `pod`'s worker: through its node's containerd on a real node (its container's PID 1), else the
+  // runner's process group.
+  void KillWorker(const std::string& pod) {
+    Status killed = runner_ ? runner_->Signal(pod, SIGKILL) : SignalContainer(cluster_, ns_, pod, SIGKILL);
+    ASSERT_OK(killed) << pod << ": " << killed;
+  }
+
+  // What the worker pods of the job printed, by pod: `kubectl logs` (the kubelet's) on real nodes, the runner's
+  // log files otherwise. Pods already deleted are missing on real nodes.
+  std::map<std::string, std::string> WorkerLogs() {
+    std::map<std::string, std::string> logs;
+    if (runner_) {
+      for (const auto& p : runner_->Processes()) {
+        std::ifstream in(p.log_file);
+        logs[p.pod] += std::string((std::istreambuf_iterator<char>(in)), {});
+      }
+      return logs;
+    }
+    auto pods = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", std::string(api::kJobNameLabel) + "=" + kJob});
+    if (!pods.ok()) return logs;
+    for (const auto& p : (*pods)["items"]) {
+      const std::string name = p["metadata"].value("name", "");
+      auto log = cluster_.Kubectl({"logs", name, "-n", ns_});
+      if (log.ok()) logs[name] = log->out;
+    }
+    return logs;
   }
 
   // Waits until the operator has recorded a membership change for `reason` to a world of `world`
@@ -356,18 +423,20 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string out_;
   Workload workload_;
   // The job beyond the workload: YAML lines under spec: (indented 2, e.g. its checkpoint), the pod
-  // template's image (only the image mode runs it), and YAML lines under template: (metadata, indented 4),
+  // template's image (only real nodes run it), and YAML lines under template: (metadata, indented 4),
   // under the pod spec (indented 6) and under the container (indented 8).
   std::string spec_extra_;
   std::string image_ = "ringmaster/train-example:dev";
   std::string template_metadata_, pod_extra_, container_extra_;
+  std::string placement_;      // the pod spec's placement (indented 6): this test's KWOK nodes, or real nodes
+  const bool on_real_nodes_;   // the pods run on the cluster's real nodes (see the constructor)
   bool pod_network_ = false;   // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
   int max_restarts_ = 10;      // spec.elasticPolicy.maxRestarts (the API's default)
   int min_workers_ = 2;        // spec.replicas.min
   int gpus_ = 1;               // the trainer's nvidia.com/gpu limit (the pool nodes have one each)
   int processes_per_pod_ = 1;  // spec.processesPerPod (written only when above 1)
   BackgroundProcess operator_;
-  std::unique_ptr<PodRunner> runner_;
+  std::unique_ptr<PodRunner> runner_;  // null when the pods run on real nodes (their kubelets run them)
 };
 
 }  // namespace ringmaster::testing

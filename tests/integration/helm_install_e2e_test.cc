@@ -1,16 +1,16 @@
-// The path a user takes, end to end: image -> chart -> Deployment -> worker pods. `helm install` puts the
-// chart on the local cluster with the operator image `make images` wrote; the pod runner (image mode)
-// runs the chart's two leader-elected replicas from that image, with their probes, and a TrainingJob's
-// workers from the worker image. The job trains the C++ example through a worker's SIGKILL, a
-// `kubectl scale` and the loss of the leading operator pod, and ends with the one-process weights and
-// every sample once; the operators' generations are never lost or repeated. Then `helm upgrade` rolls the
-// operator with the job untouched and `helm uninstall` leaves nothing of the release but the CRD.
+// The path a user takes, end to end: image -> registry -> chart -> Deployment -> worker pods, on the local
+// cluster's real nodes (kubelets on containerd). `helm install` puts the chart on the cluster with the operator
+// image `make images` wrote and the ctest fixture pushed to the cluster's registry (cluster.images); the kubelets
+// pull it and run the chart's two leader-elected replicas with their probes, and a TrainingJob's workers from the
+// worker image. The job trains the C++ example through a worker's SIGKILL (through its node's containerd), a
+// `kubectl scale` and the loss of the leading operator pod, and ends with the one-process weights and every sample
+// once; the operators' generations are never lost or repeated. Then `helm upgrade` rolls the operator with the job
+// untouched and `helm uninstall` leaves nothing of the release but the CRD.
 // It prints the time from `helm install` to the operator Ready (a figure, not asserted).
 #include <regex>
 
 #include "tests/integration/elastic_workers_fixture.h"
-#include "tests/pod_runner/oci_image.h"
-#include "tests/pod_runner/rootfs_cache.h"
+#include "tests/support/real_nodes.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -23,57 +23,26 @@ const std::string kChart = std::string(RINGMASTER_SOURCE_DIR) + "/helm/ringmaste
 
 class HelmInstallE2eTest : public ElasticWorkersE2eTest {
  protected:
+  HelmInstallE2eTest() : ElasticWorkersE2eTest(/*on_real_nodes=*/true) {}
+
+  // No operator process here: the chart's Deployment runs it on the real nodes.
   void StartOperatorAndRunner() override {
     release_ = UniqueName("rm");
     system_ns_ = CreateNamespace("rm-system");
-    ASSERT_TRUE(std::filesystem::exists(std::string(RINGMASTER_IMAGES_DIR) + "/ringmaster-operator.tar"))
-        << "no operator image in " << RINGMASTER_IMAGES_DIR << ": run `make images` (make test does)";
-    // The operator's pods: every pod of the release in its namespace, from the images directory.
-    auto operators = StartImageRunner(system_ns_, "app.kubernetes.io/instance=" + release_, "operator-pods");
-    ASSERT_OK(operators) << operators.status();
-    operator_runner_ = std::move(operators).value();
-    // The workers: the job's pods, from the worker image; their output directory is a hostPath the
-    // worker's user (1000) may write.
-    auto workers = StartImageRunner(ns_, "", "worker-pods");
-    ASSERT_OK(workers) << workers.status();
-    runner_ = std::move(workers).value();
-    std::filesystem::permissions(out_ + "/train", std::filesystem::perms::all);
-    image_ = std::string("ringmaster-worker:") + RINGMASTER_IMAGE_TAG;
-    // A new worker image is unpacked once (minutes for its GBs): done here, before the job, so its
-    // pods start as they would on a node that has pulled the image.
-    auto worker_image = FindLocalImage(RINGMASTER_IMAGES_DIR, image_);
-    ASSERT_OK(worker_image) << worker_image.status();
-    auto rootfs = EnsureRootfs(*worker_image, DefaultRootfsCacheDir(),
-                               [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
-    ASSERT_OK(rootfs) << rootfs.status();
-    worker_rootfs_ = std::move(rootfs).value();
-    workload_ = TrainExample("/out");
+    auto operator_image = RegistryImage(cluster_, "ringmaster-operator", RINGMASTER_IMAGE_TAG);
+    ASSERT_OK(operator_image) << operator_image.status();
+    operator_image_ = *operator_image;
     // Slower steps than the process e2e test: three disturbances (a kill, a scale, the leader's loss)
     // must land before the 120 steps end.
     *(std::find(workload_.args.begin(), workload_.args.end(), "--step-delay-ms") + 1) = "400";
-    pod_extra_ = "      volumes: [{name: out, hostPath: {path: " + out_ + "/train, type: Directory}}]\n";
-    container_extra_ = "        volumeMounts: [{name: out, mountPath: /out}]\n";
-    template_metadata_ = "    metadata: {annotations: {" + std::string(kProbedReadinessAnnotation) + ": " +
-                         kProbedReadinessValue + "}}\n";
-  }
-
-  StatusOr<std::unique_ptr<PodRunner>> StartImageRunner(const std::string& ns, const std::string& selector,
-                                                        const std::string& dir) {
-    PodRunnerOptions ro;
-    ro.kubeconfig = cluster_.kubeconfig();
-    ro.ns = ns;
-    ro.job = kJob;
-    ro.label_selector = selector;
-    ro.image_dir = RINGMASTER_IMAGES_DIR;
-    ro.work_dir = out_ + "/" + dir;
-    ro.start_timeout = seconds(60);
-    return PodRunner::Start(ro);
   }
 
   void TearDown() override {
-    if (operator_runner_) {
-      if (HasFailure()) std::cerr << operator_runner_->Describe() << "\n";
-      operator_runner_->Stop();
+    if (HasFailure()) {
+      for (const std::string& ns : {system_ns_, ns_}) {
+        auto pods = cluster_.Kubectl({"describe", "pods", "-n", ns});
+        if (pods.ok()) std::cerr << "---- pods in " << ns << " ----\n" << pods->out << "\n";
+      }
     }
     if (installed_) (void)Helm({"uninstall", release_, "-n", system_ns_, "--wait", "--timeout", "60s"});
     ElasticWorkersE2eTest::TearDown();
@@ -85,18 +54,17 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
     return RunCommand(argv, seconds(180));
   }
 
-  // The chart's values for this cluster: the images of `make images`, this test's nodes, the job's
-  // namespace, readiness from the runner's probes, short leases so a takeover is quick.
+  // The chart's values for this cluster: the operator image in the cluster's registry, the real nodes, the
+  // job's namespace, short leases so a takeover is quick.
   std::string WriteValues() {
     const std::string path = out_ + "/values.yaml";
-    std::ofstream(path) << "image: {repository: localhost/ringmaster-operator, tag: \"" << RINGMASTER_IMAGE_TAG
+    const std::string repository = operator_image_.substr(0, operator_image_.rfind(':'));
+    std::ofstream(path) << "image: {repository: " << repository << ", tag: \"" << RINGMASTER_IMAGE_TAG
                         << "\", pullPolicy: IfNotPresent}\n"
                         << "watchNamespace: " << ns_ << "\n"
                         << "logFormat: text\n"
-                        << "listenOnPodIP: true\n"
                         << "leaderElection: {enabled: true, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 1s}\n"
-                        << "podAnnotations: {" << kProbedReadinessAnnotation << ": " << kProbedReadinessValue << "}\n"
-                        << PoolPlacement(ns_, 0);
+                        << RealNodePlacement(0);
     return path;
   }
 
@@ -135,7 +103,7 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
     return out;
   }
 
-  // `helm install` of the chart and its two replicas Ready (their readiness probes run by the runner);
+  // `helm install` of the chart and its two replicas Ready (their readiness probes run by the kubelets);
   // prints the time it took and sets *leader to the pod holding the lease.
   void Install(std::string* leader) {
     ASSERT_FALSE(cluster_.Get("HELM").empty()) << "cluster.env has no HELM: run make deps";
@@ -149,7 +117,10 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
         seconds(250));
     ASSERT_COMMAND_OK(available) << (available.ok() ? available->err : "");
     const double ready_s = std::chrono::duration<double>(Clock::now() - install_start).count();
-    std::printf("FIGURE helm install -> operator Ready (Deployment Available, from the image): %.1f s\n", ready_s);
+    std::printf(
+        "FIGURE helm install -> operator Ready on real nodes (Deployment Available, pulled from the registry): %.1f "
+        "s\n",
+        ready_s);
     Status elected = WaitFor("a leader among the chart's replicas", seconds(30), [&](std::string* last) {
       *leader = Leader();
       *last = *leader;
@@ -160,8 +131,7 @@ class HelmInstallE2eTest : public ElasticWorkersE2eTest {
   }
 
   std::string release_, system_ns_;
-  std::unique_ptr<PodRunner> operator_runner_;
-  RootfsLease worker_rootfs_;  // the unpacked worker image, held for the test (rootfs_cache.h)
+  std::string operator_image_;  // <registry>/ringmaster-operator:<tag>
   bool installed_ = false;
 };
 
@@ -174,7 +144,7 @@ TEST_F(HelmInstallE2eTest, ImagesThroughTheChartSurviveAWorkerKillScaleLeaderLos
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
   const std::string victim = Membership(running)["members"][1].value("pod", "");
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   auto scaled = cluster_.Kubectl({"scale", "-n", ns_, "tj/" + kJob, "--replicas=4"});
   ASSERT_COMMAND_OK(scaled) << (scaled.ok() ? scaled->err : "");
@@ -223,11 +193,20 @@ TEST_F(HelmInstallE2eTest, ImagesThroughTheChartSurviveAWorkerKillScaleLeaderLos
   EXPECT_EQ(uninstall->exit_code, 0) << uninstall->out << uninstall->err;
   installed_ = false;
   for (const std::string kind : {"deployments", "services", "serviceaccounts", "configmaps", "roles", "rolebindings",
-                                 "poddisruptionbudgets", "networkpolicies", "pods"}) {
+                                 "poddisruptionbudgets", "networkpolicies"}) {
     auto left = cluster_.KubectlJson({"get", kind, "-n", system_ns_, "-l", "app.kubernetes.io/instance=" + release_});
     ASSERT_OK(left);
     EXPECT_TRUE((*left)["items"].empty()) << kind << " left behind: " << (*left)["items"].dump();
   }
+  // The operator's pods go once their kubelets have stopped them (SIGTERM, the operator's orderly shutdown):
+  // `helm uninstall --wait` waits for the Deployment, not for its pods' graceful termination.
+  Status pods_gone = WaitFor("the release's pods to terminate", seconds(60), [&](std::string* last) {
+    auto left = cluster_.KubectlJson({"get", "pods", "-n", system_ns_, "-l", "app.kubernetes.io/instance=" + release_});
+    if (!left.ok()) return false;
+    *last = std::to_string((*left)["items"].size()) + " pods left";
+    return (*left)["items"].empty();
+  });
+  EXPECT_OK(pods_gone) << pods_gone;
   for (const std::string kind : {"clusterroles", "clusterrolebindings"}) {
     auto left = cluster_.KubectlJson({"get", kind, "-l", "app.kubernetes.io/instance=" + release_});
     ASSERT_OK(left);
@@ -242,13 +221,13 @@ TEST_F(HelmInstallE2eTest, PyTorchExampleFromTheWorkerImageSurvivesAWorkerKill) 
   ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF): no reference run";
   std::string leader;
   ASSERT_NO_FATAL_FAILURE(Install(&leader));
-  workload_ = PyTorchExample("/out", "digits_horovod_elastic.py");
-  workload_.command = {"python", "/opt/ringmaster/examples/python/digits_horovod_elastic.py"};
+  workload_ = PyTorchExample(WorkersOut(), "digits_horovod_elastic.py");
+  workload_.command = {"python", ExamplesDir() + "/digits_horovod_elastic.py"};
   ApplyJob();
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
   const std::string victim = Membership(running)["members"][1].value("pod", "");
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   ExpectSucceededWithExactResults();
 }

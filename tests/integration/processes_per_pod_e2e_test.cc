@@ -1,9 +1,11 @@
-// spec.processesPerPod: 2 with real workers (the C++ example trainer, ringmaster-launch starting two ranks in
-// each pod) under the real operator, KWOK's fake 2-GPU nodes and the pod runner (elastic_workers_fixture.h).
-// Two pods make a world of four ranks: each pod holds two consecutive ranks whose local ranks are 0 and 1. One
-// pod is SIGKILLed mid-run (ringmaster-launch, as a container runtime would kill PID 1; its children go with
-// it): both its ranks leave in one generation, the other pod's ranks carry on as ranks 0 and 1, a replacement
-// pod joins, and the job ends with the one-process weights and every sample once per epoch.
+// spec.processesPerPod: 2 with real workers (the C++ example trainer of the worker image, ringmaster-launch
+// starting two ranks in each pod) under the real operator, on the cluster's real nodes: kubelets on containerd
+// that allocate each pod 2 of their emulated GPUs through the device-plugin API (elastic_workers_fixture.h).
+// Two pods make a world of four ranks: each pod holds two consecutive ranks whose local ranks are 0 and 1 (read
+// from `kubectl logs`). One pod's container is SIGKILLed mid-run through its node's containerd (ringmaster-launch
+// is its PID 1: the kernel ends the container's other processes with it): both its ranks leave in one
+// generation, the other pod's ranks carry on as ranks 0 and 1, a replacement pod joins, and the job ends with
+// the one-process weights and every sample once per epoch.
 #include "api/membership.h"
 #include "tests/integration/elastic_workers_fixture.h"
 
@@ -15,25 +17,18 @@ using std::chrono::seconds;
 
 class ProcessesPerPodE2eTest : public ElasticWorkersE2eTest {
  protected:
+  ProcessesPerPodE2eTest() : ElasticWorkersE2eTest(/*on_real_nodes=*/true) {}
+
   void SetUp() override {
     ElasticWorkersE2eTest::SetUp();
-    // Room for two 2-GPU pods and a replacement (the fixture's one-GPU nodes cannot take them).
-    for (const char* suffix : {"-x", "-y", "-z"}) AddPoolNode(ns_ + suffix, ns_, 2);
     processes_per_pod_ = 2;
     gpus_ = 2;
     min_workers_ = 1;  // one surviving pod keeps training
     workload_.workers = 2;
   }
 
-  // The runner's log of `pod` (ringmaster-launch's, with its processes' lines prefixed "[i] ").
-  std::string LogOf(const std::string& pod) {
-    std::string all;
-    for (const auto& p : ProcessesOf(pod)) {
-      std::ifstream in(p.log_file);
-      all += std::string((std::istreambuf_iterator<char>(in)), {});
-    }
-    return all;
-  }
+  // `kubectl logs` of `pod` (ringmaster-launch's, with its processes' lines prefixed "[i] ").
+  std::string LogOf(const std::string& pod) { return WorkerLogs()[pod]; }
 
   // The world sizes named by every membership Event of the job ("generation G, world size N ...").
   std::vector<int> PublishedWorldSizes() {
@@ -85,11 +80,16 @@ TEST_F(ProcessesPerPodE2eTest, TwoRanksPerPodLeaveTogetherAndTheJobFinishesExact
     EXPECT_NE(LogOf(m.value("pod", "")).find(line), std::string::npos) << "no '" << line << "' in its pod's log";
   }
   EXPECT_NE(membership.value("coordinator", "").find(":" + std::to_string(api::kCoordinatorPort)), std::string::npos);
+  // `kubectl exec` into a worker (the apiserver through its node's kubelet): PID 1 is the launcher the operator
+  // wrapped the command with.
+  auto exec = cluster_.Kubectl({"exec", members[2].value("pod", ""), "-n", ns_, "--", "cat", "/proc/1/cmdline"});
+  ASSERT_COMMAND_OK(exec);
+  EXPECT_NE(exec->out.find("ringmaster-launch"), std::string::npos) << exec->out;
 
   // Rank 0's pod: the coordinator moves to the other pod's process 0.
   const std::string victim = members[0].value("pod", "");
   const std::string survivor = members[2].value("pod", "");
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   const std::string change = WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   EXPECT_NE(change.find("world size 2 in 1 pod ("), std::string::npos) << change;
   const json after = Membership(Job());

@@ -1,9 +1,10 @@
 // The model examples of crds/samples/pytorch-ddp-gpu.yaml and horovod-gpu.yaml as a TrainingJob's workers, on
 // CPU: resnet_ddp_elastic.py (a small ResNet, unmodified DDP on the "ringmaster" backend) and
 // gpt_horovod_elastic.py (a small GPT-2-style decoder, Horovod's elastic API). The fixture is
-// elastic_workers_fixture.h's: the real operator, KWOK's fake GPU nodes, the pod runner running each pod's
-// command as a local process. A worker is SIGKILLed mid-run; the job must succeed with every finisher's weights
-// equal to a one-process run of the same script (float64, 1e-9 relative) and every sample once in the epoch.
+// elastic_workers_fixture.h's: the real operator, the workers from the worker image on the cluster's real nodes
+// (kubelets on containerd). A worker's container is SIGKILLed mid-run through its node's containerd; the job
+// must succeed with every finisher's weights equal to a one-process run of the same script (float64, 1e-9
+// relative, run here from the checkout) and every sample once in the epoch.
 #include "tests/integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
@@ -32,11 +33,12 @@ constexpr ModelExample kGpt = {"GptHorovod", "gpt_horovod_elastic.py",
                                2 * 512 + 2 * (2 * 64 + 3168 + 1056 + 4224 + 4128) + 64 + 528, 1536};
 
 // One epoch of the example (24 or 29 steps of the global batch of 64 after the initial commit), paced so the
-// kill at step 8 lands mid-run; the reference runs the same script as one process.
-Workload ModelWorkload(const std::string& out, const ModelExample& example) {
+// kill at step 8 lands mid-run; the workers write to `out` and find the script in `examples`; the reference runs
+// the same script of this checkout as one process.
+Workload ModelWorkload(const std::string& out, const std::string& examples, const ModelExample& example) {
   const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/" + example.script;
   Workload w;
-  w.command = {"python", script};
+  w.command = {"python", examples + "/" + example.script};
   w.args = {"--epochs", "1", "--step-delay-ms", "150"};
   w.reference = {RINGMASTER_PYTHON, script, "--epochs", "1"};
   w.env = {{std::string(api::env::kBackend), "gloo"},
@@ -53,25 +55,24 @@ Workload ModelWorkload(const std::string& out, const ModelExample& example) {
 
 class PyTorchModelsE2eTest : public ElasticWorkersE2eTest, public ::testing::WithParamInterface<ModelExample> {
  protected:
+  PyTorchModelsE2eTest() : ElasticWorkersE2eTest(/*on_real_nodes=*/true) {}
+
   // Whether some worker's log shows it trained on the CPU in float64 (the exact path; gpu_common.py).
   bool SomeWorkerTrainedInFloat64OnCpu() {
-    for (const auto& p : runner_->Processes()) {
-      std::ifstream in(p.log_file);
-      std::string log((std::istreambuf_iterator<char>(in)), {});
+    for (const auto& [pod, log] : WorkerLogs())
       if (log.find("(cpu, torch.float64)") != std::string::npos) return true;
-    }
     return false;
   }
 };
 
 TEST_P(PyTorchModelsE2eTest, WorkerKilledAndTheJobFinishesExactly) {
   ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
-  workload_ = ModelWorkload(out_ + "/train", GetParam());
+  workload_ = ModelWorkload(WorkersOut(), ExamplesDir(), GetParam());
   ApplyJob();
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
   const std::string victim = Membership(running)["members"][1].value("pod", "");
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_GE(finishers.size(), 2u);

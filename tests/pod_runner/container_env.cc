@@ -1,7 +1,5 @@
 #include "tests/pod_runner/container_env.h"
 
-#include <optional>
-
 #include "base/json_path.h"
 
 namespace ringmaster::testing {
@@ -144,45 +142,6 @@ StatusOr<std::vector<std::string>> ContainerCommand(const json& container, const
   if (!At(container, {"command"}).is_array() || At(container, {"command"}).empty()) {
     return InvalidArgumentError("container " + StringAt(container, {"name"}) +
                                 " has no command: the pod runner cannot know an image's entrypoint");
-  }
-  return argv;
-}
-
-namespace {
-
-// The container's `part` ("command" or "args") with $(VAR) expanded; nullopt when absent.
-StatusOr<std::optional<std::vector<std::string>>> ExpandedList(const json& container, const char* part,
-                                                               const std::map<std::string, std::string>& vars) {
-  const json& list = At(container, {part});
-  if (list.is_null()) return std::optional<std::vector<std::string>>();
-  if (!list.is_array()) return InvalidArgumentError(std::string("container ") + part + " is not a list");
-  std::vector<std::string> out;
-  for (const auto& a : list) {
-    if (!a.is_string()) return InvalidArgumentError(std::string("container ") + part + " holds a non-string");
-    out.push_back(ExpandVars(a.get<std::string>(), vars));
-  }
-  return std::optional<std::vector<std::string>>(std::move(out));
-}
-
-}  // namespace
-
-StatusOr<std::vector<std::string>> ImageContainerCommand(const json& container, const EnvList& env,
-                                                         const std::vector<std::string>& image_entrypoint,
-                                                         const std::vector<std::string>& image_cmd) {
-  std::map<std::string, std::string> vars(env.begin(), env.end());
-  RINGMASTER_ASSIGN_OR_RETURN(auto command, ExpandedList(container, "command", vars));
-  RINGMASTER_ASSIGN_OR_RETURN(auto args, ExpandedList(container, "args", vars));
-  // An empty list counts as unset, as in the kubelet (len(command) != 0).
-  if (command && command->empty()) command.reset();
-  if (args && args->empty()) args.reset();
-  std::vector<std::string> argv = command ? *command : image_entrypoint;
-  if (args)
-    argv.insert(argv.end(), args->begin(), args->end());
-  else if (!command)
-    argv.insert(argv.end(), image_cmd.begin(), image_cmd.end());
-  if (argv.empty()) {
-    return InvalidArgumentError("container " + StringAt(container, {"name"}) +
-                                ": no command specified (neither the pod nor the image gives one)");
   }
   return argv;
 }

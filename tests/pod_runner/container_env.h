@@ -41,14 +41,6 @@ std::string ExpandVars(const std::string& text, const std::map<std::string, std:
 // command (an image's entrypoint cannot be known here).
 StatusOr<std::vector<std::string>> ContainerCommand(const nlohmann::json& container, const EnvList& env);
 
-// The command line of a container run from its image, by Kubernetes' rules: `command` set: command +
-// args (the image's Entrypoint and Cmd ignored); only `args` set: the image's Entrypoint + args; neither:
-// Entrypoint + Cmd. $(VAR) is expanded in the container's command and args only, never in the image's.
-// InvalidArgument when the result is empty ("no command specified") or a list is malformed.
-StatusOr<std::vector<std::string>> ImageContainerCommand(const nlohmann::json& container, const EnvList& env,
-                                                         const std::vector<std::string>& image_entrypoint,
-                                                         const std::vector<std::string>& image_cmd);
-
 // The value of a downward-API fieldPath of `pod` (the fieldRefs ResolveContainerEnv supports).
 // InvalidArgument for any other path.
 StatusOr<std::string> PodFieldValue(const nlohmann::json& pod, const std::string& field_path);

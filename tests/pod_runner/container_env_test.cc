@@ -82,6 +82,15 @@ TEST(ContainerEnvTest, MissingSecretAndUnsupportedSourcesAreErrors) {
   EXPECT_EQ(ResolveContainerEnv(Pod(), resource, Lookup()).status().code(), StatusCode::kUnimplemented);
 }
 
+TEST(PodFieldValueTest, ReadsDownwardApiFields) {
+  json pod = json::parse(
+      R"({"metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}}, "status": {"podIP": "127.0.0.9"}})");
+  EXPECT_EQ(*PodFieldValue(pod, "metadata.namespace"), "n");
+  EXPECT_EQ(*PodFieldValue(pod, "metadata.labels['a']"), "b");
+  EXPECT_EQ(*PodFieldValue(pod, "status.podIP"), "127.0.0.9");
+  EXPECT_EQ(PodFieldValue(pod, "spec.nope").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ContainerEnvTest, ExpandsLikeKubernetes) {
   std::map<std::string, std::string> vars = {{"A", "1"}, {"B", "two"}};
   EXPECT_EQ(ExpandVars("$(A)-$(B)", vars), "1-two");

@@ -1,4 +1,4 @@
-// PodNetwork: the pod runner's pods (bin-dir mode) each in a network namespace of its own, on one
+// PodNetwork: the pod runner's pods (pod_runner.h) each in a network namespace of its own, on one
 // simulated network that the test owns, so that a partition is real: take a pod's link down and its
 // packets vanish -- no reset, no error, the peer's kernel never sees them -- as on a real cluster, where
 // loopback processes only ever see clean "connection refused/reset" failures.

@@ -22,12 +22,9 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "tests/pod_runner/container_env.h"
-#include "tests/pod_runner/container_start.h"
 #include "tests/pod_runner/local_process.h"
 #include "tests/pod_runner/pod_network.h"
 #include "tests/pod_runner/readiness_probe.h"
-#include "tests/pod_runner/restart_policy.h"
-#include "tests/pod_runner/rootfs_cache.h"
 
 namespace ringmaster::testing {
 
@@ -58,18 +55,11 @@ std::string NodeTrouble(const json& node) {
 
 std::string ShortUid(const std::string& uid) { return uid.substr(0, 8); }
 
-std::string Seconds(std::chrono::milliseconds d) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", std::chrono::duration<double>(d).count());
-  return text;
-}
-
-// One attempt of a probe of the container whose process is `pid` (exec probes run inside it).
-Status ProbeOnce(const ProbeSpec& spec, const std::string& ip, const ContainerSpawnOptions& exec, pid_t pid) {
+// One attempt of a probe of the pod at `ip`.
+Status ProbeOnce(const ProbeSpec& spec, const std::string& ip) {
   switch (spec.kind) {
     case ProbeSpec::Kind::kHttpGet: return ProbeHttp(ip, spec);
     case ProbeSpec::Kind::kTcpSocket: return ProbeTcp(ip, spec);
-    case ProbeSpec::Kind::kExec: return ExecInContainer(exec, pid, spec.command, spec.timeout);
   }
   return InternalError("unknown probe kind");
 }
@@ -88,24 +78,11 @@ std::string Tail(const std::string& path, size_t bytes) {
 struct PodRunner::Proc {
   RunnerProcess info;
   Subprocess process;
-  bool report_due = false;  // the pod's last container to exit, by itself; not reported yet
-  int report_code = 0;      // the pod's exit code to report
-  uint64_t exit_seq = 0;    // order of its exit among all exits
+  bool report_due = false;  // exited by itself; not reported yet
   Clock::time_point exited_at;
-  // Image mode:
-  ContainerSpawnOptions exec;      // runs a command inside the container (exec probes)
-  std::optional<ProbeSpec> probe;  // its readiness probe
+  std::optional<ProbeSpec> probe;  // pod_network: its readiness probe (kProbedReadinessAnnotation)
   std::optional<ReadinessState> readiness;
-  std::optional<ProbeSpec> liveness_probe;
-  std::optional<LivenessState> liveness;
-  RootfsLease rootfs;                            // its image's root, kept from pruning while this Proc exists
-  RestartPolicy policy = RestartPolicy::kNever;  // bin-dir mode: never restarted
-  Clock::time_point started_at;
-  std::chrono::milliseconds back_off{0};        // the wait before this run (0: the first run)
-  std::chrono::milliseconds next_back_off{0};   // once exited to be restarted: the wait before the next run
-  std::optional<Clock::time_point> restart_at;  // exited by itself; to be restarted then
-  bool superseded = false;                      // a later run of the same container exists
-  bool kill_deferred = false;                   // pod_network: its pod went while its link was cut (logged once)
+  bool kill_deferred = false;  // pod_network: its pod went while its link was cut (logged once)
 };
 
 // A pod whose start failed so far (retried every tick until start_timeout).
@@ -120,15 +97,8 @@ PodRunner::PodRunner(PodRunnerOptions options) : options_(std::move(options)), s
 
 StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) {
   if (options.kubeconfig.empty() || options.ns.empty() || (options.job.empty() && options.label_selector.empty()) ||
-      (options.bin_dir.empty() && options.image_dir.empty()) || options.work_dir.empty()) {
-    return InvalidArgumentError(
-        "PodRunner needs kubeconfig, ns, job or label_selector, bin_dir or image_dir, and work_dir");
-  }
-  if (!options.image_dir.empty()) {
-    if (::geteuid() != 0) {
-      return FailedPreconditionError("PodRunner: image mode needs root (mount namespaces, overlayfs, chroot, setuid)");
-    }
-    if (options.rootfs_cache_dir.empty()) options.rootfs_cache_dir = DefaultRootfsCacheDir();
+      options.bin_dir.empty() || options.work_dir.empty()) {
+    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job or label_selector, bin_dir and work_dir");
   }
   std::error_code ec;
   std::filesystem::create_directories(options.work_dir, ec);
@@ -143,7 +113,6 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
   LogSink log = [self](LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
   RINGMASTER_ASSIGN_OR_RETURN(runner->client_, kube::NewClient(config, nullptr, log));
   if (o.pod_network) {
-    if (!o.image_dir.empty()) return InvalidArgumentError("PodRunner: pod_network is for bin-dir mode");
     // The apiserver's port, relayed into every pod's namespace at 127.0.0.1 (its certificate names it).
     const auto colon = runner->server_.rfind(':');
     const int port = colon == std::string::npos ? 0 : std::atoi(runner->server_.c_str() + colon + 1);
@@ -177,10 +146,7 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
               (o.label_selector.empty()
                    ? "of job " + o.ns + "/" + o.job
                    : "in " + o.ns + " matching " + o.label_selector + (o.job.empty() ? "" : " (" + o.job + ")")) +
-              " as local processes (logs in " + o.work_dir + ")" +
-              (o.image_dir.empty()
-                   ? ""
-                   : " from their images in " + o.image_dir + " (unpacked into " + o.rootfs_cache_dir + ")") +
+              " as local processes from " + o.bin_dir + " (logs in " + o.work_dir + ")" +
               (o.pod_network ? ", each in a network namespace of its own" : ""));
   runner->thread_ = std::thread([self] { self->Run(); });
   return runner;
@@ -241,8 +207,7 @@ void PodRunner::Tick() {
   }
   ReportExits();
   if (network_) ReleaseNetworks();
-  if (!options_.image_dir.empty()) RestartContainers(pods);
-  if (!options_.image_dir.empty() || network_) ProbeContainers(pods);
+  if (network_) ProbeContainers(pods);
   ReassertReadiness(pods, nodes);
 
   std::map<std::string, const json*> node_by_name;
@@ -319,52 +284,20 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     if (std::string t = NodeTrouble(*node->second); !t.empty()) return "its node " + p.node + " is " + t + " (lost)";
     return "";
   };
-  const auto now = Clock::now();
   for (auto& proc : procs_) {
     RunnerProcess& p = proc->info;
-    if (!p.running) {
-      if (!proc->restart_at) continue;
-      if (std::string why = trouble(p); !why.empty()) {
-        proc->restart_at.reset();
-        p.killed_for = why;
-        Log("not restarting " + p.pod + "/" + p.container + " (uid " + ShortUid(p.uid) + "): " + why);
-      }
-      continue;
-    }
+    if (!p.running) continue;
     // Reap first: a process that exited by itself is reported even if its pod goes at the same time.
     if (std::optional<ExitStatus> exit = proc->process.Poll()) {
       p.running = false;
       p.ready = false;
       p.exit_code = exit->ShellCode();
-      proc->exited_at = now;
-      proc->exit_seq = ++exits_;
-      std::string how =
+      proc->exited_at = Clock::now();
+      proc->report_due = p.killed_for.empty();
+      const std::string how =
           exit->exited() ? "exited " + std::to_string(exit->code) : "died of signal " + std::to_string(exit->signal);
       const std::string who = p.pod + (p.container.empty() ? "" : "/" + p.container) + " (uid " + ShortUid(p.uid) +
                               ", pid " + std::to_string(p.pid) + ") ";
-      if (p.killed_for.empty() && ShouldRestart(proc->policy, p.exit_code)) {
-        const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - proc->started_at);
-        proc->next_back_off = NextRestartDelay(kTestRestartBackOff, proc->back_off, ran);
-        proc->restart_at = now + proc->next_back_off;
-        Log(who + how + "; restarting it in " + Seconds(proc->next_back_off) + " (restart " +
-            std::to_string(p.restart + 1) + ", restartPolicy " +
-            (proc->policy == RestartPolicy::kAlways ? "Always" : "OnFailure") + ")");
-        continue;
-      }
-      // The pod's exit is reported once its last container has exited by itself and none is to be
-      // restarted: the first non-zero code of the containers' last runs.
-      bool all_done = p.killed_for.empty();
-      const Proc* first_failure = nullptr;
-      for (const auto& sibling : procs_) {
-        if (sibling->info.uid != p.uid || sibling->superseded) continue;
-        all_done &= !sibling->info.running && sibling->info.killed_for.empty() && !sibling->restart_at;
-        if (!sibling->info.running && sibling->info.exit_code != 0 &&
-            (first_failure == nullptr || sibling->exit_seq < first_failure->exit_seq)) {
-          first_failure = sibling.get();
-        }
-      }
-      proc->report_due = all_done;
-      proc->report_code = first_failure ? first_failure->info.exit_code : 0;
       Log(who + how + (p.killed_for.empty() ? "" : ": killed because " + p.killed_for + "; not reported"));
       continue;
     }
@@ -388,8 +321,8 @@ void PodRunner::ReleaseNetworks() {
   std::vector<std::string> ended;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::map<std::string, bool> active;  // by uid: a process of the pod runs (or waits for its restart)
-    for (const auto& p : procs_) active[p->info.uid] |= p->info.running || p->restart_at.has_value();
+    std::map<std::string, bool> active;  // by uid: the pod's process runs
+    for (const auto& p : procs_) active[p->info.uid] |= p->info.running;
     for (const auto& [uid, a] : active)  // a cut pod keeps its namespace (and its exit unreported) until the heal
       if (!a && !network_->IsCut(uid)) ended.push_back(uid);
   }
@@ -450,7 +383,7 @@ void PodRunner::ReportExits() {
     for (const auto& p : procs_) {
       // A partitioned node's kubelet cannot report: after the heal.
       if (p->report_due && !(network_ && network_->IsCut(p->info.uid)))
-        due.push_back({p->info.pod, p->info.uid, p->report_code});
+        due.push_back({p->info.pod, p->info.uid, p->info.exit_code});
     }
   }
   for (const auto& d : due) {
@@ -485,7 +418,6 @@ Status PodRunner::ReportExit(const std::string& pod, const std::string& uid, int
 }
 
 Status PodRunner::StartPod(const json& pod) {
-  if (!options_.image_dir.empty()) return StartImagePod(pod);
   const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
   const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
   const json& containers = pod["spec"]["containers"];
@@ -552,8 +484,6 @@ Status PodRunner::StartPod(const json& pod) {
   std::optional<ProbeSpec> probe;
   if (network_ && StringAt(pod, {"metadata", "annotations", kProbedReadinessAnnotation}) == kProbedReadinessValue) {
     RINGMASTER_ASSIGN_OR_RETURN(probe, ParseReadinessProbe(container));
-    if (probe && probe->kind == ProbeSpec::Kind::kExec)
-      return UnimplementedError(name + ": exec probes need image mode");
   }
   std::string netns;
   if (network_) {
@@ -579,14 +509,11 @@ Status PodRunner::StartPod(const json& pod) {
                              false,
                              log_file,
                              kubeconfig,
-                             !probe.has_value(),
-                             0,
-                             ""};
+                             !probe.has_value()};
   proc->process = std::move(process).value();
-  proc->started_at = Clock::now();
   if (probe) {
     proc->probe = probe;
-    proc->readiness.emplace(*probe, proc->started_at);
+    proc->readiness.emplace(*probe, Clock::now());
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -599,217 +526,47 @@ Status PodRunner::StartPod(const json& pod) {
   return Status::Ok();
 }
 
-StatusOr<std::string> PodRunner::PodToken(const json& pod, const std::vector<std::string>& audiences,
-                                          int64_t expiration_seconds) {
-  std::string sa = StringAt(pod, {"spec", "serviceAccountName"});
-  if (sa.empty()) sa = "default";
-  kube::TokenRequestOptions to;
-  to.bound_kind = "Pod";
-  to.bound_name = StringAt(pod, {"metadata", "name"});
-  to.bound_uid = StringAt(pod, {"metadata", "uid"});
-  to.audiences = audiences;
-  to.expiration_seconds = expiration_seconds;
-  return client_->CreateToken(options_.ns, sa, to);
-}
-
-PodStartContext PodRunner::StartContext(const json& pod) {
-  const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
-  const std::string base = options_.work_dir + "/" + name + "." + ShortUid(uid);
-  PodStartContext ctx;
-  ctx.image_dir = options_.image_dir;
-  ctx.rootfs_cache_dir = options_.rootfs_cache_dir;
-  ctx.pod_dir = base + ".pod";
-  ctx.log_prefix = base + ".";
-  // KUBERNETES_SERVICE_HOST/PORT: the apiserver's address (https://HOST:PORT).
-  std::string hostport = server_.substr(server_.find("://") == std::string::npos ? 0 : server_.find("://") + 3);
-  hostport = hostport.substr(0, hostport.find('/'));
-  const size_t colon = hostport.rfind(':');
-  ctx.apiserver_host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-  ctx.apiserver_port = colon == std::string::npos ? "443" : hostport.substr(colon + 1);
-  ctx.object_data = [this](const std::string& kind,
-                           const std::string& object) -> StatusOr<std::map<std::string, std::string>> {
-    const bool secret = kind == "Secret";
-    RINGMASTER_ASSIGN_OR_RETURN(
-        json got,
-        client_->Get(secret ? kube::resources::Secrets() : kube::resources::ConfigMaps(), options_.ns, object));
-    std::map<std::string, std::string> data;
-    const json& fields = At(got, {"data"});
-    if (!fields.is_object()) return data;
-    for (auto it = fields.begin(); it != fields.end(); ++it) {
-      if (!it.value().is_string()) continue;
-      if (secret) {
-        RINGMASTER_ASSIGN_OR_RETURN(data[it.key()], kube::Base64Decode(it.value().get<std::string>()));
-      } else {
-        data[it.key()] = it.value().get<std::string>();
-      }
-    }
-    return data;
-  };
-  ctx.token = [this, &pod](const FileSource& source) {
-    std::vector<std::string> audiences;
-    if (!source.audience.empty()) audiences.push_back(source.audience);
-    return PodToken(pod, audiences, source.expiration_seconds);
-  };
-  ctx.progress = [this](const std::string& line) { Log(line); };
-  return ctx;
-}
-
-Status PodRunner::StartImagePod(const json& pod) {
-  const std::string name = StringAt(pod, {"metadata", "name"}), uid = StringAt(pod, {"metadata", "uid"});
-  const std::string node = StringAt(pod, {"spec", "nodeName"}), ip = StringAt(pod, {"status", "podIP"});
-  RINGMASTER_ASSIGN_OR_RETURN(RestartPolicy policy, ParseRestartPolicy(pod));
-  const PodStartContext ctx = StartContext(pod);
-  RINGMASTER_ASSIGN_OR_RETURN(std::vector<StartedContainer> started, StartPodContainers(pod, ctx));
-
-  const auto now = Clock::now();
-  std::string names;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& c : started) {
-      auto proc = std::make_unique<Proc>();
-      proc->info = RunnerProcess{name, uid, node,  ip,         c.name, c.process.pid(),          true,
-                                 -1,   "",  false, c.log_file, "",     !c.readiness.has_value(), 0,
-                                 ""};
-      proc->process = std::move(c.process);
-      proc->exec = std::move(c.exec);
-      proc->rootfs = std::move(c.rootfs);
-      proc->probe = c.readiness;
-      if (c.readiness) proc->readiness.emplace(*c.readiness, now);
-      proc->liveness_probe = c.liveness;
-      if (c.liveness) proc->liveness.emplace(*c.liveness, now);
-      proc->policy = policy;
-      proc->started_at = now;
-      names += (names.empty() ? "" : ", ") + c.name;
-      procs_.push_back(std::move(proc));
-    }
-  }
-  Log("started " + name + " (uid " + ShortUid(uid) + ") on " + node + " at " + ip + " from its images: containers " +
-      names);
-  return Status::Ok();
-}
-
-void PodRunner::RestartContainers(const std::vector<json>& pods) {
-  struct Due {
-    std::string uid, container;
-  };
-  std::vector<Due> due;
-  const auto now = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& p : procs_) {
-      if (p->restart_at && !p->superseded && now >= *p->restart_at) due.push_back({p->info.uid, p->info.container});
-    }
-  }
-  for (const Due& d : due) {
-    const json* pod = nullptr;
-    for (const auto& p : pods)
-      if (StringAt(p, {"metadata", "uid"}) == d.uid) pod = &p;
-    if (pod == nullptr || HasDeletion(*pod)) continue;  // KillAndReapLocked cancels the restart
-    const PodStartContext ctx = StartContext(*pod);
-    StatusOr<StartedContainer> c = RestartPodContainer(*pod, d.container, ctx);  // outside mu_: it may block
-    std::lock_guard<std::mutex> lock(mu_);
-    Proc* old = nullptr;
-    for (auto& p : procs_) {
-      if (p->info.uid == d.uid && p->info.container == d.container && p->restart_at && !p->superseded) old = p.get();
-    }
-    if (old == nullptr) continue;  // cancelled meanwhile; `c` (if any) is killed by its destructor
-    const std::string who = old->info.pod + "/" + d.container + " (uid " + ShortUid(d.uid) + ")";
-    if (!c.ok()) {
-      old->next_back_off = NextRestartDelay(kTestRestartBackOff, old->next_back_off, std::chrono::milliseconds(0));
-      old->restart_at = Clock::now() + old->next_back_off;
-      Log("cannot restart " + who + " (retrying in " + Seconds(old->next_back_off) + "): " + c.status().ToString());
-      continue;
-    }
-    const auto started = Clock::now();
-    auto proc = std::make_unique<Proc>();
-    proc->info = old->info;
-    proc->info.pid = c->process.pid();
-    proc->info.running = true;
-    proc->info.exit_code = -1;
-    proc->info.killed_for.clear();
-    proc->info.reported = false;
-    proc->info.log_file = c->log_file;
-    proc->info.ready = !c->readiness.has_value();
-    proc->info.restart = old->info.restart + 1;
-    proc->info.liveness_failure.clear();
-    proc->process = std::move(c->process);
-    proc->exec = std::move(c->exec);
-    proc->rootfs = std::move(c->rootfs);
-    proc->probe = c->readiness;
-    if (c->readiness) proc->readiness.emplace(*c->readiness, started);
-    proc->liveness_probe = c->liveness;
-    if (c->liveness) proc->liveness.emplace(*c->liveness, started);
-    proc->policy = old->policy;
-    proc->started_at = started;
-    proc->back_off = old->next_back_off;
-    old->restart_at.reset();
-    old->superseded = true;
-    Log("restarted " + who + " as pid " + std::to_string(proc->info.pid) + " (restart " +
-        std::to_string(proc->info.restart) + ")");
-    procs_.push_back(std::move(proc));
-  }
-}
-
 void PodRunner::ProbeContainers(const std::vector<json>& pods) {
   struct Attempt {
-    std::string uid, container, ip;
+    std::string uid, ip;
     pid_t pid;
-    bool liveness;
     ProbeSpec spec;
-    ContainerSpawnOptions exec;
   };
   std::vector<Attempt> attempts;
   const auto now = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : procs_) {
-      if (!p->info.running || !p->info.killed_for.empty() || !p->info.liveness_failure.empty()) continue;
-      if (p->readiness && p->readiness->Due(now)) {
-        attempts.push_back({p->info.uid, p->info.container, p->info.ip, p->info.pid, false, *p->probe, p->exec});
-      }
-      if (p->liveness && p->liveness->Due(now)) {
-        attempts.push_back(
-            {p->info.uid, p->info.container, p->info.ip, p->info.pid, true, *p->liveness_probe, p->exec});
-      }
+      if (!p->info.running || !p->info.killed_for.empty()) continue;
+      if (p->readiness && p->readiness->Due(now)) attempts.push_back({p->info.uid, p->info.ip, p->info.pid, *p->probe});
     }
   }
   for (const auto& a : attempts) {
-    // pod_network: from the network's side of the pod's link, as a kubelet's probe crosses the node's.
-    Status result = network_ ? network_->InFabric([&] { return ProbeOnce(a.spec, a.ip, a.exec, a.pid); })
-                             : ProbeOnce(a.spec, a.ip, a.exec, a.pid);
+    // From the network's side of the pod's link, as a kubelet's probe crosses the node's.
+    Status result = network_->InFabric([&] { return ProbeOnce(a.spec, a.ip); });
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& p : procs_) {
-      if (p->info.uid != a.uid || p->info.container != a.container || p->info.pid != a.pid || !p->info.running)
-        continue;
-      if (!p->info.killed_for.empty() || !p->info.liveness_failure.empty()) continue;
-      if (a.liveness && p->liveness) {
-        if (!p->liveness->Record(result.ok(), Clock::now())) continue;
-        p->info.liveness_failure = result.ToString();
-        Log("liveness probe of " + p->info.pod + "/" + a.container + " failed " +
-            std::to_string(p->liveness->failures()) + " times: " + result.ToString() + "; killing it");
-        (void)p->process.SignalGroup(SIGKILL);  // reaped (and restarted or reported) on a later tick
-      } else if (!a.liveness && p->readiness && p->readiness->Record(result.ok(), Clock::now())) {
+      if (p->info.uid != a.uid || p->info.pid != a.pid || !p->info.running || !p->info.killed_for.empty()) continue;
+      if (p->readiness && p->readiness->Record(result.ok(), Clock::now())) {
         p->info.ready = p->readiness->ready();
-        Log(p->info.pod + "/" + a.container + " is " + (p->info.ready ? "ready" : "not ready") +
+        Log(p->info.pod + "/" + p->info.container + " is " + (p->info.ready ? "ready" : "not ready") +
             (result.ok() ? "" : ": " + result.ToString()));
       }
     }
   }
-  // Level-based: the readiness and restart counts the pod should show, patched wherever it shows others.
+  // Level-based: the readiness the pod should show, patched wherever it shows another.
   for (const auto& pod : pods) {
     const std::string uid = StringAt(pod, {"metadata", "uid"});
     std::map<std::string, bool> ready;
-    std::map<std::string, int> restarts;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      bool active = false;  // a container runs or waits for its restart
+      bool active = false;  // its process runs
       for (const auto& p : procs_) {
-        if (p->info.uid != uid || p->superseded) continue;
-        active |= (p->info.running && p->info.killed_for.empty()) || p->restart_at.has_value();
+        if (p->info.uid != uid) continue;
+        active |= p->info.running && p->info.killed_for.empty();
         ready[p->info.container] = p->info.running && p->info.ready;
-        restarts[p->info.container] = p->info.restart;
       }
-      if (!active) continue;  // exited: KWOK's stages report it
+      if (!active) continue;  // not run here, or exited: KWOK's stages report it
     }
     bool all = true;
     for (const auto& [c, r] : ready) all &= r;
@@ -820,22 +577,16 @@ void PodRunner::ProbeContainers(const std::vector<json>& pods) {
     }
     for (const auto& cs :
          At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array()) {
-      const std::string name = StringAt(cs, {"name"});
-      auto it = ready.find(name);
+      auto it = ready.find(StringAt(cs, {"name"}));
       if (it != ready.end()) differs |= At(cs, {"ready"}).is_boolean() && cs["ready"].get<bool>() != it->second;
-      auto r = restarts.find(name);
-      if (r != restarts.end()) differs |= IntAt(cs, {"restartCount"}, 0) != r->second;
     }
     if (!differs) continue;
     auto last = readiness_patched_.find(uid);
     if (last != readiness_patched_.end() && Clock::now() - last->second < std::chrono::milliseconds(500)) continue;
     readiness_patched_[uid] = Clock::now();
-    Status s = PatchContainerStatuses(pod, ready, restarts);
-    int total = 0;
-    for (const auto& [c, n] : restarts) total += n;
+    Status s = PatchContainerStatuses(pod, ready);
     Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) +
-        (all ? " Ready" : " NotReady") + (total ? " (" + std::to_string(total) + " restarts)" : "") +
-        (s.ok() ? "" : ": " + s.ToString()));
+        (all ? " Ready" : " NotReady") + (s.ok() ? "" : ": " + s.ToString()));
   }
 }
 
@@ -864,7 +615,7 @@ void PodRunner::ReassertReadiness(const std::vector<json>& pods, const std::vect
       ready[StringAt(c, {"name"})] = true;
     }
     const std::string name = StringAt(pod, {"metadata", "name"});
-    Status patched = PatchContainerStatuses(pod, ready, {});
+    Status patched = PatchContainerStatuses(pod, ready);
     Log(patched.ok() ? "marked " + name +
                            " Ready again: its node is Ready and its process runs (the node lifecycle "
                            "controller had marked it NotReady with its node)"
@@ -872,8 +623,7 @@ void PodRunner::ReassertReadiness(const std::vector<json>& pods, const std::vect
   }
 }
 
-Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::string, bool>& ready,
-                                         const std::map<std::string, int>& restarts) {
+Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::string, bool>& ready) {
   bool all = true;
   for (const auto& [c, r] : ready) all &= r;
   const std::string now = FormatRfc3339(std::chrono::system_clock::now());
@@ -884,15 +634,12 @@ Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::st
     if (!all) c["reason"] = "ContainersNotReady";
     conditions.push_back(c);
   }
-  // containerStatuses is replaced as a whole by a patch: the current list with `ready` and
-  // `restartCount` changed.
+  // containerStatuses is replaced as a whole by a patch: the current list with `ready` changed.
   json statuses =
       At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array();
   for (auto& cs : statuses) {
     auto it = ready.find(StringAt(cs, {"name"}));
     if (it != ready.end()) cs["ready"] = it->second;
-    auto r = restarts.find(StringAt(cs, {"name"}));
-    if (r != restarts.end()) cs["restartCount"] = r->second;
   }
   json patch = {{"metadata", {{"uid", StringAt(pod, {"metadata", "uid"})}}},
                 {"status", {{"conditions", conditions}, {"containerStatuses", statuses}}}};
@@ -938,7 +685,6 @@ std::string PodRunner::Describe(size_t tail_bytes) const {
     for (const auto& l : lines_) out += l + "\n";
   }
   for (const auto& p : procs_) {
-    if (p->superseded) continue;  // a later run appends to the same log
     out += "---- " + p->info.pod + (p->info.container.empty() ? "" : "/" + p->info.container) + " (uid " +
            ShortUid(p->info.uid) + "): " + p->info.log_file + " ----\n" + Tail(p->info.log_file, tail_bytes) + "\n";
   }

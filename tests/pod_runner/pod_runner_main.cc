@@ -3,11 +3,9 @@
 //
 //   ringmaster-pod-runner --kubeconfig build/cluster/kubeconfig --namespace default --job demo
 //       --bin-dir build/bin --work-dir /tmp/demo-pods
-//   ringmaster-pod-runner ... --image-dir build/images --work-dir /tmp/demo-pods   (pods run from their images;
-//       needs root: see pod_runner.h's image mode)
-//   ringmaster-pod-runner ... --namespace ringmaster-system --selector app.kubernetes.io/name=ringmaster
-//       --image-dir build/images --work-dir /tmp/operator-pods   (any pods matching a label selector, e.g.
-//       the operator's Helm Deployment)
+//   ringmaster-pod-runner ... --selector app=demo --bin-dir build/bin --work-dir /tmp/demo-pods   (any pods
+//       matching a label selector)
+//   ringmaster-pod-runner ... --pod-network   (each pod in a network namespace of its own; needs root)
 #include <signal.h>
 
 #include <cstdio>
@@ -22,9 +20,9 @@ namespace {
 
 constexpr char kDescription[] =
     "ringmaster-pod-runner: runs the pods of TrainingJob --job (label ringmaster.io/job-name), or the pods\n"
-    "matching --selector, that KWOK reports Running as local processes (found in --bin-dir, or run from their\n"
-    "images in --image-dir), reports their exits through KWOK's stage labels, and kills a pod's processes when\n"
-    "the pod is deleted or its node goes NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
+    "matching --selector, that KWOK reports Running as local processes (their commands found in --bin-dir),\n"
+    "reports their exits through KWOK's stage labels, and kills a pod's process when the pod is deleted or its\n"
+    "node goes NotReady. Stops on SIGINT/SIGTERM or after --deadline-s.";
 
 struct Flags {
   ringmaster::testing::PodRunnerOptions runner;
@@ -41,20 +39,13 @@ std::unique_ptr<CLI::App> NewApp(Flags& f) {
   pods->add_option("--selector", f.runner.label_selector,
                    "a label selector for the pods to run, instead of --job's label (--job then only names them)");
   pods->require_option(1, 2);
-  auto* source = app->add_option_group("containers", "where the containers come from (exactly one)");
-  source->add_option("--bin-dir", f.runner.bin_dir,
-                     "bin-dir mode: a container's command is found here by its base name (its image is ignored)");
-  source->add_option("--image-dir", f.runner.image_dir,
-                     "image mode: pods run from their images, OCI archives NAME.tar here (needs root)");
-  source->require_option(1);
-  app->add_option("--rootfs-cache-dir", f.runner.rootfs_cache_dir,
-                  "image mode: where images are unpacked once (default $RINGMASTER_CACHE/rootfs or "
-                  "~/.cache/ringmaster/rootfs)");
-  app->add_flag("--pod-network", f.runner.pod_network,
-                "bin-dir mode: each pod in a network namespace of its own on a bridge this runner creates, the "
-                "apiserver relayed in (needs root; pod_network.h)");
-  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home, layers, volumes and logs")
+  app->add_option("--bin-dir", f.runner.bin_dir,
+                  "a container's command is found here by its base name (its image is ignored)")
       ->required();
+  app->add_flag("--pod-network", f.runner.pod_network,
+                "each pod in a network namespace of its own on a bridge this runner creates, the apiserver relayed "
+                "in (needs root; pod_network.h)");
+  app->add_option("--work-dir", f.runner.work_dir, "where each pod gets its home, kubeconfig and log")->required();
   app->add_option("--deadline-s", f.deadline_s, "stop after this many seconds (0: never)")
       ->check(CLI::Range(0L, 10L * 365 * 24 * 3600));
   return app;

@@ -63,7 +63,8 @@ StatusOr<int> Connect(const std::string& ip, int port, Clock::time_point deadlin
 
 }  // namespace
 
-StatusOr<std::optional<ProbeSpec>> ParseProbe(const json& container, const std::string& field) {
+StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) {
+  const std::string field = "readinessProbe";
   const json& probe = At(container, {field});
   if (probe.is_null()) return std::optional<ProbeSpec>();
   ProbeSpec s;
@@ -85,15 +86,11 @@ StatusOr<std::optional<ProbeSpec>> ParseProbe(const json& container, const std::
     RINGMASTER_ASSIGN_OR_RETURN(s.port, Port(container, At(probe, {"tcpSocket", "port"}), field));
     s.host = StringAt(probe, {"tcpSocket", "host"});
   } else if (probe.contains("exec")) {
-    s.kind = ProbeSpec::Kind::kExec;
-    for (const auto& a : At(probe, {"exec", "command"}).is_array() ? probe["exec"]["command"] : json::array()) {
-      if (a.is_string()) s.command.push_back(a.get<std::string>());
-    }
-    if (s.command.empty()) return InvalidArgumentError(where + "exec without a command");
+    return UnimplementedError(where + "exec is not supported by the pod runner (its processes run on the host)");
   } else if (probe.contains("grpc")) {
     return UnimplementedError(where + "grpc is not supported by the pod runner");
   } else {
-    return InvalidArgumentError(where + "no handler (httpGet, tcpSocket or exec)");
+    return InvalidArgumentError(where + "no handler (httpGet or tcpSocket)");
   }
   s.initial_delay = std::chrono::seconds(IntAt(probe, {"initialDelaySeconds"}, 0));
   s.period = std::chrono::seconds(std::max<int64_t>(1, IntAt(probe, {"periodSeconds"}, 10)));
@@ -101,16 +98,6 @@ StatusOr<std::optional<ProbeSpec>> ParseProbe(const json& container, const std::
   s.success_threshold = static_cast<int>(std::max<int64_t>(1, IntAt(probe, {"successThreshold"}, 1)));
   s.failure_threshold = static_cast<int>(std::max<int64_t>(1, IntAt(probe, {"failureThreshold"}, 3)));
   return std::optional<ProbeSpec>(s);
-}
-
-StatusOr<std::optional<ProbeSpec>> ParseReadinessProbe(const json& container) {
-  return ParseProbe(container, "readinessProbe");
-}
-
-StatusOr<std::optional<ProbeSpec>> ParseLivenessProbe(const json& container) {
-  RINGMASTER_ASSIGN_OR_RETURN(std::optional<ProbeSpec> spec, ParseProbe(container, "livenessProbe"));
-  if (spec) spec->success_threshold = 1;
-  return spec;
 }
 
 Status ProbeTcp(const std::string& ip, const ProbeSpec& spec) {
@@ -179,17 +166,6 @@ bool ReadinessState::Record(bool success, Clock::time_point now) {
     if (++failures_ >= spec_.failure_threshold) ready_ = false;
   }
   return ready_ != before;
-}
-
-LivenessState::LivenessState(const ProbeSpec& spec, Clock::time_point started)
-    : spec_(spec), next_(started + spec.initial_delay) {}
-
-bool LivenessState::Due(Clock::time_point now) const { return now >= next_; }
-
-bool LivenessState::Record(bool success, Clock::time_point now) {
-  next_ = now + spec_.period;
-  failures_ = success ? 0 : failures_ + 1;
-  return failures_ == spec_.failure_threshold;
 }
 
 }  // namespace ringmaster::testing

@@ -6,6 +6,8 @@
 #                     [--audit-log]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
+#   cluster.sh push --dir DIR [--images IMAGES_DIR]   (the images of `make images` into the registry of a cluster
+#                                                       with real nodes; every real node pulls the worker image)
 #   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
 #                                                                   data; stopped SECONDS before the start)
 #
@@ -20,6 +22,8 @@
 #     each; real_nodes.sh), tainted ringmaster.io/real-node=true:NoSchedule, and an image registry whose
 #     address is in DIR/registry; each advertises E (default 4) emulated nvidia.com/gpu through the kubelet's
 #     device-plugin API. Needs root. A reused cluster keeps the real nodes it was started with.
+# push: IMAGES_DIR (default build/images) holds ringmaster-operator.tar and ringmaster-worker.tar; they land in
+#     the registry as <registry>/<name>:<chart appVersion> (make images does this when build/cluster has a registry).
 set -euo pipefail
 CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$CLUSTER_SCRIPT_DIR/../lib.sh"
@@ -29,7 +33,7 @@ source "$CLUSTER_SCRIPT_DIR/real_nodes.sh"
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------------------------------------------
 # processes
@@ -458,6 +462,7 @@ cmd_status() {
 main() {
   local cmd="${1:-}"; shift || true
   DIR="" NODES=4 GPUS=8 REAL_NODES=0 REAL_NODE_GPUS=4 FRESH=0 DOWN_FOR=0 AUDIT=0
+  IMAGES="$RINGMASTER_ROOT/build/images"
   local positional=()
   while (($#)); do
     case "$1" in
@@ -469,6 +474,7 @@ main() {
       --fresh) FRESH=1; shift ;;
       --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
       --audit-log) AUDIT=1; shift ;;
+      --images) IMAGES="${2:-}"; shift 2 ;;
       -h|--help) usage; exit 0 ;;
       -*) die "unknown option '$1'" "see $0 --help" ;;
       *) positional+=("$1"); shift ;;
@@ -484,9 +490,11 @@ main() {
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
+    push) load_env >/dev/null 2>&1 || die "no cluster is running in $DIR" "start one: make cluster-up"
+          real_nodes_push "$IMAGES" ;;
     restart) [[ ${#positional[@]} == 1 ]] || die "restart takes one component" "e.g. $0 restart --dir $DIR kube-apiserver"
              cmd_restart "${positional[0]}" ;;
-    *) usage; die "unknown command '$cmd'" "use up, down, status or restart" ;;
+    *) usage; die "unknown command '$cmd'" "use up, down, status, push or restart" ;;
   esac
 }
 

@@ -324,3 +324,41 @@ real_nodes_down() {
   if [[ -s "$DIR/nodes/sysctl-before" ]]; then sysctl -q -p "$DIR/nodes/sysctl-before" >/dev/null 2>&1 || true; fi
   rm -rf "$DIR/nodes" "$DIR/registry-data" "$DIR/registry" "$DIR/registry.yaml"
 }
+
+# real_nodes_push IMAGES_DIR: the images of `make images` (ringmaster-operator, ringmaster-worker) into the
+# cluster's registry with docker/push-images.sh, as a user pushes them, then both pulled by every real node
+# through its CRI (what the kubelet does for a pod), all nodes at once: a TrainingJob's first pods then start
+# as they would on nodes that already ran one. Prints each step's time.
+real_nodes_push() {
+  local images="$1" registry version start=$SECONDS
+  [[ -s "$DIR/registry" ]] || die "the cluster in $DIR has no registry" \
+    "start it with real nodes: make cluster-up (REAL_NODES=2), or cluster.sh up --real-nodes N"
+  registry="$(cat "$DIR/registry")"
+  version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$RINGMASTER_ROOT/helm/ringmaster/Chart.yaml")"
+  IMAGES_DIR="$images" REGISTRY="$registry" SKOPEO_ARGS=--dest-tls-verify=false \
+    "$RINGMASTER_ROOT/docker/push-images.sh" || die "could not push the images to $registry" "see above"
+  log "  pushed to $registry in $((SECONDS - start)) s; every real node pulls them"
+  local i sock pids=() names=()
+  start=$SECONDS
+  for i in $(real_node_indexes || true); do
+    sock="$(real_node_dir "$i")/containerd.sock"
+    [[ -S "$sock" ]] || die "$(real_node_name "$i") has no containerd socket" "restart the cluster (make cluster-up)"
+    (
+      for image in ringmaster-operator ringmaster-worker; do
+        "$DIR/bin/crictl" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
+          pull --pull-timeout 15m "$registry/$image:$version" || exit 1
+      done
+    ) >"$DIR/logs/pull-$(real_node_name "$i").log" 2>&1 &
+    pids+=("$!") names+=("$(real_node_name "$i")")
+  done
+  local k failed="" waited=0
+  while [[ -n "$(jobs -r)" ]]; do  # a line every 30 s while the nodes pull
+    sleep 1
+    if ((++waited % 30 == 0)); then log "  still pulling after $waited s (logs: $DIR/logs/pull-*.log)"; fi
+  done
+  for k in "${!pids[@]}"; do
+    wait "${pids[$k]}" || failed+=" ${names[$k]}"
+  done
+  [[ -z "$failed" ]] || die "the images could not be pulled on$failed" "see $DIR/logs/pull-*.log"
+  log "  ${#pids[@]} real nodes pulled ringmaster-operator and ringmaster-worker:$version in $((SECONDS - start)) s"
+}

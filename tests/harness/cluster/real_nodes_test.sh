@@ -11,7 +11,8 @@
 #   - both nodes register, go Ready and report containerd as their runtime, tainted for opt-in;
 #   - an image pushed to the cluster's registry is pulled by a kubelet; a pod on each node runs it;
 #   - a pod on one node reaches a pod on the other by its pod IP (each node's bridge, routed by this machine);
-#   - `kubectl logs` and `kubectl exec` work (the apiserver calls the kubelet);
+#   - `kubectl logs`, `kubectl logs --previous` (a container the kubelet restarted) and `kubectl exec` work (the
+#     apiserver calls the kubelet);
 #   - a pod reaches the apiserver at the `kubernetes` Service's address, as in-cluster clients do;
 #   - the chart installs the operator from the registry onto a real node: two replicas Ready, one holds the lease
 #     (prints the time from `helm install` to Ready);
@@ -21,7 +22,9 @@
 #   - a container over its memory limit is killed by the kernel and reported OOMKilled, and a TrainingJob's worker
 #     killed so is a failure with reason OOMKilled in the job's status.recentFailures;
 #   - a tag the registry lacks shows up as the pod's ErrImagePull or ImagePullBackOff, and a TrainingJob whose
-#     worker image cannot be pulled says so in its Running condition (reason WorkerCannotStart) within a minute;
+#     worker image cannot be pulled says so in its Running condition (reason WorkerCannotStart) within a minute,
+#     then fails at its spec.scheduling.scheduleTimeoutSeconds (reason ScheduleTimeout) and its pod, with the GPU
+#     it held on its node, is deleted;
 #   - `cluster.sh down` leaves no process, mount, bridge, cgroup, CNI lease or iptables rule behind.
 # Needs root (as containerd does). Prints each step; exit 1 names the step that failed.
 set -euo pipefail
@@ -93,16 +96,19 @@ spec:
 EOF
 }
 
-# job NAME IMAGE COMMAND [LIMITS]: a one-worker TrainingJob whose worker runs on a real node.
+# job NAME IMAGE COMMAND [LIMITS [SPEC]]: a one-worker TrainingJob whose worker runs on a real node; SPEC is one
+# more line of its spec (e.g. "scheduling: {scheduleTimeoutSeconds: 20}").
 job() {
-  local limits="{}"
+  local limits="{}" spec=""
   if (($# >= 4)); then limits="$4"; fi
+  if (($# >= 5)); then spec="$5"; fi
   k apply -f - >/dev/null <<EOF
 apiVersion: ringmaster.io/v1alpha1
 kind: TrainingJob
 metadata: {name: $1}
 spec:
   replicas: {min: 1, max: 1, desired: 1}
+  $spec
   template:
     spec:
       restartPolicy: Never
@@ -151,6 +157,39 @@ step "termination message"
 message="$(k get pod client -o jsonpath='{.status.containerStatuses[0].state.terminated.message}')"
 [[ "$message" == "completed at step 7"* ]] || fail "the termination message is '$message'"
 echo "  $message"
+
+step "kubectl logs --previous: a container the kubelet restarted"
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: restarter}
+spec:
+  nodeSelector: {kubernetes.io/hostname: ringmaster-node-1}
+  tolerations: [{key: ringmaster.io/real-node, operator: Exists}]
+  restartPolicy: OnFailure
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: "$REGISTRY/busybox:test", command: ["/bin/sh", "-c", "echo run of \$(hostname); exit 3"]}
+EOF
+deadline=$((SECONDS + 60)) restarts=0
+while ((SECONDS < deadline)); do  # the kubelet's first back-off is 10 s
+  restarts="$(k get pod restarter -o jsonpath='{.status.containerStatuses[0].restartCount}' 2>/dev/null || true)"
+  [[ "${restarts:-0}" -ge 1 ]] && break
+  sleep 0.5
+done
+[[ "${restarts:-0}" -ge 1 ]] || fail "the kubelet did not restart the failing container within 60 s" "$(k describe pod restarter | tail -12)"
+# (while the kubelet swaps containers, the previous one's log is briefly unavailable: asked again for 20 s)
+deadline=$((SECONDS + 20)) previous=""
+while ((SECONDS < deadline)); do
+  previous="$(k logs --previous restarter 2>&1 || true)"
+  [[ "$previous" == "run of restarter" ]] && break
+  sleep 0.5
+done
+[[ "$previous" == "run of restarter" ]] || fail "kubectl logs --previous printed '$previous'"
+last_exit="$(k get pod restarter -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')"
+[[ "$last_exit" == 3 ]] || fail "the previous run's exit code is '$last_exit', not 3"
+echo "  restart $restarts; the previous run printed '$previous' and exited $last_exit"
+k delete pod restarter --wait=false >/dev/null
 
 step "a pod reaches the apiserver as in-cluster clients do"
 pod incluster ringmaster-node-0 "$REGISTRY/busybox:test" \
@@ -212,13 +251,14 @@ done
 [[ "$reason" == ErrImagePull || "$reason" == ImagePullBackOff ]] || fail "the pod waits with '$reason', not a pull error"
 echo "  $reason"
 
-step "a TrainingJob whose worker image cannot be pulled says so (this build's operator, on this machine)"
+step "a TrainingJob whose worker image cannot be pulled says so, and frees its GPU at its schedule timeout (this build's operator, on this machine)"
 "$DIR/bin/helm" --kubeconfig "$DIR/kubeconfig" uninstall rm -n ringmaster-system --wait >/dev/null \
   || fail "helm uninstall"
 "$OPERATOR_BIN" --kubeconfig "$DIR/kubeconfig" --metrics-bind-address 0 --health-probe-bind-address 0 \
   >"$WORK/operator.log" 2>&1 &
 OPERATOR_PID=$!
-job bad-image "$REGISTRY/busybox:no-such-tag" "sleep 600"
+job bad-image "$REGISTRY/busybox:no-such-tag" "sleep 600" "{nvidia.com/gpu: 1}" \
+  "scheduling: {scheduleTimeoutSeconds: 20}"
 start_job=$SECONDS condition=""
 while ((SECONDS - start_job < 60)); do
   condition="$(k get tj bad-image -o jsonpath='{.status.conditions[?(@.type=="Running")].reason}: {.status.conditions[?(@.type=="Running")].message}' 2>/dev/null || true)"
@@ -229,6 +269,27 @@ done
   || fail "the job's Running condition does not name the pull error after 60 s: '$condition'" \
     "$(tail -20 "$WORK/operator.log")"
 echo "  after $((SECONDS - start_job)) s: $condition" | cut -c1-220
+gpu_pod="$(k get pods -l ringmaster.io/job-name=bad-image -o jsonpath='{.items[0].spec.nodeName} {.items[0].spec.containers[0].resources.limits.nvidia\.com/gpu}')"
+[[ "$gpu_pod" == ringmaster-node-?" 1" ]] || fail "the worker pod does not hold a GPU on a real node: '$gpu_pod'"
+# Past scheduleTimeoutSeconds (20 s) the job fails, naming why, and its pod (with the GPU) is deleted.
+phase=""
+while ((SECONDS - start_job < 60)); do
+  phase="$(k get tj bad-image -o jsonpath='{.status.phase} {.status.conditions[?(@.type=="Failed")].reason}')"
+  [[ "$phase" == Failed* ]] && break
+  sleep 1
+done
+[[ "$phase" == "Failed ScheduleTimeout" ]] || fail "the job is '$phase' 60 s after it was applied, not Failed by ScheduleTimeout" \
+  "$(tail -20 "$WORK/operator.log")"
+failed_after=$((SECONDS - start_job))
+left=1
+while ((SECONDS - start_job < 90)); do
+  left="$(k get pods -l ringmaster.io/job-name=bad-image -o name | wc -l)"
+  ((left == 0)) && break
+  sleep 1
+done
+((left == 0)) || fail "the failed job's worker pod still exists 90 s after the job was applied" "$(k get pods -o wide)"
+echo "  Failed (ScheduleTimeout) after $failed_after s; its pod and GPU released after $((SECONDS - start_job)) s:"
+k get tj bad-image -o jsonpath='  {.status.conditions[?(@.type=="Failed")].message}{"\n"}' | cut -c1-220
 k delete tj bad-image --wait=false >/dev/null
 
 step "a worker the kernel OOM-kills is a failure with reason OOMKilled in the job's recentFailures"
