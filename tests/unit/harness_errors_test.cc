@@ -33,7 +33,14 @@ TEST(HarnessErrorsTest, ClusterUpWithoutDirSaysSo) {
 TEST(HarnessErrorsTest, UnknownClusterCommandIsRefused) {
   auto r = RunCommand({kCluster, "explode", "--dir", ::testing::TempDir() + "/c"});
   ASSERT_OK(r) << r.status();
-  ExpectOneClearLine(*r, "unknown command 'explode'", "use up, down, status or restart");
+  ExpectOneClearLine(*r, "unknown command 'explode'", "use up, down, status, push or restart");
+}
+
+// `cluster.sh push` needs a running cluster with a registry (one started with real nodes).
+TEST(HarnessErrorsTest, PushWithoutAClusterSaysHowToStartOne) {
+  auto r = RunCommand({kCluster, "push", "--dir", ::testing::TempDir() + "/no-cluster"});
+  ASSERT_OK(r) << r.status();
+  ExpectOneClearLine(*r, "no cluster is running in", "start one: make cluster-up");
 }
 
 TEST(HarnessErrorsTest, ClusterUpWithoutBuiltToolsPointsToMakeDeps) {
