@@ -21,6 +21,15 @@ die() {
   exit 1
 }
 
+# chart_version [CHART_DIR]: the chart's appVersion (helm/ringmaster unless given), which tags the images; dies
+# when the chart has none.
+chart_version() {
+  local chart="${1:-$RINGMASTER_ROOT/helm/ringmaster}" version
+  version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$chart/Chart.yaml")"
+  [[ -n "$version" ]] || die "no appVersion in $chart/Chart.yaml" "check the chart"
+  echo "$version"
+}
+
 need_cmd() {
   command -v "$1" >/dev/null 2>&1 || die "required command '$1' not found" "${2:-run make deps}"
 }

@@ -334,7 +334,7 @@ real_nodes_push() {
   [[ -s "$DIR/registry" ]] || die "the cluster in $DIR has no registry" \
     "start it with real nodes: make cluster-up (REAL_NODES=2), or cluster.sh up --real-nodes N"
   registry="$(cat "$DIR/registry")"
-  version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$RINGMASTER_ROOT/helm/ringmaster/Chart.yaml")"
+  version="$(chart_version)" || exit 1
   IMAGES_DIR="$images" REGISTRY="$registry" SKOPEO_ARGS=--dest-tls-verify=false \
     "$RINGMASTER_ROOT/docker/push-images.sh" || die "could not push the images to $registry" "see above"
   log "  pushed to $registry in $((SECONDS - start)) s; every real node pulls them"
