@@ -46,7 +46,7 @@ void SlimPod(json* pod) {
   json slim = {{"apiVersion", pod->value("apiVersion", "v1")}, {"kind", pod->value("kind", "Pod")}};
   slim["metadata"] = Pick(pod->value("metadata", json::object()),
                           {"name", "namespace", "uid", "resourceVersion", "labels", "annotations", "ownerReferences",
-                           "creationTimestamp", "deletionTimestamp"});
+                           "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"});
   slim["spec"] = Pick(pod->value("spec", json::object()), {"nodeName"});
   slim["status"] = std::move(slim_status);
   *pod = std::move(slim);

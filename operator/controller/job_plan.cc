@@ -78,8 +78,11 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
   v.phase = StringAt(status, {"phase"});
   v.for_scale_up = StringAt(meta, {"annotations", api::kCreatedForAnnotation}) == api::created_for::kScaleUp;
   if (meta.contains("deletionTimestamp")) {
+    // The apiserver sets deletionTimestamp to the end of the pod's grace period, not to the request's time:
+    // the deletion began deletionGracePeriodSeconds before it (forceDeleteGraceSeconds counts from there).
     v.deleting = true;
-    v.deleting_since = TimeOr(StringAt(meta, {"deletionTimestamp"}), now);
+    v.deleting_since = TimeOr(StringAt(meta, {"deletionTimestamp"}), now) -
+                       std::chrono::seconds(IntAt(meta, {"deletionGracePeriodSeconds"}));
   }
   for (const auto& c : ArrayAt(status, {"conditions"})) {
     if (StringAt(c, {"type"}) != api::kReadyCondition) continue;

@@ -263,6 +263,32 @@ TEST(PlanJobTest, NodeNotReadyPastTheWindowDropsItsWorkers) {
   EXPECT_TRUE(gone->deletes[0].force);
 }
 
+// A lost node's pod stays Terminating (its kubelet cannot confirm): forceDeleteGraceSeconds after the deletion
+// began -- deletionTimestamp less deletionGracePeriodSeconds, as the apiserver writes them -- it is forced.
+TEST(PlanJobTest, APodTerminatingOnALostNodeIsForcedTheForceGraceAfterItsDeletionBegan) {
+  json job = Job(1, 2,
+                 {{"elasticPolicy",
+                   {{"joinBatchWindowSeconds", 5}, {"nodeUnresponsiveSeconds", 20}, {"forceDeleteGraceSeconds", 5}}}});
+  std::vector<json> pods = {Pod(0, "Running", true, "n0"), Pod(1, "Running", true, "n1")};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  const auto deleted_at = kT0 + seconds(20);
+  pods[1]["metadata"]["deletionTimestamp"] = FormatRfc3339(deleted_at + seconds(30));  // a 30 s grace period
+  pods[1]["metadata"]["deletionGracePeriodSeconds"] = 30;
+  PlanInput in = Input(job, pods, deleted_at + seconds(4));
+  in.nodes["n1"] = NodeState{false, kT0};
+  auto within = PlanJob(in);
+  ASSERT_OK(within);
+  for (const auto& d : within->deletes) EXPECT_FALSE(d.force) << d.name << " forced before the grace ended";
+  ASSERT_TRUE(within->requeue_at.has_value());
+  EXPECT_LE(*within->requeue_at, deleted_at + seconds(5)) << "no look again when the force grace ends";
+  in.now = deleted_at + seconds(5);
+  auto past = PlanJob(in);
+  ASSERT_OK(past);
+  ASSERT_EQ(past->deletes.size(), 1u);
+  EXPECT_EQ(past->deletes[0].name, "j-worker-1");
+  EXPECT_TRUE(past->deletes[0].force);
+}
+
 TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
   json job = Job(1, 3);
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};

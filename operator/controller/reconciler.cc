@@ -141,9 +141,12 @@ const char* TrainingJobReconciler::ReconcileJob(const std::string& key, Reconcil
   if (!job) {  // deleted: its pods and owned objects go by garbage collection
     std::lock_guard<std::mutex> lock(mu_);
     dirty_since_.erase(key);
+    deleted_pods_.Forget(key);
     return "success";
   }
-  const PlanInput input = Observe(key, *job);
+  PlanInput input = Observe(key, *job);
+  // Our own deletions the watch has not brought back yet (deleted_pods.h).
+  deleted_pods_.Overlay(key, &input.pods);
   StatusOr<JobPlan> planned = PlanJob(input);
   if (!planned.ok()) {
     // The object cannot be read or acted on as written (a field of the wrong type, min > max): an event
@@ -253,6 +256,7 @@ Status TrainingJobReconciler::ApplyPods(const std::string& key, const std::strin
     if (!deleted.ok() && !kube::IsNotFound(deleted) && !kube::IsConflict(deleted) && first_error.ok()) {
       first_error = deleted.WithContext("deleting pod " + d.name);
     } else if (deleted.ok()) {
+      deleted_pods_.Deleted(key, d.uid, now_());
       log_(LogLevel::kInfo, "job " + key + ": deleted pod " + d.name + (d.force ? " (forced)" : "") + ": " + d.why);
     }
   }

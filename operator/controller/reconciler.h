@@ -24,6 +24,7 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/store.h"
+#include "operator/controller/deleted_pods.h"
 #include "operator/controller/job_plan.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/controller/written_objects.h"
@@ -83,7 +84,8 @@ class TrainingJobReconciler {
   // new membership generation records the metrics and a log line. Errors: the client's, unwrapped
   // (Conflict when the job changed since the cache saw it).
   Status WriteStatus(const std::string& key, const nlohmann::json& job, const nlohmann::json& status);
-  // Creates and deletes the plan's pods, all of them even after an error. Errors: the first one;
+  // Creates and deletes the plan's pods, all of them even after an error; a successful delete is recorded in
+  // deleted_pods_ until the cache shows it. Errors: the first one;
   // AlreadyExists on create and NotFound/Conflict on delete are not errors.
   Status ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan);
   // Deletes the job (background propagation, only this uid). Errors: the client's; NotFound is OK.
@@ -108,6 +110,8 @@ class TrainingJobReconciler {
 
   // The jobs as this operator last wrote them, until the cache has them (thread-safe itself).
   WrittenObjects written_;
+  // The pods this operator deleted, until the cache shows it (thread-safe itself).
+  DeletedPods deleted_pods_;
 
   std::mutex mu_;
   // Guarded by mu_.
