@@ -155,12 +155,14 @@ test-sanitize:
 	  -L 'unit|integration' -E '^unit\.python\.|^integration\.(Operator|Worker)ImageTest\.|^cluster\.images$$' $(CTEST_ARGS)
 	@JOBS=$(JOBS) tests/harness/sanitize.sh thread $(TSAN_BUILD_DIR) tests-concurrency -L concurrency $(CTEST_ARGS)
 
-# Minutes of random faults (kill -9, SIGSTOP, scale, node NotReady, operator and apiserver loss) against one
-# elastic job on a cluster of its own (build/soak-cluster), then the exact-result check and a table of the
-# faults survived (tests/soak/elastic_soak_test.cc). Not part of make test.
+# Minutes of random faults (kill -9, SIGSTOP, partitions, scale, operator and apiserver loss) against one
+# elastic job on a cluster of its own (build/soak-cluster, its workers on two real nodes from the images), then
+# the exact-result check and a table of the faults survived (tests/soak/elastic_soak_test.cc). Not part of make test.
 SOAK_MINUTES ?= 30
-soak: deps build
-	@$(CLUSTER) up --dir $(BUILD_DIR)/soak-cluster --fresh
+soak: deps build images
+	@$(CLUSTER) up --dir $(BUILD_DIR)/soak-cluster --fresh --real-nodes 2 --real-node-gpus 8
+	@$(CLUSTER) push --dir $(BUILD_DIR)/soak-cluster --images $(BUILD_DIR)/images || \
+	  { $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit 1; }
 	@RINGMASTER_TEST_CLUSTER_DIR=$(abspath $(BUILD_DIR))/soak-cluster RINGMASTER_SOAK_MINUTES=$(SOAK_MINUTES) \
 	  $(BUILD_DIR)/bin/elastic_soak_test; rc=$$?; $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit $$rc
 

@@ -4,9 +4,8 @@
 //
 // A child starts clean: default signal dispositions and nothing blocked (whatever the parent set), no
 // descriptor of the parent beyond stdin/stdout/stderr, optionally its own process group (so a kill reaches
-// its children) and a clean environment. What a caller adds to a child's start between fork and exec (the
-// pod runner joins a pod's network namespace there, tests/pod_runner/local_process.cc) goes through one seam,
-// SpawnOptions::before_exec.
+// its children) and a clean environment. What a caller adds to a child's start between fork and exec goes
+// through one seam, SpawnOptions::before_exec.
 //
 // Errors: Start returns InvalidArgument for an empty argv and Internal when a file cannot be opened or
 // fork fails. A program that cannot be executed is not an error of Start: the child writes "exec failed:

@@ -1,16 +1,16 @@
 // Real workers under the real operator: ringmaster-operator as its own process manages a TrainingJob on
-// the local control plane; KWOK runs its pods on fake GPU nodes of this test's own pool, and the pod
-// runner (pod_runner/pod_runner.h) runs each Running pod's container -- ringmaster-train-example -- as a
-// local process on the pod's loopback IP, with the pod's environment (the job secret from its Secret)
-// and its service-account token. The workers learn their membership by watching their TrainingJob,
-// rendezvous, train over Gloo and rebuild in place when the operator publishes a new generation.
+// the local control plane, and the kubelets of the cluster's real nodes run its pods from the worker image
+// (containerd, CNI, the emulated nvidia.com/gpu of the device plugin). The workers learn their membership by
+// watching their TrainingJob with their pod's service-account token, rendezvous, train over Gloo and rebuild
+// in place when the operator publishes a new generation.
 //
 // The PyTorch tests run the same way with the ringmaster Python package's digits examples (Horovod's
 // elastic API, DDP, FSDP2 on a DeviceMesh) as the container's command.
 //
-// Each test disturbs the job mid-run (a worker SIGKILLed, a node lost, a scale-down) and then requires:
-// the job Succeeded, every finisher's weights equal a one-process run (float64, 1e-9 relative), and
-// the committed samples (ResolveJournals over every worker's journal) cover each epoch exactly once.
+// Each test disturbs the job mid-run (a worker SIGKILLed, a scale-down) and then requires: the job
+// Succeeded, every finisher's weights equal a one-process run (float64, 1e-9 relative), and the committed
+// samples (ResolveJournals over every worker's journal) cover each epoch exactly once. (A lost node:
+// lost_node_e2e_test.cc.)
 #include "tests/integration/elastic_workers_fixture.h"
 
 namespace ringmaster::testing {
@@ -29,7 +29,8 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   const int64_t generation = m.value("generation", int64_t{0});
 
   // The workers authenticate as their pods: the pod's service account may read its own job, nothing else.
-  const std::string pod_kubeconfig = ProcessesOf(victim).at(0).kubeconfig;
+  const std::string pod_kubeconfig = PodKubeconfig(victim);
+  ASSERT_FALSE(pod_kubeconfig.empty());
   auto can = [&](const std::vector<std::string>& what) {
     std::vector<std::string> argv = {
         cluster_.Get("KUBECTL"), "--kubeconfig", pod_kubeconfig, "auth", "can-i", "-n", ns_};
@@ -41,16 +42,17 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   EXPECT_EQ(can({"list", "pods"}), "no");
   EXPECT_EQ(can({"get", "secrets"}), "no");
 
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   // Its pod fails with the signal's exit code; the operator drops it, counts the failure and replaces it.
   Status reported = WaitFor("the crash reported as a failed pod", seconds(20), [&](std::string* last) {
     auto procs = ProcessesOf(victim);
-    *last = procs.empty() ? "no process" : "exit " + std::to_string(procs[0].exit_code);
-    return !procs.empty() && procs[0].reported;
+    *last = procs.empty() ? "no pod" : "exit " + std::to_string(procs[0].exit_code);
+    return !procs.empty() && procs[0].ended;
   });
   ASSERT_OK(reported) << reported;
   EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 128 + SIGKILL);
-  std::string failed = WaitForMembershipEvent("WorkerFailed", 2);
+  // (WorkerRemoved when the kubelet's readiness report of the dead container comes before its exit.)
+  std::string failed = WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   EXPECT_NE(failed.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << failed;
   EXPECT_NE(failed.find(victim), std::string::npos) << failed;
   WaitForJob("the replacement to join", seconds(30), [&](const json& j) {
@@ -61,7 +63,7 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   });
 
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
-  // The replacement (same pod name, new pod) trained to the end: its process exited 0 with weights.
+  // The replacement (same pod name, new pod) trained to the end: its container exited 0 with weights.
   auto procs = ProcessesOf(victim);
   ASSERT_EQ(procs.size(), 2u);
   EXPECT_NE(procs[1].uid, victim_uid);
@@ -77,13 +79,13 @@ class PyTorchWorkersE2eTest : public ElasticWorkersE2eTest, public ::testing::Wi
 
 TEST_P(PyTorchWorkersE2eTest, WorkerKilledAndTheJobFinishesExactly) {
   ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
-  workload_ = PyTorchExample(out_ + "/train", GetParam());
+  workload_ = PyTorchExample(WorkersOut(), ExamplesDir(), GetParam());
   ApplyJob();
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
   const std::string victim = Membership(running)["members"][1].value("pod", "");
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
-  WaitForMembershipEvent("WorkerFailed", 2);
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
+  WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_GE(finishers.size(), 2u);
 }
@@ -95,15 +97,16 @@ INSTANTIATE_TEST_SUITE_P(Examples, PyTorchWorkersE2eTest,
                          });
 
 // FSDP2 on a DeviceMesh as the job's workers: digits_fsdp_mesh_elastic.py (MeshRule(tp=2): FSDP2 on dp, tensor
-// parallel on tp) on 4 workers trains on a (2 x 2) mesh. Rank 1 SIGKILLed mid-run leaves 3, and its node is
-// cordoned so that no replacement can come at once: the job continues on a (1 x 2) mesh over two of them, the
-// third standing by, the sharded state resharded from the DCP checkpoint in the job's spec.checkpoint directory
-// (the host's in process mode, so shared by every worker). Then the node is given back: the replacement may
-// join before the end and the mesh grow back to (2 x 2) with the old rank 2 as rank 1, or the job may finish on
-// 3; either way it ends with the one-process weights and every sample once per epoch.
+// parallel on tp) on 4 workers trains on a (2 x 2) mesh. Rank 1 SIGKILLed mid-run leaves 3, and the namespace's
+// pod quota is full so that no replacement can come at once (the apiserver refuses its creation, as in a shared
+// cluster at its quota): the job continues on a (1 x 2) mesh over two of them, the third standing by, the
+// sharded state resharded from the DCP checkpoint in the job's spec.checkpoint volume (a host directory every
+// worker mounts). Then the quota is lifted: the replacement may join before the end and the mesh grow back to
+// (2 x 2) with the old rank 2 as rank 1, or the job may finish on 3; either way it ends with the one-process
+// weights and every sample once per epoch.
 TEST_F(ElasticWorkersE2eTest, PyTorchFsdpMeshLosesAWorkerAndFinishesExactly) {
   ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
-  workload_ = PyTorchExample(out_ + "/train", "digits_fsdp_mesh_elastic.py");
+  workload_ = PyTorchExample(WorkersOut(), ExamplesDir(), "digits_fsdp_mesh_elastic.py");
   // One epoch (28 steps after the initial commit; the reference too): the kill lands at step 8 or later.
   workload_.args = {"--epochs", "1", "--step-delay-ms", "150", "--tp", "2"};
   *(std::find(workload_.reference.begin(), workload_.reference.end(), "--epochs") + 1) = "1";
@@ -115,90 +118,58 @@ TEST_F(ElasticWorkersE2eTest, PyTorchFsdpMeshLosesAWorkerAndFinishesExactly) {
   workload_.start_timeout = seconds(150);
   const std::string ckpt = out_ + "/ckpt";
   std::filesystem::create_directories(ckpt);
-  spec_extra_ = "  checkpoint: {volumeName: ckpt, path: " + ckpt + "}\n";
-  pod_extra_ = "      volumes: [{name: ckpt, hostPath: {path: " + ckpt + ", type: Directory}}]\n";
+  std::filesystem::permissions(ckpt, std::filesystem::perms::all);  // the image's user writes it
+  spec_extra_ = "  checkpoint: {volumeName: ckpt, path: /ckpt}\n";
+  pod_extra_ = "      volumes: [{name: out, hostPath: {path: " + out_ +
+               "/train, type: Directory}}, {name: ckpt, hostPath: {path: " + ckpt + ", type: Directory}}]\n";
   ApplyJob();
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
   const json m = Membership(running);
   const std::string rank0 = m["members"][0].value("pod", "");
   const std::string victim = m["members"][1].value("pod", "");
-  const std::string node = m["members"][1].value("node", "");
   // Rank 0 logs every generation's mesh ("generation G: mesh dp=D x tp=2 over N of W workers ...").
-  auto rank0_log = [&] {
-    std::ifstream in(ProcessesOf(rank0).at(0).log_file);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  EXPECT_NE(rank0_log().find("mesh dp=2 x tp=2 over 4 of 4 workers (0 standing by)"), std::string::npos);
+  EXPECT_NE(LogOf(rank0).find("mesh dp=2 x tp=2 over 4 of 4 workers (0 standing by)"), std::string::npos);
 
-  ASSERT_COMMAND_OK(cluster_.Kubectl({"cordon", node}));
-  ASSERT_OK(runner_->Signal(victim, SIGKILL)) << victim;
+  // The quota admits no pod beyond the four that run (the victim's, once failed, no longer counts).
+  ASSERT_OK(cluster_.Apply("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: full, namespace: " + ns_ +
+                           "}\nspec: {hard: {pods: \"3\"}}\n"));
+  Status counted = WaitFor("the quota's usage to be counted", seconds(30), [&](std::string* last) {
+    auto quota = cluster_.KubectlJson({"get", "resourcequota", "full", "-n", ns_});
+    *last = quota.ok() ? (*quota).value("status", json::object()).dump() : quota.status().ToString();
+    return quota.ok() &&
+           (*quota).value("status", json::object()).value("used", json::object()).value("pods", "") == "4";
+  });
+  ASSERT_OK(counted) << counted;
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 3);
   Status shrunk = WaitFor("rank 0 to train on a (1 x 2) mesh with a standby", seconds(60), [&](std::string* last) {
-    std::string log = rank0_log();
+    std::string log = LogOf(rank0);
     *last = log.substr(log.size() > 600 ? log.size() - 600 : 0);
     return log.find("mesh dp=1 x tp=2 over 2 of 3 workers (1 standing by)") != std::string::npos;
   });
   ASSERT_OK(shrunk) << shrunk;
-  ASSERT_COMMAND_OK(cluster_.Kubectl({"uncordon", node}));
+  ASSERT_COMMAND_OK(cluster_.Kubectl({"delete", "resourcequota", "full", "-n", ns_}));
 
+  const std::string rank0_log = LogOf(rank0);  // before the job's end deletes its pod
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   // Every member at the end writes rank 0's weights, the standby too: the 3 survivors, and the
   // replacement (the victim's pod name) when it joined in time.
   EXPECT_TRUE(finishers.size() == 3u || finishers.size() == 4u) << finishers.size() << " workers wrote final weights";
-  // No worker but the victim died: each that ended by itself exited 0 (a replacement still starting when
-  // the job ended is killed with its pod, which is no failure of its own).
-  for (const auto& p : runner_->Processes()) {
-    if (p.pod == victim && p.uid == m["members"][1].value("uid", "")) continue;
-    if (!p.running && p.killed_for.empty()) {
-      EXPECT_EQ(p.exit_code, 0) << p.pod << " (uid " << p.uid << "): " << p.log_file;
+  // No worker but the victim died: each container that ended by itself exited 0 (a replacement still starting
+  // when the job ended is deleted with its pod, which is no failure of its own).
+  for (const auto& p : pods_->Pods()) {
+    if (p.uid == m["members"][1].value("uid", "")) continue;
+    if (p.ended) {
+      EXPECT_EQ(p.exit_code, 0) << p.pod << " (uid " << p.uid << "): " << p.reason;
     }
   }
-  std::istringstream lines(rank0_log());
+  std::istringstream lines(rank0_log);
   for (std::string line; std::getline(lines, line);) {
     if (line.find(": mesh dp=") != std::string::npos) std::cout << line << "\n";
     if (line.find("FIGURE mesh-rebuild") != std::string::npos) std::cout << line.substr(line.find("FIGURE")) << "\n";
   }
-  EXPECT_NE(rank0_log().find("FIGURE mesh-rebuild"), std::string::npos) << "no FIGURE line after the rebuild";
-}
-
-TEST_F(ElasticWorkersE2eTest, LostNodeKillsItsWorkerAndTheJobFinishesExactly) {
-  ApplyJob();
-  json running = WaitUntilTraining();
-  ASSERT_FALSE(HasFailure());
-  const json m = Membership(running);
-  const std::string victim = m["members"][1].value("pod", "");
-  const std::string node = m["members"][1].value("node", "");
-  const int64_t generation = m.value("generation", int64_t{0});
-  std::set<std::string> first_members;
-  for (const auto& member : m["members"]) first_members.insert(member.value("pod", ""));
-
-  auto label = cluster_.Kubectl({"label", "node", node, "node-not-ready.stage.kwok.x-k8s.io=true"});
-  ASSERT_COMMAND_OK(label);
-  // The runner kills the worker at once (a lost machine) and reports nothing; the operator drops it
-  // after nodeUnresponsiveSeconds and a replacement joins on the spare node.
-  Status killed = WaitFor("the lost node's worker to be killed", seconds(10), [&](std::string* last) {
-    auto procs = ProcessesOf(victim);
-    *last = procs.empty() ? "no process" : procs[0].killed_for;
-    return !procs.empty() && !procs[0].running;
-  });
-  ASSERT_OK(killed) << killed;
-  EXPECT_NE(ProcessesOf(victim)[0].killed_for.find("NotReady"), std::string::npos);
-  EXPECT_FALSE(ProcessesOf(victim)[0].reported);
-  std::string lost = WaitForMembershipEvent("NodeLost", 2);
-  EXPECT_NE(lost.find(victim), std::string::npos) << lost;
-  EXPECT_NE(lost.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << lost;
-  std::string replacement;
-  WaitForJob("a replacement to join", seconds(30), [&](const json& j) {
-    for (const auto& member : Membership(j).value("members", json::array()))
-      if (!first_members.count(member.value("pod", ""))) replacement = member.value("pod", "");
-    return !replacement.empty() && Membership(j).value("worldSize", 0) == 3;
-  });
-
-  std::set<std::string> finishers = ExpectSucceededWithExactResults();
-  EXPECT_FALSE(finishers.count(victim));
-  EXPECT_TRUE(finishers.count(replacement)) << "the replacement " << replacement << " wrote no final weights";
-  EXPECT_EQ(Job()["status"].value("restartCount", -1), 0) << "a lost node is not a worker failure";
+  EXPECT_NE(rank0_log.find("FIGURE mesh-rebuild"), std::string::npos) << "no FIGURE line after the rebuild";
 }
 
 TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFinishesExactly) {
@@ -218,17 +189,14 @@ TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFini
   // The highest rank leaves: it commits, exits 0 by itself, its pod Succeeds and is then deleted.
   Status exited = WaitFor("the removed worker to exit", seconds(20), [&](std::string* last) {
     auto procs = ProcessesOf(leaving);
-    *last =
-        procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
-    return !procs.empty() && !procs[0].running;
+    *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
+    return !procs.empty() && (procs[0].ended || procs[0].deleted);
   });
   ASSERT_OK(exited) << exited;
-  RunnerProcess p = ProcessesOf(leaving)[0];
-  EXPECT_EQ(p.exit_code, 0);
-  EXPECT_EQ(p.killed_for, "") << "the leaving worker was killed instead of exiting";
-  Status reported = WaitFor("the removed worker's exit reported", seconds(10),
-                            [&](std::string*) { return ProcessesOf(leaving)[0].reported; });
-  EXPECT_OK(reported) << reported;
+  WorkerPod p = ProcessesOf(leaving)[0];
+  EXPECT_TRUE(p.ended) << "the leaving worker's pod was deleted before its container ended by itself";
+  EXPECT_EQ(p.exit_code, 0) << p.reason;
+  EXPECT_EQ(p.reason, "Completed") << "the leaving worker was killed instead of exiting";
   Status gone = WaitFor("the removed worker's pod to go away", seconds(20), [&](std::string* last) {
     auto pod = cluster_.KubectlJson({"get", "pod", leaving, "-n", ns_});
     if (!pod.ok()) return pod.status().message().find("NotFound") != std::string::npos;

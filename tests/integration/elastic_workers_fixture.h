@@ -1,9 +1,10 @@
-// The fixture of the e2e tests that run real workers under the real operator (elastic_workers_e2e_test.cc:
-// the operator as a process, the workers' commands from build/bin run by the pod runner; helm_install_e2e_test.cc:
-// the operator installed by the chart, everything from the images `make images` writes, run by the kubelets of
-// the cluster's real nodes). It holds the training the
-// workers run (Workload: the C++ example trainer or the PyTorch digits example), applies the job, follows
-// its progress through the workers' journals, and checks the end: the job Succeeded, every finisher's
+// The fixture of the e2e tests that run real workers under the real operator: the job's pods run on the test
+// cluster's real nodes (kubelets on containerd, tests/harness/cluster/real_nodes.sh) from the worker image that
+// `make images` writes and ctest's cluster.images pushes to the cluster's registry (so each test binary needs the
+// ctest fixture real_node_images); the operator runs as a process of the test (elastic_workers_e2e_test.cc), as
+// two replicas (replicated_operator_fixture.h), or from its image by the chart (helm_install_e2e_test.cc). It
+// holds the training the workers run (Workload: the C++ example trainer or the PyTorch digits example), applies the
+// job, follows its progress through the workers' journals, and checks the end: the job Succeeded, every finisher's
 // weights equal a one-process run (float64, 1e-9 relative), each epoch's samples committed exactly once.
 #pragma once
 
@@ -21,7 +22,7 @@
 #include <sstream>
 
 #include "base/status_test_macros.h"
-#include "tests/pod_runner/pod_runner.h"
+#include "tests/integration/pod_history.h"
 #include "tests/support/cluster_test.h"
 #include "tests/support/manifests.h"
 #include "tests/support/operator_process.h"
@@ -49,9 +50,9 @@ inline std::vector<std::string> TrainFlags() {
 
 // What the job's workers run and how to check it: the C++ example trainer, or the PyTorch example.
 struct Workload {
-  std::vector<std::string> command;    // the container's command (found by name in the runner's bin dir)
-  std::vector<std::string> args;       // its args (the pacing flag added by ApplyJob)
-  std::vector<std::string> reference;  // the same training as one process, under ringmaster-run
+  std::vector<std::string> command;                      // the container's command (in the worker image)
+  std::vector<std::string> args;                         // its args (the pacing flag added by ApplyJob)
+  std::vector<std::string> reference;                    // the same training as one process, under ringmaster-run
   std::vector<std::pair<std::string, std::string>> env;  // extra container env
   size_t weights = 0;                                    // values in weights.txt
   int epochs = 0, samples = 0;
@@ -78,9 +79,10 @@ inline Workload TrainExample(const std::string& out) {
 
 // The ringmaster package's digits MLP (1,797 samples, global batch 64, 2 epochs): 58 training steps plus
 // the initial state's commit. `example`: digits_horovod_elastic.py (Horovod's API) or digits_ddp_elastic.py
-// (DDP on the "ringmaster" backend); both compute the same weights.
-inline Workload PyTorchExample(const std::string& out, const std::string& example) {
-  const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/" + example;
+// (DDP on the "ringmaster" backend); both compute the same weights. `examples`: where the workers find the
+// examples (ExamplesDir()).
+inline Workload PyTorchExample(const std::string& out, const std::string& examples, const std::string& example) {
+  const std::string script = examples + "/" + example;
   const std::string reference =
       std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples/digits_horovod_elastic.py";
   Workload w;
@@ -101,11 +103,7 @@ class ElasticWorkersE2eTest : public JobTest {
   using json = nlohmann::json;
   using seconds = std::chrono::seconds;
 
-  // on_real_nodes: the job's pods run on the cluster's real nodes (real kubelets on containerd) from the worker
-  // image in the cluster's registry (the test binary needs the ctest fixture real_node_images), their output
-  // directory a hostPath mounted at /out; otherwise the pod runner runs their commands from build/bin, as local
-  // processes, for this test's own KWOK nodes.
-  explicit ElasticWorkersE2eTest(bool on_real_nodes = false) : JobTest("workers"), on_real_nodes_(on_real_nodes) {}
+  ElasticWorkersE2eTest() : JobTest("workers") {}
 
   void SetUp() override {
     JobTest::SetUp();
@@ -113,23 +111,12 @@ class ElasticWorkersE2eTest : public JobTest {
     std::filesystem::remove_all(out_);
     std::filesystem::create_directories(out_ + "/train");
     workload_ = TrainExample(WorkersOut());
-    // The runner's bin dir: the example trainer, and `python` running the project's venv interpreter.
-    const std::string bin = out_ + "/bin";
-    std::filesystem::create_directories(bin);
-    // The example trainer, and the launcher the operator wraps a several-process pod's command with.
-    for (const char* tool : {"ringmaster-train-example", "ringmaster-launch"}) {
-      std::filesystem::create_symlink(std::string(RINGMASTER_BIN_DIR) + "/" + tool, bin + "/" + tool);
-    }
-    std::ofstream(bin + "/python") << "#!/bin/sh\nexec " << RINGMASTER_PYTHON << " \"$@\"\n";
-    std::filesystem::permissions(bin + "/python", std::filesystem::perms::owner_all);
-    if (on_real_nodes_) {
-      ASSERT_NO_FATAL_FAILURE(PlaceOnRealNodes());
-    } else {
-      // Four one-GPU nodes: three workers and room for one replacement, one worker per node.
-      for (const char* suffix : {"-a", "-b", "-c", "-d"}) AddPoolNode(ns_ + suffix, ns_, 1);
-      placement_ = PoolPlacement(ns_, 6);
-    }
-    StartOperatorAndRunner();
+    ASSERT_NO_FATAL_FAILURE(PlaceOnRealNodes());
+    StartOperator();
+    if (HasFatalFailure()) return;
+    auto pods = PodHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
+    ASSERT_OK(pods) << pods.status();
+    pods_ = std::move(pods).value();
   }
 
   // The pods on the real nodes, from the worker image; the workers' output directory (out_/train) a hostPath at
@@ -145,42 +132,18 @@ class ElasticWorkersE2eTest : public JobTest {
   }
 
   // Where the workers write their journals and weights (out_/train as they see it).
-  std::string WorkersOut() const { return on_real_nodes_ ? "/out" : out_ + "/train"; }
-  // Where the workers find the PyTorch examples: in the worker image, or in this checkout.
-  std::string ExamplesDir() const {
-    return on_real_nodes_ ? "/opt/ringmaster/examples/python"
-                          : std::string(RINGMASTER_SOURCE_DIR) + "/worker-runtime/python/examples";
-  }
+  std::string WorkersOut() const { return "/out"; }
+  // Where the workers find the PyTorch examples in the worker image.
+  std::string ExamplesDir() const { return "/opt/ringmaster/examples/python"; }
 
-  // The operator as a process of the test, and (unless the pods run on real nodes) a runner taking the workers'
-  // commands from bin/.
-  virtual void StartOperatorAndRunner() {
+  // The operator as a process of the test (a subclass may run it otherwise).
+  virtual void StartOperator() {
     Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
     ASSERT_OK(started) << started;
-    if (!on_real_nodes_) StartRunner();
-  }
-
-  // The runner of the job's pods, taking the workers' commands from bin/.
-  void StartRunner() {
-    const std::string bin = out_ + "/bin";
-    PodRunnerOptions ro;
-    ro.kubeconfig = cluster_.kubeconfig();
-    ro.ns = ns_;
-    ro.job = kJob;
-    ro.bin_dir = bin;
-    ro.work_dir = out_ + "/pods";
-    ro.pod_network = pod_network_;
-    auto runner = PodRunner::Start(ro);
-    ASSERT_OK(runner) << runner.status();
-    runner_ = std::move(runner).value();
   }
 
   void TearDown() override {
-    if (runner_) {
-      if (HasFailure()) std::cerr << runner_->Describe() << "\n";
-      runner_->Stop();
-    }
-    if (HasFailure() && on_real_nodes_) {
+    if (HasFailure()) {
       auto pods = cluster_.Kubectl({"describe", "pods", "-n", ns_});
       if (pods.ok()) std::cerr << "---- the job's pods ----\n" << pods->out << "\n";
       for (const auto& [pod, log] : WorkerLogs()) std::cerr << "---- " << pod << " ----\n" << log << "\n";
@@ -191,6 +154,7 @@ class ElasticWorkersE2eTest : public JobTest {
       if (job.ok()) std::cerr << "---- the job ----\n" << job->out << "\n";
     }
     operator_.Stop(seconds(5));
+    pods_.reset();
     ClusterTest::TearDown();
     if (!HasFailure()) std::filesystem::remove_all(out_);  // kept for a person to read when it failed
   }
@@ -345,38 +309,49 @@ class ElasticWorkersE2eTest : public JobTest {
         for (uint64_t id : ids) EXPECT_EQ(id, expect++) << "epoch " << epoch << ": a sample missing or repeated";
       }
     }
-    if (runner_) {
-      EXPECT_TRUE(runner_->Errors().empty()) << runner_->Errors().front();
-    }
     return finishers;
   }
 
-  // The runner's processes for `pod`, in start order.
-  std::vector<RunnerProcess> ProcessesOf(const std::string& pod) {
-    std::vector<RunnerProcess> out;
-    for (const auto& p : runner_->Processes())
-      if (p.pod == pod) out.push_back(p);
-    return out;
+  // The pods named `pod` (a replacement keeps the name), in start order, as the kubelets reported them.
+  std::vector<WorkerPod> ProcessesOf(const std::string& pod) { return pods_->Named(pod); }
+
+  // What `pod` printed (`kubectl logs`); "" once its pod is deleted.
+  std::string LogOf(const std::string& pod) {
+    auto log = cluster_.Kubectl({"logs", pod, "-n", ns_});
+    return log.ok() ? log->out : "";
   }
 
-  // SIGKILLs `pod`'s worker: through its node's containerd on a real node (its container's PID 1), else the
-  // runner's process group.
+  // SIGKILLs `pod`'s worker (its container's PID 1) through its node's containerd.
   void KillWorker(const std::string& pod) {
-    Status killed = runner_ ? runner_->Signal(pod, SIGKILL) : SignalContainer(cluster_, ns_, pod, SIGKILL);
+    Status killed = SignalContainer(cluster_, ns_, pod, SIGKILL);
     ASSERT_OK(killed) << pod << ": " << killed;
   }
 
-  // What the worker pods of the job printed, by pod: `kubectl logs` (the kubelet's) on real nodes, the runner's
-  // log files otherwise. Pods already deleted are missing on real nodes.
+  // A kubeconfig (written under out_) that authenticates as `pod` does: the service-account token the kubelet
+  // projected into its container (read with `kubectl exec`), against this cluster's apiserver. "" (with a test
+  // failure) when the token cannot be read.
+  std::string PodKubeconfig(const std::string& pod) {
+    auto token =
+        cluster_.Kubectl({"exec", pod, "-n", ns_, "--", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"});
+    EXPECT_COMMAND_OK(token) << (token.ok() ? token->err : "");
+    auto admin = cluster_.Kubectl({"config", "view", "--raw", "--minify", "-o", "json"});
+    EXPECT_COMMAND_OK(admin) << (admin.ok() ? admin->err : "");
+    if (!token.ok() || !token->ok() || token->out.empty() || !admin.ok() || !admin->ok()) return "";
+    json cluster = json::parse(admin->out)["clusters"][0]["cluster"];
+    const std::string path = out_ + "/kubeconfig." + pod;
+    std::ofstream(path) << json{{"apiVersion", "v1"},
+                                {"kind", "Config"},
+                                {"clusters", {{{"name", "c"}, {"cluster", cluster}}}},
+                                {"users", {{{"name", "u"}, {"user", {{"token", token->out}}}}}},
+                                {"contexts", {{{"name", "c"}, {"context", {{"cluster", "c"}, {"user", "u"}}}}}},
+                                {"current-context", "c"}}
+                               .dump();
+    return path;
+  }
+
+  // What the worker pods of the job printed, by pod (`kubectl logs`). Pods already deleted are missing.
   std::map<std::string, std::string> WorkerLogs() {
     std::map<std::string, std::string> logs;
-    if (runner_) {
-      for (const auto& p : runner_->Processes()) {
-        std::ifstream in(p.log_file);
-        logs[p.pod] += std::string((std::istreambuf_iterator<char>(in)), {});
-      }
-      return logs;
-    }
     auto pods = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", std::string(api::kJobNameLabel) + "=" + kJob});
     if (!pods.ok()) return logs;
     for (const auto& p : (*pods)["items"]) {
@@ -423,20 +398,18 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string out_;
   Workload workload_;
   // The job beyond the workload: YAML lines under spec: (indented 2, e.g. its checkpoint), the pod
-  // template's image (only real nodes run it), and YAML lines under template: (metadata, indented 4),
-  // under the pod spec (indented 6) and under the container (indented 8).
+  // template's image (the worker image in the cluster's registry), and YAML lines under template: (metadata, indented
+  // 4), under the pod spec (indented 6) and under the container (indented 8).
   std::string spec_extra_;
-  std::string image_ = "ringmaster/train-example:dev";
+  std::string image_;
   std::string template_metadata_, pod_extra_, container_extra_;
-  std::string placement_;      // the pod spec's placement (indented 6): this test's KWOK nodes, or real nodes
-  const bool on_real_nodes_;   // the pods run on the cluster's real nodes (see the constructor)
-  bool pod_network_ = false;   // each pod in a network namespace of its own (PodRunnerOptions::pod_network)
+  std::string placement_;      // the pod spec's placement (indented 6): the real nodes
   int max_restarts_ = 10;      // spec.elasticPolicy.maxRestarts (the API's default)
   int min_workers_ = 2;        // spec.replicas.min
-  int gpus_ = 1;               // the trainer's nvidia.com/gpu limit (the pool nodes have one each)
+  int gpus_ = 1;               // the trainer's nvidia.com/gpu limit (emulated GPUs of the device plugin)
   int processes_per_pod_ = 1;  // spec.processesPerPod (written only when above 1)
   BackgroundProcess operator_;
-  std::unique_ptr<PodRunner> runner_;  // null when the pods run on real nodes (their kubelets run them)
+  std::unique_ptr<PodHistory> pods_;  // the job's pods as the kubelets reported them
 };
 
 }  // namespace ringmaster::testing

@@ -23,10 +23,8 @@ const std::string kChart = std::string(RINGMASTER_SOURCE_DIR) + "/helm/ringmaste
 
 class HelmInstallE2eTest : public ElasticWorkersE2eTest {
  protected:
-  HelmInstallE2eTest() : ElasticWorkersE2eTest(/*on_real_nodes=*/true) {}
-
   // No operator process here: the chart's Deployment runs it on the real nodes.
-  void StartOperatorAndRunner() override {
+  void StartOperator() override {
     release_ = UniqueName("rm");
     system_ns_ = CreateNamespace("rm-system");
     auto operator_image = RegistryImage(cluster_, "ringmaster-operator", RINGMASTER_IMAGE_TAG);
@@ -221,8 +219,7 @@ TEST_F(HelmInstallE2eTest, PyTorchExampleFromTheWorkerImageSurvivesAWorkerKill) 
   ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF): no reference run";
   std::string leader;
   ASSERT_NO_FATAL_FAILURE(Install(&leader));
-  workload_ = PyTorchExample(WorkersOut(), "digits_horovod_elastic.py");
-  workload_.command = {"python", ExamplesDir() + "/digits_horovod_elastic.py"};
+  workload_ = PyTorchExample(WorkersOut(), ExamplesDir(), "digits_horovod_elastic.py");
   ApplyJob();
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());

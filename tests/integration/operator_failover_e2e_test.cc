@@ -1,7 +1,7 @@
 // The leading operator crashing in the middle of a change, under a real elastic job
-// (elastic_workers_fixture.h): two operator replicas with leader election (a 4 s lease), a `kubectl scale`
-// down or up, and the leader SIGKILLed right after it. The standby must take the lease and finish the
-// change it never saw begin, from the cluster's state alone (reconcile is level-based):
+// (elastic_workers_fixture.h, its workers on the cluster's real nodes): two operator replicas with leader election (a 4
+// s lease), a `kubectl scale` down or up, and the leader SIGKILLed right after it. The standby must take the lease and
+// finish the change it never saw begin, from the cluster's state alone (reconcile is level-based):
 //   * the scale makes exactly one generation, even if the dead leader had already published it, and no
 //     generation is ever shown twice or out of order (MembershipHistory, a watch of the test's own);
 //   * a scale-up creates exactly one new worker pod (names are deterministic, so a half-done create is
@@ -75,12 +75,11 @@ TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleDownAndTheStandbyFinishe
   EXPECT_NE(Membership(scaled).value("message", "").find(leaving), std::string::npos) << Membership(scaled).dump();
   Status exited = WaitFor("the removed worker to exit", seconds(30), [&](std::string* last) {
     auto procs = ProcessesOf(leaving);
-    *last =
-        procs.empty() ? "no process" : (procs[0].running ? "running" : "exit " + std::to_string(procs[0].exit_code));
-    return !procs.empty() && !procs[0].running;
+    *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
+    return !procs.empty() && (procs[0].ended || procs[0].deleted);
   });
   ASSERT_OK(exited) << exited;
-  EXPECT_EQ(ProcessesOf(leaving)[0].exit_code, 0);
+  EXPECT_EQ(ProcessesOf(leaving)[0].exit_code, 0) << ProcessesOf(leaving)[0].reason;
 
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_EQ(finishers.size(), 2u);
@@ -117,7 +116,7 @@ TEST_F(OperatorFailoverE2eTest, LeaderKilledDuringAScaleUpAndTheStandbyFinishesI
   for (const auto& [name, uid] : after)
     if (!before.count(name)) added = name;
   ASSERT_FALSE(added.empty());
-  EXPECT_EQ(ProcessesOf(added).size(), 1u) << "the new worker was started more than once";
+  EXPECT_EQ(ProcessesOf(added).size(), 1u) << "the new worker's pod was created more than once";
 
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_EQ(finishers.size(), 3u);

@@ -17,8 +17,6 @@ using std::chrono::seconds;
 
 class ProcessesPerPodE2eTest : public ElasticWorkersE2eTest {
  protected:
-  ProcessesPerPodE2eTest() : ElasticWorkersE2eTest(/*on_real_nodes=*/true) {}
-
   void SetUp() override {
     ElasticWorkersE2eTest::SetUp();
     processes_per_pod_ = 2;

@@ -55,8 +55,6 @@ Workload ModelWorkload(const std::string& out, const std::string& examples, cons
 
 class PyTorchModelsE2eTest : public ElasticWorkersE2eTest, public ::testing::WithParamInterface<ModelExample> {
  protected:
-  PyTorchModelsE2eTest() : ElasticWorkersE2eTest(/*on_real_nodes=*/true) {}
-
   // Whether some worker's log shows it trained on the CPU in float64 (the exact path; gpu_common.py).
   bool SomeWorkerTrainedInFloat64OnCpu() {
     for (const auto& [pod, log] : WorkerLogs())

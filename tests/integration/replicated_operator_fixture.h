@@ -14,10 +14,9 @@ namespace ringmaster::testing {
 
 class ReplicatedOperatorWorkersTest : public ElasticWorkersE2eTest {
  protected:
-  void StartOperatorAndRunner() override {
+  void StartOperator() override {
     Status started = replicas_.Start(RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator");
     ASSERT_OK(started) << started;
-    StartRunner();
     auto history = MembershipHistory::Watch(cluster_.kubeconfig(), ns_, kJob);
     ASSERT_OK(history) << history.status();
     history_ = std::move(history).value();

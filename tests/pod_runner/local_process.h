@@ -1,9 +1,8 @@
 // Starting a container's command as a local process, the way a container starts: only the environment it
 // is given, default signal dispositions and nothing blocked (whatever the test process set), its own
 // process group (so a kill reaches its children), no inherited descriptors, stdin from /dev/null and
-// stdout+stderr appended to a log file, optionally in the pod's network namespace. Used by the pod runner
-// (pod_runner.h); a thin wrapper over base/subprocess.h, whose before_exec seam joins the namespace. Test
-// support only.
+// stdout+stderr appended to a log file. Used by the pod runner (pod_runner.h); a thin wrapper over
+// base/subprocess.h. Test support only.
 // Thread-safe (fork from a multithreaded process: the child makes only async-signal-safe calls).
 #pragma once
 
@@ -23,13 +22,11 @@ struct LocalProcessSpec {
   std::vector<std::string> argv;  // argv[0] included
   EnvList env;                    // the whole environment
   std::string cwd;
-  std::string log_file;           // appended to
-  std::string network_namespace;  // "": the host's; else a namespace to join (pod_network.h)
+  std::string log_file;  // appended to
 };
 
-// Returns the process (its pid is also its process group id). Internal when the log file or the network
-// namespace cannot be opened or fork fails. A child that cannot join the namespace or chdir exits 128, one
-// whose exec fails exits 127 (with a line in the log).
+// Returns the process (its pid is also its process group id). Internal when the log file cannot be opened or
+// fork fails. A child that cannot chdir exits 128, one whose exec fails exits 127 (with a line in the log).
 StatusOr<Subprocess> SpawnLocalProcess(const LocalProcessSpec& spec);
 
 // Writes `content` to `path` (created with `mode`, or truncated). Internal with errno's text.

@@ -15,7 +15,6 @@
 
 #include "api/names.h"
 #include "base/json_path.h"
-#include "base/time_format.h"
 #include "kube/api_error.h"
 #include "kube/base64.h"
 #include "kube/client.h"
@@ -23,8 +22,6 @@
 #include "kube/informer.h"
 #include "tests/pod_runner/container_env.h"
 #include "tests/pod_runner/local_process.h"
-#include "tests/pod_runner/pod_network.h"
-#include "tests/pod_runner/readiness_probe.h"
 
 namespace ringmaster::testing {
 
@@ -55,15 +52,6 @@ std::string NodeTrouble(const json& node) {
 
 std::string ShortUid(const std::string& uid) { return uid.substr(0, 8); }
 
-// One attempt of a probe of the pod at `ip`.
-Status ProbeOnce(const ProbeSpec& spec, const std::string& ip) {
-  switch (spec.kind) {
-    case ProbeSpec::Kind::kHttpGet: return ProbeHttp(ip, spec);
-    case ProbeSpec::Kind::kTcpSocket: return ProbeTcp(ip, spec);
-  }
-  return InternalError("unknown probe kind");
-}
-
 std::string Tail(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
@@ -80,9 +68,6 @@ struct PodRunner::Proc {
   Subprocess process;
   bool report_due = false;  // exited by itself; not reported yet
   Clock::time_point exited_at;
-  std::optional<ProbeSpec> probe;  // pod_network: its readiness probe (kProbedReadinessAnnotation)
-  std::optional<ReadinessState> readiness;
-  bool kill_deferred = false;  // pod_network: its pod went while its link was cut (logged once)
 };
 
 // A pod whose start failed so far (retried every tick until start_timeout).
@@ -96,9 +81,9 @@ struct PodRunner::Pending {
 PodRunner::PodRunner(PodRunnerOptions options) : options_(std::move(options)), started_at_(Clock::now()) {}
 
 StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) {
-  if (options.kubeconfig.empty() || options.ns.empty() || (options.job.empty() && options.label_selector.empty()) ||
-      options.bin_dir.empty() || options.work_dir.empty()) {
-    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job or label_selector, bin_dir and work_dir");
+  if (options.kubeconfig.empty() || options.ns.empty() || options.job.empty() || options.bin_dir.empty() ||
+      options.work_dir.empty()) {
+    return InvalidArgumentError("PodRunner needs kubeconfig, ns, job, bin_dir and work_dir");
   }
   std::error_code ec;
   std::filesystem::create_directories(options.work_dir, ec);
@@ -112,20 +97,9 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
   PodRunner* self = runner.get();
   LogSink log = [self](LogLevel, std::string_view line) { self->Log("client: " + std::string(line)); };
   RINGMASTER_ASSIGN_OR_RETURN(runner->client_, kube::NewClient(config, nullptr, log));
-  if (o.pod_network) {
-    // The apiserver's port, relayed into every pod's namespace at 127.0.0.1 (its certificate names it).
-    const auto colon = runner->server_.rfind(':');
-    const int port = colon == std::string::npos ? 0 : std::atoi(runner->server_.c_str() + colon + 1);
-    if (port <= 0 || port > 65535 || runner->server_.find("//127.0.0.1:") == std::string::npos) {
-      return InvalidArgumentError("PodRunner: pod_network needs an apiserver at https://127.0.0.1:PORT, not " +
-                                  runner->server_);
-    }
-    RINGMASTER_ASSIGN_OR_RETURN(runner->network_, PodNetwork::Create({static_cast<uint16_t>(port)}, log));
-  }
-
   kube::InformerOptions po;
   po.ns = o.ns;
-  po.label_selector = o.label_selector.empty() ? std::string(api::kJobNameLabel) + "=" + o.job : o.label_selector;
+  po.label_selector = std::string(api::kJobNameLabel) + "=" + o.job;
   po.watch_timeout_seconds = 60;
   po.log = log;
   runner->pods_ = std::make_unique<kube::Informer>(runner->client_, kube::resources::Pods(), po);
@@ -142,12 +116,8 @@ StatusOr<std::unique_ptr<PodRunner>> PodRunner::Start(PodRunnerOptions options) 
                                    std::to_string(o.sync_timeout.count()) + " s (is the apiserver up?)");
     }
   }
-  runner->Log("running the pods " +
-              (o.label_selector.empty()
-                   ? "of job " + o.ns + "/" + o.job
-                   : "in " + o.ns + " matching " + o.label_selector + (o.job.empty() ? "" : " (" + o.job + ")")) +
-              " as local processes from " + o.bin_dir + " (logs in " + o.work_dir + ")" +
-              (o.pod_network ? ", each in a network namespace of its own" : ""));
+  runner->Log("running the pods of job " + o.ns + "/" + o.job + " as local processes from " + o.bin_dir + " (logs in " +
+              o.work_dir + ")");
   runner->thread_ = std::thread([self] { self->Run(); });
   return runner;
 }
@@ -170,7 +140,6 @@ void PodRunner::Stop() {
   }
   if (pods_) pods_->Stop();
   if (nodes_) nodes_->Stop();
-  network_.reset();
 }
 
 void PodRunner::Log(const std::string& line) {
@@ -206,9 +175,6 @@ void PodRunner::Tick() {
     KillAndReapLocked(pods, nodes);
   }
   ReportExits();
-  if (network_) ReleaseNetworks();
-  if (network_) ProbeContainers(pods);
-  ReassertReadiness(pods, nodes);
 
   std::map<std::string, const json*> node_by_name;
   for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
@@ -290,7 +256,6 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     // Reap first: a process that exited by itself is reported even if its pod goes at the same time.
     if (std::optional<ExitStatus> exit = proc->process.Poll()) {
       p.running = false;
-      p.ready = false;
       p.exit_code = exit->ShellCode();
       proc->exited_at = Clock::now();
       proc->report_due = p.killed_for.empty();
@@ -304,72 +269,10 @@ void PodRunner::KillAndReapLocked(const std::vector<json>& pods, const std::vect
     if (!p.killed_for.empty()) continue;  // SIGKILLed already; reaped on a later tick
     std::string why = trouble(p);
     if (why.empty()) continue;
-    if (network_ && network_->IsCut(p.uid)) {  // a partitioned node's kubelet has not heard of it yet
-      if (!proc->kill_deferred)
-        Log("not killing " + p.pod + " (uid " + ShortUid(p.uid) + ") yet: " + why +
-            ", but its link is cut; acting when it heals");
-      proc->kill_deferred = true;
-      continue;
-    }
     (void)proc->process.SignalGroup(SIGKILL);  // reaped on a later tick
     p.killed_for = why;
     Log("killing " + p.pod + " (uid " + ShortUid(p.uid) + ", pid " + std::to_string(p.pid) + "): " + why);
   }
-}
-
-void PodRunner::ReleaseNetworks() {
-  std::vector<std::string> ended;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::map<std::string, bool> active;  // by uid: the pod's process runs
-    for (const auto& p : procs_) active[p->info.uid] |= p->info.running;
-    for (const auto& [uid, a] : active)  // a cut pod keeps its namespace (and its exit unreported) until the heal
-      if (!a && !network_->IsCut(uid)) ended.push_back(uid);
-  }
-  for (const auto& uid : ended) network_->RemovePod(uid);  // idempotent: nothing for a pod already released
-}
-
-StatusOr<std::string> PodRunner::RunningUid(const std::string& pod) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& p : procs_)
-    if (p->info.pod == pod && p->info.running) return p->info.uid;
-  return NotFoundError("pod " + pod + " runs no process here");
-}
-
-Status PodRunner::Partition(const std::string& pod, bool control_plane_too) {
-  if (!network_) return FailedPreconditionError("PodRunner::Partition needs pod_network");
-  RINGMASTER_ASSIGN_OR_RETURN(std::string uid, RunningUid(pod));
-  const json mark = {{"metadata", {{"labels", {{kPartitionedLabel, "true"}}}}}};
-  RINGMASTER_RETURN_IF_ERROR(client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, mark)
-                                 .status()
-                                 .WithContext("labelling " + pod));
-  RINGMASTER_RETURN_IF_ERROR(network_->Cut(uid, control_plane_too));
-  Log("cut " + pod + " (uid " + ShortUid(uid) + ") off the network" + (control_plane_too ? " and the apiserver" : ""));
-  return Status::Ok();
-}
-
-Status PodRunner::Heal(const std::string& pod) {
-  if (!network_) return FailedPreconditionError("PodRunner::Heal needs pod_network");
-  std::vector<std::string> cut;  // the pod's cut incarnations (a replacement of the same name is not cut)
-  bool known = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& p : procs_) {
-      known |= p->info.pod == pod;
-      if (p->info.pod == pod && network_->IsCut(p->info.uid)) cut.push_back(p->info.uid);
-    }
-  }
-  if (!known) return NotFoundError("pod " + pod + " never ran here");
-  for (const auto& uid : cut) {
-    RINGMASTER_RETURN_IF_ERROR(network_->Heal(uid));
-    Log("healed " + pod + " (uid " + ShortUid(uid) + ")");
-  }
-  // The kubelet is back: a deletion it held up completes (KWOK's pod-delete stage). Also when the worker
-  // exited meanwhile (it saw itself dropped): its pod would otherwise stay Terminating, its GPU taken.
-  const json unmark = {{"metadata", {{"labels", {{kPartitionedLabel, nullptr}}}}}};
-  Status unmarked = client_->Patch(kube::resources::Pods(), options_.ns, pod, kube::PatchType::kMerge, unmark).status();
-  if (!unmarked.ok() && !kube::IsNotFound(unmarked)) return unmarked.WithContext("unlabelling " + pod);
-  return Status::Ok();
 }
 
 void PodRunner::ReportExits() {
@@ -381,9 +284,7 @@ void PodRunner::ReportExits() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& p : procs_) {
-      // A partitioned node's kubelet cannot report: after the heal.
-      if (p->report_due && !(network_ && network_->IsCut(p->info.uid)))
-        due.push_back({p->info.pod, p->info.uid, p->info.exit_code});
+      if (p->report_due) due.push_back({p->info.pod, p->info.uid, p->info.exit_code});
     }
   }
   for (const auto& d : due) {
@@ -481,40 +382,13 @@ Status PodRunner::StartPod(const json& pod) {
   }
   std::string cwd = StringAt(container, {"workingDir"});
   if (cwd.empty()) cwd = home;
-  std::optional<ProbeSpec> probe;
-  if (network_ && StringAt(pod, {"metadata", "annotations", kProbedReadinessAnnotation}) == kProbedReadinessValue) {
-    RINGMASTER_ASSIGN_OR_RETURN(probe, ParseReadinessProbe(container));
-  }
-  std::string netns;
-  if (network_) {
-    RINGMASTER_ASSIGN_OR_RETURN(netns, network_->AddPod(uid, ip));
-  }
-  auto process = SpawnLocalProcess({binary, argv, full, cwd, log_file, netns});
-  if (!process.ok()) {
-    if (network_) network_->RemovePod(uid);
-    return process.status();
-  }
-  const pid_t pid = process->pid();
+  RINGMASTER_ASSIGN_OR_RETURN(Subprocess process, SpawnLocalProcess({binary, argv, full, cwd, log_file}));
+  const pid_t pid = process.pid();
 
   auto proc = std::make_unique<Proc>();
-  proc->info = RunnerProcess{name,
-                             uid,
-                             node,
-                             ip,
-                             StringAt(container, {"name"}),
-                             pid,
-                             true,
-                             -1,
-                             "",
-                             false,
-                             log_file,
-                             kubeconfig,
-                             !probe.has_value()};
-  proc->process = std::move(process).value();
-  if (probe) {
-    proc->probe = probe;
-    proc->readiness.emplace(*probe, Clock::now());
-  }
+  proc->info =
+      RunnerProcess{name, uid, node, ip, StringAt(container, {"name"}), pid, true, -1, "", false, log_file, kubeconfig};
+  proc->process = std::move(process);
   {
     std::lock_guard<std::mutex> lock(mu_);
     procs_.push_back(std::move(proc));
@@ -522,133 +396,8 @@ Status PodRunner::StartPod(const json& pod) {
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   Log("started " + name + " (uid " + ShortUid(uid) + ") on " + node + " at " + ip + " as pid " + std::to_string(pid) +
-      " (service account " + sa + (netns.empty() ? "" : ", network namespace " + netns) + "): " + cmd);
+      " (service account " + sa + "): " + cmd);
   return Status::Ok();
-}
-
-void PodRunner::ProbeContainers(const std::vector<json>& pods) {
-  struct Attempt {
-    std::string uid, ip;
-    pid_t pid;
-    ProbeSpec spec;
-  };
-  std::vector<Attempt> attempts;
-  const auto now = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& p : procs_) {
-      if (!p->info.running || !p->info.killed_for.empty()) continue;
-      if (p->readiness && p->readiness->Due(now)) attempts.push_back({p->info.uid, p->info.ip, p->info.pid, *p->probe});
-    }
-  }
-  for (const auto& a : attempts) {
-    // From the network's side of the pod's link, as a kubelet's probe crosses the node's.
-    Status result = network_->InFabric([&] { return ProbeOnce(a.spec, a.ip); });
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& p : procs_) {
-      if (p->info.uid != a.uid || p->info.pid != a.pid || !p->info.running || !p->info.killed_for.empty()) continue;
-      if (p->readiness && p->readiness->Record(result.ok(), Clock::now())) {
-        p->info.ready = p->readiness->ready();
-        Log(p->info.pod + "/" + p->info.container + " is " + (p->info.ready ? "ready" : "not ready") +
-            (result.ok() ? "" : ": " + result.ToString()));
-      }
-    }
-  }
-  // Level-based: the readiness the pod should show, patched wherever it shows another.
-  for (const auto& pod : pods) {
-    const std::string uid = StringAt(pod, {"metadata", "uid"});
-    std::map<std::string, bool> ready;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      bool active = false;  // its process runs
-      for (const auto& p : procs_) {
-        if (p->info.uid != uid) continue;
-        active |= p->info.running && p->info.killed_for.empty();
-        ready[p->info.container] = p->info.running && p->info.ready;
-      }
-      if (!active) continue;  // not run here, or exited: KWOK's stages report it
-    }
-    bool all = true;
-    for (const auto& [c, r] : ready) all &= r;
-    bool differs = false;
-    for (const auto& c : At(pod, {"status", "conditions"}).is_array() ? pod["status"]["conditions"] : json::array()) {
-      const std::string type = StringAt(c, {"type"});
-      if (type == "Ready" || type == "ContainersReady") differs |= (StringAt(c, {"status"}) == "True") != all;
-    }
-    for (const auto& cs :
-         At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array()) {
-      auto it = ready.find(StringAt(cs, {"name"}));
-      if (it != ready.end()) differs |= At(cs, {"ready"}).is_boolean() && cs["ready"].get<bool>() != it->second;
-    }
-    if (!differs) continue;
-    auto last = readiness_patched_.find(uid);
-    if (last != readiness_patched_.end() && Clock::now() - last->second < std::chrono::milliseconds(500)) continue;
-    readiness_patched_[uid] = Clock::now();
-    Status s = PatchContainerStatuses(pod, ready);
-    Log((s.ok() ? "patched " : "could not patch ") + StringAt(pod, {"metadata", "name"}) +
-        (all ? " Ready" : " NotReady") + (s.ok() ? "" : ": " + s.ToString()));
-  }
-}
-
-void PodRunner::ReassertReadiness(const std::vector<json>& pods, const std::vector<json>& nodes) {
-  std::map<std::string, const json*> node_by_name;
-  for (const auto& n : nodes) node_by_name[StringAt(n, {"metadata", "name"})] = &n;
-  for (const auto& pod : pods) {
-    if (StringAt(pod, {"status", "phase"}) != "Running" || HasDeletion(pod)) continue;
-    if (StringAt(pod, {"metadata", "annotations", kProbedReadinessAnnotation}) == kProbedReadinessValue) continue;
-    auto node = node_by_name.find(StringAt(pod, {"spec", "nodeName"}));
-    if (node == node_by_name.end() || !NodeTrouble(*node->second).empty()) continue;
-    bool not_ready = false;
-    for (const auto& c : At(pod, {"status", "conditions"}).is_array() ? pod["status"]["conditions"] : json::array()) {
-      not_ready |= StringAt(c, {"type"}) == "Ready" && StringAt(c, {"status"}) == "False";
-    }
-    if (!not_ready) continue;
-    const std::string uid = StringAt(pod, {"metadata", "uid"});
-    bool running_here = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& p : procs_) running_here |= p->info.uid == uid && p->info.running;
-    }
-    if (!running_here) continue;
-    std::map<std::string, bool> ready;
-    for (const auto& c : At(pod, {"spec", "containers"}).is_array() ? pod["spec"]["containers"] : json::array()) {
-      ready[StringAt(c, {"name"})] = true;
-    }
-    const std::string name = StringAt(pod, {"metadata", "name"});
-    Status patched = PatchContainerStatuses(pod, ready);
-    Log(patched.ok() ? "marked " + name +
-                           " Ready again: its node is Ready and its process runs (the node lifecycle "
-                           "controller had marked it NotReady with its node)"
-                     : "cannot mark " + name + " Ready again: " + patched.ToString());
-  }
-}
-
-Status PodRunner::PatchContainerStatuses(const json& pod, const std::map<std::string, bool>& ready) {
-  bool all = true;
-  for (const auto& [c, r] : ready) all &= r;
-  const std::string now = FormatRfc3339(std::chrono::system_clock::now());
-  const std::string status = all ? "True" : "False";
-  json conditions = json::array();
-  for (const char* type : {"Ready", "ContainersReady"}) {
-    json c = {{"type", type}, {"status", status}, {"lastTransitionTime", now}};
-    if (!all) c["reason"] = "ContainersNotReady";
-    conditions.push_back(c);
-  }
-  // containerStatuses is replaced as a whole by a patch: the current list with `ready` changed.
-  json statuses =
-      At(pod, {"status", "containerStatuses"}).is_array() ? pod["status"]["containerStatuses"] : json::array();
-  for (auto& cs : statuses) {
-    auto it = ready.find(StringAt(cs, {"name"}));
-    if (it != ready.end()) cs["ready"] = it->second;
-  }
-  json patch = {{"metadata", {{"uid", StringAt(pod, {"metadata", "uid"})}}},
-                {"status", {{"conditions", conditions}, {"containerStatuses", statuses}}}};
-  kube::PatchOptions po;
-  po.subresource = "status";
-  return client_
-      ->Patch(kube::resources::Pods(), options_.ns, StringAt(pod, {"metadata", "name"}),
-              kube::PatchType::kStrategicMerge, patch, po)
-      .status();
 }
 
 std::vector<RunnerProcess> PodRunner::Processes() const {

@@ -4,19 +4,30 @@
 // A benchmark-like program, not part of make test. RINGMASTER_SOAK_MINUTES (30) sets the training's length
 // at full pace (100 ms a step); faults come until its last 300 steps, so stalls and load lengthen the soak.
 //
-// The job is elastic_workers_fixture.h's (ringmaster-train-example workers run by the pod runner on four
-// one-GPU fake nodes, min 2, max 4) under two operator replicas with leader election, long enough to
-// outlast the soak. Between faults the soak waits until the job is settled (its membership has the desired
-// world), then a random 2-6 s, then draws one fault (RINGMASTER_SOAK_SEED, else the clock, printed):
-//   kill      a member SIGKILLed (its pod fails; a replacement comes after the back-off)
-//   stop      a member SIGSTOPped for 1-5 s, then SIGCONT (its peers time out and rebuild the generation)
+// The job is elastic_workers_fixture.h's (ringmaster-train-example workers from the worker image on the
+// cluster's real nodes, run by their kubelets on containerd; min 2, max 4) under two operator replicas with
+// leader election, long enough to outlast the soak. The cluster needs real nodes and the images pushed to
+// its registry (ctest's fixture real_node_images: cluster.sh push). Between faults the soak waits until the
+// job is settled (its membership has the desired world), then a random 2-6 s, then draws one fault
+// (RINGMASTER_SOAK_SEED, else the clock, printed):
+//   kill      a member SIGKILLed through its node's containerd (its pod fails; a replacement comes after the
+//             back-off)
+//   stop      a member SIGSTOPped for 1-5 s through its node's containerd, then SIGCONT (its peers time out
+//             and rebuild the generation)
 //   scale     kubectl scale to another size in [2, 4]
-//   node      a member's node NotReady for 5 s (its worker is killed; the operator drops it)
 //   operator  the leading operator SIGKILLed; the standby takes over; the dead one restarts as standby
 //   apiserver kube-apiserver restarted
-//   partition a member's link cut (pods run in network namespaces of their own, pod_runner/pod_network.h),
-//             half the time its apiserver too, until a generation drops it (its peers report it), then healed
-// With partitions the soak needs root (network namespaces), as the e2e tests do.
+//   partition a member cut off inside its pod's network namespace (support/real_nodes.h: iptables DROP), half
+//             the time from its apiserver too, until a generation drops it (its peers report it), then healed
+// Where real kubelets differ from the pod runner the soak used to run on KWOK's nodes:
+//   * No node fault. A KWOK node's NotReady label made the runner kill its workers at once; a real kubelet
+//     ignores it, and a real node is lost only after the node controller's grace (50 s) of a hung node --
+//     lost_node_e2e_test freezes one, alone (ctest SERIAL), as it stalls every pod on a shared node.
+//   * A cut pod's kubelet still hears the apiserver: when the operator deletes the dropped pod, its kubelet
+//     kills the stale worker while the cut lasts, and the cut goes with the pod's network namespace. The heal
+//     then finds no cut pod of that name (NotFound, or a replacement of the same name that was never cut):
+//     both count as healed.
+// Partitions need root (nsenter and iptables in the pod's network namespace), as the e2e tests do.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -29,6 +40,7 @@
 #include <vector>
 
 #include "tests/integration/replicated_operator_fixture.h"
+#include "tests/support/real_nodes.h"
 
 namespace ringmaster::testing {
 namespace {
@@ -46,10 +58,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
  protected:
   void SetUp() override {
     minutes_ = EnvInt("RINGMASTER_SOAK_MINUTES", 30);
-    pod_network_ = true;
     max_restarts_ = 100000;  // every kill is a failure: the default 10 would end the job within minutes
-    template_metadata_ = "    metadata: {annotations: {" + std::string(kProbedReadinessAnnotation) + ": " +
-                         kProbedReadinessValue + "}}\n";
     ReplicatedOperatorWorkersTest::SetUp();
     // Pure training time is the soak's length (100 ms a step); the faults' stalls come on top. A
     // multiple of 6 steps: whole epochs of 48 samples in batches of 8.
@@ -100,16 +109,18 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
       for (const auto& p : ProcessesOf(m.value("pod", ""))) runs |= p.uid == m.value("uid", "") && p.running;
       if (runs) members.push_back(m);
     }
-    std::string kind = Pick<std::string>({"kill", "stop", "scale", "node", "operator", "apiserver", "partition"});
+    std::string kind = Pick<std::string>({"kill", "stop", "scale", "operator", "apiserver", "partition"});
     if (members.empty() && kind != "operator" && kind != "apiserver") kind = "scale";  // no member to hit
-    if (kind == "kill" || kind == "stop" || kind == "node" || kind == "partition") {
+    if (kind == "kill" || kind == "stop" || kind == "partition") {
       const json victim = Pick(members);
       const std::string pod = victim.value("pod", "");
       if (kind == "partition") {
         const bool control_plane_too = Uniform(0, 1) == 1;
         const std::string uid = victim.value("uid", "");
         const auto cut_at = Clock::now();
-        EXPECT_OK(runner_->Partition(pod, control_plane_too)) << pod;
+        Status cut = PartitionPod(cluster_, ns_, pod, control_plane_too);
+        EXPECT_OK(cut) << pod << ": " << cut;
+        if (!cut.ok()) return {kind, "could not cut " + pod};
         Status dropped = WaitFor("a generation without " + pod, seconds(90), [&](std::string*) {
           for (const auto& m : Membership(Job()).value("members", json::array()))
             if (m.value("uid", "") == uid) return false;
@@ -118,29 +129,26 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
         EXPECT_OK(dropped) << dropped;
         const double took = std::chrono::duration<double>(Clock::now() - cut_at).count();
         partition_to_generation_.push_back(took);
-        EXPECT_OK(runner_->Heal(pod)) << pod;
-        char text[160];
-        std::snprintf(text, sizeof text, "cut %s%s; dropped after %.1f s; healed", pod.c_str(),
-                      control_plane_too ? " and its apiserver" : "", took);
+        const std::string healed = Heal(pod, uid);
+        char text[256];
+        std::snprintf(text, sizeof text, "cut %s%s; dropped after %.1f s; %s", pod.c_str(),
+                      control_plane_too ? " and its apiserver" : "", took, healed.c_str());
         return {kind, text};
       }
       if (kind == "kill") {
-        EXPECT_OK(runner_->Signal(pod, SIGKILL)) << pod;
+        KillWorker(pod);
         return {kind, "SIGKILL " + pod};
       }
       if (kind == "stop") {
         const int ms = Uniform(1000, 5000);
-        EXPECT_OK(runner_->Signal(pod, SIGSTOP)) << pod;
+        Status stopped = SignalContainer(cluster_, ns_, pod, SIGSTOP);
+        EXPECT_OK(stopped) << pod << ": " << stopped;
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-        EXPECT_OK(runner_->Signal(pod, SIGCONT)) << pod;
+        // Thawed even when the stop seemed to fail: a frozen worker left behind would stall the job for good.
+        Status continued = SignalContainer(cluster_, ns_, pod, SIGCONT);
+        EXPECT_OK(continued) << pod << ": " << continued;
         return {kind, "SIGSTOP " + pod + " for " + std::to_string(ms) + " ms"};
       }
-      const std::string node = victim.value("node", "");
-      const std::string label = "node-not-ready.stage.kwok.x-k8s.io";
-      EXPECT_COMMAND_OK(cluster_.Kubectl({"label", "node", node, label + "=true"}));
-      std::this_thread::sleep_for(seconds(5));
-      EXPECT_COMMAND_OK(cluster_.Kubectl({"label", "node", node, label + "-"}));
-      return {kind, "node " + node + " (of " + pod + ") NotReady for 5 s"};
     }
     if (kind == "scale") {
       const int desired = job["spec"]["replicas"].value("desired", 3);
@@ -162,6 +170,23 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
                                 seconds(150));
     EXPECT_COMMAND_OK(restarted);
     return {kind, "kube-apiserver restarted"};
+  }
+
+  // Undoes the partition of pod `pod` (its incarnation `uid`); says how it ended. On a real node the operator's
+  // deletion of the dropped pod reaches its kubelet, which kills the stale worker while the cut lasts: the cut
+  // then went with the pod's network namespace. HealPod says NotFound when no pod of that name runs, and
+  // FailedPrecondition when its replacement (the same name, a new uid) runs, never cut; both mean healed.
+  std::string Heal(const std::string& pod, const std::string& uid) {
+    Status healed = HealPod(cluster_, ns_, pod);
+    if (healed.ok()) return "healed";
+    if (healed.code() == StatusCode::kNotFound) return "healed (its pod was gone, the cut with it)";
+    if (healed.code() == StatusCode::kFailedPrecondition) {
+      auto now =
+          cluster_.Kubectl({"get", "pod", pod, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
+      if (now.ok() && now->ok() && now->out != uid) return "healed (a replacement of the same name runs, never cut)";
+    }
+    ADD_FAILURE() << "healing " << pod << " (uid " << uid << "): " << healed;
+    return "not healed: " + healed.ToString();
   }
 
   int minutes_ = 30, steps_ = 0;
