@@ -147,6 +147,14 @@ class ElasticWorkersE2eTest : public JobTest {
       auto pods = cluster_.Kubectl({"describe", "pods", "-n", ns_});
       if (pods.ok()) std::cerr << "---- the job's pods ----\n" << pods->out << "\n";
       for (const auto& [pod, log] : WorkerLogs()) std::cerr << "---- " << pod << " ----\n" << log << "\n";
+      // The pods already deleted: how each that failed ended (its log's tail, as the kubelet kept it).
+      for (const auto& p : pods_ ? pods_->Pods() : std::vector<WorkerPod>{}) {
+        if (p.ended && p.exit_code != 0) {
+          std::cerr << "---- " << p.pod << " (uid " << p.uid << ") exited " << p.exit_code << " (" << p.reason
+                    << ") ----\n"
+                    << p.message << "\n";
+        }
+      }
     }
     if (HasFailure()) {
       std::cerr << "---- operator log ----\n" << operator_.Log() << "\n";
@@ -235,7 +243,9 @@ class ElasticWorkersE2eTest : public JobTest {
   // its disturb_at_step); returns the job as then seen.
   json WaitUntilTraining() {
     const int ranks = workload_.workers * processes_per_pod_;
-    json job = WaitForJob("the first membership of " + std::to_string(ranks) + " ranks", seconds(60),
+    // (Its workers become Ready once they have started: as slow as the start itself when they import torch.)
+    json job = WaitForJob("the first membership of " + std::to_string(ranks) + " ranks",
+                          std::max<seconds>(seconds(60), workload_.start_timeout),
                           [&](const json& j) { return Membership(j).value("worldSize", 0) == ranks; });
     const int64_t at = workload_.disturb_at_step;
     Status s =

@@ -25,6 +25,9 @@ struct WorkerPod {
   bool ended = false;    // its first container terminated (the kubelet reported it)
   int exit_code = -1;    // once ended: the container's exit code (128+signal when killed)
   std::string reason;    // once ended: the kubelet's reason (Completed, Error, OOMKilled, ...)
+  // Once ended: its termination message (the operator's worker pods fall back to the log's tail on an error:
+  // terminationMessagePolicy FallbackToLogsOnError).
+  std::string message;
   bool deleted = false;  // the pod is gone from the apiserver
 };
 
@@ -100,6 +103,7 @@ class PodHistory {
       p->ended = true;
       p->exit_code = state["terminated"].value("exitCode", -1);
       p->reason = state["terminated"].value("reason", "");
+      p->message = state["terminated"].value("message", "");
     }
   }
 

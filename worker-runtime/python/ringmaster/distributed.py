@@ -492,7 +492,13 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         self._in_flight = None
         ctx = _context.context() if _context.is_initialized() else None
         if ctx is not None and ctx.topology["generation"] == self._generation:
-            ctx.session.remove_process_set(self._set.process_set_id)  # local: stops the set's engine
+            try:
+                ctx.session.remove_process_set(self._set.process_set_id)  # local: stops the set's engine
+            except ValueError:
+                # Already gone: a rebuild of this same generation (a collective timed out and no newer membership
+                # came) dropped the runtime's dynamic sets with its communicators. Shutting down must not raise:
+                # ringmaster.torch.elastic's mesh destroys its groups after every reset, that one included.
+                pass
         super().shutdown()
 
 
