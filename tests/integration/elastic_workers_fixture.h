@@ -190,8 +190,7 @@ class ElasticWorkersE2eTest : public JobTest {
         std::to_string(max_restarts_) +
         "}\n"
         "  template:\n" +
-        template_metadata_ + "    spec:\n" + placement_ + pod_extra_ +
-        "      containers:\n      - name: trainer\n        image: " + image_ +
+        "    spec:\n" + placement_ + pod_extra_ + "      containers:\n      - name: trainer\n        image: " + image_ +
         "\n"
         "        command: " +
         list(workload_.command) + "\n        args: " + list(workload_.args) +
@@ -325,6 +324,16 @@ class ElasticWorkersE2eTest : public JobTest {
   // The pods named `pod` (a replacement keeps the name), in start order, as the kubelets reported them.
   std::vector<WorkerPod> ProcessesOf(const std::string& pod) { return pods_->Named(pod); }
 
+  // Waits until pod `pod` with `uid` is gone from the apiserver (no pod of that name, or another uid under it).
+  Status WaitForPodGone(const std::string& pod, const std::string& uid, seconds timeout) {
+    return WaitFor("pod " + pod + " (uid " + uid + ") to be deleted", timeout, [&](std::string* last) {
+      auto now =
+          cluster_.Kubectl({"get", "pod", pod, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
+      *last = now.ok() ? "uid '" + now->out + "'" : now.status().ToString();
+      return now.ok() && now->ok() && now->out != uid;
+    });
+  }
+
   // What `pod` printed (`kubectl logs`); "" once its pod is deleted.
   std::string LogOf(const std::string& pod) {
     auto log = cluster_.Kubectl({"logs", pod, "-n", ns_});
@@ -408,11 +417,11 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string out_;
   Workload workload_;
   // The job beyond the workload: YAML lines under spec: (indented 2, e.g. its checkpoint), the pod
-  // template's image (the worker image in the cluster's registry), and YAML lines under template: (metadata, indented
-  // 4), under the pod spec (indented 6) and under the container (indented 8).
+  // template's image (the worker image in the cluster's registry), and YAML lines under the pod spec (indented 6)
+  // and under the container (indented 8).
   std::string spec_extra_;
   std::string image_;
-  std::string template_metadata_, pod_extra_, container_extra_;
+  std::string pod_extra_, container_extra_;
   std::string placement_;      // the pod spec's placement (indented 6): the real nodes
   int max_restarts_ = 10;      // spec.elasticPolicy.maxRestarts (the API's default)
   int min_workers_ = 2;        // spec.replicas.min

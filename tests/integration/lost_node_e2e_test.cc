@@ -119,12 +119,7 @@ TEST_F(LostNodeE2eTest, AHungNodeLosesItsWorkerItsPodIsForceDeletedAndTheJobFini
   });
   ASSERT_OK(not_ready) << not_ready;
   std::printf("[ figures  ] hung node -> NotReady: %.1f s\n", since());
-  Status gone = WaitFor("the lost worker's pod to be deleted", seconds(60), [&](std::string* last) {
-    auto uid =
-        cluster_.Kubectl({"get", "pod", victim, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
-    *last = uid.ok() ? "uid '" + uid->out + "'" : uid.status().ToString();
-    return uid.ok() && uid->ok() && uid->out != victim_uid;
-  });
+  Status gone = WaitForPodGone(victim, victim_uid, seconds(60));
   EXPECT_OK(gone) << gone;
   std::printf("[ figures  ] hung node -> its worker's pod deleted: %.1f s\n", since());
 

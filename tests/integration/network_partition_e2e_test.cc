@@ -133,12 +133,7 @@ class NetworkPartitionE2eTest : public ElasticWorkersE2eTest {
     Status healed = HealPod(cluster_, ns_, victim);
     EXPECT_EQ(healed.code(), StatusCode::kNotFound) << healed << "\n" << DescribePods(victim);
     // ... and the cut pod itself is gone from the apiserver (nothing held it Terminating).
-    Status deleted = WaitFor("the cut pod " + victim + " to be deleted", seconds(30), [&](std::string* last) {
-      auto uid =
-          cluster_.Kubectl({"get", "pod", victim, "-n", ns_, "--ignore-not-found", "-o", "jsonpath={.metadata.uid}"});
-      *last = uid.ok() ? "uid '" + uid->out + "'" : uid.status().ToString();
-      return uid.ok() && uid->ok() && uid->out != victim_uid;
-    });
+    Status deleted = WaitForPodGone(victim, victim_uid, seconds(30));
     EXPECT_OK(deleted);
 
     ExpectSucceededWithExactResults();

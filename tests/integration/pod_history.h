@@ -20,7 +20,7 @@ namespace ringmaster::testing {
 
 // One pod (one uid) of the job, as its last status showed it.
 struct WorkerPod {
-  std::string pod, uid, node, ip;
+  std::string pod, uid, node;
   bool running = false;  // its first container is running (false before it starts and after it ends)
   bool ended = false;    // its first container terminated (the kubelet reported it)
   int exit_code = -1;    // once ended: the container's exit code (128+signal when killed)
@@ -95,7 +95,6 @@ class PodHistory {
       p = &pods_.back();
     }
     p->node = obj.value("spec", json::object()).value("nodeName", p->node);
-    p->ip = status.value("podIP", p->ip);
     p->deleted = p->deleted || deleted;
     if (state.contains("running")) p->running = true;
     if (state.contains("terminated")) {  // a terminated container stays so (restartPolicy Never)
