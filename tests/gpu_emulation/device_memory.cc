@@ -42,7 +42,7 @@ cudaError_t Allocate(size_t bytes, int device, void** out) {
     *out = nullptr;
     return cudaSuccess;
   }
-  const size_t extent = (bytes / kAlignment + 1) * kAlignment;  // > bytes: see device_memory.h
+  const size_t extent = (bytes / kAlignment + 1) * kAlignment;  // a multiple of kAlignment, as aligned_alloc needs
   void* p = std::aligned_alloc(kAlignment, extent);
   if (p == nullptr) return cudaErrorMemoryAllocation;
   Registry& r = Memory();
@@ -71,7 +71,7 @@ bool Lookup(const void* ptr, Allocation* out) {
   auto it = r.allocations.upper_bound(p);
   if (it == r.allocations.begin()) return false;
   --it;
-  if (p >= it->second.base + it->second.extent) return false;
+  if (p >= it->second.base + it->second.size) return false;
   *out = it->second;
   return true;
 }

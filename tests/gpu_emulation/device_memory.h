@@ -3,9 +3,10 @@
 // "Device memory" is host memory from a process-wide registry, tagged with the device that was
 // current when cudaMalloc made it. The registry is an ordered map base -> {size, extent, device}, so
 // an interior pointer resolves to its allocation (cudaPointerGetAttributes, the memcpy kind checks,
-// and NCCL's CudaPtrCheck use it). As on a GPU, where cudaMalloc hands out whole granules, the
-// address just past the requested size still belongs to the allocation (the extent is rounded up
-// past it): an empty slice at the end of a buffer is device memory.
+// and NCCL's CudaPtrCheck use it). As on a GPU, only [base, base + size) belongs to the allocation:
+// on an H200 (driver 580, CUDA 13.0) cudaPointerGetAttributes of the address just past a 24-byte
+// cudaMalloc said "unregistered", though the driver hands out whole granules -- so an empty slice at
+// the end of a buffer is not device memory, and a caller must not ask about it.
 //
 // Thread-safety: the registry is safe from any thread; the current device is per thread, as CUDA's.
 #pragma once
@@ -31,7 +32,7 @@ void SetCurrentDevice(int device);
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;    // as requested: the bounds of copies and collectives
-  size_t extent = 0;  // what the address range holds (> size): what pointer queries resolve
+  size_t extent = 0;  // what the host allocation holds (> size, a multiple of the alignment)
   int device = -1;
 };
 
@@ -40,7 +41,7 @@ struct Allocation {
 cudaError_t Allocate(size_t bytes, int device, void** out);
 cudaError_t Release(void* ptr);
 
-// The allocation holding ptr (base <= ptr < base + extent); false for any other pointer.
+// The allocation holding ptr (base <= ptr < base + size); false for any other pointer.
 bool Lookup(const void* ptr, Allocation* out);
 
 }  // namespace gpuemu

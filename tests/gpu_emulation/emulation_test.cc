@@ -610,8 +610,9 @@ TEST(GpuEmulation, CudaRuntimeSlice) {
     CUDA_OK(api.cudaPointerGetAttributes(&attr, d + 999));
     CHILD_EQ(attr.type, cudaMemoryTypeDevice);
     CHILD_EQ(attr.device, 2);
-    CUDA_OK(api.cudaPointerGetAttributes(&attr, d + 1000));  // an empty slice at the end: still device memory
-    CHILD_EQ(attr.type, cudaMemoryTypeDevice);
+    // Just past the end is no memory of the allocation (as a real GPU answers: device_memory.h).
+    CUDA_OK(api.cudaPointerGetAttributes(&attr, d + 1000));
+    CHILD_EQ(attr.type, cudaMemoryTypeUnregistered);
     CHILD_EQ(api.cudaMemcpy(d + 1000, host.data(), 1, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
     CUDA_OK(api.cudaPointerGetAttributes(&attr, host.data()));
     CHILD_EQ(attr.type, cudaMemoryTypeUnregistered);

@@ -366,7 +366,7 @@ if [[ -z "$why_no_gpu" ]]; then
 fi
 
 # NCCL and the CUDA runtime for the real tests (as a PyTorch job on this machine would load them). The test
-# programs do not load torch, so run.sh finds torch's copies and names them (gpu_libraries.h's search, step 4).
+# programs do not load torch, so run.sh finds torch's copies and names them (gpu_libraries.h's search, step 3: a configured path).
 nccl_path="${RINGMASTER_NCCL_LIBRARY:-}" cudart_path="${RINGMASTER_CUDART_LIBRARY:-}"
 [[ -n "$nccl_path" ]] && nccl_how="RINGMASTER_NCCL_LIBRARY, set before run.sh"
 [[ -n "$cudart_path" ]] && cudart_how="RINGMASTER_CUDART_LIBRARY, set before run.sh"

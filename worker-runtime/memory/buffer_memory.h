@@ -19,6 +19,8 @@ class Memory {
   // Errors: ResourceExhausted.
   virtual StatusOr<void*> Allocate(size_t bytes) = 0;
   virtual void Free(void* ptr) = 0;
+  // Both return once the bytes are in place: a collective started after Upload, on any stream, reads them.
+  // Errors: Internal (the copy failed).
   virtual Status Upload(void* dst, const void* host_src, size_t bytes) = 0;
   virtual Status Download(void* host_dst, const void* src, size_t bytes) = 0;
 };

@@ -38,6 +38,14 @@ class CudaMemory : public Memory {
     if (cudaError_t e = cuda->cudaMemcpy(dst, src, bytes, kind); e != cudaSuccess) {
       return InternalError(std::string("cudaMemcpy ") + what + ": " + cuda->ErrorText(e));
     }
+    // From pageable host memory cudaMemcpy returns once the bytes are staged, before the DMA lands; a
+    // collective on a communicator's non-blocking stream is not ordered after it. Wait for it, so the upload
+    // is done when Upload returns (an H200 showed the race: a 1-rank allreduce read half-uploaded input).
+    if (kind == cudaMemcpyHostToDevice) {
+      if (cudaError_t e = cuda->cudaStreamSynchronize(nullptr); e != cudaSuccess) {
+        return InternalError(std::string("cudaStreamSynchronize after cudaMemcpy ") + what + ": " + cuda->ErrorText(e));
+      }
+    }
     return Status::Ok();
   }
 

@@ -89,14 +89,16 @@ StatusOr<LoadedLibrary> Open(const GpuLibrarySearch& search, const Candidates& c
   for (const auto& soname : c.sonames) {
     if (void* h = TryOpen(soname, RTLD_NOW | RTLD_NOLOAD, &tried)) return LoadedLibrary{h, PathOf(h, soname)};
   }
+  // A path the user configured beats a guess from where torch's wheels are (a GPU machine showed why: a CUDA
+  // runtime loaded from torch's site-packages made the guess pick that wheel's NCCL 2.28 over the configured 2.30).
+  if (!c.configured.empty()) {
+    if (void* h = TryOpen(c.configured, RTLD_NOW | RTLD_GLOBAL, &tried)) return LoadedLibrary{h, c.configured};
+  }
   for (const auto& rel : c.wheel_paths) {
     for (const auto& path : TorchWheelCandidates(rel)) {
       if (!Exists(path)) continue;
       if (void* h = TryOpen(path, RTLD_NOW | RTLD_GLOBAL, &tried)) return LoadedLibrary{h, path};
     }
-  }
-  if (!c.configured.empty()) {
-    if (void* h = TryOpen(c.configured, RTLD_NOW | RTLD_GLOBAL, &tried)) return LoadedLibrary{h, c.configured};
   }
   for (const auto& soname : c.sonames) {
     if (void* h = TryOpen(soname, RTLD_NOW | RTLD_GLOBAL, &tried)) return LoadedLibrary{h, PathOf(h, soname)};

@@ -9,9 +9,9 @@
 //      libringmaster_emulated_gpu.so in ../lib beside the executable or beside this library.
 //      Nothing else is tried: a process told to emulate never reaches for a real GPU.
 //   2. the copy already loaded in this process (torch's, typically: dlopen RTLD_NOLOAD of the SONAME);
-//   3. the copy torch's wheels installed (site-packages/nvidia/nccl/lib, nvidia/cu13/lib,
-//      nvidia/cuda_runtime/lib), found from torch's own libraries when torch is loaded;
-//   4. a configured path: RINGMASTER_NCCL_LIBRARY, RINGMASTER_CUDART_LIBRARY;
+//   3. a configured path: RINGMASTER_NCCL_LIBRARY, RINGMASTER_CUDART_LIBRARY;
+//   4. the copy torch's wheels installed (site-packages/nvidia/nccl/lib, nvidia/cu13/lib,
+//      nvidia/cuda_runtime/lib), found from any loaded library under a site-packages that holds torch;
 //   5. the SONAME through the dynamic linker's search (LD_LIBRARY_PATH, the system).
 //
 // Thread-safety: everything here is safe from any thread.

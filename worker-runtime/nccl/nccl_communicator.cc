@@ -281,7 +281,9 @@ Status NcclCommunicator::DoAllgather(const void* in, void* out, size_t count, co
 Status NcclCommunicator::DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts,
                                       common::DataType type) {
   return OnDevice([&] {
-    RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{in, "in"}, {out, "out"}}));
+    // A rank that sends nothing never reads `in`: its address may be anything, such as one past the end of an
+    // in-place `out` (the last rank's slot when it is empty), which CUDA reports as no memory of its own.
+    RINGMASTER_RETURN_IF_ERROR(CheckBuffers({{counts[rank_] > 0 ? in : nullptr, "in"}, {out, "out"}}));
     // One broadcast per rank into its slot of out, fused in one NCCL group.
     RINGMASTER_RETURN_IF_ERROR(Grouped([&](const auto& check) {
       size_t offset = 0;

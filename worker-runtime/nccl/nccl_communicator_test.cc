@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -70,12 +71,38 @@ void ExpectAllreduceWorks(comm::Communicator& comm, int device) {
   EXPECT_EQ(common::CountMismatches(common::DataType::kFloat32, got.data(), want.data(), count), 0u);
 }
 
-// An allreduce that cannot finish (a peer is gone): it must end Aborted at the communicator's deadline.
-Status AllreduceWithAPeerGone(comm::Communicator& comm, int device) {
+// An allreduce of the pattern inputs while a peer is gone. Without a deadline it could hang; with one it ends
+// Aborted -- or, on a real NCCL, it may end OK on a rank whose part of the algorithm never waits on the dead
+// peer (seen on an H200: 2 of 3 survivors of a 4-rank world of one GPU, NCCL 2.30.7). Then nothing can be
+// assumed about the result (NCCL's contract after a failure), and `completed_sum_of` says what it held: the
+// number of ranks whose inputs it summed (0: neither all nor all but the dead one's).
+Status AllreduceWithAPeerGone(comm::Communicator& comm, int device, int dead = -1, int* completed_sum_of = nullptr) {
+  const size_t count = 1024;
   auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, device);
-  auto dev = memory->Allocate(4096);
+  auto in = common::MakeInput(common::DataType::kFloat32, common::ReduceOp::kSum, comm.rank(), count);
+  auto dev = memory->Allocate(in.size());
   if (!dev.ok()) return dev.status();
-  Status s = comm.Allreduce(*dev, *dev, 1024, common::DataType::kFloat32, common::ReduceOp::kSum);
+  Status s = memory->Upload(*dev, in.data(), in.size());
+  if (s.ok()) s = comm.Allreduce(*dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum);
+  if (s.ok() && completed_sum_of != nullptr) {
+    std::vector<uint8_t> got(in.size());
+    if (Status d = memory->Download(got.data(), *dev, got.size()); !d.ok()) {
+      memory->Free(*dev);
+      return d;
+    }
+    auto all = common::ReferenceReduce(common::DataType::kFloat32, common::ReduceOp::kSum, comm.size(), count);
+    std::vector<uint8_t> without(in.size(), 0);  // the sum over every rank but `dead`
+    std::vector<float> acc(count, 0.0f);
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r == dead) continue;
+      auto x = common::MakeInput(common::DataType::kFloat32, common::ReduceOp::kSum, r, count);
+      for (size_t i = 0; i < count; ++i) acc[i] += reinterpret_cast<const float*>(x.data())[i];
+    }
+    std::memcpy(without.data(), acc.data(), without.size());
+    const bool is_all = common::CountMismatches(common::DataType::kFloat32, got.data(), all.data(), count) == 0;
+    const bool is_without = common::CountMismatches(common::DataType::kFloat32, got.data(), without.data(), count) == 0;
+    *completed_sum_of = is_all ? comm.size() : is_without ? comm.size() - 1 : 0;
+  }
   memory->Free(*dev);
   return s;
 }
@@ -98,8 +125,16 @@ TEST_P(NcclShrinkTest, SurvivorsRevokeThenShrinkAfterAKill) {
     ASSERT_OK(comm.Barrier());
     if (ctx.rank == dead) ::raise(SIGKILL);  // gone without a word, as a killed pod
     const int device = ctx.rank % Gpus();
-    Status failed = AllreduceWithAPeerGone(comm, device);
-    EXPECT_EQ(failed.code(), StatusCode::kAborted) << failed;
+    int sum_of = -1;
+    Status failed = AllreduceWithAPeerGone(comm, device, dead, &sum_of);
+    EXPECT_TRUE(failed.ok() || failed.code() == StatusCode::kAborted) << failed;
+    if (failed.ok()) {  // see AllreduceWithAPeerGone; the runtime revokes it when the membership changes
+      std::printf("rank %d: the allreduce completed with rank %d gone, holding %s\n", ctx.rank, dead,
+                  sum_of == ctx.size       ? "the sum of every rank's input"
+                  : sum_of == ctx.size - 1 ? "the sum of the survivors' inputs"
+                                           : "neither sum");
+      std::fflush(stdout);
+    }
     ASSERT_TRUE(comm.can_shrink()) << "NCCL " << nccl::LoadedVersion()->ToString()
                                    << " should have revoked, not aborted, the communicator";
     auto shrunk = comm.Shrink({dead}, "shrink/g2");
@@ -218,7 +253,7 @@ TEST_F(NcclTest, ShrinkTimesOutAndAbortsCleanly) {
   runtime_testing::WorldOptions options;
   options.size = 3;
   auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
-    auto made = MakeWorld(ctx, "stuck", ctx.rank, ctx.size, 1s);
+    auto made = MakeWorld(ctx, "stuck", ctx.rank, ctx.size, 5s);  // 1 s was too short to init 3 ranks on an H200
     ASSERT_OK(made);
     ASSERT_OK((*made)->Barrier());
     if (ctx.rank == 2) ::raise(SIGKILL);

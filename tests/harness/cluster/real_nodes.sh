@@ -165,8 +165,11 @@ containerRuntimeEndpoint: unix://$nd/containerd.sock
 podLogsDir: $nd/pod-logs
 failSwapOn: false
 makeIPTablesUtilChains: false
-# The machine is shared with the tests that run the workload: evict only when it is really out of room.
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+# The machine is shared with the tests that run the workload: evict only when memory is really short. No
+# disk signal at all (0% disables one): the node's disk is this machine's, filled by builds as much as by pods,
+# and a kubelet under disk pressure deletes every image no container uses -- the sandbox image first, which no
+# registry serves, so every pod after it fails "failed to pull ringmaster.local/pause".
+evictionHard: {memory.available: "100Mi", nodefs.available: "0%", imagefs.available: "0%", nodefs.inodesFree: "0%", imagefs.inodesFree: "0%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
@@ -360,5 +363,14 @@ real_nodes_push() {
     wait "${pids[$k]}" || failed+=" ${names[$k]}"
   done
   [[ -z "$failed" ]] || die "the images could not be pulled on$failed" "see $DIR/logs/pull-*.log"
+  # Every pod's sandbox comes from the image imported at `up` (no registry serves it): make sure the pulls left
+  # it there, so that a node which lost it fails here, with the cause, and not as every test's pending pod.
+  local sandbox; sandbox="$(cat "$(tool_dir node-images)/sandbox-image")"
+  for i in $(real_node_indexes || true); do
+    sock="$(real_node_dir "$i")/containerd.sock"
+    "$DIR/bin/crictl" --image-endpoint "unix://$sock" inspecti "$sandbox" >/dev/null 2>&1 \
+      || die "$(real_node_name "$i") no longer has the sandbox image $sandbox ($(df -h --output=avail "$DIR" | tail -1 | tr -d ' ') free on this disk)" \
+        "a kubelet short of disk deletes unused images: free some room, then restart the cluster (see $DIR/logs/kubelet-$(real_node_name "$i").log)"
+  done
   log "  ${#pids[@]} real nodes pulled ringmaster-operator and ringmaster-worker:$version in $((SECONDS - start)) s"
 }
