@@ -14,7 +14,7 @@ CMAKE_FLAGS ?=
 CLUSTER := tests/harness/cluster/cluster.sh
 CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_ARGS)
 
-.PHONY: help deps build configure wheel format gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated \
+.PHONY: help deps build configure wheel format gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated gpu-carry \
         cluster-up cluster-down cluster-status demo images push bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
         bench-report soak \
         test-sanitize clean
@@ -28,6 +28,7 @@ help:
 	@echo "make images        build the operator and worker images (docker/) without a daemon: OCI archives in $(BUILD_DIR)/images/"
 	@echo "make push REGISTRY=ghcr.io/my-team   push those images to a registry with skopeo (SKOPEO_ARGS for credentials)"
 	@echo "make gpu-kit       the GPU suite in $(BUILD_DIR)/gpu-kit (<= 60 MiB): on a GPU machine run its run.sh (tests/gpu_kit/README.md)"
+	@echo "make gpu-carry     the kit and this build's NCCL pruned to sm_$(GPU_SM), compressed (<= 60 MiB), for a one-GPU machine whose torch's NCCL is < 2.30"
 	@echo "make wheel         build the Python package's wheel into $(BUILD_DIR)/ (ringmaster-*.whl)"
 	@echo "make format        format the C++ (clang-format) and Python (ruff) files as make test checks them"
 	@echo "make cluster-up    start a local control plane with fake GPU nodes and REAL_NODES (2) real ones: kubelet,"
@@ -58,6 +59,13 @@ build: configure
 # run its run.sh (a report lands in $$OUT). tests/gpu_kit/README.md.
 gpu-kit: build
 	@tests/gpu_kit/make_kit.sh $(BUILD_DIR) $(BUILD_DIR)/gpu-kit
+
+# The kit with this build's NCCL (2.30.7) pruned to GPU_SM's device code, under 60 MiB, for a GPU machine that
+# takes 64 MiB of files and whose torch brings an NCCL too old for two ranks on one GPU: carry $(BUILD_DIR)/gpu-carry
+# and run its run.sh (tests/gpu_kit/README.md).
+GPU_SM ?= 90
+gpu-carry: gpu-kit
+	@tests/gpu_kit/make_carry.sh $(BUILD_DIR) $(BUILD_DIR)/gpu-carry $(GPU_SM)
 
 # Every CPU tier, the GPU suite on the CPU emulation of NCCL and CUDA included (label `gpu-emulated`).
 # The same tests against a real GPU carry the label `gpu` and run with `make test-gpu`.

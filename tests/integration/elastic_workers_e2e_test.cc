@@ -143,11 +143,15 @@ TEST_F(ElasticWorkersE2eTest, PyTorchFsdpMeshLosesAWorkerAndFinishesExactly) {
   ASSERT_OK(counted) << counted;
   ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 3);
-  Status shrunk = WaitFor("rank 0 to train on a (1 x 2) mesh with a standby", seconds(60), [&](std::string* last) {
-    std::string log = LogOf(rank0);
-    *last = log.substr(log.size() > 600 ? log.size() - 600 : 0);
-    return log.find("mesh dp=1 x tp=2 over 2 of 3 workers (1 standing by)") != std::string::npos;
-  });
+  // Until the first step on it, whose commit prints the recovery figure (read from the log below: the mesh line
+  // alone came before it, and the log was once read in between).
+  Status shrunk = WaitFor(
+      "rank 0 to train on a (1 x 2) mesh with a standby and commit a step on it", seconds(60), [&](std::string* last) {
+        std::string log = LogOf(rank0);
+        *last = log.substr(log.size() > 600 ? log.size() - 600 : 0);
+        return log.find("mesh dp=1 x tp=2 over 2 of 3 workers (1 standing by)") != std::string::npos &&
+               log.find("FIGURE mesh-rebuild") != std::string::npos;
+      });
   ASSERT_OK(shrunk) << shrunk;
   ASSERT_COMMAND_OK(cluster_.Kubectl({"delete", "resourcequota", "full", "-n", ns_}));
 

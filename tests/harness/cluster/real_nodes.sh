@@ -35,9 +35,11 @@ REAL_NODE_PREFIX=ringmaster-node
 KUBELET_TUNABLES="kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom"
 REAL_NODE_TAINT="ringmaster.io/real-node=true:NoSchedule"
 
-# The second octet of the cluster's node subnets (10.<o>.<i>.0/24), and a short id for bridge and cgroup names;
-# both derived from the apiserver port, so clusters side by side differ.
-real_nodes_octet() { echo $((100 + API_PORT % 100)); }
+# The second octet of the cluster's node subnets (10.<o>.<i>.0/24), and a short id for bridge and cgroup names.
+# The id comes from the apiserver port; the octet is claimed at `up` (real_nodes_claim_octet) and kept in
+# nodes/octet, since two ports can give the same one (a ctest run had its two clusters' bridges both on 10.108:
+# pods on different nodes could not reach each other).
+real_nodes_octet() { cat "$DIR/nodes/octet" 2>/dev/null || echo $((100 + API_PORT % 100)); }
 real_nodes_id() { printf '%04x' $((API_PORT % 65536)); }
 
 real_node_name() { echo "$REAL_NODE_PREFIX-$1"; }
@@ -257,6 +259,7 @@ real_nodes_up() {
   # A kubelet sets the kernel tunables a node needs (kernel.panic, kernel.panic_on_oops, vm.overcommit_memory);
   # this machine gets its own values back at `down`.
   mkdir -p "$DIR/nodes"
+  real_nodes_claim_octet || return $?
   [[ -f "$DIR/nodes/sysctl-before" ]] || sysctl -e $KUBELET_TUNABLES >"$DIR/nodes/sysctl-before" 2>/dev/null || true
   log "  starting an image registry and $count real nodes (kubelet + containerd + CNI bridge each)"
   registry_up || return $?
@@ -272,6 +275,32 @@ real_nodes_up() {
     || fail_up "only $gpus of $count real nodes list $REAL_NODE_GPUS nvidia.com/gpu" \
       "see $DIR/logs/device-plugin-*.log and kubelet-*.log"
   log "  $count real nodes Ready; registry at $(cat "$DIR/registry")"
+}
+
+# Claims are directories under /run (gone at reboot), made with mkdir (atomic: one cluster wins an octet), each
+# holding the DIR of its cluster; `down` releases its own. A claim whose cluster no longer holds that octet
+# (stopped without `down`) is taken over.
+SUBNET_CLAIMS=/run/ringmaster/real-node-subnets
+real_nodes_claim_octet() {
+  mkdir -p "$SUBNET_CLAIMS" || fail_up "cannot write $SUBNET_CLAIMS" "the harness needs root"
+  local start=$((API_PORT % 100)) k o claim owner
+  for ((k = 0; k < 100; k++)); do
+    o=$((100 + (start + k) % 100)) claim="$SUBNET_CLAIMS/10.$o"
+    if ! mkdir "$claim" 2>/dev/null; then
+      owner="$(cat "$claim/dir" 2>/dev/null || true)"
+      [[ -z "$owner" ]] && continue  # being claimed right now
+      [[ "$owner" != "$DIR" && "$(cat "$owner/nodes/octet" 2>/dev/null || true)" == "$o" ]] && continue
+    fi
+    echo "$DIR" >"$claim/dir" && echo "$o" >"$DIR/nodes/octet" && return 0
+  done
+  fail_up "every 10.100-199 subnet is claimed in $SUBNET_CLAIMS" "stop other clusters (cluster.sh down)"
+}
+real_nodes_release_octet() {
+  local o claim
+  o="$(cat "$DIR/nodes/octet" 2>/dev/null)" || return 0
+  claim="$SUBNET_CLAIMS/10.$o"
+  [[ "$(cat "$claim/dir" 2>/dev/null || true)" == "$DIR" ]] && rm -rf "$claim"
+  return 0
 }
 
 # The nodes this DIR has started (from their directories, so that a half-started one is cleaned too).
@@ -325,6 +354,7 @@ real_nodes_down() {
   # shellcheck disable=SC2046
   while iptables -t nat -D $(real_nodes_api_rule) 2>/dev/null; do :; done
   if [[ -s "$DIR/nodes/sysctl-before" ]]; then sysctl -q -p "$DIR/nodes/sysctl-before" >/dev/null 2>&1 || true; fi
+  real_nodes_release_octet
   rm -rf "$DIR/nodes" "$DIR/registry-data" "$DIR/registry" "$DIR/registry.yaml"
 }
 

@@ -78,6 +78,18 @@ def test_a_configured_old_nccl_serves_the_module_with_one_warning(old_nccl):
     check_old(result, stderr, old_nccl)
 
 
+def test_a_configured_nccl_wins_when_only_torchs_cuda_runtime_is_loaded(old_nccl):
+    # A library from torch's site-packages in the process (its CUDA runtime, as the GPU kit hands the programs)
+    # used to make the search guess torch's wheel NCCL ahead of the configured one: on an H200 its 2.28.9 served
+    # instead of the configured 2.30.7. A configured path wins now; only an NCCL already loaded beats it.
+    import torch
+
+    cudart = os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "cu13", "lib", "libcudart.so.13")
+    assert os.path.exists(cudart), f"{cudart} is missing: torch's CUDA wheels (make deps) bring it"
+    result, stderr = probe("preload", os.path.realpath(cudart), RINGMASTER_NCCL_LIBRARY=old_nccl)
+    check_old(result, stderr, old_nccl)
+
+
 def test_after_import_torch_the_module_uses_torchs_nccl():
     import torch
 
