@@ -1,6 +1,5 @@
 // Starting other programs: the one place Ringmaster forks and execs -- fork, exec, pipes, signals. Used by
-// ringmaster-run and ringmaster-launch for their workers, by the pod runner for a pod's processes, and by
-// the tests for the commands they run.
+// ringmaster-run and ringmaster-launch for their workers, and by the tests for the commands they run.
 //
 // A child starts clean: default signal dispositions and nothing blocked (whatever the parent set), no
 // descriptor of the parent beyond stdin/stdout/stderr, optionally its own process group (so a kill reaches

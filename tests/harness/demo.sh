@@ -5,9 +5,9 @@
 # membership generation. Those workers are KWOK pods (no process runs in them). Then the other half:
 # real CPU workers (ringmaster-run + ringmaster-train-example over Gloo) losing a worker, having one
 # frozen, and gaining two, each time rebuilding their communicators in place and resuming from the
-# newest commit. Last, both together: ringmaster-pod-runner runs the operator's pods as real workers
-# (each on its loopback pod IP, with the pod's environment and service-account token), one is killed,
-# and the job still finishes with every worker holding the same weights.
+# newest commit. Last, both together (as root): the operator's pods run on the cluster's real node (a
+# kubelet on containerd) from a small image of ringmaster-train-example pushed to the cluster's registry,
+# one container is killed, and the job still finishes with every worker holding the same weights.
 # RINGMASTER_BUILD_DIR (default build) picks the build whose binaries run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -48,8 +48,33 @@ wait_past() {
   die "timed out waiting for $1" "see $DIR/operator.log"
 }
 
-step "1. A local control plane with 4 fake GPU nodes (8 nvidia.com/gpu each)"
-"$CLUSTER" up --dir "$DIR" 2>&1 | grep -v '^$' | sed 's/^/  /' | head -n 12
+# demo_image: a one-layer image of ringmaster-train-example and every library it loads (ldd), pushed to the
+# demo cluster's registry; prints its reference. Seconds, where `make images`' worker image takes minutes.
+demo_image() {
+  local work="$DIR/demo-image" registry tag lib
+  registry="$(cat "$DIR/registry")" tag="$(date +%s)"
+  rm -rf "$work"
+  umoci init --layout "$work/layout" && umoci new --image "$work/layout:latest" &&
+    umoci unpack --rootless --image "$work/layout:latest" "$work/bundle" >/dev/null || die "umoci failed" "run make deps"
+  local root="$work/bundle/rootfs"
+  install -D "$BIN/ringmaster-train-example" "$root/usr/local/bin/ringmaster-train-example"
+  for lib in $(ldd "$BIN/ringmaster-train-example" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+    install -D "$lib" "$root$lib"
+  done
+  mkdir -p "$root/tmp" && chmod 1777 "$root/tmp"
+  umoci repack --image "$work/layout:latest" "$work/bundle" &&
+    umoci config --image "$work/layout:latest" --config.user 65534:65534 \
+      --config.entrypoint /usr/local/bin/ringmaster-train-example &&
+    skopeo copy --quiet --dest-tls-verify=false "oci:$work/layout:latest" "docker://$registry/ringmaster-demo:$tag" ||
+    die "could not build or push the demo image" "see the message above"
+  rm -rf "$work"
+  echo "$registry/ringmaster-demo:$tag"
+}
+
+step "1. A local control plane with 4 fake GPU nodes (8 nvidia.com/gpu each) and, as root, one real node"
+REAL_NODES=0
+((EUID == 0)) && REAL_NODES=1  # the last act's real node (a kubelet on containerd) needs root
+"$CLUSTER" up --dir "$DIR" --real-nodes "$REAL_NODES" --real-node-gpus 4 2>&1 | grep -v '^$' | sed 's/^/  /' | head -n 16
 k apply -f "$RINGMASTER_ROOT/crds/ringmaster.io_trainingjobs.yaml" >/dev/null
 k wait --for=condition=Established crd/trainingjobs.ringmaster.io --timeout=30s >/dev/null
 k delete tj demo --ignore-not-found --wait=true >/dev/null
@@ -58,8 +83,7 @@ step "2. ringmaster-operator (log: $DIR/operator.log)"
 "$BIN/ringmaster-operator" --kubeconfig "$DIR/kubeconfig" --namespace default \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$DIR/operator.log" 2>&1 &
 OPERATOR=$!
-RUNNER=""
-trap 'kill $OPERATOR $RUNNER 2>/dev/null || true' EXIT
+trap 'kill $OPERATOR 2>/dev/null || true' EXIT
 sleep 1
 
 step "3. kubectl apply: an elastic job of 2..6 workers, 1 GPU each"
@@ -113,17 +137,21 @@ rm -rf "$RUN_DIR"
   grep -E "ringmaster-run|generation [0-9]+ ready|restored step" | sed 's/^/  /'
 echo "  final weights: $RUN_DIR/weights.txt; every committed sample once per epoch: $RUN_DIR/samples.log"
 
-step "9. Real workers as the operator's pods (ringmaster-pod-runner: each Running pod's container runs on its pod IP)"
-[[ -x "$BIN/ringmaster-pod-runner" ]] || die "$BIN/ringmaster-pod-runner is missing" "run make build"
-k delete tj demo --cascade=foreground --wait=true >/dev/null  # its KWOK-only pods go first
-LAST_SHOWN=""
-PODS_DIR="$DIR/pods"
-rm -rf "$PODS_DIR"
-mkdir -p "$PODS_DIR/out"
-"$BIN/ringmaster-pod-runner" --kubeconfig "$DIR/kubeconfig" --namespace default --job demo --bin-dir "$BIN" \
-  --work-dir "$PODS_DIR" --deadline-s 120 2>"$PODS_DIR/runner.log" &
-RUNNER=$!
-k apply -f - <<JOB
+step "9. Real workers as the operator's pods on a real node (a kubelet on containerd): one is killed, the job finishes"
+if ((EUID != 0)); then
+  echo "  skipped: a real node needs root (containerd, mounts, cgroups); run make demo as root to see this act"
+else
+  [[ -s "$DIR/registry" ]] || die "the demo cluster in $DIR has no real node (it was started before they came)" \
+    "stop it ($CLUSTER down --dir $DIR) and run make demo again"
+  k delete tj demo --cascade=foreground --wait=true >/dev/null  # its KWOK-only pods go first
+  LAST_SHOWN=""
+  PODS_DIR="$DIR/pods"
+  rm -rf "$PODS_DIR"
+  mkdir -p "$PODS_DIR/out"
+  chmod 1777 "$PODS_DIR/out"  # the image's user (65534) writes its weights there
+  IMAGE="$(demo_image)"
+  echo "  $IMAGE: ringmaster-train-example and the libraries it loads, pushed to the cluster's registry"
+  k apply -f - <<JOB
 apiVersion: ringmaster.io/v1alpha1
 kind: TrainingJob
 metadata: {name: demo}
@@ -132,37 +160,46 @@ spec:
   elasticPolicy: {joinBatchWindowSeconds: 1}
   template:
     spec:
+      nodeSelector: {ringmaster.io/real-node: "true"}
+      tolerations: [{key: ringmaster.io/real-node, operator: Exists, effect: NoSchedule}]
+      volumes: [{name: out, hostPath: {path: "$PODS_DIR/out", type: Directory}}]
       containers:
       - name: trainer
-        image: example/trainer:latest
-        command: [ringmaster-train-example]
-        args: [--steps, "150", --step-delay-ms, "40", --seed, "7", --out, "$PODS_DIR/out"]
+        image: $IMAGE
+        args: [--steps, "150", --step-delay-ms, "40", --seed, "7", --out, /out]
+        env: [{name: RINGMASTER_BACKEND, value: gloo}]
+        volumeMounts: [{name: out, mountPath: /out}]
         resources: {limits: {nvidia.com/gpu: 1}}
 JOB
-wait_for "the first membership" '{.status.membership.worldSize}' 3
-for ((i = 0; i < 200; i++)); do grep -q "generation 1 ready" "$PODS_DIR"/demo-worker-*.log 2>/dev/null && break; sleep 0.1; done
-sleep 1
-victim="$(k get tj demo -o jsonpath='{.status.membership.members[1].pod}')"
-pid="$(sed -n "s/.*started $victim (uid [0-9a-f]*) .* as pid \([0-9]*\) .*/\1/p" "$PODS_DIR/runner.log" | tail -n 1)"
-[[ -n "$pid" ]] || die "the pod runner did not start $victim" "see $PODS_DIR/runner.log"
-g="$(generation)"
-echo "  SIGKILL $victim's worker process (pid $pid): the pod runner reports its pod Failed (exit 137)"
-kill -9 "$pid"
-wait_past "the failure" "$g"
-for ((i = 0; i < 600; i++)); do
-  [[ "$(k get tj demo -o jsonpath='{.status.phase}')" =~ ^(Succeeded|Failed)$ ]] && break
+  wait_for "the first membership" '{.status.membership.worldSize}' 3
+  for ((i = 0; i < 300; i++)); do
+    k logs "$(k get tj demo -o jsonpath='{.status.membership.members[0].pod}')" 2>/dev/null | grep -q "generation 1 ready" && break
+    sleep 0.2
+  done
+  sleep 1
+  victim="$(k get tj demo -o jsonpath='{.status.membership.members[1].pod}')"
+  container="$(k get pod "$victim" -o jsonpath='{.status.containerStatuses[0].containerID}')"
+  node="$(k get pod "$victim" -o jsonpath='{.spec.nodeName}')"
+  [[ "$container" == containerd://* ]] || die "$victim has no running container" "kubectl describe pod $victim"
+  g="$(generation)"
+  echo "  SIGKILL $victim's container on $node (through its containerd): the kubelet reports it Failed (exit 137)"
+  ctr -a "$DIR/nodes/$node/containerd.sock" -n k8s.io task kill -s SIGKILL "${container#containerd://}" >/dev/null
+  wait_past "the failure" "$g"
+  for ((i = 0; i < 1200; i++)); do
+    [[ "$(k get tj demo -o jsonpath='{.status.phase}')" =~ ^(Succeeded|Failed)$ ]] && break
+    membership
+    sleep 0.1
+  done
   membership
-  sleep 0.1
-done
-membership
-k get tj demo
-grep -E "started|exited|died|reported|killing" "$PODS_DIR/runner.log" | sed 's/ (service account [^)]*): .*//; s/^/  /'
-weights=("$PODS_DIR"/out/weights.*.txt)
-same=yes
-for w in "${weights[@]}"; do cmp -s "$w" "${weights[0]}" || same=no; done
-echo "  ${#weights[@]} workers finished; identical final weights: $same (worker logs: $PODS_DIR/*.log)"
-[[ "$(k get tj demo -o jsonpath='{.status.phase}')" == Succeeded && "$same" == yes ]] || die "the job did not finish cleanly" "see $PODS_DIR"
-kill "$RUNNER" 2>/dev/null || true
+  k get tj demo
+  k get pods -l ringmaster.io/job-name=demo -o wide | sed 's/^/  /'
+  weights=("$PODS_DIR"/out/weights.*.txt)
+  same=yes
+  for w in "${weights[@]}"; do cmp -s "$w" "${weights[0]}" || same=no; done
+  echo "  ${#weights[@]} workers finished; identical final weights: $same (their logs: kubectl logs)"
+  [[ "$(k get tj demo -o jsonpath='{.status.phase}')" == Succeeded && "$same" == yes ]] ||
+    die "the job did not finish cleanly" "see kubectl describe tj demo; $PODS_DIR/out"
+fi
 
 step "Done. The cluster keeps running: KUBECONFIG=$DIR/kubeconfig; stop it with: $CLUSTER down --dir $DIR"
 k delete tj demo --wait=false >/dev/null

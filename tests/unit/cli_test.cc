@@ -79,8 +79,6 @@ TEST(CliTest, ABadCommandLineNamesTheFlagAndExits2) {
       {{"ringmaster-operator", "--lease-duration", "soon"}, "--lease-duration"},
       {{"ringmaster-train-example", "--steps", "4abc"}, "--steps"},
       {{"ringmaster-train-example", "--hierarchical", "maybe"}, "--hierarchical"},
-      {{"ringmaster-pod-runner", "--deadline-s", "-3"}, "--deadline-s"},
-      {{"ringmaster-pod-runner", "--namespace", "x"}, "--kubeconfig"},
       {{"ringmaster-kube-bench", "--pods", "0"}, "--pods"},
       {{"ringmaster-elastic-bench", "--sizes", "2,x"}, "--sizes"},
       {{"ringmaster-checkpoint-bench", "--blobs"}, "--blobs"},

@@ -7,7 +7,7 @@
 A testing library is a library target of this build with a source under a folder named testing/ or tests/
 (or a name containing "testing"), or GoogleTest/GoogleMock. A product target is an executable in bin/
 that is not a test (a *_test binary) and not test tooling (a program whose own sources live under a
-testing/, tests/, fuzz/ or bench/ folder: the pod runner, the fuzz targets, the benches), or a loadable
+testing/, tests/, fuzz/ or bench/ folder: the fuzz targets, the benches), or a loadable
 module (the Python extension). A product links what its link line names: every static library of the
 link closure (CMake lists them all), and what each shared library on it links in turn.
 --programs: the programs the build installs into bin/ (RINGMASTER_PROGRAMS); each must be found in
