@@ -72,6 +72,51 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   EXPECT_EQ(Job()["status"].value("restartCount", -1), 1);
 }
 
+// The NCCL path on a real kubelet. The device plugin allocates each worker one emulated nvidia.com/gpu and hands
+// its container RINGMASTER_EMULATED_GPUS=1 with the device id, as nvidia-device-plugin hands NVIDIA_VISIBLE_DEVICES;
+// the CPU emulation of NCCL and CUDA (tests/gpu_emulation) comes in through a hostPath, as the container toolkit
+// mounts the driver's libraries, and NCCL's bootstrap listens on the pod's IP. The C++ workers train with
+// RINGMASTER_BACKEND=nccl: when one is SIGKILLed the survivors revoke and shrink their communicator (what only
+// NCCL can), the replacement makes them build a new one, and the job ends with the one-process weights, every
+// sample once per epoch. (Evidence about our NCCL code on a kubelet, not about NCCL: tests/gpu_kit runs on GPUs.)
+TEST_F(ElasticWorkersE2eTest, NcclOnTheDevicePluginsEmulatedGpusLosesAWorkerAndFinishesExactly) {
+  const std::filesystem::path library = RINGMASTER_EMULATION_LIBRARY;
+  ASSERT_TRUE(std::filesystem::exists(library)) << library << " is missing: build ringmaster_emulated_gpu";
+  workload_.env = {{std::string(api::env::kBackend), "nccl"},
+                   {"RINGMASTER_GPU_EMULATION_LIBRARY", "/opt/ringmaster-emulation/" + library.filename().string()}};
+  env_extra_ = "{name: RINGMASTER_EMULATED_NCCL_ADDR, valueFrom: {fieldRef: {fieldPath: status.podIP}}}";
+  pod_extra_ = "      volumes: [{name: out, hostPath: {path: " + out_ +
+               "/train, type: Directory}}, {name: emulation, hostPath: {path: " + library.parent_path().string() +
+               ", type: Directory}}]\n";
+  container_extra_ =
+      "        volumeMounts: [{name: out, mountPath: /out}, "
+      "{name: emulation, mountPath: /opt/ringmaster-emulation, readOnly: true}]\n";
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string survivor = m["members"][0].value("pod", "");
+  const std::string victim = m["members"][1].value("pod", "");
+  ASSERT_NO_FATAL_FAILURE(KillWorker(victim));
+  WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
+  // A survivor's next generation came from shrinking the NCCL communicator it had (read before the job's end
+  // deletes its pod).
+  Status shrunk = WaitFor("a survivor to shrink its NCCL communicator", seconds(60), [&](std::string* last) {
+    std::string log = LogOf(survivor);
+    *last = log.substr(log.size() > 600 ? log.size() - 600 : 0);
+    return log.find("(shrunk)") != std::string::npos;
+  });
+  EXPECT_OK(shrunk) << shrunk;
+  std::istringstream lines(LogOf(survivor));
+  for (std::string line; std::getline(lines, line);) {  // how each generation's communicator came to be
+    if (line.find("communicator:") != std::string::npos || line.find(" ready: ") != std::string::npos) {
+      std::cout << line << "\n";  // (each line names its pod)
+    }
+  }
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_GE(finishers.size(), 2u);
+}
+
 // PyTorch scripts as the job's workers — Horovod's elastic API through `import ringmaster.torch as hvd`, and
 // unmodified DDP on the "ringmaster" backend — : a worker SIGKILLed mid-run is replaced and the job ends
 // with the one-process weights, every sample once per epoch.

@@ -196,8 +196,8 @@ class ElasticWorkersE2eTest : public JobTest {
         list(workload_.command) + "\n        args: " + list(workload_.args) +
         "\n"
         "        env: [" +
-        env + "]\n" + container_extra_ + "        resources: {limits: {nvidia.com/gpu: " + std::to_string(gpus_) +
-        "}}\n");
+        env + (env.empty() || env_extra_.empty() ? "" : ", ") + env_extra_ + "]\n" + container_extra_ +
+        "        resources: {limits: {nvidia.com/gpu: " + std::to_string(gpus_) + "}}\n");
     ASSERT_OK(s) << s;
   }
 
@@ -422,6 +422,7 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string spec_extra_;
   std::string image_;
   std::string pod_extra_, container_extra_;
+  std::string env_extra_;      // more items of the container's env list, as YAML flow (a valueFrom, say)
   std::string placement_;      // the pod spec's placement (indented 6): the real nodes
   int max_restarts_ = 10;      // spec.elasticPolicy.maxRestarts (the API's default)
   int min_workers_ = 2;        // spec.replicas.min
