@@ -88,5 +88,9 @@ inline constexpr std::string_view kStuck[] = {kErrImagePull, kImagePullBackOff, 
 
 // The condition type of a pod's readiness and of a node's health.
 inline constexpr std::string_view kReadyCondition = "Ready";
+// The pod condition the control plane sets (True) before it deletes a pod for a disruption: scheduler
+// preemption (PreemptionByScheduler), the Eviction API (EvictionByEvictionAPI), taint-based eviction
+// (DeletionByTaintManager), node shutdown or pressure (TerminationByKubelet), pod GC (DeletionByPodGC).
+inline constexpr std::string_view kDisruptionTargetCondition = "DisruptionTarget";
 
 }  // namespace ringmaster::api

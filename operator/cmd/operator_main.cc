@@ -89,6 +89,7 @@ rm::controller::ControllerOptions ControllerOptionsFrom(const OperatorOptions& o
   co.workers = opts.workers;
   co.resync_period = opts.resync_period;
   co.reconciler.worker_network_policy = opts.worker_network_policy;
+  co.reconciler.disruption_taints = opts.disruption_taints;
   co.client_metrics = std::move(client_metrics);
   co.log = log;
   return co;

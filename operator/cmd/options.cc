@@ -9,6 +9,21 @@ namespace ringmaster::operator_cmd {
 
 namespace {
 
+// "a,b=c" -> {"a", "b=c"}; empty items are skipped; "none" is the empty list.
+StatusOr<std::vector<std::string>> SplitTaints(const std::string& text) {
+  std::vector<std::string> out;
+  if (text == "none") return out;
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t comma = text.find(',', from);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(from, comma - from);
+    if (!item.empty()) out.push_back(std::move(item));
+    from = comma + 1;
+  }
+  return out;
+}
+
 // "15s" or "15": a whole number of seconds >= 1.
 StatusOr<std::chrono::seconds> ParseSeconds(const std::string& text) {
   std::string digits = text;
@@ -73,6 +88,14 @@ std::unique_ptr<CLI::App> NewOperatorApp(OperatorOptions& o) {
   app->add_flag("--worker-network-policy", o.worker_network_policy,
                 "Create a NetworkPolicy per job letting only the job's own pods reach its workers (all but the "
                 "health/metrics port); =false where RBAC lacks networkpolicies (default: true).");
+  std::string default_taints;
+  for (const auto& t : o.disruption_taints) default_taints += (default_taints.empty() ? "" : ",") + t;
+  cli::AddParsed<std::vector<std::string>>(
+      *app, "--disruption-taints", &o.disruption_taints, SplitTaints,
+      "Comma-separated node taints (key or key=value) that announce the node's loss -- a spot reclaim notice, a "
+      "drain about to start: a worker on such a node leaves its job at its next step boundary, its work committed, "
+      "and is replaced elsewhere; \"none\" for none.",
+      default_taints);
   return app;
 }
 

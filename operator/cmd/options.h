@@ -29,7 +29,16 @@ struct OperatorOptions {
   int kube_api_burst = 100;                 // --kube-api-burst
   LogFormat log_format = LogFormat::kText;  // --log-format text|json
   bool worker_network_policy = true;        // --worker-network-policy[=false]: a NetworkPolicy per job
-  std::string identity;                     // --identity; "" = hostname_pid
+  // --disruption-taints: node taints ("key" or "key=value") announcing the node's loss; a worker on such a node
+  // leaves its job at a step boundary. Defaults: the notices of Karpenter, the cluster autoscaler, AWS's node
+  // termination handler and GKE's graceful node shutdown. "none" turns the rule off.
+  std::vector<std::string> disruption_taints = {"karpenter.sh/disrupted",
+                                                "ToBeDeletedByClusterAutoscaler",
+                                                "aws-node-termination-handler/spot-itn",
+                                                "aws-node-termination-handler/scheduled-maintenance",
+                                                "aws-node-termination-handler/asg-lifecycle-termination",
+                                                "cloud.google.com/impending-node-termination"};
+  std::string identity;  // --identity; "" = hostname_pid
   bool help = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,19 @@ TEST(OperatorFlagsTest, WorkerNetworkPolicyIsOnUnlessTurnedOff) {
   }
   EXPECT_NE(ParseOperatorFlags({"--worker-network-policy=maybe"}).status().message().find("--worker-network-policy"),
             std::string::npos);
+}
+
+TEST(OperatorFlagsTest, DisruptionTaintsHaveTheCloudNoticesByDefaultAndCanBeReplacedOrEmptied) {
+  auto defaults = ParseOperatorFlags({});
+  ASSERT_OK(defaults);
+  EXPECT_NE(std::find(defaults->disruption_taints.begin(), defaults->disruption_taints.end(), "karpenter.sh/disrupted"),
+            defaults->disruption_taints.end());
+  auto two = ParseOperatorFlags({"--disruption-taints=example.com/spot-notice,drain=soon"});
+  ASSERT_OK(two);
+  EXPECT_EQ(two->disruption_taints, (std::vector<std::string>{"example.com/spot-notice", "drain=soon"}));
+  auto none = ParseOperatorFlags({"--disruption-taints=none"});
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->disruption_taints.empty());
 }
 
 TEST(OperatorFlagsTest, ValuesOfEveryKind) {

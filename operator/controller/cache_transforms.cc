@@ -20,7 +20,7 @@ json Pick(const json& from, std::initializer_list<const char*> keys) {
 json Conditions(const json& status) {
   json out = json::array();
   if (auto it = status.find("conditions"); it != status.end() && it->is_array())
-    for (const auto& c : *it) out.push_back(Pick(c, {"type", "status", "lastTransitionTime"}));
+    for (const auto& c : *it) out.push_back(Pick(c, {"type", "status", "reason", "lastTransitionTime"}));
   return out;
 }
 
@@ -56,6 +56,8 @@ void SlimNode(json* node) {
   if (!node->is_object()) return;
   json slim = {{"apiVersion", node->value("apiVersion", "v1")}, {"kind", node->value("kind", "Node")}};
   slim["metadata"] = Pick(node->value("metadata", json::object()), {"name", "resourceVersion"});
+  // Taints: a configured notice taint (a spot reclaim, a maintenance drain) makes its workers leave early.
+  slim["spec"] = Pick(node->value("spec", json::object()), {"taints"});
   slim["status"]["conditions"] = Conditions(node->value("status", json::object()));
   *node = std::move(slim);
 }

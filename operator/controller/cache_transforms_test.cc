@@ -17,7 +17,9 @@ TEST(CacheTransformsTest, APodKeepsWhatReconcileReads) {
     "spec": {"nodeName": "n1", "containers": [{"name": "t", "image": "i", "env": [{"name": "X"}]}],
              "volumes": [{"name": "v"}]},
     "status": {"phase": "Failed", "podIP": "127.0.0.9", "hostIP": "127.0.0.1",
-               "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "t2", "lastProbeTime": null}],
+               "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "t2", "lastProbeTime": null},
+                              {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                               "message": "Eviction API: evicting", "lastTransitionTime": "t5"}],
                "containerStatuses": [{"name": "t", "image": "i", "ready": false,
                                       "state": {"terminated": {"exitCode": 3, "reason": "Error", "finishedAt": "t3",
                                                                "startedAt": "t4"}}}]}})");
@@ -29,7 +31,9 @@ TEST(CacheTransformsTest, APodKeepsWhatReconcileReads) {
                  "creationTimestamp": "t0", "deletionTimestamp": "t1", "deletionGracePeriodSeconds": 30},
     "spec": {"nodeName": "n1"},
     "status": {"phase": "Failed", "podIP": "127.0.0.9",
-               "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "t2"}],
+               "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "t2"},
+                              {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                               "lastTransitionTime": "t5"}],
                "containerStatuses": [{"name": "t", "state": {"terminated": {"exitCode": 3, "reason": "Error",
                                                                              "finishedAt": "t3"}}}]}})"));
 }
@@ -53,14 +57,16 @@ TEST(CacheTransformsTest, APendingPodHasEmptyStatusLists) {
   EXPECT_FALSE(pod["status"].contains("phase"));
 }
 
-TEST(CacheTransformsTest, ANodeKeepsItsNameAndConditions) {
+TEST(CacheTransformsTest, ANodeKeepsItsNameTaintsAndConditions) {
   json node = json::parse(R"({"metadata": {"name": "n1", "resourceVersion": "3", "labels": {"x": "y"}},
+    "spec": {"podCIDR": "10.0.0.0/24", "taints": [{"key": "spot/reclaim", "effect": "NoSchedule"}]},
     "status": {"capacity": {"nvidia.com/gpu": "8"}, "images": [{"names": ["a"]}],
                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t",
                                "lastHeartbeatTime": "h", "message": "m"}]}})");
   SlimNode(&node);
   EXPECT_EQ(node, json::parse(R"({"apiVersion": "v1", "kind": "Node",
     "metadata": {"name": "n1", "resourceVersion": "3"},
+    "spec": {"taints": [{"key": "spot/reclaim", "effect": "NoSchedule"}]},
     "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"}]}})"));
 }
 

@@ -53,6 +53,8 @@ struct PodView {
   // A container that will not start until someone acts (api::container_waiting::kStuck), and the kubelet's words.
   std::string stuck_reason, stuck_message;
   bool for_scale_up = false;
+  // The reason of its DisruptionTarget condition when True (the control plane is about to delete it).
+  std::string disruption_target;
 };
 
 bool IsStuck(const std::string& waiting_reason) {
@@ -85,6 +87,11 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
                        std::chrono::seconds(IntAt(meta, {"deletionGracePeriodSeconds"}));
   }
   for (const auto& c : ArrayAt(status, {"conditions"})) {
+    if (StringAt(c, {"type"}) == api::kDisruptionTargetCondition &&
+        StringAt(c, {"status"}) == api::condition_status::kTrue) {
+      v.disruption_target = StringAt(c, {"reason"});
+      if (v.disruption_target.empty()) v.disruption_target = "no reason given";
+    }
     if (StringAt(c, {"type"}) != api::kReadyCondition) continue;
     const std::string ready = StringAt(c, {"status"});
     if (ready == api::condition_status::kTrue) {
@@ -237,6 +244,17 @@ bool ReadinessLossGraced(Planning& st, const PodView& p) {
   return true;
 }
 
+// Why `p` is about to be taken while it runs, as a phrase; empty when it is not. The control plane marks a pod
+// it will delete for a disruption (DisruptionTarget); any deletion under way (a drain, kubectl delete) sends
+// its container SIGTERM and a grace period; a disruption taint on its node announces the node's loss.
+std::string Disruption(const Planning& st, const PodView& p) {
+  if (!p.disruption_target.empty()) return "DisruptionTarget: " + p.disruption_target;
+  if (p.deleting) return "its pod is being deleted";
+  if (auto node = st.in.nodes.find(p.node); node != st.in.nodes.end() && !node->second.disruption_taint.empty())
+    return "its node " + p.node + " has the disruption taint " + node->second.disruption_taint;
+  return "";
+}
+
 // Finished: deletes the pods spec.runPolicy.cleanPodPolicy names and, with a TTL, the job itself.
 void PlanFinishedJob(Planning& st) {
   // Workers still running when the job succeeded are most likely finishing too (rank 0 was just the
@@ -370,7 +388,9 @@ void PlanExitedWorkers(Planning& st) {
       continue;
     }
     if (!exited) continue;
-    if (!counted.count(p.uid) && failed) {
+    // A disrupted worker that stopped (its grace ran out, or it had none) was taken, not broken: its exit is not
+    // a failure and does not count against spec.elasticPolicy.maxRestarts.
+    if (!counted.count(p.uid) && failed && Disruption(st, p).empty()) {
       ++st.status.restart_count;
       st.last_failure = st.in.now;
       std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
@@ -381,7 +401,10 @@ void PlanExitedWorkers(Planning& st) {
           {p.name, p.uid, p.exit_code, p.exit_reason, FormatRfc3339(st.in.now, TimePrecision::kMillis)});
       AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
     }
-    DeletePod(st, p, failed ? "the worker failed" : "the worker exited while still a member");
+    DeletePod(st, p,
+              !Disruption(st, p).empty() ? "the worker stopped after its disruption (" + Disruption(st, p) + ")"
+              : failed                   ? "the worker failed"
+                                         : "the worker exited while still a member");
   }
   while (st.status.recent_failures.size() > kRecentFailuresKept)
     st.status.recent_failures.erase(st.status.recent_failures.begin());
@@ -421,7 +444,12 @@ bool PlanNodeLoss(Planning& st, const PodView& p) {
 Workers ObserveWorkers(Planning& st) {
   Workers workers;
   std::map<std::string, std::vector<std::string>> cut_off;  // member pod -> who cannot reach it
-  for (auto& c : CutOffMembers(st.membership, st.in.peer_reports)) cut_off[c.pod] = std::move(c.reporters);
+  // The verdict prefers Ready suspects. The raw Ready condition, without ReadinessLossGraced: a
+  // partitioned worker's failing probe is exactly the signal, from the moment its condition goes False.
+  std::set<std::string> ready;
+  for (const auto& p : st.pods)
+    if (p.ready) ready.insert(p.name);
+  for (auto& c : CutOffMembers(st.membership, st.in.peer_reports, ready)) cut_off[c.pod] = std::move(c.reporters);
   for (const auto& p : st.pods) {
     workers.used_indices.insert(p.index);
     WorkerObservation w;
@@ -447,7 +475,9 @@ Workers ObserveWorkers(Planning& st) {
                 "its peers cannot reach it (reported by " + by + " in generation " +
                     std::to_string(st.membership.generation) + ")");
     }
-    if (!w.failed && !w.node_lost && !w.unreachable && !p.deleting && !w.beyond_desired) workers.live.push_back(&p);
+    w.disrupted = !w.failed && !w.node_lost && !w.unreachable && !Disruption(st, p).empty();
+    if (!w.failed && !w.node_lost && !w.unreachable && !p.deleting && !w.beyond_desired && !w.disrupted)
+      workers.live.push_back(&p);
     workers.observed.push_back(w);
   }
   return workers;
@@ -496,6 +526,21 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   return decision;
 }
 
+// An Event for each member that this generation let go because it is disrupted: what announced it.
+void NoteDisruptedLeavers(Planning& st, const Workers& workers, const api::Membership& before) {
+  if (st.membership.generation == before.generation) return;
+  for (const auto& w : workers.observed) {
+    const api::Member* was = before.Find(w.pod);
+    if (!w.disrupted || was == nullptr || was->uid != w.uid || st.membership.Find(w.pod) != nullptr) continue;
+    for (const auto& p : st.pods) {
+      if (p.name != w.pod || p.uid != w.uid) continue;
+      AddEvent(st, api::event_type::kNormal, ReasonName(ChangeReason::kDisrupted),
+               "worker " + w.pod + " leaves generation " + std::to_string(before.generation) +
+                   " at its next step boundary, its work committed: " + Disruption(st, p));
+    }
+  }
+}
+
 // Members that the decision dropped to keep the world in whole groups leave as a scale-down's do (they
 // never join again; PlanScaleDown gives them the leave grace) and no longer count toward the desired
 // number, so their replacements are created now.
@@ -511,9 +556,13 @@ void MarkDropped(const MembershipDecision& decision, Workers& workers) {
 // take over and exit 0 (its pod is deleted then, by PlanExitedWorkers); it is deleted only when it is
 // still running spec.elasticPolicy.leaveGraceSeconds later. Members dropped to keep whole groups
 // (MarkDropped) are handled alike.
+//
+// Disrupted workers leave the same way: a member commits at its step boundary and exits 0 within the leave
+// grace (or its deletion's grace ends it); one that never was a member is deleted at once, so that its
+// replacement (created now: a disrupted worker does not count toward the desired number) can go elsewhere.
 void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& before) {
   for (const auto& w : workers.observed) {
-    if (!w.beyond_desired || w.failed || st.membership.Find(w.pod) != nullptr) continue;
+    if ((!w.beyond_desired && !w.disrupted) || w.failed || st.membership.Find(w.pod) != nullptr) continue;
     const PodView* pod = nullptr;
     for (const auto& p : st.pods)
       if (p.name == w.pod && p.uid == w.uid) pod = &p;
@@ -521,7 +570,8 @@ void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& 
     const api::Member* was = before.Find(w.pod);
     if (!IsLeaving(st, w.pod, w.uid) && was != nullptr && was->uid == w.uid) st.leaving[w.pod] = {w.uid, st.in.now};
     if (!IsLeaving(st, w.pod, w.uid)) {
-      DeletePod(st, *pod, "the job was scaled down");
+      DeletePod(st, *pod,
+                w.disrupted ? "disrupted before it joined (" + Disruption(st, *pod) + ")" : "the job was scaled down");
     } else if (st.in.now >= st.leaving[w.pod].second + st.spec.leave_grace) {
       DeletePod(st, *pod,
                 "it left the membership and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");
@@ -611,6 +661,7 @@ Status PlanWorkers(Planning& st) {
   MarkSurplus(st, workers);
   const api::Membership before = st.membership;
   const MembershipDecision decision = PublishMembership(st, workers);
+  NoteDisruptedLeavers(st, workers, before);
   MarkDropped(decision, workers);
   PlanScaleDown(st, workers, before);
   RINGMASTER_RETURN_IF_ERROR(PlanCreations(st, workers));

@@ -24,6 +24,9 @@ struct NodeState {
   bool ready = true;
   // When its Ready condition last left True (valid when !ready).
   Clock::time_point not_ready_since{};
+  // The first of the operator's disruption taints (--disruption-taints) the node carries, as "key=value:effect";
+  // empty when none. Its workers leave the job at their next step boundary, as a preempted worker does.
+  std::string disruption_taint;
 };
 
 struct PodDeletion {

@@ -164,6 +164,36 @@ TEST(PlanJobTest, AMemberItsPeersCannotReachLeavesAndItsPodIsReplacedWithoutCoun
   }
 }
 
+// A world of two whose rank 0 is cut from its peer but not from the apiserver: both report each other,
+// and rank 0's Ready condition has just gone False (its container still runs, within the readiness-loss
+// grace). The verdict keeps the Ready rank 1, renumbered to rank 0, and drops rank 0 in one generation.
+TEST(PlanJobTest, AWorldOfTwoReportingEachOtherKeepsTheReadyMember) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  ASSERT_EQ(job["status"]["membership"]["generation"], 1);
+
+  const auto now = kT0 + seconds(10);
+  pods[0]["status"]["conditions"] = {
+      {{"type", "Ready"}, {"status", "False"}, {"lastTransitionTime", FormatRfc3339(now)}}};
+  PlanInput in = Input(job, pods, now);
+  in.peer_reports = {{"j-worker-0", 1, {"j-worker-1"}, ""}, {"j-worker-1", 1, {"j-worker-0"}, ""}};
+  auto plan = PlanJob(in);
+  ASSERT_OK(plan) << plan.status();
+  ASSERT_EQ(plan->deletes.size(), 1u);
+  EXPECT_EQ(plan->deletes[0].name, "j-worker-0");
+  EXPECT_NE(plan->deletes[0].why.find("reported by j-worker-1 in generation 1"), std::string::npos)
+      << plan->deletes[0].why;
+  ASSERT_TRUE(plan->status.has_value());
+  const json& m = (*plan->status)["membership"];
+  EXPECT_EQ(m["generation"], 2);
+  EXPECT_EQ(m["reason"], "PeerUnreachable");
+  EXPECT_EQ(m["worldSize"], 1);
+  ASSERT_EQ(m["members"].size(), 1u);
+  EXPECT_EQ(m["members"][0]["pod"], "j-worker-1");
+  EXPECT_EQ(m["members"][0]["rank"], 0);
+}
+
 TEST(PlanJobTest, ReplacementBackoffCountsFromTheExactFailureTime) {
   json job = Job(1, 2);
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
@@ -241,7 +271,7 @@ TEST(PlanJobTest, NodeNotReadyPastTheWindowDropsItsWorkers) {
   std::vector<json> pods = {Pod(0, "Running", true, "n0"), Pod(1, "Running", true, "n1")};
   job = WithStatus(job, *PlanJob(Input(job, pods)));
   PlanInput in = Input(job, pods, kT0 + seconds(10));
-  in.nodes["n1"] = NodeState{false, kT0 + seconds(5)};
+  in.nodes["n1"] = NodeState{false, kT0 + seconds(5), ""};
   auto within = PlanJob(in);
   ASSERT_OK(within);
   EXPECT_TRUE(within->deletes.empty());
@@ -275,7 +305,7 @@ TEST(PlanJobTest, APodTerminatingOnALostNodeIsForcedTheForceGraceAfterItsDeletio
   pods[1]["metadata"]["deletionTimestamp"] = FormatRfc3339(deleted_at + seconds(30));  // a 30 s grace period
   pods[1]["metadata"]["deletionGracePeriodSeconds"] = 30;
   PlanInput in = Input(job, pods, deleted_at + seconds(4));
-  in.nodes["n1"] = NodeState{false, kT0};
+  in.nodes["n1"] = NodeState{false, kT0, ""};
   auto within = PlanJob(in);
   ASSERT_OK(within);
   for (const auto& d : within->deletes) EXPECT_FALSE(d.force) << d.name << " forced before the grace ended";
@@ -337,6 +367,105 @@ TEST(PlanJobTest, ScaleDownDropsTheHighestRankWhichExitsBeforeItsPodIsDeleted) {
   ASSERT_OK(overdue);
   ASSERT_EQ(overdue->deletes.size(), 1u);
   EXPECT_EQ(overdue->deletes[0].name, "j-worker-2");
+}
+
+// Evicted through the Eviction API: the control plane marks the pod DisruptionTarget and deletes it with its
+// grace period. The member leaves at once in a Disrupted generation (not a failure: no restart counted, no
+// backoff), its replacement is created at once, and its exit -- 143 when its grace ran out -- is not a failure.
+TEST(PlanJobTest, AnEvictedMemberLeavesInADisruptedGenerationAndItsExitIsNoFailure) {
+  json job = Job(1, 3);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  ASSERT_EQ(job["status"]["membership"]["generation"], 1);
+
+  pods[1]["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0 + seconds(40));
+  pods[1]["metadata"]["deletionGracePeriodSeconds"] = 30;
+  pods[1]["status"]["conditions"].push_back({{"type", "DisruptionTarget"},
+                                             {"status", "True"},
+                                             {"reason", "EvictionByEvictionAPI"},
+                                             {"lastTransitionTime", FormatRfc3339(kT0 + seconds(10))}});
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(plan) << plan.status();
+  const json& m = (*plan->status)["membership"];
+  EXPECT_EQ(m["generation"], 2);
+  EXPECT_EQ(m["reason"], "Disrupted");
+  EXPECT_EQ(m["worldSize"], 2);
+  EXPECT_NE(m["message"].get<std::string>().find("Disrupted: j-worker-1"), std::string::npos) << m.dump();
+  EXPECT_EQ((*plan->status)["restartCount"], 0);
+  EXPECT_TRUE(plan->deletes.empty());  // being deleted already, with its grace period: not cut short
+  EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-3"}));  // at once, elsewhere
+  bool noted = false;
+  for (const auto& e : plan->events) {
+    EXPECT_NE(e.type, "Warning") << e.reason << ": " << e.message;
+    if (e.reason == "Disrupted" &&
+        e.message.find("worker j-worker-1 leaves generation 1 at its next step boundary") != std::string::npos) {
+      noted = e.message.find("DisruptionTarget: EvictionByEvictionAPI") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(noted) << "no Disrupted event naming the eviction";
+  job = WithStatus(job, *plan);
+
+  // Its grace ran out (SIGKILL, 137): not a failure, nothing counted, no backoff on the next replacement.
+  pods[1]["status"]["phase"] = "Failed";
+  pods[1]["status"]["conditions"][0]["status"] = "False";
+  pods[1]["status"]["containerStatuses"] = {
+      {{"name", "t"}, {"state", {{"terminated", {{"exitCode", 137}, {"reason", "Error"}}}}}}};
+  pods.push_back(Pod(3, "Pending", false));
+  auto stopped = PlanJob(Input(job, pods, kT0 + seconds(40)));
+  ASSERT_OK(stopped);
+  if (stopped->status) {
+    EXPECT_EQ((*stopped->status)["restartCount"], 0);
+    EXPECT_FALSE(stopped->status->contains("recentFailures") && !(*stopped->status)["recentFailures"].empty());
+    EXPECT_EQ((*stopped->status)["membership"]["generation"], 2);
+  }
+  EXPECT_TRUE(stopped->creates.empty());
+}
+
+// A disruption taint on a member's node (a spot reclaim notice): the member leaves alive, like a scale-down's
+// leaver -- not deleted under its feet, replaced at once -- and once it exited 0 its pod is deleted.
+TEST(PlanJobTest, ADisruptionTaintOnItsNodeMakesAMemberLeaveAliveAndBeReplaced) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true, "n0"), Pod(1, "Running", true, "n1")};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  PlanInput in = Input(job, pods, kT0 + seconds(5));
+  in.nodes["n1"].disruption_taint = "example.com/spot-notice:NoSchedule";
+  auto plan = PlanJob(in);
+  ASSERT_OK(plan) << plan.status();
+  EXPECT_EQ((*plan->status)["membership"]["reason"], "Disrupted");
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 1);
+  EXPECT_TRUE(plan->deletes.empty());
+  EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-2"}));
+  ASSERT_EQ((*plan->status)["leaving"].size(), 1u) << plan->status->dump(2);
+  EXPECT_EQ((*plan->status)["leaving"][0]["pod"], "j-worker-1");
+  job = WithStatus(job, *plan);
+
+  // Level-based: the same observation changes nothing more (the replacement is pending).
+  pods.push_back(Pod(2, "Pending", false, "n0"));
+  in = Input(job, pods, kT0 + seconds(6));
+  in.nodes["n1"].disruption_taint = "example.com/spot-notice:NoSchedule";
+  auto steady = PlanJob(in);
+  ASSERT_OK(steady);
+  EXPECT_TRUE(steady->creates.empty());
+  EXPECT_TRUE(steady->deletes.empty());
+
+  // It exited 0 after its last commit: its pod is deleted, nothing counted.
+  pods[1] = Pod(1, "Succeeded", false, "n1");
+  in = Input(job, pods, kT0 + seconds(7));
+  in.nodes["n1"].disruption_taint = "example.com/spot-notice:NoSchedule";
+  auto gone = PlanJob(in);
+  ASSERT_OK(gone);
+  ASSERT_EQ(gone->deletes.size(), 1u);
+  EXPECT_EQ(gone->deletes[0].name, "j-worker-1");
+  EXPECT_EQ(gone->status ? (*gone->status)["restartCount"].get<int>() : 0, 0);
+
+  // A worker that never joined, on a tainted node, is deleted at once so its replacement can go elsewhere.
+  std::vector<json> fresh = {Pod(0, "Running", true, "n0"), Pod(1, "Pending", false, "n1")};
+  in = Input(Job(1, 2), fresh, kT0);
+  in.nodes["n1"].disruption_taint = "example.com/spot-notice:NoSchedule";
+  auto early = PlanJob(in);
+  ASSERT_OK(early);
+  ASSERT_EQ(early->deletes.size(), 1u);
+  EXPECT_NE(early->deletes[0].why.find("disrupted before it joined"), std::string::npos) << early->deletes[0].why;
 }
 
 TEST(PlanJobTest, ScaleDownDeletesSurplusPodsThatNeverJoinedAtOnce) {

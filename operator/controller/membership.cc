@@ -21,6 +21,7 @@ std::string ReasonName(ChangeReason reason) {
     case ChangeReason::kNodeLost: return "NodeLost";
     case ChangeReason::kPeerUnreachable: return "PeerUnreachable";
     case ChangeReason::kScaledDown: return "ScaledDown";
+    case ChangeReason::kDisrupted: return "Disrupted";
   }
   return "Unknown";
 }
@@ -34,7 +35,8 @@ bool IsLoss(ChangeReason reason) {
     case ChangeReason::kJobStarted:
     case ChangeReason::kWorkerJoined:
     case ChangeReason::kScaledUp:
-    case ChangeReason::kScaledDown: return false;
+    case ChangeReason::kScaledDown:
+    case ChangeReason::kDisrupted: return false;
   }
   return false;
 }
@@ -42,21 +44,22 @@ bool IsLoss(ChangeReason reason) {
 namespace {
 
 // Removal reasons in order of urgency: the first one present names the change.
-constexpr ChangeReason kRemovalPriority[] = {ChangeReason::kNodeLost, ChangeReason::kPeerUnreachable,
+constexpr ChangeReason kRemovalPriority[] = {ChangeReason::kNodeLost,     ChangeReason::kPeerUnreachable,
                                              ChangeReason::kWorkerFailed, ChangeReason::kWorkerRemoved,
-                                             ChangeReason::kScaledDown};
+                                             ChangeReason::kDisrupted,    ChangeReason::kScaledDown};
 
 ChangeReason RemovalReason(const WorkerObservation* w) {
   if (w == nullptr) return ChangeReason::kWorkerRemoved;  // the pod is gone
   if (w->node_lost) return ChangeReason::kNodeLost;
   if (w->unreachable) return ChangeReason::kPeerUnreachable;
   if (w->failed) return ChangeReason::kWorkerFailed;
+  if (w->disrupted) return ChangeReason::kDisrupted;
   if (w->beyond_desired) return ChangeReason::kScaledDown;
   return ChangeReason::kWorkerRemoved;  // no longer Ready, or being deleted
 }
 
 bool Eligible(const WorkerObservation& w) {
-  return (w.ready || w.finishing) && !w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable;
+  return (w.ready || w.finishing) && !w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.disrupted;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -136,7 +139,7 @@ void FindJoiners(Deciding& d) {
     if (member) continue;
     if (Eligible(w))
       d.joiners.push_back(&w);
-    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.ready)
+    else if (!w.failed && !w.node_lost && !w.beyond_desired && !w.unreachable && !w.disrupted && !w.ready)
       d.someone_still_starting = true;
   }
   std::sort(d.joiners.begin(), d.joiners.end(), [](auto* a, auto* b) { return a->index < b->index; });

@@ -28,10 +28,13 @@ enum class ChangeReason {
   kNodeLost,         // a worker's node went NotReady/Unknown for the detection window
   kPeerUnreachable,  // most of its peers reported that they cannot reach it (peer_verdict.h)
   kScaledDown,       // the desired count fell
+  // A worker is about to be taken (preempted, evicted, deleted, or its node announced its loss by a taint):
+  // it leaves alive, at a step boundary, like a scale-down; not a failure.
+  kDisrupted,
 };
 std::string ReasonName(ChangeReason reason);
 // Whether the change lost a worker the job did not mean to let go (failed, removed, its node lost, cut
-// off from its peers): its Event is a Warning.
+// off from its peers): its Event is a Warning. A disruption is not a loss: the worker leaves alive.
 bool IsLoss(ChangeReason reason);
 
 // What the reconciler observed about one worker pod.
@@ -41,10 +44,13 @@ struct WorkerObservation {
   int32_t index = 0;  // the stable worker index from the pod's name/label
   std::string address;
   std::string node;
-  bool ready = false;           // phase Running and condition Ready=True, not being deleted
-  bool failed = false;          // phase Failed
-  bool node_lost = false;       // its node has been NotReady/Unknown past the detection window
-  bool unreachable = false;     // a member its peers cannot reach (peer_verdict.h): removed, never rejoins
+  bool ready = false;        // phase Running and condition Ready=True, not being deleted
+  bool failed = false;       // phase Failed
+  bool node_lost = false;    // its node has been NotReady/Unknown past the detection window
+  bool unreachable = false;  // a member its peers cannot reach (peer_verdict.h): removed, never rejoins
+  // About to be taken while it still runs (a DisruptionTarget condition, a deletion under way, a disruption
+  // taint on its node): not eligible, never rejoins; it commits and exits 0 like a scale-down's leaver.
+  bool disrupted = false;
   bool beyond_desired = false;  // its index is not wanted any more (scale down)
   bool for_scale_up = false;    // created because the desired count rose (joins as ScaledUp)
   bool finishing = false;       // a member that exited 0 moments ago (the job is about to complete): it stays

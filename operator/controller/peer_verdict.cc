@@ -1,12 +1,13 @@
 #include "operator/controller/peer_verdict.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 namespace ringmaster::controller {
 
-std::vector<CutOffMember> CutOffMembers(const api::Membership& membership,
-                                        const std::vector<api::PeerReport>& reports) {
+std::vector<CutOffMember> CutOffMembers(const api::Membership& membership, const std::vector<api::PeerReport>& reports,
+                                        const std::set<std::string>& ready) {
   std::set<std::string> members;
   for (const auto& m : membership.members) members.insert(m.pod);
   std::map<std::string, std::set<std::string>> accusers;  // pod -> members that cannot reach it
@@ -27,15 +28,26 @@ std::vector<CutOffMember> CutOffMembers(const api::Membership& membership,
   std::vector<std::string> kept;
   for (const auto& m : membership.members)
     if (!suspect(m.pod)) kept.push_back(m.pod);
+  // Suspects, Ready first, rank order among equals (members are in rank order; the sort is stable).
+  std::vector<const api::Member*> suspects;
+  for (const auto& m : membership.members)
+    if (suspect(m.pod)) suspects.push_back(&m);
+  std::stable_sort(suspects.begin(), suspects.end(), [&](const api::Member* a, const api::Member* b) {
+    return ready.count(a->pod) > ready.count(b->pod);
+  });
+  std::set<std::string> dropped;
+  for (const api::Member* m : suspects) {
+    bool linked_to_kept = false;
+    for (const auto& k : kept) linked_to_kept |= broken.count(std::minmax(m->pod, k)) > 0;
+    if (linked_to_kept) {
+      dropped.insert(m->pod);
+    } else {
+      kept.push_back(m->pod);
+    }
+  }
   std::vector<CutOffMember> out;
   for (const auto& m : membership.members) {
-    if (!suspect(m.pod)) continue;
-    bool linked_to_kept = false;
-    for (const auto& k : kept) linked_to_kept |= broken.count(std::minmax(m.pod, k)) > 0;
-    if (!linked_to_kept) {
-      kept.push_back(m.pod);
-      continue;
-    }
+    if (!dropped.count(m.pod)) continue;
     const auto& by = accusers[m.pod];
     out.push_back({m.pod, std::vector<std::string>(by.begin(), by.end())});
   }

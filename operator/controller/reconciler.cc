@@ -60,10 +60,25 @@ void TrainingJobReconciler::NoteDirty(const std::string& key) {
 
 namespace {
 
-std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes, std::chrono::system_clock::time_point now) {
+// The first taint of `node` that `wanted` names ("key" or "key=value"), as "key=value:effect"; empty if none.
+std::string DisruptionTaint(const json& node, const std::vector<std::string>& wanted) {
+  for (const auto& t : ArrayAt(node, {"spec", "taints"})) {
+    const std::string key = StringAt(t, {"key"}), value = StringAt(t, {"value"});
+    for (const auto& w : wanted) {
+      if (w == key || w == key + "=" + value)
+        return key + (value.empty() ? "" : "=" + value) + ":" + StringAt(t, {"effect"});
+    }
+  }
+  return "";
+}
+
+std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes,
+                                              const std::vector<std::string>& disruption_taints,
+                                              std::chrono::system_clock::time_point now) {
   std::map<std::string, NodeState> out;
   for (const auto& node : nodes.List()) {
     NodeState state;
+    state.disruption_taint = DisruptionTaint(*node, disruption_taints);
     state.ready = false;  // a node without a Ready condition has never been ready
     state.not_ready_since = now;
     for (const auto& c : ArrayAt(*node, {"status", "conditions"})) {
@@ -164,7 +179,7 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
   input.job = job;
   for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
   input.now = now_();
-  input.nodes = ObserveNodes(*nodes_, input.now);
+  input.nodes = ObserveNodes(*nodes_, options_.disruption_taints, input.now);
   const std::string ns = kube::NamespaceOf(job);
   if (kube::ObjectPtr reports = peer_reports_->Get(ns + "/" + api::PeerReportsName(kube::NameOf(job)))) {
     const json& data = At(*reports, {"data"});

@@ -50,6 +50,9 @@ struct ReconcilerOptions {
   // The per-job NetworkPolicy (BuildWorkerNetworkPolicy). Off for an operator whose RBAC lacks
   // networkpolicies, or a cluster that manages its own policies (--worker-network-policy=false).
   bool worker_network_policy = true;
+  // Node taints that announce the node's loss (a spot reclaim notice, a maintenance drain): "key" or
+  // "key=value" each (--disruption-taints). A worker on such a node leaves its job as a preempted one does.
+  std::vector<std::string> disruption_taints;
 };
 
 class TrainingJobReconciler {

@@ -153,6 +153,9 @@ TEST_F(HelmChartTest, DefaultsAreAcceptedByTheApiserverAndHardened) {
   EXPECT_EQ(sc.value("allowPrivilegeEscalation", true), false) << sc;
   EXPECT_EQ(sc["capabilities"]["drop"], json::array({"ALL"})) << sc;
   EXPECT_NE(OperatorArgs(objects).find("--worker-network-policy=true"), std::string::npos) << OperatorArgs(objects);
+  // The cloud's node-loss notices by default (values.yaml disruptionTaints): workers leave before the node goes.
+  EXPECT_NE(OperatorArgs(objects).find("--disruption-taints=karpenter.sh/disrupted,"), std::string::npos)
+      << OperatorArgs(objects);
 
   // Two replicas: a budget that keeps one through a node drain.
   auto pdbs = OfKind(objects, "PodDisruptionBudget");

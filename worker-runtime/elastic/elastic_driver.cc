@@ -87,19 +87,74 @@ RebuildStats ElasticDriver::last_rebuild() const {
 void ElasticDriver::Watch() {
   while (!stop_watch_.load()) {
     auto next = source_->WaitNewer(newest_seen_.load(), 100ms);
-    if (!next.ok()) {
-      if (next.status().code() == StatusCode::kCancelled) return;
-      continue;
+    if (next.ok()) {
+      OnNewRecord(*next);
+    } else if (next.status().code() == StatusCode::kCancelled) {
+      return;
     }
-    newest_seen_.store(next->generation);
-    std::lock_guard lock(mu_);
-    // Quiesce: a collective in flight returns Aborted; the training thread rebuilds.
-    if (runtime_) runtime_->Abort("membership generation " + std::to_string(next->generation));
-    // A rendezvous of the superseded generation through our store fails fast.
-    if (server_ && server_->generation() < StoreGeneration(next->generation, 0)) {
-      (void)server_->AdvanceGeneration(StoreGeneration(next->generation, 0));
-    }
+    if (switch_.pending()) CheckPendingSwitch();
   }
+}
+
+void ElasticDriver::OnNewRecord(const api::Membership& next) {
+  std::lock_guard lock(mu_);
+  const bool training = runtime_ && joined_generation_.load() == built_record_.generation;
+  if (training && !switch_.pending() && newest_seen_.load() == built_record_.generation &&
+      OrderlyChange(built_record_, next)) {
+    // Pending before newest_seen_ moves: SwitchDue() must never see the new generation without it.
+    Status begun = switch_.Begin(next.generation, local_step_.load());
+    if (begun.ok()) {
+      newest_seen_.store(next.generation);
+      Log("generation " + std::to_string(next.generation) + " (" + next.reason +
+          ") lets every member finish its step: switching at step " +
+          (switch_.Step() > 0 ? std::to_string(switch_.Step()) : "rank 0 chooses") + "'s boundary");
+      return;
+    }
+    Log("generation " + std::to_string(next.generation) + ": " + begun.ToString() + "; aborting the step instead");
+    switch_.Clear();
+  }
+  newest_seen_.store(next.generation);
+  AbortFor(next.generation);
+}
+
+void ElasticDriver::AbortFor(int64_t generation) {
+  switch_.Clear();
+  // Quiesce: a collective in flight returns Aborted; the training thread rebuilds.
+  if (runtime_) runtime_->Abort("membership generation " + std::to_string(generation));
+  // A rendezvous of the superseded generation through our store fails fast.
+  if (server_ && server_->generation() < StoreGeneration(generation, 0)) {
+    (void)server_->AdvanceGeneration(StoreGeneration(generation, 0));
+  }
+}
+
+void ElasticDriver::CheckPendingSwitch() {
+  const int64_t boundary = switch_.Step();
+  const auto now = Clock::now().time_since_epoch().count();
+  const auto since_commit = Clock::duration(now - last_commit_.load());
+  const auto wait = std::max<Clock::duration>(options_.boundary_wait, 2 * Clock::duration(last_step_time_.load()));
+  std::string why;
+  if (boundary > 0 && local_step_.load() > boundary) {
+    why = "this member started step " + std::to_string(local_step_.load()) + ", past the boundary " +
+          std::to_string(boundary) + " (it saw the change late)";
+  } else if (since_commit > wait && switch_.Age() > wait) {
+    why = "no step committed for " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
+          " ms while waiting for the boundary (a peer may have died)";
+  } else {
+    return;
+  }
+  std::lock_guard lock(mu_);
+  if (!switch_.pending()) return;
+  const int64_t generation = switch_.pending_generation();
+  Log("generation " + std::to_string(generation) + ": " + why + "; aborting the step");
+  AbortFor(generation);
+}
+
+bool ElasticDriver::SwitchDue() {
+  if (!Superseded()) return false;
+  if (!switch_.pending()) return true;  // the runtime is being aborted: stop now
+  const int64_t boundary = switch_.Step();
+  return boundary > 0 && state_->committed_step() >= boundary;
 }
 
 Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) {
@@ -145,6 +200,10 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
   }
   RINGMASTER_RETURN_IF_ERROR(CreateProcessSets(*rt, record));
   stats->communicator = Seconds(t);
+  {
+    auto hp = SplitHostPort(record.coordinator);  // Rendezvous already parsed it
+    if (hp.ok()) switch_.Running({hp->first, hp->second, options_.secret, StoreGeneration(gen, attempt_), rank});
+  }
 
   // 3. Restore.
   t = Clock::now();
@@ -238,6 +297,7 @@ StatusOr<std::unique_ptr<runtime::Runtime>> ElasticDriver::CreateWorld(const run
 }
 
 Status ElasticDriver::Quiesce(const std::string& why) {
+  switch_.Clear();  // a rebuild follows: any orderly switch is done or given up
   if (!quiesce_error_.ok()) return quiesce_error_;
   std::shared_ptr<runtime::Runtime> rt;
   {
@@ -466,8 +526,8 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
 }
 
 void ElasticDriver::ReportRebuild(const api::Membership& record, RebuildStats& stats) {
-  stats.steps_lost = std::max<int64_t>(0, local_step_ - state_->committed_step());
-  local_step_ = state_->committed_step();
+  stats.steps_lost = std::max<int64_t>(0, local_step_.load() - state_->committed_step());
+  local_step_.store(state_->committed_step());
   joined_generation_.store(record.generation);
   if (options_.metrics) {
     options_.metrics->Joined(record.generation, record.world_size());
@@ -509,7 +569,10 @@ void ElasticDriver::Commit(const data::SampleCursor& next) {
     std::lock_guard lock(mu_);
     retired.swap(retired_);  // every member has left the previous generation: destroyed below
   }
-  local_step_ = std::max(local_step_, state_->committed_step());  // a loop of the program's own counts here
+  local_step_.store(std::max(local_step_.load(), state_->committed_step()));  // a loop of the program's own counts here
+  const auto now = Clock::now().time_since_epoch().count();
+  const auto before = last_commit_.exchange(now);
+  if (before != 0) last_step_time_.store(now - before);
   std::shared_ptr<runtime::Runtime> rt;
   {
     std::lock_guard lock(mu_);
@@ -520,9 +583,9 @@ void ElasticDriver::Commit(const data::SampleCursor& next) {
 
 Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step) {
   while (state_->committed_step() < total_steps) {
-    if (Superseded()) return AbortedError("membership generation " + std::to_string(newest_seen_.load()));
+    if (SwitchDue()) return AbortedError("membership generation " + std::to_string(newest_seen_.load()));
     const StepContext ctx = Context();
-    ++local_step_;
+    local_step_.fetch_add(1);
     const auto step_start = Clock::now();
     auto next = step(ctx);
     if (!next.ok()) return next.status();
@@ -560,7 +623,8 @@ Status ElasticDriver::Start() {
   record_ = std::move(first).value();
   newest_seen_.store(record_.generation);
   failure_time_ = Clock::now();
-  local_step_ = state_->committed_step();
+  local_step_.store(state_->committed_step());
+  last_commit_.store(Clock::now().time_since_epoch().count());
   StopWatcher();
   stop_watch_ = false;
   watcher_ = std::thread([this] { Watch(); });

@@ -71,6 +71,7 @@
 #include "base/log.h"
 #include "worker-runtime/checkpoint/async_checkpoint_writer.h"
 #include "worker-runtime/checkpoint/checkpoint_store.h"
+#include "worker-runtime/elastic/boundary_switch.h"
 #include "worker-runtime/elastic/elastic_state.h"
 #include "worker-runtime/elastic/process_set_rules.h"
 #include "worker-runtime/membership/membership_source.h"
@@ -103,6 +104,10 @@ struct ElasticOptions {
   LogSink log;                                         // progress lines for a person; may be empty
   WorkerMetrics* metrics = nullptr;                    // not owned; may be null
   std::vector<ProcessSetRule> process_sets;            // re-created in every generation, in this order
+  // An orderly change (boundary_switch.h: joins, a scale-down, a disrupted worker leaving alive) waits for
+  // the agreed step boundary; a member that has not committed a step for this long meanwhile (a peer died
+  // after all) aborts its step as on a failure. Twice the last step's duration when that is longer.
+  std::chrono::milliseconds boundary_wait{10000};
 };
 
 // What the program sees in a step.
@@ -166,8 +171,13 @@ class ElasticDriver {
   const api::Membership& record() const { return record_; }
   // Commits the step that Context() described, with the cursor after it; rank 0 may queue a checkpoint.
   void Commit(const data::SampleCursor& next);
-  // A newer generation than the joined one is known (the runtime is being aborted): stop and Join again.
+  // A newer generation than the joined one is known: the runtime is being aborted, or it is an orderly change
+  // that waits for a step boundary (boundary_switch.h). Any thread.
   bool Superseded() const { return Superseded(joined_generation_.load()); }
+  // At a step boundary (after Commit): whether to stop here and Join the newer generation -- at once after a
+  // failure-like change, at the agreed boundary after an orderly one (every member stops at the same one).
+  // The training thread only.
+  bool SwitchDue();
   // A collective failed (or the program saw Superseded()): quiesces the runtime (aborts it and waits
   // until its engine threads have left its communicators, at most 2 x rebuild_timeout); the next Join
   // rebuilds, or returns the error when the wait failed.
@@ -201,6 +211,14 @@ class ElasticDriver {
   // Opens the run's timeline once this worker's rank says it writes one.
   Status OpenTimeline(int rank);
   void Watch();
+  // The watcher's answer to a newer record: an orderly change of the running build waits for a step
+  // boundary; anything else aborts the running step now.
+  void OnNewRecord(const api::Membership& next);
+  // While an orderly switch is pending: abort instead when this member ran past the boundary, or has not
+  // committed for boundary_wait (a peer died after all).
+  void CheckPendingSwitch();
+  // Aborts the running step for generation `generation` (mu_ held).
+  void AbortFor(int64_t generation);
   void StopWatcher();
   Status Build(const api::Membership& record, RebuildStats* stats);
   // Build's first step: a client of rank 0's store at this build's store generation (following rank 0
@@ -249,7 +267,11 @@ class ElasticDriver {
   bool interrupted_ = false;                            // Interrupted() since the last Join()
   Status quiesce_error_;                                // Quiesce's failure: the driver cannot go on
   std::chrono::steady_clock::time_point failure_time_;  // when the last interruption happened
-  int64_t local_step_ = 0;                              // steps computed locally (committed or not)
+  // Steps computed locally (committed or not); read by the watcher (the step a switch counts from).
+  std::atomic<int64_t> local_step_{0};
+  std::atomic<std::chrono::steady_clock::rep> last_commit_{0};     // when the last step was committed
+  std::atomic<std::chrono::steady_clock::rep> last_step_time_{0};  // how long it took (from the commit before)
+  BoundarySwitch switch_;                                          // the orderly change being waited for
   int64_t attempt_generation_ = 0;
   int64_t attempt_ = 0;
   std::map<std::string, int> process_sets_;                    // of the current runtime

@@ -18,7 +18,7 @@
 // newest any surviving worker (or the newest checkpoint) held, for the program to load.
 //
 // Thread-safety: Start/Join/Interrupted/Commit/Finish from one thread at a time (the program's); runtime()
-// and the collectives on it from any thread; Superseded() and topology() from any thread.
+// and the collectives on it from any thread; topology() from any thread; Superseded() from the training thread.
 #pragma once
 
 #include <map>
@@ -68,7 +68,9 @@ class WorkerSession {
   // A collective failed, or the program stopped at Superseded(): the next Join() rebuilds.
   void Interrupted(const Status& why);
   // A newer membership generation than the joined one is known.
-  bool Superseded() const { return driver_ && driver_->Superseded(); }
+  // At a commit (the training thread): whether to stop here for a newer generation -- at once after a
+  // failure, at the boundary every member agreed on after an orderly change (ElasticDriver::SwitchDue).
+  bool Superseded() const { return driver_ && driver_->SwitchDue(); }
   // Commits one step: `bytes` is the program's state after it, `next` the data cursor after it.
   void Commit(std::string bytes, const data::SampleCursor& next);
   // Waits for the last checkpoint and stops watching. Idempotent.
