@@ -12,6 +12,9 @@ using json = nlohmann::json;
 
 namespace {
 
+// A node's taints (null when it has none): the slim node keeps them (SlimNode).
+const json& Taints(const json& node) { return At(node, {"spec", "taints"}); }
+
 // The Ready condition's status of a node ("" when it has none).
 std::string NodeReady(const json& node) {
   for (const auto& c : ArrayAt(node, {"status", "conditions"}))
@@ -81,11 +84,14 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   };
   peer_reports_->AddEventHandler(
       {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
-  // Nodes matter only when their readiness changes or they vanish: then the jobs with pods there.
+  // Nodes matter only when their readiness or taints change (a disruption taint announces the node's loss), or
+  // they vanish: then the jobs with pods there.
   auto node_name = [](const json& n) { return StringAt(n, {"metadata", "name"}); };
   nodes_->AddEventHandler({[this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); },
                            [this, node_name](const json& old_node, const json& n) {
-                             if (NodeReady(old_node) != NodeReady(n)) EnqueueJobsOnNode(node_name(n));
+                             if (NodeReady(old_node) != NodeReady(n) || Taints(old_node) != Taints(n)) {
+                               EnqueueJobsOnNode(node_name(n));
+                             }
                            },
                            [this, node_name](const json& n) { EnqueueJobsOnNode(node_name(n)); }});
 }

@@ -260,5 +260,48 @@ TEST_F(ElasticWorkersE2eTest, ScaleDownLetsTheRemovedWorkerExitZeroAndTheJobFini
   EXPECT_EQ(ProcessesOf(leaving).size(), 1u) << "the removed worker was started again";
 }
 
+// Evicted through the Eviction API (what a drain and a PodDisruptionBudget-respecting controller do): the control
+// plane marks the pod DisruptionTarget and deletes it, its kubelet sends SIGTERM. The operator publishes a
+// Disrupted generation at once; every member -- the evicted one included -- finishes its steps up to the boundary
+// rank 0 chose, so nobody rolls a step back; the evicted worker exits 0 within its grace period, the restart
+// count stays 0, the replacement joins, and the job ends exactly.
+TEST_F(ElasticWorkersE2eTest, AnEvictedWorkerLeavesAtAStepBoundaryAndNothingIsLostOrCounted) {
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const json m = Membership(running);
+  const std::string victim = m["members"][1].value("pod", "");
+  const int64_t generation = m.value("generation", int64_t{0});
+  std::vector<std::string> survivors;
+  for (const auto& member : m["members"])
+    if (member.value("pod", "") != victim) survivors.push_back(member.value("pod", ""));
+
+  const std::string eviction = out_ + "/eviction.json";
+  std::ofstream(eviction) << json{{"apiVersion", "policy/v1"},
+                                  {"kind", "Eviction"},
+                                  {"metadata", {{"name", victim}, {"namespace", ns_}}}}
+                                 .dump();
+  auto evicted = cluster_.Kubectl(
+      {"create", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + victim + "/eviction", "-f", eviction});
+  ASSERT_COMMAND_OK(evicted) << (evicted.ok() ? evicted->err : "");
+
+  std::string disrupted = WaitForMembershipEvent("Disrupted", 2);
+  EXPECT_NE(disrupted.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << disrupted;
+  EXPECT_NE(disrupted.find(victim), std::string::npos) << disrupted;
+  Status exited = WaitFor("the evicted worker to exit", seconds(30), [&](std::string* last) {
+    auto procs = ProcessesOf(victim);
+    *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
+    return !procs.empty() && procs[0].ended;
+  });
+  ASSERT_OK(exited) << exited;
+  EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 0) << "the evicted worker was killed instead of leaving";
+  for (const auto& pod : survivors)
+    EXPECT_EQ(StepsRolledBackAfter(pod, generation), 0) << pod << " rolled back steps at the eviction";
+
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_FALSE(finishers.count(victim)) << "the evicted worker wrote final weights";
+  EXPECT_EQ(Job()["status"].value("restartCount", -1), 0) << "an eviction was counted as a failure";
+}
+
 }  // namespace
 }  // namespace ringmaster::testing

@@ -138,7 +138,8 @@ class ElasticWorkersE2eTest : public JobTest {
 
   // The operator as a process of the test (a subclass may run it otherwise).
   virtual void StartOperator() {
-    Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log");
+    Status started = StartOperatorProcess(&operator_, RINGMASTER_OPERATOR_BIN, cluster_, ns_, out_ + "/operator.log",
+                                          operator_args_);
     ASSERT_OK(started) << started;
   }
 
@@ -340,6 +341,28 @@ class ElasticWorkersE2eTest : public JobTest {
     return log.ok() ? log->out : "";
   }
 
+  // How many local steps `pod`'s worker rolled back at its first rebuild after generation `after`, from its log
+  // line "generation G ready: ... (N local steps rolled back)" with G > after (a world below the minimum pauses
+  // without one); waits up to 20 s for the line; -1 without it.
+  int64_t StepsRolledBackAfter(const std::string& pod, int64_t after) {
+    int64_t rolled = -1;
+    Status s = WaitFor(pod + "'s rebuild after generation " + std::to_string(after), seconds(20), [&](std::string*) {
+      std::istringstream log(LogOf(pod));
+      for (std::string line; std::getline(log, line);) {
+        const size_t at = line.find("] generation ");
+        const size_t tail = line.find(" local steps rolled back)");
+        if (at == std::string::npos || tail == std::string::npos || line.find(" ready: ") == std::string::npos)
+          continue;
+        if (std::atoll(line.c_str() + at + 13) <= after) continue;
+        rolled = std::atoll(line.c_str() + line.rfind('(', tail) + 1);
+        return true;
+      }
+      return false;
+    });
+    EXPECT_OK(s) << s;
+    return rolled;
+  }
+
   // SIGKILLs `pod`'s worker (its container's PID 1) through its node's containerd.
   void KillWorker(const std::string& pod) {
     Status killed = SignalContainer(cluster_, ns_, pod, SIGKILL);
@@ -422,12 +445,13 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string spec_extra_;
   std::string image_;
   std::string pod_extra_, container_extra_;
-  std::string env_extra_;      // more items of the container's env list, as YAML flow (a valueFrom, say)
-  std::string placement_;      // the pod spec's placement (indented 6): the real nodes
-  int max_restarts_ = 10;      // spec.elasticPolicy.maxRestarts (the API's default)
-  int min_workers_ = 2;        // spec.replicas.min
-  int gpus_ = 1;               // the trainer's nvidia.com/gpu limit (emulated GPUs of the device plugin)
-  int processes_per_pod_ = 1;  // spec.processesPerPod (written only when above 1)
+  std::string env_extra_;                   // more items of the container's env list, as YAML flow (a valueFrom, say)
+  std::string placement_;                   // the pod spec's placement (indented 6): the real nodes
+  int max_restarts_ = 10;                   // spec.elasticPolicy.maxRestarts (the API's default)
+  int min_workers_ = 2;                     // spec.replicas.min
+  int gpus_ = 1;                            // the trainer's nvidia.com/gpu limit (emulated GPUs of the device plugin)
+  int processes_per_pod_ = 1;               // spec.processesPerPod (written only when above 1)
+  std::vector<std::string> operator_args_;  // more flags for the operator process (set before SetUp)
   BackgroundProcess operator_;
   std::unique_ptr<PodHistory> pods_;  // the job's pods as the kubelets reported them
 };

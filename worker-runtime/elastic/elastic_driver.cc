@@ -7,6 +7,7 @@
 
 #include "worker-runtime/elastic/peer_probe.h"
 #include "worker-runtime/elastic/rebuild_plan.h"
+#include "worker-runtime/elastic/termination_notice.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/store/store_client.h"
 
@@ -93,7 +94,22 @@ void ElasticDriver::Watch() {
       return;
     }
     if (switch_.pending()) CheckPendingSwitch();
+    CheckTermination();
   }
+}
+
+void ElasticDriver::CheckTermination() {
+  const auto sigterm = TerminationNotice::Received();
+  if (!sigterm) return;
+  // Still in the newest generation: the operator has not acted on the pod's deletion (yet).
+  const bool member = source_->Latest().Find(options_.worker_id) != nullptr;
+  const bool never_joined = joined_generation_.load() == 0;
+  if (!never_joined && (!member || Clock::now() - *sigterm < TerminationNotice::kOperatorWait)) return;
+  Log(never_joined ? "SIGTERM before joining any generation: exiting"
+                   : "SIGTERM " + std::to_string(TerminationNotice::kOperatorWait.count()) +
+                         " s ago and still a member of generation " + std::to_string(source_->Latest().generation) +
+                         " (no operator removed this worker): exiting");
+  TerminationNotice::EndAsSigterm();
 }
 
 void ElasticDriver::OnNewRecord(const api::Membership& next) {

@@ -217,6 +217,9 @@ class ElasticDriver {
   // While an orderly switch is pending: abort instead when this member ran past the boundary, or has not
   // committed for boundary_wait (a peer died after all).
   void CheckPendingSwitch();
+  // After a SIGTERM (termination_notice.h): ends the process when this worker never joined, or is still a
+  // member TerminationNotice::kOperatorWait later; otherwise it is leaving at a boundary.
+  void CheckTermination();
   // Aborts the running step for generation `generation` (mu_ held).
   void AbortFor(int64_t generation);
   void StopWatcher();

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "kube/config.h"
+#include "worker-runtime/elastic/termination_notice.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/membership/file_source.h"
 #include "worker-runtime/membership/kubernetes_source.h"
@@ -26,8 +27,11 @@ StatusOr<std::unique_ptr<membership::MembershipSource>> OpenMembershipSource(con
   RINGMASTER_ASSIGN_OR_RETURN(auto client, kube::NewClient(*config, nullptr, log));
   RINGMASTER_ASSIGN_OR_RETURN(auto watched, membership::KubernetesMembershipSource::Start(
                                                 client, {o.job_namespace, o.job_name, o.worker_id, log}));
+  // The operator turns the pod's deletion into a Disrupted generation: SIGTERM need not kill mid-step.
+  const bool notice = TerminationNotice::Install();
   Log(log, LogLevel::kInfo,
-      "membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server);
+      "membership from TrainingJob " + o.job_namespace + "/" + o.job_name + " at " + config->server +
+          (notice ? "; SIGTERM leaves at a step boundary" : "; the program handles SIGTERM itself"));
   return std::unique_ptr<membership::MembershipSource>(std::move(watched));
 }
 
