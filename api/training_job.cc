@@ -83,6 +83,7 @@ StatusOr<FailureRecord> DecodeFailure(const json& j, const std::string& path) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "exitCode", &f.exit_code));
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "reason", &f.reason));
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "time", &f.time));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "ranSeconds", &f.ran_seconds));
   return f;
 }
 
@@ -105,6 +106,7 @@ StatusOr<std::optional<ReplicaCounts>> DecodeCounts(const json& status) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "ready", &c.ready));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "pending", &c.pending));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "failed", &c.failed));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "spares", &c.spares));
   return std::optional<ReplicaCounts>(c);
 }
 
@@ -136,6 +138,7 @@ StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "max", &out.replicas.max));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "desired", &out.replicas.desired));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "multipleOf", &out.replicas.multiple_of));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(replicas, "spec.replicas", "spares", &out.replicas.spares));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(spec, "spec", "processesPerPod", &out.processes_per_pod));
   RINGMASTER_RETURN_IF_ERROR(ReadObject(spec, "spec", "template", &out.pod_template));
   RINGMASTER_ASSIGN_OR_RETURN(json checkpoint, Section(spec, "spec", "checkpoint"));
@@ -194,6 +197,7 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
   SetIfPresent(replicas, "max", spec.replicas.max);
   SetIfPresent(replicas, "desired", spec.replicas.desired);
   SetIfPresent(replicas, "multipleOf", spec.replicas.multiple_of);
+  SetIfPresent(replicas, "spares", spec.replicas.spares);
   json j = {{"replicas", replicas}};
   SetIfPresent(j, "processesPerPod", spec.processes_per_pod);
   if (!spec.pod_template.is_null()) j["template"] = spec.pod_template;
@@ -235,8 +239,9 @@ json TrainingJobStatusToJson(const TrainingJobStatus& s) {
   }
   json failures = json::array();
   for (const auto& f : s.recent_failures) {
-    failures.push_back(
-        {{"pod", f.pod}, {"uid", f.uid}, {"exitCode", f.exit_code}, {"reason", f.reason}, {"time", f.time}});
+    json failure = {{"pod", f.pod}, {"uid", f.uid}, {"exitCode", f.exit_code}, {"reason", f.reason}, {"time", f.time}};
+    if (f.ran_seconds >= 0) failure["ranSeconds"] = f.ran_seconds;
+    failures.push_back(std::move(failure));
   }
   json j = {{"observedGeneration", s.observed_generation},
             {"phase", s.phase},
@@ -245,11 +250,8 @@ json TrainingJobStatusToJson(const TrainingJobStatus& s) {
             {"restartCount", s.restart_count},
             {"recentFailures", failures}};
   if (s.replicas) {
-    j["replicas"] = {{"desired", s.replicas->desired},
-                     {"active", s.replicas->active},
-                     {"ready", s.replicas->ready},
-                     {"pending", s.replicas->pending},
-                     {"failed", s.replicas->failed}};
+    j["replicas"] = {{"desired", s.replicas->desired}, {"active", s.replicas->active}, {"ready", s.replicas->ready},
+                     {"pending", s.replicas->pending}, {"failed", s.replicas->failed}, {"spares", s.replicas->spares}};
   }
   if (!s.leaving.empty()) {
     json leaving = json::array();

@@ -38,6 +38,9 @@ struct ReplicaSpec {
   // The world-size granularity (a device mesh's tp group, say): min, max, desired and every published
   // world size are multiples of it. The controller defaults it to 1.
   std::optional<int64_t> multiple_of;
+  // Warm spares: workers kept started and Ready beyond `desired`, outside the membership, so that a lost
+  // member's place is taken without scheduling, pulling or starting a pod. The controller defaults it to 0.
+  std::optional<int64_t> spares;
   bool operator==(const ReplicaSpec&) const = default;
 };
 
@@ -103,6 +106,7 @@ struct Condition {
 
 struct ReplicaCounts {
   int32_t desired = 0, active = 0, ready = 0, pending = 0, failed = 0;
+  int32_t spares = 0;  // Ready workers outside the membership, waiting to take a lost member's place
   bool operator==(const ReplicaCounts&) const = default;
 };
 
@@ -112,6 +116,9 @@ struct FailureRecord {
   int32_t exit_code = 0;
   std::string reason;
   std::string time;  // RFC 3339
+  // How long its container ran before it failed, in whole seconds; -1 when the kubelet did not say. A worker
+  // that ran for minutes before it failed is no crash loop: only short runs lengthen the replacement backoff.
+  int64_t ran_seconds = -1;
   bool operator==(const FailureRecord&) const = default;
 };
 

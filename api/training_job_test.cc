@@ -16,7 +16,7 @@ TrainingJob FullJob() {
   TrainingJob job;
   job.metadata = {"bert", "default", "uid-1", 4, "2027-01-15T09:00:00Z"};
   TrainingJobSpec& spec = job.spec;
-  spec.replicas = {2, 8, 4, 2};
+  spec.replicas = {2, 8, 4, 2, 1};
   spec.pod_template = {{"spec", {{"containers", {{{"name", "trainer"}, {"image", "busybox"}}}}}}};
   spec.checkpoint = {"ckpt", "/ckpt", 3};
   spec.elastic_policy = {10, 30, 10, 30, 60};
@@ -27,9 +27,9 @@ TrainingJob FullJob() {
   status.phase = "Running";
   status.selector = std::string(kJobNameLabel) + "=bert";
   status.conditions = {{"Running", "True", "WorkersRunning", "4 workers", "2027-01-15T08:00:00Z", 4}};
-  status.replicas = ReplicaCounts{4, 4, 4, 0, 1};
+  status.replicas = ReplicaCounts{4, 5, 5, 0, 1, 1};
   status.restart_count = 1;
-  status.recent_failures = {{"bert-worker-3", "u3", 137, "OOMKilled", "2027-01-15T08:01:00Z"}};
+  status.recent_failures = {{"bert-worker-3", "u3", 137, "OOMKilled", "2027-01-15T08:01:00Z", 312}};
   status.leaving = {{"bert-worker-5", "u5", "2027-01-15T08:02:00Z"}};
   status.start_time = "2027-01-15T07:00:00Z";
   status.completion_time = "2027-01-15T10:00:00Z";

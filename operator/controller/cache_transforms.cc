@@ -36,7 +36,7 @@ void SlimPod(json* pod) {
     for (const auto& cs : *it) {
       json c = Pick(cs, {"name"});
       if (cs.contains("state") && cs["state"].contains("terminated"))
-        c["state"]["terminated"] = Pick(cs["state"]["terminated"], {"exitCode", "reason", "finishedAt"});
+        c["state"]["terminated"] = Pick(cs["state"]["terminated"], {"exitCode", "reason", "startedAt", "finishedAt"});
       if (cs.contains("state") && cs["state"].contains("waiting"))
         c["state"]["waiting"] = Pick(cs["state"]["waiting"], {"reason", "message"});
       containers.push_back(std::move(c));

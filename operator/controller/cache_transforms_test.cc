@@ -35,7 +35,7 @@ TEST(CacheTransformsTest, APodKeepsWhatReconcileReads) {
                               {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
                                "lastTransitionTime": "t5"}],
                "containerStatuses": [{"name": "t", "state": {"terminated": {"exitCode": 3, "reason": "Error",
-                                                                             "finishedAt": "t3"}}}]}})"));
+                                                                             "finishedAt": "t3", "startedAt": "t4"}}}]}})"));
 }
 
 TEST(CacheTransformsTest, AWaitingContainerKeepsItsReasonAndMessage) {

@@ -23,6 +23,11 @@ constexpr size_t kRecentFailuresKept = 20;
 // crash back-off after 10 minutes of running): a long job that lost a worker now and then is not held
 // at the 60 s cap for good.
 constexpr std::chrono::minutes kBackoffMemory{10};
+// A failure after a run this short looks like a crash loop (a bad image, a script that dies at import, a worker
+// that fails its first steps): only such failures lengthen the replacement backoff. The soak's slow joins (a
+// scale-up 49 s, a kill 47 s) were replacements held back by earlier kills of workers that had trained for
+// minutes.
+constexpr std::chrono::seconds kCrashLoopRun{60};
 // A member that exits 0 has most likely finished the training with its peers, and rank 0's exit (which
 // completes the job) is moments away: it stays a member, and is not replaced, for this long. Likewise
 // workers still running when rank 0's exit completed the job get this long to exit before cleanup.
@@ -50,6 +55,7 @@ struct PodView {
   int exit_code = 0;
   std::string exit_reason;
   Clock::time_point finished_at{};  // when its container terminated (valid when phase is Succeeded/Failed)
+  int64_t ran_seconds = -1;         // how long the terminated container ran; -1 unknown
   // A container that will not start until someone acts (api::container_waiting::kStuck), and the kubelet's words.
   std::string stuck_reason, stuck_message;
   bool for_scale_up = false;
@@ -115,6 +121,11 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
         v.exit_code = exit_code;
         v.exit_reason = StringAt(t, {"reason"});
         v.finished_at = TimeOr(StringAt(t, {"finishedAt"}), now);
+        const auto started = ParseRfc3339(StringAt(t, {"startedAt"}));
+        const auto finished = ParseRfc3339(StringAt(t, {"finishedAt"}));
+        v.ran_seconds = started && finished && *finished >= *started
+                            ? std::chrono::duration_cast<std::chrono::seconds>(*finished - *started).count()
+                            : -1;
       }
     }
   }
@@ -182,6 +193,7 @@ struct Planning {
   std::string phase;
   api::Membership membership;        // generation 0 until one is published (status.membership stays unset then)
   Clock::time_point last_failure{};  // the newest counted failure (set by PlanExitedWorkers)
+  int32_t spares = 0;                // Ready workers kept out of the membership (set by PlanWorkers)
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
   std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
   JobPlan plan;
@@ -398,7 +410,7 @@ void PlanExitedWorkers(Planning& st) {
       // To the millisecond: the replacement backoff counts from this time, and whole seconds could cut
       // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
       st.status.recent_failures.push_back(
-          {p.name, p.uid, p.exit_code, p.exit_reason, FormatRfc3339(st.in.now, TimePrecision::kMillis)});
+          {p.name, p.uid, p.exit_code, p.exit_reason, FormatRfc3339(st.in.now, TimePrecision::kMillis), p.ran_seconds});
       AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
     }
     DeletePod(st, p,
@@ -483,20 +495,24 @@ Workers ObserveWorkers(Planning& st) {
   return workers;
 }
 
-// Surplus over the desired count is marked beyond_desired: pods not in membership first (newest index
-// first), then members from the highest rank down, so rank 0 stays put.
+// Surplus over the desired count and the spares is marked beyond_desired: members beyond the desired count
+// first (from the highest rank down, so rank 0 stays put: a scale-down keeps the spares), then pods not in
+// membership (newest index first), then the other members from the highest rank down.
 void MarkSurplus(const Planning& st, Workers& workers) {
-  int32_t surplus = static_cast<int32_t>(workers.live.size()) - st.spec.desired_workers;
-  if (surplus <= 0) return;
-  std::vector<const PodView*> order = workers.live;
-  std::stable_sort(order.begin(), order.end(), [&](const PodView* a, const PodView* b) {
-    const api::Member* ma = st.membership.Find(a->name);
-    const api::Member* mb = st.membership.Find(b->name);
-    if ((ma == nullptr) != (mb == nullptr)) return ma == nullptr;
-    if (ma && mb) return ma->rank > mb->rank;
-    return a->index > b->index;
+  const int32_t desired = st.spec.desired_workers;
+  std::vector<const PodView*> members, others;
+  for (const PodView* p : workers.live) (st.membership.Find(p->name) ? members : others).push_back(p);
+  std::sort(members.begin(), members.end(), [&](const PodView* a, const PodView* b) {
+    return st.membership.Find(a->name)->rank > st.membership.Find(b->name)->rank;
   });
-  for (int32_t i = 0; i < surplus; ++i) {
+  std::sort(others.begin(), others.end(), [](const PodView* a, const PodView* b) { return a->index > b->index; });
+  const size_t over = members.size() > static_cast<size_t>(desired) ? members.size() - desired : 0;
+  std::vector<const PodView*> order(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(over));
+  order.insert(order.end(), others.begin(), others.end());
+  order.insert(order.end(), members.begin() + static_cast<std::ptrdiff_t>(over), members.end());
+  const int32_t surplus = std::max<int32_t>(static_cast<int32_t>(workers.live.size()) - (desired + st.spec.spares),
+                                            static_cast<int32_t>(over));
+  for (int32_t i = 0; i < surplus && i < static_cast<int32_t>(order.size()); ++i) {
     for (auto& w : workers.observed) {
       if (w.pod == order[i]->name) w.beyond_desired = true;
     }
@@ -512,6 +528,7 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   policy.processes_per_pod = st.spec.processes_per_pod;
   policy.join_batch_window = st.spec.join_batch_window;
   policy.coordinator_port = api::kCoordinatorPort;
+  policy.max_pods = st.spec.desired_workers;
   MembershipDecision decision = DecideMembership(st.membership, workers.observed, policy, st.in.now);
   if (decision.recheck_at) EarliestRequeue(st.plan, *decision.recheck_at);
   if (decision.next) {
@@ -581,21 +598,30 @@ void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& 
   }
 }
 
-// Creations: workers up to the desired count, at the lowest free indices, after the replacement backoff.
+// Creations: workers up to the desired count, at the lowest free indices. Replacements of failed workers wait
+// for the replacement backoff; the workers a scale-up asks for do not (the user asked for them now).
 // Errors: those of BuildWorkerPod.
 Status PlanCreations(Planning& st, const Workers& workers) {
   const int32_t desired = st.spec.desired_workers;
-  int32_t missing = desired - std::min<int32_t>(static_cast<int32_t>(workers.live.size()), desired);
+  const int32_t target = desired + st.spec.spares;  // the world and its warm spares
+  int32_t missing = target - std::min<int32_t>(static_cast<int32_t>(workers.live.size()), target);
   if (missing <= 0) return Status::Ok();
+  const int32_t before = st.current.replicas ? st.current.replicas->desired : desired;
+  const bool scale_up = desired > before;
+  // The backoff counts the failures that look like a crash loop: recent, and after a short run. A worker
+  // killed after minutes of training (preempted without notice, OOM-killed at a peak, a chaos test) is
+  // replaced at once, so a job that loses workers now and then is not held back by them.
   int32_t recent = 0;
-  for (const auto& f : st.status.recent_failures)
-    recent += TimeOr(f.time, Clock::time_point{}) > st.in.now - kBackoffMemory;
-  Clock::time_point allowed = st.last_failure + ReplacementBackoff(recent);
+  for (const auto& f : st.status.recent_failures) {
+    const bool short_run = f.ran_seconds < 0 || std::chrono::seconds(f.ran_seconds) < kCrashLoopRun;
+    recent += short_run && TimeOr(f.time, Clock::time_point{}) > st.in.now - kBackoffMemory;
+  }
+  const Clock::time_point allowed = st.last_failure + ReplacementBackoff(recent);
   if (recent > 0 && st.in.now < allowed) {
     EarliestRequeue(st.plan, allowed);
-    return Status::Ok();
+    if (!scale_up) return Status::Ok();
+    missing = std::min(missing, desired - before);  // the scale-up's own workers only
   }
-  const bool scale_up = desired > (st.current.replicas ? st.current.replicas->desired : desired);
   const std::string_view created_for = scale_up                        ? api::created_for::kScaleUp
                                        : st.membership.generation == 0 ? api::created_for::kStart
                                                                        : api::created_for::kReplacement;
@@ -661,6 +687,7 @@ Status PlanWorkers(Planning& st) {
   MarkSurplus(st, workers);
   const api::Membership before = st.membership;
   const MembershipDecision decision = PublishMembership(st, workers);
+  st.spares = decision.spares;
   NoteDisruptedLeavers(st, workers, before);
   MarkDropped(decision, workers);
   PlanScaleDown(st, workers, before);
@@ -684,7 +711,7 @@ void AssembleStatus(Planning& st) {
       ++pending;
   }
   api::TrainingJobStatus& status = st.status;
-  status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed};
+  status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed, st.spares};
   status.phase = st.phase.empty() ? std::string(api::phase::kPending) : st.phase;
   status.leaving.clear();
   for (const auto& [pod, entry] : st.leaving) {

@@ -254,6 +254,135 @@ TEST(PlanJobTest, OldFailuresNoLongerLengthenTheReplacementBackoff) {
   EXPECT_EQ(*held->requeue_at, failed_at + seconds(60));
 }
 
+// Only failures after a short run look like a crash loop: eight kills of workers that had trained for
+// minutes hold nothing back (their replacement comes at once), and the failure's run is recorded
+// (recentFailures[].ranSeconds); eight failures seconds after their start do hold it back.
+TEST(PlanJobTest, FailuresAfterALongRunDoNotLengthenTheReplacementBackoff) {
+  json job = Job(1, 2);
+  job["spec"]["elasticPolicy"] = {{"maxRestarts", 100}};
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  const auto failed_at = kT0 + std::chrono::minutes(30);
+  json failures = json::array();
+  for (int i = 0; i < 8; ++i) {
+    failures.push_back({{"pod", "j-worker-1"},
+                        {"uid", "old-" + std::to_string(i)},
+                        {"exitCode", 137},
+                        {"ranSeconds", 300},
+                        {"time", FormatRfc3339(failed_at - seconds(60 - i), TimePrecision::kMillis)}});
+  }
+  job["status"]["recentFailures"] = failures;
+  job["status"]["restartCount"] = 8;
+  pods[1] = FailedPod(1, 137);
+  pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"] =
+      FormatRfc3339(failed_at - std::chrono::minutes(4));
+  pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = FormatRfc3339(failed_at);
+  auto plan = PlanJob(Input(job, pods, failed_at));
+  ASSERT_OK(plan) << plan.status();
+  EXPECT_EQ((*plan->status)["recentFailures"].back()["ranSeconds"], 240);
+  job = WithStatus(job, *plan);
+  pods.pop_back();
+  auto replaced = PlanJob(Input(job, pods, failed_at + std::chrono::milliseconds(10)));
+  ASSERT_OK(replaced);
+  EXPECT_EQ(Names(replaced->creates), (std::vector<std::string>{"j-worker-1"})) << "held back by long runs' failures";
+
+  for (auto& f : job["status"]["recentFailures"]) f["ranSeconds"] = 3;  // the same failures, each 3 s after its start
+  auto held = PlanJob(Input(job, pods, failed_at + std::chrono::milliseconds(10)));
+  ASSERT_OK(held);
+  EXPECT_TRUE(held->creates.empty());
+}
+
+// A scale-up's workers are created at once, even while a failed worker's replacement waits for the backoff.
+TEST(PlanJobTest, AScaleUpIsNotHeldBackByTheReplacementBackoff) {
+  json job = Job(1, 4);
+  job["spec"]["replicas"]["desired"] = 2;
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  pods[1] = FailedPod(1, 1);  // no run time: counts as a crash
+  job = WithStatus(job, *PlanJob(Input(job, pods, kT0 + seconds(10))));
+  pods.pop_back();
+  job["spec"]["replicas"]["desired"] = 3;
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10) + std::chrono::milliseconds(100)));
+  ASSERT_OK(plan);
+  ASSERT_EQ(plan->creates.size(), 1u) << "the scale-up's worker waited for the replacement backoff";
+  EXPECT_EQ(plan->creates[0]["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)],
+            std::string(api::created_for::kScaleUp));
+  ASSERT_TRUE(plan->requeue_at.has_value());  // the replacement comes after the backoff
+  EXPECT_EQ(*plan->requeue_at, kT0 + seconds(11));
+}
+
+// spec.replicas.spares: the operator keeps that many Ready workers beyond desired, outside the world.
+TEST(PlanJobTest, WarmSparesAreStartedAndKeptOutOfTheWorld) {
+  json job = Job(1, 4, {{"replicas", {{"min", 1}, {"max", 4}, {"desired", 2}, {"spares", 1}}}});
+  auto plan = PlanJob(Input(job, {}));
+  ASSERT_OK(plan) << plan.status();
+  EXPECT_EQ(Names(plan->creates), (std::vector<std::string>{"j-worker-0", "j-worker-1", "j-worker-2"}));
+  job = WithStatus(job, *plan);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  plan = PlanJob(Input(job, pods, kT0 + seconds(1)));
+  ASSERT_OK(plan);
+  const json& m = (*plan->status)["membership"];
+  EXPECT_EQ(m["worldSize"], 2);
+  EXPECT_EQ(m["members"][0]["pod"], "j-worker-0");
+  EXPECT_EQ(m["members"][1]["pod"], "j-worker-1");
+  EXPECT_EQ((*plan->status)["replicas"]["spares"], 1);
+  bool said = false;
+  for (const auto& c : (*plan->status)["conditions"])
+    said |= c["type"] == "Running" &&
+            c["message"].get<std::string>().find("1 Ready worker waiting as a spare") != std::string::npos;
+  EXPECT_TRUE(said) << plan->status->dump(2);
+  EXPECT_TRUE(plan->creates.empty());
+  EXPECT_TRUE(plan->deletes.empty());
+  job = WithStatus(job, *plan);
+  // Steady: the spare stays out, no window keeps the plan coming back.
+  auto steady = PlanJob(Input(job, pods, kT0 + seconds(30)));
+  ASSERT_OK(steady);
+  EXPECT_TRUE(steady->empty()) << (steady->status ? steady->status->dump(2) : "");
+}
+
+// A lost member's place goes to the spare in the generation that removes it (no batch window, no new pod on
+// the way); the new spare is created after the replacement backoff.
+TEST(PlanJobTest, TheSpareTakesALostMembersPlaceInTheSameGeneration) {
+  json job = Job(1, 4, {{"replicas", {{"min", 1}, {"max", 4}, {"desired", 2}, {"spares", 1}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  ASSERT_EQ(job["status"]["membership"]["worldSize"], 2);
+  pods[1] = FailedPod(1, 137);
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(plan) << plan.status();
+  const json& m = (*plan->status)["membership"];
+  EXPECT_EQ(m["generation"], 2);
+  EXPECT_EQ(m["reason"], "WorkerFailed");
+  EXPECT_EQ(m["worldSize"], 2);
+  EXPECT_EQ(m["members"][1]["pod"], "j-worker-2");
+  EXPECT_NE(m["message"].get<std::string>().find("joined: j-worker-2"), std::string::npos) << m.dump();
+  EXPECT_EQ((*plan->status)["replicas"]["spares"], 0);
+  job = WithStatus(job, *plan);
+  pods.erase(pods.begin() + 1);
+  auto later = PlanJob(Input(job, pods, kT0 + seconds(12)));
+  ASSERT_OK(later);
+  EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));  // the next spare
+}
+
+// Scaling down a job with a spare: the highest-ranked member leaves and the spare stays a spare.
+TEST(PlanJobTest, AScaleDownWithASpareDropsAMemberAndKeepsTheSpare) {
+  json job = Job(1, 4, {{"replicas", {{"min", 1}, {"max", 4}, {"desired", 3}, {"spares", 1}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
+                            Pod(3, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  ASSERT_EQ(job["status"]["membership"]["worldSize"], 3);
+  job["spec"]["replicas"]["desired"] = 2;
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(1)));
+  ASSERT_OK(plan);
+  EXPECT_EQ((*plan->status)["membership"]["reason"], "ScaledDown");
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 2);
+  EXPECT_TRUE(plan->deletes.empty()) << plan->deletes[0].name;  // the leaver exits by itself; the spare stays
+  ASSERT_EQ((*plan->status)["leaving"].size(), 1u);
+  EXPECT_EQ((*plan->status)["leaving"][0]["pod"], "j-worker-2");
+  EXPECT_EQ((*plan->status)["replicas"]["spares"], 1);
+  EXPECT_TRUE(plan->creates.empty());
+}
+
 TEST(PlanJobTest, TooManyFailuresFailTheJob) {
   json job = Job(1, 1);
   job["status"] = {{"restartCount", 2}, {"recentFailures", json::array()}};

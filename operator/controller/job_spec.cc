@@ -71,6 +71,10 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
   const int64_t desired = r.desired ? std::clamp(*r.desired, *r.min, *r.max) : *r.max;
   // Rounded down, never below min (itself whole groups): more workers than whole groups would only wait.
   out.desired_workers = static_cast<int32_t>(desired - desired % group);
+  const int64_t spares = r.spares.value_or(0);
+  if (spares < 0 || spares > kMaxSpares)
+    return InvalidArgumentError("spec.replicas.spares must be between 0 and " + std::to_string(kMaxSpares));
+  out.spares = static_cast<int32_t>(spares);
 
   const api::ElasticPolicy& ep = spec.elastic_policy;
   out.join_batch_window = Seconds(ep.join_batch_window_seconds, 0).value_or(out.join_batch_window);

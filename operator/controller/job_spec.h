@@ -20,6 +20,7 @@ struct JobSpec {
   int32_t min_workers = 1;
   int32_t max_workers = 1;
   int32_t desired_workers = 1;  // spec.replicas.desired, else max
+  int32_t spares = 0;           // spec.replicas.spares: Ready workers kept beyond desired, outside the world
   // spec.replicas.multipleOf, in ranks: every published world (in ranks) is a multiple of it, and so are
   // min, max and desired times processes_per_pod.
   int32_t multiple_of = 1;
@@ -56,5 +57,7 @@ int32_t WorkerContainerGpus(const nlohmann::json& pod_spec);
 
 // The most ranks one pod may run (spec.processesPerPod's maximum in the CRD).
 inline constexpr int32_t kMaxProcessesPerPod = 64;
+// The most warm spares a job may keep (spec.replicas.spares's maximum in the CRD).
+inline constexpr int32_t kMaxSpares = 64;
 
 }  // namespace ringmaster::controller

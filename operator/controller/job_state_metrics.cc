@@ -54,6 +54,9 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
       Family("ringmaster_trainingjob_workers_desired", "Workers the operator wants for the job.", MetricType::Gauge);
   auto ready =
       Family("ringmaster_trainingjob_workers_ready", "The job's Running and Ready worker pods.", MetricType::Gauge);
+  auto spares = Family("ringmaster_trainingjob_workers_spare",
+                       "Ready workers waiting outside the membership to replace a lost member (spec.replicas.spares).",
+                       MetricType::Gauge);
   auto generation = Family("ringmaster_trainingjob_membership_generation", "The job's published membership generation.",
                            MetricType::Gauge);
   auto world =
@@ -76,13 +79,14 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
     Add(max, id, NumberAt(*job, {"spec", "replicas", "max"}));
     Add(desired, id, NumberAt(*job, {"status", "replicas", "desired"}));
     Add(ready, id, NumberAt(*job, {"status", "replicas", "ready"}));
+    Add(spares, id, NumberAt(*job, {"status", "replicas", "spares"}));
     Add(generation, id, NumberAt(*job, {"status", "membership", "generation"}));
     Add(world, id, NumberAt(*job, {"status", "membership", "worldSize"}));
     Add(restarts, id, NumberAt(*job, {"status", "restartCount"}));
   }
   for (const auto& [phase, n] : by_phase) Add(phases, {{"phase", phase}}, n);
-  return {std::move(phases), std::move(info),       std::move(min),   std::move(max),     std::move(desired),
-          std::move(ready),  std::move(generation), std::move(world), std::move(restarts)};
+  return {std::move(phases), std::move(info),   std::move(min),        std::move(max),   std::move(desired),
+          std::move(ready),  std::move(spares), std::move(generation), std::move(world), std::move(restarts)};
 }
 
 }  // namespace ringmaster::controller

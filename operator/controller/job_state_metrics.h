@@ -9,6 +9,7 @@
 //   ringmaster_trainingjob_workers_max{namespace,trainingjob}              gauge: spec.replicas.max
 //   ringmaster_trainingjob_workers_desired{namespace,trainingjob}          gauge: status.replicas.desired
 //   ringmaster_trainingjob_workers_ready{namespace,trainingjob}            gauge: status.replicas.ready
+//   ringmaster_trainingjob_workers_spare{namespace,trainingjob}            gauge: status.replicas.spares
 //   ringmaster_trainingjob_membership_generation{namespace,trainingjob}    gauge: the published generation
 //   ringmaster_trainingjob_membership_world_size{namespace,trainingjob}    gauge
 //   ringmaster_trainingjob_restarts_total{namespace,trainingjob}           counter: status.restartCount

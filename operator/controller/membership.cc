@@ -155,6 +155,20 @@ bool GangWaits(Deciding& d) {
   return true;
 }
 
+// Warm spares: joiners beyond the world's cap (policy.max_pods) stay out, the last by worker index first.
+void KeepSpares(Deciding& d) {
+  if (d.policy.max_pods <= 0) return;
+  const size_t room =
+      static_cast<size_t>(std::max<int64_t>(0, d.policy.max_pods - static_cast<int64_t>(d.survivor_pods.size())));
+  if (d.joiners.size() <= room) return;
+  const int32_t standby = static_cast<int32_t>(d.joiners.size() - room);
+  d.joiners.resize(room);
+  d.admit_joiners = !d.joiners.empty();
+  d.decision.spares += standby;
+  d.decision.spares_waiting = Counted(standby, "Ready worker") + " waiting as " +
+                              (standby == 1 ? "a spare" : "spares") + " (spec.replicas.spares)";
+}
+
 // Join batching: whether the joiners wait, and until when, for the batch window to pass.
 void BatchJoins(Deciding& d) {
   // No wait when members leave now or nobody else is coming. Else the window counts from when the earliest
@@ -192,8 +206,9 @@ void KeepWholeGroups(Deciding& d) {
   if (d.admitted >= offered_joiners) return;
   const int32_t spares = static_cast<int32_t>(d.joiners.size() - d.admitted);
   const int32_t more = d.group - (offered - world);
-  d.decision.spares = spares;
-  d.decision.spares_waiting = Counted(spares, "Ready worker") + " waiting for " + Counted(more, "more worker") +
+  d.decision.spares += spares;
+  d.decision.spares_waiting = (d.decision.spares_waiting.empty() ? "" : d.decision.spares_waiting + "; ") +
+                              Counted(spares, "Ready worker") + " waiting for " + Counted(more, "more worker") +
                               " to complete a group of " + std::to_string(d.group) + " (spec.replicas.multipleOf)";
 }
 
@@ -277,6 +292,7 @@ MembershipDecision DecideMembership(const api::Membership& current, const std::v
   FindSurvivors(d);
   FindJoiners(d);
   if (GangWaits(d)) return std::move(d.decision);
+  KeepSpares(d);
   BatchJoins(d);
   KeepWholeGroups(d);
   if (Changed(d)) Publish(d);

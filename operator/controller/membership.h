@@ -68,6 +68,9 @@ struct MembershipPolicy {
   int32_t processes_per_pod = 1;
   std::chrono::seconds join_batch_window{10};
   int32_t coordinator_port = api::kCoordinatorPort;
+  // The most pods the world holds (spec.replicas.desired); 0: no cap. Eligible workers beyond it wait outside
+  // as warm spares (spec.replicas.spares) and fill the places of lost members at once.
+  int32_t max_pods = 0;
 };
 
 // The outcome of one evaluation: a new record to publish, or why none is.
@@ -80,8 +83,8 @@ struct MembershipDecision {
   // Members still eligible that leave only so that the world stays a multiple of multiple_of (a loss left
   // fewer than a whole group): like a scale-down, they commit and exit; the caller replaces them.
   std::vector<std::string> dropped;
-  // Eligible workers kept out only because they do not complete a group (spares), and a sentence that
-  // says what they wait for; 0 and empty otherwise.
+  // Eligible workers kept out because the world is full (warm spares) or because they do not complete a group,
+  // and a sentence that says what they wait for; 0 and empty otherwise.
   int32_t spares = 0;
   std::string spares_waiting;
 };
@@ -94,6 +97,8 @@ struct MembershipDecision {
 // Decisions are about pods: a pod's processes_per_pod ranks join, survive and leave together, and the
 // worker counts below (min_workers, spares, dropped) count pods.
 //
+// The world holds at most `max_pods` pods: joiners beyond it wait as warm spares, and take the places of
+// lost members in the generation that removes them (no batch window: a removal publishes at once).
 // The world is the largest multiple of `multiple_of` that the survivors and the admitted joiners fill:
 // joiners beyond it stay out as spares (they join when enough arrive to complete another group); when
 // removals leave the survivors short of a multiple, the highest-ranked survivors are dropped down to the

@@ -182,9 +182,9 @@ class ElasticWorkersE2eTest : public JobTest {
       env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
     Status s = cluster_.Apply(
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
-        "}\nspec:\n  replicas: {min: " + std::to_string(min_workers_) +
-        ", max: 4, desired: " + std::to_string(workload_.workers) + "}\n" +
-        (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") +
+        "}\nspec:\n  replicas: {min: " + std::to_string(min_workers_) + ", max: 4, desired: " +
+        std::to_string(workload_.workers) + (spares_ > 0 ? ", spares: " + std::to_string(spares_) : std::string()) +
+        "}\n" + (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") +
         spec_extra_ +
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
         "leaveGraceSeconds: 30, maxRestarts: " +
@@ -449,6 +449,7 @@ class ElasticWorkersE2eTest : public JobTest {
   std::string placement_;                   // the pod spec's placement (indented 6): the real nodes
   int max_restarts_ = 10;                   // spec.elasticPolicy.maxRestarts (the API's default)
   int min_workers_ = 2;                     // spec.replicas.min
+  int spares_ = 0;                          // spec.replicas.spares (written only when above 0)
   int gpus_ = 1;                            // the trainer's nvidia.com/gpu limit (emulated GPUs of the device plugin)
   int processes_per_pod_ = 1;               // spec.processesPerPod (written only when above 1)
   std::vector<std::string> operator_args_;  // more flags for the operator process (set before SetUp)

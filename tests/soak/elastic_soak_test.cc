@@ -75,13 +75,17 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
     std::fprintf(stderr, "[soak %3d:%02d] %s\n", static_cast<int>(t) / 60, static_cast<int>(t) % 60, line.c_str());
   }
 
-  // Waits until the membership has the desired world; false (with a failure) after 150 s.
-  bool Settle() {
+  // Waits until the membership has the desired world, without the incarnation `gone_uid` (a killed worker: until
+  // the operator has seen its exit, the world still looks whole and the kill would read as settled at once, its
+  // recovery counted against the next fault); false (with a failure) after 150 s.
+  bool Settle(const std::string& gone_uid = "") {
     Status s = WaitFor("the job to settle", seconds(150), [&](std::string* last) {
       json j = Job();
       const int desired = j.value("spec", json::object()).value("replicas", json::object()).value("desired", 0);
       const int world = Membership(j).value("worldSize", 0);
       *last = "world " + std::to_string(world) + " of " + std::to_string(desired) + ", phase " + Phase(j);
+      for (const auto& m : Membership(j).value("members", json::array()))
+        if (!gone_uid.empty() && m.value("uid", "") == gone_uid) return false;
       // Finished: a Failed job is reported below; a Succeeded one ends the faults (the training ran out
       // while the last fault settled, e.g. a replacement held back by its backoff).
       if (Phase(j) == "Failed" || Phase(j) == "Succeeded") return true;
@@ -137,6 +141,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
       }
       if (kind == "kill") {
         KillWorker(pod);
+        killed_uid_ = victim.value("uid", "");
         return {kind, "SIGKILL " + pod};
       }
       if (kind == "stop") {
@@ -190,6 +195,7 @@ class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
   }
 
   int minutes_ = 30, steps_ = 0;
+  std::string killed_uid_;  // the last fault's SIGKILLed incarnation, until the world is whole without it
   std::vector<double> partition_to_generation_;  // seconds from each cut to a generation without the victim
   Clock::time_point start_ = Clock::now();
   std::mt19937_64 rng_;
@@ -220,10 +226,11 @@ TEST_F(ElasticSoakTest, RandomFaultsThenTheExactResult) {
       Say(name + " had exited (it lost its lease); started again, as its Deployment would");
     std::this_thread::sleep_for(std::chrono::milliseconds(Uniform(2000, 6000)));
     const int64_t generation = Membership(Job()).value("generation", int64_t{0});
+    killed_uid_.clear();
     auto [kind, what] = InjectOne();
     if (HasFailure()) break;
     const auto injected = Clock::now();
-    if (!Settle()) break;
+    if (!Settle(killed_uid_)) break;
     const double took = std::chrono::duration<double>(Clock::now() - injected).count();
     ++survived[kind];
     settle_seconds[kind] += took;
