@@ -16,8 +16,13 @@ std::vector<CutOffMember> CutOffMembers(const api::Membership& membership, const
     if (r.generation != membership.generation || !members.count(r.reporter)) continue;
     for (const auto& pod : r.unreachable) {
       if (pod == r.reporter || !members.count(pod)) continue;
-      accusers[pod].insert(r.reporter);
       broken.insert(std::minmax(pod, r.reporter));
+      // In a world of two one report is a majority: there a NotReady member's word does not count against a
+      // Ready one (the kubelet cannot reach the reporter either, so the broken link is most likely its own),
+      // or the cut rank 0 reporting first would drop its healthy peer. In larger worlds a majority takes
+      // several reporters, and the tie-break below keeps the kept members connected.
+      if (members.size() == 2 && !ready.count(r.reporter) && ready.count(pod)) continue;
+      accusers[pod].insert(r.reporter);
     }
   }
   const size_t others = members.size() - 1;

@@ -3,8 +3,9 @@
 // Workers only report; this rule decides, and it must not let one worker with a broken link (which
 // reports everyone else) or one false report remove a healthy member.
 //
-// Only reports about `membership`'s generation, from its members, about its members count. A member is a
-// suspect when more than half of the other members report it unreachable. Every member that is not a
+// Only reports about `membership`'s generation, from its members, about its members count; in a world of two,
+// a NotReady member's report does not count against a Ready one. A member is a suspect when more than half of the other
+// members report it unreachable. Every member that is not a
 // suspect is kept; then the suspects are considered, Ready ones (in `ready`) before NotReady ones and in
 // rank order among equals, and each is kept when no report (in either direction) lies between it and a
 // member kept so far. So a worker cut off from the rest goes; in a world of two that report each other

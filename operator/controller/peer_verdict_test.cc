@@ -115,5 +115,23 @@ TEST(PeerVerdictTest, AnEvenSplitKeepsTheSideWhoseBestMemberIsReady) {
   EXPECT_EQ(Pods(CutOffMembers(World(4), split, {"w-2"})), Pods_({"w-0", "w-1"}));
 }
 
+// In a world of two one report is a majority. When only the NotReady (cut) rank 0 has reported so far, its word
+// does not drop its Ready peer: nobody is cut until the peer's report comes, and then rank 0 goes.
+TEST(PeerVerdictTest, ANotReadyMembersReportAloneDoesNotDropAReadyPeer) {
+  api::Membership m;
+  m.generation = 3;
+  m.members = {{"w-0", "u0", 0, "10.0.0.1", "n0"}, {"w-1", "u1", 1, "10.0.0.2", "n1"}};
+  const std::set<std::string> ready = {"w-1"};
+  EXPECT_TRUE(CutOffMembers(m, {{"w-0", 3, {"w-1"}, ""}}, ready).empty());
+  auto both = CutOffMembers(m, {{"w-0", 3, {"w-1"}, ""}, {"w-1", 3, {"w-0"}, ""}}, ready);
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_EQ(both[0].pod, "w-0");
+  EXPECT_EQ(both[0].reporters, (std::vector<std::string>{"w-1"}));
+  // Both NotReady: the reports count as before (one is a majority of one).
+  auto unready = CutOffMembers(m, {{"w-0", 3, {"w-1"}, ""}}, {});
+  ASSERT_EQ(unready.size(), 1u);
+  EXPECT_EQ(unready[0].pod, "w-1");
+}
+
 }  // namespace
 }  // namespace ringmaster::controller
