@@ -198,7 +198,8 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
   // the first generation's local rank picks it and later ones keep it.
   config.local_rank = LocalRank(record, options_.worker_id);
   if (config.device < 0) config.device = pinned_device_;  // -1 before the first build: the local rank's
-  RINGMASTER_RETURN_IF_ERROR(OpenTimeline(rank));
+  OpenTimeline(rank);
+  if (timeline_failed_) config.timeline_path.clear();  // warned once: the runtime does not try again
   auto created = CreateWorld(config, client, record, rank, stats);
   {
     std::lock_guard lock(mu_);
@@ -469,12 +470,17 @@ void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
       " ms): " + (reported.ok() ? "reported" : "not reported: " + reported.ToString()));
 }
 
-Status ElasticDriver::OpenTimeline(int rank) {
-  if (timeline_ || options_.runtime.timeline_path.empty()) return Status::Ok();
-  RINGMASTER_ASSIGN_OR_RETURN(std::unique_ptr<timeline::Timeline> opened,
-                              timeline::OpenTimelineForRank(options_.runtime.timeline_path, rank));
-  timeline_ = std::move(opened);
-  return Status::Ok();
+void ElasticDriver::OpenTimeline(int rank) {
+  if (timeline_ || timeline_failed_ || options_.runtime.timeline_path.empty()) return;
+  auto opened = timeline::OpenTimelineForRank(options_.runtime.timeline_path, rank);
+  if (opened.ok()) {
+    timeline_ = std::move(opened).value();
+    return;
+  }
+  // Telemetry never stops training (Horovod, too, trains on without the timeline it cannot write).
+  timeline_failed_ = true;
+  ::ringmaster::Log(options_.log, LogLevel::kWarning,
+                    "RINGMASTER_TIMELINE: " + opened.status().ToString() + "; training goes on without a timeline");
 }
 
 Status ElasticDriver::CheckOptions() const {

@@ -208,8 +208,9 @@ class ElasticDriver {
   void ReportRebuild(const api::Membership& record, RebuildStats& stats);
   // Runs steps until total_steps are committed (OK) or one fails (its error).
   Status TrainUntil(int64_t total_steps, const StepFn& step);
-  // Opens the run's timeline once this worker's rank says it writes one.
-  Status OpenTimeline(int rank);
+  // Opens the run's timeline once this worker's rank says it writes one; a timeline that cannot be opened is
+  // one warning (timeline_failed_), never a failed build.
+  void OpenTimeline(int rank);
   void Watch();
   // The watcher's answer to a newer record: an orderly change of the running build waits for a step
   // boundary; anything else aborts the running step now.
@@ -289,6 +290,7 @@ class ElasticDriver {
   uint64_t reported_saves_ = 0;                    // writer commits already reported to the metrics
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
   std::shared_ptr<timeline::Timeline> timeline_;   // of the whole run, once opened
+  bool timeline_failed_ = false;                   // it could not be opened: warned, not tried again
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -387,6 +389,57 @@ TEST(ElasticDriverTest, AnEngineThatDoesNotLeaveTheCommunicatorIsAnErrorNotAShri
   worker.reset();  // joins the engine thread, which has left by now
   std::lock_guard lock(probe->mu);
   EXPECT_EQ(probe->shrinks, 0);
+}
+
+// Telemetry never stops training: a timeline whose folder is missing gets the folder; one that cannot be opened
+// at all (its folder would lie under a regular file) is one warning naming RINGMASTER_TIMELINE, and the worker
+// joins and trains (it once abandoned every generation, "cannot open timeline", until the run's deadline).
+TEST(ElasticDriverTest, ATimelineThatCannotBeOpenedIsAWarningNotAFailedBuild) {
+  const std::string dir = ::testing::TempDir() + "timeline-test-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/a-file") << "x";
+  for (const auto& [path, opens] : std::vector<std::pair<std::string, bool>>{
+           {dir + "/not-yet/timeline.json", true}, {dir + "/a-file/sub/timeline.json", false}}) {
+    auto probe = std::make_shared<Probe>();
+    ScriptedSource source;
+    const int port = FreePort();
+    std::string model = "m";
+    ElasticState state([&] { return model; },
+                       [&](std::string_view b) {
+                         model = std::string(b);
+                         return Status::Ok();
+                       });
+    ElasticOptions o = Options("w0", port, probe, 5s);
+    o.runtime.timeline_path = path;
+    std::mutex mu;
+    std::vector<std::string> warnings;
+    o.log = [&](LogLevel level, std::string_view line) {
+      std::lock_guard lock(mu);
+      if (level == LogLevel::kWarning) warnings.emplace_back(line);
+    };
+    ElasticDriver driver(o, &source, &state);
+    source.Publish(Record(1, port, {{"w0", "node-a"}}));
+    ASSERT_OK(driver.Start());
+    auto joined = driver.Join();
+    ASSERT_OK(joined) << path << ": " << joined.status();
+    EXPECT_TRUE(*joined);
+    driver.Interrupted(AbortedError("again"));
+    source.Publish(Record(2, port, {{"w0", "node-a"}}));
+    joined = driver.Join();
+    ASSERT_OK(joined) << path << ": " << joined.status();
+    driver.Finish();
+    std::lock_guard lock(mu);
+    if (opens) {
+      EXPECT_TRUE(std::filesystem::exists(path)) << path;
+      EXPECT_TRUE(warnings.empty()) << warnings.front();
+    } else {
+      ASSERT_EQ(warnings.size(), 1u) << "one warning, not one per build";
+      EXPECT_NE(warnings[0].find("RINGMASTER_TIMELINE"), std::string::npos) << warnings[0];
+      EXPECT_NE(warnings[0].find("training goes on without a timeline"), std::string::npos) << warnings[0];
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,10 @@ StatusOr<std::unique_ptr<Timeline>> OpenTimelineForRank(const std::string& path,
   const size_t pos = resolved.find("{rank}");
   if (pos != std::string::npos) resolved.replace(pos, 6, std::to_string(rank));
   if (pos == std::string::npos && rank != 0) return std::unique_ptr<Timeline>();
+  // A folder that does not exist yet is made (as a run's output folder usually is); Open reports the rest.
+  const std::filesystem::path parent = std::filesystem::path(resolved).parent_path();
+  std::error_code ignored;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
   return Timeline::Open(resolved, rank);
 }
 

@@ -46,7 +46,8 @@ class Timeline {
 
 // The timeline a rank writes for a configured path (RuntimeConfig::timeline_path): "{rank}" in
 // `path` is replaced by the rank and every rank writes its own; without it only rank 0 writes.
-// Returns nullptr when `path` is empty or this rank writes none. Errors: those of Open.
+// Returns nullptr when `path` is empty or this rank writes none. Makes the file's folder when missing.
+// Errors: those of Open.
 StatusOr<std::unique_ptr<Timeline>> OpenTimelineForRank(const std::string& path, int rank);
 
 }  // namespace ringmaster::timeline
