@@ -66,6 +66,14 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   // figure with a warm spare: AWarmSpareTakesAKilledMembersPlace... (spare_kill_to_whole_world_s).
   std::printf("FIGURE replacement_kill_to_whole_world_s %.2f\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
+  // Reported, not asserted: the steps each survivor rolled back at the kill (an eviction's are 0, asserted in
+  // AnEvictedWorkerLeavesAtAStepBoundary...).
+  for (const auto& member : m["members"]) {
+    const std::string pod = member.value("pod", "");
+    if (pod != victim)
+      std::printf("FIGURE kill_steps_rolled_back %s %lld\n", pod.c_str(),
+                  static_cast<long long>(StepsRolledBackAfter(pod, generation)));
+  }
 
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   // The replacement (same pod name, new pod) trained to the end: its container exited 0 with weights.
@@ -138,6 +146,38 @@ TEST_P(PyTorchWorkersE2eTest, WorkerKilledAndTheJobFinishesExactly) {
   WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_GE(finishers.size(), 2u);
+}
+
+// The same job with a worker evicted through the Eviction API: a PyTorch worker takes the kubelet's SIGTERM as a
+// notice, leaves at the commit boundary rank 0 chose (Horovod's check_host_updates point, state.commit()) and exits
+// 0 (WorkerRemoved); nothing is counted as a failure, and the job ends exactly.
+TEST_P(PyTorchWorkersE2eTest, WorkerEvictedLeavesAtACommitAndTheJobFinishesExactly) {
+  ASSERT_STRNE(RINGMASTER_PYTHON, "") << "built without the Python package (-DRINGMASTER_PYTHON=OFF)";
+  workload_ = PyTorchExample(WorkersOut(), ExamplesDir(), GetParam());
+  ApplyJob();
+  json running = WaitUntilTraining();
+  ASSERT_FALSE(HasFailure());
+  const std::string victim = Membership(running)["members"][1].value("pod", "");
+  const std::string eviction = out_ + "/eviction.json";
+  std::ofstream(eviction) << json{{"apiVersion", "policy/v1"},
+                                  {"kind", "Eviction"},
+                                  {"metadata", {{"name", victim}, {"namespace", ns_}}}}
+                                 .dump();
+  auto evicted = cluster_.Kubectl(
+      {"create", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + victim + "/eviction", "-f", eviction});
+  ASSERT_COMMAND_OK(evicted) << (evicted.ok() ? evicted->err : "");
+  std::string disrupted = WaitForMembershipEvent("Disrupted", 2);
+  EXPECT_NE(disrupted.find(victim), std::string::npos) << disrupted;
+  Status exited = WaitFor("the evicted worker to exit", seconds(30), [&](std::string* last) {
+    auto procs = ProcessesOf(victim);
+    *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
+    return !procs.empty() && procs[0].ended;
+  });
+  ASSERT_OK(exited) << exited;
+  EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 0) << "the evicted worker was killed instead of leaving";
+  std::set<std::string> finishers = ExpectSucceededWithExactResults();
+  EXPECT_FALSE(finishers.count(victim)) << "the evicted worker wrote final weights";
+  EXPECT_EQ(Job()["status"].value("restartCount", -1), 0) << "an eviction was counted as a failure";
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, PyTorchWorkersE2eTest,

@@ -4,12 +4,15 @@ namespace ringmaster::elastic {
 
 using namespace std::chrono_literals;
 
-bool OrderlyChange(const api::Membership& running, const api::Membership& next) {
-  if (running.generation <= 0 || next.generation != running.generation + 1) return false;
+bool OrderlyReason(const api::Membership& next) {
   // The operator's ChangeReason names (operator/controller/membership.h) of changes that kill nobody.
   for (const char* reason : {"WorkerJoined", "ScaledUp", "ScaledDown", "Disrupted"})
     if (next.reason == reason) return true;
   return false;
+}
+
+bool OrderlyChange(const api::Membership& running, const api::Membership& next) {
+  return running.generation > 0 && next.generation == running.generation + 1 && OrderlyReason(next);
 }
 
 void BoundarySwitch::Running(SwitchStore store) {
@@ -18,9 +21,11 @@ void BoundarySwitch::Running(SwitchStore store) {
   client_.reset();
   pending_.store(0);
   step_.store(0);
+  begun_.store(false);
 }
 
 Status BoundarySwitch::Begin(int64_t generation, int64_t started_step) {
+  if (begun_.exchange(true)) return FailedPreconditionError("a step-boundary switch of this build was given up");
   step_.store(0);
   since_.store(std::chrono::steady_clock::now().time_since_epoch().count());
   pending_.store(generation);
@@ -69,7 +74,8 @@ StatusOr<int64_t> BoundarySwitch::Exchange(int64_t delta) {
     o.io_timeout = 1000ms;
     RINGMASTER_ASSIGN_OR_RETURN(client_, store::StoreClient::Connect(o));
   }
-  auto value = client_->Add("elastic.switch." + std::to_string(pending_.load()), delta);
+  // One switch per build, and the store's keys are the build's own (its store generation): one key.
+  auto value = client_->Add("elastic.switch", delta);
   if (!value.ok()) client_.reset();  // connect again next time
   return value;
 }

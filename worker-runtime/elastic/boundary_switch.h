@@ -25,9 +25,11 @@
 
 namespace ringmaster::elastic {
 
-// Whether `next` may wait for a step boundary of `running`: it follows it directly and its reason is one
-// in which every member of `running` stays or leaves alive (WorkerJoined, ScaledUp, ScaledDown, Disrupted).
-// Any other change (a failure, a lost node, a skipped record) aborts the running step at once.
+// Whether `next`'s reason is one in which every member of the generation before it stays or leaves alive
+// (WorkerJoined, ScaledUp, ScaledDown, Disrupted).
+bool OrderlyReason(const api::Membership& next);
+// Whether `next` may wait for a step boundary of `running`: it follows it directly and OrderlyReason. Any other
+// change (a failure, a lost node, a skipped record) aborts the running step at once.
 bool OrderlyChange(const api::Membership& running, const api::Membership& next);
 
 // Where the running build's boundary is published: rank 0's store at that build's store generation.
@@ -44,8 +46,11 @@ class BoundarySwitch {
   // A new build runs: its store, and no switch pending.
   void Running(SwitchStore store);
   // `generation` is an orderly change of the running build. Rank 0 publishes the boundary (`started_step` + 2);
-  // the others learn it at Step(). Errors (rank 0's publication failed): the caller aborts instead.
+  // the others learn it at Step(). Once per build. Errors: FailedPrecondition (a switch of this build was
+  // begun already, and given up), or rank 0's publication failed; the caller aborts instead.
   Status Begin(int64_t generation, int64_t started_step);
+  // A further orderly change came before the boundary: switch there to `generation` instead.
+  void Retarget(int64_t generation) { pending_.store(generation); }
   // The switch is over: done (a rebuild began), or given up for an abort.
   void Clear();
 
@@ -61,6 +66,7 @@ class BoundarySwitch {
   StatusOr<int64_t> Exchange(int64_t delta);  // Add(key, delta) on rank 0's store, connecting once
 
   std::atomic<int64_t> pending_{0};  // the generation switched to; 0: none
+  std::atomic<bool> begun_{false};   // Begin was called in this build (its boundary key is taken)
   std::atomic<int64_t> step_{0};     // the boundary, once known
   std::atomic<std::chrono::steady_clock::rep> since_{0};
 

@@ -99,8 +99,10 @@ api::Membership Record(int64_t gen, const std::string& reason,
 
 // One worker: a model that is the sum of every step's allreduce, trained by ElasticDriver::Run.
 struct Worker {
-  Worker(std::string worker_id, int store_port, membership::MembershipSource* source)
+  Worker(std::string worker_id, int store_port, membership::MembershipSource* source,
+         std::chrono::milliseconds step = 15ms)
       : id(std::move(worker_id)),
+        step_time(step),
         port(store_port),
         state([this] { return std::to_string(model); },
               [this](std::string_view b) {
@@ -119,17 +121,20 @@ struct Worker {
   void Train(int64_t steps) {
     thread = std::thread([this, steps] {
       result = driver.Run(steps, [this](const StepContext& ctx) -> StatusOr<data::SampleCursor> {
+        // The step's compute (long enough for a change to arrive inside it), then its allreduce: a change that
+        // aborts the runtime meanwhile fails the allreduce and the step is rolled back.
+        std::this_thread::sleep_for(step_time);
         const int64_t one = 1;
         int64_t sum = 0;
         RINGMASTER_RETURN_IF_ERROR(
             ctx.rt->Allreduce("step", &one, &sum, 1, common::DataType::kInt64, common::ReduceOp::kSum));
         model += sum;
-        std::this_thread::sleep_for(15ms);  // a step long enough for the change to arrive inside one
         return data::SampleCursor{0, static_cast<uint64_t>(ctx.step + 1)};
       });
     });
   }
   std::string id;
+  std::chrono::milliseconds step_time;
   int port;
   int64_t model = 0;
   ElasticState state;
@@ -178,6 +183,38 @@ TEST(BoundarySwitchTest, ADisruptedWorkerLeavesAtTheBoundaryAndNoStepIsRolledBac
     EXPECT_EQ(w->model, 3 * boundary + 2 * (kSteps - boundary)) << w->id;
   }
   EXPECT_EQ(w2.model, 3 * boundary);
+  source.Stop();
+}
+
+// Two orderly changes before the boundary (a scale-down, then a disruption): everyone switches at the one
+// boundary to the newer generation; both leavers leave there, nothing is rolled back.
+TEST(BoundarySwitchTest, ASecondOrderlyChangeBeforeTheBoundaryIsTakenAtTheSameBoundary) {
+  ScriptedSource source;
+  const int p0 = FreePort(), p1 = FreePort(), p2 = FreePort();
+  Worker w0("w0", p0, &source, 60ms), w1("w1", p1, &source, 60ms), w2("w2", p2, &source, 60ms);
+  source.Publish(Record(1, "JobStarted", {{"w0", p0}, {"w1", p1}, {"w2", p2}}));
+  const int64_t kSteps = 20;
+  w0.Train(kSteps);
+  w1.Train(kSteps);
+  w2.Train(kSteps);
+  WaitForStep(w0.driver, w0.state, 4);
+  source.Publish(Record(2, "ScaledDown", {{"w0", p0}, {"w1", p1}}));
+  // Every member has seen generation 2 (and waits for its boundary, a step or two away) before the next comes.
+  for (int i = 0; i < 2000 && !(w0.driver.Superseded() && w1.driver.Superseded() && w2.driver.Superseded()); ++i)
+    std::this_thread::sleep_for(1ms);
+  source.Publish(Record(3, "Disrupted", {{"w0", p0}}));
+  for (Worker* w : {&w0, &w1, &w2}) w->thread.join();
+  ASSERT_OK(w0.result) << w0.result.status();
+  ASSERT_OK(w1.result) << w1.result.status();
+  ASSERT_OK(w2.result) << w2.result.status();
+  EXPECT_EQ(*w0.result, ElasticResult::kFinished);
+  EXPECT_EQ(*w1.result, ElasticResult::kLeft);
+  EXPECT_EQ(*w2.result, ElasticResult::kLeft);
+  const int64_t boundary = w2.state.committed_step();
+  EXPECT_EQ(w1.state.committed_step(), boundary) << "the two leavers left at different boundaries";
+  EXPECT_EQ(w0.driver.last_rebuild().generation, 3);
+  EXPECT_EQ(w0.driver.last_rebuild().steps_lost, 0);
+  EXPECT_EQ(w0.model, 3 * boundary + (kSteps - boundary));
   source.Stop();
 }
 

@@ -115,6 +115,15 @@ void ElasticDriver::CheckTermination() {
 void ElasticDriver::OnNewRecord(const api::Membership& next) {
   std::lock_guard lock(mu_);
   const bool training = runtime_ && joined_generation_.load() == built_record_.generation;
+  // Another orderly change before the boundary (a join, then a disruption): the members switch there to it.
+  if (training && switch_.pending() && newest_seen_.load() == switch_.pending_generation() &&
+      next.generation == switch_.pending_generation() + 1 && OrderlyReason(next)) {
+    switch_.Retarget(next.generation);
+    newest_seen_.store(next.generation);
+    Log("generation " + std::to_string(next.generation) + " (" + next.reason +
+        ") too: switching to it at the same step boundary");
+    return;
+  }
   if (training && !switch_.pending() && newest_seen_.load() == built_record_.generation &&
       OrderlyChange(built_record_, next)) {
     // Pending before newest_seen_ moves: SwitchDue() must never see the new generation without it.
@@ -530,7 +539,10 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
     if (latest.generation > record.generation) record = latest;
     RINGMASTER_RETURN_IF_ERROR(Quiesce("rebuilding"));
     const bool member = record.Find(options_.worker_id) != nullptr;
-    if (!member && joined_generation_.load() != 0) {
+    listed_ |= member;
+    // A worker dropped from the membership leaves, also one dropped before it ever finished joining (a
+    // disruption right after the join that listed it): it is not wanted any more.
+    if (!member && (joined_generation_.load() != 0 || listed_)) {
       Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
           std::to_string(state_->committed_step()) + " committed");
       return false;

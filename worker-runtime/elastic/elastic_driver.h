@@ -269,6 +269,7 @@ class ElasticDriver {
   // Run()'s thread only: which build of which generation this is.
   api::Membership record_;                              // the record being built or trained on
   bool interrupted_ = false;                            // Interrupted() since the last Join()
+  bool listed_ = false;                                 // some record this worker chose had it as a member
   Status quiesce_error_;                                // Quiesce's failure: the driver cannot go on
   std::chrono::steady_clock::time_point failure_time_;  // when the last interruption happened
   // Steps computed locally (committed or not); read by the watcher (the step a switch counts from).
