@@ -158,23 +158,10 @@ TEST_P(PyTorchWorkersE2eTest, WorkerEvictedLeavesAtACommitAndTheJobFinishesExact
   json running = WaitUntilTraining();
   ASSERT_FALSE(HasFailure());
   const std::string victim = Membership(running)["members"][1].value("pod", "");
-  const std::string eviction = out_ + "/eviction.json";
-  std::ofstream(eviction) << json{{"apiVersion", "policy/v1"},
-                                  {"kind", "Eviction"},
-                                  {"metadata", {{"name", victim}, {"namespace", ns_}}}}
-                                 .dump();
-  auto evicted = cluster_.Kubectl(
-      {"create", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + victim + "/eviction", "-f", eviction});
-  ASSERT_COMMAND_OK(evicted) << (evicted.ok() ? evicted->err : "");
+  ASSERT_NO_FATAL_FAILURE(EvictPod(victim));
   std::string disrupted = WaitForMembershipEvent("Disrupted", 2);
   EXPECT_NE(disrupted.find(victim), std::string::npos) << disrupted;
-  Status exited = WaitFor("the evicted worker to exit", seconds(30), [&](std::string* last) {
-    auto procs = ProcessesOf(victim);
-    *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
-    return !procs.empty() && procs[0].ended;
-  });
-  ASSERT_OK(exited) << exited;
-  EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 0) << "the evicted worker was killed instead of leaving";
+  EXPECT_EQ(WaitForExit(victim, seconds(30)), 0) << "the evicted worker was killed instead of leaving";
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_FALSE(finishers.count(victim)) << "the evicted worker wrote final weights";
   EXPECT_EQ(Job()["status"].value("restartCount", -1), 0) << "an eviction was counted as a failure";
@@ -321,25 +308,12 @@ TEST_F(ElasticWorkersE2eTest, AnEvictedWorkerLeavesAtAStepBoundaryAndNothingIsLo
   for (const auto& member : m["members"])
     if (member.value("pod", "") != victim) survivors.push_back(member.value("pod", ""));
 
-  const std::string eviction = out_ + "/eviction.json";
-  std::ofstream(eviction) << json{{"apiVersion", "policy/v1"},
-                                  {"kind", "Eviction"},
-                                  {"metadata", {{"name", victim}, {"namespace", ns_}}}}
-                                 .dump();
-  auto evicted = cluster_.Kubectl(
-      {"create", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + victim + "/eviction", "-f", eviction});
-  ASSERT_COMMAND_OK(evicted) << (evicted.ok() ? evicted->err : "");
+  ASSERT_NO_FATAL_FAILURE(EvictPod(victim));
 
   std::string disrupted = WaitForMembershipEvent("Disrupted", 2);
   EXPECT_NE(disrupted.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << disrupted;
   EXPECT_NE(disrupted.find(victim), std::string::npos) << disrupted;
-  Status exited = WaitFor("the evicted worker to exit", seconds(30), [&](std::string* last) {
-    auto procs = ProcessesOf(victim);
-    *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
-    return !procs.empty() && procs[0].ended;
-  });
-  ASSERT_OK(exited) << exited;
-  EXPECT_EQ(ProcessesOf(victim)[0].exit_code, 0) << "the evicted worker was killed instead of leaving";
+  EXPECT_EQ(WaitForExit(victim, seconds(30)), 0) << "the evicted worker was killed instead of leaving";
   for (const auto& pod : survivors)
     EXPECT_EQ(StepsRolledBackAfter(pod, generation), 0) << pod << " rolled back steps at the eviction";
 

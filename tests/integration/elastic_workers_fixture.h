@@ -363,6 +363,30 @@ class ElasticWorkersE2eTest : public JobTest {
     return rolled;
   }
 
+  // Evicts `pod` through the Eviction API (POST pods/<pod>/eviction, what a drain does): the control plane marks it
+  // DisruptionTarget and deletes it with its grace period.
+  void EvictPod(const std::string& pod) {
+    const std::string eviction = out_ + "/eviction-" + pod + ".json";
+    std::ofstream(eviction) << json{{"apiVersion", "policy/v1"},
+                                    {"kind", "Eviction"},
+                                    {"metadata", {{"name", pod}, {"namespace", ns_}}}}
+                                   .dump();
+    auto evicted = cluster_.Kubectl(
+        {"create", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + pod + "/eviction", "-f", eviction});
+    ASSERT_COMMAND_OK(evicted) << (evicted.ok() ? evicted->err : "");
+  }
+
+  // Waits up to `timeout` for the container of `pod`'s first incarnation to end; its exit code, -1 if it did not.
+  int WaitForExit(const std::string& pod, seconds timeout) {
+    Status exited = WaitFor(pod + " to exit", timeout, [&](std::string* last) {
+      auto procs = ProcessesOf(pod);
+      *last = procs.empty() ? "no pod" : (procs[0].ended ? "exit " + std::to_string(procs[0].exit_code) : "running");
+      return !procs.empty() && procs[0].ended;
+    });
+    EXPECT_OK(exited) << exited;
+    return exited.ok() ? ProcessesOf(pod)[0].exit_code : -1;
+  }
+
   // SIGKILLs `pod`'s worker (its container's PID 1) through its node's containerd.
   void KillWorker(const std::string& pod) {
     Status killed = SignalContainer(cluster_, ns_, pod, SIGKILL);

@@ -23,47 +23,18 @@
 #include <thread>
 
 #include "base/status_test_macros.h"
+#include "worker-runtime/testing/scripted_source.h"
 
 namespace ringmaster::elastic {
 namespace {
+
+using testing::FreePort;
+using testing::ScriptedSource;
 
 using namespace std::chrono_literals;
 using comm::Communicator;
 using common::DataType;
 using common::ReduceOp;
-
-// A membership source the test publishes to. Thread-safe.
-class ScriptedSource : public membership::MembershipSource {
- public:
-  void Publish(api::Membership record) {
-    std::lock_guard lock(mu_);
-    latest_ = std::move(record);
-    cv_.notify_all();
-  }
-  StatusOr<api::Membership> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return stopped_ || latest_.generation > after; })) {
-      return DeadlineExceededError("no newer membership");
-    }
-    if (stopped_) return CancelledError("stopped");
-    return latest_;
-  }
-  api::Membership Latest() const override {
-    std::lock_guard lock(mu_);
-    return latest_;
-  }
-  void Stop() override {
-    std::lock_guard lock(mu_);
-    stopped_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  api::Membership latest_;
-  bool stopped_ = false;
-};
 
 // What the test communicators of one test did, and how they behave. Thread-safe.
 struct Probe {
@@ -203,22 +174,6 @@ runtime::CommunicatorFactory MirrorFactory(std::shared_ptr<Probe> probe) {
     }
     return std::unique_ptr<Communicator>(new MirrorCommunicator(rank, size, probe));
   };
-}
-
-// A port nobody listens on now (the driver serves its store there a moment later).
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 ElasticOptions Options(const std::string& id, int port, std::shared_ptr<Probe> probe,
