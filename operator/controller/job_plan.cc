@@ -24,9 +24,9 @@ constexpr size_t kRecentFailuresKept = 20;
 // at the 60 s cap for good.
 constexpr std::chrono::minutes kBackoffMemory{10};
 // A failure after a run this short looks like a crash loop (a bad image, a script that dies at import, a worker
-// that fails its first steps): only such failures lengthen the replacement backoff. The soak's slow joins (a
-// scale-up 49 s, a kill 47 s) were replacements held back by earlier kills of workers that had trained for
-// minutes.
+// that fails its first steps): only such failures lengthen the replacement backoff, so that kills of workers
+// that trained for minutes (preemption without notice, an OOM kill at a peak, a chaos test) do not hold back
+// the replacements of later ones.
 constexpr std::chrono::seconds kCrashLoopRun{60};
 // A member that exits 0 has most likely finished the training with its peers, and rank 0's exit (which
 // completes the job) is moments away: it stays a member, and is not replaced, for this long. Likewise

@@ -241,6 +241,32 @@ def test_the_forms_and_their_errors():
         ElasticSampler(list(range(4))).shard(2, 2)
 
 
+def test_a_run_resumed_at_an_epochs_last_commit_does_not_train_that_epoch_again():
+    """The commit of an epoch's last step holds the next epoch's start as the cursor, while the script's own
+    epoch counter still names the finished epoch: a run resumed from that commit (a membership change taken at
+    that commit) calls set_epoch with the finished epoch, which must yield nothing -- not start it over."""
+    hvd.init()
+    try:
+        data = list(range(10))
+        s = GlobalBatchSampler(data, batch_size=4, seed=3)
+        s.set_epoch(0)
+        first = []
+        for ids in s:
+            first += ids
+            s.record_batch()
+        assert sorted(first) == data and s.cursor() == (1, 0)
+        s.set_epoch(0)  # `for state.epoch in range(state.epoch, ...)` resumed with state.epoch == 0
+        assert list(s) == [] and s.cursor() == (1, 0)
+        s.set_epoch(1)
+        second = []
+        for ids in s:
+            second += ids
+            s.record_batch()
+        assert sorted(second) == data and s.cursor() == (2, 0)
+    finally:
+        hvd.shutdown()
+
+
 # -- the stock script in a world of one ----------------------------------------------------------------
 
 

@@ -130,6 +130,7 @@ class GlobalBatchSampler(ElasticSampler):
         self.committed = 0  # samples of `epoch` committed
         self._yielded = None  # (epoch, committed, this rank's samples) after the last step handed out
         self._shard = None  # (rank, size, journal) set by shard(); None: this worker's rank in the world
+        self._asked = None  # the epoch set_epoch last named (None: never called)
 
     def _where(self, topo):
         """(rank, size, journal) this worker's steps are cut for."""
@@ -140,9 +141,14 @@ class GlobalBatchSampler(ElasticSampler):
 
     # -- cursor -------------------------------------------------------------------------------------
     def set_epoch(self, epoch):
-        """Moves to `epoch` (from its start, unless the committed cursor is already inside it)."""
-        if epoch != self.epoch:
-            self.epoch, self.committed = int(epoch), 0
+        """Moves to `epoch` (from its start, unless the committed cursor is already inside it). A cursor already
+        past `epoch` stays where it is: the commit of an epoch's last step holds the next epoch's start, while
+        the script's own epoch counter (`for state.epoch in ...`) still names the finished epoch, so a run
+        resumed from that commit asks for the finished epoch again -- which then has nothing left to yield."""
+        epoch = int(epoch)
+        if epoch > self.epoch:
+            self.epoch, self.committed = epoch, 0
+        self._asked = epoch
         self._yielded = None
 
     def cursor(self):
@@ -184,6 +190,8 @@ class GlobalBatchSampler(ElasticSampler):
         Each step's ids go into the sample journal (RINGMASTER_OUT) before they are trained on."""
         ctx = _context.context()
         epoch, committed = self.epoch, self.committed
+        if self._asked is not None and self._asked != epoch:
+            return  # the epoch asked for is finished (set_epoch)
         this_epoch = epoch
         while True:
             rank, size, journal = self._where(ctx.topology)
