@@ -176,7 +176,7 @@ soak: deps build images
 
 cluster-up:
 	@hack/deps.sh tools
-	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES) --real-node-gpus $(REAL_NODE_GPUS)
+	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES) --real-node-gpus $(REAL_NODE_GPUS) --kueue
 
 cluster-down:
 	@$(CLUSTER) down --dir $(CLUSTER_DIR)

@@ -15,9 +15,10 @@ namespace ringmaster::api {
 
 // status.phase. A job without one (not reconciled yet) reads as Pending.
 namespace phase {
-inline constexpr std::string_view kPending = "Pending";      // no membership with workers published (yet, or again)
-inline constexpr std::string_view kRunning = "Running";      // a membership with workers is published
-inline constexpr std::string_view kSuspended = "Suspended";  // spec.runPolicy.suspend: no workers, empty membership
+inline constexpr std::string_view kPending = "Pending";  // no membership with workers published (yet, or again)
+inline constexpr std::string_view kRunning = "Running";  // a membership with workers is published
+// spec.runPolicy.suspend, or a queued job that Kueue has not admitted: no workers, empty membership
+inline constexpr std::string_view kSuspended = "Suspended";
 inline constexpr std::string_view kSucceeded = "Succeeded";  // final: rank 0 exited 0
 inline constexpr std::string_view kFailed = "Failed";        // final: past its deadline or its restart limit
 inline constexpr std::string_view kAll[] = {kPending, kRunning, kSuspended, kSucceeded, kFailed};
@@ -42,6 +43,12 @@ inline constexpr std::string_view kRestartLimitExceeded = "RestartLimitExceeded"
 inline constexpr std::string_view kScheduleTimeout = "ScheduleTimeout";
 inline constexpr std::string_view kSuspended = "Suspended";  // Suspended=True, Running=False; the empty membership's
 inline constexpr std::string_view kResumed = "Resumed";      // Suspended=False
+// A queued job (kueue.x-k8s.io/queue-name): Suspended=True while Kueue has not admitted its Workload (Queued) or
+// after Kueue evicted it (Evicted; the message carries Kueue's reason: Preempted, Deactivated, ...);
+// Suspended=False with Admitted once admitted. The empty membership of an eviction has reason Suspended.
+inline constexpr std::string_view kQueued = "Queued";
+inline constexpr std::string_view kEvicted = "Evicted";
+inline constexpr std::string_view kAdmitted = "Admitted";
 inline constexpr std::string_view kWorkersRunning = "WorkersRunning";        // Running=True
 inline constexpr std::string_view kBelowMinimum = "BelowMinimum";            // Running=False: fewer members than min
 inline constexpr std::string_view kWaitingForWorkers = "WaitingForWorkers";  // Running=False: no members

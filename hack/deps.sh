@@ -279,6 +279,22 @@ build_helm() {
     "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 
+# Kueue (cluster.sh up --kueue: tests/harness/cluster/kueue.sh): its manager binary, and beside it the CRDs and
+# the webhook configurations that ship in the same module (config/components/crd/bases, .../webhook/manifests.yaml),
+# which kueue.sh rewrites to reach the binary on 127.0.0.1.
+build_kueue() {
+  GOBIN="$OUT" go install -v -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION -X sigs.k8s.io/kueue/pkg/version.GitCommit=none" \
+    "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" || return 1
+  local mod
+  mod="$(go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+  [[ -d "$mod/config/components/crd/bases" && -f "$mod/config/components/webhook/manifests.yaml" ]] \
+    || die "no config/components/{crd/bases,webhook/manifests.yaml} in the kueue module ($mod)" "check the layout of Kueue $KUEUE_VERSION"
+  mkdir -p "$OUT/crds"
+  cp "$mod"/config/components/crd/bases/*.yaml "$OUT/crds/" && cp "$mod/config/components/webhook/manifests.yaml" "$OUT/" \
+    && chmod u+w "$OUT"/crds/*.yaml "$OUT/manifests.yaml"
+}
+
 # Debian's prometheus is built without Kubernetes service discovery, which the monitoring tests use: the
 # server from its Go module, with only that discovery (build tags), into the tool cache. Debian's package
 # stays for promtool.
@@ -320,6 +336,7 @@ install_tools() {
   build_tool node-images build_node_images
   build_tool device-plugin build_device_plugin
   build_tool helm build_helm
+  build_tool kueue build_kueue
   build_tool prometheus build_prometheus
   log "tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
 }

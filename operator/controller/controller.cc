@@ -2,8 +2,10 @@
 
 #include "api/job_status.h"
 #include "base/json_path.h"
+#include "kube/api_error.h"
 #include "kube/resource.h"
 #include "operator/controller/cache_transforms.h"
+#include "operator/controller/queue_admission.h"
 #include "operator/controller/worker_objects.h"
 
 namespace ringmaster::controller {
@@ -26,7 +28,7 @@ std::string NodeReady(const json& node) {
 
 TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> client, kube::EventRecorder* recorder,
                                              OperatorMetrics* metrics, ControllerOptions options)
-    : options_(std::move(options)), client_(std::move(client)), metrics_(metrics) {
+    : options_(std::move(options)), client_(std::move(client)), recorder_(recorder), metrics_(metrics) {
   kube::WorkQueueOptions qo;
   qo.name = "trainingjob";
   qo.metrics = options_.client_metrics;
@@ -64,9 +66,13 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   ro.label_selector = std::string(api::kPeerReportsLabel);
   peer_reports_ = std::make_unique<kube::Informer>(client_, kube::resources::ConfigMaps(), ro);
 
-  reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
-                                                        &peer_reports_->store(), recorder, metrics, options_.log,
-                                                        options_.reconciler);
+  // Kueue's: only the Workloads this operator made (its job-name label), and every ResourceFlavor (a handful).
+  kube::InformerOptions wo = ro;
+  wo.label_selector = std::string(api::kJobNameLabel);
+  workloads_ = std::make_unique<kube::Informer>(client_, Workloads(), wo);
+  kube::InformerOptions fo = no;
+  fo.transform = kube::StripManagedFields;
+  flavors_ = std::make_unique<kube::Informer>(client_, ResourceFlavors(), fo);
   state_metrics_ = std::make_shared<JobStateMetrics>(&jobs_->store(), [this] { return synced_.load(); });
   metrics_->SetMaxConcurrentReconciles(options_.workers);
 
@@ -83,6 +89,9 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
     if (!job.empty()) Enqueue(kube::NamespaceOf(cm) + "/" + job);
   };
   peer_reports_->AddEventHandler(
+      {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
+  // A Workload's admission, eviction or deletion: its job (the same label as the pods').
+  workloads_->AddEventHandler(
       {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
   // Nodes matter only when their readiness or taints change (a disruption taint announces the node's loss), or
   // they vanish: then the jobs with pods there.
@@ -110,15 +119,31 @@ void TrainingJobController::EnqueueJobsOnNode(const std::string& node) {
 }
 
 Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
-  nodes_->Start();
-  pods_->Start();
-  peer_reports_->Start();
-  jobs_->Start();
-  for (kube::Informer* informer : {nodes_.get(), pods_.get(), peer_reports_.get(), jobs_.get()}) {
+  kube::ListOptions probe;
+  probe.limit = 1;
+  auto listed = client_->List(Workloads(), "", probe);
+  kueue_served_ = listed.ok();
+  if (!listed.ok()) {
+    options_.log(kube::IsNotFound(listed.status()) ? LogLevel::kInfo : LogLevel::kWarning,
+                 "Kueue's Workload API (kueue.x-k8s.io/v1beta2) is not usable (" + listed.status().ToString() +
+                     "): jobs labelled kueue.x-k8s.io/queue-name stay suspended until Kueue is installed, this "
+                     "operator may list workloads, and it is restarted");
+  }
+  QueueStores queue;
+  if (kueue_served_) queue = {&workloads_->store(), &flavors_->store()};
+  reconciler_ = std::make_unique<TrainingJobReconciler>(client_, &jobs_->store(), &pods_->store(), &nodes_->store(),
+                                                        &peer_reports_->store(), recorder_, metrics_, options_.log,
+                                                        options_.reconciler, std::chrono::system_clock::now, queue);
+  std::vector<kube::Informer*> informers = {nodes_.get(), pods_.get(), peer_reports_.get()};
+  if (kueue_served_) informers.insert(informers.end(), {workloads_.get(), flavors_.get()});
+  informers.push_back(jobs_.get());  // last: a job's first reconcile finds the rest cached
+  for (kube::Informer* informer : informers) informer->Start();
+  for (kube::Informer* informer : informers) {
     if (!informer->WaitForSync(sync_timeout)) {
       return DeadlineExceededError("informer caches did not sync within " + std::to_string(sync_timeout.count()) +
                                    " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this "
-                                   "identity list trainingjobs, pods, nodes and configmaps?");
+                                   "identity list trainingjobs, pods, nodes and configmaps (and Kueue's workloads "
+                                   "and resourceflavors)?");
     }
   }
   synced_ = true;
@@ -153,6 +178,8 @@ void TrainingJobController::Stop() {
   for (auto& t : workers_) t.join();
   workers_.clear();
   jobs_->Stop();
+  workloads_->Stop();
+  flavors_->Stop();
   peer_reports_->Stop();
   pods_->Stop();
   nodes_->Stop();

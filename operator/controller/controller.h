@@ -1,4 +1,5 @@
-// TrainingJobController: the informers (TrainingJobs, their pods, nodes), the work queue and the
+// TrainingJobController: the informers (TrainingJobs, their pods, nodes, their peer reports, and Kueue's Workloads
+// and ResourceFlavors where the cluster serves Kueue's API), the work queue and the
 // worker threads that run TrainingJobReconciler — controller-runtime's Controller for one kind.
 // Event handlers only enqueue job keys; the work loop applies the one retry rule.
 // Thread-safety: Start/Stop from one thread; Synced() from any. Ownership: shares the client; borrows
@@ -40,8 +41,9 @@ class TrainingJobController {
   TrainingJobController(const TrainingJobController&) = delete;
   TrainingJobController& operator=(const TrainingJobController&) = delete;
 
-  // Starts the informers, waits for their caches, then starts the workers. Errors: DeadlineExceeded
-  // when the caches do not sync within `sync_timeout` (e.g. the CRD is not installed).
+  // Asks whether the cluster serves Kueue's Workload API (queued jobs need it; looked at once: installing Kueue
+  // later needs an operator restart), starts the informers, waits for their caches, then starts the workers.
+  // Errors: DeadlineExceeded when the caches do not sync within `sync_timeout` (e.g. the CRD is not installed).
   Status Start(std::chrono::seconds sync_timeout = std::chrono::seconds(60));
   // Drains the queue (work in progress finishes), stops the workers and informers. Idempotent.
   void Stop();
@@ -60,7 +62,11 @@ class TrainingJobController {
   std::shared_ptr<kube::Client> client_;
   std::unique_ptr<kube::WorkQueue> queue_;
   std::unique_ptr<kube::Informer> jobs_, pods_, nodes_, peer_reports_;
+  // Kueue's Workloads (ours, by label) and ResourceFlavors: started when the cluster serves Kueue's API.
+  std::unique_ptr<kube::Informer> workloads_, flavors_;
+  bool kueue_served_ = false;  // set by Start() before the workers run
   std::unique_ptr<TrainingJobReconciler> reconciler_;
+  kube::EventRecorder* const recorder_;
   OperatorMetrics* const metrics_;
   std::shared_ptr<JobStateMetrics> state_metrics_;
 

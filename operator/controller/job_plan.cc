@@ -163,9 +163,10 @@ bool Finished(const std::string& phase) { return phase == api::phase::kSucceeded
 // pointed into. Not copyable (it holds references); lives on PlanJob's stack.
 struct Planning {
   // Observe: the job's current status carried over as the starting point, and its pods viewed.
-  Planning(const PlanInput& input, const api::TrainingJob& job, const JobSpec& job_spec)
+  Planning(const PlanInput& input, const api::TrainingJob& job, const JobSpec& job_spec, int32_t requested)
       : in(input),
         spec(job_spec),
+        requested_desired(requested),
         current(job.status),
         generation(job.metadata.generation),
         now_s(FormatRfc3339(input.now)),
@@ -181,7 +182,8 @@ struct Planning {
 
   // Observations.
   const PlanInput& in;
-  const JobSpec& spec;
+  const JobSpec& spec;              // as in effect: a queued job's is capped at its admission
+  const int32_t requested_desired;  // spec.replicas.desired as the user asked (status.replicas.desired)
   const api::TrainingJobStatus& current;
   const int64_t generation;
   const std::string now_s;
@@ -292,33 +294,61 @@ void PlanFinishedJob(Planning& st) {
   }
 }
 
-// Suspended: no workers and an empty membership; status (restart count, membership history) is kept.
-void PlanSuspension(Planning& st) {
-  for (const auto& p : st.pods) DeletePod(st, p, "the job is suspended");
-  if (st.phase != api::phase::kSuspended) {
-    AddEvent(st, api::event_type::kNormal, api::reason::kSuspended, "the job is suspended; its workers are deleted");
+// Suspended: no workers and an empty membership; status (restart count, membership history) is kept. `reason`
+// and `why` are the Suspended condition's (spec.runPolicy.suspend, or the queue's); an Event says so when the
+// job becomes suspended or the reason changes. The members leave at a step boundary after a final commit (the
+// runtime takes the empty generation as an orderly change), so a resumed job loses no step.
+void PlanSuspension(Planning& st, std::string_view reason, const std::string& why) {
+  for (const auto& p : st.pods) DeletePod(st, p, "the job is suspended: " + why);
+  std::string current_reason;
+  for (const auto& c : st.current.conditions)
+    if (c.type == api::condition::kSuspended && c.status == api::condition_status::kTrue) current_reason = c.reason;
+  if (st.phase != api::phase::kSuspended || current_reason != reason) {
+    AddEvent(st, api::event_type::kNormal, reason,
+             "the job is suspended (" + why + ")" +
+                 (st.membership.world_size() > 0 ? "; its workers commit at their next step and leave" : ""));
   }
   st.phase = api::phase::kSuspended;
-  SetJobCondition(st, api::condition::kSuspended, api::condition_status::kTrue, api::reason::kSuspended,
-                  "spec.runPolicy.suspend is true");
+  SetJobCondition(st, api::condition::kSuspended, api::condition_status::kTrue, reason, why);
   SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kSuspended,
                   "the job is suspended");
   if (st.membership.world_size() > 0) {
     api::Membership empty;
     empty.generation = st.membership.generation + 1;
     empty.reason = api::reason::kSuspended;
-    empty.message = "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended)";
+    empty.message =
+        "generation " + std::to_string(empty.generation) + ", world size 0 (the job is suspended: " + why + ")";
     empty.changed_at = st.now_s;
     st.membership = empty;
+  }
+}
+
+// A queued job that Kueue has not admitted (or has evicted) is suspended with Kueue's words.
+void PlanQueued(Planning& st, const QueueAdmission& q) {
+  if (!q.kueue_served) {
+    PlanSuspension(st, api::reason::kQueued,
+                   "it is labelled " + std::string(kQueueNameLabel) +
+                       " but this cluster does not serve Kueue's Workload API (kueue.x-k8s.io/v1beta2): install Kueue "
+                       "v0.15 or later and restart the operator, or remove the label");
+  } else if (q.evicted) {
+    PlanSuspension(st, api::reason::kEvicted, "Kueue evicted its Workload: " + q.reason + ": " + q.message);
+  } else {
+    PlanSuspension(st, api::reason::kQueued,
+                   "waiting for Kueue to admit it in LocalQueue " + q.queue + ": " +
+                       (q.reason.empty() ? "" : q.reason + ": ") + q.message);
   }
 }
 
 // Not suspended: a job that was suspended resumes (Pending); one past its active deadline fails.
 void PlanResumeAndDeadline(Planning& st) {
   if (st.phase == api::phase::kSuspended) {
-    AddEvent(st, api::event_type::kNormal, api::reason::kResumed, "the job is resumed; its workers are recreated");
-    SetJobCondition(st, api::condition::kSuspended, api::condition_status::kFalse, api::reason::kResumed,
-                    "spec.runPolicy.suspend is false");
+    const bool queued = st.in.queue.has_value();
+    AddEvent(st, api::event_type::kNormal, queued ? api::reason::kAdmitted : api::reason::kResumed,
+             queued ? "Kueue " + st.in.queue->message + "; its workers are created"
+                    : "the job is resumed; its workers are recreated");
+    SetJobCondition(st, api::condition::kSuspended, api::condition_status::kFalse,
+                    queued ? api::reason::kAdmitted : api::reason::kResumed,
+                    queued ? "Kueue " + st.in.queue->message : "spec.runPolicy.suspend is false");
     st.phase = api::phase::kPending;
   }
   if (st.spec.active_deadline && !st.current.start_time.empty()) {
@@ -628,6 +658,7 @@ Status PlanCreations(Planning& st, const Workers& workers) {
   for (int32_t index = 0; missing > 0; ++index) {
     if (workers.used_indices.count(index)) continue;
     RINGMASTER_ASSIGN_OR_RETURN(json pod, BuildWorkerPod(st.in.job, index, st.spec.processes_per_pod));
+    if (st.in.queue) ApplyAdmissionToPod(*st.in.queue, &pod);  // the admitted flavours' nodes
     pod["metadata"]["annotations"][std::string(api::kCreatedForAnnotation)] = std::string(created_for);
     st.plan.creates.push_back(std::move(pod));
     --missing;
@@ -711,7 +742,7 @@ void AssembleStatus(Planning& st) {
       ++pending;
   }
   api::TrainingJobStatus& status = st.status;
-  status.replicas = api::ReplicaCounts{st.spec.desired_workers, active, ready, pending, failed, st.spares};
+  status.replicas = api::ReplicaCounts{st.requested_desired, active, ready, pending, failed, st.spares};
   status.phase = st.phase.empty() ? std::string(api::phase::kPending) : st.phase;
   status.leaving.clear();
   for (const auto& [pod, entry] : st.leaving) {
@@ -725,6 +756,19 @@ void AssembleStatus(Planning& st) {
 
 }  // namespace
 
+JobSpec AdmittedSpec(const JobSpec& spec, const std::optional<QueueAdmission>& queue) {
+  JobSpec out = spec;
+  if (!queue || !queue->admitted) return out;
+  // Kueue admits between minCount (spec.replicas.min) and the asked count of pods: the world gets at most that
+  // many, in whole groups of spec.replicas.multipleOf, and the spares what is left.
+  const int32_t cap = std::max(queue->admitted_count, 0);
+  const int32_t group = std::max(spec.pods_per_group(), 1);
+  out.desired_workers = std::min(spec.desired_workers, cap - cap % group);
+  out.desired_workers = std::max(out.desired_workers, std::min(spec.min_workers, spec.desired_workers));
+  out.spares = std::clamp(cap - out.desired_workers, 0, spec.spares);
+  return out;
+}
+
 std::chrono::seconds ReplacementBackoff(int32_t restarts) {
   if (restarts <= 0) return std::chrono::seconds(0);
   int shift = std::min(restarts - 1, 6);
@@ -737,11 +781,14 @@ StatusOr<JobPlan> PlanJob(const PlanInput& in) {
   RINGMASTER_ASSIGN_OR_RETURN(const api::TrainingJob job, api::DecodeTrainingJob(in.job));
   RINGMASTER_ASSIGN_OR_RETURN(const JobSpec spec, ParseJobSpec(job.spec));
   if (!job.metadata.deletion_timestamp.empty()) return JobPlan{};  // garbage collection owns the rest
-  Planning st(in, job, spec);
+  const JobSpec effective = AdmittedSpec(spec, in.queue);
+  Planning st(in, job, effective, spec.desired_workers);
   if (Finished(st.phase))
     PlanFinishedJob(st);
   else if (spec.suspend)
-    PlanSuspension(st);
+    PlanSuspension(st, api::reason::kSuspended, "spec.runPolicy.suspend is true");
+  else if (in.queue && !in.queue->admitted)
+    PlanQueued(st, *in.queue);
   else
     PlanResumeAndDeadline(st);
   if (Active(st)) DecideCompletion(st);

@@ -15,6 +15,7 @@
 #include "api/peer_report.h"
 #include "base/status.h"
 #include "operator/controller/job_spec.h"
+#include "operator/controller/queue_admission.h"
 
 namespace ringmaster::controller {
 
@@ -59,11 +60,17 @@ struct PlanInput {
   std::map<std::string, NodeState> nodes;  // by name; a node absent here does not exist
   Clock::time_point now;
   std::vector<api::PeerReport> peer_reports;  // the job's (api/peer_report.h); members cut off are removed
+  // Set for a queued job (kueue.x-k8s.io/queue-name, queue_admission.h): it runs only while admitted, capped at
+  // the admitted count, its pods on the admitted flavours; otherwise it is suspended.
+  std::optional<QueueAdmission> queue;
 };
 
 // Errors: InvalidArgument when the job's spec or status cannot be read (not retryable; the reconciler
 // records it as a condition and waits for the object to change).
 StatusOr<JobPlan> PlanJob(const PlanInput& input);
+
+// The spec in effect for a queued job: its world capped at what Kueue admitted (unchanged when not queued).
+JobSpec AdmittedSpec(const JobSpec& spec, const std::optional<QueueAdmission>& queue);
 
 // The replacement backoff after `restarts` failures within the last 10 minutes: 1 s, 2 s, 4 s, ... capped
 // at 60 s.

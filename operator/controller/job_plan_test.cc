@@ -53,7 +53,7 @@ json FailedPod(int index, int exit_code) {
 }
 
 PlanInput Input(json job, std::vector<json> pods, Clock::time_point now = kT0) {
-  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now, {}};
+  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now, {}, {}};
 }
 
 // Applies a plan's status to the job, as the apiserver would.

@@ -11,6 +11,7 @@
 #include "kube/informer.h"
 #include "operator/controller/job_plan.h"
 #include "operator/controller/job_secret.h"
+#include "operator/controller/queue_admission.h"
 #include "operator/controller/worker_objects.h"
 
 namespace ringmaster::controller {
@@ -41,7 +42,7 @@ TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> clien
                                              const kube::Store* pods, const kube::Store* nodes,
                                              const kube::Store* peer_reports, kube::EventRecorder* recorder,
                                              OperatorMetrics* metrics, LogSink log, ReconcilerOptions options,
-                                             NowFn now)
+                                             NowFn now, QueueStores queue)
     : client_(std::move(client)),
       jobs_(jobs),
       pods_(pods),
@@ -51,7 +52,8 @@ TrainingJobReconciler::TrainingJobReconciler(std::shared_ptr<kube::Client> clien
       metrics_(metrics),
       log_(std::move(log)),
       options_(options),
-      now_(std::move(now)) {}
+      now_(std::move(now)),
+      queue_(queue) {}
 
 void TrainingJobReconciler::NoteDirty(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -171,7 +173,7 @@ const char* TrainingJobReconciler::ReconcileJob(const std::string& key, Reconcil
     result.status = planned.status().WithContext("job " + key + " cannot be reconciled");
     return "invalid";
   }
-  return Apply(key, *job, *planned, input.now, result);
+  return Apply(key, *job, input, *planned, result);
 }
 
 PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job) const {
@@ -181,6 +183,19 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
   input.now = now_();
   input.nodes = ObserveNodes(*nodes_, options_.disruption_taints, input.now);
   const std::string ns = kube::NamespaceOf(job);
+  if (std::string queue = QueueNameOf(job); !queue.empty()) {
+    if (queue_.workloads == nullptr) {
+      input.queue = QueueAdmission{};
+      input.queue->queue = queue;
+      input.queue->kueue_served = false;
+    } else {
+      kube::ObjectPtr workload = queue_.workloads->Get(ns + "/" + WorkloadNameFor(job));
+      // A Workload of an earlier job of the same name (another uid) is not this job's.
+      if (workload && StringAt(*workload, {"metadata", "labels", kWorkloadJobUidLabel}) != kube::UidOf(job))
+        workload = nullptr;
+      input.queue = ObserveAdmission(queue, workload.get(), *queue_.flavors);
+    }
+  }
   if (kube::ObjectPtr reports = peer_reports_->Get(ns + "/" + api::PeerReportsName(kube::NameOf(job)))) {
     const json& data = At(*reports, {"data"});
     for (auto it = data.is_object() ? data.begin() : data.end(); it != data.end(); ++it) {
@@ -195,8 +210,9 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
   return input;
 }
 
-const char* TrainingJobReconciler::Apply(const std::string& key, const json& job, const JobPlan& plan,
-                                         std::chrono::system_clock::time_point now, ReconcileResult& result) {
+const char* TrainingJobReconciler::Apply(const std::string& key, const json& job, const PlanInput& input,
+                                         const JobPlan& plan, ReconcileResult& result) {
+  const auto now = input.now;
   const std::string ns = kube::NamespaceOf(job);
   if (!ns.empty() && !plan.delete_job) {
     Status ensured = EnsureOwnedObjects(job);
@@ -221,6 +237,10 @@ const char* TrainingJobReconciler::Apply(const std::string& key, const json& job
   }
 
   Status first_error = ApplyPods(key, ns, plan);
+  if (input.queue && input.queue->kueue_served) {
+    Status synced = SyncWorkload(key, job, input, plan);
+    if (!synced.ok() && first_error.ok()) first_error = synced.WithContext("syncing the Workload of " + key);
+  }
   for (const auto& e : plan.events) recorder_->Event(job, e.type, e.reason, e.message);
   if (plan.delete_job) {
     Status deleted = DeleteJob(job);
@@ -276,6 +296,86 @@ Status TrainingJobReconciler::ApplyPods(const std::string& key, const std::strin
     }
   }
   return first_error;
+}
+
+StatusOr<WorkloadPriority> TrainingJobReconciler::ResolvePriority(const json& job) {
+  WorkloadPriority priority;
+  // Kueue's order (jobframework.ExtractPriority): the WorkloadPriorityClass label, else the pods' PriorityClass.
+  if (std::string name = StringAt(job, {"metadata", "labels", kWorkloadPriorityClassLabel}); !name.empty()) {
+    auto wpc = client_->Get(WorkloadPriorityClasses(), "", name);
+    if (!wpc.ok()) {
+      if (kube::IsNotFound(wpc.status()))
+        return InvalidArgumentError("WorkloadPriorityClass " + name + " (label " +
+                                    std::string(kWorkloadPriorityClassLabel) +
+                                    ") does not exist: create it or fix the label");
+      return wpc.status().WithContext("reading WorkloadPriorityClass " + name);
+    }
+    priority.class_ref = {{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", name}};
+    priority.value = static_cast<int32_t>(IntAt(*wpc, {"value"}));
+    return priority;
+  }
+  if (std::string name = StringAt(job, {"spec", "template", "spec", "priorityClassName"}); !name.empty()) {
+    auto pc = client_->Get(PriorityClasses(), "", name);
+    if (!pc.ok()) {
+      if (kube::IsNotFound(pc.status()))
+        return InvalidArgumentError("PriorityClass " + name + " (spec.template.spec.priorityClassName) does not exist");
+      return pc.status().WithContext("reading PriorityClass " + name);
+    }
+    priority.class_ref = {{"group", "scheduling.k8s.io"}, {"kind", "PriorityClass"}, {"name", name}};
+    priority.value = static_cast<int32_t>(IntAt(*pc, {"value"}));
+  }
+  return priority;
+}
+
+Status TrainingJobReconciler::SyncWorkload(const std::string& key, const json& job, const PlanInput& input,
+                                           const JobPlan& plan) {
+  RINGMASTER_ASSIGN_OR_RETURN(const api::TrainingJobSpec decoded, api::DecodeTrainingJobSpec(At(job, {"spec"})));
+  RINGMASTER_ASSIGN_OR_RETURN(const JobSpec spec, ParseJobSpec(decoded));
+  const std::string ns = kube::NamespaceOf(job);
+  const std::string phase = plan.status ? StringAt(*plan.status, {"phase"}) : StringAt(job, {"status", "phase"});
+  const bool finished = phase == api::phase::kSucceeded || phase == api::phase::kFailed;
+  if (!input.queue->workload_exists) {
+    if (finished) return Status::Ok();  // nothing to queue any more
+    auto priority = ResolvePriority(job);
+    if (!priority.ok()) {
+      recorder_->Event(job, std::string(api::event_type::kWarning), std::string(api::reason::kQueued),
+                       "cannot create its Workload: " + priority.status().message());
+      return priority.status();
+    }
+    RINGMASTER_ASSIGN_OR_RETURN(json workload, BuildWorkload(job, spec, *priority));
+    auto created = client_->Create(Workloads(), ns, workload);
+    if (!created.ok() && !kube::IsAlreadyExists(created.status())) {
+      recorder_->Event(job, std::string(api::event_type::kWarning), std::string(api::reason::kQueued),
+                       "cannot create its Workload: " + created.status().message());
+      return created.status().WithContext("creating Workload " + kube::NameOf(workload));
+    }
+    if (created.ok()) {
+      recorder_->Event(job, std::string(api::event_type::kNormal), std::string(api::reason::kQueued),
+                       "created Workload " + kube::NameOf(workload) + " in LocalQueue " + input.queue->queue);
+      log_(LogLevel::kInfo, "job " + key + ": created Workload " + kube::NameOf(workload));
+    }
+    return Status::Ok();
+  }
+  kube::ObjectPtr workload = queue_.workloads->Get(ns + "/" + WorkloadNameFor(job));
+  if (!workload) return Status::Ok();  // gone since Observe: the next reconcile recreates it
+  // Pods that still exist after this reconcile's deletions: a terminating one still holds its GPUs.
+  const bool pods_left = !input.pods.empty();
+  const WorkloadPlan wp = PlanWorkload(job, spec, *workload, phase, pods_left, FormatRfc3339(input.now));
+  const std::string name = kube::NameOf(*workload);
+  if (wp.spec_patch) {
+    auto patched = client_->Patch(Workloads(), ns, name, kube::PatchType::kMerge, *wp.spec_patch);
+    if (!patched.ok()) return patched.status().WithContext("updating Workload " + name + " (" + wp.why + ")");
+    log_(LogLevel::kInfo, "job " + key + ": updated Workload " + name + ": " + wp.why);
+  }
+  if (wp.status_patch) {
+    kube::PatchOptions options;
+    options.subresource = "status";
+    auto patched = client_->Patch(Workloads(), ns, name, kube::PatchType::kMerge, *wp.status_patch, options);
+    if (!patched.ok())
+      return patched.status().WithContext("updating the status of Workload " + name + " (" + wp.why + ")");
+    log_(LogLevel::kInfo, "job " + key + ": Workload " + name + ": " + wp.why);
+  }
+  return Status::Ok();
 }
 
 Status TrainingJobReconciler::DeleteJob(const json& job) {

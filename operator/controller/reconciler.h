@@ -55,6 +55,13 @@ struct ReconcilerOptions {
   std::vector<std::string> disruption_taints;
 };
 
+// Kueue's objects the reconciler reads for queued jobs (queue_admission.h); all null when the cluster does not
+// serve Kueue's API (queued jobs then stay suspended, saying why).
+struct QueueStores {
+  const kube::Store* workloads = nullptr;  // the operator's Workloads (labelled ringmaster.io/job-name)
+  const kube::Store* flavors = nullptr;    // ResourceFlavors, by name
+};
+
 class TrainingJobReconciler {
  public:
   using NowFn = std::function<std::chrono::system_clock::time_point()>;
@@ -63,7 +70,7 @@ class TrainingJobReconciler {
   TrainingJobReconciler(std::shared_ptr<kube::Client> client, const kube::Store* jobs, const kube::Store* pods,
                         const kube::Store* nodes, const kube::Store* peer_reports, kube::EventRecorder* recorder,
                         OperatorMetrics* metrics, LogSink log, ReconcilerOptions options = {},
-                        NowFn now = std::chrono::system_clock::now);
+                        NowFn now = std::chrono::system_clock::now, QueueStores queue = {});
 
   ReconcileResult Reconcile(const std::string& key);
 
@@ -78,11 +85,11 @@ class TrainingJobReconciler {
   // Observe: the PlanInput for `job` from the informer stores (its pods by index, all nodes, its peer
   // reports; one that does not decode is logged and left out) at now_().
   PlanInput Observe(const std::string& key, const nlohmann::json& job) const;
-  // Apply: owned objects, then the status (a conflict or error stops here), then pods, events and the
-  // job's deletion. Fills `result` (first error; requeue_after from the plan, at least 10 ms after
+  // Apply: owned objects, then the status (a conflict or error stops here), then pods, a queued job's Workload,
+  // events and the job's deletion. Fills `result` (first error; requeue_after from the plan, at least 10 ms after
   // `now`); returns the outcome label.
-  const char* Apply(const std::string& key, const nlohmann::json& job, const JobPlan& plan,
-                    std::chrono::system_clock::time_point now, ReconcileResult& result);
+  const char* Apply(const std::string& key, const nlohmann::json& job, const PlanInput& input, const JobPlan& plan,
+                    ReconcileResult& result);
   // Writes `status` as the job's .status (optimistic concurrency: the job's resourceVersion), and on a
   // new membership generation records the metrics and a log line. Errors: the client's, unwrapped
   // (Conflict when the job changed since the cache saw it).
@@ -91,6 +98,12 @@ class TrainingJobReconciler {
   // deleted_pods_ until the cache shows it. Errors: the first one;
   // AlreadyExists on create and NotFound/Conflict on delete are not errors.
   Status ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan);
+  // A queued job's Workload: created when missing (its priority resolved first), else brought in step with the
+  // job and the plan (PlanWorkload). Errors: the client's (a Conflict when Kueue wrote it meanwhile: the
+  // reconcile repeats); NotFound of a named priority class, as InvalidArgument naming it.
+  Status SyncWorkload(const std::string& key, const nlohmann::json& job, const PlanInput& input, const JobPlan& plan);
+  // The priority of a new Workload for `job` (queue_admission.h's WorkloadPriority).
+  StatusOr<WorkloadPriority> ResolvePriority(const nlohmann::json& job);
   // Deletes the job (background propagation, only this uid). Errors: the client's; NotFound is OK.
   Status DeleteJob(const nlohmann::json& job);
   // Creates the job's Secret, headless Service, NetworkPolicy (when options_ say so), Role, RoleBinding
@@ -110,6 +123,7 @@ class TrainingJobReconciler {
   const LogSink log_;
   const ReconcilerOptions options_;
   const NowFn now_;
+  const QueueStores queue_;
 
   // The jobs as this operator last wrote them, until the cache has them (thread-safe itself).
   WrittenObjects written_;

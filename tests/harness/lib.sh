@@ -75,6 +75,7 @@ tool_dir() {
     node-images) key="node-images-$(cat "$HACK_DIR/node-images/pause.c" "$HACK_DIR/deps.sh" <(echo "$NODE_SANDBOX_IMAGE $NODE_BUSYBOX_IMAGE") \
                    <(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null) | sha256sum | cut -c1-10)" ;;
     helm) key="helm-$HELM_VERSION" ;;
+    kueue) key="kueue-$KUEUE_VERSION" ;;
     prometheus) key="prometheus-$PROMETHEUS_VERSION-$(gomod_hash prometheus)" ;;
     kubeflow) key="kubeflow-training-operator-$KUBEFLOW_TRAINING_OPERATOR_VERSION-$(gomod_hash kubeflow)" ;;
     *) die "unknown tool '$name'" "this is a bug in tests/harness/lib.sh" ;;

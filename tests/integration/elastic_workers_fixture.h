@@ -182,9 +182,10 @@ class ElasticWorkersE2eTest : public JobTest {
       env += (env.empty() ? "" : ", ") + std::string("{name: ") + name + ", value: " + json(value).dump() + "}";
     Status s = cluster_.Apply(
         ringmaster::testing::TrainingJobHead() + "metadata: {name: " + kJob + ", namespace: " + ns_ +
-        "}\nspec:\n  replicas: {min: " + std::to_string(min_workers_) + ", max: 4, desired: " +
-        std::to_string(workload_.workers) + (spares_ > 0 ? ", spares: " + std::to_string(spares_) : std::string()) +
-        "}\n" + (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") +
+        (labels_.empty() ? "" : ", labels: {" + labels_ + "}") + "}\nspec:\n  replicas: {min: " +
+        std::to_string(min_workers_) + ", max: 4, desired: " + std::to_string(workload_.workers) +
+        (spares_ > 0 ? ", spares: " + std::to_string(spares_) : std::string()) + "}\n" +
+        (processes_per_pod_ > 1 ? "  processesPerPod: " + std::to_string(processes_per_pod_) + "\n" : "") +
         spec_extra_ +
         "  elasticPolicy: {joinBatchWindowSeconds: 1, nodeUnresponsiveSeconds: 2, forceDeleteGraceSeconds: 5, "
         "leaveGraceSeconds: 30, maxRestarts: " +
@@ -467,6 +468,7 @@ class ElasticWorkersE2eTest : public JobTest {
   // template's image (the worker image in the cluster's registry), and YAML lines under the pod spec (indented 6)
   // and under the container (indented 8).
   std::string spec_extra_;
+  std::string labels_;  // the job's labels, "key: value, ..." (e.g. a Kueue queue's)
   std::string image_;
   std::string pod_extra_, container_extra_;
   std::string env_extra_;                   // more items of the container's env list, as YAML flow (a valueFrom, say)

@@ -176,6 +176,10 @@ TEST_F(HelmChartTest, DefaultsAreAcceptedByTheApiserverAndHardened) {
 
   // The operator creates a NetworkPolicy per job, so it is granted them.
   EXPECT_TRUE(ClusterRoleGrants(objects, "networking.k8s.io", "networkpolicies"));
+  // Queued jobs: the operator controls their Kueue Workloads and reads the flavours their pods go to.
+  EXPECT_TRUE(ClusterRoleGrants(objects, "kueue.x-k8s.io", "workloads"));
+  EXPECT_TRUE(ClusterRoleGrants(objects, "kueue.x-k8s.io", "workloads/status"));
+  EXPECT_TRUE(ClusterRoleGrants(objects, "kueue.x-k8s.io", "resourceflavors"));
 }
 
 TEST_F(HelmChartTest, EverySwitchTurnsItsObjectOff) {

@@ -1,12 +1,17 @@
 #include "worker-runtime/elastic/boundary_switch.h"
 
+#include "api/job_status.h"
+
 namespace ringmaster::elastic {
 
 using namespace std::chrono_literals;
 
 bool OrderlyReason(const api::Membership& next) {
-  // The operator's ChangeReason names (operator/controller/membership.h) of changes that kill nobody.
-  for (const char* reason : {"WorkerJoined", "ScaledUp", "ScaledDown", "Disrupted"})
+  // The operator's ChangeReason names (operator/controller/membership.h) of changes that kill nobody, and its
+  // suspension (job_plan.cc: the empty generation of a suspended job, every member leaving alive).
+  for (std::string_view reason :
+       {std::string_view("WorkerJoined"), std::string_view("ScaledUp"), std::string_view("ScaledDown"),
+        std::string_view("Disrupted"), api::reason::kSuspended})
     if (next.reason == reason) return true;
   return false;
 }

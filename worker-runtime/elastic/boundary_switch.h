@@ -1,7 +1,12 @@
 // BoundarySwitch: a membership change in which no member dies -- workers joining, a scale-down, a worker
-// leaving alive because it is about to be preempted, evicted or lose its node (the operator's Disrupted) --
-// need not abort the step in flight. Every member finishes its steps up to one agreed step boundary and
-// switches there, so no step is computed twice and a disrupted worker leaves with its work committed.
+// leaving alive because it is about to be preempted, evicted or lose its node (the operator's Disrupted), or
+// the whole job suspended (its user's spec.runPolicy.suspend, or the queue evicting or preempting it: the
+// operator's empty generation of reason Suspended, which every member leaves alive) -- need not abort the
+// step in flight. Every member finishes its steps up to one agreed step boundary and switches there, so no
+// step is computed twice and a disrupted worker leaves with its work committed. When the new generation
+// keeps none of the running build's members (a suspension), rank 0 of the running build saves the state
+// committed at the boundary as a checkpoint before it leaves (ElasticDriver, "Checkpoints"), and the
+// resumed job starts from exactly that step.
 //
 // The boundary: rank 0 of the running generation chooses it when it sees the change, two steps past the
 // step it last started (no member can have committed more than one step past what rank 0 started: every
@@ -26,7 +31,7 @@
 namespace ringmaster::elastic {
 
 // Whether `next`'s reason is one in which every member of the generation before it stays or leaves alive
-// (WorkerJoined, ScaledUp, ScaledDown, Disrupted).
+// (WorkerJoined, ScaledUp, ScaledDown, Disrupted, Suspended: api::reason::kSuspended).
 bool OrderlyReason(const api::Membership& next);
 // Whether `next` may wait for a step boundary of `running`: it follows it directly and OrderlyReason. Any other
 // change (a failure, a lost node, a skipped record) aborts the running step at once.

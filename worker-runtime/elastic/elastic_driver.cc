@@ -1,10 +1,12 @@
 #include "worker-runtime/elastic/elastic_driver.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <thread>
 #include <vector>
 
+#include "api/job_status.h"
 #include "worker-runtime/elastic/peer_probe.h"
 #include "worker-runtime/elastic/rebuild_plan.h"
 #include "worker-runtime/elastic/termination_notice.h"
@@ -422,8 +424,67 @@ void ElasticDriver::MaybeCheckpoint(const runtime::Runtime& rt) {
   std::string blob = state_->Encode();
   checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
   Status queued = writer_->Save(state_->committed_step(), static_cast<uint32_t>(rt.size()), std::span(&ref, 1));
-  if (!queued.ok())
+  if (queued.ok()) {
+    queued_checkpoint_step_ = state_->committed_step();
+  } else {
     Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
+  }
+}
+
+void ElasticDriver::SaveFinalCheckpoint(const api::Membership& next) {
+  // Only rank 0 of the running build saves (as it saves the periodic ones), and only when nobody stays
+  // to hold the state: a survivor carries it into the next generation.
+  const api::Member* me = built_record_.Find(options_.worker_id);
+  if (built_record_.generation == 0 || me == nullptr || me->rank != 0) return;
+  for (const auto& m : built_record_.members)
+    if (next.Find(m.id()) != nullptr) return;
+  const int64_t step = state_->committed_step();
+  const std::string at = (next.reason == api::reason::kSuspended
+                              ? "suspended at step "
+                              : "generation " + std::to_string(next.generation) + " keeps no member of generation " +
+                                    std::to_string(built_record_.generation) + ": leaving at step ") +
+                         std::to_string(step);
+  if (options_.checkpoints == nullptr || !writer_) {
+    ::ringmaster::Log(options_.log, LogLevel::kWarning,
+                      at + ": no checkpoint store is configured, so the job will restart from its initial state "
+                           "when it resumes (set RINGMASTER_CHECKPOINT_DIR, a TrainingJob's spec.checkpoint, "
+                           "or ringmaster-run --checkpoint-dir, to resume where it stopped)");
+    return;
+  }
+  const auto t = Clock::now();
+  // The periodic save of this very step is queued or done already: wait for it rather than save twice.
+  const bool periodic = queued_checkpoint_step_ == step;
+  if (!periodic && loaded_checkpoint_step_ == step) {
+    Log(at + ": the checkpoint of that step, loaded at start, is the final one");
+    return;
+  }
+  if (!periodic) {
+    std::string blob = state_->Encode();
+    checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
+    Status queued =
+        writer_->Save(step, static_cast<uint32_t>(std::max(1, built_record_.world_size())), std::span(&ref, 1));
+    if (!queued.ok()) {
+      if (options_.metrics) options_.metrics->CheckpointFailed("save");
+      ::ringmaster::Log(options_.log, LogLevel::kWarning,
+                        at + ": the final checkpoint was refused (" + queued.ToString() +
+                            "); the job will resume from its newest earlier checkpoint");
+      return;
+    }
+    queued_checkpoint_step_ = step;
+  }
+  Status saved = writer_->Wait();
+  ReportSaves();
+  const auto result = writer_->last_result();
+  if (!saved.ok() || !result || result->step != step) {
+    ::ringmaster::Log(options_.log, LogLevel::kWarning,
+                      at + ": the final checkpoint failed (" + (saved.ok() ? "not written" : saved.ToString()) +
+                          "); the job will resume from its newest earlier checkpoint");
+    return;
+  }
+  char figures[128];
+  std::snprintf(figures, sizeof figures, " (%llu bytes, %.3f s%s)", static_cast<unsigned long long>(result->bytes),
+                Seconds(t), periodic ? ": the periodic checkpoint of that step" : "");
+  Log(at + ": final checkpoint saved" + figures);
 }
 
 void ElasticDriver::ReportSaves() {
@@ -507,6 +568,7 @@ void ElasticDriver::LoadNewestCheckpoint() {
     Status s = state_->Adopt(std::string_view(reinterpret_cast<const char*>(b.data.get()), b.size));
     if (s.ok()) {
       if (options_.metrics) options_.metrics->CheckpointRestored(loaded->stats.seconds, loaded->stats.bytes);
+      loaded_checkpoint_step_ = state_->committed_step();
       Log("loaded checkpoint step " + std::to_string(state_->committed_step()) + " from " + loaded->path);
     } else {
       if (options_.metrics) options_.metrics->CheckpointFailed("restore");
@@ -545,6 +607,7 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
     if (!member && (joined_generation_.load() != 0 || listed_)) {
       Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
           std::to_string(state_->committed_step()) + " committed");
+      SaveFinalCheckpoint(record);  // before Join returns false: the program exits once it has
       return false;
     }
     if (member && record.world_size() >= min_size()) return true;

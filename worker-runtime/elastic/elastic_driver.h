@@ -38,7 +38,15 @@
 // options.checkpoints is set) into the state, so a job whose peers all died restarts from it. Rank 0 saves
 // one every options.checkpoint_every steps, asynchronously (AsyncCheckpointWriter: the step's committed bytes
 // are copied and training goes on while they are written; a newer snapshot supersedes one still waiting).
-// Run() waits for the last save before it returns.
+// Run() waits for the last save before it returns. A final save: when this worker leaves for a generation
+// that keeps none of the running build's members -- a suspended job (reason Suspended, no members: an orderly
+// change, so every member first commits its steps up to the agreed boundary) or any other change that leaves
+// no survivor to hold the state -- rank 0 of the running build saves the committed state synchronously before
+// Join returns false (kLeft): it queues it on the writer, unless the periodic save of that very step is
+// already queued or done, and waits for it ("suspended at step N: final checkpoint saved (X bytes, Y s)").
+// The job, admitted again, resumes at exactly that step. Without options.checkpoints it warns once that the
+// job will restart from its initial state (set RINGMASTER_CHECKPOINT_DIR); a failed save is logged, and the
+// worker still leaves (the earlier checkpoints stay). The other members just leave.
 //
 // A program that owns its training loop (the Python package: Horovod's
 // `elastic.run` around the user's function) drives the same steps one by one:
@@ -104,9 +112,10 @@ struct ElasticOptions {
   LogSink log;                                         // progress lines for a person; may be empty
   WorkerMetrics* metrics = nullptr;                    // not owned; may be null
   std::vector<ProcessSetRule> process_sets;            // re-created in every generation, in this order
-  // An orderly change (boundary_switch.h: joins, a scale-down, a disrupted worker leaving alive) waits for
-  // the agreed step boundary; a member that has not committed a step for this long meanwhile (a peer died
-  // after all) aborts its step as on a failure. Twice the last step's duration when that is longer.
+  // An orderly change (boundary_switch.h: joins, a scale-down, a disrupted worker leaving alive, a
+  // suspension) waits for the agreed step boundary; a member that has not committed a step for this long
+  // meanwhile (a peer died after all) aborts its step as on a failure. Twice the last step's duration when
+  // that is longer.
   std::chrono::milliseconds boundary_wait{10000};
 };
 
@@ -204,6 +213,10 @@ class ElasticDriver {
   // Settles on the record to build next (quiescing the current runtime): false when this
   // worker has left the job. Waits while it is not yet a member or the world is too small.
   StatusOr<bool> ChooseRecord(api::Membership& record);
+  // This worker leaves for `next`: when it was rank 0 of the running build and `next` keeps none of that
+  // build's members, saves the committed state as a checkpoint and waits for it (see "Checkpoints" above).
+  // Never fails: a missing store or a failed save is a warning.
+  void SaveFinalCheckpoint(const api::Membership& next);
   // Publishes a finished rebuild: metrics, last_rebuild(), the log line.
   void ReportRebuild(const api::Membership& record, RebuildStats& stats);
   // Runs steps until total_steps are committed (OK) or one fails (its error).
@@ -289,6 +302,8 @@ class ElasticDriver {
   int pinned_device_ = -1;                         // RuntimeConfig::device of every build after the first one
   api::Membership built_record_;                   // the record of runtime_
   uint64_t reported_saves_ = 0;                    // writer commits already reported to the metrics
+  int64_t queued_checkpoint_step_ = -1;            // the newest step handed to writer_ (-1: none)
+  int64_t loaded_checkpoint_step_ = -1;            // the step of the checkpoint loaded at start (-1: none)
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
   std::shared_ptr<timeline::Timeline> timeline_;   // of the whole run, once opened
   bool timeline_failed_ = false;                   // it could not be opened: warned, not tried again

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one Kubernetes
-# release, built by `make deps`), KWOK simulating GPU nodes, and on request real nodes, all on this machine.
+# release, built by `make deps`), KWOK simulating GPU nodes, and on request real nodes and Kueue, all on this machine.
 #
 #   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--real-nodes R [--real-node-gpus E]] [--fresh]
-#                     [--audit-log]
+#                     [--audit-log] [--kueue]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
 #   cluster.sh push --dir DIR [--images IMAGES_DIR]   (the images of `make images` into the registry of a cluster
 #                                                       with real nodes; every real node pulls the worker image)
 #   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
-#                                                                   data; stopped SECONDS before the start)
+#                                                                   data; stopped SECONDS before the start; or kueue)
 #
 # up: reuses a healthy cluster already running in DIR (or, with --fresh, replaces it); refuses a
 #     half-running one with advice. Ports are chosen free, so clusters in different DIRs run side by side.
@@ -22,6 +22,12 @@
 #     each; real_nodes.sh), tainted ringmaster.io/real-node=true:NoSchedule, and an image registry whose
 #     address is in DIR/registry; each advertises E (default 4) emulated nvidia.com/gpu through the kubelet's
 #     device-plugin API. Needs root. A reused cluster keeps the real nodes it was started with.
+# --kueue: also Kueue (KUEUE_VERSION, built by `make deps`; kueue.sh): its binary on 127.0.0.1, its CRDs, and its
+#     admission webhooks for kueue.x-k8s.io and batch/v1 Jobs (only those) and conversion webhooks, called by the
+#     apiserver at https://127.0.0.1:<port>. Config: integrations batch/job and the external framework
+#     TrainingJob.v1alpha1.ringmaster.io, jobs without kueue.x-k8s.io/queue-name left alone. cluster.env then has
+#     KUEUE=1 and KUEUE_WEBHOOK_PORT, KUEUE_HEALTH_PORT, KUEUE_METRICS_PORT; its log is logs/kueue.log. A reused
+#     cluster keeps the Kueue it was started with; `up --kueue` refuses one started without it (use --fresh).
 # push: IMAGES_DIR (default build/images) holds ringmaster-operator.tar and ringmaster-worker.tar; they land in
 #     the registry as <registry>/<name>:<chart appVersion> (make images does this when build/cluster has a registry).
 set -euo pipefail
@@ -29,11 +35,12 @@ CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$CLUSTER_SCRIPT_DIR/../lib.sh"
 source "$CLUSTER_SCRIPT_DIR/pki.sh"
 source "$CLUSTER_SCRIPT_DIR/real_nodes.sh"
+source "$CLUSTER_SCRIPT_DIR/kueue.sh"
 
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }   # the header above
 
 # ---------------------------------------------------------------------------------------------------
 # processes
@@ -100,12 +107,12 @@ fail_up() {
 # names DIR (e.g. after a pid file was lost).
 our_pids() {
   local c pid
-  for c in "${COMPONENTS[@]}"; do
+  for c in "${COMPONENTS[@]}" kueue; do   # kueue's too when this run was not told about it
     pid="$(pid_of "$c" || true)"
     if [[ -n "$pid" ]] && proc_alive "$pid"; then echo "$pid"; fi
   done
   ps -eo pid=,stat=,comm=,args= | awk -v dir="$DIR/" '
-    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok|kubelet|containerd|docker-registry|ringmaster-emul|sleep)$/) && index($0, dir) { print $1 }'
+    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok|kueue|kubelet|containerd|docker-registry|ringmaster-emul|sleep)$/) && index($0, dir) { print $1 }'
 }
 
 # stop_named NAME: stops one process this DIR started (pids/NAME.pid): SIGTERM, up to 15 s, then SIGKILL.
@@ -127,10 +134,12 @@ alive() {
   done
 }
 
-# Stops every process of this cluster: the real nodes first (their pods, mounts and networks), then the rest:
+# Stops every process of this cluster: the real nodes first (their pods, mounts and networks), then Kueue (while
+# the apiserver still answers: a Kueue that lost it first spends its shutdown retrying events), then the rest:
 # SIGTERM, up to 15 s for a clean exit, then SIGKILL.
 stop_all() {
   real_nodes_down
+  stop_named kueue
   local pids=() i
   mapfile -t pids < <(our_pids | sort -u)
   if ((${#pids[@]} > 0)); then
@@ -201,6 +210,7 @@ DEFAULT_NODES=$NODES
 DEFAULT_GPUS_PER_NODE=$GPUS
 REAL_NODES=$REAL_NODES
 ENV
+  kueue_env >>"$DIR/cluster.env"
 }
 
 load_env() {
@@ -208,7 +218,11 @@ load_env() {
   API_PORT="$(sed -n 's|^APISERVER_URL=https://127.0.0.1:||p' "$DIR/cluster.env")"
   local real; real="$(sed -n 's|^REAL_NODES=||p' "$DIR/cluster.env")"
   if [[ -n "$real" ]]; then REAL_NODES="$real"; fi
+  kueue_load_env
 }
+
+# kueue_recorded: the cluster in DIR was started with --kueue (cluster.env says so, or its Kueue has a pid file).
+kueue_recorded() { grep -qx 'KUEUE=1' "$DIR/cluster.env" 2>/dev/null || [[ -f "$DIR/pids/kueue.pid" ]]; }
 
 # add_gpu_nodes FIRST COUNT GPUS: fake nodes named ringmaster-gpu-<i>, managed by KWOK.
 add_gpu_nodes() {
@@ -335,22 +349,36 @@ cmd_up() {
     if [[ "$FRESH" == 1 ]]; then
       log "replacing the cluster running in $DIR (--fresh)"
       stop_all
-    elif [[ "$running" == "${COMPONENTS[*]}" ]] && load_env && api_ready >/dev/null 2>&1; then
-      log "a healthy cluster is already running in $DIR; reusing it (make cluster-down stops it)"
-      print_usage
-      return 0
     else
+      # A reused cluster keeps the Kueue it was started with (as it keeps its real nodes); asked for Kueue, one
+      # started without it is refused.
+      if ((KUEUE == 0)) && kueue_recorded; then
+        KUEUE=1
+        COMPONENTS+=(kueue)
+        running="$(running_components)"
+      fi
+      if ((KUEUE)) && ! kueue_recorded; then
+        die "the cluster running in $DIR was started without Kueue" \
+          "add --fresh to replace it with one that runs Kueue (or run: $0 down --dir $DIR)"
+      fi
+      if [[ "$running" == "${COMPONENTS[*]}" ]] && load_env && api_ready >/dev/null 2>&1 \
+         && { ((KUEUE == 0)) || kueue_ready; }; then
+        log "a healthy cluster is already running in $DIR; reusing it (make cluster-down stops it)"
+        print_usage
+        return 0
+      fi
       die "a half-running cluster is in $DIR (running: $running)" "run: $0 down --dir $DIR, then up again"
     fi
   fi
   # Orphans of an earlier run (pid files lost) would hold etcd's data dir: stop them too.
   stop_all
-  rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/kubeconfigs" "$DIR/bin" "$DIR/cluster.env" "$DIR/kubeconfig"
+  rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/kubeconfigs" "$DIR/bin" "$DIR/cluster.env" "$DIR/kubeconfig" "$DIR/kueue"
   mkdir -p "$DIR"
 
   local k8s etcd_bin kwok_bin
   k8s="$(tool_dir kubernetes)"; etcd_bin="$(tool_bin etcd etcd)"; kwok_bin="$(tool_bin kwok kwok)"
   tool_bin kubernetes kube-apiserver >/dev/null
+  if ((KUEUE)); then tool_bin kueue kueue >/dev/null; fi
   need_cmd openssl; need_cmd curl; need_cmd ss "install iproute2 (make deps does)"
   mkdir -p "$DIR/bin"
   local b
@@ -372,6 +400,7 @@ cmd_up() {
     stop_all
     rm -rf "$DIR/etcd" "$DIR/logs"
   done
+  if ((KUEUE)); then kueue_up; fi
 
   write_env
   log "  creating $NODES fake GPU nodes with $GPUS nvidia.com/gpu each"
@@ -395,7 +424,7 @@ print_usage() {
 
   Local control plane in $DIR (Kubernetes $KUBERNETES_VERSION; KWOK fakes with nvidia.com/gpu, and $REAL_NODES real
   nodes with $REAL_NODE_GPUS emulated nvidia.com/gpu each, tainted ringmaster.io/real-node=true:NoSchedule;
-  registry: $(cat "$DIR/registry" 2>/dev/null || echo none))
+  registry: $(cat "$DIR/registry" 2>/dev/null || echo none)$( ((KUEUE)) && echo "; Kueue $KUEUE_VERSION, webhook on 127.0.0.1:$KUEUE_WEBHOOK_PORT"))
     export KUBECONFIG=$DIR/kubeconfig PATH=$DIR/bin:\$PATH
     kubectl get nodes
     kubectl label node ringmaster-gpu-0 node-not-ready.stage.kwok.x-k8s.io=true     # make a node NotReady
@@ -444,6 +473,7 @@ cmd_restart() {
   start "$name" "${argv[@]}"
   case "$name" in
     kube-apiserver) wait_healthy "$name" api_ready ;;
+    kueue) kueue_wait_restarted ;;
     *) sleep 1; is_running "$name" || die "$name did not restart" "see $DIR/logs/$name.log" ;;
   esac
 }
@@ -456,12 +486,16 @@ cmd_status() {
   done
   if ((any)) && load_env && api_ready >/dev/null 2>&1; then
     echo "apiserver https://127.0.0.1:$API_PORT ready; KUBECONFIG=$DIR/kubeconfig"
+    if ((KUEUE)) && is_running kueue; then
+      if kueue_ready; then echo "kueue ready; webhook https://127.0.0.1:$KUEUE_WEBHOOK_PORT"
+      else echo "kueue NOT ready (its webhooks do not answer the apiserver; see $DIR/logs/kueue.log)"; fi
+    fi
   fi
 }
 
 main() {
   local cmd="${1:-}"; shift || true
-  DIR="" NODES=4 GPUS=8 REAL_NODES=0 REAL_NODE_GPUS=4 FRESH=0 DOWN_FOR=0 AUDIT=0
+  DIR="" NODES=4 GPUS=8 REAL_NODES=0 REAL_NODE_GPUS=4 FRESH=0 DOWN_FOR=0 AUDIT=0 KUEUE=0
   IMAGES="$RINGMASTER_ROOT/build/images"
   local positional=()
   while (($#)); do
@@ -474,6 +508,7 @@ main() {
       --fresh) FRESH=1; shift ;;
       --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
       --audit-log) AUDIT=1; shift ;;
+      --kueue) KUEUE=1; shift ;;
       --images) IMAGES="${2:-}"; shift 2 ;;
       -h|--help) usage; exit 0 ;;
       -*) die "unknown option '$1'" "see $0 --help" ;;
@@ -486,6 +521,10 @@ main() {
     || die "--nodes, --gpus-per-node, --real-nodes, --real-node-gpus and --down-for take whole numbers" ""
   mkdir -p "$DIR"
   DIR="$(cd "$DIR" && pwd)"
+  # Kueue is one of the components when `up` is asked for it, or (other commands) when the cluster was started so.
+  if [[ "$cmd" != up ]] && kueue_recorded; then KUEUE=1; fi
+  if ((KUEUE)); then COMPONENTS+=(kueue); fi
+  KUBECTL="$DIR/bin/kubectl"
   case "$cmd" in
     up) cmd_up ;;
     down) cmd_down ;;

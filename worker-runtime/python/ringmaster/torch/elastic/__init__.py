@@ -15,7 +15,9 @@ When a worker dies, one is added or the job is scaled, the collective in flight 
 or the next commit sees the new generation (HostsUpdatedInterrupt); `run` then rebuilds the communicators
 in place (no process restarts), restores the newest committed state on every worker, calls the state's
 reset callbacks and calls the function again, which resumes from the restored epoch and sampler cursor. A
-worker that is no longer a member exits with status 0 (WorkerRemoved). The membership comes from the
+worker that is no longer a member exits with status 0 (WorkerRemoved). A suspended job (the operator's empty
+generation) stops every worker at one commit; rank 0 saves that step as the final checkpoint before it exits
+(RINGMASTER_CHECKPOINT_DIR), and the job admitted again resumes there. The membership comes from the
 launcher or the operator (the same contract as the C++ runtime).
 
 Sharded training on a DeviceMesh (FSDP2, tensor parallel): `run_mesh(MeshRule(tp=...), parallelize)` with a
