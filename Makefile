@@ -176,7 +176,7 @@ soak: deps build images
 
 cluster-up:
 	@hack/deps.sh tools
-	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES) --real-node-gpus $(REAL_NODE_GPUS) --kueue
+	@$(CLUSTER) up --dir $(CLUSTER_DIR) --real-nodes $(REAL_NODES) --real-node-gpus $(REAL_NODE_GPUS) --kueue --gang
 
 cluster-down:
 	@$(CLUSTER) down --dir $(CLUSTER_DIR)

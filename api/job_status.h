@@ -55,6 +55,8 @@ inline constexpr std::string_view kWaitingForWorkers = "WaitingForWorkers";  // 
 // Running=False: a worker pod's container cannot start (its image cannot be pulled, or its configuration is
 // refused); the message names the pod and the kubelet's reason and message.
 inline constexpr std::string_view kWorkerCannotStart = "WorkerCannotStart";
+// An Event only: spec.scheduling.gang, but the PodGroup cannot be applied (scheduler-plugins is not installed).
+inline constexpr std::string_view kGangSchedulingUnavailable = "GangSchedulingUnavailable";
 // An Event only: the job's spec or status cannot be read or acted on as written.
 inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
 }  // namespace reason

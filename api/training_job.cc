@@ -153,6 +153,12 @@ StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
       ReadString(scheduling, "spec.scheduling", "schedulerName", &out.scheduling.scheduler_name));
   RINGMASTER_RETURN_IF_ERROR(
       ReadInt(scheduling, "spec.scheduling", "scheduleTimeoutSeconds", &out.scheduling.schedule_timeout_seconds));
+  RINGMASTER_ASSIGN_OR_RETURN(const json* gang, ObjectField(scheduling, "spec.scheduling", "gang"));
+  if (gang != nullptr) {
+    out.scheduling.gang.emplace();
+    RINGMASTER_RETURN_IF_ERROR(
+        ReadInt(*gang, "spec.scheduling.gang", "timeoutSeconds", &out.scheduling.gang->timeout_seconds));
+  }
   return out;
 }
 
@@ -223,6 +229,11 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
   SetIfNotEmpty(scheduling, "priorityClassName", spec.scheduling.priority_class_name);
   SetIfNotEmpty(scheduling, "schedulerName", spec.scheduling.scheduler_name);
   SetIfPresent(scheduling, "scheduleTimeoutSeconds", spec.scheduling.schedule_timeout_seconds);
+  if (spec.scheduling.gang) {
+    json gang = json::object();
+    SetIfPresent(gang, "timeoutSeconds", spec.scheduling.gang->timeout_seconds);
+    scheduling["gang"] = gang;
+  }
   if (!scheduling.empty()) j["scheduling"] = scheduling;
   return j;
 }

@@ -75,12 +75,21 @@ struct RunPolicy {
   bool operator==(const RunPolicy&) const = default;
 };
 
+// spec.scheduling.gang: gang scheduling at the scheduler (the scheduler-plugins Coscheduling plugin). The operator
+// creates a PodGroup named after the job (minMember = spec.replicas.min pods) and names it on every worker pod.
+struct GangScheduling {
+  // How long the scheduler keeps the resources it reserved for a group that cannot be completed.
+  std::optional<int64_t> timeout_seconds;
+  bool operator==(const GangScheduling&) const = default;
+};
+
 struct Scheduling {
   std::string priority_class_name;
   std::string scheduler_name;
   // How long the job may have fewer Ready workers than spec.replicas.min before it fails (and its pods,
   // with the GPUs they hold, are deleted); unset: it waits as long as it takes.
   std::optional<int64_t> schedule_timeout_seconds;
+  std::optional<GangScheduling> gang;
   bool operator==(const Scheduling&) const = default;
 };
 

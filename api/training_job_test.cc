@@ -21,7 +21,7 @@ TrainingJob FullJob() {
   spec.checkpoint = {"ckpt", "/ckpt", 3};
   spec.elastic_policy = {10, 30, 10, 30, 60};
   spec.run_policy = {false, 600, 3600, "Running"};
-  spec.scheduling = {"high", "default-scheduler", 600};
+  spec.scheduling = {"high", "default-scheduler", 600, GangScheduling{30}};
   TrainingJobStatus& status = job.status;
   status.observed_generation = 4;
   status.phase = "Running";

@@ -315,6 +315,36 @@ build_prometheus() {
   rm -rf "$src" "$OUT/build.mod" "$OUT/build.sum"
 }
 
+# Gang scheduling (cluster.sh up --gang: tests/harness/cluster/coscheduling.sh): the scheduler of
+# kubernetes-sigs/scheduler-plugins (cmd/scheduler: kube-scheduler with its plugins, Coscheduling among them) from our
+# wrapper module (its go.mod says why the module and which Kubernetes it builds on), and beside it the PodGroup CRD
+# from the same module. Not its controller (cmd/controller): it only writes PodGroup status, which the plugin does not
+# read. Built like kube-scheduler (build_kubernetes: -trimpath, the version in component-base), so the packages the
+# two share compile once.
+build_scheduler_plugins() {
+  cd "$HACK_DIR/gomod/scheduler-plugins"
+  local k8s minor ldflags="-s -w" pkg
+  k8s="$(go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)" || return 1
+  minor="$(cut -d. -f2 <<<"$k8s")"
+  # The Kubernetes release it is built on, with ours as build metadata: kube-scheduler derives its binary and
+  # emulation version from this; a bare v0.34.7 (scheduler-plugins' own version) reads as Kubernetes 0.34,
+  # and the scheduler refuses to start ("emulation version 0.34 is not between [1.31, 0.34.0]").
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$k8s+scheduler-plugins.$SCHEDULER_PLUGINS_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean"
+  done
+  echo "downloading modules for sigs.k8s.io/scheduler-plugins $SCHEDULER_PLUGINS_VERSION (Kubernetes $k8s)"
+  go mod download -x 2>&1 | grep -E '^# get .*\.zip$' || true
+  echo "compiling the scheduler (sigs.k8s.io/scheduler-plugins/cmd/scheduler)"
+  go build -v -trimpath -ldflags "$ldflags" -o "$OUT/scheduler-plugins" sigs.k8s.io/scheduler-plugins/cmd/scheduler \
+    || return 1
+  local mod; mod="$(go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)" || return 1
+  [[ -f "$mod/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" ]] \
+    || die "no config/crd/bases/scheduling.x-k8s.io_podgroups.yaml in $mod" "check the layout of scheduler-plugins $SCHEDULER_PLUGINS_VERSION"
+  mkdir -p "$OUT/crds"
+  cp "$mod/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$OUT/crds/" && chmod u+w "$OUT"/crds/*.yaml
+}
+
 # Kubeflow's training-operator (v1), the peer ringmaster-operator's bench runs beside it on the same
 # cluster: the binary from its Go module, and its CRDs, which ship in the module (manifests/base/crds).
 build_kubeflow() {
@@ -337,6 +367,13 @@ install_tools() {
   build_tool device-plugin build_device_plugin
   build_tool helm build_helm
   build_tool kueue build_kueue
+  local sp_k8s
+  sp_k8s="$(sed -n 's|^[[:space:]]*k8s.io/kubernetes => k8s.io/kubernetes \(v[^ ]*\)$|\1|p' "$HACK_DIR/gomod/scheduler-plugins/go.mod")"
+  if [[ "$sp_k8s" != "$KUBERNETES_VERSION" ]]; then
+    log "tools: note: hack/gomod/scheduler-plugins builds on Kubernetes ${sp_k8s:-?}, KUBERNETES_VERSION is $KUBERNETES_VERSION" \
+        "(bump its replace block with it: see its go.mod)"
+  fi
+  build_tool scheduler-plugins build_scheduler_plugins
   build_tool prometheus build_prometheus
   log "tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
 }
@@ -349,10 +386,24 @@ install_bench_tools() {
   log "bench tools: ready in $((SECONDS - start))s (cache: $RINGMASTER_CACHE/tools)"
 }
 
+# Everything. The Go tools compile (CPU-bound, the longest part on a fresh machine) while the CUDA and Python wheels
+# download (network-bound, ~3 GB): the two overlap instead of adding up. The tools' lines are prefixed "[tools]".
+install_all() {
+  install_apt
+  ( install_tools ) > >(sed -u 's/^/[tools] /') 2>&1 &
+  local tools_pid=$!
+  # shellcheck disable=SC2064  # the pid is meant to be expanded now
+  trap "kill $tools_pid 2>/dev/null || true" EXIT  # a failure below stops the build too
+  install_cuda
+  install_python
+  wait "$tools_pid" || die "building the tools failed" "see the [tools] lines above; rerun make deps"
+  trap - EXIT
+}
+
 main() {
   local what="${1:-all}" start=$SECONDS
   case "$what" in
-    all) install_apt; install_cuda; install_python; install_tools ;;
+    all) install_all ;;
     apt) install_apt ;;
     cuda) install_cuda ;;
     tools) install_tools ;;

@@ -61,6 +61,8 @@ struct PodView {
   bool for_scale_up = false;
   // The reason of its DisruptionTarget condition when True (the control plane is about to delete it).
   std::string disruption_target;
+  // Why it is about to be taken while it runs (DisruptionOf), as a phrase; empty when it is not.
+  std::string disruption;
 };
 
 bool IsStuck(const std::string& waiting_reason) {
@@ -132,6 +134,17 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
   return v;
 }
 
+// Why `p` is about to be taken while it runs, as a phrase; empty when it is not. The control plane marks a pod
+// it will delete for a disruption (DisruptionTarget); any deletion under way (a drain, kubectl delete) sends
+// its container SIGTERM and a grace period; a disruption taint on its node announces the node's loss.
+std::string DisruptionOf(const PodView& p, const std::map<std::string, NodeState>& nodes) {
+  if (!p.disruption_target.empty()) return "DisruptionTarget: " + p.disruption_target;
+  if (p.deleting) return "its pod is being deleted";
+  if (auto node = nodes.find(p.node); node != nodes.end() && !node->second.disruption_taint.empty())
+    return "its node " + p.node + " has the disruption taint " + node->second.disruption_taint;
+  return "";
+}
+
 // Sets condition `type` in `conditions`. lastTransitionTime moves when the status flips, or on every
 // call when `touch` (the membership condition records each change).
 void SetCondition(std::vector<api::Condition>& conditions, std::string_view type, std::string_view status,
@@ -176,7 +189,10 @@ struct Planning {
     for (const auto& l : current.leaving) leaving[l.pod] = {l.uid, TimeOr(l.since, in.now)};
     status.selector = WorkerSelector(job.metadata.name);
     status.observed_generation = generation;
-    for (const auto& p : in.pods) pods.push_back(ViewPod(p, in.now));
+    for (const auto& p : in.pods) {
+      pods.push_back(ViewPod(p, in.now));
+      pods.back().disruption = DisruptionOf(pods.back(), in.nodes);
+    }
     std::sort(pods.begin(), pods.end(), [](const PodView& a, const PodView& b) { return a.index < b.index; });
   }
 
@@ -256,17 +272,6 @@ bool ReadinessLossGraced(Planning& st, const PodView& p) {
   if (st.in.now >= until) return false;
   EarliestRequeue(st.plan, until);
   return true;
-}
-
-// Why `p` is about to be taken while it runs, as a phrase; empty when it is not. The control plane marks a pod
-// it will delete for a disruption (DisruptionTarget); any deletion under way (a drain, kubectl delete) sends
-// its container SIGTERM and a grace period; a disruption taint on its node announces the node's loss.
-std::string Disruption(const Planning& st, const PodView& p) {
-  if (!p.disruption_target.empty()) return "DisruptionTarget: " + p.disruption_target;
-  if (p.deleting) return "its pod is being deleted";
-  if (auto node = st.in.nodes.find(p.node); node != st.in.nodes.end() && !node->second.disruption_taint.empty())
-    return "its node " + p.node + " has the disruption taint " + node->second.disruption_taint;
-  return "";
 }
 
 // Finished: deletes the pods spec.runPolicy.cleanPodPolicy names and, with a TTL, the job itself.
@@ -432,7 +437,7 @@ void PlanExitedWorkers(Planning& st) {
     if (!exited) continue;
     // A disrupted worker that stopped (its grace ran out, or it had none) was taken, not broken: its exit is not
     // a failure and does not count against spec.elasticPolicy.maxRestarts.
-    if (!counted.count(p.uid) && failed && Disruption(st, p).empty()) {
+    if (!counted.count(p.uid) && failed && p.disruption.empty()) {
       ++st.status.restart_count;
       st.last_failure = st.in.now;
       std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
@@ -444,9 +449,9 @@ void PlanExitedWorkers(Planning& st) {
       AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
     }
     DeletePod(st, p,
-              !Disruption(st, p).empty() ? "the worker stopped after its disruption (" + Disruption(st, p) + ")"
-              : failed                   ? "the worker failed"
-                                         : "the worker exited while still a member");
+              !p.disruption.empty() ? "the worker stopped after its disruption (" + p.disruption + ")"
+              : failed              ? "the worker failed"
+                                    : "the worker exited while still a member");
   }
   while (st.status.recent_failures.size() > kRecentFailuresKept)
     st.status.recent_failures.erase(st.status.recent_failures.begin());
@@ -517,7 +522,7 @@ Workers ObserveWorkers(Planning& st) {
                 "its peers cannot reach it (reported by " + by + " in generation " +
                     std::to_string(st.membership.generation) + ")");
     }
-    w.disrupted = !w.failed && !w.node_lost && !w.unreachable && !Disruption(st, p).empty();
+    w.disrupted = !w.failed && !w.node_lost && !w.unreachable && !p.disruption.empty();
     if (!w.failed && !w.node_lost && !w.unreachable && !p.deleting && !w.beyond_desired && !w.disrupted)
       workers.live.push_back(&p);
     workers.observed.push_back(w);
@@ -583,7 +588,7 @@ void NoteDisruptedLeavers(Planning& st, const Workers& workers, const api::Membe
       if (p.name != w.pod || p.uid != w.uid) continue;
       AddEvent(st, api::event_type::kNormal, ReasonName(ChangeReason::kDisrupted),
                "worker " + w.pod + " leaves generation " + std::to_string(before.generation) +
-                   " at its next step boundary, its work committed: " + Disruption(st, p));
+                   " at its next step boundary, its work committed: " + p.disruption);
     }
   }
 }
@@ -618,7 +623,7 @@ void PlanScaleDown(Planning& st, const Workers& workers, const api::Membership& 
     if (!IsLeaving(st, w.pod, w.uid) && was != nullptr && was->uid == w.uid) st.leaving[w.pod] = {w.uid, st.in.now};
     if (!IsLeaving(st, w.pod, w.uid)) {
       DeletePod(st, *pod,
-                w.disrupted ? "disrupted before it joined (" + Disruption(st, *pod) + ")" : "the job was scaled down");
+                w.disrupted ? "disrupted before it joined (" + pod->disruption + ")" : "the job was scaled down");
     } else if (st.in.now >= st.leaving[w.pod].second + st.spec.leave_grace) {
       DeletePod(st, *pod,
                 "it left the membership and did not exit within " + std::to_string(st.spec.leave_grace.count()) + " s");

@@ -216,6 +216,7 @@ const char* TrainingJobReconciler::Apply(const std::string& key, const json& job
   const std::string ns = kube::NamespaceOf(job);
   if (!ns.empty() && !plan.delete_job) {
     Status ensured = EnsureOwnedObjects(job);
+    if (ensured.ok() && WantsGang(job)) ensured = EnsurePodGroup(job);
     if (!ensured.ok()) {
       result.status = ensured;
       return "error";
@@ -296,6 +297,31 @@ Status TrainingJobReconciler::ApplyPods(const std::string& key, const std::strin
     }
   }
   return first_error;
+}
+
+Status TrainingJobReconciler::EnsurePodGroup(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(json group, BuildPodGroup(job));
+  const std::string uid = kube::UidOf(job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = applied_pod_groups_.find(uid); it != applied_pod_groups_.end() && it->second == group)
+      return Status::Ok();
+  }
+  const kube::GroupVersionResource pod_groups{"scheduling.x-k8s.io", "v1alpha1", "podgroups", true};
+  auto applied = client_->Apply(pod_groups, kube::NamespaceOf(job), group, "ringmaster-operator", /*force=*/true);
+  if (!applied.ok()) {
+    std::string what = "applying PodGroup " + kube::NameOf(group);
+    if (kube::IsNotFound(applied.status()))
+      what +=
+          " (spec.scheduling.gang needs scheduler-plugins' PodGroup CRD, scheduling.x-k8s.io/v1alpha1, and its "
+          "Coscheduling scheduler: install them, or remove spec.scheduling.gang)";
+    recorder_->Event(job, std::string(api::event_type::kWarning), std::string(api::reason::kGangSchedulingUnavailable),
+                     what + ": " + applied.status().message());
+    return applied.status().WithContext(what);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  applied_pod_groups_[uid] = std::move(group);
+  return Status::Ok();
 }
 
 StatusOr<WorkloadPriority> TrainingJobReconciler::ResolvePriority(const json& job) {

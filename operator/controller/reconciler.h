@@ -98,6 +98,9 @@ class TrainingJobReconciler {
   // deleted_pods_ until the cache shows it. Errors: the first one;
   // AlreadyExists on create and NotFound/Conflict on delete are not errors.
   Status ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan);
+  // A gang-scheduled job's PodGroup (BuildPodGroup), server-side applied when this process has not applied that
+  // intent for this job yet. Errors: the client's; NotFound (the PodGroup CRD is not installed) says what to do.
+  Status EnsurePodGroup(const nlohmann::json& job);
   // A queued job's Workload: created when missing (its priority resolved first), else brought in step with the
   // job and the plan (PlanWorkload). Errors: the client's (a Conflict when Kueue wrote it meanwhile: the
   // reconcile repeats); NotFound of a named priority class, as InvalidArgument naming it.
@@ -133,6 +136,7 @@ class TrainingJobReconciler {
   std::mutex mu_;
   // Guarded by mu_.
   std::set<std::string> ensured_uids_;  // jobs whose owned objects (EnsureOwnedObjects) exist
+  std::unordered_map<std::string, nlohmann::json> applied_pod_groups_;  // job uid -> the PodGroup last applied
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> dirty_since_;
 };
 

@@ -167,6 +167,10 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
   spec["serviceAccountName"] = WorkerServiceAccountFor(job);
   spec["automountServiceAccountToken"] = true;  // workers watch their own job with this token
   if (std::string s = StringAt(job, {"spec", "scheduling", "schedulerName"}); !s.empty()) spec["schedulerName"] = s;
+  if (WantsGang(job)) {  // the Coscheduling plugin finds the pod's group by this label
+    meta["labels"][kPodGroupLabel] = id.name;
+    if (!spec.contains("schedulerName")) spec["schedulerName"] = kGangSchedulerName;
+  }
   if (std::string s = StringAt(job, {"spec", "scheduling", "priorityClassName"}); !s.empty())
     spec["priorityClassName"] = s;
 
@@ -308,6 +312,18 @@ StatusOr<json> BuildWorkerRoleBinding(const json& job) {
       {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", WorkerRoleName(id.name)}}},
       {"subjects",
        json::array({{{"kind", "ServiceAccount"}, {"name", WorkerServiceAccountFor(job)}, {"namespace", id.ns}}})}};
+}
+
+bool WantsGang(const json& job) { return At(job, {"spec", "scheduling", "gang"}).is_object(); }
+
+StatusOr<json> BuildPodGroup(const json& job) {
+  RINGMASTER_ASSIGN_OR_RETURN(JobIdentity id, Identify(job));
+  const int64_t timeout = IntAt(job, {"spec", "scheduling", "gang", "timeoutSeconds"}, kGangTimeoutSeconds);
+  return json{
+      {"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+      {"kind", "PodGroup"},
+      {"metadata", OwnedMetadata(id, id.name)},
+      {"spec", {{"minMember", IntAt(job, {"spec", "replicas", "min"}, 1)}, {"scheduleTimeoutSeconds", timeout}}}};
 }
 
 }  // namespace ringmaster::controller

@@ -83,4 +83,15 @@ StatusOr<nlohmann::json> BuildWorkerNetworkPolicy(const nlohmann::json& job);
 // The service account workers run as: the template's, or the per-job one.
 std::string WorkerServiceAccountFor(const nlohmann::json& job);
 
+// Gang scheduling (spec.scheduling.gang): kubernetes-sigs/scheduler-plugins' Coscheduling plugin, v0.34.
+inline constexpr char kPodGroupLabel[] = "scheduling.x-k8s.io/pod-group";    // on each worker pod: its PodGroup
+inline constexpr char kGangSchedulerName[] = "scheduler-plugins-scheduler";  // when spec.scheduling names none
+inline constexpr int64_t kGangTimeoutSeconds = 60;                           // the CRD's default
+// Whether the job asks for gang scheduling.
+bool WantsGang(const nlohmann::json& job);
+// The job's PodGroup (scheduling.x-k8s.io/v1alpha1, named after the job): minMember = spec.replicas.min pods,
+// scheduleTimeoutSeconds = spec.scheduling.gang.timeoutSeconds; an intent for server-side apply. InvalidArgument
+// for a job without name/uid.
+StatusOr<nlohmann::json> BuildPodGroup(const nlohmann::json& job);
+
 }  // namespace ringmaster::controller

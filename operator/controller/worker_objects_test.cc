@@ -98,6 +98,36 @@ TEST(WorkerObjectsTest, PodCarriesIdentityOwnerAndGpuLimits) {
   EXPECT_TRUE(p["spec"]["containers"][1]["readinessProbe"].contains("exec"));
 }
 
+// spec.scheduling.gang: the pods name the job's PodGroup and go to the Coscheduling scheduler (unless the job names
+// its own); the PodGroup asks for spec.replicas.min pods at once.
+TEST(WorkerObjectsTest, AGangJobsPodsNameItsPodGroupWhichAsksForMinPods) {
+  json job = Job();
+  EXPECT_FALSE(WantsGang(job));
+  auto plain = BuildWorkerPod(job, 0, 1);
+  ASSERT_OK(plain);
+  EXPECT_FALSE((*plain)["metadata"]["labels"].contains(kPodGroupLabel));
+  EXPECT_FALSE((*plain)["spec"].contains("schedulerName"));
+
+  job["spec"]["scheduling"]["gang"] = {{"timeoutSeconds", 45}};
+  ASSERT_TRUE(WantsGang(job));
+  auto pod = BuildWorkerPod(job, 1, 1);
+  ASSERT_OK(pod);
+  EXPECT_EQ((*pod)["metadata"]["labels"][kPodGroupLabel], "bert");
+  EXPECT_EQ((*pod)["spec"]["schedulerName"], kGangSchedulerName);
+  auto group = BuildPodGroup(job);
+  ASSERT_OK(group);
+  EXPECT_EQ((*group)["apiVersion"], "scheduling.x-k8s.io/v1alpha1");
+  EXPECT_EQ((*group)["metadata"]["name"], "bert");
+  EXPECT_EQ((*group)["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
+  EXPECT_EQ((*group)["spec"]["minMember"], 2);
+  EXPECT_EQ((*group)["spec"]["scheduleTimeoutSeconds"], 45);
+
+  job["spec"]["scheduling"]["schedulerName"] = "my-coscheduler";
+  job["spec"]["scheduling"]["gang"] = json::object();
+  EXPECT_EQ((*BuildWorkerPod(job, 0, 1))["spec"]["schedulerName"], "my-coscheduler");
+  EXPECT_EQ((*BuildPodGroup(job))["spec"]["scheduleTimeoutSeconds"], kGangTimeoutSeconds);
+}
+
 TEST(WorkerObjectsTest, TemplateServiceAccountIsUsedAndBound) {
   json job = Job();
   job["spec"]["template"]["spec"]["serviceAccountName"] = "team-sa";

@@ -30,6 +30,16 @@ chart_version() {
   echo "$version"
 }
 
+# wait_until SECONDS WHAT CMD...: until CMD succeeds, polling every 0.5 s; after SECONDS calls the caller's
+# `fail WHAT` (a harness test defines fail: report, clean up, exit 1).
+wait_until() {
+  local timeout="$1" what="$2" deadline=$((SECONDS + $1)); shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || fail "$what (not within ${timeout}s)"
+    sleep 0.5
+  done
+}
+
 need_cmd() {
   command -v "$1" >/dev/null 2>&1 || die "required command '$1' not found" "${2:-run make deps}"
 }
@@ -76,6 +86,7 @@ tool_dir() {
                    <(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null) | sha256sum | cut -c1-10)" ;;
     helm) key="helm-$HELM_VERSION" ;;
     kueue) key="kueue-$KUEUE_VERSION" ;;
+    scheduler-plugins) key="scheduler-plugins-$SCHEDULER_PLUGINS_VERSION-$(gomod_hash scheduler-plugins)" ;;
     prometheus) key="prometheus-$PROMETHEUS_VERSION-$(gomod_hash prometheus)" ;;
     kubeflow) key="kubeflow-training-operator-$KUBEFLOW_TRAINING_OPERATOR_VERSION-$(gomod_hash kubeflow)" ;;
     *) die "unknown tool '$name'" "this is a bug in tests/harness/lib.sh" ;;

@@ -241,7 +241,8 @@ TEST_F(ElasticWorkersE2eTest, PyTorchFsdpMeshLosesAWorkerAndFinishesExactly) {
   // when the job ended is deleted with its pod, which is no failure of its own).
   for (const auto& p : pods_->Pods()) {
     if (p.uid == m["members"][1].value("uid", "")) continue;
-    if (p.ended) {
+    // (A replacement still joining when the job ended gets its pod's SIGTERM: 143, the kubelet's doing.)
+    if (p.ended && !(p.deleted && p.exit_code == 143)) {
       EXPECT_EQ(p.exit_code, 0) << p.pod << " (uid " << p.uid << "): " << p.reason;
     }
   }

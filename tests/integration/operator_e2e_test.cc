@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status_test_macros.h"
@@ -480,6 +482,65 @@ TEST_F(OperatorE2eTest, TwoReplicasElectOneLeaderAndTheStandbyTakesOver) {
   EXPECT_LT(took, 4 + 6.0) << "handover took " << took << " s with a 4 s lease";
   ASSERT_OK(Kubectl({"scale", "-n", ns_, "tj/le", "--replicas=1"}));
   WaitForJob("le", "the new leader to act", seconds(60), [](const json& j) { return WorldSize(j) == 1; });
+}
+
+// spec.scheduling.gang under scheduler-plugins' Coscheduling scheduler (the test cluster runs it: cluster.sh --gang):
+// two jobs of min 3 on a node of 4 GPUs, each of which fits alone but not both. A scheduler placing pods one by one can
+// leave both holding GPUs below their minimum, neither training; the gang scheduler binds no pod of a job until 3 of
+// them fit, so at no moment do both hold GPUs below their minimum, one trains, and the other gets the GPUs once the
+// first is deleted.
+TEST_F(OperatorE2eTest, GangJobsThatFitOnlyOneAtATimeNeverBothHoldGpusBelowTheirMinimum) {
+  AddNode(ns_ + "-gang", 4);
+  StartOperator();
+  const std::string gang = "  scheduling: {gang: {timeoutSeconds: 5}}\n";
+  ApplyJob("gang-a", 3, 3, gang, /*pool=*/true);
+  ApplyJob("gang-b", 3, 3, gang, /*pool=*/true);
+
+  // GPUs held: pods bound to the node (the scheduler's binding), not being deleted.
+  auto held = [&]() {
+    std::map<std::string, int> out{{"gang-a", 0}, {"gang-b", 0}};
+    auto pods = cluster_.KubectlJson({"get", "pods", "-n", ns_, "-l", std::string(api::kJobNameLabel)});
+    if (!pods.ok()) return out;
+    for (const auto& p : (*pods)["items"]) {
+      if (p["metadata"].contains("deletionTimestamp") || p["spec"].value("nodeName", "").empty()) continue;
+      ++out[p["metadata"]["labels"].value(std::string(api::kJobNameLabel), "")];
+    }
+    return out;
+  };
+  std::string winner, violation;
+  int samples = 0;
+  const auto until = Clock::now() + seconds(20);
+  // Past the winner's start, through more than one schedule timeout of the loser's group.
+  std::optional<Clock::time_point> won_at;
+  while (Clock::now() < until && (!won_at || Clock::now() < *won_at + seconds(8))) {
+    auto h = held();
+    ++samples;
+    if (h["gang-a"] > 0 && h["gang-a"] < 3 && h["gang-b"] > 0 && h["gang-b"] < 3 && violation.empty())
+      violation = "gang-a holds " + std::to_string(h["gang-a"]) + " GPUs and gang-b " + std::to_string(h["gang-b"]);
+    for (const char* job : {"gang-a", "gang-b"}) {
+      if (winner.empty() && WorldSize(Job(job)) == 3) {
+        winner = job;
+        won_at = Clock::now();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(violation.empty()) << "both jobs held GPUs below their minimum: " << violation;
+  ASSERT_FALSE(winner.empty()) << "neither job started in 20 s";
+  const std::string loser = winner == "gang-a" ? "gang-b" : "gang-a";
+  const int loser_holds = held()[loser];
+  EXPECT_EQ(loser_holds, 0) << loser << " holds GPUs it cannot train with";
+  std::printf("%d samples; %s trained, %s waited holding %d GPUs\n", samples, winner.c_str(), loser.c_str(),
+              loser_holds);
+  auto group = cluster_.KubectlJson({"get", "podgroups.scheduling.x-k8s.io", loser, "-n", ns_});
+  ASSERT_OK(group) << group.status();
+  EXPECT_EQ((*group)["spec"].value("minMember", 0), 3) << group->dump();
+
+  // The winner goes: the other gets the GPUs.
+  auto deleted = cluster_.Kubectl({"delete", "tj", winner, "-n", ns_, "--wait=false"});
+  ASSERT_COMMAND_OK(deleted);
+  WaitForJob(loser, "the other job to start once the GPUs are free", seconds(60),
+             [](const json& j) { return WorldSize(j) == 3; });
 }
 
 }  // namespace

@@ -104,12 +104,13 @@ void ElasticDriver::CheckTermination() {
   const auto sigterm = TerminationNotice::Received();
   if (!sigterm) return;
   // Still in the newest generation: the operator has not acted on the pod's deletion (yet).
-  const bool member = source_->Latest().Find(options_.worker_id) != nullptr;
+  const api::Membership latest = source_->Latest();
+  const bool member = latest.Find(options_.worker_id) != nullptr;
   const bool never_joined = joined_generation_.load() == 0;
   if (!never_joined && (!member || Clock::now() - *sigterm < TerminationNotice::kOperatorWait)) return;
   Log(never_joined ? "SIGTERM before joining any generation: exiting"
                    : "SIGTERM " + std::to_string(TerminationNotice::kOperatorWait.count()) +
-                         " s ago and still a member of generation " + std::to_string(source_->Latest().generation) +
+                         " s ago and still a member of generation " + std::to_string(latest.generation) +
                          " (no operator removed this worker): exiting");
   TerminationNotice::EndAsSigterm();
 }

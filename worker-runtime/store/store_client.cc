@@ -41,7 +41,10 @@ StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(StoreClientOptions o
   RINGMASTER_RETURN_IF_ERROR(WriteFrame(s, sp::EncodeHello(hello), io));
   StatusOr<std::string> payload = ReadFrame(s, 1 << 17, io, options.io_timeout);
   if (!payload.ok()) {
-    return UnauthenticatedError("store closed the connection during the handshake: " + payload.status().ToString());
+    // Not a verdict on the secret: a server that refuses one says so in a frame (Unauthenticated, below). A
+    // connection closed here is a store going away -- rank 0 exiting at the job's end, or restarting -- which a
+    // rendezvous retries until its deadline or the next generation.
+    return UnavailableError("store closed the connection during the handshake: " + payload.status().ToString());
   }
   RINGMASTER_ASSIGN_OR_RETURN(sp::Response welcome, sp::DecodeResponse(*payload, kMacBytes));
   RINGMASTER_RETURN_IF_ERROR(welcome.status);

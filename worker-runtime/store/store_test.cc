@@ -119,6 +119,28 @@ TEST_F(StoreTest, ClientRefusesServerWithOtherSecret) {
   EXPECT_EQ(c.status().code(), StatusCode::kUnauthenticated) << c.status();
 }
 
+// A store that goes away mid-handshake (rank 0 exiting at the job's end while a newcomer connects) is no verdict on
+// the secret: the client says Unavailable, which a rendezvous retries, not Unauthenticated, which ends the worker.
+TEST(StoreHandshakeTest, AStoreClosingDuringTheHandshakeIsUnavailableNotARefusal) {
+  auto listener = Socket::Listen("127.0.0.1", 0);
+  ASSERT_OK(listener);
+  std::thread server([&] {
+    auto conn = listener->Accept(DeadlineIn(5s));
+    if (!conn.ok()) return;
+    (void)WriteFrame(*conn, protocol::EncodeChallenge(std::string(32, 'n')), DeadlineIn(1s));
+    char hello[8];
+    (void)conn->ReadExact(hello, sizeof hello, DeadlineIn(1s));  // the Hello's start, then gone
+    conn->Shutdown();
+  });
+  StoreClientOptions co;
+  co.port = listener->LocalPort();
+  co.secret = "s3cret";
+  co.generation = 5;
+  auto c = StoreClient::Connect(co);
+  server.join();
+  EXPECT_EQ(c.status().code(), StatusCode::kUnavailable) << c.status();
+}
+
 TEST_F(StoreTest, StaleGenerationIsRefused) {
   auto old_client = Connect("s3cret", 4);
   EXPECT_EQ(old_client.status().code(), StatusCode::kAborted) << old_client.status();

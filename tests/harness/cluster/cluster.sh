@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one Kubernetes
-# release, built by `make deps`), KWOK simulating GPU nodes, and on request real nodes and Kueue, all on this machine.
+# release, built by `make deps`), KWOK simulating GPU nodes, and on request real nodes, Kueue and a gang scheduler,
+# all on this machine.
 #
 #   cluster.sh up     --dir DIR [--nodes N] [--gpus-per-node G] [--real-nodes R [--real-node-gpus E]] [--fresh]
-#                     [--audit-log] [--kueue]
+#                     [--audit-log] [--kueue] [--gang]
 #   cluster.sh down   --dir DIR
 #   cluster.sh status --dir DIR
 #   cluster.sh push --dir DIR [--images IMAGES_DIR]   (the images of `make images` into the registry of a cluster
 #                                                       with real nodes; every real node pulls the worker image)
 #   cluster.sh restart --dir DIR [--down-for SECONDS] COMPONENT   (e.g. kube-apiserver: same flags, ports and
-#                                                                   data; stopped SECONDS before the start; or kueue)
+#                                                                   data; stopped SECONDS before the start; or kueue,
+#                                                                   scheduler-plugins)
 #
 # up: reuses a healthy cluster already running in DIR (or, with --fresh, replaces it); refuses a
 #     half-running one with advice. Ports are chosen free, so clusters in different DIRs run side by side.
@@ -28,6 +30,15 @@
 #     TrainingJob.v1alpha1.ringmaster.io, jobs without kueue.x-k8s.io/queue-name left alone. cluster.env then has
 #     KUEUE=1 and KUEUE_WEBHOOK_PORT, KUEUE_HEALTH_PORT, KUEUE_METRICS_PORT; its log is logs/kueue.log. A reused
 #     cluster keeps the Kueue it was started with; `up --kueue` refuses one started without it (use --fresh).
+# --gang: also gang scheduling at the scheduler (coscheduling.sh): the scheduler of kubernetes-sigs/scheduler-plugins
+#     (SCHEDULER_PLUGINS_VERSION, built by `make deps`) as a second scheduler beside kube-scheduler, schedulerName
+#     scheduler-plugins-scheduler, with its Coscheduling plugin, and the PodGroup CRD (scheduling.x-k8s.io/v1alpha1).
+#     A pod with schedulerName: scheduler-plugins-scheduler and the label scheduling.x-k8s.io/pod-group=<PodGroup> is
+#     bound only together with spec.minMember pods of its group (they wait at Permit up to the PodGroup's
+#     scheduleTimeoutSeconds, else 10 s, then all go back to the queue). Started after the control plane (and Kueue);
+#     uses the admin kubeconfig; /healthz on 127.0.0.1:<port>. cluster.env then has GANG=1, GANG_SCHEDULER_NAME,
+#     GANG_POD_GROUP_LABEL, GANG_SCHEDULER_PORT; its log is logs/scheduler-plugins.log. A reused cluster keeps the gang
+#     scheduler it was started with; `up --gang` refuses one started without it (use --fresh).
 # push: IMAGES_DIR (default build/images) holds ringmaster-operator.tar and ringmaster-worker.tar; they land in
 #     the registry as <registry>/<name>:<chart appVersion> (make images does this when build/cluster has a registry).
 set -euo pipefail
@@ -36,6 +47,7 @@ source "$CLUSTER_SCRIPT_DIR/../lib.sh"
 source "$CLUSTER_SCRIPT_DIR/pki.sh"
 source "$CLUSTER_SCRIPT_DIR/real_nodes.sh"
 source "$CLUSTER_SCRIPT_DIR/kueue.sh"
+source "$CLUSTER_SCRIPT_DIR/coscheduling.sh"
 
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 STARTUP_TIMEOUT=120
@@ -107,12 +119,12 @@ fail_up() {
 # names DIR (e.g. after a pid file was lost).
 our_pids() {
   local c pid
-  for c in "${COMPONENTS[@]}" kueue; do   # kueue's too when this run was not told about it
+  for c in "${COMPONENTS[@]}" kueue "$GANG_COMPONENT"; do   # theirs too when this run was not told about them
     pid="$(pid_of "$c" || true)"
     if [[ -n "$pid" ]] && proc_alive "$pid"; then echo "$pid"; fi
   done
   ps -eo pid=,stat=,comm=,args= | awk -v dir="$DIR/" '
-    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok|kueue|kubelet|containerd|docker-registry|ringmaster-emul|sleep)$/) && index($0, dir) { print $1 }'
+    ($2 !~ /^Z/) && ($3 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|scheduler-plugi|kwok|kueue|kubelet|containerd|docker-registry|ringmaster-emul|sleep)$/) && index($0, dir) { print $1 }'
 }
 
 # stop_named NAME: stops one process this DIR started (pids/NAME.pid): SIGTERM, up to 15 s, then SIGKILL.
@@ -134,12 +146,14 @@ alive() {
   done
 }
 
-# Stops every process of this cluster: the real nodes first (their pods, mounts and networks), then Kueue (while
-# the apiserver still answers: a Kueue that lost it first spends its shutdown retrying events), then the rest:
-# SIGTERM, up to 15 s for a clean exit, then SIGKILL.
+# Stops every process of this cluster: the real nodes first (their pods, mounts and networks), then Kueue and the
+# gang scheduler (while the apiserver still answers: a Kueue that lost it first spends its shutdown retrying
+# events), then the rest: SIGTERM, up to 15 s for a clean exit, then SIGKILL. (In our_pids' process names,
+# scheduler-plugi is the gang scheduler's binary, scheduler-plugins, cut to the kernel's 15 characters.)
 stop_all() {
   real_nodes_down
   stop_named kueue
+  stop_named "$GANG_COMPONENT"
   local pids=() i
   mapfile -t pids < <(our_pids | sort -u)
   if ((${#pids[@]} > 0)); then
@@ -211,6 +225,7 @@ DEFAULT_GPUS_PER_NODE=$GPUS
 REAL_NODES=$REAL_NODES
 ENV
   kueue_env >>"$DIR/cluster.env"
+  coscheduling_env >>"$DIR/cluster.env"
 }
 
 load_env() {
@@ -219,10 +234,13 @@ load_env() {
   local real; real="$(sed -n 's|^REAL_NODES=||p' "$DIR/cluster.env")"
   if [[ -n "$real" ]]; then REAL_NODES="$real"; fi
   kueue_load_env
+  coscheduling_load_env
 }
 
 # kueue_recorded: the cluster in DIR was started with --kueue (cluster.env says so, or its Kueue has a pid file).
 kueue_recorded() { grep -qx 'KUEUE=1' "$DIR/cluster.env" 2>/dev/null || [[ -f "$DIR/pids/kueue.pid" ]]; }
+
+# coscheduling_recorded (the same for --gang) is in coscheduling.sh.
 
 # add_gpu_nodes FIRST COUNT GPUS: fake nodes named ringmaster-gpu-<i>, managed by KWOK.
 add_gpu_nodes() {
@@ -361,8 +379,18 @@ cmd_up() {
         die "the cluster running in $DIR was started without Kueue" \
           "add --fresh to replace it with one that runs Kueue (or run: $0 down --dir $DIR)"
       fi
+      # The same for the gang scheduler.
+      if ((GANG == 0)) && coscheduling_recorded; then
+        GANG=1
+        COMPONENTS+=("$GANG_COMPONENT")
+        running="$(running_components)"
+      fi
+      if ((GANG)) && ! coscheduling_recorded; then
+        die "the cluster running in $DIR was started without the gang scheduler" \
+          "add --fresh to replace it with one that runs it (or run: $0 down --dir $DIR)"
+      fi
       if [[ "$running" == "${COMPONENTS[*]}" ]] && load_env && api_ready >/dev/null 2>&1 \
-         && { ((KUEUE == 0)) || kueue_ready; }; then
+         && { ((KUEUE == 0)) || kueue_ready; } && { ((GANG == 0)) || coscheduling_ready; }; then
         log "a healthy cluster is already running in $DIR; reusing it (make cluster-down stops it)"
         print_usage
         return 0
@@ -372,13 +400,15 @@ cmd_up() {
   fi
   # Orphans of an earlier run (pid files lost) would hold etcd's data dir: stop them too.
   stop_all
-  rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/kubeconfigs" "$DIR/bin" "$DIR/cluster.env" "$DIR/kubeconfig" "$DIR/kueue"
+  rm -rf "$DIR/etcd" "$DIR/pki" "$DIR/logs" "$DIR/kubeconfigs" "$DIR/bin" "$DIR/cluster.env" "$DIR/kubeconfig" "$DIR/kueue" \
+    "$DIR/gang"
   mkdir -p "$DIR"
 
   local k8s etcd_bin kwok_bin
   k8s="$(tool_dir kubernetes)"; etcd_bin="$(tool_bin etcd etcd)"; kwok_bin="$(tool_bin kwok kwok)"
   tool_bin kubernetes kube-apiserver >/dev/null
   if ((KUEUE)); then tool_bin kueue kueue >/dev/null; fi
+  if ((GANG)); then tool_bin scheduler-plugins "$GANG_COMPONENT" >/dev/null; fi
   need_cmd openssl; need_cmd curl; need_cmd ss "install iproute2 (make deps does)"
   mkdir -p "$DIR/bin"
   local b
@@ -401,6 +431,7 @@ cmd_up() {
     rm -rf "$DIR/etcd" "$DIR/logs"
   done
   if ((KUEUE)); then kueue_up; fi
+  if ((GANG)); then coscheduling_up; fi
 
   write_env
   log "  creating $NODES fake GPU nodes with $GPUS nvidia.com/gpu each"
@@ -424,7 +455,8 @@ print_usage() {
 
   Local control plane in $DIR (Kubernetes $KUBERNETES_VERSION; KWOK fakes with nvidia.com/gpu, and $REAL_NODES real
   nodes with $REAL_NODE_GPUS emulated nvidia.com/gpu each, tainted ringmaster.io/real-node=true:NoSchedule;
-  registry: $(cat "$DIR/registry" 2>/dev/null || echo none)$( ((KUEUE)) && echo "; Kueue $KUEUE_VERSION, webhook on 127.0.0.1:$KUEUE_WEBHOOK_PORT"))
+  registry: $(cat "$DIR/registry" 2>/dev/null || echo none)$( ((KUEUE)) && echo "; Kueue $KUEUE_VERSION, webhook on 127.0.0.1:$KUEUE_WEBHOOK_PORT")$( ((GANG)) \
+  && echo "; gang scheduling: schedulerName $GANG_SCHEDULER_NAME, label $GANG_POD_GROUP_LABEL"))
     export KUBECONFIG=$DIR/kubeconfig PATH=$DIR/bin:\$PATH
     kubectl get nodes
     kubectl label node ringmaster-gpu-0 node-not-ready.stage.kwok.x-k8s.io=true     # make a node NotReady
@@ -474,6 +506,7 @@ cmd_restart() {
   case "$name" in
     kube-apiserver) wait_healthy "$name" api_ready ;;
     kueue) kueue_wait_restarted ;;
+    "$GANG_COMPONENT") coscheduling_wait_restarted ;;
     *) sleep 1; is_running "$name" || die "$name did not restart" "see $DIR/logs/$name.log" ;;
   esac
 }
@@ -490,12 +523,16 @@ cmd_status() {
       if kueue_ready; then echo "kueue ready; webhook https://127.0.0.1:$KUEUE_WEBHOOK_PORT"
       else echo "kueue NOT ready (its webhooks do not answer the apiserver; see $DIR/logs/kueue.log)"; fi
     fi
+    if ((GANG)) && is_running "$GANG_COMPONENT"; then
+      if coscheduling_ready; then echo "$GANG_COMPONENT ready; schedulerName $GANG_SCHEDULER_NAME, https://127.0.0.1:$GANG_PORT"
+      else echo "$GANG_COMPONENT NOT ready (its /readyz does not answer; see $DIR/logs/$GANG_COMPONENT.log)"; fi
+    fi
   fi
 }
 
 main() {
   local cmd="${1:-}"; shift || true
-  DIR="" NODES=4 GPUS=8 REAL_NODES=0 REAL_NODE_GPUS=4 FRESH=0 DOWN_FOR=0 AUDIT=0 KUEUE=0
+  DIR="" NODES=4 GPUS=8 REAL_NODES=0 REAL_NODE_GPUS=4 FRESH=0 DOWN_FOR=0 AUDIT=0 KUEUE=0 GANG=0
   IMAGES="$RINGMASTER_ROOT/build/images"
   local positional=()
   while (($#)); do
@@ -509,6 +546,7 @@ main() {
       --down-for) DOWN_FOR="${2:-}"; shift 2 ;;
       --audit-log) AUDIT=1; shift ;;
       --kueue) KUEUE=1; shift ;;
+      --gang) GANG=1; shift ;;
       --images) IMAGES="${2:-}"; shift 2 ;;
       -h|--help) usage; exit 0 ;;
       -*) die "unknown option '$1'" "see $0 --help" ;;
@@ -524,6 +562,9 @@ main() {
   # Kueue is one of the components when `up` is asked for it, or (other commands) when the cluster was started so.
   if [[ "$cmd" != up ]] && kueue_recorded; then KUEUE=1; fi
   if ((KUEUE)); then COMPONENTS+=(kueue); fi
+  # The same for the gang scheduler (--gang).
+  if [[ "$cmd" != up ]] && coscheduling_recorded; then GANG=1; fi
+  if ((GANG)); then COMPONENTS+=("$GANG_COMPONENT"); fi
   KUBECTL="$DIR/bin/kubectl"
   case "$cmd" in
     up) cmd_up ;;

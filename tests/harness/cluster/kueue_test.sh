@@ -38,15 +38,6 @@ fail() {
   exit 1
 }
 
-# wait_for SECONDS WHAT CMD...: until CMD succeeds; fails the test with WHAT after SECONDS.
-wait_for() {
-  local timeout="$1" what="$2" deadline=$((SECONDS + $1)); shift 2
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || fail "$what (not within ${timeout}s)"
-    sleep 0.5
-  done
-}
-
 step "cluster up --kueue in $DIR"
 t0=$SECONDS
 "$CLUSTER" up --dir "$DIR" --nodes 1 --gpus-per-node 8 --fresh --kueue || fail "cluster up --kueue"
@@ -97,9 +88,9 @@ k create namespace "$NS" >/dev/null || fail "create namespace $NS"
     "metadata: {name: team-queue, namespace: $NS}" 'spec: {clusterQueue: gpu-queue}'
 } | k apply -f - >/dev/null || fail "creating the flavor and queues"
 cq_active() { [[ "$(k get clusterqueue gpu-queue -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" == True ]]; }
-wait_for 60 "ClusterQueue gpu-queue Active" cq_active
+wait_until 60 "ClusterQueue gpu-queue Active" cq_active
 lq_active() { [[ "$(k -n "$NS" get localqueue team-queue -o jsonpath='{.status.conditions[?(@.type=="Active")].status}')" == True ]]; }
-wait_for 60 "LocalQueue team-queue Active" lq_active
+wait_until 60 "LocalQueue team-queue Active" lq_active
 v1beta1="$(k get clusterqueues.v1beta1.kueue.x-k8s.io gpu-queue 2>"$DIR/v1beta1.err" \
   -o jsonpath='{.apiVersion} {.spec.resourceGroups[0].flavors[0].resources[2].nominalQuota}')" \
   || fail "reading the ClusterQueue as v1beta1 (conversion webhook)" "$(cat "$DIR/v1beta1.err")"
@@ -143,16 +134,16 @@ step "a Job asking for 8 GPUs (over the quota of 4) stays suspended, not admitte
 job big-job 8 | k create -f - >/dev/null || fail "create big-job"
 [[ "$(suspended big-job)" == true ]] || fail "big-job was not suspended by Kueue's mutating webhook"
 big_pending() { [[ "$(workload_condition big-job QuotaReserved)" == False ]]; }
-wait_for 60 "big-job's Workload with QuotaReserved False" big_pending
+wait_until 60 "big-job's Workload with QuotaReserved False" big_pending
 
 step "a Job asking for 2 GPUs is admitted and runs"
 job small-job 2 | k create -f - >/dev/null || fail "create small-job"
 small_admitted() { [[ "$(workload_condition small-job Admitted)" == True && "$(suspended small-job)" == false ]]; }
-wait_for 60 "small-job's Workload Admitted True and the Job unsuspended" small_admitted
+wait_until 60 "small-job's Workload Admitted True and the Job unsuspended" small_admitted
 small_running() {
   [[ "$(k -n "$NS" get pods -l job-name=small-job -o jsonpath='{.items[0].status.phase}')" == Running ]]
 }
-wait_for 60 "small-job's pod Running on the KWOK node" small_running
+wait_until 60 "small-job's pod Running on the KWOK node" small_running
 echo "  small-job admitted (Workload Admitted True, suspend false), its pod Running"
 sleep 2   # big-job's Workload is looked at again once small-job holds quota
 [[ "$(suspended big-job)" == true && "$(workload_condition big-job QuotaReserved)" == False \
