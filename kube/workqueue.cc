@@ -12,6 +12,15 @@ WorkQueue::WorkQueue(WorkQueueOptions options)
     : name_(options.name),
       rate_limiter_(options.rate_limiter ? std::move(options.rate_limiter) : DefaultControllerRateLimiter()),
       metrics_(std::move(options.metrics)) {
+  // Every series exists at 0 from the start, as controller-runtime's do: a dashboard of an idle operator reads 0,
+  // not "no data".
+  if (metrics_) {
+    metrics_->QueueDepth(name_).Set(0);
+    metrics_->QueueAdds(name_);
+    metrics_->QueueLatency(name_);
+    metrics_->WorkDuration(name_);
+    metrics_->QueueRetries(name_);
+  }
   delay_thread_ = std::thread([this] { DelayLoop(); });
 }
 

@@ -208,6 +208,21 @@ TEST(WorkQueueTest, ConcurrentRateLimitedRequeues) {
   EXPECT_EQ(attempts, 80);
 }
 
+TEST(WorkQueueTest, EverySeriesExistsAtZeroBeforeTheFirstAdd) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  WorkQueueOptions o = NoLimit();
+  o.name = "idle";
+  o.metrics = std::make_shared<ClientMetrics>(*registry);
+  WorkQueue q(std::move(o));
+  const std::string text = metrics::RenderText({registry});
+  for (const char* series :
+       {"workqueue_depth{name=\"idle\"} 0\n", "workqueue_adds_total{name=\"idle\"} 0\n",
+        "workqueue_retries_total{name=\"idle\"} 0\n", "workqueue_queue_duration_seconds_count{name=\"idle\"} 0\n",
+        "workqueue_work_duration_seconds_count{name=\"idle\"} 0\n"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << " missing from\n" << text;
+  }
+}
+
 TEST(WorkQueueTest, ReportsDepthAddsLatencyAndRetries) {
   auto registry = std::make_shared<prometheus::Registry>();
   WorkQueueOptions o = NoLimit();

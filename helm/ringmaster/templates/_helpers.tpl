@@ -1,5 +1,25 @@
+{{/*
+The chart's names, as `helm create` makes them. ringmaster.name is the app.kubernetes.io/name label and the
+second half of every object's name: "ringmaster-operator", or nameOverride. ringmaster.fullname names the
+objects: fullnameOverride, else "<release>-<name>" (always both halves, unlike `helm create`, which drops the
+name when the release already contains it: a release's names, and so its leader-election Lease, never change
+under `helm upgrade`). Both are cut to 63 characters, a label value's and a DNS label's limit.
+*/}}
+{{- define "ringmaster.name" -}}
+{{- default "ringmaster-operator" .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "ringmaster.fullname" -}}
-{{- printf "%s-ringmaster-operator" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "ringmaster.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The helm.sh/chart label: <chart>-<version>, with a SemVer build's "+" (not allowed in a label) as "_". */}}
+{{- define "ringmaster.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "ringmaster.serviceAccountName" -}}
@@ -7,15 +27,15 @@
 {{- end -}}
 
 {{- define "ringmaster.labels" -}}
-app.kubernetes.io/name: ringmaster-operator
+app.kubernetes.io/name: {{ include "ringmaster.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+helm.sh/chart: {{ include "ringmaster.chart" . }}
 {{- end -}}
 
 {{- define "ringmaster.selectorLabels" -}}
-app.kubernetes.io/name: ringmaster-operator
+app.kubernetes.io/name: {{ include "ringmaster.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -23,6 +43,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "ringmaster.podLabels" -}}
 {{- $selector := include "ringmaster.selectorLabels" . | fromYaml -}}
 {{- toYaml (merge $selector (.Values.podLabels | default dict)) -}}
+{{- end -}}
+
+{{/* A map of labels as "k=v, k=v" (sorted by key), for NOTES.txt. */}}
+{{- define "ringmaster.labelPairs" -}}
+{{- $pairs := list -}}
+{{- range $k, $v := . }}{{ $pairs = append $pairs (printf "%s=%v" $k $v) }}{{ end -}}
+{{- join ", " $pairs -}}
 {{- end -}}
 
 {{/* Seconds in a duration the schema has already checked ("15s"). */}}
