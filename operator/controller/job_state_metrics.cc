@@ -8,6 +8,7 @@
 #include "api/job_status.h"
 #include "base/json_path.h"
 #include "kube/client.h"
+#include "operator/controller/job_spec.h"
 
 namespace ringmaster::controller {
 
@@ -30,9 +31,9 @@ void Add(prometheus::MetricFamily& family, std::vector<prometheus::ClientMetric:
   family.metric.push_back(std::move(m));
 }
 
-double NumberAt(const json& j, std::initializer_list<std::string_view> path) {
+double NumberAt(const json& j, std::initializer_list<std::string_view> path, double fallback = 0) {
   const json& v = At(j, path);
-  return v.is_number() ? v.get<double>() : 0;
+  return v.is_number() ? v.get<double>() : fallback;
 }
 
 }  // namespace
@@ -63,6 +64,10 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
       Family("ringmaster_trainingjob_membership_world_size", "Workers in the published membership.", MetricType::Gauge);
   auto restarts = Family("ringmaster_trainingjob_restarts_total",
                          "Failure-driven worker restarts (status.restartCount).", MetricType::Counter);
+  auto max_restarts = Family("ringmaster_trainingjob_max_restarts",
+                             "Failure-driven worker restarts the job may take before it fails "
+                             "(spec.elasticPolicy.maxRestarts).",
+                             MetricType::Gauge);
 
   std::map<std::string, int> by_phase;
   for (std::string_view phase : api::phase::kAll) by_phase[std::string(phase)] = 0;
@@ -83,10 +88,13 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
     Add(generation, id, NumberAt(*job, {"status", "membership", "generation"}));
     Add(world, id, NumberAt(*job, {"status", "membership", "worldSize"}));
     Add(restarts, id, NumberAt(*job, {"status", "restartCount"}));
+    // The CRD defaults it; a job stored before that default existed gets the controller's (JobSpec).
+    Add(max_restarts, id, NumberAt(*job, {"spec", "elasticPolicy", "maxRestarts"}, JobSpec{}.max_restarts));
   }
   for (const auto& [phase, n] : by_phase) Add(phases, {{"phase", phase}}, n);
-  return {std::move(phases), std::move(info),   std::move(min),        std::move(max),   std::move(desired),
-          std::move(ready),  std::move(spares), std::move(generation), std::move(world), std::move(restarts)};
+  return {std::move(phases),  std::move(info),     std::move(min),         std::move(max),
+          std::move(desired), std::move(ready),    std::move(spares),      std::move(generation),
+          std::move(world),   std::move(restarts), std::move(max_restarts)};
 }
 
 }  // namespace ringmaster::controller

@@ -13,6 +13,9 @@
 //   ringmaster_trainingjob_membership_generation{namespace,trainingjob}    gauge: the published generation
 //   ringmaster_trainingjob_membership_world_size{namespace,trainingjob}    gauge
 //   ringmaster_trainingjob_restarts_total{namespace,trainingjob}           counter: status.restartCount
+//   ringmaster_trainingjob_max_restarts{namespace,trainingjob}             gauge: spec.elasticPolicy.maxRestarts
+//                                                                          (10 where unset); the job fails
+//                                                                          once restarts exceed it
 // Only a leading, synced controller reports (`active`): a standby's empty cache would say "no jobs".
 //
 // Thread-safety: Collect() may run on any thread (the store is thread-safe). Ownership: borrows the

@@ -407,7 +407,7 @@ TEST_F(HelmChartTest, MonitoringObjectsRenderWhereThePrometheusOperatorIs) {
   auto checked = RunCommand({"promtool", "check", "rules", rules}, seconds(30));
   ASSERT_OK(checked) << "promtool is not installed: run make deps (Debian package prometheus)";
   EXPECT_EQ(checked->exit_code, 0) << checked->out << checked->err;
-  EXPECT_NE(checked->out.find("SUCCESS: 6 rules found"), std::string::npos) << checked->out;
+  EXPECT_NE(checked->out.find("SUCCESS: 11 rules found"), std::string::npos) << checked->out;
 
   // Each alert fires on the series it is meant for, after its `for`, with its rendered text, and not on
   // the case beside it (promtool's rule unit tests, tests/integration/testdata/alert_rules_test.yaml).
@@ -459,6 +459,8 @@ TEST_F(HelmChartTest, BadValuesAreRefusedNamingTheValue) {
       {"metrics.prometheusRule.rebuildFailures=0", "/metrics/prometheusRule/rebuildFailures", "want 1"},
       {"metrics.prometheusRule.belowMinimumFor=five", "/metrics/prometheusRule/belowMinimumFor",
        "does not match pattern"},
+      {"metrics.prometheusRule.stalledFor=ten", "/metrics/prometheusRule/stalledFor", "does not match pattern"},
+      {"metrics.prometheusRule.stragglerMinWorkers=2", "/metrics/prometheusRule/stragglerMinWorkers", "want 3"},
       {"fullnameOverride=Acme_Trainer", "/fullnameOverride", "does not match pattern"},
       {"nameOverride=-trainer", "/nameOverride", "does not match pattern"},
       {"extraArgs=--resync-period=120s", "/extraArgs", "want array"},

@@ -249,11 +249,16 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
                 "sum(ringmaster_membership_changes_total{job=\"ringmaster-operator\", reason!=\"JobStarted\"})", at)),
             generation - 1);
   EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_restarts_total{" + sel + "}", at)), restarts);
+  EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_max_restarts{" + sel + "}", at)), max_restarts_);
   EXPECT_EQ(Scalar(Query("ringmaster_trainingjob_workers_ready{" + sel + "}", at)), 4);
   EXPECT_EQ(Scalar(Query("max(leader_election_master_status)", at)), 1);
   // The replacement and the newcomer restored from a checkpoint; the survivors rebuilt at least twice.
   EXPECT_GE(Scalar(Query("sum(ringmaster_worker_checkpoint_seconds_count{op=\"restore\", " + sel + "})", at)), 1);
   EXPECT_GE(Scalar(Query("max(ringmaster_worker_rebuilds_total{" + sel + "})", at)), 2);
+  // Rank 0 saved a checkpoint (every 5 steps) within the run: RingmasterCheckpointStale's timestamp.
+  const double saved = Scalar(Query("max(ringmaster_worker_last_checkpoint_timestamp_seconds{" + sel + "})", at));
+  EXPECT_GT(saved, std::stod(at) - 600) << "no checkpoint saved in the last 10 minutes";
+  EXPECT_LE(saved, std::stod(at) + 1);
 
   // Every dashboard panel's query evaluates and returns at least one series. GPU panels (a description
   // starting "[gpu]", the dashboard's convention for the workers' NVML series) return series exactly when the
@@ -330,7 +335,7 @@ TEST_F(PrometheusScrapeTest, PrometheusFollowsAJobThroughAKillAndAScaleUp) {
     return healthy;
   });
   EXPECT_OK(evaluated) << evaluated;
-  EXPECT_EQ(rule_count, 6);
+  EXPECT_EQ(rule_count, 11);
   for (const auto& g : Api("rules").value("data", json::object()).value("groups", json::array())) {
     for (const auto& r : g.value("rules", json::array())) {
       json answer = Query(r.value("query", ""), at);

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "base/status_test_macros.h"
@@ -159,6 +161,35 @@ TEST(WorkerMetricsTest, ReadyOnceAvailableBeforeAnyMembershipAndSeriesByPhase) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
   EXPECT_NE(text.find(m.Render()), std::string::npos) << "Render() is the body /metrics serves";
+}
+
+// RingmasterCheckpointStale reads the time of the newest save: 0 until this worker saved one, then the wall
+// clock (unix seconds) of its latest successful save; a failed save or a restore leaves it.
+TEST(WorkerMetricsTest, LastCheckpointTimestampIsTheLatestSuccessfulSave) {
+  auto timestamp = [](const WorkerMetrics& m) {
+    const std::string text = m.Render();
+    const std::string name = "\nringmaster_worker_last_checkpoint_timestamp_seconds ";
+    const size_t at = text.find(name);
+    EXPECT_NE(at, std::string::npos) << text;
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size()));
+  };
+  auto unix_now = [] {
+    return static_cast<double>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  };
+  WorkerMetrics m;
+  EXPECT_EQ(timestamp(m), 0) << "no save yet";
+  m.CheckpointRestored(0.1, 10);
+  m.CheckpointFailed("save");
+  EXPECT_EQ(timestamp(m), 0) << "a restore or a failed save is no save";
+  const double before = unix_now();
+  m.CheckpointSaved(0.5, 1000);
+  const double after = unix_now();
+  const double saved = timestamp(m);
+  EXPECT_GE(saved, before);
+  EXPECT_LE(saved, after);
+  m.CheckpointFailed("save");
+  EXPECT_EQ(timestamp(m), saved) << "a later failed save keeps the last good one";
 }
 
 // The kubelet probes the port Prometheus scrapes: a client that connects to it and sends nothing (a

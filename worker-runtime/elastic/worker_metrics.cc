@@ -57,6 +57,10 @@ WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus)
                                  "Checkpoint bytes saved/restored by op.", *registry_)),
       checkpoint_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_failures_total",
                                     "Checkpoint saves/restores that failed, by op.", *registry_)),
+      last_checkpoint_(Register(prometheus::BuildGauge(), "ringmaster_worker_last_checkpoint_timestamp_seconds",
+                                "Unix time of the last checkpoint this worker saved successfully (0: none yet).",
+                                *registry_)
+                           .Add({})),
       collective_seconds_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_seconds_total",
                                    "Seconds spent in training collectives.", *registry_)
                               .Add({})),
@@ -121,6 +125,7 @@ void WorkerMetrics::RebuildFailed() { rebuild_failures_.Increment(); }
 void WorkerMetrics::CheckpointSaved(double seconds, uint64_t bytes) {
   checkpoint_seconds_.Add({{"op", "save"}}, PhaseBuckets()).Observe(seconds);
   checkpoint_bytes_.Add({{"op", "save"}}).Increment(static_cast<double>(bytes));
+  last_checkpoint_.SetToCurrentTime();
 }
 
 void WorkerMetrics::CheckpointRestored(double seconds, uint64_t bytes) {

@@ -16,6 +16,8 @@
 //   ringmaster_worker_checkpoint_seconds{op}            histogram: save, restore
 //   ringmaster_worker_checkpoint_bytes_total{op}        counter
 //   ringmaster_worker_checkpoint_failures_total{op}     counter
+//   ringmaster_worker_last_checkpoint_timestamp_seconds gauge: unix time of this worker's last successful
+//                                                       save (rank 0 saves); 0 before its first
 //   ringmaster_worker_collective_seconds_total          counter
 //   ringmaster_worker_collective_bytes_total            counter
 // and, when given a GpuTelemetry (a machine with NVIDIA's driver), its series read at every scrape:
@@ -63,6 +65,7 @@ class WorkerMetrics {
   void Samples(uint64_t n);
   void Rebuilt(const RebuildStats& stats);
   void RebuildFailed();
+  // A successful save: its duration and size, and now as ringmaster_worker_last_checkpoint_timestamp_seconds.
   void CheckpointSaved(double seconds, uint64_t bytes);
   void CheckpointRestored(double seconds, uint64_t bytes);
   void CheckpointFailed(const std::string& op);  // "save" or "restore"
@@ -93,6 +96,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Histogram>& checkpoint_seconds_;
   prometheus::Family<prometheus::Counter>& checkpoint_bytes_;
   prometheus::Family<prometheus::Counter>& checkpoint_failures_;
+  prometheus::Gauge& last_checkpoint_;
   prometheus::Counter& collective_seconds_;
   prometheus::Counter& collective_bytes_;
   std::atomic<bool> ready_{false};

@@ -78,6 +78,31 @@ def test_a_replacement_worker_takes_its_place_in_the_mesh_from_the_dcp_checkpoin
     assert_every_sample_once_per_epoch(out)
 
 
+def test_a_worker_joining_a_mesh_with_a_standby_switches_at_the_step_boundary(tmp_path, reference):
+    """3 workers, tp=2: a (1 x 2) mesh and a standby; a fourth worker added at step 6 is an orderly change
+    (WorkerJoined): every member, the standby included, switches at rank 0's step boundary. The standby takes
+    rank 0's commits by broadcast, and checks for the switch at each of them as the mesh workers do; before,
+    it waited for a commit past the boundary that never came, until the runtime gave up waiting (10 s)."""
+    code, output, out = run_ranks(
+        tmp_path,
+        3,
+        EXAMPLE,
+        *ARGS,
+        min_workers=2,
+        max_workers=4,
+        chaos="add@6:1",
+        timeout=400,
+        heartbeat_ms=90000,
+        extra=["--checkpoint-dir", str(tmp_path / "ckpt")],
+    )
+    assert code == 0, output[-6000:]
+    assert "mesh dp=1 x tp=2 over 2 of 3 workers (1 standing by)" in output, output[-4000:]
+    assert "mesh dp=2 x tp=2 over 4 of 4 workers" in output, output[-4000:]
+    assert "while waiting for the boundary" not in output, output[-6000:]
+    np.testing.assert_allclose(weights(out), reference, rtol=1e-9, atol=1e-12)
+    assert_every_sample_once_per_epoch(out)
+
+
 def test_workers_whose_ranks_moved_take_their_new_places_in_a_mesh_of_the_same_shape(tmp_path, reference):
     """4 workers, tp=2: rank 1 killed and a replacement added back to back, so the (2 x 2) mesh comes back with
     the old rank 2 as rank 1. A DeviceMesh equals any other of its shape, so DTensor's caches would hand that

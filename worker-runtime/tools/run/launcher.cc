@@ -244,8 +244,11 @@ class Launcher {
   }
 
   // Writes the next generation of the membership file.
-  bool Publish(const std::string& reason) {
+  // `reason` is the record's (a name the runtime may act on, e.g. WorkerJoined); `why` is printed, and kept as the
+  // record's message.
+  bool Publish(const std::string& reason, const std::string& why = "") {
     api::Membership r = BuildMembershipRecord(published_, reason, table_);
+    if (!why.empty()) r.message = why;
     Status s = membership::WriteMembershipFile(membership_path_, r);
     if (!s.ok()) {
       Print("cannot write the membership: " + s.ToString());
@@ -256,7 +259,8 @@ class Launcher {
     for (const auto& m : r.members) names += (names.empty() ? "" : " ") + m.pod;
     const int size = static_cast<int>(r.members.size());
     Print("generation " + std::to_string(r.generation) + ": " + std::to_string(size) + " workers [" + names + "] (" +
-          reason + ")" + (size < o_.min ? " -- below --min, training pauses" : ""));
+          (why.empty() ? reason : reason + ": " + why) + ")" +
+          (size < o_.min ? " -- below --min, training pauses" : ""));
     return true;
   }
 
@@ -317,7 +321,9 @@ class Launcher {
     }
     for (int i = 0; i < n; ++i)
       if (!Spawn()) return false;
-    return Publish("chaos: added " + std::to_string(n));
+    // The operator's reason for workers that join (operator/controller/membership.h's WorkerJoined), so the
+    // runtime takes it as an orderly change: the members switch at a step boundary, as under the operator.
+    return Publish("WorkerJoined", "chaos: added " + std::to_string(n));
   }
 
   bool Inject(const ChaosEvent& planned) {

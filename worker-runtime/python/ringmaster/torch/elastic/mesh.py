@@ -222,7 +222,10 @@ class MeshState(State):
 
     def _stand_by(self):
         """A standby's generation: take each commit rank 0 broadcasts, until the mesh finishes (rank 0's
-        result) or the generation ends (the broadcast fails: HorovodInternalError)."""
+        result), the generation ends (the broadcast fails: HorovodInternalError), or an orderly change
+        reaches its step boundary (HostsUpdatedInterrupt, as the mesh workers' commit raises it: rank 0
+        broadcasts no commit past the boundary, so a standby that waited for one would stall until the
+        runtime gave up waiting for the boundary)."""
         ctx = _context.context()
         while True:
             message = broadcast_object(None, root_rank=0, name=f"mesh.commit.{ctx.session.committed_step() + 1}")
@@ -231,6 +234,7 @@ class MeshState(State):
             _, data, epoch, committed = message
             ctx.session.commit(data, epoch, committed)
             State._load(self, {"attrs": torch.load(io.BytesIO(data), weights_only=False)["attrs"]})
+            self.check_host_updates()
 
 
 def _build_mesh(rule, ctx):
