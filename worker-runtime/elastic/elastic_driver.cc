@@ -422,14 +422,18 @@ void ElasticDriver::MaybeCheckpoint(const runtime::Runtime& rt) {
   if (!writer_ || options_.checkpoint_every <= 0 || rt.rank() != 0) return;
   ReportSaves();
   if (state_->committed_step() % options_.checkpoint_every != 0) return;
+  Status queued = QueueCheckpoint(rt.size());
+  if (!queued.ok())
+    Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
+}
+
+Status ElasticDriver::QueueCheckpoint(int world_size) {
   std::string blob = state_->Encode();
   checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
-  Status queued = writer_->Save(state_->committed_step(), static_cast<uint32_t>(rt.size()), std::span(&ref, 1));
-  if (queued.ok()) {
-    queued_checkpoint_step_ = state_->committed_step();
-  } else {
-    Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
-  }
+  const int64_t step = state_->committed_step();
+  RINGMASTER_RETURN_IF_ERROR(writer_->Save(step, static_cast<uint32_t>(std::max(1, world_size)), std::span(&ref, 1)));
+  queued_checkpoint_step_ = step;
+  return Status::Ok();
 }
 
 void ElasticDriver::SaveFinalCheckpoint(const api::Membership& next) {
@@ -460,10 +464,7 @@ void ElasticDriver::SaveFinalCheckpoint(const api::Membership& next) {
     return;
   }
   if (!periodic) {
-    std::string blob = state_->Encode();
-    checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
-    Status queued =
-        writer_->Save(step, static_cast<uint32_t>(std::max(1, built_record_.world_size())), std::span(&ref, 1));
+    Status queued = QueueCheckpoint(built_record_.world_size());
     if (!queued.ok()) {
       if (options_.metrics) options_.metrics->CheckpointFailed("save");
       ::ringmaster::Log(options_.log, LogLevel::kWarning,
@@ -471,7 +472,6 @@ void ElasticDriver::SaveFinalCheckpoint(const api::Membership& next) {
                             "); the job will resume from its newest earlier checkpoint");
       return;
     }
-    queued_checkpoint_step_ = step;
   }
   Status saved = writer_->Wait();
   ReportSaves();

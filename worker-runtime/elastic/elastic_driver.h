@@ -261,6 +261,9 @@ class ElasticDriver {
                                                           const api::Membership& record, int rank, RebuildStats* stats);
   // Rank 0 queues a save of the committed state every options_.checkpoint_every steps.
   void MaybeCheckpoint(const runtime::Runtime& rt);
+  // Hands the committed state to writer_ as the checkpoint of its step (world_size workers saved it) and records
+  // it in queued_checkpoint_step_. Errors: the writer's refusal.
+  Status QueueCheckpoint(int world_size);
   // Reports finished saves to the metrics and the log.
   void ReportSaves();
   // After a failure: the next record, or `current` again when none came within rebuild_timeout.

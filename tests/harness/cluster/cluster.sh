@@ -505,10 +505,26 @@ cmd_restart() {
   start "$name" "${argv[@]}"
   case "$name" in
     kube-apiserver) wait_healthy "$name" api_ready ;;
-    kueue) kueue_wait_restarted ;;
-    "$GANG_COMPONENT") coscheduling_wait_restarted ;;
+    kueue) kueue_load_env; wait_restarted kueue kueue_ready ;;
+    "$GANG_COMPONENT") coscheduling_load_env; wait_restarted "$GANG_COMPONENT" coscheduling_ready ;;
     *) sleep 1; is_running "$name" || die "$name did not restart" "see $DIR/logs/$name.log" ;;
   esac
+}
+
+# wait_restarted NAME CHECK-COMMAND...: after `restart NAME` (same command line, ports and certificates), waits until
+# the check passes; dies, leaving the cluster running, if NAME exits or is not ready within STARTUP_TIMEOUT.
+wait_restarted() {
+  local name="$1"; shift
+  local deadline=$((SECONDS + STARTUP_TIMEOUT))
+  until "$@"; do
+    if ! is_running "$name"; then
+      tail -n 20 "$DIR/logs/$name.log" >&2
+      die "$name exited after its restart" "see $DIR/logs/$name.log"
+    fi
+    ((SECONDS < deadline)) || die "$name not ready ${STARTUP_TIMEOUT}s after its restart" "see $DIR/logs/$name.log"
+    sleep 0.5
+  done
+  log "  $name is up (pid $(pid_of "$name"))"
 }
 
 cmd_status() {

@@ -138,18 +138,3 @@ coscheduling_up() {
   log "  $GANG_SCHEDULER_NAME ready in $((SECONDS - start_time))s (https://127.0.0.1:$GANG_PORT, log $DIR/logs/$GANG_COMPONENT.log)"
 }
 
-# After `restart scheduler-plugins`: same command line and port; dies (leaving the cluster running) if it does not
-# become ready.
-coscheduling_wait_restarted() {
-  coscheduling_load_env
-  local deadline=$((SECONDS + STARTUP_TIMEOUT))
-  until coscheduling_ready; do
-    if ! is_running "$GANG_COMPONENT"; then
-      tail -n 20 "$DIR/logs/$GANG_COMPONENT.log" >&2
-      die "$GANG_COMPONENT exited after its restart" "see $DIR/logs/$GANG_COMPONENT.log"
-    fi
-    ((SECONDS < deadline)) || die "$GANG_COMPONENT not ready ${STARTUP_TIMEOUT}s after its restart" "see $DIR/logs/$GANG_COMPONENT.log"
-    sleep 0.5
-  done
-  log "  $GANG_COMPONENT is up (pid $(pid_of "$GANG_COMPONENT"))"
-}

@@ -238,18 +238,3 @@ kueue_up() {
   log "  Kueue ready in $((SECONDS - start_time))s (webhook https://127.0.0.1:$KUEUE_WEBHOOK_PORT, log $DIR/logs/kueue.log)"
 }
 
-# After `restart kueue`: same command line, ports and certificates; dies (leaving the cluster running) if it does
-# not become ready.
-kueue_wait_restarted() {
-  kueue_load_env
-  local deadline=$((SECONDS + STARTUP_TIMEOUT))
-  until kueue_ready; do
-    if ! is_running kueue; then
-      tail -n 20 "$DIR/logs/kueue.log" >&2
-      die "kueue exited after its restart" "see $DIR/logs/kueue.log"
-    fi
-    ((SECONDS < deadline)) || die "kueue not ready ${STARTUP_TIMEOUT}s after its restart" "see $DIR/logs/kueue.log"
-    sleep 0.5
-  done
-  log "  kueue is up (pid $(pid_of kueue))"
-}
