@@ -16,7 +16,7 @@ CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $
 
 .PHONY: help deps build configure wheel format gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated gpu-carry \
         cluster-up cluster-down cluster-status demo images push bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
-        bench-report soak \
+        bench-report soak bench-goodput \
         test-sanitize clean
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
 	@echo "make test-sanitize unit + integration tiers under ASan+UBSan (build-asan/), the concurrency tests under TSan (build-tsan/)"
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
+	@echo "make bench-goodput a job killed every 2 minutes for 10, without and with a warm spare: its goodput and lost seconds by phase"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
 	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo; NCCL revoke+shrink emulated), bench-checkpoint (save/restore vs O_DIRECT dd),"
 	@echo "                   bench-allreduce (CPU allreduce and fusion vs torch.distributed's Gloo); each writes $(BENCH_DIR)/<bench>.json,"
@@ -121,6 +122,14 @@ format: deps
 	@git ls-files '*.h' '*.cc' '*.cpp' '*.cu' | xargs build/venv/bin/clang-format -i
 	@build/venv/bin/ruff format --quiet . && build/venv/bin/ruff check --quiet --fix .
 
+# The TrainingJob CRD, crds/ringmaster.io_trainingjobs.yaml, from hack/crd/trainingjob.crd.in.yaml (edit that): spec.template
+# is inlined from the pinned Kubernetes's OpenAPI document (in the Go module cache after make deps; hack/crd/gen_crd.py).
+# Python with PyYAML (Debian's python3-yaml). unit.Crd.GeneratedAndDescribed fails when the CRD is stale.
+.PHONY: crd
+CRD_PYTHON ?= python3
+crd:
+	@$(CRD_PYTHON) hack/crd/gen_crd.py
+
 # The Python package as a wheel, build/ringmaster-*.whl (scikit-build-core: a Release build of the native
 # module alone against build/venv's Python, the NCCL/CUDA headers of build/deps/cuda; its CMake tree is kept
 # in $(BUILD_DIR)/wheel-build so a second run rebuilds only what changed). The wheel depends on no nvidia-*
@@ -173,6 +182,18 @@ soak: deps build images
 	  { $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit 1; }
 	@RINGMASTER_TEST_CLUSTER_DIR=$(abspath $(BUILD_DIR))/soak-cluster RINGMASTER_SOAK_MINUTES=$(SOAK_MINUTES) \
 	  $(BUILD_DIR)/bin/elastic_soak_test; rc=$$?; $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit $$rc
+
+# Goodput as the operator accounts it (status.goodput): a job killed every GOODPUT_KILL_SECONDS for GOODPUT_MINUTES of
+# training, without and with a warm spare, on a cluster of its own (tests/soak/goodput_bench.cc). Not part of make test.
+GOODPUT_MINUTES ?= 10
+GOODPUT_KILL_SECONDS ?= 120
+bench-goodput: deps build images
+	@$(CLUSTER) up --dir $(BUILD_DIR)/goodput-cluster --fresh --real-nodes 2 --real-node-gpus 8
+	@$(CLUSTER) push --dir $(BUILD_DIR)/goodput-cluster --images $(BUILD_DIR)/images || \
+	  { $(CLUSTER) down --dir $(BUILD_DIR)/goodput-cluster; exit 1; }
+	@RINGMASTER_TEST_CLUSTER_DIR=$(abspath $(BUILD_DIR))/goodput-cluster RINGMASTER_GOODPUT_MINUTES=$(GOODPUT_MINUTES) \
+	  RINGMASTER_GOODPUT_KILL_SECONDS=$(GOODPUT_KILL_SECONDS) $(BUILD_DIR)/bin/goodput_bench_test; rc=$$?; \
+	  $(CLUSTER) down --dir $(BUILD_DIR)/goodput-cluster; exit $$rc
 
 cluster-up:
 	@hack/deps.sh tools

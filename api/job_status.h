@@ -52,9 +52,13 @@ inline constexpr std::string_view kAdmitted = "Admitted";
 inline constexpr std::string_view kWorkersRunning = "WorkersRunning";        // Running=True
 inline constexpr std::string_view kBelowMinimum = "BelowMinimum";            // Running=False: fewer members than min
 inline constexpr std::string_view kWaitingForWorkers = "WaitingForWorkers";  // Running=False: no members
-// Running=False: a worker pod's container cannot start (its image cannot be pulled, or its configuration is
-// refused); the message names the pod and the kubelet's reason and message.
+// Running=False: a worker pod cannot start: the scheduler cannot place it (Unschedulable), or its container's
+// image cannot be pulled or its configuration is refused; the message names the pod and the scheduler's or the
+// kubelet's reason and message.
 inline constexpr std::string_view kWorkerCannotStart = "WorkerCannotStart";
+// Running=False and a Warning Event: the apiserver refused a worker pod (a ResourceQuota, PodSecurity admission,
+// an invalid template); the message carries its words. The operator tries again, backing off.
+inline constexpr std::string_view kFailedCreate = "FailedCreate";
 // An Event only: spec.scheduling.gang, but the PodGroup cannot be applied (scheduler-plugins is not installed).
 inline constexpr std::string_view kGangSchedulingUnavailable = "GangSchedulingUnavailable";
 // An Event only: the job's spec or status cannot be read or acted on as written.
@@ -95,6 +99,9 @@ inline constexpr std::string_view kStuck[] = {kErrImagePull, kImagePullBackOff, 
                                               kCreateContainerConfigError, kCreateContainerError};
 }  // namespace container_waiting
 
+// A pod's condition that the scheduler sets False, with reason Unschedulable, while no node can take it.
+inline constexpr std::string_view kPodScheduledCondition = "PodScheduled";
+inline constexpr std::string_view kUnschedulableReason = "Unschedulable";
 // The condition type of a pod's readiness and of a node's health.
 inline constexpr std::string_view kReadyCondition = "Ready";
 // The pod condition the control plane sets (True) before it deletes a pod for a disruption: scheduler

@@ -34,9 +34,13 @@ inline constexpr std::string_view kScaleUp = "ScaleUp";          // the desired 
 // On a job's peer-reports ConfigMap (api/peer_report.h), so the operator watches only those.
 inline constexpr std::string_view kPeerReportsLabel = "ringmaster.io/peer-reports";
 
-// Ports a worker listens on.
+// Ports a worker listens on by default (a job's spec.ports sets its own); process i of a pod takes base + i.
 inline constexpr int32_t kCoordinatorPort = 29500;  // the rendezvous store, served by rank 0
-inline constexpr int32_t kWorkerHealthPort = 9400;  // the runtime's /metrics, /healthz and /readyz
+// The runtime's /metrics, /healthz and /readyz. Not 9400 (dcgm-exporter's, on every GPU node) nor another
+// exporter's 9xxx port: with hostNetwork a worker shares its node's ports with them.
+inline constexpr int32_t kWorkerHealthPort = 29600;
+// A pod's processes take consecutive ports from each base: the two ranges must not overlap (kMaxProcessesPerPod).
+inline constexpr int32_t kPortsPerPod = 64;
 inline constexpr std::string_view kWorkerMetricsPortName = "metrics";
 
 // The environment of a worker. In a pod the operator sets these (WorkerEnv::ToPodEnv); under ringmaster-run

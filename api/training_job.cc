@@ -60,6 +60,7 @@ Status DecodePolicies(const json& spec, TrainingJobSpec* out) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(rp, r, "ttlSecondsAfterFinished", &out->run_policy.ttl_seconds_after_finished));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(rp, r, "activeDeadlineSeconds", &out->run_policy.active_deadline_seconds));
   RINGMASTER_RETURN_IF_ERROR(ReadString(rp, r, "cleanPodPolicy", &out->run_policy.clean_pod_policy));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(rp, r, "keepFailedPods", &out->run_policy.keep_failed_pods));
   return Status::Ok();
 }
 
@@ -108,6 +109,43 @@ StatusOr<std::optional<ReplicaCounts>> DecodeCounts(const json& status) {
   RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "failed", &c.failed));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(*r, p, "spares", &c.spares));
   return std::optional<ReplicaCounts>(c);
+}
+
+// A number field (integer or not: the apiserver writes 3.0 back as 3); absent or null leaves *out untouched.
+Status ReadNumber(const json& obj, const std::string& prefix, const char* key, double* out) {
+  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return Status::Ok();
+  if (!obj[key].is_number()) return WrongType(FieldPath(prefix, key), "number", obj[key]);
+  *out = obj[key].get<double>();
+  return Status::Ok();
+}
+
+StatusOr<std::optional<Goodput>> DecodeGoodput(const json& status) {
+  RINGMASTER_ASSIGN_OR_RETURN(const json* g, ObjectField(status, "status", "goodput"));
+  if (g == nullptr) return std::optional<Goodput>();
+  Goodput out;
+  const std::string p = "status.goodput";
+  RINGMASTER_RETURN_IF_ERROR(ReadNumber(*g, p, "ratio", &out.ratio));
+  RINGMASTER_RETURN_IF_ERROR(ReadNumber(*g, p, "productiveSeconds", &out.productive_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadNumber(*g, p, "wallSeconds", &out.wall_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(*g, p, "asOf", &out.as_of));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*g, p, "accountedGeneration", &out.accounted_generation));
+  RINGMASTER_ASSIGN_OR_RETURN(const json* lost, ObjectField(*g, p, "lostSeconds"));
+  if (lost != nullptr) {
+    const std::string l = p + ".lostSeconds";
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "detect", &out.lost_seconds.detect));
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "reschedule", &out.lost_seconds.reschedule));
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "rebuild", &out.lost_seconds.rebuild));
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "restore", &out.lost_seconds.restore));
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "replay", &out.lost_seconds.replay));
+  }
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(*g, p, "failures", &out.failures));
+  if (g->contains("lastRecoverySeconds") && !(*g)["lastRecoverySeconds"].is_null()) {
+    double seconds = 0;
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*g, p, "lastRecoverySeconds", &seconds));
+    out.last_recovery_seconds = seconds;
+  }
+  RINGMASTER_RETURN_IF_ERROR(ReadString(*g, p, "recoveringSince", &out.recovering_since));
+  return std::optional<Goodput>(out);
 }
 
 // Sets j[key] = value unless value is empty.
@@ -159,6 +197,9 @@ StatusOr<TrainingJobSpec> DecodeTrainingJobSpec(const json& spec) {
     RINGMASTER_RETURN_IF_ERROR(
         ReadInt(*gang, "spec.scheduling.gang", "timeoutSeconds", &out.scheduling.gang->timeout_seconds));
   }
+  RINGMASTER_ASSIGN_OR_RETURN(json ports, Section(spec, "spec", "ports"));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ports, "spec.ports", "rendezvous", &out.ports.rendezvous));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(ports, "spec.ports", "metrics", &out.ports.metrics));
   return out;
 }
 
@@ -180,6 +221,7 @@ StatusOr<TrainingJobStatus> DecodeTrainingJobStatus(const json& status) {
   if (status.contains("membership") && !status["membership"].is_null()) {
     RINGMASTER_ASSIGN_OR_RETURN(out.membership, MembershipFromJson(status["membership"], "status.membership"));
   }
+  RINGMASTER_ASSIGN_OR_RETURN(out.goodput, DecodeGoodput(status));
   return out;
 }
 
@@ -224,6 +266,7 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
   SetIfPresent(rp, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
   SetIfPresent(rp, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
   SetIfNotEmpty(rp, "cleanPodPolicy", spec.run_policy.clean_pod_policy);
+  SetIfPresent(rp, "keepFailedPods", spec.run_policy.keep_failed_pods);
   if (!rp.empty()) j["runPolicy"] = rp;
   json scheduling = json::object();
   SetIfNotEmpty(scheduling, "priorityClassName", spec.scheduling.priority_class_name);
@@ -235,6 +278,29 @@ json TrainingJobSpecToJson(const TrainingJobSpec& spec) {
     scheduling["gang"] = gang;
   }
   if (!scheduling.empty()) j["scheduling"] = scheduling;
+  json ports = json::object();
+  SetIfPresent(ports, "rendezvous", spec.ports.rendezvous);
+  SetIfPresent(ports, "metrics", spec.ports.metrics);
+  if (!ports.empty()) j["ports"] = ports;
+  return j;
+}
+
+json GoodputToJson(const Goodput& g) {
+  const LostSeconds& l = g.lost_seconds;
+  json j = {{"ratio", g.ratio},
+            {"productiveSeconds", g.productive_seconds},
+            {"wallSeconds", g.wall_seconds},
+            {"asOf", g.as_of},
+            {"accountedGeneration", g.accounted_generation},
+            {"lostSeconds",
+             {{"detect", l.detect},
+              {"reschedule", l.reschedule},
+              {"rebuild", l.rebuild},
+              {"restore", l.restore},
+              {"replay", l.replay}}},
+            {"failures", g.failures}};
+  if (g.last_recovery_seconds) j["lastRecoverySeconds"] = *g.last_recovery_seconds;
+  SetIfNotEmpty(j, "recoveringSince", g.recovering_since);
   return j;
 }
 
@@ -272,6 +338,7 @@ json TrainingJobStatusToJson(const TrainingJobStatus& s) {
   SetIfNotEmpty(j, "startTime", s.start_time);
   SetIfNotEmpty(j, "completionTime", s.completion_time);
   if (s.membership) j["membership"] = MembershipToJson(*s.membership);
+  if (s.goodput) j["goodput"] = GoodputToJson(*s.goodput);
   return j;
 }
 

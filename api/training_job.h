@@ -72,6 +72,9 @@ struct RunPolicy {
   std::optional<int64_t> ttl_seconds_after_finished;
   std::optional<int64_t> active_deadline_seconds;
   std::string clean_pod_policy;  // clean_pod_policy::k*; empty when absent
+  // How many failed worker pods are kept (the newest), so `kubectl logs` can still read them; their
+  // replacements take new names. The controller defaults it to 3.
+  std::optional<int64_t> keep_failed_pods;
   bool operator==(const RunPolicy&) const = default;
 };
 
@@ -93,6 +96,15 @@ struct Scheduling {
   bool operator==(const Scheduling&) const = default;
 };
 
+// spec.ports: the ports a job's workers listen on (process i of a pod takes base + i of each). Per job, so that
+// jobs whose pods share a node's network (hostNetwork) do not collide. The controller defaults them to
+// kCoordinatorPort and kWorkerHealthPort (api/names.h).
+struct Ports {
+  std::optional<int64_t> rendezvous;  // the rendezvous store, served by rank 0
+  std::optional<int64_t> metrics;     // the runtime's /metrics, /healthz and /readyz
+  bool operator==(const Ports&) const = default;
+};
+
 struct TrainingJobSpec {
   ReplicaSpec replicas;
   // Ranks per worker pod (spec.processesPerPod); unset: the pod's GPU limit, 1 without GPUs (the
@@ -103,6 +115,7 @@ struct TrainingJobSpec {
   ElasticPolicy elastic_policy;
   RunPolicy run_policy;
   Scheduling scheduling;
+  Ports ports;
   bool operator==(const TrainingJobSpec&) const = default;
 };
 
@@ -138,6 +151,25 @@ struct LeavingWorker {
   bool operator==(const LeavingWorker&) const = default;
 };
 
+// status.goodput: what failures and membership changes cost the job (operator/controller/goodput.h defines
+// every figure and how it is accounted). Seconds are wall-clock seconds of the full desired world.
+struct LostSeconds {
+  double detect = 0, reschedule = 0, rebuild = 0, restore = 0, replay = 0;
+  bool operator==(const LostSeconds&) const = default;
+};
+
+struct Goodput {
+  double ratio = 0;  // productive_seconds / wall_seconds
+  double productive_seconds = 0, wall_seconds = 0;
+  std::string as_of;                 // RFC 3339 (milliseconds): the figures are as of then
+  int64_t accounted_generation = 0;  // the newest generation whose progress report is accounted
+  LostSeconds lost_seconds;
+  int64_t failures = 0;
+  std::optional<double> last_recovery_seconds;  // unset until a recovery completed
+  std::string recovering_since;  // RFC 3339: a failure whose recovery is under way happened then; empty if none
+  bool operator==(const Goodput&) const = default;
+};
+
 struct TrainingJobStatus {
   int64_t observed_generation = 0;
   std::string phase;  // Pending | Running | Suspended | Succeeded | Failed; empty before the first reconcile
@@ -149,6 +181,7 @@ struct TrainingJobStatus {
   std::vector<LeavingWorker> leaving;
   std::string start_time, completion_time;  // RFC 3339; empty when not yet
   std::optional<Membership> membership;     // set once a generation was published
+  std::optional<Goodput> goodput;           // set once a generation was published (goodput.h)
   bool operator==(const TrainingJobStatus&) const = default;
 };
 
@@ -172,7 +205,11 @@ StatusOr<TrainingJobStatus> DecodeTrainingJobStatus(const nlohmann::json& status
 nlohmann::json TrainingJobToJson(const TrainingJob& job);
 nlohmann::json TrainingJobSpecToJson(const TrainingJobSpec& spec);
 // The .status document the operator writes: phase, selector, observedGeneration, conditions, restartCount
-// and recentFailures always; replicas, leaving (non-empty), startTime, completionTime and membership when set.
+// and recentFailures always; replicas, leaving (non-empty), startTime, completionTime, membership and goodput when
+// set.
 nlohmann::json TrainingJobStatusToJson(const TrainingJobStatus& status);
+// status.goodput: every figure always (lostSeconds with its five phases); lastRecoverySeconds and recoveringSince
+// when set.
+nlohmann::json GoodputToJson(const Goodput& goodput);
 
 }  // namespace ringmaster::api

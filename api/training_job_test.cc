@@ -20,8 +20,9 @@ TrainingJob FullJob() {
   spec.pod_template = {{"spec", {{"containers", {{{"name", "trainer"}, {"image", "busybox"}}}}}}};
   spec.checkpoint = {"ckpt", "/ckpt", 3};
   spec.elastic_policy = {10, 30, 10, 30, 60};
-  spec.run_policy = {false, 600, 3600, "Running"};
+  spec.run_policy = {false, 600, 3600, "Running", 5};
   spec.scheduling = {"high", "default-scheduler", 600, GangScheduling{30}};
+  spec.ports = {31000, 31100};
   TrainingJobStatus& status = job.status;
   status.observed_generation = 4;
   status.phase = "Running";
@@ -41,6 +42,17 @@ TrainingJob FullJob() {
   m.message = "generation 2, world size 1";
   m.changed_at = "2027-01-15T08:00:00Z";
   status.membership = m;
+  Goodput g;
+  g.ratio = 0.9375;
+  g.productive_seconds = 3375.5;
+  g.wall_seconds = 3600.5;
+  g.as_of = "2027-01-15T08:00:00.250Z";
+  g.accounted_generation = 2;
+  g.lost_seconds = {12.5, 40, 3.25, 0.5, 1.5};
+  g.failures = 1;
+  g.last_recovery_seconds = 57.75;
+  g.recovering_since = "2027-01-15T08:10:00.100Z";
+  status.goodput = g;
   return job;
 }
 
@@ -65,6 +77,27 @@ TEST(TrainingJobTest, AbsentFieldsStayUnset) {
   EXPECT_TRUE(job->spec.pod_template.is_null());
   EXPECT_FALSE(job->status.membership.has_value());
   EXPECT_FALSE(job->status.replicas.has_value());
+  EXPECT_FALSE(job->status.goodput.has_value());
+}
+
+TEST(TrainingJobTest, GoodputUsesTheContractsNamesAndReadsWholeNumbersAsSeconds) {
+  json j = GoodputToJson(FullJob().status.goodput.value());
+  for (const char* key : {"ratio", "productiveSeconds", "wallSeconds", "asOf", "accountedGeneration", "lostSeconds",
+                          "failures", "lastRecoverySeconds"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  for (const char* phase : {"detect", "reschedule", "rebuild", "restore", "replay"})
+    EXPECT_TRUE(j["lostSeconds"].contains(phase)) << phase;
+  // The apiserver hands 40.0 back as 40.
+  j["lostSeconds"]["reschedule"] = 40;
+  j.erase("lastRecoverySeconds");
+  j.erase("recoveringSince");
+  auto status = DecodeTrainingJobStatus(json{{"goodput", j}});
+  ASSERT_OK(status);
+  ASSERT_TRUE(status->goodput.has_value());
+  EXPECT_EQ(status->goodput->lost_seconds.reschedule, 40);
+  EXPECT_FALSE(status->goodput->last_recovery_seconds.has_value());
+  EXPECT_TRUE(status->goodput->recovering_since.empty());
 }
 
 // "/spec/replicas/min" -> "spec.replicas.min", "/status/conditions/0/type" -> "status.conditions[0].type".

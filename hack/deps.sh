@@ -16,6 +16,8 @@ APT_PACKAGES=(
   openssl curl ca-certificates procps iproute2 unzip prometheus
   # the Python package: the pinned interpreter's headers and venv
   python3.11 python3.11-dev python3.11-venv
+  # make crd and its check (hack/crd/gen_crd.py reads YAML with the system python3)
+  python3-yaml
   # make images: a Debian base bootstrapped from packages, the Dockerfiles built without a daemon, OCI archives
   mmdebstrap buildah skopeo
   # real nodes (tests/harness/cluster/real_nodes.sh): the container runtime, pod networks, an image registry,

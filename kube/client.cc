@@ -13,9 +13,20 @@ void AddQuery(std::string* path, const std::string& key, const std::string& valu
   *path += key + "=" + UrlEncode(value);
 }
 
+std::string FieldValidationValue(FieldValidation v) {
+  switch (v) {
+    case FieldValidation::kServerDefault: return "";
+    case FieldValidation::kIgnore: return "Ignore";
+    case FieldValidation::kWarn: return "Warn";
+    case FieldValidation::kStrict: return "Strict";
+  }
+  return "";
+}
+
 std::string WriteQuery(std::string path, const WriteOptions& o) {
   AddQuery(&path, "fieldManager", o.field_manager);
   if (o.dry_run) AddQuery(&path, "dryRun", "All");
+  AddQuery(&path, "fieldValidation", FieldValidationValue(o.field_validation));
   return path;
 }
 

@@ -44,9 +44,23 @@ struct WatchOptions {
   std::chrono::milliseconds client_idle_timeout{0};
 };
 
+// How the apiserver treats a field it does not know (or a duplicated one) in an object written by Create or
+// Update: the fieldValidation query parameter. kServerDefault sends none, and the server warns (a Warning header)
+// and drops the field; kStrict has it refuse the object instead, kInvalidArgument naming the field
+// (`strict decoding error: unknown field "spec.tolerationz"`), as kubectl does by default.
+enum class FieldValidation { kServerDefault, kIgnore, kWarn, kStrict };
+
 struct WriteOptions {
   std::string field_manager;
   bool dry_run = false;
+  FieldValidation field_validation = FieldValidation::kServerDefault;
+
+  // The options of a write refused when it holds a field the apiserver does not know (fieldValidation=Strict).
+  static WriteOptions Strict() {
+    WriteOptions o;
+    o.field_validation = FieldValidation::kStrict;
+    return o;
+  }
 };
 
 enum class PatchType { kMerge, kJson, kStrategicMerge, kApply };

@@ -1,10 +1,13 @@
-// The retry rule and flow control of RestClient, against a scripted fake Transport.
+// The retry rule and flow control of RestClient, and the query parameters Client writes, against a scripted
+// fake Transport.
 #include "kube/rest_client.h"
 
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "base/status_test_macros.h"
 #include "kube/api_error.h"
@@ -24,9 +27,10 @@ class FakeTransport : public Transport {
     std::map<std::string, std::string> headers;
   };
   explicit FakeTransport(std::deque<Step> steps) : steps_(std::move(steps)) {}
-  StatusOr<HttpResponse> Send(const HttpRequest&) override {
+  StatusOr<HttpResponse> Send(const HttpRequest& req) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++calls_;
+    paths_.push_back(req.method + " " + req.path);
     if (steps_.empty()) {
       HttpResponse ok;
       ok.code = 200;
@@ -47,11 +51,17 @@ class FakeTransport : public Transport {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
   }
+  // "METHOD path?query" of every request sent, in order.
+  std::vector<std::string> paths() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return paths_;
+  }
 
  private:
   std::mutex mu_;
   std::deque<FakeTransport::Step> steps_;
   int calls_ = 0;
+  std::vector<std::string> paths_;
 };
 
 HttpRequest Req(const std::string& method, const std::string& path, bool body = false) {
@@ -160,6 +170,30 @@ EventRecorderOptions FastRecorderOptions() {
 
 const json kPod = {
     {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u"}}}};
+
+// WriteOptions::field_validation becomes the fieldValidation query parameter of a Create (and an Update); the
+// server's default sends none.
+TEST(ClientTest, WriteOptionsFieldValidationIsSentAsTheQueryParameter) {
+  auto* fake = new FakeTransport({});
+  Client client(std::make_shared<RestClient>(std::unique_ptr<Transport>(fake), FastOptions()), "ns");
+  ASSERT_OK(client.Create(resources::Pods(), "ns", kPod));
+  ASSERT_OK(client.Create(resources::Pods(), "ns", kPod, WriteOptions::Strict()));
+  WriteOptions warn;
+  warn.field_manager = "ringmaster";
+  warn.dry_run = true;
+  warn.field_validation = FieldValidation::kWarn;
+  ASSERT_OK(client.Create(resources::Pods(), "ns", kPod, warn));
+  WriteOptions ignore;
+  ignore.field_validation = FieldValidation::kIgnore;
+  ASSERT_OK(client.Update(resources::Pods(), "ns", kPod, ignore));
+  EXPECT_EQ(fake->paths(),
+            (std::vector<std::string>{
+                "POST /api/v1/namespaces/ns/pods",
+                "POST /api/v1/namespaces/ns/pods?fieldValidation=Strict",
+                "POST /api/v1/namespaces/ns/pods?fieldManager=ringmaster&dryRun=All&fieldValidation=Warn",
+                "PUT /api/v1/namespaces/ns/pods/p?fieldValidation=Ignore",
+            }));
+}
 
 TEST(EventRecorderTest, AnEventTheApiserverCouldNotTakeIsTriedAgainUntilWritten) {
   auto* fake = new FakeTransport({{0, "", {}}, {0, "", {}}, {201, R"({"metadata":{"name":"p.1"}})", {}}});

@@ -6,7 +6,7 @@
 //
 //   auto registry = std::make_shared<prometheus::Registry>();
 //   MetricsServerOptions o;
-//   o.bind_address = "0.0.0.0:9400";
+//   o.bind_address = "0.0.0.0:29600";
 //   o.collectables = {registry};
 //   o.checks = {{"/healthz", [] { return true; }}, {"/readyz", [&] { return ready.load(); }}};
 //   StatusOr<std::unique_ptr<MetricsServer>> server = MetricsServer::Start(std::move(o));

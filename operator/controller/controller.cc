@@ -140,10 +140,11 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
   for (kube::Informer* informer : informers) informer->Start();
   for (kube::Informer* informer : informers) {
     if (!informer->WaitForSync(sync_timeout)) {
-      return DeadlineExceededError("informer caches did not sync within " + std::to_string(sync_timeout.count()) +
-                                   " s; is the TrainingJob CRD installed (kubectl apply -f crds/) and may this "
-                                   "identity list trainingjobs, pods, nodes and configmaps (and Kueue's workloads "
-                                   "and resourceflavors)?");
+      return DeadlineExceededError(
+          "informer caches did not sync within " + std::to_string(sync_timeout.count()) +
+          " s; is the TrainingJob CRD installed (kubectl apply --server-side -f crds/) and may this "
+          "identity list trainingjobs, pods, nodes and configmaps (and Kueue's workloads "
+          "and resourceflavors)?");
     }
   }
   synced_ = true;

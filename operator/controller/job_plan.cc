@@ -8,6 +8,7 @@
 #include "api/training_job.h"
 #include "base/json_path.h"
 #include "base/time_format.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/membership.h"
 #include "operator/controller/peer_verdict.h"
 #include "operator/controller/worker_objects.h"
@@ -18,7 +19,7 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr size_t kRecentFailuresKept = 20;
+constexpr size_t kRecentFailuresKept = kMaxKeptFailedPods;
 // Failures older than this no longer lengthen the replacement backoff (a kubelet resets a container's
 // crash back-off after 10 minutes of running): a long job that lost a worker now and then is not held
 // at the 60 s cap for good.
@@ -49,6 +50,7 @@ struct PodView {
   int32_t index = -1;
   bool ready = false;
   bool deleting = false;
+  bool deleted_without_grace = false;  // deleting with deletionGracePeriodSeconds 0: killed, not leaving
   Clock::time_point deleting_since{};
   Clock::time_point ready_since{};
   std::optional<Clock::time_point> not_ready_since;  // its Ready condition is False since then
@@ -91,6 +93,8 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
     // The apiserver sets deletionTimestamp to the end of the pod's grace period, not to the request's time:
     // the deletion began deletionGracePeriodSeconds before it (forceDeleteGraceSeconds counts from there).
     v.deleting = true;
+    const json& grace = At(meta, {"deletionGracePeriodSeconds"});
+    v.deleted_without_grace = grace.is_number_integer() && grace.get<int64_t>() == 0;
     v.deleting_since = TimeOr(StringAt(meta, {"deletionTimestamp"}), now) -
                        std::chrono::seconds(IntAt(meta, {"deletionGracePeriodSeconds"}));
   }
@@ -99,6 +103,13 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
         StringAt(c, {"status"}) == api::condition_status::kTrue) {
       v.disruption_target = StringAt(c, {"reason"});
       if (v.disruption_target.empty()) v.disruption_target = "no reason given";
+    }
+    // The scheduler cannot place it (no node has the GPUs, a taint, an affinity): the message says why.
+    if (StringAt(c, {"type"}) == api::kPodScheduledCondition &&
+        StringAt(c, {"status"}) == api::condition_status::kFalse &&
+        StringAt(c, {"reason"}) == api::kUnschedulableReason && v.stuck_reason.empty()) {
+      v.stuck_reason = api::kUnschedulableReason;
+      v.stuck_message = StringAt(c, {"message"});
     }
     if (StringAt(c, {"type"}) != api::kReadyCondition) continue;
     const std::string ready = StringAt(c, {"status"});
@@ -139,7 +150,9 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
 // its container SIGTERM and a grace period; a disruption taint on its node announces the node's loss.
 std::string DisruptionOf(const PodView& p, const std::map<std::string, NodeState>& nodes) {
   if (!p.disruption_target.empty()) return "DisruptionTarget: " + p.disruption_target;
-  if (p.deleting) return "its pod is being deleted";
+  // A deletion with no grace (kubectl delete --force --grace-period=0, kubectl ringmaster kill) kills the container
+  // at once: a loss, not a departure it could take at a step boundary.
+  if (p.deleting && !p.deleted_without_grace) return "its pod is being deleted";
   if (auto node = nodes.find(p.node); node != nodes.end() && !node->second.disruption_taint.empty())
     return "its node " + p.node + " has the disruption taint " + node->second.disruption_taint;
   return "";
@@ -355,9 +368,13 @@ void PlanResumeAndDeadline(Planning& st) {
                     queued ? api::reason::kAdmitted : api::reason::kResumed,
                     queued ? "Kueue " + st.in.queue->message : "spec.runPolicy.suspend is false");
     st.phase = api::phase::kPending;
+    st.status.start_time = st.now_s;  // as a Kubernetes Job's: the deadline counts from the resumption
   }
-  if (st.spec.active_deadline && !st.current.start_time.empty()) {
-    Clock::time_point started = TimeOr(st.current.start_time, st.in.now);
+  // The job starts when it is first active (not suspended, not waiting in a queue), as a Kubernetes Job does:
+  // the deadline counts from then, so a job whose workers never become Ready does not wait forever.
+  if (st.status.start_time.empty()) st.status.start_time = st.now_s;
+  if (st.spec.active_deadline) {
+    Clock::time_point started = TimeOr(st.status.start_time, st.in.now);
     if (st.in.now >= started + *st.spec.active_deadline) {
       Finish(st, api::phase::kFailed, api::reason::kDeadlineExceeded,
              "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" +
@@ -415,13 +432,16 @@ void DecideCompletion(Planning& st) {
   }
 }
 
-// Exited workers: each failure is counted once (recentFailures remembers its uid) and its pod deleted,
-// as is a worker that exited 0 after it left membership; past maxRestarts the job fails.
+// Exited workers: each failure is counted once (recentFailures remembers its uid); past maxRestarts the job fails.
+// A failed worker's pod is kept (the newest spec.runPolicy.keepFailedPods of them) so that `kubectl logs` can
+// read what it printed; its index stays taken, so its replacement gets a new name. Older failed pods, a disrupted
+// worker that stopped, and a worker that exited 0 after it left membership are deleted.
 void PlanExitedWorkers(Planning& st) {
   std::set<std::string> counted;
   for (const auto& f : st.status.recent_failures) counted.insert(f.uid);
   for (const auto& f : st.status.recent_failures)
     st.last_failure = std::max(st.last_failure, TimeOr(f.time, Clock::time_point{}));
+  std::vector<const PodView*> failed_pods;  // counted failures: kept or deleted below
   for (const auto& p : st.pods) {
     if (Finishing(st, p)) {
       EarliestRequeue(st.plan, p.finished_at + kFinishGrace);
@@ -437,16 +457,23 @@ void PlanExitedWorkers(Planning& st) {
     if (!exited) continue;
     // A disrupted worker that stopped (its grace ran out, or it had none) was taken, not broken: its exit is not
     // a failure and does not count against spec.elasticPolicy.maxRestarts.
-    if (!counted.count(p.uid) && failed && p.disruption.empty()) {
-      ++st.status.restart_count;
-      st.last_failure = st.in.now;
-      std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
-                            (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
-      // To the millisecond: the replacement backoff counts from this time, and whole seconds could cut
-      // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
-      st.status.recent_failures.push_back(
-          {p.name, p.uid, p.exit_code, p.exit_reason, FormatRfc3339(st.in.now, TimePrecision::kMillis), p.ran_seconds});
-      AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
+    if (failed && p.disruption.empty()) {
+      if (!counted.count(p.uid)) {
+        ++st.status.restart_count;
+        st.last_failure = st.in.now;
+        std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
+                              (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
+        if (st.spec.keep_failed_pods > 0)
+          message += "; its pod is kept for its logs: kubectl logs -n " +
+                     StringAt(st.in.job, {"metadata", "namespace"}) + " " + p.name;
+        // To the millisecond: the replacement backoff counts from this time, and whole seconds could cut
+        // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
+        st.status.recent_failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason,
+                                             FormatRfc3339(st.in.now, TimePrecision::kMillis), p.ran_seconds});
+        AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
+      }
+      failed_pods.push_back(&p);
+      continue;
     }
     DeletePod(st, p,
               !p.disruption.empty() ? "the worker stopped after its disruption (" + p.disruption + ")"
@@ -455,6 +482,19 @@ void PlanExitedWorkers(Planning& st) {
   }
   while (st.status.recent_failures.size() > kRecentFailuresKept)
     st.status.recent_failures.erase(st.status.recent_failures.begin());
+  // The newest failures' pods stay (keepFailedPods <= kRecentFailuresKept: a kept pod's uid is always in
+  // recentFailures, so its failure is never counted again).
+  std::set<std::string> kept;
+  for (auto f = st.status.recent_failures.rbegin();
+       f != st.status.recent_failures.rend() && kept.size() < static_cast<size_t>(st.spec.keep_failed_pods); ++f)
+    kept.insert(f->uid);
+  for (const PodView* p : failed_pods) {
+    if (kept.count(p->uid)) continue;
+    DeletePod(st, *p,
+              st.spec.keep_failed_pods > 0 ? "the worker failed, and newer failed pods are kept "
+                                             "(spec.runPolicy.keepFailedPods)"
+                                           : "the worker failed");
+  }
   if (st.status.restart_count > st.spec.max_restarts) {
     Finish(st, api::phase::kFailed, api::reason::kRestartLimitExceeded,
            "workers failed " + std::to_string(st.status.restart_count) +
@@ -562,7 +602,7 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   policy.multiple_of = st.spec.multiple_of;
   policy.processes_per_pod = st.spec.processes_per_pod;
   policy.join_batch_window = st.spec.join_batch_window;
-  policy.coordinator_port = api::kCoordinatorPort;
+  policy.coordinator_port = st.spec.rendezvous_port;
   policy.max_pods = st.spec.desired_workers;
   MembershipDecision decision = DecideMembership(st.membership, workers.observed, policy, st.in.now);
   if (decision.recheck_at) EarliestRequeue(st.plan, *decision.recheck_at);
@@ -573,7 +613,6 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
     AddEvent(st, loss ? api::event_type::kWarning : api::event_type::kNormal, reason, st.membership.message);
     SetJobCondition(st, api::condition::kMembershipPublished, api::condition_status::kTrue, reason,
                     st.membership.message, /*touch=*/true);
-    if (st.status.start_time.empty() && st.membership.world_size() > 0) st.status.start_time = st.now_s;
   }
   return decision;
 }
@@ -683,7 +722,10 @@ std::string WorkerThatCannotStart(const Planning& st) {
 // Phase and the Running condition of an active job, from its membership. While the job has fewer members
 // than it needs, a worker that cannot start is the reason the user must act on, so it is named first.
 void DecideRunning(Planning& st, const MembershipDecision& decision) {
-  const std::string cannot_start = WorkerThatCannotStart(st);
+  // A pod the apiserver refuses comes first: no pod of it exists to become Ready.
+  const bool refused = !st.in.create_error.empty();
+  const std::string cannot_start = refused ? st.in.create_error : WorkerThatCannotStart(st);
+  const std::string_view cannot_start_reason = refused ? api::reason::kFailedCreate : api::reason::kWorkerCannotStart;
   if (st.membership.world_size() > 0) {
     st.phase = api::phase::kRunning;
     std::string msg = std::to_string(st.membership.pod_count()) + " workers in generation " +
@@ -694,7 +736,7 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
     if (st.membership.pod_count() < st.spec.min_workers) {
       std::string below = msg + ", fewer than spec.replicas.min (" + std::to_string(st.spec.min_workers) + ")";
       if (!cannot_start.empty()) {
-        SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWorkerCannotStart,
+        SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, cannot_start_reason,
                         cannot_start + "; " + below);
       } else {
         SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kBelowMinimum,
@@ -707,7 +749,7 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
     st.phase = api::phase::kPending;
     std::string why = decision.waiting_for.empty() ? "waiting for workers to become Ready" : decision.waiting_for;
     if (!cannot_start.empty()) {
-      SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWorkerCannotStart,
+      SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, cannot_start_reason,
                       cannot_start + "; " + why);
     } else {
       SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWaitingForWorkers,
@@ -734,6 +776,37 @@ Status PlanWorkers(Planning& st) {
 
 // The status to write: replica counts as observed now, phase, restarts, failures, the leaving workers
 // whose pods still exist, and membership; put in the plan only when it differs from the job's.
+// status.goodput (goodput.h): the job's current goodput accounting, with when each member this status drops was
+// lost as its pod or node shows it.
+std::optional<api::Goodput> AccountedGoodput(const Planning& st) {
+  const int32_t desired_before = st.current.replicas ? st.current.replicas->desired : st.requested_desired;
+  GoodputInput in{st.current.goodput,
+                  st.current.membership.value_or(api::Membership{}),
+                  st.membership,
+                  st.spec.desired_workers * st.spec.processes_per_pod,
+                  desired_before != st.requested_desired ? desired_before * st.spec.processes_per_pod : 0,
+                  st.status.recent_failures,
+                  {},
+                  st.in.progress,
+                  st.status.start_time,
+                  st.status.completion_time,
+                  st.in.now};
+  for (const auto& p : st.pods) {
+    const api::Member* was = in.before.Find(p.name);
+    if (was == nullptr || was->uid != p.uid || st.membership.Find(p.name) != nullptr) continue;
+    auto node = st.in.nodes.find(p.node);
+    if (p.phase == api::pod_phase::kFailed && p.finished_at != Clock::time_point{})
+      in.observed_failures.push_back({p.name, p.uid, p.finished_at});
+    else if (p.deleting)
+      in.observed_failures.push_back({p.name, p.uid, p.deleting_since});
+    else if (node != st.in.nodes.end() && !node->second.ready)
+      in.observed_failures.push_back({p.name, p.uid, node->second.not_ready_since});
+    else if (p.not_ready_since)
+      in.observed_failures.push_back({p.name, p.uid, *p.not_ready_since});
+  }
+  return AccountGoodput(in);
+}
+
 void AssembleStatus(Planning& st) {
   int32_t ready = 0, pending = 0, active = 0, failed = 0;
   for (const auto& p : st.pods) {
@@ -756,6 +829,7 @@ void AssembleStatus(Planning& st) {
     if (exists && !Finished(st.phase)) status.leaving.push_back({pod, entry.first, FormatRfc3339(entry.second)});
   }
   if (st.membership.generation > 0) status.membership = st.membership;
+  status.goodput = AccountedGoodput(st);
   if (status != st.current) st.plan.status = api::TrainingJobStatusToJson(status);
 }
 

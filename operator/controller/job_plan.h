@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/peer_report.h"
+#include "api/progress_report.h"
 #include "base/status.h"
 #include "operator/controller/job_spec.h"
 #include "operator/controller/queue_admission.h"
@@ -63,6 +64,12 @@ struct PlanInput {
   // Set for a queued job (kueue.x-k8s.io/queue-name, queue_admission.h): it runs only while admitted, capped at
   // the admitted count, its pods on the admitted flavours; otherwise it is suspended.
   std::optional<QueueAdmission> queue;
+  // Why the apiserver refused the last attempt to create one of the job's worker pods (quota, PodSecurity,
+  // an invalid template), in its words; empty once all planned pods were created. The Running condition
+  // names it (reason FailedCreate) while the job has fewer members than it needs.
+  std::string create_error;
+  // The job's newest progress report (api/progress_report.h), folded into status.goodput (goodput.h).
+  std::optional<api::ProgressReport> progress = std::nullopt;
 };
 
 // Errors: InvalidArgument when the job's spec or status cannot be read (not retryable; the reconciler

@@ -53,7 +53,7 @@ json FailedPod(int index, int exit_code) {
 }
 
 PlanInput Input(json job, std::vector<json> pods, Clock::time_point now = kT0) {
-  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now, {}, {}};
+  return PlanInput{std::move(job), std::move(pods), {{"n0", NodeState{}}, {"n1", NodeState{}}}, now, {}, {}, {}};
 }
 
 // Applies a plan's status to the job, as the apiserver would.
@@ -91,8 +91,9 @@ TEST(PlanJobTest, SteadyStateIsAnEmptyPlan) {
   EXPECT_TRUE(second->empty()) << (second->status ? second->status->dump(2) : "");
 }
 
+// With spec.runPolicy.keepFailedPods 0 a failed pod goes at once and its replacement reuses its name.
 TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
-  json job = Job(1, 2);
+  json job = Job(1, 2, {{"runPolicy", {{"keepFailedPods", 0}}}});
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
   job = WithStatus(job, *PlanJob(Input(job, pods)));
 
@@ -122,6 +123,111 @@ TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
   auto later = PlanJob(Input(job, pods, kT0 + seconds(12)));
   ASSERT_OK(later);
   EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-1"}));
+}
+
+json ConditionOf(const json& status, const std::string& type);  // below
+
+// By default a failed worker's pod stays, so `kubectl logs` reads what it printed: its failure is counted once,
+// the Event says where its logs are, its replacement takes the next free index (a new name), and only the newest
+// spec.runPolicy.keepFailedPods failed pods are kept.
+TEST(PlanJobTest, AFailedWorkersPodIsKeptForItsLogsAndItsReplacementTakesANewName) {
+  json job = Job(1, 2, {{"runPolicy", {{"keepFailedPods", 2}}}});
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+
+  pods[1] = FailedPod(1, 1);
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(600)));
+  ASSERT_OK(plan) << plan.status();
+  EXPECT_TRUE(plan->deletes.empty());
+  EXPECT_EQ((*plan->status)["restartCount"], 1);
+  EXPECT_EQ((*plan->status)["recentFailures"][0]["pod"], "j-worker-1");
+  EXPECT_EQ((*plan->status)["replicas"]["failed"], 1);
+  bool told = false;
+  for (const auto& e : plan->events)
+    told |= e.reason == "WorkerFailed" && e.message.find("kubectl logs -n ns j-worker-1") != std::string::npos;
+  EXPECT_TRUE(told) << "no WorkerFailed event names the kept pod's logs";
+  job = WithStatus(job, *plan);
+
+  // After the backoff the replacement is created at a new index; the failed pod is not counted again.
+  auto later = PlanJob(Input(job, pods, kT0 + seconds(602)));
+  ASSERT_OK(later);
+  EXPECT_EQ(Names(later->creates), (std::vector<std::string>{"j-worker-2"}));
+  EXPECT_TRUE(later->deletes.empty());
+  EXPECT_FALSE(later->status && (*later->status)["restartCount"] != 1);
+
+  // Two more failures: the oldest failed pod goes, the newest two stay.
+  pods.push_back(FailedPod(2, 1));
+  pods.push_back(FailedPod(3, 1));
+  auto more = PlanJob(Input(job, pods, kT0 + seconds(700)));
+  ASSERT_OK(more);
+  EXPECT_EQ((*more->status)["restartCount"], 3);
+  ASSERT_EQ(more->deletes.size(), 1u);
+  EXPECT_EQ(more->deletes[0].name, "j-worker-1");
+}
+
+// A pod deleted with no grace (kubectl delete --force --grace-period=0) is a loss, not an orderly departure: its
+// container is killed at once, so the generation that drops it is no Disrupted one waiting for a step boundary.
+TEST(PlanJobTest, APodDeletedWithoutGraceIsLostNotDisrupted) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  pods[1]["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0 + seconds(10));
+  pods[1]["metadata"]["deletionGracePeriodSeconds"] = 0;
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(plan);
+  EXPECT_EQ((*plan->status)["membership"]["worldSize"], 1);
+  EXPECT_NE((*plan->status)["membership"]["reason"], "Disrupted") << plan->status->dump();
+
+  // With a grace period it is a departure at the step boundary.
+  pods[1]["metadata"]["deletionGracePeriodSeconds"] = 30;
+  auto graceful = PlanJob(Input(job, pods, kT0 + seconds(10)));
+  ASSERT_OK(graceful);
+  EXPECT_EQ((*graceful->status)["membership"]["reason"], "Disrupted") << graceful->status->dump();
+}
+
+// A pod no node can take is named with the scheduler's words.
+TEST(PlanJobTest, AWorkerTheSchedulerCannotPlaceIsNamedInTheRunningCondition) {
+  json pod = Pod(0, "Pending", false, "");
+  pod["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                  {"status", "False"},
+                                  {"reason", "Unschedulable"},
+                                  {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}};
+  auto plan = PlanJob(Input(Job(1, 1), {pod}));
+  ASSERT_OK(plan);
+  const json running = ConditionOf(*plan->status, "Running");
+  EXPECT_EQ(running.value("reason", ""), "WorkerCannotStart");
+  EXPECT_NE(running.value("message", "").find("j-worker-0: Unschedulable: 0/3 nodes are available"), std::string::npos)
+      << running.dump();
+}
+
+// A pod the apiserver refuses (quota, PodSecurity) is named in the Running condition with reason FailedCreate,
+// before a pod that cannot start.
+TEST(PlanJobTest, APodTheApiserverRefusesIsNamedInTheRunningCondition) {
+  PlanInput in = Input(Job(2, 2), {});
+  in.create_error = "cannot create worker pod j-worker-0: exceeded quota: gpus, requested: nvidia.com/gpu=8";
+  auto plan = PlanJob(in);
+  ASSERT_OK(plan);
+  const json& running = ConditionOf(*plan->status, "Running");
+  EXPECT_EQ(running.value("status", ""), "False");
+  EXPECT_EQ(running.value("reason", ""), "FailedCreate");
+  EXPECT_NE(running.value("message", "").find("exceeded quota"), std::string::npos) << running.dump();
+}
+
+// The active deadline counts from the job's first active reconcile (status.startTime, set then, as a Kubernetes
+// Job's), not from its first membership: a job whose workers never become Ready still fails in time.
+TEST(PlanJobTest, TheActiveDeadlineCountsFromTheStartEvenWithoutAnyReadyWorker) {
+  json job = Job(2, 2, {{"runPolicy", {{"activeDeadlineSeconds", 60}}}});
+  auto first = PlanJob(Input(job, {}));
+  ASSERT_OK(first);
+  EXPECT_EQ((*first->status)["startTime"], FormatRfc3339(kT0));
+  ASSERT_TRUE(first->requeue_at.has_value());
+  EXPECT_LE(*first->requeue_at, kT0 + seconds(60));
+  job = WithStatus(job, *first);
+  std::vector<json> pending = {Pod(0, "Pending", false), Pod(1, "Pending", false)};
+  auto due = PlanJob(Input(job, pending, kT0 + seconds(61)));
+  ASSERT_OK(due);
+  EXPECT_EQ((*due->status)["phase"], "Failed");
+  EXPECT_EQ(ConditionOf(*due->status, "Failed").value("reason", ""), "DeadlineExceeded");
 }
 
 // A failure late in a second still waits the whole backoff: the failure time keeps its milliseconds,
@@ -810,7 +916,8 @@ TEST(PlanJobTest, MultipleOfPublishesWholeGroupsAndTheSpareWaitsForItsGroup) {
 // leaves like a scale-down (listed in status.leaving, not deleted under its feet), and both places are
 // refilled after the backoff.
 TEST(PlanJobTest, MultipleOfLossShrinksToTheLowerMultipleAndRefills) {
-  json job = Job(2, 4, {{"replicas", {{"min", 2}, {"max", 4}, {"multipleOf", 2}}}});
+  json job =
+      Job(2, 4, {{"replicas", {{"min", 2}, {"max", 4}, {"multipleOf", 2}}}, {"runPolicy", {{"keepFailedPods", 0}}}});
   std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
                             Pod(3, "Running", true)};
   job = WithStatus(job, *PlanJob(Input(job, pods)));
@@ -998,6 +1105,21 @@ TEST(PlanJobTest, MultipleOfThatDoesNotDivideTheBoundsIsInvalidAndDesiredIsRound
   EXPECT_EQ((*plan->status)["replicas"]["desired"], 4);
 }
 
+// spec.ports: the coordinator is rank 0's address on the job's rendezvous port; ports whose per-process ranges
+// overlap are refused.
+TEST(PlanJobTest, TheCoordinatorIsOnTheJobsRendezvousPortAndOverlappingPortsAreRefused) {
+  std::vector<json> pods = {Pod(0, "Running", true)};
+  auto plan = PlanJob(Input(Job(1, 1, {{"ports", {{"rendezvous", 31000}}}}), pods));
+  ASSERT_OK(plan) << plan.status();
+  EXPECT_EQ((*plan->status)["membership"]["coordinator"], "127.64.0.1:31000");
+
+  auto close = PlanJob(Input(Job(1, 1, {{"ports", {{"rendezvous", 31000}, {"metrics", 31010}}}}), pods));
+  ASSERT_FALSE(close.ok());
+  EXPECT_NE(close.status().message().find("at least 64 apart"), std::string::npos) << close.status();
+  auto high = PlanJob(Input(Job(1, 1, {{"ports", {{"metrics", 65500}}}}), pods));
+  EXPECT_EQ(high.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(PlanJobTest, UnreadableSpecIsInvalidArgument) {
   json job = Job(1, 1);
   job["spec"]["replicas"]["min"] = "one";
@@ -1019,7 +1141,9 @@ TEST(PlanJobTest, FieldsOfTheWrongTypeNeverThrow) {
   pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = "one";
   auto planned = PlanJob(Input(Job(1, 1), {pod}));
   ASSERT_OK(planned);
-  ASSERT_EQ(planned->deletes.size(), 1u);
+  ASSERT_TRUE(planned->status.has_value());
+  EXPECT_EQ((*planned->status)["restartCount"], 1);
+  EXPECT_EQ((*planned->status)["recentFailures"][0]["exitCode"], 0);
 }
 
 // spec.processesPerPod defaults to the worker container's GPU limit: a 2-GPU template runs two ranks per

@@ -1,6 +1,7 @@
 #include "operator/controller/job_spec.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "base/json_path.h"
@@ -98,6 +99,25 @@ StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec) {
     out.clean_pod_policy = CleanPodPolicy::kRunning;
   else
     return InvalidArgumentError("spec.runPolicy.cleanPodPolicy must be All, Running or None");
+  const int64_t keep = rp.keep_failed_pods.value_or(out.keep_failed_pods);
+  if (keep < 0 || keep > kMaxKeptFailedPods)
+    return InvalidArgumentError("spec.runPolicy.keepFailedPods must be between 0 and " +
+                                std::to_string(kMaxKeptFailedPods));
+  out.keep_failed_pods = static_cast<int32_t>(keep);
+  const int64_t rendezvous = spec.ports.rendezvous.value_or(out.rendezvous_port);
+  const int64_t metrics = spec.ports.metrics.value_or(out.metrics_port);
+  for (int64_t port : {rendezvous, metrics}) {
+    if (port < 1 || port + api::kPortsPerPod - 1 > 65535)
+      return InvalidArgumentError("spec.ports: " + std::to_string(port) + " is not a port that leaves room for " +
+                                  std::to_string(api::kPortsPerPod) + " processes (1.." +
+                                  std::to_string(65536 - api::kPortsPerPod) + ")");
+  }
+  if (std::abs(rendezvous - metrics) < api::kPortsPerPod)
+    return InvalidArgumentError("spec.ports.rendezvous and spec.ports.metrics must be at least " +
+                                std::to_string(api::kPortsPerPod) +
+                                " apart: each pod's processes take consecutive ports from both");
+  out.rendezvous_port = static_cast<int32_t>(rendezvous);
+  out.metrics_port = static_cast<int32_t>(metrics);
   return out;
 }
 

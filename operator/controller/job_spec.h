@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/names.h"
 #include "api/training_job.h"
 #include "base/status.h"
 
@@ -42,11 +43,17 @@ struct JobSpec {
   std::optional<std::chrono::seconds> active_deadline;
   std::optional<std::chrono::seconds> schedule_timeout;  // spec.scheduling.scheduleTimeoutSeconds
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  // spec.runPolicy.keepFailedPods: the newest failed worker pods kept for their logs.
+  int32_t keep_failed_pods = 3;
+  // spec.ports: the rendezvous store's and the runtime's health/metrics ports (process 0's).
+  int32_t rendezvous_port = api::kCoordinatorPort;
+  int32_t metrics_port = api::kWorkerHealthPort;
 };
 
 // InvalidArgument naming the field when the spec is not usable (replicas missing or not 1 <= min <= max,
 // multipleOf below 1 or not dividing min and max times processesPerPod, processesPerPod outside 1..64 or
-// above the container's GPU limit, an unknown cleanPodPolicy); a desired count that is not a whole number
+// above the container's GPU limit, an unknown cleanPodPolicy, keepFailedPods outside 0..20, ports
+// outside 1..65535 or less than api::kPortsPerPod apart); a desired count that is not a whole number
 // of groups is rounded down to one. The CRD's validation normally prevents that; this guards against objects
 // written around it. Field types were checked by api::DecodeTrainingJob.
 StatusOr<JobSpec> ParseJobSpec(const api::TrainingJobSpec& spec);
@@ -57,6 +64,9 @@ int32_t WorkerContainerGpus(const nlohmann::json& pod_spec);
 
 // The most ranks one pod may run (spec.processesPerPod's maximum in the CRD).
 inline constexpr int32_t kMaxProcessesPerPod = 64;
+// The most failed pods a job may keep (spec.runPolicy.keepFailedPods's maximum in the CRD): no more than
+// status.recentFailures remembers, so a kept pod's failure is never counted twice.
+inline constexpr int32_t kMaxKeptFailedPods = 20;
 // The most warm spares a job may keep (spec.replicas.spares's maximum in the CRD).
 inline constexpr int32_t kMaxSpares = 64;
 

@@ -6,8 +6,10 @@
 #include <string_view>
 
 #include "api/job_status.h"
+#include "api/training_job.h"
 #include "base/json_path.h"
 #include "kube/client.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/job_spec.h"
 
 namespace ringmaster::controller {
@@ -36,10 +38,36 @@ double NumberAt(const json& j, std::initializer_list<std::string_view> path, dou
   return v.is_number() ? v.get<double>() : fallback;
 }
 
+// The goodput series of one job, from its status.goodput (absent: none).
+void AddGoodput(const json& job, const std::vector<prometheus::ClientMetric::Label>& id,
+                std::chrono::system_clock::time_point now, prometheus::MetricFamily& ratio,
+                prometheus::MetricFamily& lost, prometheus::MetricFamily& failures) {
+  const json& status = At(job, {"status"});
+  if (!At(status, {"goodput"}).is_object()) return;
+  auto decoded = api::DecodeTrainingJobStatus(status);
+  if (!decoded.ok() || !decoded->goodput) return;
+  const api::Goodput& g = *decoded->goodput;
+  const api::Membership m = decoded->membership.value_or(api::Membership{});
+  const int32_t desired = decoded->replicas ? decoded->replicas->desired : 0;
+  const LiveFigures live = LiveGoodput(g, m.generation, m.pod_count(), desired, decoded->phase, now);
+  Add(ratio, id, live.ratio);
+  const api::LostSeconds& l = g.lost_seconds;
+  for (const auto& [phase, seconds] : {std::pair<const char*, double>{"detect", l.detect},
+                                       {"reschedule", l.reschedule},
+                                       {"rebuild", l.rebuild},
+                                       {"restore", l.restore},
+                                       {"replay", l.replay}}) {
+    auto labels = id;
+    labels.push_back({"phase", phase});
+    Add(lost, labels, seconds);
+  }
+  Add(failures, id, static_cast<double>(g.failures));
+}
+
 }  // namespace
 
-JobStateMetrics::JobStateMetrics(const kube::Store* jobs, std::function<bool()> active)
-    : jobs_(jobs), active_(std::move(active)) {}
+JobStateMetrics::JobStateMetrics(const kube::Store* jobs, std::function<bool()> active, NowFn now)
+    : jobs_(jobs), active_(std::move(active)), now_(std::move(now)) {}
 
 std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
   if (!active_()) return {};
@@ -68,6 +96,18 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
                              "Failure-driven worker restarts the job may take before it fails "
                              "(spec.elasticPolicy.maxRestarts).",
                              MetricType::Gauge);
+  auto goodput = Family("ringmaster_trainingjob_goodput_ratio",
+                        "Productive share of the job's wall time: stepping, weighted by world / desired world "
+                        "(status.goodput, brought forward to now).",
+                        MetricType::Gauge);
+  auto lost = Family("ringmaster_trainingjob_lost_seconds_total",
+                     "Seconds of the full world the job lost to failures and membership changes, by phase "
+                     "(status.goodput.lostSeconds).",
+                     MetricType::Counter);
+  auto failures =
+      Family("ringmaster_trainingjob_failures_total",
+             "Membership generations published for a lost worker (status.goodput.failures).", MetricType::Counter);
+  const auto now = now_();
 
   std::map<std::string, int> by_phase;
   for (std::string_view phase : api::phase::kAll) by_phase[std::string(phase)] = 0;
@@ -90,11 +130,12 @@ std::vector<prometheus::MetricFamily> JobStateMetrics::Collect() const {
     Add(restarts, id, NumberAt(*job, {"status", "restartCount"}));
     // The CRD defaults it; a job stored before that default existed gets the controller's (JobSpec).
     Add(max_restarts, id, NumberAt(*job, {"spec", "elasticPolicy", "maxRestarts"}, JobSpec{}.max_restarts));
+    AddGoodput(*job, id, now, goodput, lost, failures);
   }
   for (const auto& [phase, n] : by_phase) Add(phases, {{"phase", phase}}, n);
-  return {std::move(phases),  std::move(info),     std::move(min),         std::move(max),
-          std::move(desired), std::move(ready),    std::move(spares),      std::move(generation),
-          std::move(world),   std::move(restarts), std::move(max_restarts)};
+  return {std::move(phases),       std::move(info),    std::move(min),        std::move(max),     std::move(desired),
+          std::move(ready),        std::move(spares),  std::move(generation), std::move(world),   std::move(restarts),
+          std::move(max_restarts), std::move(goodput), std::move(lost),       std::move(failures)};
 }
 
 }  // namespace ringmaster::controller

@@ -16,15 +16,26 @@
 //   ringmaster_trainingjob_max_restarts{namespace,trainingjob}             gauge: spec.elasticPolicy.maxRestarts
 //                                                                          (10 where unset); the job fails
 //                                                                          once restarts exceed it
+//   ringmaster_trainingjob_goodput_ratio{namespace,trainingjob}           gauge: status.goodput brought forward to
+//                                                                          the scrape (LiveGoodput, goodput.h): the
+//                                                                          productive seconds up to asOf plus, while
+//                                                                          the job steps in its accounted generation,
+//                                                                          the time since, weighted by world/desired,
+//                                                                          over the wall seconds up to now
+//   ringmaster_trainingjob_lost_seconds_total{namespace,trainingjob,phase}  counter: status.goodput.lostSeconds, phase
+//                                                                          detect, reschedule, rebuild, restore, replay
+//   ringmaster_trainingjob_failures_total{namespace,trainingjob}           counter: status.goodput.failures
+// (the goodput series only for jobs with a status.goodput: once a generation was published).
 // Only a leading, synced controller reports (`active`): a standby's empty cache would say "no jobs".
 //
 // Thread-safety: Collect() may run on any thread (the store is thread-safe). Ownership: borrows the
-// store; `active` is called on every Collect; both must stay valid while the object can be collected.
+// store; `active` and `now` are called on every Collect; all must stay valid while the object can be collected.
 #pragma once
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -34,12 +45,14 @@ namespace ringmaster::controller {
 
 class JobStateMetrics : public prometheus::Collectable {
  public:
-  JobStateMetrics(const kube::Store* jobs, std::function<bool()> active);
+  using NowFn = std::function<std::chrono::system_clock::time_point()>;
+  JobStateMetrics(const kube::Store* jobs, std::function<bool()> active, NowFn now = std::chrono::system_clock::now);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   const kube::Store* const jobs_;
   const std::function<bool()> active_;
+  const NowFn now_;
 };
 
 }  // namespace ringmaster::controller

@@ -43,6 +43,11 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& r, const std::string& con
                            .Help("Time from the event that dirtied a job to its new membership in status.")
                            .Register(r)
                            .Add({}, metrics::ExponentialBuckets(0.005, 2, 14))),
+      recovery_seconds_(prometheus::BuildHistogram()
+                            .Name("ringmaster_trainingjob_recovery_seconds")
+                            .Help("Time from a worker's failure to the first step its job committed after it.")
+                            .Register(r)
+                            .Add({}, metrics::ExponentialBuckets(0.5, 2, 12))),  // 0.5 s .. ~17 min
       leader_(prometheus::BuildGauge()
                   .Name("leader_election_master_status")
                   .Help("Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
@@ -66,5 +71,7 @@ void OperatorMetrics::MembershipPublished(const std::string& reason) {
 }
 
 void OperatorMetrics::PublishLatency(std::chrono::nanoseconds latency) { publish_latency_.Observe(Seconds(latency)); }
+
+void OperatorMetrics::RecoveryCompleted(double seconds) { recovery_seconds_.Observe(seconds); }
 
 }  // namespace ringmaster::controller

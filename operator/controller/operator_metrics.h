@@ -8,6 +8,9 @@
 //   ringmaster_membership_changes_total{reason}               counter: published generations
 //   ringmaster_membership_publish_latency_seconds             histogram: from the first event that dirtied
 //                                                             a job to the status write publishing its generation
+//   ringmaster_trainingjob_recovery_seconds                   histogram: from a worker's failure to the first step
+//                                                             its job committed after it (goodput.h), observed once
+//                                                             per recovery, when the status accounting it is written
 //   leader_election_master_status{name}                       gauge: 1 while this replica leads (always,
 //                                                             without leader election), else 0
 // Thread-safety: thread-safe. Ownership: borrows the registry, which must outlive this object.
@@ -38,6 +41,8 @@ class OperatorMetrics {
   void MembershipPublished(const std::string& reason);
   // ... `latency` after the first event that dirtied the job.
   void PublishLatency(std::chrono::nanoseconds latency);
+  // A job recovered from a failure `seconds` after it (status.goodput.lastRecoverySeconds, newly accounted).
+  void RecoveryCompleted(double seconds);
   void SetLeading(bool leading) { leader_.Set(leading ? 1 : 0); }
 
  private:
@@ -49,6 +54,7 @@ class OperatorMetrics {
   prometheus::Gauge& active_workers_;
   prometheus::Family<prometheus::Counter>& membership_changes_;
   prometheus::Histogram& publish_latency_;
+  prometheus::Histogram& recovery_seconds_;
   prometheus::Gauge& leader_;
 };
 

@@ -5,10 +5,12 @@
 #include "api/job_status.h"
 #include "api/names.h"
 #include "api/peer_report.h"
+#include "api/progress_report.h"
 #include "base/json_path.h"
 #include "base/time_format.h"
 #include "kube/api_error.h"
 #include "kube/informer.h"
+#include "operator/controller/goodput.h"
 #include "operator/controller/job_plan.h"
 #include "operator/controller/job_secret.h"
 #include "operator/controller/queue_admission.h"
@@ -158,6 +160,7 @@ const char* TrainingJobReconciler::ReconcileJob(const std::string& key, Reconcil
   if (!job) {  // deleted: its pods and owned objects go by garbage collection
     std::lock_guard<std::mutex> lock(mu_);
     dirty_since_.erase(key);
+    create_errors_.erase(key);
     deleted_pods_.Forget(key);
     return "success";
   }
@@ -182,6 +185,10 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
   for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
   input.now = now_();
   input.nodes = ObserveNodes(*nodes_, options_.disruption_taints, input.now);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = create_errors_.find(key); it != create_errors_.end()) input.create_error = it->second;
+  }
   const std::string ns = kube::NamespaceOf(job);
   if (std::string queue = QueueNameOf(job); !queue.empty()) {
     if (queue_.workloads == nullptr) {
@@ -200,6 +207,14 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
     const json& data = At(*reports, {"data"});
     for (auto it = data.is_object() ? data.begin() : data.end(); it != data.end(); ++it) {
       if (!it->is_string()) continue;
+      if (it.key() == api::kProgressReportKey) {  // rank 0's progress report, not a peer's (no pod has an '_')
+        auto progress = api::DecodeProgressReport(it->get<std::string>());
+        if (progress.ok())
+          input.progress = std::move(progress).value();
+        else
+          log_(LogLevel::kWarning, "job " + key + ": ignoring " + progress.status().ToString());
+        continue;
+      }
       auto report = api::DecodePeerReport(it.key(), it->get<std::string>());
       if (report.ok())
         input.peer_reports.push_back(std::move(report).value());
@@ -237,7 +252,7 @@ const char* TrainingJobReconciler::Apply(const std::string& key, const json& job
     dirty_since_.erase(key);
   }
 
-  Status first_error = ApplyPods(key, ns, plan);
+  Status first_error = ApplyPods(key, job, plan);
   if (input.queue && input.queue->kueue_served) {
     Status synced = SyncWorkload(key, job, input, plan);
     if (!synced.ok() && first_error.ok()) first_error = synced.WithContext("syncing the Workload of " + key);
@@ -262,6 +277,7 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
   if (!written.ok()) return written.status();
   kube::StripManagedFields(&*written);  // as the job cache keeps it (controller.cc)
   written_.Wrote(key, kube::ResourceVersionOf(job), *written);
+  if (auto recovery = CompletedRecovery(At(job, {"status"}), status)) metrics_->RecoveryCompleted(*recovery);
   const json& old_membership = At(job, {"status", "membership"});
   const json& new_membership = At(status, {"membership"});
   if (IntAt(new_membership, {"generation"}) != IntAt(old_membership, {"generation"})) {
@@ -275,14 +291,27 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
   return Status::Ok();
 }
 
-Status TrainingJobReconciler::ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan) {
+Status TrainingJobReconciler::ApplyPods(const std::string& key, const json& job, const JobPlan& plan) {
+  const std::string ns = kube::NamespaceOf(job);
   Status first_error;
+  std::string refused;  // the apiserver's words for the first pod it refused
   for (const auto& pod : plan.creates) {
-    auto created = client_->Create(kube::resources::Pods(), ns, pod);
+    // Strict: a template field the apiserver does not know refuses the pod (FailedCreate names it), never dropped.
+    auto created = client_->Create(kube::resources::Pods(), ns, pod, kube::WriteOptions::Strict());
     // AlreadyExists: our cache lags a create we made earlier; the stable name keeps it single.
-    if (!created.ok() && !kube::IsAlreadyExists(created.status()) && first_error.ok()) {
-      first_error = created.status().WithContext("creating pod " + kube::NameOf(pod));
+    if (created.ok() || kube::IsAlreadyExists(created.status())) continue;
+    if (first_error.ok()) first_error = created.status().WithContext("creating pod " + kube::NameOf(pod));
+    if (refused.empty()) {
+      refused = "cannot create worker pod " + kube::NameOf(pod) + ": " + created.status().message();
+      recorder_->Event(job, std::string(api::event_type::kWarning), std::string(api::reason::kFailedCreate), refused);
     }
+  }
+  if (!plan.creates.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (refused.empty())
+      create_errors_.erase(key);
+    else
+      create_errors_[key] = refused;
   }
   for (const auto& d : plan.deletes) {
     kube::DeleteOptions options;

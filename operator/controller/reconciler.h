@@ -95,9 +95,11 @@ class TrainingJobReconciler {
   // (Conflict when the job changed since the cache saw it).
   Status WriteStatus(const std::string& key, const nlohmann::json& job, const nlohmann::json& status);
   // Creates and deletes the plan's pods, all of them even after an error; a successful delete is recorded in
-  // deleted_pods_ until the cache shows it. Errors: the first one;
+  // deleted_pods_ until the cache shows it. A create the apiserver refuses (quota, PodSecurity, an invalid
+  // template) is a Warning Event FailedCreate on the job and is remembered in create_errors_ for the next
+  // plan's Running condition, until a reconcile creates all the pods it planned. Errors: the first one;
   // AlreadyExists on create and NotFound/Conflict on delete are not errors.
-  Status ApplyPods(const std::string& key, const std::string& ns, const JobPlan& plan);
+  Status ApplyPods(const std::string& key, const nlohmann::json& job, const JobPlan& plan);
   // A gang-scheduled job's PodGroup (BuildPodGroup), server-side applied when this process has not applied that
   // intent for this job yet. Errors: the client's; NotFound (the PodGroup CRD is not installed) says what to do.
   Status EnsurePodGroup(const nlohmann::json& job);
@@ -133,11 +135,13 @@ class TrainingJobReconciler {
   // The pods this operator deleted, until the cache shows it (thread-safe itself).
   DeletedPods deleted_pods_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   // Guarded by mu_.
   std::set<std::string> ensured_uids_;  // jobs whose owned objects (EnsureOwnedObjects) exist
   std::unordered_map<std::string, nlohmann::json> applied_pod_groups_;  // job uid -> the PodGroup last applied
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> dirty_since_;
+  // job key -> why the apiserver last refused one of its pods (PlanInput::create_error)
+  std::unordered_map<std::string, std::string> create_errors_;
 };
 
 }  // namespace ringmaster::controller

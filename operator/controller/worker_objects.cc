@@ -113,6 +113,16 @@ Status LaunchProcesses(json& pod_spec, int32_t processes, const std::string& job
   return Status::Ok();
 }
 
+// spec.ports' rendezvous or metrics port, or the default when unset (ParseJobSpec checks the values).
+int32_t RendezvousPortOf(const json& job) {
+  const json& port = At(job, {"spec", "ports", "rendezvous"});
+  return port.is_number_integer() ? port.get<int32_t>() : api::kCoordinatorPort;
+}
+int32_t MetricsPortOf(const json& job) {
+  const json& port = At(job, {"spec", "ports", "metrics"});
+  return port.is_number_integer() ? port.get<int32_t>() : api::kWorkerHealthPort;
+}
+
 }  // namespace
 
 std::string WorkerPodName(const std::string& job, int32_t index) { return job + "-worker-" + std::to_string(index); }
@@ -144,6 +154,7 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
     return InvalidArgumentError("TrainingJob " + id.name + " has no spec.template.spec.containers");
   }
   const std::string name = WorkerPodName(id.name, index);
+  const int32_t metrics_port = MetricsPortOf(job);
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", OwnedMetadata(id, name)}, {"spec", tmpl["spec"]}};
   json& meta = pod["metadata"];
   if (At(tmpl, {"metadata", "labels"}).is_object()) {
@@ -155,7 +166,7 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
   if (At(tmpl, {"metadata", "annotations"}).is_object()) meta["annotations"] = tmpl["metadata"]["annotations"];
   // For a Prometheus without the Prometheus Operator (its kubernetes_sd pod role); the template's own win.
   for (const auto& [key, value] : {std::pair<const char*, std::string>{"prometheus.io/scrape", "true"},
-                                   {"prometheus.io/port", std::to_string(api::kWorkerHealthPort)},
+                                   {"prometheus.io/port", std::to_string(metrics_port)},
                                    {"prometheus.io/path", "/metrics"}}) {
     if (!meta["annotations"].contains(key)) meta["annotations"][key] = value;
   }
@@ -177,8 +188,8 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
   api::WorkerEnv worker;
   worker.job_name = id.name;
   worker.worker_index = index;
-  worker.coordinator_port = api::kCoordinatorPort;
-  worker.health_port = api::kWorkerHealthPort;
+  worker.coordinator_port = RendezvousPortOf(job);
+  worker.health_port = metrics_port;
   // The runtime compares it with world sizes, which count ranks.
   if (const json& min = At(job, {"spec", "replicas", "min"}); min.is_number_integer()) {
     worker.min_workers = static_cast<int32_t>(min.get<int64_t>() * processes);
@@ -215,19 +226,18 @@ StatusOr<json> BuildWorkerPod(const json& job, int32_t index, int32_t processes)
   bool declared = false;
   for (const auto& port : ArrayAt(main, {"ports"})) {
     declared = declared || StringAt(port, {"name"}) == api::kWorkerMetricsPortName ||
-               IntAt(port, {"containerPort"}) == api::kWorkerHealthPort;
+               IntAt(port, {"containerPort"}) == metrics_port;
   }
   if (!declared) {
     main["ports"].push_back(
-        {{"name", api::kWorkerMetricsPortName}, {"containerPort", api::kWorkerHealthPort}, {"protocol", "TCP"}});
+        {{"name", api::kWorkerMetricsPortName}, {"containerPort", metrics_port}, {"protocol", "TCP"}});
   }
   // A worker that fails says why in its last lines (no GPU visible, a bad checkpoint): they become the
   // pod's termination message, shown by `kubectl describe pod`.
   if (!main.contains("terminationMessagePolicy")) main["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (!main.contains("readinessProbe")) {
-    main["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", api::kWorkerHealthPort}}},
-                              {"periodSeconds", 2},
-                              {"failureThreshold", 3}};
+    main["readinessProbe"] = {
+        {"httpGet", {{"path", "/readyz"}, {"port", metrics_port}}}, {"periodSeconds", 2}, {"failureThreshold", 3}};
   }
   return pod;
 }
@@ -239,7 +249,7 @@ StatusOr<json> BuildHeadlessService(const json& job) {
       {"clusterIP", "None"},
       {"publishNotReadyAddresses", true},  // rank 0 is reachable while the world is being built
       {"selector", {{api::kJobNameLabel, id.name}}},
-      {"ports", json::array({{{"name", "rendezvous"}, {"port", api::kCoordinatorPort}, {"protocol", "TCP"}}})}};
+      {"ports", json::array({{{"name", "rendezvous"}, {"port", RendezvousPortOf(job)}, {"protocol", "TCP"}}})}};
   return svc;
 }
 
@@ -261,7 +271,7 @@ StatusOr<json> BuildWorkerNetworkPolicy(const json& job) {
   // the label gets nothing. No ports on the first rule: every port, since Gloo and NCCL listen on
   // ports chosen at run time.
   json from_job = {{"from", json::array({{{"podSelector", this_job}}})}};
-  json health = {{"ports", json::array({{{"protocol", "TCP"}, {"port", api::kWorkerHealthPort}}})}};
+  json health = {{"ports", json::array({{{"protocol", "TCP"}, {"port", MetricsPortOf(job)}}})}};
   return json{{"apiVersion", "networking.k8s.io/v1"},
               {"kind", "NetworkPolicy"},
               {"metadata", OwnedMetadata(id, WorkerNetworkPolicyName(id.name))},

@@ -166,6 +166,34 @@ TEST(WorkerObjectsTest, PeerReportsStartEmptyOwnedByTheJobAndLabelledForTheOpera
   EXPECT_TRUE((*cm)["data"].empty());
 }
 
+// spec.ports moves every place a port is named: the workers' environment, the metrics port, the probe, the
+// scrape annotation, the headless Service and the NetworkPolicy's open port.
+TEST(WorkerObjectsTest, TheJobsPortsReachEveryPlaceThatNamesThem) {
+  json job = Job();
+  job["spec"]["ports"] = {{"rendezvous", 31000}, {"metrics", 31100}};
+  auto pod = BuildWorkerPod(job, 0, 1);
+  ASSERT_OK(pod) << pod.status();
+  const json& main = (*pod)["spec"]["containers"][0];
+  EXPECT_EQ(EnvValue(main, std::string(api::env::kCoordinatorPort)), "31000");
+  EXPECT_EQ(EnvValue(main, std::string(api::env::kHealthPort)), "31100");
+  EXPECT_EQ(main["ports"][0]["containerPort"], 31100);
+  EXPECT_EQ(main["readinessProbe"]["httpGet"]["port"], 31100);
+  EXPECT_EQ((*pod)["metadata"]["annotations"]["prometheus.io/port"], "31100");
+  auto svc = BuildHeadlessService(job);
+  ASSERT_OK(svc);
+  EXPECT_EQ((*svc)["spec"]["ports"][0]["port"], 31000);
+  auto policy = BuildWorkerNetworkPolicy(job);
+  ASSERT_OK(policy);
+  EXPECT_EQ((*policy)["spec"]["ingress"][1]["ports"][0]["port"], 31100);
+
+  // Unset: the defaults, neither of them dcgm-exporter's 9400.
+  auto plain = BuildWorkerPod(Job(), 0, 1);
+  ASSERT_OK(plain);
+  EXPECT_EQ(EnvValue((*plain)["spec"]["containers"][0], std::string(api::env::kHealthPort)),
+            std::to_string(api::kWorkerHealthPort));
+  EXPECT_NE(api::kWorkerHealthPort, 9400);
+}
+
 TEST(WorkerObjectsTest, HeadlessServiceSelectsWorkers) {
   auto svc = BuildHeadlessService(Job());
   ASSERT_OK(svc);

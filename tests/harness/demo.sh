@@ -75,8 +75,12 @@ step "1. A local control plane with 4 fake GPU nodes (8 nvidia.com/gpu each) and
 REAL_NODES=0
 ((EUID == 0)) && REAL_NODES=1  # the last act's real node (a kubelet on containerd) needs root
 "$CLUSTER" up --dir "$DIR" --real-nodes "$REAL_NODES" --real-node-gpus 4 2>&1 | grep -v '^$' | sed 's/^/  /' | head -n 16
-k apply -f "$RINGMASTER_ROOT/crds/ringmaster.io_trainingjobs.yaml" >/dev/null
-k wait --for=condition=Established crd/trainingjobs.ringmaster.io --timeout=30s >/dev/null
+k apply --server-side --force-conflicts -f "$RINGMASTER_ROOT/crds/ringmaster.io_trainingjobs.yaml" >/dev/null  # > 256 KiB
+for ((i = 0; i < 120; i++)); do  # polled: `kubectl wait` fails on a CRD just created (its status has no conditions yet)
+  [[ "$(k get crd trainingjobs.ringmaster.io -o jsonpath='{range .status.conditions[*]}{.type}={.status} {end}')" == *"Established=True "* ]] && break
+  sleep 0.25
+done
+((i < 120)) || die "the TrainingJob CRD was not Established within 30 s" "see $DIR/logs/kube-apiserver.log"
 k delete tj demo --ignore-not-found --wait=true >/dev/null
 
 step "2. ringmaster-operator (log: $DIR/operator.log)"

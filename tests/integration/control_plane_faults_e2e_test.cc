@@ -46,10 +46,9 @@ class ControlPlaneFaultsE2eTest : public ElasticWorkersE2eTest {
   }
 
   // After `victim` (a member at `generation`, whose members had `uids`) was killed: its failure makes
-  // generation + 1 (a change for one of `reasons`) and its replacement (a new pod: the victim's name when the
-  // failed pod was gone first, else the next free index -- while the apiserver is away the old pod cannot be
-  // deleted) joins as generation + 2; then the job finishes exactly and no generation was ever shown twice or out
-  // of order.
+  // generation + 1 (a change for one of `reasons`) and its replacement (a new pod at the next free index: the
+  // failed pod is kept for its logs) joins as generation + 2; then the job finishes exactly and no generation was ever
+  // shown twice or out of order.
   void ExpectReplacedAndFinishedExactly(const std::string& victim, const std::set<std::string>& uids,
                                         int64_t generation, const std::set<std::string>& reasons) {
     std::string failed = WaitForMembershipEvent(reasons, 2);

@@ -56,11 +56,14 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   std::string failed = WaitForMembershipEvent(std::set<std::string>{"WorkerFailed", "WorkerRemoved"}, 2);
   EXPECT_NE(failed.find("generation " + std::to_string(generation + 1) + ","), std::string::npos) << failed;
   EXPECT_NE(failed.find(victim), std::string::npos) << failed;
+  // The failed pod stays for its logs (spec.runPolicy.keepFailedPods): its replacement is a pod of a new name.
+  std::set<std::string> before;
+  for (const auto& member : m["members"]) before.insert(member.value("pod", ""));
+  std::string replacement;
   WaitForJob("the replacement to join", seconds(30), [&](const json& j) {
     for (const auto& member : Membership(j).value("members", json::array()))
-      if (member.value("pod", "") == victim && member.value("uid", "") != victim_uid)
-        return Membership(j).value("worldSize", 0) == 3;
-    return false;
+      if (!before.count(member.value("pod", ""))) replacement = member.value("pod", "");
+    return !replacement.empty() && Membership(j).value("worldSize", 0) == 3;
   });
   // Reported, not asserted: kill -> the world whole again through a new pod (polled: an upper bound). The same
   // figure with a warm spare: AWarmSpareTakesAKilledMembersPlace... (spare_kill_to_whole_world_s).
@@ -76,13 +79,22 @@ TEST_F(ElasticWorkersE2eTest, KilledWorkerIsReplacedAndTheJobFinishesExactly) {
   }
 
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
-  // The replacement (same pod name, new pod) trained to the end: its container exited 0 with weights.
-  auto procs = ProcessesOf(victim);
-  ASSERT_EQ(procs.size(), 2u);
-  EXPECT_NE(procs[1].uid, victim_uid);
-  EXPECT_EQ(procs[1].exit_code, 0);
-  EXPECT_TRUE(finishers.count(victim)) << "the replacement wrote no final weights";
-  EXPECT_EQ(Job()["status"].value("restartCount", -1), 1);
+  // The replacement trained to the end: its container exited 0 with weights.
+  auto procs = ProcessesOf(replacement);
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0].exit_code, 0);
+  EXPECT_TRUE(finishers.count(replacement)) << "the replacement wrote no final weights";
+  const json status = Job()["status"];
+  EXPECT_EQ(status.value("restartCount", -1), 1);
+  // The killed worker's pod is still there, Failed, named by recentFailures, its log readable.
+  ASSERT_EQ(status.value("recentFailures", json::array()).size(), 1u) << status.dump();
+  EXPECT_EQ(status["recentFailures"][0].value("pod", ""), victim);
+  auto phase = cluster_.Kubectl({"get", "pod", victim, "-n", ns_, "-o", "jsonpath={.status.phase}"});
+  ASSERT_OK(phase);
+  EXPECT_EQ(phase->out, "Failed") << phase->err;
+  auto log = cluster_.Kubectl({"logs", victim, "-n", ns_});
+  ASSERT_OK(log);
+  EXPECT_FALSE(log->out.empty()) << "the killed worker's log is gone: " << log->err;
 }
 
 // The NCCL path on a real kubelet. The device plugin allocates each worker one emulated nvidia.com/gpu and hands
@@ -361,6 +373,67 @@ TEST_F(ElasticWorkersE2eTest, AWarmSpareTakesAKilledMembersPlaceWithNoPodStarted
   std::set<std::string> finishers = ExpectSucceededWithExactResults();
   EXPECT_TRUE(finishers.count(spare)) << "the promoted spare wrote no final weights";
   EXPECT_EQ(finishers.size(), 3u);
+}
+
+// A worker that fails saying why on stderr: its pod is kept (spec.runPolicy.keepFailedPods), status.recentFailures
+// names it with the container's exit code and reason, `kubectl logs` of that pod shows the line, and the
+// replacement is a pod of another name. Past maxRestarts the job fails; the kept pods stay for their logs.
+TEST_F(ElasticWorkersE2eTest, AFailedWorkersPodIsKeptAndKubectlLogsShowsWhyItFailed) {
+  workload_.command = {"sh", "-c", "echo 'fatal: shard 7 of the dataset is missing' >&2; exit 3"};
+  workload_.args = {};
+  workload_.workers = 1;
+  min_workers_ = 1;
+  max_restarts_ = 1;
+  ApplyJob();
+  json failed = WaitForJob("the job to fail after two failures", seconds(120),
+                           [](const json& j) { return Phase(j) == "Failed"; });
+  const json failures = failed["status"].value("recentFailures", json::array());
+  ASSERT_EQ(failures.size(), 2u) << failed.dump();
+  EXPECT_NE(failures[0].value("pod", ""), failures[1].value("pod", "")) << "the replacement reused the failed name";
+  for (const auto& f : failures) {
+    EXPECT_EQ(f.value("exitCode", 0), 3) << f.dump();
+    EXPECT_EQ(f.value("reason", ""), "Error") << f.dump();
+    const std::string pod = f.value("pod", "");
+    auto log = cluster_.Kubectl({"logs", pod, "-n", ns_});
+    ASSERT_OK(log);
+    EXPECT_NE(log->out.find("fatal: shard 7 of the dataset is missing"), std::string::npos)
+        << "kubectl logs " << pod << ": " << log->out << log->err;
+  }
+  auto events = cluster_.Kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=WorkerFailed", "-o",
+                                  "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"});
+  ASSERT_OK(events);
+  EXPECT_NE(events->out.find("kubectl logs -n " + ns_ + " " + failures[0].value("pod", "")), std::string::npos)
+      << events->out;
+}
+
+// A worker whose image cannot be pulled: the Running condition names the pod and the kubelet's reason while the job
+// waits, and after spec.scheduling.scheduleTimeoutSeconds the job fails saying so and holds no pod (no GPU) after.
+TEST_F(ElasticWorkersE2eTest, AJobWhoseImageCannotBePulledFailsAtItsScheduleTimeoutAndReleasesItsPods) {
+  image_ = image_.substr(0, image_.rfind(':')) + ":no-such-tag";
+  spec_extra_ = "  scheduling: {scheduleTimeoutSeconds: 25}\n";
+  workload_.workers = 2;
+  ApplyJob();
+  WaitForJob("the Running condition to name the pull error", seconds(60), [](const json& j) {
+    for (const auto& c : j.value("status", json::object()).value("conditions", json::array()))
+      if (c.value("type", "") == "Running" && c.value("reason", "") == "WorkerCannotStart") return true;
+    return false;
+  });
+  json failed = WaitForJob("the job to fail at its schedule timeout", seconds(90),
+                           [](const json& j) { return Phase(j) == "Failed"; });
+  std::string message;
+  for (const auto& c : failed["status"].value("conditions", json::array()))
+    if (c.value("type", "") == "Failed") message = c.value("reason", "") + ": " + c.value("message", "");
+  EXPECT_EQ(message.rfind("ScheduleTimeout: ", 0), 0u) << message;
+  EXPECT_TRUE(message.find("ImagePullBackOff") != std::string::npos ||
+              message.find("ErrImagePull") != std::string::npos)
+      << message;
+  Status released = WaitFor("the job's pods to be deleted", seconds(60), [&](std::string* last) {
+    auto pods =
+        cluster_.Kubectl({"get", "pods", "-n", ns_, "-l", std::string(api::kJobNameLabel) + "=" + kJob, "-o", "name"});
+    *last = pods.ok() ? pods->out + pods->err : pods.status().ToString();
+    return pods.ok() && pods->ok() && pods->out.empty();
+  });
+  EXPECT_OK(released) << released;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -96,6 +97,12 @@ inline Workload PyTorchExample(const std::string& out, const std::string& exampl
   w.final_step = std::numeric_limits<int64_t>::max();
   w.disturb_at_step = 8;
   return w;
+}
+
+// The integer in environment variable `name`, or `fallback` when it is unset or empty (the long programs' knobs).
+inline int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
 }
 
 class ElasticWorkersE2eTest : public JobTest {
@@ -223,6 +230,17 @@ class ElasticWorkersE2eTest : public JobTest {
     return job;
   }
 
+  // Makes the workload train `minutes` at full pace (kStepDelayMs a step, at least 600 steps), a multiple of 6 steps:
+  // whole epochs of 48 samples in batches of 8. For the programs that run long (make soak, make bench-goodput).
+  void TrainFor(int minutes) {
+    const int steps = std::max(600, minutes * 60 * 1000 / kStepDelayMs / 6 * 6);
+    *(std::find(workload_.args.begin(), workload_.args.end(), "--steps") + 1) = std::to_string(steps);
+    *(std::find(workload_.reference.begin(), workload_.reference.end(), "--steps") + 1) = std::to_string(steps);
+    workload_.final_step = steps;
+    workload_.epochs = steps * kBatch / kSamples;
+    workload_.start_timeout = seconds(60);
+  }
+
   // The highest step any worker has journaled (the training's progress).
   int64_t Progress() {
     int64_t best = -1;
@@ -323,7 +341,8 @@ class ElasticWorkersE2eTest : public JobTest {
     return finishers;
   }
 
-  // The pods named `pod` (a replacement keeps the name), in start order, as the kubelets reported them.
+  // The pods named `pod` (a deleted pod's replacement may take its name; a failed one is kept under its own), in
+  // start order, as the kubelets reported them.
   std::vector<WorkerPod> ProcessesOf(const std::string& pod) { return pods_->Named(pod); }
 
   // Waits until pod `pod` with `uid` is gone from the apiserver (no pod of that name, or another uid under it).

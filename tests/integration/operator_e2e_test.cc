@@ -238,14 +238,48 @@ TEST_F(OperatorE2eTest, FailedRankZeroIsReplacedAndSurvivorsKeepTheirOrder) {
   EXPECT_EQ(MemberPods(after), std::vector<std::string>(before.begin() + 1, before.end()));
   EXPECT_EQ(Membership(after).value("reason", ""), "WorkerFailed");
   EXPECT_EQ(after["status"].value("restartCount", 0), 1);
-  // The replacement (same stable name, new pod) joins after the survivors.
+  // The replacement (a new name: the failed pod is kept for its logs) joins after the survivors.
   json healed =
       WaitForJob("fail", "the replacement to join", seconds(60), [](const json& j) { return WorldSize(j) == 4; });
   std::vector<std::string> now = MemberPods(healed);
   EXPECT_EQ(std::vector<std::string>(now.begin(), now.begin() + 3),
             std::vector<std::string>(before.begin() + 1, before.end()));
-  EXPECT_EQ(now[3], before[0]);
-  EXPECT_EQ(Pods("fail").size(), 4u);
+  EXPECT_NE(now[3], before[0]);
+  EXPECT_EQ(healed["status"]["recentFailures"][0].value("pod", ""), before[0]);
+  std::vector<json> pods = Pods("fail");
+  EXPECT_EQ(pods.size(), 5u);
+  for (const auto& p : pods) {
+    if (p["metadata"].value("name", "") == before[0]) {
+      EXPECT_EQ(p["status"].value("phase", ""), "Failed");
+    }
+  }
+}
+
+// Pods the apiserver refuses (a ResourceQuota here; PodSecurity or an invalid template alike) are named on the job:
+// a Warning Event FailedCreate with the apiserver's words and the Running condition's reason, until they can be
+// created.
+TEST_F(OperatorE2eTest, PodsTheApiserverRefusesAreNamedOnTheJobUntilTheyCanBeCreated) {
+  ASSERT_OK(cluster_.Apply("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: two-pods, namespace: " + ns_ +
+                           "}\nspec: {hard: {pods: \"1\"}}\n"));
+  StartOperator();
+  ApplyJob("quota", 2, 2);
+  json refused = WaitForJob("quota", "the Running condition to say FailedCreate", seconds(60), [](const json& j) {
+    return Condition(j, "Running").value("reason", "") == "FailedCreate";
+  });
+  EXPECT_NE(Condition(refused, "Running").value("message", "").find("exceeded quota"), std::string::npos)
+      << Condition(refused, "Running").dump();
+  Status event = WaitFor("a FailedCreate event on the job", seconds(30), [&](std::string* last) {
+    auto r = cluster_.KubectlJson(
+        {"get", "events", "-n", ns_, "--field-selector", "involvedObject.name=quota,reason=FailedCreate"});
+    if (r.ok()) *last = r->dump();
+    return r.ok() && !(*r)["items"].empty() &&
+           (*r)["items"][0].value("message", "").find("exceeded quota") != std::string::npos;
+  });
+  EXPECT_OK(event) << event;
+  ASSERT_OK(Kubectl({"delete", "resourcequota", "two-pods", "-n", ns_}));
+  json running = WaitForJob("quota", "2 workers once the quota is gone", seconds(90),
+                            [](const json& j) { return WorldSize(j) == 2; });
+  EXPECT_EQ(Condition(running, "Running").value("reason", ""), "WorkersRunning");
 }
 
 TEST_F(OperatorE2eTest, NotReadyNodeLosesItsWorkersWithinTheDetectionWindow) {

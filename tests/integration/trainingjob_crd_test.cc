@@ -1,8 +1,12 @@
 // The TrainingJob CRD on the real apiserver: samples are accepted, bad manifests are refused with the
-// CEL message that tells a person what to fix, and `kubectl scale` drives spec.replicas.desired.
+// CEL message that tells a person what to fix, `kubectl scale` drives spec.replicas.desired, and spec.template
+// is the full PodTemplateSpec schema: a misspelled field in it is refused (kubectl's strict field validation)
+// and `kubectl explain` describes its fields.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status_test_macros.h"
 #include "tests/support/cluster_test.h"
@@ -32,6 +36,13 @@ class TrainingJobCrdTest : public JobTest {
     return "      - name: trainer\n        image: example/trainer:1\n        resources:\n          limits:\n"
            "            nvidia.com/gpu: " +
            gpus + "\n";
+  }
+
+  // `kubectl create --validate=strict` of `manifest` (the apiserver's fieldValidation=Strict, kubectl's default).
+  CommandResult CreateStrict(const std::string& manifest) {
+    auto r = cluster_.Kubectl({"create", "--validate=strict", "-n", ns_, "-f", "-"}, manifest);
+    EXPECT_OK(r) << r.status();
+    return r.ok() ? *r : CommandResult{};
   }
 
   // Expects `manifest` to be refused with `message` in kubectl's error.
@@ -67,8 +78,71 @@ TEST_F(TrainingJobCrdTest, PrinterColumnsShowWorkersGenerationAndPhase) {
   }
 }
 
+// The schema's bounds (minimum 1, maximum 4096), which the CEL rules agree with.
 TEST_F(TrainingJobCrdTest, MinBelowOneIsRefused) {
-  ExpectRefused(Job("j", "{min: 0, max: 2}", Container("1")), "spec.replicas.min must be at least 1");
+  ExpectRefused(Job("j", "{min: 0, max: 2}", Container("1")), "spec.replicas.min: Invalid value: 0");
+  ExpectRefused(Job("j", "{min: 0, max: 2}", Container("1")), "should be greater than or equal to 1");
+}
+
+TEST_F(TrainingJobCrdTest, MaxAbove4096IsRefused) {
+  ExpectRefused(Job("j", "{min: 1, max: 4097}", Container("1")), "spec.replicas.max: Invalid value: 4097");
+  ExpectRefused(Job("j", "{min: 1, max: 4097}", Container("1")), "should be less than or equal to 4096");
+}
+
+// A misspelled field of the pod template is refused, naming it, as kubectl creates objects by default
+// (fieldValidation=Strict); spelled right, the same field is kept.
+TEST_F(TrainingJobCrdTest, AMisspelledTemplateFieldIsRefusedNamingIt) {
+  std::string job = Job("tolerant", "{min: 1, max: 1}", Container("1"));
+  const std::string misspelled = job + "      tolerationz: [{key: example.com/gpu, operator: Exists}]\n";
+  CommandResult r = CreateStrict(misspelled);
+  EXPECT_NE(r.exit_code, 0) << "accepted:\n" << misspelled;
+  EXPECT_NE(r.err.find("unknown field \"spec.template.spec.tolerationz\""), std::string::npos) << r.err;
+
+  ASSERT_COMMAND_OK(CreateStrict(job + "      tolerations: [{key: example.com/gpu, operator: Exists}]\n"));
+  auto tj = cluster_.KubectlJson({"get", "tj", "tolerant", "-n", ns_});
+  ASSERT_OK(tj) << tj.status();
+  EXPECT_EQ((*tj)["spec"]["template"]["spec"]["tolerations"][0].value("key", ""), "example.com/gpu") << *tj;
+}
+
+TEST_F(TrainingJobCrdTest, AMisspelledContainerFieldIsRefusedNamingIt) {
+  const std::string job =
+      Job("puller", "{min: 1, max: 1}", Container("1") + "        imagePullPolicyy: IfNotPresent\n");
+  CommandResult r = CreateStrict(job);
+  EXPECT_NE(r.exit_code, 0) << "accepted:\n" << job;
+  EXPECT_NE(r.err.find("unknown field \"spec.template.spec.containers[0].imagePullPolicyy\""), std::string::npos)
+      << r.err;
+}
+
+// Without strict validation the apiserver drops (prunes) an unknown template field rather than keeping it:
+// the schema is structural all the way down.
+TEST_F(TrainingJobCrdTest, AnUnknownTemplateFieldIsPrunedWithoutStrictValidation) {
+  const std::string job = Job("pruned", "{min: 1, max: 1}", Container("1")) + "      tolerationz: [{key: a}]\n";
+  auto r = cluster_.Kubectl({"create", "--validate=false", "-n", ns_, "-f", "-"}, job);
+  ASSERT_COMMAND_OK(r);
+  auto tj = cluster_.KubectlJson({"get", "tj", "pruned", "-n", ns_});
+  ASSERT_OK(tj) << tj.status();
+  EXPECT_FALSE((*tj)["spec"]["template"]["spec"].contains("tolerationz")) << *tj;
+  EXPECT_EQ((*tj)["spec"]["template"]["spec"]["containers"][0].value("image", ""), "example/trainer:1");
+}
+
+// The template's fields are documented: `kubectl explain` prints Kubernetes's own description of them (and
+// ours of our fields). The apiserver publishes a CRD's OpenAPI shortly after it is Established: polled.
+TEST_F(TrainingJobCrdTest, KubectlExplainDescribesTemplateFields) {
+  for (const auto& [field, wanted] : std::vector<std::pair<std::string, std::string>>{
+           {"trainingjob.spec.template.spec.tolerations", "If specified, the pod's tolerations."},
+           {"trainingjob.spec.template.spec.containers.imagePullPolicy", "Image pull policy."},
+           {"trainingjob.spec.replicas.min", "gang minimum"}}) {
+    std::string out;
+    Status explained = WaitFor("kubectl explain " + field, std::chrono::seconds(30), [&](std::string* seen) {
+      auto r = cluster_.Kubectl({"explain", field});
+      if (!r.ok()) return false;
+      out = r->out;
+      *seen = r->out + r->err;
+      return r->ok() && r->out.find(wanted) != std::string::npos;
+    });
+    EXPECT_OK(explained) << "wanted '" << wanted << "' in kubectl explain " << field << ": " << explained;
+    EXPECT_NE(out.find("DESCRIPTION:"), std::string::npos) << out;
+  }
 }
 
 TEST_F(TrainingJobCrdTest, MinAboveMaxIsRefused) {

@@ -49,25 +49,15 @@ using json = nlohmann::json;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
 class ElasticSoakTest : public ReplicatedOperatorWorkersTest {
  protected:
   void SetUp() override {
     minutes_ = EnvInt("RINGMASTER_SOAK_MINUTES", 30);
     max_restarts_ = 100000;  // every kill is a failure: the default 10 would end the job within minutes
     ReplicatedOperatorWorkersTest::SetUp();
-    // Pure training time is the soak's length (100 ms a step); the faults' stalls come on top. A
-    // multiple of 6 steps: whole epochs of 48 samples in batches of 8.
-    steps_ = std::max(600, minutes_ * 60 * 1000 / kStepDelayMs / 6 * 6);
-    *(std::find(workload_.args.begin(), workload_.args.end(), "--steps") + 1) = std::to_string(steps_);
-    *(std::find(workload_.reference.begin(), workload_.reference.end(), "--steps") + 1) = std::to_string(steps_);
-    workload_.final_step = steps_;
-    workload_.epochs = steps_ * kBatch / kSamples;
-    workload_.start_timeout = seconds(60);
+    // Pure training time is the soak's length; the faults' stalls come on top.
+    TrainFor(minutes_);
+    steps_ = static_cast<int>(workload_.final_step);
   }
 
   void Say(const std::string& line) {

@@ -67,16 +67,20 @@ Status TestCluster::Apply(const std::string& manifest) const {
 Status TestCluster::EnsureCrd(const std::string& path, const std::string& crd_name) const {
   std::string last;
   Status applied = WaitFor("CRD " + crd_name + " to apply", std::chrono::seconds(30), [&](std::string* seen) {
-    auto r = Kubectl({"apply", "-f", path});
+    // Server-side: a CRD over 256 KiB (the TrainingJob's, with the inlined pod template) does not fit the
+    // last-applied annotation of a client-side apply.
+    auto r = Kubectl({"apply", "--server-side", "--force-conflicts", "-f", path});
     if (r.ok()) *seen = r->err;
     return r.ok() && r->ok();
   });
   RINGMASTER_RETURN_IF_ERROR(applied);
-  auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=30s", "crd/" + crd_name}, "",
-                   std::chrono::seconds(40));
-  if (!r.ok()) return r.status();
-  if (!r->ok()) return UnknownError("CRD " + crd_name + " not Established: " + r->err);
-  return Status::Ok();
+  // Polled, not `kubectl wait --for=condition=Established`: that fails at once on a CRD just created, whose
+  // status has no conditions yet (a large schema widens that window).
+  return WaitFor("CRD " + crd_name + " to be Established", std::chrono::seconds(30), [&](std::string* seen) {
+    auto r = Kubectl({"get", "crd", crd_name, "-o", "jsonpath={range .status.conditions[*]}{.type}={.status} {end}"});
+    if (r.ok()) *seen = r->out + r->err;
+    return r.ok() && r->ok() && r->out.find("Established=True ") != std::string::npos;
+  });
 }
 
 Status WaitFor(const std::string& what, std::chrono::milliseconds timeout,

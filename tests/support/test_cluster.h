@@ -36,8 +36,9 @@ class TestCluster {
   StatusOr<nlohmann::json> KubectlJson(const std::vector<std::string>& args) const;
   // `kubectl apply -f -` of a manifest; an error carries kubectl's message.
   Status Apply(const std::string& manifest) const;
-  // Applies the CRD file at `path` and waits until it is Established. Safe when tests run in parallel
-  // (two first applies race to create it; the loser retries as an update).
+  // Applies the CRD file at `path` server-side (a CRD may exceed client-side apply's 256 KiB annotation) and
+  // waits until it is Established. Safe when tests run in parallel (two first applies race to create it; the
+  // loser retries as an update).
   Status EnsureCrd(const std::string& path, const std::string& crd_name) const;
 
  private:

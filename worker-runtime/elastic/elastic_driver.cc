@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/job_status.h"
+#include "base/time_format.h"
 #include "worker-runtime/elastic/peer_probe.h"
 #include "worker-runtime/elastic/rebuild_plan.h"
 #include "worker-runtime/elastic/termination_notice.h"
@@ -142,6 +143,10 @@ void ElasticDriver::OnNewRecord(const api::Membership& next) {
     switch_.Clear();
   }
   newest_seen_.store(next.generation);
+  if (next.generation > seen_generation_) {  // an orderly switch is seen at its boundary instead (Join)
+    seen_generation_ = next.generation;
+    seen_at_ = Clock::now();
+  }
   AbortFor(next.generation);
 }
 
@@ -388,16 +393,22 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
   // the root's state broadcast. (Was four negotiated collectives: step MAX, root MIN, length, state.)
   const int64_t committed = state_->committed_step();
   std::string blob = state_->Encode();
+  // Where this rank's state comes from (api::restored_from): kept through an earlier generation it trained in, a
+  // checkpoint loaded at start, or the program's initial bytes.
+  constexpr const char* kOrigins[] = {"peer", "checkpoint", "initial"};
+  const int64_t origin = joined_generation_.load() != 0 ? 0 : loaded_checkpoint_step_ >= 0 ? 1 : 2;
   int64_t newest = 0;
   int root = 0;
+  int64_t root_origin = origin;
   Status synced = rt.RunOnHost("elastic.restore", [&](comm::Communicator& host) -> Status {
-    const int64_t mine[2] = {committed, static_cast<int64_t>(blob.size())};
-    std::vector<int64_t> all(2 * static_cast<size_t>(host.size()));
-    RINGMASTER_RETURN_IF_ERROR(host.Allgather(mine, all.data(), 2, DataType::kInt64));
+    const int64_t mine[3] = {committed, static_cast<int64_t>(blob.size()), origin};
+    std::vector<int64_t> all(3 * static_cast<size_t>(host.size()));
+    RINGMASTER_RETURN_IF_ERROR(host.Allgather(mine, all.data(), 3, DataType::kInt64));
     newest = committed;
-    for (int r = 0; r < host.size(); ++r) newest = std::max(newest, all[2 * r]);
-    while (all[2 * root] != newest) ++root;
-    const int64_t length = all[2 * root + 1];
+    for (int r = 0; r < host.size(); ++r) newest = std::max(newest, all[3 * r]);
+    while (all[3 * root] != newest) ++root;
+    root_origin = std::clamp<int64_t>(all[3 * root + 2], 0, 2);
+    const int64_t length = all[3 * root + 1];
     if (length < 0)
       return InternalError("rank " + std::to_string(root) + " reported a state of " + std::to_string(length) +
                            " bytes");
@@ -406,6 +417,7 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
     return host.Broadcast(blob.data(), blob.data(), blob.size(), DataType::kUInt8, root);
   });
   RINGMASTER_RETURN_IF_ERROR(synced);
+  restored_from_ = kOrigins[root_origin];
   if (rt.rank() != root) {
     Status s = state_->Adopt(blob);
     if (!s.ok()) return InternalError("state from rank " + std::to_string(root) + ": " + s.ToString());
@@ -524,6 +536,63 @@ StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& curre
   Log("no newer membership than generation " + std::to_string(current.generation) + " after " +
       std::to_string(wait.count()) + " ms: building it again");
   return current;
+}
+
+void ElasticDriver::PrepareProgress(Clock::time_point seen, const RebuildStats& stats) {
+  // The generation just left hands its step times over as the previous generation's.
+  if (generation_steps_ > 0) previous_step_seconds_ = generation_step_seconds_ / static_cast<double>(generation_steps_);
+  generation_steps_ = 0;
+  generation_step_seconds_ = 0;
+  generation_started_ = Clock::now();
+  generation_committed_ = false;
+  progress_.reset();
+  const api::Member* me = record_.Find(options_.worker_id);
+  if (me == nullptr || me->rank != 0) return;
+  api::ProgressReport r;
+  r.generation = record_.generation;
+  r.reporter = me->pod;
+  r.world_size = record_.world_size();
+  r.resumed_from = state_->committed_step();
+  r.restored_from = restored_from_;
+  // The new world restores the newest step any member committed; the steps nobody in it saw (every holder of
+  // newer state was lost) cannot be counted here (api/progress_report.h).
+  r.replayed_steps = 0;
+  r.restore_seconds = stats.restore;
+  r.rebuild_seconds = std::max(0.0, Seconds(seen) - stats.restore);  // restore is the build's last phase
+  progress_ = std::move(r);
+}
+
+void ElasticDriver::NoteCommit() {
+  if (generation_started_ == Clock::time_point{}) return;  // no generation joined
+  const auto now = Clock::now();
+  const double step = std::chrono::duration<double>(now - generation_started_).count();
+  generation_started_ = now;
+  if (generation_committed_) {  // the first step after a build (its warm-up) is not in the mean
+    ++generation_steps_;
+    generation_step_seconds_ += step;
+  }
+  generation_committed_ = true;
+  if (!progress_) return;
+  api::ProgressReport r = std::move(*progress_);
+  progress_.reset();
+  r.first_step = state_->committed_step();
+  r.first_step_at = FormatRfc3339(std::chrono::system_clock::now(), TimePrecision::kMillis);
+  r.step_seconds = previous_step_seconds_ > 0 ? previous_step_seconds_ : step;
+  // After the previous report, on a thread of its own: the step goes on at once.
+  progress_send_ = std::async(std::launch::async, [previous = std::move(progress_send_), source = source_,
+                                                   log = options_.log, r = std::move(r)]() mutable {
+    if (previous.valid()) previous.wait();
+    Status sent = source->ReportProgress(r);
+    if (!sent.ok()) {
+      ::ringmaster::Log(log, LogLevel::kWarning,
+                        "the progress report of generation " + std::to_string(r.generation) + " was not written (" +
+                            sent.ToString() + "); training goes on");
+    }
+  });
+}
+
+void ElasticDriver::WaitProgress() {
+  if (progress_send_.valid()) progress_send_.wait();
 }
 
 void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
@@ -662,6 +731,7 @@ StepContext ElasticDriver::Context() const {
 
 void ElasticDriver::Commit(const data::SampleCursor& next) {
   state_->Commit(state_->committed_step() + 1, next);
+  NoteCommit();
   std::shared_ptr<runtime::Runtime> retired;
   {
     std::lock_guard lock(mu_);
@@ -700,6 +770,7 @@ void ElasticDriver::StopWatcher() {
 
 void ElasticDriver::Finish() {
   StopWatcher();
+  WaitProgress();
   if (!writer_) return;
   Status saved = writer_->Wait();  // the final step's checkpoint is on disk before we report success
   ReportSaves();
@@ -746,6 +817,11 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
   for (;;) {
     RINGMASTER_ASSIGN_OR_RETURN(bool member, ChooseRecord(record_));
     if (!member) return false;
+    Clock::time_point seen = Clock::now();
+    {
+      std::lock_guard lock(mu_);
+      if (seen_generation_ == record_.generation) seen = std::min(seen, seen_at_);
+    }
     RebuildStats stats;
     stats.generation = record_.generation;
     stats.detect = Seconds(failure_time_);
@@ -766,6 +842,7 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
       continue;
     }
     ReportRebuild(record_, stats);
+    PrepareProgress(seen, stats);
     if (on_restore)
       on_restore(static_cast<int64_t>(StoreGeneration(record_.generation, attempt_)), state_->committed_step());
     return true;

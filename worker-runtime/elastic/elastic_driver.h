@@ -59,6 +59,11 @@
 //   }
 //   driver.Finish();
 //
+// Progress. Rank 0 of each generation reports, when the generation's first step commits, how it started
+// (api/progress_report.h: the step it resumed from and where that state came from, its rebuild and restore time,
+// the previous generation's mean step time) through MembershipSource::ReportProgress, on a thread of its own so
+// that a slow apiserver never holds up a step; a failed report is one warning.
+//
 // Thread-safety: Run() (or Start/Join/Commit/Interrupted/Finish) is called
 // from one thread; the driver runs one watcher thread of its own between
 // Start() and Finish() (or destruction). joined_generation(), last_rebuild()
@@ -69,13 +74,16 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "api/progress_report.h"
 #include "base/log.h"
 #include "worker-runtime/checkpoint/async_checkpoint_writer.h"
 #include "worker-runtime/checkpoint/checkpoint_store.h"
@@ -270,6 +278,13 @@ class ElasticDriver {
   StatusOr<api::Membership> NextRecord(const api::Membership& current);
   // Probes `record`'s other members and reports the unreachable ones through the source (logged).
   void ReportUnreachablePeers(const api::Membership& record);
+  // After a build of record_: arms the progress report (rank 0 only) with what the build measured.
+  void PrepareProgress(std::chrono::steady_clock::time_point seen, const RebuildStats& stats);
+  // At a commit: the step times of this generation, and the armed progress report once its first step committed
+  // (sent on progress_send_, after the previous send finished).
+  void NoteCommit();
+  // Waits for the progress report being sent, if any.
+  void WaitProgress();
 
   const ElasticOptions options_;
   membership::MembershipSource* const source_;
@@ -310,6 +325,16 @@ class ElasticDriver {
   std::vector<ProcessSetRule> process_set_rules_;  // options_.process_sets and the static sets
   std::shared_ptr<timeline::Timeline> timeline_;   // of the whole run, once opened
   bool timeline_failed_ = false;                   // it could not be opened: warned, not tried again
+  // Progress (the training thread only): where the build's state came from (Sync), the report waiting for the
+  // generation's first commit, and the step times of the joined and of the previous generation.
+  std::string restored_from_;
+  std::optional<api::ProgressReport> progress_;
+  std::chrono::steady_clock::time_point generation_started_{};  // the end of the build, then the last commit
+  bool generation_committed_ = false;                           // a step committed since the build
+  int64_t generation_steps_ = 0;                                // commit-to-commit intervals in this generation
+  double generation_step_seconds_ = 0;                          // their sum
+  double previous_step_seconds_ = 0;                            // the mean of the last generation that had any
+  std::future<void> progress_send_;                             // the report being sent
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).
@@ -317,6 +342,8 @@ class ElasticDriver {
   std::shared_ptr<runtime::Runtime> retired_;  // the last aborted (unshrinkable) one, until the next Commit
   std::unique_ptr<store::StoreServer> server_;
   RebuildStats last_rebuild_;
+  int64_t seen_generation_ = 0;                      // the newest generation the watcher saw ...
+  std::chrono::steady_clock::time_point seen_at_{};  // ... and when
 };
 
 }  // namespace ringmaster::elastic

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "base/status_test_macros.h"
+#include "base/time_format.h"
 #include "worker-runtime/testing/scripted_source.h"
 
 namespace ringmaster::elastic {
@@ -395,6 +396,109 @@ TEST(ElasticDriverTest, ATimelineThatCannotBeOpenedIsAWarningNotAFailedBuild) {
     }
   }
   std::filesystem::remove_all(dir);
+}
+
+// A source that records the progress reports it is given (and refuses them while `refuse` is set).
+class RecordingSource : public ScriptedSource {
+ public:
+  Status ReportProgress(const api::ProgressReport& report) override {
+    std::lock_guard lock(mu_);
+    reports_.push_back(report);
+    cv_.notify_all();
+    return refuse ? UnavailableError("the apiserver is away") : Status::Ok();
+  }
+  // The reports so far once there are `n` (within 5 s).
+  std::vector<api::ProgressReport> WaitFor(size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, 5s, [&] { return reports_.size() >= n; });
+    return reports_;
+  }
+  std::atomic<bool> refuse{false};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<api::ProgressReport> reports_;
+};
+
+// Rank 0 reports each generation once, at its first committed step: where the state came from, the step it
+// resumed at, its rebuild and restore time, and the previous generation's mean step time. A refused report is
+// one warning; training goes on.
+TEST(ElasticDriverTest, RankZeroReportsEachGenerationsProgressOnceAtItsFirstStep) {
+  auto probe = std::make_shared<Probe>();
+  probe->shrinkable = false;
+  RecordingSource source;
+  const int port = FreePort();
+  std::mutex log_mu;
+  std::vector<std::string> warnings;
+  ElasticOptions options = Options("w0", port, probe, 5s);
+  options.log = [&](LogLevel level, std::string_view line) {
+    std::lock_guard lock(log_mu);
+    if (level == LogLevel::kWarning) warnings.emplace_back(line);
+  };
+  std::string model = "m";
+  ElasticState state([&] { return model; },
+                     [&](std::string_view b) {
+                       model = std::string(b);
+                       return Status::Ok();
+                     });
+  ElasticDriver driver(options, &source, &state);
+  source.Publish(Record(1, port, {{"w0", "node-a"}}));
+  const auto before = std::chrono::system_clock::now();
+  ASSERT_OK(driver.Start());
+  auto joined = driver.Join();
+  ASSERT_OK(joined) << joined.status();
+  ASSERT_TRUE(*joined);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(20ms);
+    driver.Commit(driver.Context().cursor);
+  }
+  auto reports = source.WaitFor(1);
+  ASSERT_EQ(reports.size(), 1u);
+  const api::ProgressReport first = reports[0];
+  EXPECT_EQ(first.generation, 1);
+  EXPECT_EQ(first.reporter, "w0");
+  EXPECT_EQ(first.world_size, 1);
+  EXPECT_EQ(first.first_step, 1);
+  EXPECT_EQ(first.resumed_from, 0);
+  EXPECT_EQ(first.restored_from, api::restored_from::kInitial) << "no checkpoint, nobody kept any state";
+  EXPECT_EQ(first.replayed_steps, 0);
+  EXPECT_GE(first.rebuild_seconds, 0);
+  EXPECT_LT(first.rebuild_seconds, 5);
+  EXPECT_GE(first.restore_seconds, 0);
+  EXPECT_GE(first.step_seconds, 0.015) << "no previous generation: its own first step's time";
+  auto at = ParseRfc3339(first.first_step_at);
+  ASSERT_TRUE(at) << first.first_step_at;
+  EXPECT_GE(*at, std::chrono::time_point_cast<std::chrono::milliseconds>(before));
+  EXPECT_NE(first.first_step_at.find('.'), std::string::npos) << "milliseconds: " << first.first_step_at;
+
+  // Generation 2 (a member joins, mirrored): the survivor keeps its state; the report, refused, is one warning.
+  source.refuse = true;
+  source.Publish(Record(2, port, {{"w0", "node-a"}, {"mirror", "node-b"}}));
+  for (int i = 0; i < 500 && !driver.Superseded(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(driver.Superseded());
+  joined = driver.Join();
+  ASSERT_OK(joined) << joined.status();
+  ASSERT_TRUE(*joined);
+  driver.Commit(driver.Context().cursor);
+  driver.Commit(driver.Context().cursor);
+  reports = source.WaitFor(2);
+  ASSERT_EQ(reports.size(), 2u) << "one report per generation";
+  const api::ProgressReport second = reports[1];
+  EXPECT_EQ(second.generation, 2);
+  EXPECT_EQ(second.world_size, 2);
+  EXPECT_EQ(second.resumed_from, 3);
+  EXPECT_EQ(second.first_step, 4);
+  EXPECT_EQ(second.restored_from, api::restored_from::kPeer);
+  EXPECT_EQ(second.replayed_steps, 0);
+  EXPECT_GE(second.step_seconds, 0.015) << "generation 1's mean step (20 ms apart)";
+  EXPECT_LT(second.step_seconds, 1.0);
+  driver.Finish();  // waits for the report being sent
+  std::lock_guard lock(log_mu);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("progress report of generation 2"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("training goes on"), std::string::npos) << warnings[0];
+  EXPECT_EQ(state.committed_step(), 5) << "training went on";
 }
 
 // The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its

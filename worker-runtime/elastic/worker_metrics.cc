@@ -1,5 +1,10 @@
 #include "worker-runtime/elastic/worker_metrics.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "api/names.h"
 #include "metrics/buckets.h"
 #include "worker-runtime/elastic/elastic_driver.h"
 
@@ -14,58 +19,99 @@ const prometheus::Histogram::BucketBoundaries& PhaseBuckets() {
 }
 
 template <typename Builder>
-auto& Register(Builder builder, const char* name, const char* help, prometheus::Registry& r) {
-  return builder.Name(name).Help(help).Register(r);
+auto& Register(Builder builder, const char* name, const char* help, prometheus::Registry& r,
+               const std::map<std::string, std::string>& labels) {
+  return builder.Name(name).Help(help).Labels(labels).Register(r);
 }
+
+// Another collectable's series with `labels` added (those a series has already are kept as they are).
+class Labelled : public prometheus::Collectable {
+ public:
+  Labelled(std::shared_ptr<prometheus::Collectable> inner, std::map<std::string, std::string> labels)
+      : inner_(std::move(inner)), labels_(std::move(labels)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> families = inner_->Collect();
+    for (auto& family : families) {
+      for (auto& metric : family.metric) {
+        for (const auto& [name, value] : labels_) {
+          bool has = false;
+          for (const auto& l : metric.label) has = has || l.name == name;
+          if (!has) metric.label.push_back({name, value});
+        }
+        std::sort(metric.label.begin(), metric.label.end(),
+                  [](const auto& a, const auto& b) { return a.name < b.name; });
+      }
+    }
+    return families;
+  }
+
+ private:
+  const std::shared_ptr<prometheus::Collectable> inner_;
+  const std::map<std::string, std::string> labels_;
+};
 
 }  // namespace
 
-WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus)
-    : registry_(std::make_shared<prometheus::Registry>()),
+std::map<std::string, std::string> JobLabels() {
+  std::map<std::string, std::string> labels;
+  for (const auto& [label, variable] : {std::pair<const char*, std::string_view>{"trainingjob", api::env::kJobName},
+                                        {"namespace", api::env::kJobNamespace}}) {
+    const char* value = std::getenv(std::string(variable).c_str());
+    if (value != nullptr && *value != '\0') labels[label] = value;
+  }
+  return labels;
+}
+
+WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus, std::map<std::string, std::string> job_labels)
+    : job_labels_(std::move(job_labels)),
+      registry_(std::make_shared<prometheus::Registry>()),
       gpus_(std::move(gpus)),
+      labelled_gpus_(gpus_ ? std::make_shared<Labelled>(gpus_, job_labels_) : nullptr),
       generation_(Register(prometheus::BuildGauge(), "ringmaster_worker_generation",
-                           "Membership generation this worker has joined.", *registry_)
+                           "Membership generation this worker has joined.", *registry_, job_labels_)
                       .Add({})),
       world_size_(Register(prometheus::BuildGauge(), "ringmaster_worker_world_size",
-                           "Workers in the joined generation.", *registry_)
+                           "Workers in the joined generation.", *registry_, job_labels_)
                       .Add({})),
       step_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_step_seconds",
-                             "Duration of committed training steps.", *registry_)
+                             "Duration of committed training steps.", *registry_, job_labels_)
                         .Add({}, PhaseBuckets())),
       samples_(Register(prometheus::BuildCounter(), "ringmaster_worker_samples_total",
-                        "Samples this worker trained on: its share of each step's global batch.", *registry_)
+                        "Samples this worker trained on: its share of each step's global batch.", *registry_,
+                        job_labels_)
                    .Add({})),
       rebuild_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_rebuild_seconds",
                                 "Rebuild duration, from the failure (or membership change) to resumed training.",
-                                *registry_)
+                                *registry_, job_labels_)
                            .Add({}, PhaseBuckets())),
       rebuild_phase_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_rebuild_phase_seconds",
                                       "Rebuild duration by phase (detect, rendezvous, communicator, restore).",
-                                      *registry_)),
-      rebuilds_(
-          Register(prometheus::BuildCounter(), "ringmaster_worker_rebuilds_total", "Generations joined.", *registry_)
-              .Add({})),
+                                      *registry_, job_labels_)),
+      rebuilds_(Register(prometheus::BuildCounter(), "ringmaster_worker_rebuilds_total", "Generations joined.",
+                         *registry_, job_labels_)
+                    .Add({})),
       rebuild_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_rebuild_failures_total",
-                                 "Builds of a generation abandoned (rendezvous or communicator failed).", *registry_)
+                                 "Builds of a generation abandoned (rendezvous or communicator failed).", *registry_,
+                                 job_labels_)
                             .Add({})),
       steps_lost_(Register(prometheus::BuildCounter(), "ringmaster_worker_steps_lost_total",
-                           "Computed steps rolled back by restores (not committed).", *registry_)
+                           "Computed steps rolled back by restores (not committed).", *registry_, job_labels_)
                       .Add({})),
       checkpoint_seconds_(Register(prometheus::BuildHistogram(), "ringmaster_worker_checkpoint_seconds",
-                                   "Checkpoint save/restore duration by op.", *registry_)),
+                                   "Checkpoint save/restore duration by op.", *registry_, job_labels_)),
       checkpoint_bytes_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_bytes_total",
-                                 "Checkpoint bytes saved/restored by op.", *registry_)),
+                                 "Checkpoint bytes saved/restored by op.", *registry_, job_labels_)),
       checkpoint_failures_(Register(prometheus::BuildCounter(), "ringmaster_worker_checkpoint_failures_total",
-                                    "Checkpoint saves/restores that failed, by op.", *registry_)),
+                                    "Checkpoint saves/restores that failed, by op.", *registry_, job_labels_)),
       last_checkpoint_(Register(prometheus::BuildGauge(), "ringmaster_worker_last_checkpoint_timestamp_seconds",
                                 "Unix time of the last checkpoint this worker saved successfully (0: none yet).",
-                                *registry_)
+                                *registry_, job_labels_)
                            .Add({})),
       collective_seconds_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_seconds_total",
-                                   "Seconds spent in training collectives.", *registry_)
+                                   "Seconds spent in training collectives.", *registry_, job_labels_)
                               .Add({})),
       collective_bytes_(Register(prometheus::BuildCounter(), "ringmaster_worker_collective_bytes_total",
-                                 "Bytes contributed to training collectives.", *registry_)
+                                 "Bytes contributed to training collectives.", *registry_, job_labels_)
                             .Add({})) {
   // Every labelled series from the start, at 0: a panel or an alert over them has data before the first event.
   for (const char* phase : {"detect", "rendezvous", "communicator", "restore"}) {
@@ -95,7 +141,7 @@ std::string WorkerMetrics::Render() const { return metrics::RenderText(Collectab
 
 std::vector<std::weak_ptr<prometheus::Collectable>> WorkerMetrics::Collectables() const {
   std::vector<std::weak_ptr<prometheus::Collectable>> c = {registry_};
-  if (gpus_) c.push_back(gpus_);
+  if (labelled_gpus_) c.push_back(labelled_gpus_);
   return c;
 }
 

@@ -1,8 +1,15 @@
 // WorkerMetrics: the worker's Prometheus series (a prometheus-cpp registry) and its HTTP endpoint:
 // /metrics, /healthz, and /readyz — ready once the worker can take part (the pod's readiness probe). Not
 // "once joined": the operator admits only Ready pods into the membership, so a worker that waited for a
-// membership including it before turning Ready would never be admitted. The job, namespace and pod labels
-// come from Prometheus' target labels (the chart's PodMonitor), not from the worker.
+// membership including it before turning Ready would never be admitted.
+//
+// Every series carries the worker's job as const labels, `trainingjob` and `namespace` (JobLabels: from
+// RINGMASTER_JOB_NAME and RINGMASTER_JOB_NAMESPACE, none when unset), so that dashboards and alerts select a job's
+// workers however they are scraped: through the chart's PodMonitor, or by the prometheus.io/scrape annotations.
+// Where the scrape sets the same label names as target labels (the PodMonitor: namespace always, trainingjob from
+// the pod's ringmaster.io/job-name label) the target's win (honor_labels false: a pod cannot claim another
+// namespace), the worker's become exported_namespace and exported_trainingjob, and the PodMonitor drops those;
+// the values agree anyway. The pod label comes from the scrape alone.
 //
 //   ringmaster_worker_generation                        gauge: the joined membership generation
 //   ringmaster_worker_world_size                        gauge
@@ -35,6 +42,7 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,10 +55,15 @@ namespace ringmaster::elastic {
 
 struct RebuildStats;
 
+// {trainingjob: $RINGMASTER_JOB_NAME, namespace: $RINGMASTER_JOB_NAMESPACE}, each only when set and not empty.
+std::map<std::string, std::string> JobLabels();
+
 class WorkerMetrics {
  public:
-  // `gpus` (may be null: no GPU series) is collected at every scrape and Render().
-  explicit WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus = nullptr);
+  // `gpus` (may be null: no GPU series) is collected at every scrape and Render(). `job_labels` go on every series
+  // (the GPU series too).
+  explicit WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus = nullptr,
+                         std::map<std::string, std::string> job_labels = JobLabels());
   ~WorkerMetrics();
 
   // Serves /metrics, /healthz and /readyz on bind_address ("0.0.0.0:9400"; port 0 picks one). Errors:
@@ -82,8 +95,11 @@ class WorkerMetrics {
   // The registry, then the GPU telemetry when there is one.
   std::vector<std::weak_ptr<prometheus::Collectable>> Collectables() const;
 
+  const std::map<std::string, std::string> job_labels_;
   const std::shared_ptr<prometheus::Registry> registry_;
   const std::shared_ptr<gpu::GpuTelemetry> gpus_;
+  // gpus_ with job_labels_ added to its series (null without gpus_).
+  const std::shared_ptr<prometheus::Collectable> labelled_gpus_;
   prometheus::Gauge& generation_;
   prometheus::Gauge& world_size_;
   prometheus::Histogram& step_seconds_;

@@ -104,7 +104,7 @@ Status WorkerSession::MakeStandalone() {
   options_.store_port = port;
   if (options_.worker_id.empty()) options_.worker_id = "worker-0";
   options_.secret = RandomSecret();
-  options_.health_port = 0;  // two scripts on one laptop must not fight over 9400
+  options_.health_port = 0;  // two scripts on one laptop must not fight over one port
   options_.min_size = 1;
   api::Membership record;
   record.generation = 1;

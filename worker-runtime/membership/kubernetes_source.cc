@@ -77,6 +77,15 @@ Status KubernetesMembershipSource::ReportUnreachable(int64_t generation, const s
                    api::PeerReportsName(options_.job_name));
 }
 
+Status KubernetesMembershipSource::ReportProgress(const api::ProgressReport& report) {
+  const std::string name = api::PeerReportsName(options_.job_name);
+  const json patch = {{"data", {{std::string(api::kProgressReportKey), api::EncodeProgressReport(report)}}}};
+  return client_->Patch(kube::resources::ConfigMaps(), options_.job_namespace, name, kube::PatchType::kMerge, patch)
+      .status()
+      .WithContext("reporting the progress of generation " + std::to_string(report.generation) + " to ConfigMap " +
+                   options_.job_namespace + "/" + name);
+}
+
 void KubernetesMembershipSource::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/membership.h"
+#include "api/progress_report.h"
 #include "base/status.h"
 
 namespace ringmaster::membership {
@@ -35,6 +36,14 @@ class MembershipSource {
   virtual Status ReportUnreachable(int64_t generation, const std::vector<std::string>& pods) {
     (void)generation, (void)pods;
     return UnimplementedError("this membership source takes no peer reports");
+  }
+  // Tells the membership's owner how generation `report.generation` started (api/progress_report.h): rank 0 of
+  // each generation calls it once, when that generation's first step commits. A report replaces the previous one.
+  // The default drops it and returns OK (the file and static sources have no one to tell); otherwise the error of
+  // the write. A caller never stops training for it.
+  virtual Status ReportProgress(const api::ProgressReport& report) {
+    (void)report;
+    return Status::Ok();
   }
 };
 
