@@ -756,6 +756,15 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
                       why);
     }
   }
+  // A worker that cannot start is also a Warning Event on the job, once per new cause (the pod's own Events say it
+  // on the pod; `kubectl describe tj` should too). A refused create has its Event from the reconciler.
+  if (!cannot_start.empty() && !refused) {
+    bool told = false;
+    for (const auto& c : st.current.conditions)
+      told |= c.type == api::condition::kRunning && c.reason == api::reason::kWorkerCannotStart &&
+              c.message.rfind(cannot_start, 0) == 0;
+    if (!told) AddEvent(st, api::event_type::kWarning, api::reason::kWorkerCannotStart, cannot_start);
+  }
 }
 
 // The workers of an active job: observe them, pick the surplus, publish membership, delete, create, and

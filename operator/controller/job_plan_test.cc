@@ -198,6 +198,12 @@ TEST(PlanJobTest, AWorkerTheSchedulerCannotPlaceIsNamedInTheRunningCondition) {
   EXPECT_EQ(running.value("reason", ""), "WorkerCannotStart");
   EXPECT_NE(running.value("message", "").find("j-worker-0: Unschedulable: 0/3 nodes are available"), std::string::npos)
       << running.dump();
+  // Also a Warning Event on the job, once: not again while the cause is the same.
+  ASSERT_EQ(plan->events.size(), 1u);
+  EXPECT_EQ(plan->events[0].reason, "WorkerCannotStart");
+  auto again = PlanJob(Input(WithStatus(Job(1, 1), *plan), {pod}, kT0 + seconds(5)));
+  ASSERT_OK(again);
+  EXPECT_TRUE(again->events.empty());
 }
 
 // A pod the apiserver refuses (quota, PodSecurity) is named in the Running condition with reason FailedCreate,

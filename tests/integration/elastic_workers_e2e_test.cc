@@ -418,6 +418,12 @@ TEST_F(ElasticWorkersE2eTest, AJobWhoseImageCannotBePulledFailsAtItsScheduleTime
       if (c.value("type", "") == "Running" && c.value("reason", "") == "WorkerCannotStart") return true;
     return false;
   });
+  auto told = cluster_.Kubectl({"get", "events", "-n", ns_, "--field-selector",
+                                "involvedObject.kind=TrainingJob,reason=WorkerCannotStart", "-o",
+                                "jsonpath={range .items[*]}{.message}{end}"});
+  ASSERT_OK(told);
+  EXPECT_NE(told->out.find("worker pod " + std::string(kJob) + "-worker-"), std::string::npos)
+      << "no WorkerCannotStart Event on the job: " << told->out << told->err;
   json failed = WaitForJob("the job to fail at its schedule timeout", seconds(90),
                            [](const json& j) { return Phase(j) == "Failed"; });
   std::string message;
