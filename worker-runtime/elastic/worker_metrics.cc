@@ -126,6 +126,13 @@ WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus, std::map<s
 
 WorkerMetrics::~WorkerMetrics() { server_.reset(); }
 
+std::string WorkerMetrics::ServeOutcome(const Status& served, int requested_port) const {
+  if (served.ok()) return "serving /metrics and /readyz on port " + std::to_string(port());
+  return "cannot serve /metrics and /readyz on port " + std::to_string(requested_port) +
+         " (RINGMASTER_HEALTH_PORT; a TrainingJob's spec.ports.metrics): " + served.ToString() +
+         "; training goes on without them (a pod's readiness probe on that port fails)";
+}
+
 Status WorkerMetrics::Serve(const std::string& bind_address) {
   metrics::MetricsServerOptions o;
   o.bind_address = bind_address;

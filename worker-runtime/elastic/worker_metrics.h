@@ -66,9 +66,12 @@ class WorkerMetrics {
                          std::map<std::string, std::string> job_labels = JobLabels());
   ~WorkerMetrics();
 
-  // Serves /metrics, /healthz and /readyz on bind_address ("0.0.0.0:9400"; port 0 picks one). Errors:
+  // Serves /metrics, /healthz and /readyz on bind_address ("0.0.0.0:29600"; port 0 picks one). Errors:
   // those of metrics::MetricsServer::Start (InvalidArgument, Unavailable).
   Status Serve(const std::string& bind_address);
+  // The log line after Serve(host:port) returned `served`: where the endpoints are, or why not, the setting that
+  // chose the port, and that training goes on without them.
+  std::string ServeOutcome(const Status& served, int requested_port) const;
   int port() const;
 
   // The worker can take part: its store port is bound and it watches its membership. /readyz is 200 from now on.

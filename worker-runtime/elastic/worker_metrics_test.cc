@@ -32,6 +32,21 @@ TEST(WorkerMetricsTest, EverySeriesCarriesTheJobsLabels) {
   EXPECT_GT(series, 20);
 }
 
+// A port that cannot be served (another process holds it: two hostNetwork jobs on one node) is one warning naming
+// the setting that chose it, and the worker goes on: telemetry never stops training.
+TEST(WorkerMetricsTest, APortInUseIsAWarningNamingTheSettingNotAnError) {
+  WorkerMetrics first(nullptr);
+  ASSERT_TRUE(first.Serve("127.0.0.1:0").ok());
+  WorkerMetrics second(nullptr);
+  const Status served = second.Serve("127.0.0.1:" + std::to_string(first.port()));
+  ASSERT_FALSE(served.ok());
+  const std::string line = second.ServeOutcome(served, first.port());
+  EXPECT_NE(line.find("RINGMASTER_HEALTH_PORT"), std::string::npos) << line;
+  EXPECT_NE(line.find("spec.ports.metrics"), std::string::npos) << line;
+  EXPECT_NE(line.find("training goes on"), std::string::npos) << line;
+  EXPECT_EQ(first.ServeOutcome(Status::Ok(), 0), "serving /metrics and /readyz on port " + std::to_string(first.port()));
+}
+
 TEST(WorkerMetricsTest, TheJobComesFromTheWorkersEnvironmentAndIsAbsentWithoutOne) {
   const std::string job(api::env::kJobName), ns(api::env::kJobNamespace);
   ::setenv(job.c_str(), "bert", 1);

@@ -129,9 +129,7 @@ Status WorkerSession::Start() {
   heartbeat_ = std::make_unique<Heartbeat>(options_.heartbeat_file);
   metrics_ = std::make_unique<WorkerMetrics>(OpenGpuTelemetry(options_, log_));
   Status served = metrics_->Serve(options_.host + ":" + std::to_string(options_.health_port));
-  Log(log_, served.ok() ? LogLevel::kInfo : LogLevel::kWarning,
-      served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics_->port())
-                  : "metrics endpoint disabled: " + served.ToString());
+  Log(log_, served.ok() ? LogLevel::kInfo : LogLevel::kWarning, metrics_->ServeOutcome(served, options_.health_port));
   driver_ = std::make_unique<ElasticDriver>(DriverOptions(options_, config_, metrics_.get(), checkpoints_.get(), log_),
                                             source_.get(), &state_);
   driver_->RequireMinSize(min_size());

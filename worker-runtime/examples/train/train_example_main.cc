@@ -230,8 +230,7 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config) {
   // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
   elastic::WorkerMetrics metrics(elastic::OpenGpuTelemetry(o, sink));
   Status served = metrics.Serve(o.host + ":" + std::to_string(o.health_port));
-  log(served.ok() ? "serving /metrics and /readyz on port " + std::to_string(metrics.port())
-                  : "metrics endpoint disabled: " + served.ToString());
+  log(metrics.ServeOutcome(served, o.health_port));
   elastic::ElasticOptions driver_options = elastic::DriverOptions(o, config, &metrics, checkpoints->get(), sink);
   if (o.hierarchical) driver_options.process_sets.push_back(elastic::SetsPerNode());
   elastic::ElasticDriver driver(std::move(driver_options), source->get(), &state);
