@@ -52,9 +52,9 @@ inline constexpr std::string_view kAdmitted = "Admitted";
 inline constexpr std::string_view kWorkersRunning = "WorkersRunning";        // Running=True
 inline constexpr std::string_view kBelowMinimum = "BelowMinimum";            // Running=False: fewer members than min
 inline constexpr std::string_view kWaitingForWorkers = "WaitingForWorkers";  // Running=False: no members
-// Running=False: a worker pod cannot start: the scheduler cannot place it (Unschedulable), or its container's
-// image cannot be pulled or its configuration is refused; the message names the pod and the scheduler's or the
-// kubelet's reason and message.
+// Running=False: a worker pod's container cannot start (its image cannot be pulled, or its configuration is
+// refused); the message names the pod and the kubelet's reason and message. (A pod the scheduler cannot place is
+// no such reason -- capacity may come -- but the WaitingForWorkers/BelowMinimum message names it.)
 inline constexpr std::string_view kWorkerCannotStart = "WorkerCannotStart";
 // Running=False and a Warning Event: the apiserver refused a worker pod (a ResourceQuota, PodSecurity admission,
 // an invalid template); the message carries its words. The operator tries again, backing off.

@@ -60,6 +60,7 @@ struct PodView {
   int64_t ran_seconds = -1;         // how long the terminated container ran; -1 unknown
   // A container that will not start until someone acts (api::container_waiting::kStuck), and the kubelet's words.
   std::string stuck_reason, stuck_message;
+  std::string unschedulable;  // the scheduler's message while it cannot place the pod (PodScheduled=False)
   bool for_scale_up = false;
   // The reason of its DisruptionTarget condition when True (the control plane is about to delete it).
   std::string disruption_target;
@@ -107,9 +108,9 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
     // The scheduler cannot place it (no node has the GPUs, a taint, an affinity): the message says why.
     if (StringAt(c, {"type"}) == api::kPodScheduledCondition &&
         StringAt(c, {"status"}) == api::condition_status::kFalse &&
-        StringAt(c, {"reason"}) == api::kUnschedulableReason && v.stuck_reason.empty()) {
-      v.stuck_reason = api::kUnschedulableReason;
-      v.stuck_message = StringAt(c, {"message"});
+        StringAt(c, {"reason"}) == api::kUnschedulableReason) {
+      v.unschedulable = StringAt(c, {"message"});
+      if (v.unschedulable.empty()) v.unschedulable = "no message from the scheduler";
     }
     if (StringAt(c, {"type"}) != api::kReadyCondition) continue;
     const std::string ready = StringAt(c, {"status"});
@@ -719,6 +720,15 @@ std::string WorkerThatCannotStart(const Planning& st) {
   return "";
 }
 
+// The first worker pod the scheduler cannot place, as "; worker pod P is Unschedulable: the scheduler's message";
+// empty if none. Not a reason of its own: capacity may come (GPUs freed, a node added), so the job waits.
+std::string WorkerTheSchedulerCannotPlace(const Planning& st) {
+  for (const auto& p : st.pods) {
+    if (!p.unschedulable.empty()) return "; worker pod " + p.name + " is Unschedulable: " + p.unschedulable;
+  }
+  return "";
+}
+
 // Phase and the Running condition of an active job, from its membership. While the job has fewer members
 // than it needs, a worker that cannot start is the reason the user must act on, so it is named first.
 void DecideRunning(Planning& st, const MembershipDecision& decision) {
@@ -740,7 +750,7 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
                         cannot_start + "; " + below);
       } else {
         SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kBelowMinimum,
-                        below + "; waiting for replacements");
+                        below + "; waiting for replacements" + WorkerTheSchedulerCannotPlace(st));
       }
     } else {
       SetJobCondition(st, api::condition::kRunning, api::condition_status::kTrue, api::reason::kWorkersRunning, msg);
@@ -753,7 +763,7 @@ void DecideRunning(Planning& st, const MembershipDecision& decision) {
                       cannot_start + "; " + why);
     } else {
       SetJobCondition(st, api::condition::kRunning, api::condition_status::kFalse, api::reason::kWaitingForWorkers,
-                      why);
+                      why + WorkerTheSchedulerCannotPlace(st));
     }
   }
   // A worker that cannot start is also a Warning Event on the job, once per new cause (the pod's own Events say it

@@ -185,7 +185,8 @@ TEST(PlanJobTest, APodDeletedWithoutGraceIsLostNotDisrupted) {
   EXPECT_EQ((*graceful->status)["membership"]["reason"], "Disrupted") << graceful->status->dump();
 }
 
-// A pod no node can take is named with the scheduler's words.
+// A pod no node can take is named with the scheduler's words. The job waits (WaitingForWorkers, not
+// WorkerCannotStart): capacity may come.
 TEST(PlanJobTest, AWorkerTheSchedulerCannotPlaceIsNamedInTheRunningCondition) {
   json pod = Pod(0, "Pending", false, "");
   pod["status"]["conditions"] = {{{"type", "PodScheduled"},
@@ -195,12 +196,24 @@ TEST(PlanJobTest, AWorkerTheSchedulerCannotPlaceIsNamedInTheRunningCondition) {
   auto plan = PlanJob(Input(Job(1, 1), {pod}));
   ASSERT_OK(plan);
   const json running = ConditionOf(*plan->status, "Running");
-  EXPECT_EQ(running.value("reason", ""), "WorkerCannotStart");
-  EXPECT_NE(running.value("message", "").find("j-worker-0: Unschedulable: 0/3 nodes are available"), std::string::npos)
+  EXPECT_EQ(running.value("reason", ""), "WaitingForWorkers");
+  EXPECT_NE(running.value("message", "").find("worker pod j-worker-0 is Unschedulable: 0/3 nodes are available"),
+            std::string::npos)
       << running.dump();
-  // Also a Warning Event on the job, once: not again while the cause is the same.
+  EXPECT_TRUE(plan->events.empty());  // the scheduler's FailedScheduling Events are on the pod
+}
+
+// A worker whose image cannot be pulled is a Warning Event on the job too, once per cause.
+TEST(PlanJobTest, AWorkerThatCannotStartIsAnEventOnTheJobOncePerCause) {
+  json pod = Pod(0, "Pending", false);
+  pod["status"]["containerStatuses"] = {
+      {{"name", "t"},
+       {"state", {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"i\""}}}}}}};
+  auto plan = PlanJob(Input(Job(1, 1), {pod}));
+  ASSERT_OK(plan);
   ASSERT_EQ(plan->events.size(), 1u);
   EXPECT_EQ(plan->events[0].reason, "WorkerCannotStart");
+  EXPECT_NE(plan->events[0].message.find("j-worker-0: ImagePullBackOff"), std::string::npos);
   auto again = PlanJob(Input(WithStatus(Job(1, 1), *plan), {pod}, kT0 + seconds(5)));
   ASSERT_OK(again);
   EXPECT_TRUE(again->events.empty());

@@ -44,7 +44,8 @@ TEST(WorkerMetricsTest, APortInUseIsAWarningNamingTheSettingNotAnError) {
   EXPECT_NE(line.find("RINGMASTER_HEALTH_PORT"), std::string::npos) << line;
   EXPECT_NE(line.find("spec.ports.metrics"), std::string::npos) << line;
   EXPECT_NE(line.find("training goes on"), std::string::npos) << line;
-  EXPECT_EQ(first.ServeOutcome(Status::Ok(), 0), "serving /metrics and /readyz on port " + std::to_string(first.port()));
+  EXPECT_EQ(first.ServeOutcome(Status::Ok(), 0),
+            "serving /metrics and /readyz on port " + std::to_string(first.port()));
 }
 
 TEST(WorkerMetricsTest, TheJobComesFromTheWorkersEnvironmentAndIsAbsentWithoutOne) {
