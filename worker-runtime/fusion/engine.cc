@@ -1,5 +1,6 @@
 #include "worker-runtime/fusion/engine.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -115,27 +116,75 @@ std::optional<Engine::Pending> Engine::WaitForCycle() {
 
 void Engine::NegotiateAndRunCycle(const Pending& pending) {
   auto negotiate_start = Clock::now();
-  StatusOr<size_t> agreed =
-      pending.broken.ok() ? AgreeOnCount(*control_, pending.count) : StatusOr<size_t>(pending.broken);
-  if (!agreed.ok()) {
-    // A rank that cannot agree cannot run anything again: everything queued fails with the reason.
-    Status aborted = AsAborted(agreed.status());
+  // A rank that cannot agree cannot run anything again: everything queued fails with the reason.
+  auto fail_everything = [&](const Status& why) {
+    Status aborted = AsAborted(why);
     MarkBroken(aborted);
     std::vector<std::unique_ptr<Item>> items = TakeQueued(std::numeric_limits<size_t>::max());
     FailAll(items, aborted);
-    return;
+  };
+  StatusOr<size_t> agreed =
+      pending.broken.ok() ? AgreeOnCount(*control_, pending.count) : StatusOr<size_t>(pending.broken);
+  if (!agreed.ok()) return fail_everything(agreed.status());
+  // The common case: the first `agreed` queued requests are the same on every rank, in the same order.
+  StatusOr<bool> same = SameRequests(*control_, PeekQueued(*agreed));
+  if (!same.ok()) return fail_everything(same.status());
+  std::vector<std::unique_ptr<Item>> items;
+  if (*same) {
+    items = TakeQueued(*agreed);
+  } else {
+    // Submitted in different orders: run what every rank has, matched by name, in rank 0's order.
+    std::vector<Request*> queued = PeekQueued(std::numeric_limits<size_t>::max());
+    StatusOr<std::vector<size_t>> matched = MatchByName(*control_, queued);
+    if (!matched.ok()) return fail_everything(matched.status());
+    if (matched->empty()) {
+      // Nothing in common yet: the peers' next submissions will bring it; do not spin on the control
+      // communicator meanwhile.
+      WaitForMoreThan(queued.size());
+      return;
+    }
+    items = TakeMatched(queued, *matched);
   }
-  std::vector<std::unique_ptr<Item>> items = TakeQueued(*agreed);
   std::vector<Request*> requests;
   for (auto& item : items) requests.push_back(&item->request);
-  Status same = VerifySameRequests(*control_, requests, options_.name);
+  // Matched by name, the same name may still be a different tensor on some rank: an error everywhere.
+  Status verified = *same ? Status::Ok() : VerifySameRequests(*control_, requests, options_.name);
   RecordNegotiation(requests, negotiate_start, Clock::now());
-  if (!same.ok()) {
-    if (same.code() == StatusCode::kAborted) MarkBroken(same);
-    FailAll(items, same);
+  if (!verified.ok()) {
+    if (verified.code() == StatusCode::kAborted) MarkBroken(verified);
+    FailAll(items, verified);
     return;
   }
   RunCycle(std::move(items));
+}
+
+std::vector<Request*> Engine::PeekQueued(size_t count) {
+  std::vector<Request*> requests;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Only this (the engine) thread removes items, and a deque keeps its elements in place on push_back, so
+  // the pointers stay valid until this thread takes the items.
+  for (size_t i = 0; i < queue_.size() && i < count; ++i) requests.push_back(&queue_[i]->request);
+  return requests;
+}
+
+std::vector<std::unique_ptr<Engine::Item>> Engine::TakeMatched(const std::vector<Request*>& queued,
+                                                               const std::vector<size_t>& matched) {
+  std::vector<std::unique_ptr<Item>> items;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t index : matched) {
+    auto it = std::find_if(queue_.begin(), queue_.end(),
+                           [&](const std::unique_ptr<Item>& item) { return &item->request == queued[index]; });
+    if (it == queue_.end()) continue;  // cannot happen: only this thread removes items
+    queued_bytes_ -= (*it)->request.bytes();
+    items.push_back(std::move(*it));
+    queue_.erase(it);
+  }
+  return items;
+}
+
+void Engine::WaitForMoreThan(size_t queued) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, options_.cycle_time, [&] { return stopping_ || queue_.size() > queued; });
 }
 
 std::vector<std::unique_ptr<Engine::Item>> Engine::TakeQueued(size_t count) {

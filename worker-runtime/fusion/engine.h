@@ -8,8 +8,8 @@
 //
 // Errors reported through handles: those of the communicator (Aborted makes
 // the engine fail every queued and later request with Aborted until the
-// runtime is rebuilt), FailedPrecondition on an order mismatch (the engine
-// stays usable).
+// runtime is rebuilt), FailedPrecondition when ranks give one name to
+// different collectives (the engine stays usable).
 //
 // Note: a rank that never submits a collective its peers submitted makes the
 // peers' negotiation time out after the communicator's timeout (Aborted).
@@ -40,7 +40,8 @@ namespace ringmaster::fusion {
 // How an engine agrees with its peers on what to run next.
 enum class Ordering {
   // Horovod's: every cycle the ranks negotiate which requests all of them have, verify they are the same,
-  // and fuse small allreduces. Callers may submit in different orders.
+  // and fuse small allreduces. Callers may submit in different orders: requests are
+  // matched by name (negotiation.h).
   kNegotiated,
   // torch.distributed's and NCCL's contract: every rank submits the same collectives in the same order, so
   // each runs as soon as it is submitted, in submission order — no cycle wait, no negotiation, no fusion
@@ -119,6 +120,11 @@ class Engine {
   std::optional<Pending> WaitForCycle();  // nullopt: stopping
   void NegotiateAndRunCycle(const Pending& pending);
   std::vector<std::unique_ptr<Item>> TakeQueued(size_t count);  // the first `count` queued, in order
+  std::vector<Request*> PeekQueued(size_t count);               // the first `count` queued, left queued
+  // The queued items whose requests are queued[i] for i in `matched`, in that order.
+  std::vector<std::unique_ptr<Item>> TakeMatched(const std::vector<Request*>& queued,
+                                                 const std::vector<size_t>& matched);
+  void WaitForMoreThan(size_t queued);  // until more than `queued` are queued, stopping, or a cycle time
   void RecordNegotiation(const std::vector<Request*>& requests, Clock::time_point start, Clock::time_point end);
   void FailQueuedAndExit();
   void RunCycle(std::vector<std::unique_ptr<Item>> items);

@@ -1,9 +1,12 @@
 // Negotiation: before running anything, the ranks of a process set agree on
-// how many queued requests run next and check that they are the same
-// requests in the same order. A mismatch (ranks submitted in different
-// orders, or different tensors) becomes an error on every rank instead of a
-// deadlock or silently mixed data. Two tiny allreduces on the control
-// communicator per cycle.
+// which queued requests run next. The common case costs two tiny allreduces
+// on the control communicator per cycle: agree on how many run, and check
+// they are the same requests in the same order. When they are not (ranks
+// submitted in different orders: TensorFlow runs a graph's independent ops in
+// any order), the ranks match requests by name, as Horovod's coordinator
+// does (MatchByName: two allgathers), and run the ones every rank has, in
+// rank 0's order. Requests with the same name but different tensors become an
+// error on every rank instead of a deadlock or silently mixed data.
 #pragma once
 
 #include <cstddef>
@@ -23,5 +26,15 @@ StatusOr<size_t> AgreeOnCount(comm::Communicator& control, size_t local_pending)
 // this rank's request there and the process set; Aborted from the communicator.
 Status VerifySameRequests(comm::Communicator& control, const std::vector<Request*>& requests,
                           const std::string& set_name);
+
+// Whether every rank holds the same requests (by Fingerprint) in the same order: the same answer on every
+// rank. Errors: Aborted from the communicator.
+StatusOr<bool> SameRequests(comm::Communicator& control, const std::vector<Request*>& requests);
+
+// The requests every rank has queued, matched by name: indices into this rank's `queued`, in the order
+// rank 0 queued them (so every rank runs them in the same order). A name queued twice on a rank matches its
+// first occurrence; the rest wait for a later cycle. Empty when the ranks have no name in common yet.
+// Errors: Aborted from the communicator.
+StatusOr<std::vector<size_t>> MatchByName(comm::Communicator& control, const std::vector<Request*>& queued);
 
 }  // namespace ringmaster::fusion

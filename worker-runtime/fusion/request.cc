@@ -16,13 +16,28 @@ std::string_view CollectiveKindName(CollectiveKind kind) {
 }
 
 void Completion::Finish(Status status) {
+  std::vector<std::function<void(const Status&)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
     status_ = std::move(status);
+    callbacks.swap(on_done_);
   }
   cv_.notify_all();
+  // status_ is never written again once done_ is set, so reading it unlocked here is safe.
+  for (auto& fn : callbacks) fn(status_);
+}
+
+void Completion::OnDone(std::function<void(const Status&)> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_) {
+      on_done_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn(status_);
 }
 
 bool Completion::done() const {

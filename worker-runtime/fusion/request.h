@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,11 @@ class Completion {
   // Waits for completion. Errors: the collective's status; DeadlineExceeded
   // when it did not finish within timeout (it keeps running).
   Status Wait(std::chrono::milliseconds timeout) const;
+  // Calls `fn(status)` once, when the collective finishes: at once on the calling thread when it already
+  // has, else on the thread that finishes it (the process set's engine thread, so `fn` must be quick and
+  // must not wait for another collective). For callers that cannot block a thread on Wait: TensorFlow's
+  // asynchronous kernels.
+  void OnDone(std::function<void(const Status&)> fn);
 
  private:
   mutable std::mutex mu_;
@@ -41,6 +47,7 @@ class Completion {
   // Guarded by mu_.
   bool done_ = false;
   Status status_;
+  std::vector<std::function<void(const Status&)>> on_done_;
 };
 
 // The caller's view of an asynchronous collective. Copyable; cheap.
@@ -53,6 +60,14 @@ class Handle {
   // Blocks until done; returns the collective's status.
   Status Wait(std::chrono::milliseconds timeout = std::chrono::hours(24)) const {
     return completion_ ? completion_->Wait(timeout) : FailedPreconditionError("empty handle");
+  }
+  // Calls `fn(status)` once the collective finished (Completion::OnDone); an empty handle calls it at once.
+  void OnDone(std::function<void(const Status&)> fn) const {
+    if (completion_) {
+      completion_->OnDone(std::move(fn));
+    } else {
+      fn(FailedPreconditionError("empty handle"));
+    }
   }
 
  private:

@@ -23,6 +23,7 @@
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/python/native/gpu_info.h"
 #include "worker-runtime/python/native/tensor.h"
+#include "worker-runtime/python/native/tf_bridge_provider.h"
 #include "worker-runtime/runtime/runtime.h"
 
 namespace nb = nanobind;
@@ -154,6 +155,7 @@ class PySession {
     auto pod = env.find("RINGMASTER_POD_NAME");
     std::string who = id != env.end() ? id->second : pod != env.end() ? pod->second : "ringmaster";
     session_ = Value(elastic::WorkerSession::Create(env, WorkerLog(who)));
+    tf_bridge_ = MakeTfBridge(session_.get());
   }
 
   void Start() {
@@ -224,6 +226,8 @@ class PySession {
   std::string Backend() const { return std::string(comm::BackendName(Rt().backend())); }
   int Device() const { return Rt().device(); }
   int MetricsPort() const { return session_->metrics_port(); }
+  // The address of this session's TensorFlow bridge (tf_bridge.h), for ringmaster.tensorflow's op library.
+  uintptr_t TfBridge() const { return reinterpret_cast<uintptr_t>(&tf_bridge_); }
 
   PyHandle Allreduce(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
     auto [i, o] = Pair(in, out, stream);
@@ -336,6 +340,7 @@ class PySession {
   }
 
   std::unique_ptr<elastic::WorkerSession> session_;
+  RingmasterTfBridge tf_bridge_{};
 };
 
 // The exactly-once sampler's arithmetic (data/elastic_sampler.h) for ringmaster.torch.elastic.ElasticSampler.
@@ -402,6 +407,8 @@ NB_MODULE(_native, m) {
       .def("backend", &PySession::Backend)
       .def("device", &PySession::Device, "the CUDA device of this generation's NCCL communicators; -1 under Gloo")
       .def("metrics_port", &PySession::MetricsPort)
+      .def("tf_bridge", &PySession::TfBridge,
+           "the address of the session's C bridge for the TensorFlow op library (native/tf_bridge.h)")
       .def("allreduce", &PySession::Allreduce, nb::arg("name"), in, out, nb::arg("op"), nb::arg("set"),
            nb::arg("stream"))
       .def("allgather", &PySession::Allgather, nb::arg("name"), in, out, nb::arg("counts"), nb::arg("set"),

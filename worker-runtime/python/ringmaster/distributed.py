@@ -44,7 +44,8 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from ringmaster.torch import _context, ops
+from ringmaster import _context
+from ringmaster.torch import ops
 from ringmaster.torch.process_sets import ProcessSet
 
 _REDUCE_OPS = {

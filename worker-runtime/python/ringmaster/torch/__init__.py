@@ -11,9 +11,11 @@ RINGMASTER_* environment); started by hand it is a world of one. Elastic trainin
 
 import os
 
-from . import _context, elastic
+from ringmaster import _context
+from ringmaster.exceptions import HostsUpdatedInterrupt
+
+from . import elastic
 from .compression import Compression
-from .exceptions import HostsUpdatedInterrupt
 from .functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .ops import (
     Adasum,

@@ -6,7 +6,8 @@ import pickle
 
 import torch
 
-from . import _context
+from ringmaster import _context
+
 from .ops import allgather, broadcast_
 from .process_sets import global_process_set
 

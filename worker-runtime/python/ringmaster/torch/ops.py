@@ -13,9 +13,8 @@ A failed collective (a peer died, the membership changed, a timeout) raises Horo
 
 import torch
 
-from ringmaster import _native
+from ringmaster import _context, _native
 
-from . import _context
 from .compression import Compression
 from .process_sets import global_process_set
 

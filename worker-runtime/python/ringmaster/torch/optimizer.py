@@ -5,7 +5,8 @@ ones into few launches; `step()` waits for them all, then applies the wrapped op
 
 import torch
 
-from . import _context
+from ringmaster import _context
+
 from .compression import Compression
 from .ops import Average, Sum, _op, allreduce_async, allreduce_async_, synchronize
 from .process_sets import global_process_set

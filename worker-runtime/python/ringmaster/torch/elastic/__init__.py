@@ -26,10 +26,11 @@ Sharded training on a DeviceMesh (FSDP2, tensor parallel): `run_mesh(MeshRule(tp
 
 import functools
 
-from .. import _context
-from ..exceptions import HostsUpdatedInterrupt, WorkerRemoved
+from ringmaster import _context
+from ringmaster._membership import rejoin as _rejoin
+from ringmaster.exceptions import HostsUpdatedInterrupt, WorkerRemoved
+
 from ..ops import HorovodInternalError
-from ._membership import rejoin as _rejoin
 from .mesh import MeshRule, MeshState, run_mesh
 from .sampler import ElasticSampler
 from .state import ObjectState, State, TorchState

@@ -65,11 +65,12 @@ import torch
 # torch.distributed's checkpoint (DCP), DeviceMesh and DTensor modules (about a second to import) and
 # ringmaster.distributed (it registers the "ringmaster" backend of torch.distributed) are imported in the
 # functions that use them: only a mesh job pays for them, not every `import ringmaster.torch`.
-from .. import _context
-from ..exceptions import HostsUpdatedInterrupt
+from ringmaster import _context
+from ringmaster._membership import rejoin as _rejoin
+from ringmaster.exceptions import HostsUpdatedInterrupt
+
 from ..functions import broadcast_object
 from ..ops import HorovodInternalError
-from ._membership import rejoin as _rejoin
 from .state import State
 
 _STEP_DIR = re.compile(r"^step-(\d+)-g(\d+)$")

@@ -66,9 +66,8 @@ import sys
 
 import torch
 
-from ringmaster import _native
+from ringmaster import _context, _native
 
-from .. import _context
 from .sharding import epoch_order, make_plan
 
 

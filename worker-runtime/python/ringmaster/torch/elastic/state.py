@@ -12,8 +12,9 @@ import pickle
 
 import torch
 
-from .. import _context
-from ..exceptions import HostsUpdatedInterrupt
+from ringmaster import _context
+from ringmaster.exceptions import HostsUpdatedInterrupt
+
 from ..functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .sampler import ElasticSampler, ShardSampler
 

@@ -1,10 +1,11 @@
 """The exceptions of Ringmaster's Horovod API (Horovod keeps its own in horovod/common/exceptions.py).
 
-A leaf: it imports nothing from the package, so the modules that raise or catch these (the elastic loop, its
-state, the mesh runner, the context) import them from here without importing `ringmaster.torch` itself. Each
-is also importable from where users find it: `ringmaster.torch.HostsUpdatedInterrupt`,
-`ringmaster.torch.elastic.WorkerRemoved`, `ringmaster.torch._context.NotInitializedError`. A failed collective,
-HorovodInternalError, is the native module's CollectiveAborted (`ringmaster.torch.ops`).
+A leaf shared by every framework's API: it imports nothing from the package, so the modules that raise or
+catch these (the elastic loops, their state, the mesh runner, the context) import them from here without
+importing torch or TensorFlow. Each is also importable from where users find it:
+`ringmaster.torch.HostsUpdatedInterrupt`, `ringmaster.torch.elastic.WorkerRemoved`,
+`ringmaster.tensorflow.HostsUpdatedInterrupt`. A failed collective, HorovodInternalError, is the native
+module's CollectiveAborted.
 """
 
 

@@ -5,7 +5,7 @@ A leaf of the elastic package (it imports only the package's exceptions), so bot
 
 import sys
 
-from ..exceptions import WorkerRemoved
+from .exceptions import WorkerRemoved
 
 
 def rejoin(ctx, why):

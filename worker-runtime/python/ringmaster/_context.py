@@ -94,7 +94,7 @@ def shutdown():
 
 def context():
     if _context is None:
-        raise NotInitializedError("ringmaster is not initialized: call ringmaster.torch.init() first")
+        raise NotInitializedError("ringmaster is not initialized: call init() first")
     return _context
 
 
