@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # make images: builds the shipped Dockerfiles without a Docker daemon or a registry, and writes them as OCI
-# archives under build/images/ (ringmaster-operator.tar, ringmaster-worker.tar), each tagged with the
+# archives under build/images/ (ringmaster-operator.tar, ringmaster-worker.tar and its TensorFlow variant
+# ringmaster-worker-tensorflow.tar), each tagged with the
 # chart's appVersion. Steps:
 #   1. Two Debian bases bootstrapped from Debian's packages with mmdebstrap (cached by their package lists):
 #      the build stage's (docker/build-packages.txt) and a runtime base with CPython 3.11.
 #   2. docker/operator/Dockerfile and docker/worker/Dockerfile with buildah (--isolation chroot), their
 #      build stage compiling with the machine's ccache and NCCL/CUDA prefix mounted in; the worker's final
-#      stage on the runtime base, pip reading the pinned torch from the project's wheel cache.
+#      stage on the runtime base, pip reading the pinned torch from the project's wheel cache (the
+#      TensorFlow variant: the Dockerfile's `tensorflow` stage, the pinned tensorflow-cpu).
 #   3. buildah push to oci-archive:, only when the image changed; the sizes are printed.
 # Images and their layer cache live in $RINGMASTER_CACHE/containers (overlay storage where the kernel
 # allows it, else vfs), so a fresh clone rebuilds only what changed.
@@ -134,13 +136,16 @@ wheels=(-v "$RINGMASTER_CACHE/wheels:/var/cache/ringmaster/wheels:ro" -v "$RINGM
 
 build ringmaster-operator docker/operator/Dockerfile "${build_stage[@]}"
 build ringmaster-worker docker/worker/Dockerfile "${build_stage[@]}" "${wheels[@]}" --build-arg "PYTHON_IMAGE=$runtime_base"
+build ringmaster-worker-tensorflow docker/worker/Dockerfile "${build_stage[@]}" "${wheels[@]}" \
+  --build-arg "PYTHON_IMAGE=$runtime_base" --target tensorflow
 
 export_archive ringmaster-operator
 export_archive ringmaster-worker
+export_archive ringmaster-worker-tensorflow
 
 make_room after
 log "images: done in $((SECONDS - start))s (storage: $(du -sh "$STORE" 2>/dev/null | cut -f1) in $STORE)"
-for name in ringmaster-operator ringmaster-worker; do
+for name in ringmaster-operator ringmaster-worker ringmaster-worker-tensorflow; do
   size="$("${BUILDAH[@]}" images --format '{{.Size}}' "localhost/$name:$VERSION" | head -n1)"
   printf '  %-22s %s:%s  unpacked %-9s  archive %s\n' "$name" "$name" "$VERSION" "$size" \
     "$(du -h "$OUT/$name.tar" | cut -f1) ($OUT/$name.tar)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Pushes the images `make images` wrote (build/images/ringmaster-operator.tar, ringmaster-worker.tar: OCI
+# Pushes the images `make images` wrote (build/images/ringmaster-operator.tar, ringmaster-worker.tar,
+# ringmaster-worker-tensorflow.tar: OCI
 # archives tagged with the chart's appVersion) to a registry with skopeo: no Docker daemon needed.
 #
 #   REGISTRY=registry.example.com/team docker/push-images.sh       (make push REGISTRY=...)
@@ -8,7 +9,7 @@
 # --dest-creds user:token, or --dest-tls-verify=false for a registry without TLS); skopeo also reads the
 # credentials `skopeo login` / `podman login` stored. PUSH_TRANSPORT (default docker://) is skopeo's
 # destination transport: oci: writes an OCI layout directory instead (what the test of this script uses).
-# PUSH_IMAGES (default: both) names the images to push.
+# PUSH_IMAGES (default: all three) names the images to push.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -22,7 +23,7 @@ version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$root/helm/
 [[ -n "$version" ]] || die "no appVersion in helm/ringmaster/Chart.yaml"
 
 read -r -a extra <<<"${SKOPEO_ARGS:-}"
-for name in ${PUSH_IMAGES:-ringmaster-operator ringmaster-worker}; do
+for name in ${PUSH_IMAGES:-ringmaster-operator ringmaster-worker ringmaster-worker-tensorflow}; do
   archive="$images_dir/$name.tar"
   [[ -f "$archive" ]] || die "$archive does not exist: run make images first"
   dest="${transport}${REGISTRY%/}/$name:$version"
@@ -31,4 +32,5 @@ for name in ${PUSH_IMAGES:-ringmaster-operator ringmaster-worker}; do
     || die "skopeo could not push $name to $dest (see above); for credentials pass SKOPEO_ARGS='--dest-creds USER:TOKEN' or run skopeo login"
 done
 echo "push: done. Install the operator from it: helm install ringmaster helm/ringmaster --set image.repository=${REGISTRY%/}/ringmaster-operator;"
-echo "      and name ${REGISTRY%/}/ringmaster-worker:$version as your TrainingJob template's image."
+echo "      and name ${REGISTRY%/}/ringmaster-worker:$version (PyTorch) or ringmaster-worker-tensorflow:$version as your"
+echo "      TrainingJob template's image."

@@ -175,6 +175,28 @@ TEST(OperatorImageTest, HoldsOnlyTheBinaryItsLibrariesAndItsUser) {
 
 // The worker image: every program and library of the runtime resolves inside the image, the programs
 // start as the image's non-root user, and the Python package imports beside torch.
+// Runs argv in the image as a container runtime would: /proc mounted (the loader finds $ORIGIN through
+// /proc/self/exe) in a mount namespace of its own, the image's environment only (/usr/bin/env -i), its user.
+StatusOr<CommandResult> RunInImage(const MountedImage& image, const std::string& user, std::vector<std::string> argv) {
+  std::vector<std::string> full = {
+      "unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "--",
+      "/bin/sh",
+      "-c",
+      "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
+      image.rootfs(),
+      user,
+      "/usr/bin/env",
+      "-i",
+      "PYTHONDONTWRITEBYTECODE=1"};
+  for (const auto& kv : image.config().env) full.push_back(kv);
+  full.insert(full.end(), argv.begin(), argv.end());
+  return RunCommand(full, seconds(120));
+}
+
 TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
   auto u = MountedImage::Mount("ringmaster-worker");
   ASSERT_OK(u);
@@ -199,28 +221,7 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
     EXPECT_FALSE(fs::exists(rootfs + "/opt/ringmaster/lib/" + lib)) << lib;
   }
 
-  // Started as a container runtime would: /proc mounted (the loader finds $ORIGIN through /proc/self/exe)
-  // in a mount namespace of its own, the image's environment only (/usr/bin/env -i), its user.
-  std::vector<std::string> env = {
-      "unshare",
-      "--mount",
-      "--propagation",
-      "private",
-      "--",
-      "/bin/sh",
-      "-c",
-      "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
-      rootfs,
-      user,
-      "/usr/bin/env",
-      "-i",
-      "PYTHONDONTWRITEBYTECODE=1"};
-  for (const auto& kv : image.config().env) env.push_back(kv);
-  auto run = [&](std::vector<std::string> argv) {
-    std::vector<std::string> full = env;
-    full.insert(full.end(), argv.begin(), argv.end());
-    return RunCommand(full, seconds(120));
-  };
+  auto run = [&](std::vector<std::string> argv) { return RunInImage(image, user, std::move(argv)); };
   for (const char* program : {"ringmaster-run", "ringmaster-launch", "ringmaster-train-example", "ringmaster-perf"}) {
     EXPECT_COMMAND_OK(run({program, "--help"})) << program;
   }
@@ -233,6 +234,29 @@ TEST(WorkerImageTest, RuntimeAndPythonPackageWorkAsNonRoot) {
     EXPECT_TRUE(fs::exists(rootfs + "/opt/ringmaster/examples/python/" + example)) << example;
   }
   ExpectLabels(image, "ringmaster-worker");
+}
+
+// The TensorFlow variant: the same runtime, TensorFlow and Keras 3 instead of torch, and the op library
+// ringmaster.tensorflow loads, compiled against that TensorFlow: a world of one runs a collective in it.
+TEST(WorkerImageTest, TensorFlowVariantRunsACollectiveAsNonRoot) {
+  auto u = MountedImage::Mount("ringmaster-worker-tensorflow");
+  ASSERT_OK(u);
+  const MountedImage& image = **u;
+  const std::string user = UserSpec(image);
+  EXPECT_NE(user.rfind("0:", 0), 0u) << "the TensorFlow worker image runs as root: " << user;
+  EXPECT_TRUE(fs::exists(image.rootfs() + "/opt/ringmaster/python/ringmaster/_tf_ops.so"));
+  EXPECT_FALSE(fs::exists(image.rootfs() + "/opt/venv/lib/python3.11/site-packages/torch")) << "torch in the variant";
+  auto ran = RunInImage(image, user,
+                        {"python", "-c",
+                         "import tensorflow as tf, keras, ringmaster.tensorflow as hvd, ringmaster.keras; hvd.init(); "
+                         "x = hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum); "
+                         "assert x.numpy().tolist() == [1.0, 2.0], x; print('tensorflow', tf.__version__, "
+                         "'keras', keras.__version__)"});
+  EXPECT_COMMAND_OK(ran);
+  for (const char* example : {"keras_elastic.py", "tf1_linear_regression.py", "digits_common.py"}) {
+    EXPECT_TRUE(fs::exists(image.rootfs() + "/opt/ringmaster/examples/python/" + example)) << example;
+  }
+  ExpectLabels(image, "ringmaster-worker-tensorflow");
 }
 
 // `make push` (docker/push-images.sh): skopeo copies each archive to $REGISTRY/<name>:<tag> unchanged.

@@ -39,7 +39,8 @@
 #     uses the admin kubeconfig; /healthz on 127.0.0.1:<port>. cluster.env then has GANG=1, GANG_SCHEDULER_NAME,
 #     GANG_POD_GROUP_LABEL, GANG_SCHEDULER_PORT; its log is logs/scheduler-plugins.log. A reused cluster keeps the gang
 #     scheduler it was started with; `up --gang` refuses one started without it (use --fresh).
-# push: IMAGES_DIR (default build/images) holds ringmaster-operator.tar and ringmaster-worker.tar; they land in
+# push: IMAGES_DIR (default build/images) holds ringmaster-operator.tar, ringmaster-worker.tar and
+# ringmaster-worker-tensorflow.tar; they land in
 #     the registry as <registry>/<name>:<chart appVersion> (make images does this when build/cluster has a registry).
 set -euo pipefail
 CLUSTER_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

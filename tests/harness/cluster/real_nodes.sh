@@ -358,7 +358,7 @@ real_nodes_down() {
   rm -rf "$DIR/nodes" "$DIR/registry-data" "$DIR/registry" "$DIR/registry.yaml"
 }
 
-# real_nodes_push IMAGES_DIR: the images of `make images` (ringmaster-operator, ringmaster-worker) into the
+# real_nodes_push IMAGES_DIR: the images of `make images` (operator, worker, TensorFlow worker) into the
 # cluster's registry with docker/push-images.sh, as a user pushes them, then both pulled by every real node
 # through its CRI (what the kubelet does for a pod), all nodes at once: a TrainingJob's first pods then start
 # as they would on nodes that already ran one. Prints each step's time.
@@ -377,7 +377,7 @@ real_nodes_push() {
     sock="$(real_node_dir "$i")/containerd.sock"
     [[ -S "$sock" ]] || die "$(real_node_name "$i") has no containerd socket" "restart the cluster (make cluster-up)"
     (
-      for image in ringmaster-operator ringmaster-worker; do
+      for image in ringmaster-operator ringmaster-worker ringmaster-worker-tensorflow; do
         "$DIR/bin/crictl" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
           pull --pull-timeout 15m "$registry/$image:$version" || exit 1
       done
@@ -402,5 +402,5 @@ real_nodes_push() {
       || die "$(real_node_name "$i") no longer has the sandbox image $sandbox ($(df -h --output=avail "$DIR" | tail -1 | tr -d ' ') free on this disk)" \
         "a kubelet short of disk deletes unused images: free some room, then restart the cluster (see $DIR/logs/kubelet-$(real_node_name "$i").log)"
   done
-  log "  ${#pids[@]} real nodes pulled ringmaster-operator and ringmaster-worker:$version in $((SECONDS - start)) s"
+  log "  ${#pids[@]} real nodes pulled ringmaster-operator, ringmaster-worker and ringmaster-worker-tensorflow:$version in $((SECONDS - start)) s"
 }
