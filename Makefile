@@ -38,7 +38,7 @@ help:
 	@echo "make test-sanitize unit + integration tiers under ASan+UBSan (build-asan/), the concurrency tests under TSan (build-tsan/)"
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
 	@echo "make bench-goodput a job killed every 2 minutes for 10, without and with a warm spare: its goodput and lost seconds by phase"
-	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step),"
+	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step, TensorFlow step vs MultiWorkerMirroredStrategy),"
 	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo; NCCL revoke+shrink emulated), bench-checkpoint (save/restore vs O_DIRECT dd),"
 	@echo "                   bench-allreduce (CPU allreduce and fusion vs torch.distributed's Gloo); each writes $(BENCH_DIR)/<bench>.json,"
 	@echo "                   then bench-report: one table of every figure against its goal, and plots ($(BENCH_DIR)/summary.md, *.png)"
@@ -237,6 +237,7 @@ bench-python: build
 	  --json $(BENCH_DIR)/python-recovery.json
 	build/venv/bin/python bench/python/ddp_step_bench.py --json $(BENCH_DIR)/python-ddp.json
 	build/venv/bin/python bench/python/fsdp_step_bench.py --json $(BENCH_DIR)/python-fsdp.json
+	build/venv/bin/python bench/python/tf_step_bench.py
 
 # Checkpoint save/restore against dd (O_DIRECT, fsync, page cache dropped) in a temporary directory on the
 # disk under CHECKPOINT_BENCH_DIR, removed afterwards (also when interrupted).

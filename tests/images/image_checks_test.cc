@@ -176,7 +176,8 @@ TEST(OperatorImageTest, HoldsOnlyTheBinaryItsLibrariesAndItsUser) {
 // The worker image: every program and library of the runtime resolves inside the image, the programs
 // start as the image's non-root user, and the Python package imports beside torch.
 // Runs argv in the image as a container runtime would: /proc mounted (the loader finds $ORIGIN through
-// /proc/self/exe) in a mount namespace of its own, the image's environment only (/usr/bin/env -i), its user.
+// /proc/self/exe) and a writable /tmp (the image is mounted read-only; `import tensorflow` needs a temporary
+// directory) in a mount namespace of its own, the image's environment only (/usr/bin/env -i), its user.
 StatusOr<CommandResult> RunInImage(const MountedImage& image, const std::string& user, std::vector<std::string> argv) {
   std::vector<std::string> full = {
       "unshare",
@@ -186,7 +187,8 @@ StatusOr<CommandResult> RunInImage(const MountedImage& image, const std::string&
       "--",
       "/bin/sh",
       "-c",
-      "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
+      "u=\"$1\"; shift; mount -t proc proc \"$0/proc\" && mount -t tmpfs -o mode=1777 tmpfs \"$0/tmp\" && "
+      "exec chroot --userspec=\"$u\" \"$0\" \"$@\"",
       image.rootfs(),
       user,
       "/usr/bin/env",

@@ -1,7 +1,6 @@
 """The framework-neutral elastic core: the state's commit/restore cycle and the run loop.
 
-ringmaster.tensorflow.elastic and ringmaster.keras.elastic build on it. (ringmaster.torch.elastic keeps its
-own copy of the same cycle, serialised with torch.save; the two follow one contract:)
+ringmaster.torch.elastic, ringmaster.tensorflow.elastic and ringmaster.keras.elastic build on it:
 
 - `commit()` hands the state's bytes to the session as the newest committed step (kept in memory on every
   worker, sent by a survivor to the others after a change, written by rank 0 into the job's checkpoint),
@@ -10,8 +9,10 @@ own copy of the same cycle, serialised with torch.save; the two follow one contr
 - `run(func)` calls `func(state)` until it returns; a failed collective or a membership change rejoins the
   newest generation in place (no process restart), restores, calls the reset callbacks and calls it again.
 
-Subclasses say what their bytes hold (`_state` / `_load`, plain picklable values) and how rank 0's state
-reaches everyone before the first commit (`sync`).
+Subclasses say what their bytes hold (`_state` / `_load`), how rank 0's state reaches everyone before the
+first commit (`_broadcast_object`, or `sync` itself) and, where the framework has its own, how the state becomes
+bytes (`_dumps` / `_loads`: pickle here, torch.save in ringmaster.torch) and what runs just before a commit
+(`_committing`).
 """
 
 import functools
@@ -61,6 +62,15 @@ class State:
         """Rank 0's `obj` on every rank (the framework's broadcast_object)."""
         raise NotImplementedError
 
+    @staticmethod
+    def _dumps(state):
+        """The bytes a commit holds for `_state()`'s values."""
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def _loads(data):
+        return pickle.loads(data)
+
     def _cursor(self):
         """The data cursor (epoch, samples committed) logged with a commit: the first attribute's that has one."""
         for name in self._attrs:
@@ -81,7 +91,7 @@ class State:
     def save(self):
         """Commits the state without checking for a membership change."""
         self._committing()
-        data = pickle.dumps(self._state(), protocol=pickle.HIGHEST_PROTOCOL)
+        data = self._dumps(self._state())
         epoch, committed = self._cursor()
         _context.context().session.commit(data, epoch, committed)
 
@@ -98,7 +108,7 @@ class State:
         _, _, _, data = _context.context().session.committed()
         if not data:
             return False
-        self._load(pickle.loads(data))
+        self._load(self._loads(data))
         return True
 
     def sync(self):
@@ -114,11 +124,13 @@ def _has_state_dict(value):
     return hasattr(value, "state_dict") and hasattr(value, "load_state_dict")
 
 
-def run_fn(func, init, is_failure):
+def run_fn(func, init, is_failure, describe=None):
     """`func(state, ...)` run until it returns, rejoining after every membership change.
 
     `init()` returns the process's Context (joining the job first when needed); `is_failure(exc)` says
-    whether an exception is a failed collective (the framework's HorovodInternalError and its own forms)."""
+    whether an exception is a failed collective (the framework's HorovodInternalError and its own forms);
+    `describe(exc)` is how such a failure is reported at the rejoin (default: its message's first line)."""
+    describe = describe or _first_line
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
@@ -140,7 +152,7 @@ def run_fn(func, init, is_failure):
             except Exception as e:
                 if not is_failure(e):
                     raise
-                rejoin(ctx, f"collective failed: {_first_line(e)}")
+                rejoin(ctx, f"collective failed: {describe(e)}")
             reset = True
 
     return wrapper

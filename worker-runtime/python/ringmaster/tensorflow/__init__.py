@@ -18,19 +18,27 @@ TensorFlow errors of failed collectives also become (errors.py): `except hvd.Hor
 it from an eager op, a tf.function, Session.run or model.fit alike.
 """
 
-import os
-
 import tensorflow as tf
 
-from ringmaster import _context
-from ringmaster.exceptions import HostsUpdatedInterrupt
-from ringmaster.process_sets import (
-    ProcessSet,
-    add_process_set,
-    global_process_set,
-    remove_process_set,
-    static_sets_variable,
+from ringmaster import _basics, _context
+from ringmaster._basics import (
+    cross_rank,
+    cross_size,
+    gloo_built,
+    gloo_enabled,
+    is_homogeneous,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_enabled,
+    nccl_built,
+    nccl_enabled,
+    rank,
+    size,
 )
+from ringmaster.exceptions import HostsUpdatedInterrupt
+from ringmaster.process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 
 from . import _library, _ops, errors
 
@@ -68,62 +76,17 @@ from .optimizer import DistributedOptimizer  # noqa: E402
 
 
 def init(process_sets=None):
-    """Joins the job (as ringmaster.torch.init) and binds the TensorFlow op library to the session.
-    `process_sets`: ProcessSet objects that exist in every generation. Idempotent."""
-    if process_sets and not _context.is_initialized():
-        os.environ["RINGMASTER_PROCESS_SETS"] = static_sets_variable(process_sets)
-    ctx = _context.init()
-    for ps in process_sets or []:
-        ps._recreate(ctx)
-        if ps not in ctx.process_sets:
-            ctx.process_sets.append(ps)
-    _library.attach(ctx.session)
+    """Joins the job (ringmaster._basics.init, as ringmaster.torch.init) and binds the TensorFlow op library to
+    the session. `process_sets`: ProcessSet objects that exist in every generation. Idempotent."""
+    _basics.init(process_sets)
+    _library.attach(_context.context().session)
 
 
 def shutdown():
     """Leaves the job; the op library's kernels fail (they no longer reach a session) until init()."""
-    if _context.is_initialized():
+    if is_initialized():
         _library.attach(None)
-    _context.shutdown()
-
-
-def is_initialized():
-    return _context.is_initialized()
-
-
-def _topology(key):
-    return _context.context().topology[key]
-
-
-def rank():
-    return _topology("rank")
-
-
-def size():
-    return _topology("size")
-
-
-def local_rank():
-    """This worker's index among the workers on its node (it can change after a membership change)."""
-    return _topology("local_rank")
-
-
-def local_size():
-    return _topology("local_size")
-
-
-def cross_rank():
-    """This worker's node's index among the job's nodes."""
-    return _topology("cross_rank")
-
-
-def cross_size():
-    return _topology("cross_size")
-
-
-def is_homogeneous():
-    ctx = _context.context()
-    return ctx.topology["size"] == ctx.topology["local_size"] * ctx.topology["cross_size"]
+    _basics.shutdown()
 
 
 def size_op(process_set_id=0, name=None):
@@ -141,30 +104,6 @@ def process_set_included_op(process_set_id=0, name=None):
     ps = next((p for p in _context.context().process_sets if p.process_set_id == process_set_id), None)
     included = process_set_id == 0 or (ps is not None and ps.included())
     return tf.constant(int(included), name=name)
-
-
-def gloo_built():
-    return True
-
-
-def nccl_built():
-    return True
-
-
-def mpi_built():
-    return False
-
-
-def gloo_enabled():
-    return _context.context().session.backend() == "gloo"
-
-
-def nccl_enabled():
-    return _context.context().session.backend() == "nccl"
-
-
-def mpi_enabled():
-    return False
 
 
 __all__ = [

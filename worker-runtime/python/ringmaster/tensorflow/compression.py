@@ -2,29 +2,7 @@
 
 import tensorflow as tf
 
-
-class Compressor:
-    """Turns a tensor into what travels (`compress`, which also returns what `decompress` needs) and back."""
-
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """Sends the tensor as it is (the default)."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from ringmaster._compression import Compressor, NoneCompressor
 
 
 class FP16Compressor(Compressor):

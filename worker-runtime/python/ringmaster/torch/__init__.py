@@ -9,9 +9,25 @@ Under `ringmaster-run` or in a TrainingJob's pod the world comes from the launch
 RINGMASTER_* environment); started by hand it is a world of one. Elastic training: `ringmaster.torch.elastic`.
 """
 
-import os
-
 from ringmaster import _context
+from ringmaster._basics import (
+    cross_rank,
+    cross_size,
+    gloo_built,
+    gloo_enabled,
+    init,
+    is_homogeneous,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_enabled,
+    nccl_built,
+    nccl_enabled,
+    rank,
+    shutdown,
+    size,
+)
 from ringmaster.exceptions import HostsUpdatedInterrupt
 
 from . import elastic
@@ -51,45 +67,6 @@ from .optimizer import DistributedOptimizer
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set, static_sets_variable
 
 
-def init(process_sets=None):
-    """Joins the job: waits for the first membership generation that includes this worker, builds the
-    communicators and restores the newest committed state. `process_sets`: ProcessSet objects that exist in
-    every generation (re-created by rule after each membership change). Idempotent."""
-    if process_sets and not _context.is_initialized():
-        os.environ["RINGMASTER_PROCESS_SETS"] = static_sets_variable(process_sets)
-    ctx = _context.init()
-    for ps in process_sets or []:
-        ps._recreate(ctx)
-        if ps not in ctx.process_sets:
-            ctx.process_sets.append(ps)
-
-
-def shutdown():
-    """Leaves the job: waits for the last checkpoint and stops following the membership."""
-    _context.shutdown()
-
-
-def is_initialized():
-    return _context.is_initialized()
-
-
-def _topology(key):
-    return _context.context().topology[key]
-
-
-def rank():
-    return _topology("rank")
-
-
-def size():
-    return _topology("size")
-
-
-def local_rank():
-    """This worker's index among the workers on its node (it can change after a membership change)."""
-    return _topology("local_rank")
-
-
 def device():
     """The torch.device this process's collectives run on, the same for its whole life: under NCCL the GPU
     RINGMASTER_DEVICE names (the operator gives a one-process pod its first GPU; ringmaster-run gives each worker
@@ -99,48 +76,6 @@ def device():
 
     index = _context.context().session.device()
     return torch.device("cuda", index) if index >= 0 else torch.device("cpu")
-
-
-def local_size():
-    return _topology("local_size")
-
-
-def cross_rank():
-    """This worker's node's index among the job's nodes."""
-    return _topology("cross_rank")
-
-
-def cross_size():
-    return _topology("cross_size")
-
-
-def is_homogeneous():
-    ctx = _context.context()
-    return ctx.topology["size"] == ctx.topology["local_size"] * ctx.topology["cross_size"]
-
-
-def gloo_built():
-    return True
-
-
-def nccl_built():
-    return True
-
-
-def mpi_built():
-    return False
-
-
-def gloo_enabled():
-    return _context.context().session.backend() == "gloo"
-
-
-def nccl_enabled():
-    return _context.context().session.backend() == "nccl"
-
-
-def mpi_enabled():
-    return False
 
 
 # Every public name of the module, its submodules included (what `from ringmaster.torch import *` gives).

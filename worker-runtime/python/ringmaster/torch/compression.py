@@ -2,26 +2,7 @@
 
 import torch
 
-
-class Compressor:
-    @staticmethod
-    def compress(tensor):
-        """Returns the tensor to send and what decompress needs."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from ringmaster._compression import Compressor, NoneCompressor
 
 
 class FP16Compressor(Compressor):

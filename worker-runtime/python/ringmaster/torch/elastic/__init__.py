@@ -24,11 +24,8 @@ Sharded training on a DeviceMesh (FSDP2, tensor parallel): `run_mesh(MeshRule(tp
 `MeshState` rebuilds the mesh from the rule in every generation and restores through DCP (mesh.py).
 """
 
-import functools
-
-from ringmaster import _context
-from ringmaster._membership import rejoin as _rejoin
-from ringmaster.exceptions import HostsUpdatedInterrupt, WorkerRemoved
+from ringmaster import _context, _elastic
+from ringmaster.exceptions import HostsUpdatedInterrupt, WorkerRemoved  # noqa: F401  (hvd.elastic.HostsUpdatedInterrupt)
 
 from ..ops import HorovodInternalError
 from .mesh import MeshRule, MeshState, run_mesh
@@ -36,32 +33,15 @@ from .sampler import ElasticSampler
 from .state import ObjectState, State, TorchState
 
 
+def _is_collective_failure(exc):
+    return isinstance(exc, HorovodInternalError)
+
+
 def run(func):
     """Decorates `func(state, ...)`: runs it, and after every membership change rebuilds, restores `state`
-    and runs it again, until it returns."""
-
-    @functools.wraps(func)
-    def wrapper(state, *args, **kwargs):
-        ctx = _context.init()
-        reset = False
-        while True:
-            try:
-                if not state.restore():
-                    # Nothing committed anywhere yet: everyone starts from rank 0's initial state.
-                    state.sync()
-                    state.save()
-                if reset:
-                    state.on_reset()
-                result = func(state, *args, **kwargs)
-                ctx.session.finish()  # the last checkpoint is on disk before the job reports success
-                return result
-            except HorovodInternalError as e:
-                _rejoin(ctx, f"collective failed: {e}")
-            except HostsUpdatedInterrupt:
-                _rejoin(ctx, "membership changed")
-            reset = True
-
-    return wrapper
+    and runs it again, until it returns (ringmaster/_elastic.py's loop; a failed collective is reported with
+    its whole message)."""
+    return _elastic.run_fn(func, _context.init, _is_collective_failure, describe=str)
 
 
 __all__ = [

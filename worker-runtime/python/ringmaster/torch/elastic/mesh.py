@@ -178,8 +178,7 @@ class MeshState(State):
         """Commits a step: the sharded state into DCP first (a mesh worker), then the replicated attributes
         through the runtime, then to the standbys."""
         ctx = _context.context()
-        for sampler in self._samplers():
-            sampler._committing()
+        self._committing()
         step = ctx.session.committed_step() + 1
         dcp_name = None
         if self.model is not None and self._dir is not None:

@@ -12,52 +12,36 @@ import pickle
 
 import torch
 
-from ringmaster import _context
-from ringmaster.exceptions import HostsUpdatedInterrupt
+from ringmaster import _elastic
 
 from ..functions import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .sampler import ElasticSampler, ShardSampler
 
 
-def _has_state_dict(value):
-    return hasattr(value, "state_dict") and hasattr(value, "load_state_dict")
+class State(_elastic.State):
+    """Base class: reset callbacks, commit, restore and the host-update check (ringmaster/_elastic.py's cycle),
+    the bytes written with torch.save. Its samplers take part: an ElasticSampler among the attributes does what
+    it does at a commit, and a Horovod-form one unites every rank's processed samples at a sync."""
 
+    # -- what torch does its own way ------------------------------------------------------------------
+    @staticmethod
+    def _dumps(state):
+        buf = io.BytesIO()
+        torch.save(state, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+        return buf.getvalue()
 
-class State:
-    """Base class: reset callbacks, commit, restore and the host-update check."""
+    @staticmethod
+    def _loads(data):
+        return torch.load(io.BytesIO(data), weights_only=False)
 
-    def __init__(self, **kwargs):
-        self._reset_callbacks = []
-        self._attrs = list(kwargs)
-        for name, value in kwargs.items():
-            setattr(self, name, value)
+    def _committing(self):
+        """A sampler among the attributes first does what it does at a commit (the global-batch form: its
+        last step is done)."""
+        for sampler in self._samplers():
+            sampler._committing()
 
-    def register_reset_callbacks(self, callbacks):
-        """Functions called after every membership change (e.g. to rescale the learning rate)."""
-        self._reset_callbacks.extend(callbacks)
-
-    def on_reset(self):
-        for callback in self._reset_callbacks:
-            callback()
-
-    # -- what subclasses define -----------------------------------------------------------------------
-    def _state(self):
-        return {
-            "attrs": {
-                name: (
-                    getattr(self, name).state_dict() if _has_state_dict(getattr(self, name)) else getattr(self, name)
-                )
-                for name in self._attrs
-            }
-        }
-
-    def _load(self, state):
-        for name, value in state["attrs"].items():
-            current = getattr(self, name, None)
-            if _has_state_dict(current):
-                current.load_state_dict(value)
-            else:
-                setattr(self, name, value)
+    def _broadcast_object(self, obj):
+        return broadcast_object(obj, root_rank=0, name="elastic.sync")
 
     def _samplers(self, kind=ElasticSampler):
         return [getattr(self, name) for name in self._attrs if isinstance(getattr(self, name), kind)]
@@ -76,46 +60,12 @@ class State:
         for sampler, states in records:
             sampler._unite(states)
 
-    def _cursor(self):
-        """The data cursor (epoch, samples committed) of the first sampler among the attributes."""
-        for name in self._attrs:
-            value = getattr(self, name)
-            if hasattr(value, "cursor"):
-                return value.cursor()
-        return (0, 0)
-
     # -- Horovod's API --------------------------------------------------------------------------------
-    def save(self):
-        """Commits the state without checking for a membership change. A sampler among the attributes
-        first does what it does at a commit (the global-batch form: its last step is done)."""
-        for sampler in self._samplers():
-            sampler._committing()
-        buf = io.BytesIO()
-        torch.save(self._state(), buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
-        epoch, committed = self._cursor()
-        _context.context().session.commit(buf.getvalue(), epoch, committed)
-
-    def check_host_updates(self):
-        if _context.context().session.superseded():
-            raise HostsUpdatedInterrupt()
-
-    def commit(self):
-        self.save()
-        self.check_host_updates()
-
-    def restore(self):
-        """Loads the newest committed state (a no-op before the first commit)."""
-        _, _, _, data = _context.context().session.committed()
-        if data:
-            self._load(torch.load(io.BytesIO(data), weights_only=False))
-            return True
-        return False
-
     def sync(self):
         """Makes every worker's state rank 0's (Horovod: after a reset, before training), the processed
         samples of a Horovod-form sampler being every rank's."""
         records = self._gather_sampler_records()
-        self._load(broadcast_object(self._state(), root_rank=0, name="elastic.sync"))
+        super().sync()
         self._unite_sampler_records(records)
 
 
