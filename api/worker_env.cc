@@ -5,8 +5,7 @@
 #include <vector>
 
 #include "api/names.h"
-
-extern char** environ;
+#include "base/environment.h"
 
 namespace ringmaster::api {
 
@@ -120,7 +119,7 @@ StatusOr<WorkerEnv> WorkerEnv::FromEnvironment(const std::map<std::string, std::
 
 std::map<std::string, std::string> EnvironmentSnapshot() {
   std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
+  for (char** e = ProcessEnvironment(); *e != nullptr; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <thread>
 
-extern char** environ;
+#include "base/environment.h"
 
 namespace ringmaster {
 namespace {
@@ -40,7 +40,7 @@ ExitStatus FromWaitStatus(int status) {
 std::vector<std::string> ChildEnvironment(const SpawnOptions& o) {
   std::vector<std::string> out;
   if (o.inherit_environment) {
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+    for (char** e = ProcessEnvironment(); *e != nullptr; ++e) out.emplace_back(*e);
   }
   for (const auto& [name, value] : o.env) {
     const std::string prefix = name + "=";
