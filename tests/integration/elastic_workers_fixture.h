@@ -19,6 +19,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -260,12 +261,40 @@ class ElasticWorkersE2eTest : public JobTest {
 
   // Waits until the job trains (its first generation of workload_.workers pods is published and the workers pass
   // its disturb_at_step); returns the job as then seen.
+  // Whether a worker's log says it built `generation` or a later one (the runtime's "generation N ready" line).
+  static bool BuiltGeneration(const std::string& log, int64_t generation) {
+    static const std::regex ready("generation ([0-9]+) ready");
+    for (std::sregex_iterator it(log.begin(), log.end(), ready), end; it != end; ++it) {
+      if (std::stoll((*it)[1].str()) >= generation) return true;
+    }
+    return false;
+  }
+
   json WaitUntilTraining() {
     const int ranks = workload_.workers * processes_per_pod_;
     // (Its workers become Ready once they have started: as slow as the start itself when they import torch.)
     json job = WaitForJob("the first membership of " + std::to_string(ranks) + " ranks",
                           std::max<seconds>(seconds(60), workload_.start_timeout),
                           [&](const json& j) { return Membership(j).value("worldSize", 0) == ranks; });
+    // Every member has built that generation before a test disturbs it. A worker whose pod was slow to start
+    // joins the world after the others trained past `disturb_at_step`; disturbed while its generation is
+    // still being built, the test would exercise a different race than the one it claims.
+    const json m = Membership(job);
+    const int64_t generation = m.value("generation", int64_t{0});
+    std::set<std::string> members;
+    for (const auto& member : m["members"]) members.insert(member.value("pod", ""));
+    Status built = WaitFor("every member to build generation " + std::to_string(generation), workload_.start_timeout,
+                           [&](std::string* last) {
+                             for (const std::string& pod : members) {
+                               auto log = cluster_.Kubectl({"logs", pod, "-n", ns_});
+                               if (!log.ok() || !BuiltGeneration(log->out, generation)) {
+                                 *last = pod + " has not logged 'generation " + std::to_string(generation) + " ready'";
+                                 return false;
+                               }
+                             }
+                             return true;
+                           });
+    EXPECT_OK(built) << built;
     const int64_t at = workload_.disturb_at_step;
     Status s =
         WaitFor("the workers to reach step " + std::to_string(at), workload_.start_timeout, [&](std::string* last) {
