@@ -27,7 +27,6 @@ _LIBRARY_NAME = "_tf_ops.so"
 _lock = threading.Lock()
 _module = None  # tf.load_op_library's module
 _cdll = None  # the same shared object through ctypes, for ringmaster_tf_attach
-_attached = None  # the session whose bridge the library holds
 
 
 def library_path():
@@ -58,7 +57,6 @@ def _load():
 
 def attach(session):
     """Binds the library's kernels to `session` (a _native.Session), or detaches them with None."""
-    global _attached
     with _lock:
         _load()
         rc = _cdll.ringmaster_tf_attach(session.tf_bridge() if session is not None else None)
@@ -66,7 +64,6 @@ def attach(session):
             raise ImportError(
                 f"{library_path()} was built for another version of ringmaster's native module: rebuild it (make build)"
             )
-        _attached = session
 
 
 def ops():
