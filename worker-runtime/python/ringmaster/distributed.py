@@ -20,20 +20,19 @@ torch would otherwise build is not needed (the runtime has its own rendezvous).
 
 How the collectives run, and why:
 
-* One runtime collective per torch call, and at most one in flight per group: a call first waits for the
-  previous one (DDP's comm hook calls `allreduce(bucket)` and at once `work.get_future()`, which waits
-  anyway). So the runtime never fuses two of DDP's buckets (or two async_op=True calls) into one buffer,
-  and each bucket is reduced by exactly the call torch's Gloo backend makes: `gloo::allreduce`, ring
-  algorithm, over that bucket alone. Gloo's ring adds each segment's values rank after rank, starting at
-  a rank that depends on the segment's place in the buffer, so sums over 3 or more ranks are
-  bit-identical to Gloo's only when the buffers are the same (tests/test_ddp.py).
-* Failures are raised where DDP calls us, never through a torch Future: a collective that failed (a peer
-  died, the membership changed) raises HorovodInternalError from `get_future()`/`wait()` inside the
-  backward pass, and autograd passes it on unchanged to `loss.backward()`, where `elastic.run` catches
-  it. A Future completed later with an exception is no alternative: torch 2.15's reducer crashed on one
-  (a segfault in c10d::detail::parseCppCommHookResult at the end of the backward pass), and the
-  exception's type would not survive the C++ wait anyway. The price: a bucket's allreduce does not
-  overlap the rest of the backward pass.
+* One runtime collective per torch call, run in submission order on the group's own process set, which never
+  fuses: each of DDP's buckets is reduced by exactly the call torch's Gloo backend makes (`gloo::allreduce`,
+  ring algorithm, over that bucket alone). Gloo's ring adds each segment's values rank after rank, starting at
+  a rank that depends on the segment's place in the buffer, so sums over 3 or more ranks are bit-identical to
+  Gloo's only when the buffers are the same (tests/test_ddp.py).
+* Collectives are asynchronous (`_pg_work.py`): a call submits and returns; the group's completer thread
+  completes its Work and Future when the runtime is done. DDP's bucket allreduces therefore overlap the rest of
+  the backward pass, and FSDP2's all-gathers and reduce-scatters its compute. A collective that must read or
+  write its tensors when called (a non-contiguous tensor's staging copy, a flattened buffer, the synchronous
+  gather/scatter/list collectives) first waits for the group's earlier ones, so it sees their results.
+* Failures: a collective that failed (a peer died, the membership changed) raises HorovodInternalError from
+  `wait()`; during a backward pass it is raised to `loss.backward()` by an autograd final callback, where
+  `elastic.run` catches it, and never put in a Future that C++ reads (`_pg_work.py` says why).
 """
 
 import importlib
@@ -45,6 +44,7 @@ import torch
 import torch.distributed as dist
 
 from ringmaster import _context
+from ringmaster._pg_work import CollectiveWork, Completer, TransferWork
 from ringmaster.torch import ops
 from ringmaster.torch.process_sets import ProcessSet
 
@@ -76,64 +76,6 @@ def _one_tensor(tensors, what):
     return tensors[0]
 
 
-class _Work(dist._Work):
-    """A collective in flight: its runtime handles, what to do once they are done (copy a staging buffer
-    back, for instance) and the value torch gets (`result()`, the future's value). Waiting raises the
-    collective's failure, every time it is asked (HorovodInternalError when the runtime aborted it)."""
-
-    def __init__(self, group, handles=(), finish=None, result=None):
-        super().__init__()
-        self._group = group
-        self._handles = list(handles)
-        self._finish_fn = finish
-        self._result = result
-        self._done = not self._handles and finish is None
-        self._error = None
-
-    def _finish(self):
-        if self._error is not None:
-            raise self._error
-        if not self._done:
-            try:
-                # A handle of an older generation is gone from the runtime: say so, not "unknown handle".
-                self._group._check()
-                for h in self._handles:
-                    ops.synchronize(h)
-                if self._finish_fn is not None:
-                    self._finish_fn()
-            except BaseException as e:
-                self._error = e
-                raise
-            self._done = True
-        return self._result
-
-    def is_completed(self):
-        if self._done or self._error is not None:
-            return True
-        if _context.context().topology["generation"] != self._group._generation:
-            return True  # its generation is over: wait() raises at once
-        return all(ops.poll(h) for h in self._handles)
-
-    def is_success(self):
-        return self.is_completed() and self._error is None
-
-    def exception(self):
-        return self._error
-
-    def wait(self, timeout=None):
-        self._finish()
-        return True
-
-    def result(self):
-        return self._finish()
-
-    def get_future(self):
-        # Completed here, synchronously: see the module docstring for why never with an exception.
-        future = torch.futures.Future()
-        future.set_result(self._finish())
-        return future
-
-
 def _bytes(tensor):
     """A contiguous tensor's memory as bytes (point-to-point moves bytes, whatever the dtype)."""
     return tensor.reshape(-1).view(torch.uint8)
@@ -143,53 +85,6 @@ def _tag(tag):
     if not 0 <= int(tag) < 2**32:
         raise ValueError(f"the ringmaster backend's tags are 32-bit unsigned integers, got {tag}")
     return int(tag)
-
-
-class _TransferWork(dist._Work):
-    """A send or receive in flight. Waiting raises its failure (HorovodInternalError when a peer died)."""
-
-    def __init__(self, group, transfer, keep, finish=None):
-        super().__init__()
-        self._group = group
-        self._transfer = transfer
-        self._keep = keep
-        self._finish_fn = finish
-        self._done = False
-        self._error = None
-
-    def wait(self, timeout=None):
-        if self._error is not None:
-            raise self._error
-        if not self._done:
-            try:
-                self._transfer.wait()
-                if self._finish_fn is not None:
-                    self._finish_fn()
-            except BaseException as e:  # HorovodInternalError when a peer died
-                self._error = e
-                raise
-            self._done = True
-            self._keep = None
-        return True
-
-    def is_completed(self):
-        return self._done or self._error is not None
-
-    def is_success(self):
-        return self._done
-
-    def exception(self):
-        return self._error
-
-    def result(self):
-        self.wait()
-        return [self._keep]
-
-    def get_future(self):
-        future = torch.futures.Future()
-        self.wait()
-        future.set_result(None)
-        return future
 
 
 class ProcessGroupRingmaster(dist.ProcessGroup):
@@ -205,7 +100,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         ctx = _context.context()
         self._generation = ctx.topology["generation"]
         self._shut_down = False
-        self._in_flight = None  # the last _Work with runtime handles, until it is waited for
+        self._outstanding = []  # works with runtime handles, until completed (pruned as they complete)
         self._key = key or "world"
         if global_ranks is None:
             if (rank, size) != (ctx.topology["rank"], ctx.topology["size"]):
@@ -231,6 +126,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             self._set = ProcessSet(global_ranks)
             self._set.process_set_id = ctx.session.add_group(global_ranks, key.replace("/", "_"))
         self._set._generation = self._generation
+        self._completer = Completer(f"pg-{self._key}-g{self._generation}")
 
     def getBackendName(self):
         return "ringmaster"
@@ -269,6 +165,9 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
                 f"the ringmaster process group of generation {self._generation} was destroyed: "
                 f"make a new one (ringmaster.distributed.init_process_group or rebuild)"
             )
+        return self._check_generation()
+
+    def _check_generation(self):
         ctx = _context.context()
         if ctx.topology["generation"] != self._generation:
             raise ops.HorovodInternalError(
@@ -279,22 +178,34 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         return ctx
 
     def _begin(self):
-        """Before a collective: the group is usable and the previous collective has finished (raising its
-        failure, if it failed: the group's collectives then all fail anyway)."""
+        """Before a collective that reads or writes its tensors when it is called (a staging copy, a
+        flattened buffer, the synchronous ones): the group is usable, and every collective submitted before
+        has completed, its copies back included — so this one sees their results, as it would over torch's
+        Gloo, which runs a group's collectives one after the other."""
         self._check()
-        previous, self._in_flight = self._in_flight, None
-        if previous is not None:
-            previous.wait()
+        for work in self._outstanding:
+            work._done.wait()
+        self._outstanding = []
 
-    def _submitted(self, work):
-        self._in_flight = work
+    def _begin_async(self):
+        """Before a collective that the runtime runs on the caller's own buffers: nothing to wait for (the
+        runtime runs the group's collectives in submission order)."""
+        self._check()
+        self._outstanding = [w for w in self._outstanding if not w._done.is_set()]
+
+    def _submit(self, handles, finish=None, result=None):
+        work = CollectiveWork(self, handles, finish, result)
+        if not work._done.is_set():
+            self._outstanding.append(work)
         return work
 
     def _in_place(self, tensor, submit, finish=None):
         """Runs `submit(buffer) -> handle` on `tensor` itself, or, when it is not contiguous (the runtime's
         in-place ops refuse to copy silently), on a contiguous copy that is copied back afterwards."""
         if tensor.is_contiguous():
-            return self._submitted(_Work(self, [submit(tensor)], finish, [tensor]))
+            self._begin_async()
+            return self._submit([submit(tensor)], finish, [tensor])
+        self._begin()
         staging = tensor.contiguous()
 
         def copy_back():
@@ -302,11 +213,10 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             if finish is not None:
                 finish()
 
-        return self._submitted(_Work(self, [submit(staging)], copy_back, [tensor]))
+        return self._submit([submit(staging)], copy_back, [tensor])
 
     # -- torch.distributed's collectives ------------------------------------------------------------
     def allreduce(self, tensors, opts=None):
-        self._begin()
         op = _reduce_op(opts)
         tensor = _one_tensor(tensors, "allreduce")
         return self._in_place(tensor, lambda t: ops.allreduce_async_(t, op=op, process_set=self._set))
@@ -316,7 +226,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         self._begin()
         op = _reduce_op(opts)
         if not tensors:
-            return _Work(self, result=tensors)
+            return CollectiveWork(self, result=tensors)
         flat = torch.cat([t.detach().reshape(-1) for t in tensors])
 
         def unflatten():
@@ -325,12 +235,10 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
                 t.copy_(flat[offset : offset + t.numel()].view_as(t))
                 offset += t.numel()
 
-        return self._submitted(
-            _Work(self, [ops.allreduce_async_(flat, op=op, process_set=self._set)], unflatten, tensors)
-        )
+        return self._submit([ops.allreduce_async_(flat, op=op, process_set=self._set)], unflatten, tensors)
 
     def broadcast(self, tensors, opts=None):
-        self._begin()
+        self._check()
         root = self._world_rank(opts.rootRank if opts is not None else 0)
         tensor = _one_tensor(tensors, "broadcast")
         return self._in_place(tensor, lambda t: ops.broadcast_async_(t, root, process_set=self._set))
@@ -346,9 +254,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             if self.rank() == opts.rootRank:
                 tensor.copy_(result)
 
-        return self._submitted(
-            _Work(self, [ops.allreduce_async_(result, op=op, process_set=self._set)], land, [tensor])
-        )
+        return self._submit([ops.allreduce_async_(result, op=op, process_set=self._set)], land, [tensor])
 
     def gather(self, output_lists, input_tensors, opts=None):
         self._begin()
@@ -361,7 +267,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
                 raise ValueError(f"gather: {len(outputs)} output tensors for a group of {self.size()}")
             for i, out in enumerate(outputs):
                 out.copy_(gathered[i])
-        return _Work(self, result=output_lists)
+        return CollectiveWork(self, result=output_lists)
 
     def scatter(self, output_tensors, input_lists, opts=None):
         """The root's list, stacked and broadcast; every member keeps its own block."""
@@ -377,7 +283,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             stacked = torch.empty((self.size(),) + tuple(out.shape), dtype=out.dtype, device=out.device)
         ops.broadcast_(stacked, self._world_rank(root), process_set=self._set)
         out.copy_(stacked[self.rank()])
-        return _Work(self, result=output_tensors)
+        return CollectiveWork(self, result=output_tensors)
 
     # -- point-to-point: posted at once, beside the collectives (never queued behind one) --------------
     def send(self, tensors, dst, tag=0):
@@ -388,7 +294,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             staged = staged.cpu()
         ctx = _context.context()
         transfer = ctx.session.send(_bytes(staged), int(dst), _tag(tag), self._set.process_set_id)
-        return _TransferWork(self, transfer, keep=staged)
+        return TransferWork(self, transfer, keep=staged)
 
     def recv(self, tensors, src, tag=0):
         self._check()
@@ -397,7 +303,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         staged = tensor.detach() if direct else torch.empty(tensor.shape, dtype=tensor.dtype)
         ctx = _context.context()
         transfer = ctx.session.recv(_bytes(staged), int(src), _tag(tag), self._set.process_set_id)
-        return _TransferWork(self, transfer, keep=staged, finish=None if direct else lambda: tensor.copy_(staged))
+        return TransferWork(self, transfer, keep=staged, finish=None if direct else lambda: tensor.copy_(staged))
 
     def recv_anysource(self, tensors, tag=0):
         raise ValueError(
@@ -412,36 +318,60 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
             gathered = ops.allgather(inp.reshape((1,) + tuple(inp.shape)), process_set=self._set)
             for i, out in enumerate(outputs):
                 out.copy_(gathered[i])
-        return _Work(self, result=output_lists)
+        return CollectiveWork(self, result=output_lists)
 
     def _allgather_base(self, output, input, opts=None):
-        self._begin()
+        """Asynchronous when both tensors are contiguous (FSDP2's all-gathers): the runtime gathers straight
+        into `output`."""
         if output.numel() != input.numel() * self.size():
             raise ValueError(
                 f"_allgather_base: the output has {output.numel()} elements, not {self.size()} x {input.numel()}"
             )
-        output.copy_(ops.allgather(input.reshape(-1), process_set=self._set).reshape(output.shape))
-        return _Work(self, result=output)
+        if input.is_contiguous() and output.is_contiguous():
+            self._begin_async()
+            src, dst, finish = input.detach(), output.detach(), None
+        else:
+            self._begin()
+            src, dst = input.detach().contiguous(), torch.empty_like(output, memory_format=torch.contiguous_format)
+            finish = lambda: output.copy_(dst)  # noqa: E731
+        ctx = self._check()
+        name = ops._name(ctx, None, "allgather", self._set)
+        native = ctx.session.allgather(
+            name,
+            src.reshape(-1),
+            dst.reshape(-1),
+            [src.numel()] * self.size(),
+            ops._set(ctx, self._set),
+            ops._stream(src),
+        )
+        return self._submit([ops._handle(ctx, native, lambda: None)], finish, output)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
-        for out, inp in zip(outputs, inputs):
-            self._allgather_base(out, inp, opts)
-        return _Work(self, result=outputs)
+        works = [self._allgather_base(out, inp, opts) for out, inp in zip(outputs, inputs)]
+        return self._submit([], lambda: [w.wait() for w in works], outputs) if works else CollectiveWork(self)
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
         self._begin()
         op = _reduce_op(opts)
         for out, inputs in zip(outputs, input_lists):
             out.copy_(ops.reducescatter(torch.stack(inputs), op=op, process_set=self._set).reshape(out.shape))
-        return _Work(self, result=outputs)
+        return CollectiveWork(self, result=outputs)
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        self._begin()
+        """torch's Gloo way, asynchronously (FSDP2's reduce-scatters): the input copied, the copy allreduced
+        whole (Gloo's ring), this rank's block copied into `output`. Gloo's ring adds each segment's values in
+        an order that depends on the segment's place in the whole buffer, so a reduce-scatter of its own would
+        differ from Gloo's in the last bits (FSDP2's weights too, tests/test_async_work.py)."""
         op = _reduce_op(opts)
-        output.copy_(
-            ops.reducescatter(input.reshape((self.size(), -1)), op=op, process_set=self._set).reshape(output.shape)
-        )
-        return _Work(self, result=output)
+        if input.numel() != output.numel() * self.size():
+            raise ValueError(
+                f"_reduce_scatter_base: the input has {input.numel()} elements, not {self.size()} x {output.numel()}"
+            )
+        self._begin_async()
+        buffer = input.detach().clone(memory_format=torch.contiguous_format).reshape(-1)
+        block = buffer[self.rank() * output.numel() : (self.rank() + 1) * output.numel()]
+        handle = ops.allreduce_async_(buffer, op=op, process_set=self._set)
+        return self._submit([handle], lambda: output.copy_(block.view(output.shape)), output)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         self._begin()
@@ -451,12 +381,11 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         else:
             result = ops.alltoall(input, process_set=self._set)
         output.copy_(result.reshape(output.shape))
-        return _Work(self, result=output)
+        return CollectiveWork(self, result=output)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
-        for out, inp in zip(outputs, inputs):
-            self._reduce_scatter_base(out, inp, opts)
-        return _Work(self, result=outputs)
+        works = [self._reduce_scatter_base(out, inp, opts) for out, inp in zip(outputs, inputs)]
+        return self._submit([], lambda: [w.wait() for w in works], outputs) if works else CollectiveWork(self)
 
     # torch 2.15's Python API calls the single-tensor collectives by these names (C++ callers by the ones above).
     all_gather_single = _allgather_base
@@ -468,7 +397,7 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
     def barrier(self, opts=None):
         self._begin()
         ops.barrier(process_set=self._set)
-        return _Work(self)
+        return CollectiveWork(self)
 
     def split_group(self, ranks, timeout=None, opts=None, group_name=None, group_desc=None, device_types=None):
         """torch.distributed.split_group: the split this rank is in, as a new group (None outside it)."""
@@ -490,7 +419,8 @@ class ProcessGroupRingmaster(dist.ProcessGroup):
         """`destroy_process_group()`: no collective, so it cannot hang on a group whose peers are gone.
         Work still in flight belongs to the runtime, which fails it when its generation ends."""
         self._shut_down = True
-        self._in_flight = None
+        self._outstanding = []
+        self._completer.stop()
         ctx = _context.context() if _context.is_initialized() else None
         if ctx is not None and ctx.topology["generation"] == self._generation:
             try:
