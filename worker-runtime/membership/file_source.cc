@@ -1,11 +1,15 @@
 #include "worker-runtime/membership/file_source.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +19,15 @@ StatusOr<std::unique_ptr<FileMembershipSource>> FileMembershipSource::Start(File
   if (options.path.empty()) return InvalidArgumentError("FileMembershipSource: empty path");
   if (options.poll_interval.count() <= 0) options.poll_interval = std::chrono::milliseconds(50);
   std::unique_ptr<FileMembershipSource> source(new FileMembershipSource(std::move(options)));
+  // The launcher replaces the file by a rename in its directory: watch the directory (the file's inode changes).
+  std::string dir = std::filesystem::path(source->options_.path).parent_path().string();
+  source->inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (source->inotify_fd_ >= 0 && ::inotify_add_watch(source->inotify_fd_, dir.empty() ? "." : dir.c_str(),
+                                                      IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE) < 0) {
+    ::close(source->inotify_fd_);  // e.g. the directory does not exist yet: polling alone
+    source->inotify_fd_ = -1;
+  }
+  source->stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   source->PollOnce();  // a record already there is known before Start returns
   source->poller_ = std::thread([s = source.get()] { s->PollLoop(); });
   return source;
@@ -23,6 +36,8 @@ StatusOr<std::unique_ptr<FileMembershipSource>> FileMembershipSource::Start(File
 FileMembershipSource::~FileMembershipSource() {
   Stop();
   if (poller_.joinable()) poller_.join();
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+  if (stop_fd_ >= 0) ::close(stop_fd_);
 }
 
 void FileMembershipSource::Log(const std::string& line) const {
@@ -34,8 +49,23 @@ void FileMembershipSource::PollLoop() {
   while (!stopped_) {
     lock.unlock();
     PollOnce();
+    WaitForChange();
     lock.lock();
+  }
+}
+
+void FileMembershipSource::WaitForChange() {
+  if (inotify_fd_ < 0 || stop_fd_ < 0) {
+    std::unique_lock lock(mu_);
     changed_.wait_for(lock, options_.poll_interval, [&] { return stopped_; });
+    return;
+  }
+  pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  const int timeout_ms = static_cast<int>(options_.poll_interval.count());
+  if (::poll(fds, 2, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
+    alignas(inotify_event) char events[4096];
+    while (::read(inotify_fd_, events, sizeof(events)) > 0) {
+    }  // drained: PollOnce looks at the file itself, whichever entry of the directory changed
   }
 }
 
@@ -94,6 +124,10 @@ void FileMembershipSource::Stop() {
   std::lock_guard lock(mu_);
   stopped_ = true;
   changed_.notify_all();
+  if (stop_fd_ >= 0) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(stop_fd_, &one, sizeof(one));
+  }
 }
 
 namespace {

@@ -3,11 +3,13 @@
 // temp file, fsync, rename). The document has the shape of the operator's
 // status.membership and is parsed with api::MembershipFromJson.
 //
-// A background thread polls the file (stat: mtime, size, inode) every
-// `poll_interval` and wakes WaitNewer when a record with a larger generation
-// appears. A missing, garbled or half-written file never fails the source: it
-// is ignored with one logged reason, and the last good record stays. A record
-// whose generation is not larger than the newest one is ignored too.
+// A background thread reads the file whenever inotify reports a change in its
+// directory (the launcher's rename lands at once, not up to a poll interval
+// later: recovery waits for it), and also every `poll_interval` (stat: mtime,
+// size, inode), which is all it does where inotify is unavailable; it wakes
+// WaitNewer when a record with a larger generation appears. A missing, garbled or half-written file never fails the
+// source: it is ignored with one logged reason, and the last good record stays. A record whose generation is not larger
+// than the newest one is ignored too.
 //
 // Thread-safety: all methods are safe to call concurrently (see
 // MembershipSource). The destructor stops and joins the poller.
@@ -48,10 +50,14 @@ class FileMembershipSource : public MembershipSource {
   explicit FileMembershipSource(FileSourceOptions options) : options_(std::move(options)) {}
   void PollLoop();
   void PollOnce();
+  // Until inotify reports a change in the file's directory, Stop() is called, or `poll_interval` passed.
+  void WaitForChange();
   void Log(const std::string& line) const;
 
   // Constant after construction.
   const FileSourceOptions options_;
+  int inotify_fd_ = -1;  // watching the file's directory; -1 where inotify is unavailable
+  int stop_fd_ = -1;     // an eventfd Stop() writes, to wake WaitForChange; -1 if none could be made
 
   // Poller-thread only.
   struct FileId {

@@ -74,6 +74,23 @@ TEST_F(FileSourceTest, ExistingRecordKnownAtStartAndNewerGenerationsWake) {
   }
 }
 
+// The launcher's rename is seen through inotify, not the next poll: with a poll interval of an hour, a new
+// generation still wakes the waiter (and Stop still ends the poller at once: the test would hang otherwise).
+TEST_F(FileSourceTest, ARenameOverTheFileWakesWaitersWithoutWaitingForThePoll) {
+  ASSERT_OK(WriteMembershipFile(path_, Record(1, 2)));
+  auto started = FileMembershipSource::Start({path_, std::chrono::hours(1), {}});
+  ASSERT_OK(started) << started.status();
+  auto source = std::move(started).value();
+  EXPECT_EQ(source->Latest().generation, 1);
+  for (int g = 2; g <= 4; ++g) {
+    ASSERT_OK(WriteMembershipFile(path_, Record(g, 3)));
+    auto got = source->WaitNewer(g - 1, 20s);
+    ASSERT_OK(got) << "generation " << g << " was not seen without polling: " << got.status();
+    EXPECT_EQ(got->generation, g);
+  }
+  source->Stop();
+}
+
 TEST_F(FileSourceTest, GarbledAndHalfWrittenContentIsIgnoredWithAReason) {
   ASSERT_OK(WriteMembershipFile(path_, Record(4, 2)));
   auto source = Start();

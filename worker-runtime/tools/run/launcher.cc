@@ -24,6 +24,7 @@
 #include "worker-runtime/data/splitmix64.h"
 #include "worker-runtime/elastic/sample_journal.h"
 #include "worker-runtime/membership/file_source.h"
+#include "worker-runtime/tools/run/exit_waiter.h"
 #include "worker-runtime/tools/run/launcher_membership.h"
 #include "worker-runtime/tools/run/save_killer.h"
 #include "worker-runtime/tools/run/worker_table.h"
@@ -78,7 +79,7 @@ class Launcher {
     while (true) {
       if (std::optional<int> code = Tick(deadline)) return *code;
       if (!table_.AnyRunning()) break;
-      std::this_thread::sleep_for(20ms);
+      exits_.Wait(20ms);  // a worker's death wakes the loop at once (its survivors wait for the membership)
     }
     if (table_.AnyFinished() && !rank0_finished_) Print("workers exited 0, but rank 0 never finished: no result");
     return Finish(rank0_finished_ ? 0 : 1);
@@ -111,6 +112,7 @@ class Launcher {
       if (!w->running) continue;
       std::optional<ExitStatus> exit = w->process.Poll();
       if (!exit) continue;
+      exits_.Forget(w->pid());
       w->running = false;
       if (exit->exited() && exit->code == 0) {
         w->finished = true;
@@ -239,6 +241,7 @@ class Launcher {
     w->process = std::move(process).value();
     Print("started " + w->id + " on " + w->node + " (pid " + std::to_string(w->pid()) + ", store port " +
           std::to_string(w->port) + ")");
+    exits_.Watch(w->pid());
     table_.Add(std::move(w));
     return true;
   }
@@ -418,6 +421,7 @@ class Launcher {
   const std::string membership_path_;
 
   WorkerTable table_;
+  ExitWaiter exits_;             // the running workers, to wake the supervision loop when one exits
   api::Membership published_;    // the last record written
   bool rank0_finished_ = false;  // a worker exited 0 while it was rank 0 of the published record
   int next_slot_ = 0;
