@@ -16,6 +16,11 @@ non-zero rank (rotating over 1..np-1), noting time.time() just before the kill. 
 completed after the kill on any survivor in a world without the victim (ringmaster: a newer generation of
 np-1 ranks; torchrun: the next restart round; torchft: a newer quorum of np-1 replicas) minus the kill time.
 Every trial starts from scratch and ends by killing every process it started (process groups and pids).
+
+The floor, measured first: a process that imported what a worker imports (torch, ringmaster.torch) and sits
+idle, killed with SIGKILL, until the bench reaps it (median of 5). The kernel frees a dying process's memory
+before it closes its files, so the victim's sockets stay open, and its peers cannot know, until then: no system
+recovers faster than this on the machine it runs on.
 """
 
 import argparse
@@ -426,6 +431,28 @@ def run_trial(system, index, args, base):
             shutil.rmtree(trial.dir, ignore_errors=True)
 
 
+def teardown_floor(args, count=5):
+    """Milliseconds from SIGKILL to the reaped exit of an idle process that imported torch and ringmaster.torch
+    (see the module docstring), `count` times."""
+    code = "import torch, ringmaster.torch, sys; print('ready', flush=True); sys.stdin.read()"
+    times = []
+    for _ in range(count):
+        p = subprocess.Popen([args.python, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"{args.python} could not import torch and ringmaster.torch")
+            time.sleep(0.2)
+            start = time.perf_counter()
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            times.append((time.perf_counter() - start) * 1e3)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return times
+
+
 def horovod_status(args):
     """(the line printed while running, the table's note)"""
     if importlib.util.find_spec("horovod") is None:
@@ -514,6 +541,11 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+    floor = teardown_floor(args)
+    log(
+        "floor: SIGKILL of an idle process that imported torch and ringmaster.torch -> reaped (its sockets close): "
+        f"median {statistics.median(floor):.1f} ms ({' '.join(f'{t:.1f}' for t in floor)}); {loadavg()}"
+    )
     results = {}  # name -> {"times": [...], "errors": [...], "note": str}
     classes = {"ringmaster": Ringmaster, "torchrun": Torchrun, "torchft": Torchft}
     for name in systems:
@@ -562,6 +594,12 @@ def main():
         for e in results[name]["errors"]:
             print(f"{name} failed trial: {e.splitlines()[0]}")
     print(
+        f"floor (the victim's own teardown, see the docstring): median {statistics.median(floor) / 1e3:.3f} s; "
+        f"ringmaster above it: {ref - statistics.median(floor) / 1e3:.3f} s"
+        if ref
+        else f"floor (the victim's own teardown): median {statistics.median(floor) / 1e3:.3f} s"
+    )
+    print(
         f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}; "
         f"at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}"
     )
@@ -581,6 +619,12 @@ def main():
                 name,
                 note=note,
             )
+        report.figure(
+            "python.recovery.floor",
+            "SIGKILL -> reaped, an idle process that imported torch (the floor of any recovery)",
+            "s",
+            statistics.median(floor) / 1e3,
+        )
         if "ringmaster" in systems and len(systems) == 1:
             report.figure(
                 "python.recovery.ringmaster", f"kill -9 -> next allreduce, {args.np} CPU ranks (median)", "s", ref
