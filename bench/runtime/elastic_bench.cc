@@ -13,7 +13,9 @@
 //
 // The peer, in the same run: bare Gloo connecting a full mesh of N-1 processes
 // (the rebuilt world's size) over the same store and transport
-// (gloo_connect_peer.h); ratio = our communicator phase / that connect.
+// (gloo_connect_peer.h); ratio = our communicator phase / that connect. The
+// same processes also time our parallel connect alone (ConnectMesh,
+// worker-runtime/gloo/gloo_connect.h), the communicator phase's Gloo part.
 // The scratch directory (the membership file) defaults to /dev/shm, so that
 // the launcher's fsyncs of the record are not part of the figures.
 //
@@ -67,8 +69,16 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-uint16_t FreePort() {
-  auto s = store::Socket::Listen("127.0.0.1", 0);
+// A free port for a worker's store at or after `*next`, below the kernel's ephemeral range: a port found by
+// binding port 0 is an ephemeral one, which a Gloo pair's listener (binding port 0 as well) can take before the
+// worker binds it -- a replacement then failed with "Address already in use" and the bench waited for it forever.
+uint16_t FreePort(int* next) {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  for (; *next < low && *next < 65536; ++*next) {
+    if (store::Socket::Listen("127.0.0.1", static_cast<uint16_t>(*next)).ok()) return static_cast<uint16_t>((*next)++);
+  }
+  auto s = store::Socket::Listen("127.0.0.1", 0);  // no room below the range: an ephemeral one, as before
   return s.ok() ? s->LocalPort() : 0;
 }
 
@@ -149,7 +159,7 @@ class Bench {
     // The lowest GPU index no live worker holds: the replacement takes the victim's (as ringmaster-run).
     int device = 0;
     while (std::any_of(procs_.begin(), procs_.end(), [&](const Proc& q) { return q.device == device; })) ++device;
-    Proc p{"w" + std::to_string(next_++), 0, FreePort(), device};
+    Proc p{"w" + std::to_string(next_++), 0, FreePort(&next_port_), device};
     std::fflush(nullptr);
     p.pid = ::fork();
     if (p.pid == 0) Worker(dir_, p.id, p.port, backend_, p.device);
@@ -195,6 +205,7 @@ class Bench {
   std::vector<Proc> procs_;
   int64_t gen_ = 0;
   int next_ = 0;
+  int next_port_ = 20000 + static_cast<int>(::getpid() % 4096) * 2;  // apart from another bench's, most likely
 };
 
 // The q-quantile (nearest rank) of v; 0 when empty.
@@ -255,26 +266,28 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
 }
 
 void PrintRow(const std::string& backend, int n, int trials, const char* stat, double q,
-              const std::vector<std::vector<double>>& columns, double shrunk, double peer, const std::string& load) {
+              const std::vector<std::vector<double>>& columns, double shrunk, double peer, double mesh,
+              const std::string& load) {
   std::printf("%-7s %5d %6d %4s", backend.c_str(), n, trials, stat);
   for (const auto& c : columns) std::printf(" %9.2f", Quantile(c, q));
   const double comm = Quantile(columns.back(), q);
-  std::printf(" %6.2f %9.2f %6.2f  %s\n", shrunk, peer, peer > 0 ? comm / peer : 0.0, load.c_str());
+  std::printf(" %6.2f %9.2f %9.2f %6.2f  %s\n", shrunk, peer, mesh, peer > 0 ? comm / peer : 0.0, load.c_str());
 }
 
-// The figures of one size for --json: the median total (goal at 8 ranks: <= 100 ms), our communicator phase
-// against bare Gloo's connect (goal: <= 1.5x), and the phase medians and p90s for the report's plot.
-// The NCCL rows carry no goal: on the emulation they measure our protocol over host sockets, not NCCL.
+// The figures of one size for --json: the median total (goals: <= 30 ms at 8 ranks, <= 150 ms at 32), our communicator
+// phase against bare Gloo's connect (goal: <= 1.5x), and the phase medians and p90s for the report's plot. The NCCL
+// rows carry no goal: on the emulation they measure our protocol over host sockets, not NCCL.
 void Record(Report& report, const std::string& backend, int n, int trials,
             const std::vector<std::vector<double>>& columns, double shrunk, const std::vector<double>& connects,
-            const std::string& load) {
+            const std::vector<double>& meshes, const std::string& load) {
   const std::string ranks = std::to_string(n);
   const bool gloo = backend == "gloo";
   const std::string id = gloo ? "runtime." : "runtime." + backend + ".";
   const char* emulated = std::getenv("RINGMASTER_EMULATED_GPUS");
   const std::string on = gloo ? "" : emulated ? " (NCCL, CPU emulation)" : " (NCCL)";
   std::optional<Goal> total_goal;
-  if (n == 8 && gloo) total_goal = OursAtMost(100, "<= 100 ms at 8 ranks");
+  if (n == 8 && gloo) total_goal = OursAtMost(30, "<= 30 ms at 8 ranks");  // issue 33
+  if (n == 32 && gloo) total_goal = OursAtMost(150, "<= 150 ms at 32 ranks");
   report.Figure(id + "total." + ranks, "worker death -> next allreduce, " + ranks + " ranks (median)" + on, "ms",
                 Quantile(columns[0], 0.5), std::nullopt, "", total_goal)["load"] = load;
   std::optional<double> peer;
@@ -301,6 +314,9 @@ void Record(Report& report, const std::string& backend, int n, int trials,
                   {"p90_ms", p90},
                   {"gloo_connect_ms",
                    peer ? nlohmann::json({{"median", *peer}, {"p90", Quantile(connects, 0.9)}}) : nlohmann::json()},
+                  {"mesh_connect_ms",
+                   !meshes.empty() ? nlohmann::json({{"median", Quantile(meshes, 0.5)}, {"p90", Quantile(meshes, 0.9)}})
+                                   : nlohmann::json()},
                   {"load", load}});
 }
 
@@ -317,11 +333,11 @@ int Main(int argc, char** argv) {
       static_cast<int>(std::thread::hardware_concurrency()),
       emulated ? (std::string("; NCCL is the CPU emulation (RINGMASTER_EMULATED_GPUS=") + emulated + ")").c_str() : "",
       LoadAverage().c_str());
-  std::printf("%-7s %5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %6s  %s\n", "backend", "ranks", "trials",
+  std::printf("%-7s %5s %6s %4s %9s %9s %9s %9s %9s %9s %9s %9s %6s %9s %9s %6s  %s\n", "backend", "ranks", "trials",
               "stat", "total", "notice", "detect", "rendezv", "commun", "restore", "1st-allr", "comm-rank", "shrunk",
-              "gloo-conn", "ratio", "load average (1/5/15 min)");
+              "gloo-conn", "ours-conn", "ratio", "load average (1/5/15 min)");
   for (int n : flags->sizes) {
-    std::vector<double> connects;  // the peer, measured once per size
+    std::vector<double> connects, meshes;  // the peer and our connect alone, measured once per size
     bool peer_measured = false;
     for (const std::string& backend_name : flags->backends) {
       const comm::Backend backend = backend_name == "nccl" ? comm::Backend::kNccl : comm::Backend::kGloo;
@@ -394,18 +410,23 @@ int Main(int argc, char** argv) {
       if (!peer_measured) {
         // The peer: the rebuilt world's n-1 processes connecting bare Gloo, as many trials.
         peer_measured = true;
-        auto peer = MeasureGlooConnect(n - 1, trials, 60s);
+        auto peer = MeasureConnects(n - 1, trials, 60s);
         if (!peer.ok()) std::fprintf(stderr, "gloo peer at %d ranks: %s\n", n - 1, peer.status().ToString().c_str());
-        if (peer.ok()) connects = *peer;
+        if (peer.ok()) {
+          connects = peer->gloo;
+          meshes = peer->ours;
+        }
       }
       const std::vector<std::vector<double>> columns = {total, notice,  detect, rdzv,
                                                         comm,  restore, first,  comm_slowest};
       const double shrunk = rebuilds > 0 ? shrunk_rebuilds / rebuilds : 0;
       const std::string load = LoadAverage();
-      PrintRow(backend_name, n, trials, "med", 0.5, columns, shrunk, Quantile(connects, 0.5), load);
-      PrintRow(backend_name, n, trials, "p90", 0.9, columns, shrunk, Quantile(connects, 0.9), load);
+      PrintRow(backend_name, n, trials, "med", 0.5, columns, shrunk, Quantile(connects, 0.5), Quantile(meshes, 0.5),
+               load);
+      PrintRow(backend_name, n, trials, "p90", 0.9, columns, shrunk, Quantile(connects, 0.9), Quantile(meshes, 0.9),
+               load);
       std::fflush(stdout);
-      Record(report, backend_name, n, trials, columns, shrunk, connects, load);
+      Record(report, backend_name, n, trials, columns, shrunk, connects, meshes, load);
     }
   }
   std::printf(
@@ -414,7 +435,8 @@ int Main(int argc, char** argv) {
       "detect: -> every survivor started its rebuild (includes reading the record); rendezv, commun, restore: the\n"
       "rebuild's phases; 1st-allr: -> every survivor finished its first training allreduce. comm-rank: the\n"
       "slowest survivor's own communicator phase; gloo-conn: bare Gloo's TCP device + connectFullMesh of\n"
-      "ranks-1 processes over the same store, the slowest rank's, same trials; ratio: comm-rank / gloo-conn\n"
+      "ranks-1 processes over the same store, the slowest rank's, same trials; ours-conn: the same processes'\n"
+      "TCP device + our parallel connect (ConnectMesh), alternating with Gloo's; ratio: comm-rank / gloo-conn\n"
       "(each row's quantile). Each column is its own quantile, so a row's columns need not sum to its total.\n"
       "Rows above 8 ranks use --large-trials. Under NCCL, detect includes revoking the survivors' in-flight\n"
       "allreduce and commun is the shrink when `shrunk` (the fraction of survivors' rebuilds that shrank) is 1.\n");

@@ -1,11 +1,13 @@
 // The peer of ringmaster-elastic-bench's communicator phase: bare Gloo building
-// a full mesh, measured in the same run.
+// a full mesh, measured in the same run, next to our parallel connect
+// (worker-runtime/gloo/gloo_connect.h) in the same processes.
 //
 // `ranks` forked processes connect to one rendezvous store (our StoreServer,
 // authenticated, served by the calling process; StoreClient + GlooStore, as the
-// runtime uses them) and, per trial, leave a store barrier together, then time
-// creating a Gloo TCP device on 127.0.0.1 and connecting a
-// gloo::rendezvous::Context (connectFullMesh) under a fresh key prefix. A
+// runtime uses them) and, per trial and per connect, leave a store barrier
+// together, then time creating a Gloo TCP device on 127.0.0.1 and connecting
+// under a fresh key prefix: Gloo's gloo::rendezvous::Context::connectFullMesh,
+// and ConnectMesh. The two alternate which goes first from trial to trial. A
 // trial's figure is the slowest rank's time, in milliseconds, as the bench's
 // per-phase columns are.
 //
@@ -22,6 +24,11 @@
 
 namespace ringmaster::bench {
 
-StatusOr<std::vector<double>> MeasureGlooConnect(int ranks, int trials, std::chrono::milliseconds timeout);
+struct ConnectFigures {
+  std::vector<double> gloo;  // connectFullMesh, per trial
+  std::vector<double> ours;  // ConnectMesh, per trial
+};
+
+StatusOr<ConnectFigures> MeasureConnects(int ranks, int trials, std::chrono::milliseconds timeout);
 
 }  // namespace ringmaster::bench

@@ -21,8 +21,10 @@
 #include "worker-runtime/comm/validate.h"
 #include "worker-runtime/gloo/allreduce_algorithm.h"
 #include "worker-runtime/gloo/gloo_abort.h"
+#include "worker-runtime/gloo/gloo_connect.h"
 #include "worker-runtime/gloo/gloo_store.h"
 #include "worker-runtime/gloo/gloo_transfer.h"
+#include "worker-runtime/gloo/shm_allreduce.h"
 
 namespace ringmaster::gloo {
 namespace {
@@ -94,21 +96,22 @@ StatusOr<std::unique_ptr<comm::Communicator>> GlooCommunicator::CreateOnDevice(
   if (size < 1 || rank < 0 || rank >= size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " of size " + std::to_string(size));
   }
-  try {
-    auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-    context->setTimeout(options.timeout);
-    GlooStore gloo_store(store, prefix, options.timeout);
-    context->connectFullMesh(gloo_store, device);
-    std::vector<std::vector<char>> published(size);
-    for (int i = 0; i < size; ++i) {
-      if (i != rank) published[i] = gloo_store.fetched(std::to_string(i));
-    }
-    GlooSockets sockets = GlooSockets::Find(*context, published);
-    return std::unique_ptr<comm::Communicator>(new GlooCommunicator(std::move(store), std::move(prefix), rank, size,
-                                                                    options, device, context, std::move(sockets)));
-  } catch (const std::exception& e) {
+  auto failed = [&](const std::string& why) {
     return AbortedError("gloo rendezvous of '" + prefix + "' (rank " + std::to_string(rank) + " of " +
-                        std::to_string(size) + ") failed: " + e.what());
+                        std::to_string(size) + ") failed: " + why);
+  };
+  try {
+    // Every pair at once, not Gloo's connectFullMesh chain (gloo_connect.h).
+    GlooStore gloo_store(store, prefix, options.timeout);
+    MeshOptions mesh_options;
+    mesh_options.timeout = options.timeout;
+    StatusOr<ConnectedMesh> mesh = ConnectMesh(gloo_store, device, rank, size, mesh_options);
+    if (!mesh.ok()) return failed(std::string(mesh.status().message()));
+    GlooSockets sockets = GlooSockets::Find(*mesh->context, mesh->published);
+    return std::unique_ptr<comm::Communicator>(new GlooCommunicator(
+        std::move(store), std::move(prefix), rank, size, options, device, mesh->context, std::move(sockets)));
+  } catch (const std::exception& e) {
+    return failed(e.what());
   } catch (...) {
     return AbortedError("gloo rendezvous of '" + prefix + "' failed with an unknown exception");
   }
@@ -187,8 +190,27 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, co
     if (in != out) std::memmove(out, in, bytes);
     return Status::Ok();
   }
-  const GlooAllreduceAlgorithm algorithm = ChooseGlooAllreduce(size_, bytes);
-  return Guard("allreduce", [&] {
+  if (!health().ok()) {
+    if (shm_) shm_->MarkFailed();  // peers waiting in shared memory for this rank fail now, not at their timeout
+    return health();
+  }
+  bool shared_memory = false;
+  if (options_.shared_memory && (shm_tried_ || bytes >= kSharedMemorySetupMinBytes)) {
+    StatusOr<bool> ready = SharedMemoryReady();
+    if (!ready.ok()) {
+      return Guard("allreduce", [&] { throw ::gloo::Exception("shared-memory setup: " + ready.status().ToString()); });
+    }
+    shared_memory = *ready;
+  }
+  const GlooAllreduceAlgorithm algorithm = ChooseGlooAllreduce(size_, bytes, options_.allreduce, shared_memory);
+  Status status = Guard("allreduce", [&] {
+    if (algorithm == GlooAllreduceAlgorithm::kSharedMemory) {
+      // The ring's order of additions without the ring's sockets (shm_allreduce.h).
+      Status s = shm_->Run(in, out, count, type, op, options_.timeout, [this] { return health(); });
+      if (!s.ok()) throw ::gloo::Exception(s.ToString());
+      if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
+      return;
+    }
     if (algorithm == GlooAllreduceAlgorithm::kPairExchange) {
       Status s = PairExchangeAllreduce(in, out, count, type, op);
       if (!s.ok()) throw ::gloo::Exception(s.ToString());
@@ -202,10 +224,27 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, co
       opts.setReduceFunction(
           [type, op](void* o, const void* a, const void* b, size_t n) { common::ReduceBuffers(type, op, o, a, b, n); });
       opts.setTimeout(options_.timeout);
+      if (algorithm == GlooAllreduceAlgorithm::kBcube) {
+        opts.setAlgorithm(::gloo::AllreduceOptions::Algorithm::BCUBE);  // the opt-in: not torch's order
+      }
       ::gloo::allreduce(opts);  // the ring, as torch's ProcessGroupGloo: the same sums in the same order
     });
     if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
   });
+  if (!status.ok() && shm_) shm_->MarkFailed();
+  return status;
+}
+
+// The first allreduce sets shared memory up for all later ones; every rank reaches it (a collective), and
+// all of them agree (ShmAllreduce::Connect). A store error breaks the communicator like a failed collective.
+StatusOr<bool> GlooCommunicator::SharedMemoryReady() {
+  if (!shm_tried_) {
+    shm_tried_ = true;
+    RINGMASTER_ASSIGN_OR_RETURN(
+        shm_, ShmAllreduce::Connect(*store_, prefix_, rank_, size_, ShmAllreduce::DefaultSlotBytes(size_),
+                                    options_.timeout, [this] { return health(); }));
+  }
+  return shm_ != nullptr;
 }
 
 // Two ranks: each sends its whole buffer to the other and receives the other's into scratch_, then both

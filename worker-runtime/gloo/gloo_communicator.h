@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "worker-runtime/comm/communicator.h"
+#include "worker-runtime/gloo/allreduce_algorithm.h"
 #include "worker-runtime/gloo/gloo_abort.h"
 #include "worker-runtime/store/store.h"
 
@@ -36,9 +37,18 @@ class Device;
 
 namespace ringmaster::gloo {
 
+class ShmAllreduce;
+
 struct GlooOptions {
   std::string host = "127.0.0.1";            // address this rank listens on for peers
   std::chrono::milliseconds timeout{30000};  // per collective and for rendezvous
+  // Allreduce: kExact (default) is bit-identical to torch's Gloo; kBcube (opt-in) lets ranks that cannot
+  // share memory run BCube over TCP where it is faster, adding in another order (allreduce_algorithm.h).
+  // Every rank must pass the same.
+  AllreducePolicy allreduce = AllreducePolicy::kExact;
+  // Ranks on one host allreduce through shared memory (shm_allreduce.h), set up at the first allreduce;
+  // false: always TCP. Every rank must pass the same.
+  bool shared_memory = true;
 };
 
 class GlooCommunicator : public comm::Communicator {
@@ -83,6 +93,8 @@ class GlooCommunicator : public comm::Communicator {
   Status Guard(const char* what, F&& fn);
   Status RingReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   Status PairExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
+  // Whether this communicator's ranks share memory: set up once (a collective step through the store).
+  StatusOr<bool> SharedMemoryReady();
 
   // Constant after construction.
   const std::shared_ptr<store::Store> store_;
@@ -101,6 +113,9 @@ class GlooCommunicator : public comm::Communicator {
 
   // Used only by the calling thread: the peer's buffer in a two-rank allreduce (allreduce_algorithm.h).
   std::vector<uint8_t> scratch_;
+  // Used only by the calling thread: the same-host allreduce, once set up (null: TCP), and whether it was.
+  std::unique_ptr<ShmAllreduce> shm_;
+  bool shm_tried_ = false;
 
   mutable std::mutex mu_;
   // Guarded by mu_.

@@ -15,16 +15,7 @@ void GlooStore::set(const std::string& key, const std::vector<char>& data) {
 std::vector<char> GlooStore::get(const std::string& key) {
   StatusOr<std::string> v = store_->Get(prefix_ + "/" + key, timeout_);
   if (!v.ok()) throw ::gloo::IoException("rendezvous store get: " + v.status().ToString());
-  std::vector<char> value(v->begin(), v->end());
-  std::lock_guard<std::mutex> lock(mu_);
-  fetched_[key] = value;
-  return value;
-}
-
-std::vector<char> GlooStore::fetched(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = fetched_.find(key);
-  return it == fetched_.end() ? std::vector<char>() : it->second;
+  return std::vector<char>(v->begin(), v->end());
 }
 
 void GlooStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }

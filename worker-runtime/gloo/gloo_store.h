@@ -5,15 +5,15 @@
 // gloo::IoException when the underlying Store returns an error. Only the Gloo
 // backend calls it, and it catches everything at its boundary.
 //
+// Waits are the Store's own (the store server wakes a waiter when a key is set; nothing here polls).
+//
 // Ownership: keeps a shared reference to the Store. Thread-safety: as Store.
 #pragma once
 
 #include <gloo/rendezvous/store.h>
 
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,18 +32,11 @@ class GlooStore : public ::gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
-  // The value a get() of `key` (unprefixed) returned; empty when Gloo never read it. Gloo's
-  // connectFullMesh reads every peer's addresses this way (GlooSockets finds the sockets with them).
-  std::vector<char> fetched(const std::string& key) const;
-
  private:
   // Constant after construction.
   const std::shared_ptr<store::Store> store_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
-
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<char>> fetched_;  // guarded by mu_
 };
 
 }  // namespace ringmaster::gloo

@@ -11,6 +11,9 @@
 namespace ringmaster::runtime {
 namespace {
 
+// Not (yet) one of api::WorkerEnv's variables: read from the map here, once, like the others.
+constexpr char kAllreduceAlgorithm[] = "RINGMASTER_ALLREDUCE_ALGORITHM";
+
 // The longest collective timeout: a year (a larger one could overflow the clock as a deadline).
 constexpr long long kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
 
@@ -85,6 +88,11 @@ StatusOr<RuntimeConfig> ParseRuntimeConfig(const std::map<std::string, std::stri
     RINGMASTER_ASSIGN_OR_RETURN(
         long long d, ParseNumber(std::string(api::env::kDevice), *worker.device, 0, std::numeric_limits<int>::max()));
     c.device = static_cast<int>(d);
+  }
+  if (auto it = env.find(kAllreduceAlgorithm); it != env.end() && !it->second.empty()) {
+    auto policy = gloo::ParseAllreducePolicy(it->second);
+    if (!policy.ok()) return policy.status().WithContext(kAllreduceAlgorithm);
+    c.allreduce = *policy;
   }
   return c;
 }

@@ -9,6 +9,12 @@
 //   RINGMASTER_TIMELINE                Chrome-trace path; "{rank}" is replaced by the
 //                                      rank, otherwise only rank 0 writes (unset = off)
 //   RINGMASTER_PROCESS_SETS            static sets, "0,2;1,2,3"      (none)
+//   RINGMASTER_ALLREDUCE_ALGORITHM     exact | bcube                 (exact)
+//       CPU (Gloo) allreduce. exact: bit-identical to torch's ProcessGroupGloo (Gloo's ring order of
+//       additions; through shared memory between ranks on one host). bcube: opt-in, for ranks that
+//       cannot share memory (several hosts): Gloo's BCube over TCP up to 1 MiB per rank, where it beats
+//       the ring, but it adds in another order, so results may differ from torch's Gloo in the last bits
+//       (gloo/allreduce_algorithm.h). Every rank must set the same.
 #pragma once
 
 #include <chrono>
@@ -21,6 +27,7 @@
 #include "base/status.h"
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/comm/device_traffic.h"
+#include "worker-runtime/gloo/allreduce_algorithm.h"
 #include "worker-runtime/runtime/world.h"
 
 namespace ringmaster::runtime {
@@ -37,6 +44,8 @@ struct RuntimeConfig {
   std::string timeline_path;
   std::vector<std::vector<int>> process_sets;
   std::string host = "127.0.0.1";  // Gloo listen address
+  // RINGMASTER_ALLREDUCE_ALGORITHM.
+  gloo::AllreducePolicy allreduce = gloo::AllreducePolicy::kExact;
   // This rank's index among the ranks on its node (Horovod's local rank). Not from the environment: the
   // program sets it (the elastic driver from each generation's membership: it can change after a
   // rebuild; ringmaster-perf from its local ranks).

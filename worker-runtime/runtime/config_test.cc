@@ -39,6 +39,22 @@ TEST(RuntimeConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(unset->device, -1) << "no RINGMASTER_DEVICE: the elastic driver picks and pins one";
 }
 
+// The opt-in non-ring allreduce: off (bit-identical to torch's Gloo) unless asked for by name.
+TEST(RuntimeConfigTest, AllreduceAlgorithmIsExactUnlessBcubeIsAskedFor) {
+  auto unset = ParseRuntimeConfig({});
+  ASSERT_OK(unset);
+  EXPECT_EQ(unset->allreduce, gloo::AllreducePolicy::kExact);
+  auto bcube = ParseRuntimeConfig({{"RINGMASTER_ALLREDUCE_ALGORITHM", "bcube"}});
+  ASSERT_OK(bcube);
+  EXPECT_EQ(bcube->allreduce, gloo::AllreducePolicy::kBcube);
+  auto exact = ParseRuntimeConfig({{"RINGMASTER_ALLREDUCE_ALGORITHM", "exact"}});
+  ASSERT_OK(exact);
+  EXPECT_EQ(exact->allreduce, gloo::AllreducePolicy::kExact);
+  auto bad = ParseRuntimeConfig({{"RINGMASTER_ALLREDUCE_ALGORITHM", "fast"}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().ToString().find("RINGMASTER_ALLREDUCE_ALGORITHM"), std::string::npos) << bad.status();
+}
+
 TEST(RuntimeConfigTest, BadValuesNameTheVariable) {
   auto c = ParseRuntimeConfig({{Var(api::env::kCollectiveTimeoutMs), "soon"}});
   ASSERT_EQ(c.status().code(), StatusCode::kInvalidArgument);

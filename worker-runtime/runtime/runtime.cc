@@ -32,6 +32,7 @@ StatusOr<std::unique_ptr<comm::Communicator>> Runtime::NewCommunicator(const Run
   wo.device = config.device;
   wo.host = config.host;
   wo.gpu_traffic = config.gpu_traffic;
+  wo.allreduce = config.allreduce;
   wo.prefix = prefix;
   if (config.communicator_factory) return config.communicator_factory(std::move(store), rank, size, wo);
   return CreateWorldCommunicator(std::move(store), rank, size, wo);

@@ -37,6 +37,7 @@ StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::share
       gloo::GlooOptions go;
       go.host = options.host;
       go.timeout = options.timeout;
+      go.allreduce = options.allreduce;
       return gloo::GlooCommunicator::Create(std::move(store), options.prefix, rank, size, go);
     }
   }

@@ -9,6 +9,7 @@
 
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/comm/device_traffic.h"
+#include "worker-runtime/gloo/allreduce_algorithm.h"
 #include "worker-runtime/store/store.h"
 
 namespace ringmaster::runtime {
@@ -21,6 +22,7 @@ struct WorldOptions {
   std::string host = "127.0.0.1";                    // Gloo: address peers reach this rank on
   std::string prefix = "world";                      // store key prefix, unique per communicator in a generation
   std::shared_ptr<comm::DeviceTraffic> gpu_traffic;  // NCCL: where collective bytes are counted (may be null)
+  gloo::AllreducePolicy allreduce = gloo::AllreducePolicy::kExact;  // Gloo: RINGMASTER_ALLREDUCE_ALGORITHM
 };
 
 // The backend `auto` resolves to on this machine (never kAuto): NCCL when a GPU is visible, Gloo on a

@@ -8,6 +8,7 @@
 
 #include "api/worker_env.h"
 #include "base/cli.h"
+#include "worker-runtime/gloo/gloo_communicator.h"
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/nccl/gpu_probe.h"
 #include "worker-runtime/runtime/config.h"
@@ -57,7 +58,22 @@ int RankMain(const PerfOptions& options, const runtime::RuntimeConfig& config, r
   wo.backend = options.backend;
   wo.timeout = options.timeout;
   wo.local_rank = lr.rank;  // one GPU per rank for NCCL
-  auto comm = runtime::CreateWorldCommunicator(lr.store, lr.rank, lr.size, wo);
+  StatusOr<std::unique_ptr<comm::Communicator>> comm = std::unique_ptr<comm::Communicator>();
+  if (options.backend == comm::Backend::kGloo) {
+    // As CreateWorldCommunicator, plus the allreduce options it does not carry.
+    gloo::GlooOptions go;
+    go.host = config.host;
+    go.timeout = options.timeout;
+    go.allreduce = options.allreduce != gloo::AllreducePolicy::kExact ? options.allreduce : config.allreduce;
+    go.shared_memory = !options.no_shared_memory;
+    comm = gloo::GlooCommunicator::Create(lr.store, wo.prefix, lr.rank, lr.size, go);
+    if (lr.rank == 0) {
+      std::fprintf(stdout, "# gloo allreduce: %s, shared memory when every rank is on this host: %s\n",
+                   std::string(gloo::AllreducePolicyName(go.allreduce)).c_str(), go.shared_memory ? "on" : "off");
+    }
+  } else {
+    comm = runtime::CreateWorldCommunicator(lr.store, lr.rank, lr.size, wo);
+  }
   if (!comm.ok()) {
     std::fprintf(stderr, "rank %d: cannot create the communicator: %s\n", lr.rank, comm.status().ToString().c_str());
     return 2;

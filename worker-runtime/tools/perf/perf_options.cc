@@ -110,6 +110,14 @@ std::unique_ptr<CLI::App> NewPerfApp(PerfOptions& o) {
         return std::chrono::milliseconds(v);
       },
       "per-collective timeout; a hung peer fails the run after it", std::to_string(o.timeout.count()));
+  cli::AddParsed<gloo::AllreducePolicy>(
+      *app, "--allreduce-algorithm", &o.allreduce, Via<gloo::AllreducePolicy>(gloo::ParseAllreducePolicy),
+      "gloo: exact (bit-identical to torch's Gloo) | bcube (opt-in: BCube over TCP up to 1M per rank, "
+      "another order of additions; with --no-shared-memory, as between hosts); "
+      "default: RINGMASTER_ALLREDUCE_ALGORITHM or exact",
+      "exact");
+  app->add_flag("--no-shared-memory", o.no_shared_memory,
+                "gloo: ranks allreduce over TCP even on one host (the path before shared memory)");
   AddFusionFlags(*app, o);
   return app;
 }

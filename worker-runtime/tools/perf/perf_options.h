@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/common/dtype.h"
+#include "worker-runtime/gloo/allreduce_algorithm.h"
 
 namespace ringmaster::perf {
 
@@ -33,6 +34,10 @@ struct PerfOptions {
   int tensors = 1000;            // fusion: allreduces per round
   uint64_t tensor_bytes = 4096;  // fusion: bytes per tensor
   uint64_t fusion_threshold = 64ull << 20;
+  // Gloo allreduce: exact (default; RINGMASTER_ALLREDUCE_ALGORITHM when the flag is not given) or the
+  // opt-in bcube; shared_memory=false keeps ranks on TCP (for comparison).
+  gloo::AllreducePolicy allreduce = gloo::AllreducePolicy::kExact;
+  bool no_shared_memory = false;
   bool help = false;
 };
 
