@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "base/json_path.h"
 #include "kube/client_metrics.h"
 #include "kube/workqueue.h"
 
@@ -25,7 +26,7 @@ Informer::Informer(std::shared_ptr<Client> client, GroupVersionResource gvr, Inf
     : client_(std::move(client)),
       gvr_(std::move(gvr)),
       options_(std::move(options)),
-      store_(options_.indexers, StoreOptions{options_.packed_store}) {
+      store_(options_.indexers, StoreOptions{options_.packed_store, options_.namespace_index}) {
   if (options_.metrics) options_.metrics->DeclareWatch(gvr_.ToString());
 }
 
@@ -86,40 +87,46 @@ StatusOr<std::string> Informer::ListAndReplace() {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
-  RINGMASTER_ASSIGN_OR_RETURN(json list, client_->ListAll(gvr_, options_.ns, lo));
+  // Page by page into a staged store, each object transformed (and packed, for a packed store) as its page
+  // arrives: a relist of 80,000 pods never holds them all as parsed objects, let alone untransformed ones.
+  Store staged(options_.indexers, StoreOptions{options_.packed_store, options_.namespace_index});
+  std::string rv;
+  bool first = true;
+  while (true) {
+    RINGMASTER_ASSIGN_OR_RETURN(json page, client_->List(gvr_, options_.ns, lo));
+    if (first) rv = StringAt(page, {"metadata", "resourceVersion"});  // the snapshot's, for every page
+    first = false;
+    if (auto items = page.find("items"); items != page.end() && items->is_array()) {
+      for (auto& item : *items) {
+        if (options_.transform) options_.transform(&item);
+        std::string key = KeyOf(item);
+        staged.Upsert(key, std::make_shared<const json>(std::move(item)));
+      }
+    }
+    const std::string next = StringAt(page, {"metadata", "continue"});
+    if (next.empty()) break;
+    lo.continue_token = next;  // carries the snapshot (kGone when it expired: the caller relists)
+  }
   lists_++;
-  std::string rv = list["metadata"].value("resourceVersion", "");
-  std::unordered_map<std::string, ObjectPtr> fresh;
-  auto& items = list["items"];
-  fresh.reserve(items.size());
-  for (auto& item : items) {
-    if (options_.transform) options_.transform(&item);
-    std::string key = KeyOf(item);
-    fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
-  }
-  items = json::array();
-  // Differences against what the handlers have seen.
-  std::vector<std::pair<ObjectPtr, ObjectPtr>> changes;  // (old, new); new null = delete
-  for (const auto& key : store_.Keys()) {
-    if (!fresh.count(key)) changes.emplace_back(store_.Get(key), nullptr);
-  }
-  for (const auto& [key, obj] : fresh) {
-    ObjectPtr old = store_.Get(key);
-    if (!old || ResourceVersionOf(*old) != ResourceVersionOf(*obj)) changes.emplace_back(old, obj);
-  }
-  store_.Replace(std::move(fresh));
+  store_.Swap(staged);  // staged now holds what the handlers have seen so far
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_rv_ = rv;
   }
   synced_ = true;
+  // The differences against what the handlers have seen, one object decoded at a time.
   Dispatch([&](const EventHandler& h) {
-    for (const auto& [old, cur] : changes) {
-      if (!cur) {
-        if (h.on_delete && old) h.on_delete(*old);
-      } else if (!old) {
+    for (const auto& key : staged.Keys()) {
+      if (store_.Get(key)) continue;
+      if (ObjectPtr old = staged.Get(key); old && h.on_delete) h.on_delete(*old);
+    }
+    for (const auto& key : store_.Keys()) {
+      ObjectPtr cur = store_.Get(key);
+      if (!cur) continue;
+      ObjectPtr old = staged.Get(key);
+      if (!old) {
         if (h.on_add) h.on_add(*cur);
-      } else if (h.on_update) {
+      } else if (ResourceVersionOf(*old) != ResourceVersionOf(*cur) && h.on_update) {
         h.on_update(*old, *cur);
       }
     }
@@ -233,11 +240,17 @@ void Informer::Run() {
 void Informer::ResyncLoop() {
   while (Sleep(options_.resync_period)) {
     if (!synced_.load()) continue;
-    auto objects = store_.List();
-    Dispatch([&](const EventHandler& h) {
-      if (!h.on_update) return;
-      for (const auto& obj : objects) h.on_update(*obj, *obj);
-    });
+    // One object at a time: a packed store decodes at each read, and 10,000 jobs decoded at once would be
+    // a peak of a hundred megabytes every period. An object deleted meanwhile is skipped.
+    for (const auto& key : store_.Keys()) {
+      ObjectPtr obj = store_.Get(key);
+      if (!obj) continue;
+      Dispatch([&](const EventHandler& h) {
+        if (h.on_update) h.on_update(*obj, *obj);
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
   }
 }
 

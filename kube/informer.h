@@ -54,6 +54,8 @@ struct InformerOptions {
   std::function<void(json* object)> transform;
   // Cache objects packed (StoreOptions::packed, store.h): far less memory for many objects, a decode per read.
   bool packed_store = false;
+  // The store's "namespace" index (StoreOptions::namespace_index).
+  bool namespace_index = true;
   LogSink log = StderrLogSink("ringmaster-kube");
   std::shared_ptr<ClientMetrics> metrics;  // optional: watch restarts
 };

@@ -41,8 +41,8 @@ IndexFunc IndexByLabel(std::string label) {
 }
 
 namespace {
-std::map<std::string, IndexFunc> WithNamespace(std::map<std::string, IndexFunc> indexers) {
-  indexers.emplace(kNamespaceIndex, IndexByNamespace());
+std::map<std::string, IndexFunc> WithNamespace(std::map<std::string, IndexFunc> indexers, bool add) {
+  if (add) indexers.emplace(kNamespaceIndex, IndexByNamespace());
   return indexers;
 }
 }  // namespace
@@ -62,25 +62,33 @@ ObjectPtr PackedObject::Unpack() const {
 }
 
 Store::Store(std::map<std::string, IndexFunc> indexers, StoreOptions options)
-    : indexers_(WithNamespace(std::move(indexers))), options_(options) {}
+    : indexers_(WithNamespace(std::move(indexers), options.namespace_index)),
+      options_(options),
+      keys_(options.packed ? std::make_shared<KeyTable>() : nullptr) {}
 
-Store::Item Store::Hold(ObjectPtr object) const {
-  if (!options_.packed) return {std::move(object), {}};
-  return {nullptr, PackedObject::Pack(*object)};
+Store::Item Store::Hold(ObjectPtr object, KeyTable* table) const {
+  if (!table) return {std::move(object), {}};
+  return {nullptr, table->Encode(*object)};
 }
 
-ObjectPtr Store::Load(const Item& item) {
+std::shared_ptr<KeyTable> Store::Table() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return keys_;
+}
+
+ObjectPtr Store::Load(const Item& item) const {
   if (item.object) return item.object;
-  return item.packed.Unpack();
+  std::optional<json> decoded = keys_->Decode(item.packed.data(), item.packed.size());
+  return std::make_shared<const json>(decoded ? std::move(*decoded) : json::object());
 }
 
-void Store::IndexLocked(const std::string& key, const json& obj) {
+void Store::IndexLocked(const std::string* key, const json& obj) {
   for (const auto& [name, fn] : indexers_) {
     for (const auto& v : fn(obj)) indices_[name][v].insert(key);
   }
 }
 
-void Store::UnindexLocked(const std::string& key, const json& obj) {
+void Store::UnindexLocked(const std::string* key, const json& obj) {
   for (const auto& [name, fn] : indexers_) {
     auto& index = indices_[name];
     for (const auto& v : fn(obj)) {
@@ -93,12 +101,15 @@ void Store::UnindexLocked(const std::string& key, const json& obj) {
 }
 
 ObjectPtr Store::Upsert(const std::string& key, ObjectPtr object) {
-  Item held = Hold(object);  // encoding outside the lock
+  const std::shared_ptr<KeyTable> table = Table();
+  Item held = Hold(object, table.get());  // encoding outside the lock
   std::lock_guard<std::mutex> lock(mu_);
-  Item& slot = items_[key];
-  ObjectPtr old = slot.object || !slot.packed.empty() ? Load(slot) : nullptr;
-  if (old) UnindexLocked(key, *old);
-  IndexLocked(key, *object);
+  if (keys_ != table) held = Hold(object, keys_.get());  // swapped meanwhile
+  auto [it, inserted] = items_.try_emplace(key);
+  Item& slot = it->second;
+  ObjectPtr old = inserted ? nullptr : Load(slot);
+  if (old) UnindexLocked(&it->first, *old);
+  IndexLocked(&it->first, *object);
   slot = std::move(held);
   return old;
 }
@@ -108,19 +119,30 @@ ObjectPtr Store::Erase(const std::string& key) {
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
   ObjectPtr old = Load(it->second);
+  UnindexLocked(&it->first, *old);  // before the key it points at goes
   items_.erase(it);
-  UnindexLocked(key, *old);
   return old;
 }
 
 void Store::Replace(std::unordered_map<std::string, ObjectPtr> objects) {
+  const std::shared_ptr<KeyTable> table = Table();
   std::unordered_map<std::string, Item> held;
   held.reserve(objects.size());
-  for (auto& [key, obj] : objects) held.emplace(key, Hold(obj));
+  for (auto& [key, obj] : objects) held.emplace(key, Hold(obj, table.get()));
   std::lock_guard<std::mutex> lock(mu_);
-  items_ = std::move(held);
+  if (keys_ != table)  // swapped meanwhile
+    for (auto& [key, item] : held) item = Hold(objects[key], keys_.get());
   indices_.clear();
-  for (const auto& [key, obj] : objects) IndexLocked(key, *obj);
+  items_ = std::move(held);  // the nodes move with their keys: pointers into them stay valid
+  for (const auto& [key, obj] : objects) IndexLocked(&items_.find(key)->first, *obj);
+}
+
+void Store::Swap(Store& other) {
+  if (&other == this) return;
+  std::scoped_lock lock(mu_, other.mu_);
+  items_.swap(other.items_);  // nodes keep their addresses: the index entries stay valid
+  indices_.swap(other.indices_);
+  keys_.swap(other.keys_);
 }
 
 ObjectPtr Store::Get(const std::string& key) const {
@@ -156,7 +178,10 @@ std::vector<std::string> Store::IndexKeys(const std::string& index, const std::s
   if (i == indices_.end()) return {};
   auto v = i->second.find(value);
   if (v == i->second.end()) return {};
-  return {v->second.begin(), v->second.end()};
+  std::vector<std::string> out;
+  out.reserve(v->second.size());
+  for (const std::string* key : v->second) out.push_back(*key);
+  return out;
 }
 
 std::vector<ObjectPtr> Store::ByIndex(const std::string& index, const std::string& value) const {
@@ -166,8 +191,8 @@ std::vector<ObjectPtr> Store::ByIndex(const std::string& index, const std::strin
   if (i == indices_.end()) return out;
   auto v = i->second.find(value);
   if (v == i->second.end()) return out;
-  for (const auto& key : v->second) {
-    auto it = items_.find(key);
+  for (const std::string* key : v->second) {
+    auto it = items_.find(*key);
     if (it != items_.end()) out.push_back(Load(it->second));
   }
   return out;

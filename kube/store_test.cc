@@ -42,6 +42,37 @@ TEST_P(StoreIndexTest, IndexesByNamespaceOwnerAndLabelAndKeepsIndicesCurrent) {
   EXPECT_EQ(s.ByIndex(kNamespaceIndex, "c").size(), 1u);
 }
 
+TEST_P(StoreIndexTest, WithoutTheNamespaceIndexOnlyItsOwnIndexesAnswer) {
+  StoreOptions options{GetParam()};
+  options.namespace_index = false;
+  Store s({{"owner", IndexByOwnerUid()}}, options);
+  s.Upsert("a/p1", Pod("a", "p1", "job-1"));
+  s.Upsert("a/p2", Pod("a", "p2", "job-1"));
+  EXPECT_TRUE(s.ByIndex(kNamespaceIndex, "a").empty());
+  EXPECT_EQ(s.IndexKeys("owner", "job-1"), (std::vector<std::string>{"a/p1", "a/p2"}));  // in key order
+  EXPECT_NE(s.Erase("a/p1"), nullptr);
+  EXPECT_EQ(s.IndexKeys("owner", "job-1"), std::vector<std::string>{"a/p2"});
+}
+
+TEST_P(StoreIndexTest, SwapExchangesObjectsAndIndices) {
+  StoreOptions options{GetParam()};
+  Store live({{"owner", IndexByOwnerUid()}}, options), staged({{"owner", IndexByOwnerUid()}}, options);
+  live.Upsert("a/old", Pod("a", "old", "job-1"));
+  staged.Upsert("a/new", Pod("a", "new", "job-2"));
+  live.Swap(staged);
+  EXPECT_EQ(live.Keys(), std::vector<std::string>{"a/new"});
+  EXPECT_EQ(live.IndexKeys("owner", "job-2"), std::vector<std::string>{"a/new"});
+  EXPECT_TRUE(live.ByIndex("owner", "job-1").empty());
+  EXPECT_EQ((*live.Get("a/new"))["metadata"]["name"], "new");  // decoded with the table it was packed with
+  EXPECT_EQ((*staged.Get("a/old"))["metadata"]["name"], "old");
+  // Both go on working after the swap: writes pack with each store's own (swapped) table.
+  live.Upsert("a/more", Pod("a", "more", "job-2"));
+  staged.Upsert("a/other", Pod("a", "other", "job-1"));
+  EXPECT_EQ(live.ByIndex("owner", "job-2").size(), 2u);
+  EXPECT_EQ(staged.ByIndex("owner", "job-1").size(), 2u);
+  EXPECT_EQ((*staged.Get("a/other"))["metadata"]["name"], "other");
+}
+
 INSTANTIATE_TEST_SUITE_P(ParsedAndPacked, StoreIndexTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Packed" : "Parsed"; });
 

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -267,6 +268,78 @@ TEST(InformerTest, ResumesFromTheLastResourceVersionAfterADroppedConnection) {
   ASSERT_GE(paths.size(), 3u);
   EXPECT_NE(paths[1].find("resourceVersion=10"), std::string::npos) << paths[1];
   EXPECT_NE(paths[2].find("resourceVersion=12"), std::string::npos) << paths[2];
+}
+
+// A relist pages (limit/continue), transforms each object before it is cached (a packed store here), keeps the
+// first page's resourceVersion, and hands the handlers the differences against what they saw: a 410 on the
+// watch forces it.
+TEST(InformerTest, ARelistPagesTransformsAndDispatchesTheDifferences) {
+  std::atomic<int> lists{0}, watches{0};
+  auto item = [](const std::string& name, int rv) {
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"ns","resourceVersion":")" + std::to_string(rv) +
+           R"("},"data":{"big":"dropped by the transform"}})";
+  };
+  FakeServer server([&](const std::string& path) {
+    if (path.find("watch=1") != std::string::npos) {
+      if (watches++ == 0)
+        return Reply{
+            410, {R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})"}, milliseconds(0), false};
+      return Reply{200, {}, seconds(10), false};
+    }
+    EXPECT_NE(path.find("limit=1"), std::string::npos) << path;
+    const bool second_page = path.find("continue=next") != std::string::npos;
+    if (!second_page) lists++;
+    // First list: a, b (one per page); the relist: b changed, c new, a gone.
+    const bool relist = lists.load() > 1;
+    std::string items = second_page ? (relist ? item("c", 8) : item("b", 6)) : (relist ? item("b", 7) : item("a", 5));
+    std::string meta = std::string(R"({"resourceVersion":")") + (relist ? "20" : "10") + "\"" +
+                       (second_page ? "" : R"(,"continue":"next")") + "}";
+    return Reply{200,
+                 {R"({"kind":"ConfigMapList","metadata":)" + meta + R"(,"items":[)" + items + "]}"},
+                 milliseconds(0),
+                 false};
+  });
+  InformerOptions o;
+  o.ns = "ns";
+  o.page_size = 1;
+  o.packed_store = true;
+  o.min_backoff = milliseconds(10);
+  o.transform = [](json* obj) { obj->erase("data"); };
+  o.log = [](LogLevel, std::string_view) {};
+  Informer informer(ClientFor(server), resources::ConfigMaps(), o);
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto note = [&](const std::string& what, const json& obj) {
+    EXPECT_FALSE(obj.contains("data")) << what;  // handlers get the transformed object
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(what + " " + NameOf(obj) + "@" + ResourceVersionOf(obj));
+  };
+  informer.AddEventHandler({[&](const json& obj) { note("add", obj); },
+                            [&](const json& old_obj, const json& obj) {
+                              note("update-from", old_obj);
+                              note("update", obj);
+                            },
+                            [&](const json& obj) { note("delete", obj); }});
+  informer.Start();
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while ((informer.lists() < 2 || informer.LastSyncResourceVersion() != "20") &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(10));
+  informer.Stop();
+  EXPECT_EQ(informer.lists(), 2);
+  EXPECT_EQ(informer.LastSyncResourceVersion(), "20");
+  EXPECT_EQ(informer.store().Size(), 2u);
+  EXPECT_EQ(informer.store().Get("ns/a"), nullptr);
+  ASSERT_NE(informer.store().Get("ns/c"), nullptr);
+  EXPECT_EQ(*informer.store().Get("ns/c"),
+            json::parse(R"({"metadata":{"name":"c","namespace":"ns","resourceVersion":"8"}})"));
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<std::string> first(seen.begin(), seen.begin() + std::min<size_t>(2, seen.size()));
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<std::string>{"add a@5", "add b@6"}));
+  std::vector<std::string> second(seen.begin() + std::min<size_t>(2, seen.size()), seen.end());
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(second, (std::vector<std::string>{"add c@8", "delete a@5", "update b@7", "update-from b@6"}));
 }
 
 }  // namespace

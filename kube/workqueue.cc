@@ -30,31 +30,52 @@ WorkQueue::~WorkQueue() {
 }
 
 void WorkQueue::UpdateDepthLocked() {
-  if (metrics_) metrics_->QueueDepth(name_).Set(static_cast<double>(queue_.size()));
+  if (metrics_) metrics_->QueueDepth(name_).Set(static_cast<double>(queued_));
 }
 
-void WorkQueue::AddLocked(const std::string& key) {
-  if (shutting_down_) return;
-  if (metrics_) metrics_->QueueAdds(name_).Increment();
-  if (dirty_.count(key)) return;
-  dirty_.insert(key);
-  added_at_.emplace(key, std::chrono::steady_clock::now());
-  if (processing_.count(key)) return;  // re-queued by Done()
-  queue_.push_back(key);
+void WorkQueue::EnqueueLocked(const std::string& key, Pending& pending) {
+  pending.seq = ++next_seq_;
+  lanes_[pending.lane].emplace_back(key, pending.seq);
+  ++queued_;
   UpdateDepthLocked();
   cv_.notify_one();
 }
 
+void WorkQueue::AddLocked(const std::string& key, Lane lane) {
+  if (shutting_down_) return;
+  if (metrics_) metrics_->QueueAdds(name_).Increment();
+  if (auto it = dirty_.find(key); it != dirty_.end()) {
+    Pending& pending = it->second;
+    if (lane == kNormal && pending.lane == kLow) {  // raised: its low entry goes stale
+      pending.lane = kNormal;
+      if (pending.seq != 0) {
+        --queued_;
+        EnqueueLocked(key, pending);
+      }
+    }
+    return;
+  }
+  Pending& pending = dirty_.emplace(key, Pending{lane, 0}).first->second;
+  added_at_.emplace(key, std::chrono::steady_clock::now());
+  if (processing_.count(key)) return;  // re-queued by Done()
+  EnqueueLocked(key, pending);
+}
+
 void WorkQueue::Add(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  AddLocked(key);
+  AddLocked(key, kNormal);
+}
+
+void WorkQueue::AddLowPriority(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(key, kLow);
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return;
   if (delay <= Duration::zero()) {
-    AddLocked(key);
+    AddLocked(key, kNormal);
     return;
   }
   TimePoint ready = std::chrono::steady_clock::now() + delay;
@@ -85,12 +106,23 @@ int WorkQueue::NumRequeues(const std::string& key) { return rate_limiter_->NumRe
 
 std::optional<std::string> WorkQueue::Get() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
-  if (queue_.empty()) return std::nullopt;
-  std::string key = std::move(queue_.front());
-  queue_.pop_front();
+  cv_.wait(lock, [this] { return queued_ > 0 || shutting_down_; });
+  if (queued_ == 0) return std::nullopt;
+  std::string key;
+  bool found = false;
+  for (auto& lane : lanes_) {
+    while (!found && !lane.empty()) {
+      auto [candidate, seq] = std::move(lane.front());
+      lane.pop_front();
+      auto it = dirty_.find(candidate);
+      if (it == dirty_.end() || it->second.seq != seq) continue;  // stale: raised to the normal lane
+      dirty_.erase(it);
+      key = std::move(candidate);
+      found = true;
+    }
+  }
+  --queued_;
   processing_.insert(key);
-  dirty_.erase(key);
   const auto now = std::chrono::steady_clock::now();
   if (auto it = added_at_.find(key); it != added_at_.end()) {
     if (metrics_) metrics_->QueueLatency(name_).Observe(Seconds(now - it->second));
@@ -108,17 +140,13 @@ void WorkQueue::Done(const std::string& key) {
     if (metrics_) metrics_->WorkDuration(name_).Observe(Seconds(std::chrono::steady_clock::now() - it->second));
     started_at_.erase(it);
   }
-  if (dirty_.count(key)) {
-    queue_.push_back(key);
-    UpdateDepthLocked();
-    cv_.notify_one();
-  }
+  if (auto it = dirty_.find(key); it != dirty_.end()) EnqueueLocked(key, it->second);
   if (processing_.empty()) cv_.notify_all();  // ShutDownWithDrain
 }
 
 size_t WorkQueue::Len() {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
+  return queued_;
 }
 
 void WorkQueue::ShutDown() {
@@ -157,7 +185,7 @@ void WorkQueue::DelayLoop() {
     std::string key = first->second;
     delayed_.erase(first);
     delayed_at_.erase(key);
-    AddLocked(key);
+    AddLocked(key, kNormal);
   }
 }
 

@@ -2,7 +2,10 @@
 //
 // Guarantees: a key is never handed to two workers at once (a key added while it is being processed
 // is queued again when Done() is called); repeated adds of a waiting key collapse into one; keys come
-// out in FIFO order. AddRateLimited() waits as long as the RateLimiter says (per-item exponential
+// out in FIFO order within a priority, and a key added with Add() before every key added with AddLowPriority()
+// (controller-runtime's priority queue: a resync or an initial list must not make a real change wait behind
+// thousands of routine keys; Add() of a key waiting at low priority raises it, keeping one entry).
+// AddRateLimited() waits as long as the RateLimiter says (per-item exponential
 // backoff combined with an overall token bucket by default); AddAfter() delays; Forget() resets an
 // item's backoff. After ShutDown() adds are ignored and Get() hands out what is still queued, then
 // returns nullopt; ShutDownWithDrain() additionally waits until every handed-out key is Done().
@@ -15,6 +18,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -46,6 +50,9 @@ class WorkQueue {
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   void Add(const std::string& key);
+  // Queues `key` behind every key added with Add() (FIFO among low-priority keys). A key already waiting, or
+  // waiting to be requeued by Done(), keeps its priority.
+  void AddLowPriority(const std::string& key);
   void AddAfter(const std::string& key, Duration delay);
   void AddRateLimited(const std::string& key);
   void Forget(const std::string& key);
@@ -63,7 +70,15 @@ class WorkQueue {
   bool ShuttingDown();
 
  private:
-  void AddLocked(const std::string& key);
+  enum Lane { kNormal = 0, kLow = 1 };
+  // A dirty key: its lane, and the sequence number of its live entry in that lane's deque (0 while it is
+  // processing and not queued). Entries whose number differs are stale (left behind by a raise) and skipped.
+  struct Pending {
+    Lane lane;
+    uint64_t seq;
+  };
+  void AddLocked(const std::string& key, Lane lane);
+  void EnqueueLocked(const std::string& key, Pending& pending);
   void DelayLoop();
   void UpdateDepthLocked();
 
@@ -74,10 +89,12 @@ class WorkQueue {
 
   // Guarded by mu_.
   std::mutex mu_;
-  std::condition_variable cv_;        // items queued, shutdown, processing drained
-  std::condition_variable delay_cv_;  // delayed set changed
-  std::deque<std::string> queue_;
-  std::unordered_set<std::string> dirty_;
+  std::condition_variable cv_;                             // items queued, shutdown, processing drained
+  std::condition_variable delay_cv_;                       // delayed set changed
+  std::deque<std::pair<std::string, uint64_t>> lanes_[2];  // (key, seq) by Lane, FIFO
+  std::unordered_map<std::string, Pending> dirty_;         // keys added and not yet handed out
+  size_t queued_ = 0;                                      // live entries in lanes_
+  uint64_t next_seq_ = 0;
   std::unordered_set<std::string> processing_;
   std::unordered_map<std::string, TimePoint> added_at_;    // for queue latency
   std::unordered_map<std::string, TimePoint> started_at_;  // for work duration

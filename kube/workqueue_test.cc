@@ -51,6 +51,75 @@ TEST(WorkQueueTest, KeyAddedWhileProcessingIsRequeuedOnDoneOnlyOnce) {
   EXPECT_EQ(q.Len(), 0u);
 }
 
+TEST(WorkQueueTest, LowPriorityKeysWaitBehindNormalOnesInFifoOrder) {
+  WorkQueue q(NoLimit());
+  q.AddLowPriority("resync-1");
+  q.AddLowPriority("resync-2");
+  q.Add("failed");
+  q.AddLowPriority("resync-3");
+  q.Add("created");
+  EXPECT_EQ(q.Len(), 5u);
+  EXPECT_EQ(*q.Get(), "failed");
+  EXPECT_EQ(*q.Get(), "created");
+  EXPECT_EQ(*q.Get(), "resync-1");
+  EXPECT_EQ(*q.Get(), "resync-2");
+  EXPECT_EQ(*q.Get(), "resync-3");
+  EXPECT_EQ(q.Len(), 0u);
+}
+
+TEST(WorkQueueTest, AddRaisesAWaitingLowPriorityKeyAndItIsHandedOutOnce) {
+  WorkQueue q(NoLimit());
+  q.AddLowPriority("a");
+  q.AddLowPriority("b");
+  q.Add("b");  // a real change to b: it goes ahead of a, and its low entry is dropped
+  EXPECT_EQ(q.Len(), 2u);
+  EXPECT_EQ(*q.Get(), "b");
+  EXPECT_EQ(*q.Get(), "a");
+  EXPECT_EQ(q.Len(), 0u);
+  q.Done("a");
+  q.Done("b");
+  // Nothing is left behind: the next key is the next one added (the stale entry of b is not handed out).
+  q.AddLowPriority("c");
+  EXPECT_EQ(*q.Get(), "c");
+  EXPECT_EQ(q.Len(), 0u);
+}
+
+TEST(WorkQueueTest, LowPriorityAddNeverLowersAWaitingKey) {
+  WorkQueue q(NoLimit());
+  q.Add("a");
+  q.AddLowPriority("a");
+  q.AddLowPriority("b");
+  q.Add("c");
+  EXPECT_EQ(q.Len(), 3u);
+  EXPECT_EQ(*q.Get(), "a");
+  EXPECT_EQ(*q.Get(), "c");
+  EXPECT_EQ(*q.Get(), "b");
+}
+
+TEST(WorkQueueTest, KeyAddedWhileProcessingIsRequeuedAtItsHighestPriority) {
+  WorkQueue q(NoLimit());
+  q.Add("a");
+  ASSERT_EQ(*q.Get(), "a");
+  q.AddLowPriority("a");  // a resync while a is being reconciled
+  q.Add("b");
+  q.Done("a");  // requeued behind b, at low priority
+  EXPECT_EQ(q.Len(), 2u);
+  EXPECT_EQ(*q.Get(), "b");
+  EXPECT_EQ(*q.Get(), "a");
+  q.Done("a");
+  q.Done("b");
+
+  q.Add("a");
+  ASSERT_EQ(*q.Get(), "a");
+  q.AddLowPriority("a");
+  q.AddLowPriority("z");
+  q.Add("a");   // then a real change: raised
+  q.Done("a");  // requeued ahead of z
+  EXPECT_EQ(*q.Get(), "a");
+  EXPECT_EQ(*q.Get(), "z");
+  EXPECT_EQ(q.Len(), 0u);
+}
+
 TEST(WorkQueueTest, AddAfterDelaysAndEarliestWins) {
   WorkQueue q(NoLimit());
   auto start = std::chrono::steady_clock::now();
@@ -169,7 +238,11 @@ TEST(WorkQueueTest, ConcurrentWorkersNeverShareAKey) {
       for (int i = 0; i < kAddsPerProducer; ++i) {
         int idx = (i * 7 + p) % kKeys;
         added_gen[idx]++;
-        q.Add("k" + std::to_string(idx));
+        // Half the producers add at low priority: raises and stale entries must lose no add either.
+        if (p % 2)
+          q.AddLowPriority("k" + std::to_string(idx));
+        else
+          q.Add("k" + std::to_string(idx));
       }
     });
   }

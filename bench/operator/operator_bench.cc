@@ -15,10 +15,18 @@
 //      time to all memberships, requests per job, peak RSS, reconcile p99 (its own histogram).
 //
 // Each operator runs as it ships: ours with its defaults (the chart's: 4 workers, 50 QPS, burst 100,
-// or --operator-* flags), Kubeflow's as its manifests deploy it (1 thread, 20 QPS, burst 30).
+// or --operator-* flags), Kubeflow's as its manifests deploy it (1 thread, 20 QPS, burst 30). Each of our
+// phases prints the request rate it achieved (audit log, apply -> all memberships) against its client's
+// limit: a rate well below the limit means the apiserver (or the machine) bounded it, not the budget.
 //
-//   ringmaster-operator-bench [--jobs 200[,500,...]] [--workers 8] [--nodes N] [--gpus-per-node 8]
-//                             [--failures 100] [--no-peer] [--keep-cluster] [--json PATH]
+// At scale (issue 33: 10,000 jobs x 8 workers, Kubeflow at 1,000 in the same run, the QPS limit raised to
+// what the apiserver sustains, fewer and larger nodes so that KWOK's heartbeats do not load the apiserver):
+//   ringmaster-operator-bench --jobs 10000 --peer-jobs 1000 --gpus-per-node 256 --pods-per-node 300
+//                             --operator-qps 400 --operator-burst 800 --failures 100 --json PATH
+//
+//   ringmaster-operator-bench [--jobs 200[,500,...]] [--peer-jobs N] [--workers 8] [--nodes N]
+//                             [--gpus-per-node 8] [--pods-per-node 110] [--failures 100] [--no-peer]
+//                             [--keep-cluster] [--json PATH]
 // --json also writes every figure and the growth rows for `make bench-report` (bench/bench_json.h).
 #include <unistd.h>
 
@@ -73,11 +81,14 @@ constexpr char kKubeflowAgent[] = "training-operator/";
 
 struct Options {
   std::vector<int> jobs{200};
-  int workers = 8, nodes = 0, gpus_per_node = 8, failures = 100;
+  int peer_jobs = 0;  // 0: jobs[0]
+  int workers = 8, nodes = 0, gpus_per_node = 8, pods_per_node = 110, failures = 100;
   int operator_workers = 4, operator_burst = 100;
+  int scrapes = 20;
   double operator_qps = 50;
   bool no_peer = false, keep_cluster = false, back_to_back = false;
   std::string json;
+  std::string operator_binary = RINGMASTER_OPERATOR_BIN;
   bool help = false;
 };
 
@@ -93,7 +104,15 @@ std::unique_ptr<CLI::App> NewApp(Options& o) {
   app->add_option("--workers", o.workers, "workers (pods, one GPU each) per job")->check(CLI::Range(1, 100000));
   app->add_option("--nodes", o.nodes, "simulated GPU nodes (0: enough for the largest job count)")
       ->check(CLI::Range(0, 1000000));
-  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 100));
+  app->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 100000));
+  app->add_option("--pods-per-node", o.pods_per_node,
+                  "pods a node takes (its allocatable pods; the cluster's nodes have 110, more are patched in):\n"
+                  "with --gpus-per-node, fewer and larger nodes for tens of thousands of pods")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--peer-jobs", o.peer_jobs,
+                  "Kubeflow's job count (0: the first of --jobs); the side-by-side table compares it with our\n"
+                  "phase of the same count when --jobs has one")
+      ->check(CLI::Range(0, 1000000));
   app->add_option("--failures", o.failures, "pod failures to inject (one at a time, distinct jobs)")
       ->check(CLI::Range(0, 1000000));
   app->add_option("--operator-workers", o.operator_workers, "ringmaster-operator --workers")
@@ -106,6 +125,11 @@ std::unique_ptr<CLI::App> NewApp(Options& o) {
                 "replacing the pod (a stress figure: the operator's request budget, not its latency); by default each\n"
                 "failure waits until the last failed job is whole again");
   app->add_flag("--no-peer", o.no_peer, "skip Kubeflow's training-operator");
+  app->add_option("--scrapes", o.scrapes,
+                  "timed scrapes of our /metrics after all memberships (0: none, e.g. to profile)")
+      ->check(CLI::Range(0, 1000));
+  app->add_option("--operator-binary", o.operator_binary,
+                  "our operator's program (e.g. a script that execs this build's under a profiler)");
   app->add_flag("--keep-cluster", o.keep_cluster, "leave the cluster running (and its directory) at the end");
   app->add_option("--json", o.json, "also write the figures here, for make bench-report (bench/README.md)");
   return app;
@@ -125,12 +149,30 @@ struct Phase {
   double requests = 0;  // the apiserver's count (audit log), this operator's user agent
   std::map<std::string, int64_t> by_verb;
   double peak_rss_mib = 0, cpu_seconds = 0;
+  // Ours: the peak up to all memberships, before the first /metrics scrape (which builds every job's series)
+  // and the failures; peak_rss_mib is the whole phase's.
+  double apply_peak_rss_mib = 0;
   double reconcile_p99 = 0;  // ours only (its histogram), seconds
   double own_requests = 0;   // ours only: its client's rest_client_requests_total
   // Ours only: a Prometheus scrape of its /metrics with every job published (curl's total time, 20 of
   // them; the jobs' state is computed from the cache at each scrape) and its size.
   double scrape_p50 = 0, scrape_p99 = 0, scrape_bytes = 0;
+  double qps_limit = 0;  // its client's limit (ours: --operator-qps; Kubeflow's: 20)
+
+  // Requests per second it achieved from the apply to its last milestone (ours: all memberships; the peer:
+  // all pods Running): against qps_limit, how much of its budget the apiserver let it use.
+  std::optional<double> RequestRate() const {
+    const std::optional<double>& until = published ? published : running;
+    return until && *until > 0 ? std::optional<double>(requests / *until) : std::nullopt;
+  }
 };
+
+// "412.3 req/s of 500 (82%)", or "-" before its milestone.
+std::string RateText(const Phase& p) {
+  auto rate = p.RequestRate();
+  if (!rate) return "-";
+  return Format("%.1f req/s of %g (%.0f%%)", *rate, p.qps_limit, p.qps_limit > 0 ? 100 * *rate / p.qps_limit : 0.0);
+}
 
 std::string Opt(const std::optional<double>& v) { return v ? Format("%.1f s", *v) : std::string("-"); }
 
@@ -170,6 +212,25 @@ class Bench {
     return rt::WaitFor("default SA in " + ns, seconds(60), [&](std::string*) {
       auto r = cluster_.Kubectl({"get", "sa", "default", "-n", ns});
       return r.ok() && r->ok();
+    });
+  }
+
+  // Gives every node `pods` allocatable (and capacity) pods, for nodes larger than the cluster's 110-pod
+  // default. KWOK's stages keep a node's allocatable as it is. Errors: the first failed patch.
+  Status SetPodsPerNode(int pods) {
+    auto nodes = client_->List(ringmaster::kube::resources::Nodes(), "", {});
+    if (!nodes.ok()) return nodes.status();
+    std::vector<std::string> names;
+    for (const auto& n : (*nodes)["items"]) names.push_back(ringmaster::kube::NameOf(n));
+    json patch = {
+        {"status",
+         {{"capacity", {{"pods", std::to_string(pods)}}}, {"allocatable", {{"pods", std::to_string(pods)}}}}}};
+    ringmaster::kube::PatchOptions po;
+    po.subresource = "status";
+    return ForAll(names.size(), [&](size_t i) {
+      return client_
+          ->Patch(ringmaster::kube::resources::Nodes(), "", names[i], ringmaster::kube::PatchType::kMerge, patch, po)
+          .status();
     });
   }
 
@@ -271,7 +332,7 @@ class Bench {
       Say("bench: " + counted.status().ToString());
     }
     auto u = rb::UsageOf(pid);
-    p.peak_rss_mib = u.peak_rss_mib;
+    p.peak_rss_mib = p.apply_peak_rss_mib = u.peak_rss_mib;
     p.cpu_seconds = u.cpu_seconds;
   }
 
@@ -293,6 +354,7 @@ class Bench {
     Phase p;
     p.who = "kubeflow training-operator v1.8.1";
     p.jobs = jobs;
+    p.qps_limit = 20;  // its manifests' default
     int64_t from = rb::AuditLogSize(audit_log());
     rb::PodMilestones milestones(client_, ns, static_cast<size_t>(jobs) * static_cast<size_t>(o_.workers));
     std::vector<json> objects;
@@ -320,13 +382,14 @@ class Bench {
                                                {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}}}};
   }
 
-  // Our operator on `jobs` TrainingJobs in a fresh namespace; with `failures`, then fails workers.
-  std::optional<Phase> RunOurs(int jobs, int failures, std::vector<double>* latencies, std::string* where) {
+  // Our operator on `jobs` TrainingJobs in a fresh namespace; with `failures`, then fails workers. The last
+  // phase leaves its namespace to the cluster's teardown (deleting 80,000 pods takes minutes).
+  std::optional<Phase> RunOurs(int jobs, int failures, std::vector<double>* latencies, std::string* where, bool last) {
     const std::string ns = "bench-" + std::to_string(jobs);
     if (!CreateNamespace(ns).ok()) return std::nullopt;
     rt::BackgroundProcess op;
     Status started = rt::StartOperatorProcess(
-        &op, RINGMASTER_OPERATOR_BIN, cluster_, ns, dir_ + "/operator-" + std::to_string(jobs) + ".log",
+        &op, o_.operator_binary, cluster_, ns, dir_ + "/operator-" + std::to_string(jobs) + ".log",
         {"--kube-api-qps", Format("%g", o_.operator_qps), "--kube-api-burst", std::to_string(o_.operator_burst),
          "--workers", std::to_string(o_.operator_workers)});
     std::string metrics_port;
@@ -347,18 +410,20 @@ class Bench {
     Phase p;
     p.who = "ringmaster-operator";
     p.jobs = jobs;
+    p.qps_limit = o_.operator_qps;
     std::vector<json> objects;
     for (int j = 0; j < jobs; ++j) objects.push_back(TrainingJob(ns, "job-" + std::to_string(j)));
     int64_t from = rb::AuditLogSize(audit_log());
     bool ok = ApplyAndFollow(p, ringmaster::controller::TrainingJobs(), ns, objects, milestones, &generations);
     Account(p, kOurAgent, from, op.pid());
-    auto metrics = rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"});
+    auto metrics = o_.scrapes > 0 ? rt::RunCommand({"curl", "-s", "http://127.0.0.1:" + metrics_port + "/metrics"})
+                                  : StatusOr<rt::CommandResult>(ringmaster::UnavailableError("--scrapes 0"));
     if (metrics.ok()) {
       p.reconcile_p99 = rb::HistogramQuantile(metrics->out, "controller_runtime_reconcile_time_seconds", 0.99);
       p.own_requests = rb::SumOf(metrics->out, "rest_client_requests_total");
     }
     std::vector<double> scrapes;
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < o_.scrapes; ++i) {
       auto r = rt::RunCommand({"curl", "-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download}",
                                "http://127.0.0.1:" + metrics_port + "/metrics"});
       if (!r.ok() || !r->ok()) continue;
@@ -369,8 +434,10 @@ class Bench {
     p.scrape_p50 = rb::Percentile(scrapes, 0.5);
     p.scrape_p99 = rb::Percentile(scrapes, 0.99);
     if (ok && failures > 0) Fail(ns, jobs, failures, generations, milestones, metrics_port, latencies, where);
+    // The peak over the failures too (Account read it before them).
+    p.peak_rss_mib = std::max(p.peak_rss_mib, rb::UsageOf(op.pid()).peak_rss_mib);
     op.Stop();
-    DeleteNamespace(ns);
+    if (!last || o_.keep_cluster) DeleteNamespace(ns);
     return p;
   }
 
@@ -463,6 +530,13 @@ class Bench {
   const std::string dir_;
 };
 
+// Our phase with `jobs` jobs (the peer's count), else the first.
+const Phase& Counterpart(const std::vector<Phase>& ours, int jobs) {
+  for (const auto& p : ours)
+    if (p.jobs == jobs) return p;
+  return ours[0];
+}
+
 void PrintVerbs(const Phase& p) {
   std::string s;
   for (const auto& [verb, n] : p.by_verb)
@@ -473,25 +547,37 @@ void PrintVerbs(const Phase& p) {
 
 std::optional<double> PerJob(double v, int jobs) { return jobs > 0 ? std::optional<double>(v / jobs) : std::nullopt; }
 
-// Every printed figure, for --json: the goals are the issue's (failure -> generation p50 <= 50 ms, p99 <= 250 ms;
-// Running <= 0.5x Kubeflow; peak RSS <= 0.25x Kubeflow); growth rows as a series for the report's plot.
+// Every printed figure, for --json, with issue 33's goals: failure -> generation p99 <= 100 ms with every job
+// live, <= 12 API requests per job, peak RSS <= 64 MiB (at 10,000 jobs x 8 workers: the names carry the size
+// measured); the request rate achieved against the client's limit (ratio = the share of the budget used) and the
+// time to all memberships, without goals (bounded by the apiserver: read the rate). The goal rows are of the
+// first --jobs size; Kubeflow's figures (at --peer-jobs) are their peers. Growth rows as a series for the plot.
 void Record(Report& report, const Options& o, const std::vector<double>& latencies, const std::optional<Phase>& peer,
             const std::vector<Phase>& ours, const std::string& load) {
   namespace bj = ringmaster::bench;
+  // The p99 and memory goals are the issue's at 10,000 jobs: a smaller run's figure is reported, not judged.
+  constexpr int kGoalJobs = 10000;
+  const bool at_goal_size = !ours.empty() && ours[0].jobs >= kGoalJobs;
+  auto goal_at_size = [&](bj::Goal goal) { return at_goal_size ? std::optional<bj::Goal>(goal) : std::nullopt; };
+  auto size_note = [&](nlohmann::json& f) {
+    if (!at_goal_size) f["note"] = Format("measured at %d jobs; the goal is at %d", ours[0].jobs, kGoalJobs);
+  };
   if (o.failures > 0 && !ours.empty() && !latencies.empty()) {
     const std::string live = Format(" (%d jobs x %d workers live)", o.jobs[0], o.workers);
     report.Figure("operator.failure_generation.p50", "pod failure -> new generation, p50" + live, "ms",
-                  rb::Percentile(latencies, 0.5) * 1e3, std::nullopt, "", bj::OursAtMost(50, "p50 <= 50 ms"))["load"] =
-        load;
-    report.Figure("operator.failure_generation.p99", "pod failure -> new generation, p99" + live, "ms",
-                  rb::Percentile(latencies, 0.99) * 1e3, std::nullopt, "",
-                  bj::OursAtMost(250, "p99 <= 250 ms"))["load"] = load;
+                  rb::Percentile(latencies, 0.5) * 1e3)["load"] = load;
+    auto& p99 = report.Figure("operator.failure_generation.p99", "pod failure -> new generation, p99" + live, "ms",
+                              rb::Percentile(latencies, 0.99) * 1e3, std::nullopt, "",
+                              goal_at_size(bj::OursAtMost(100, "p99 <= 100 ms, every job live")));
+    p99["load"] = load;
+    size_note(p99);
   }
   if (!ours.empty()) {
     const Phase& us = ours[0];
     const bool with_peer = peer.has_value();
     auto field = [&](auto get) -> std::optional<double> { return with_peer ? get(*peer) : std::nullopt; };
-    const std::string at = Format(", %d jobs x %d workers", us.jobs, o.workers);
+    const std::string at = Format(", %d jobs x %d workers", us.jobs, o.workers) +
+                           (with_peer && peer->jobs != us.jobs ? Format(" (Kubeflow: %d jobs)", peer->jobs) : "");
     const std::string kf = "Kubeflow training-operator";
     auto note = [&](nlohmann::json& f) {
       f["load"] = load;
@@ -500,14 +586,21 @@ void Record(Report& report, const Options& o, const std::vector<double>& latenci
     note(report.Figure("operator.created", "apply -> all pods created" + at, "s", us.created,
                        field([](const Phase& p) { return p.created; }), kf));
     note(report.Figure("operator.running", "apply -> all pods Running" + at, "s", us.running,
-                       field([](const Phase& p) { return p.running; }), kf, bj::RatioAtMost(0.5, "<= 0.5x Kubeflow")));
+                       field([](const Phase& p) { return p.running; }), kf));
     report.Figure("operator.memberships", "apply -> all memberships published" + at, "s", us.published)["load"] = load;
+    report.Figure(
+        "operator.request_rate",
+        Format("API request rate achieved, apply -> all memberships, vs its client's limit (%g QPS)", us.qps_limit) +
+            at,
+        "req/s", us.RequestRate(), us.qps_limit, "the limit (--kube-api-qps)")["load"] = load;
     note(report.Figure("operator.requests_per_job", "API requests per job (audit log)" + at, "requests",
                        PerJob(us.requests, us.jobs), field([](const Phase& p) { return PerJob(p.requests, p.jobs); }),
-                       kf));
-    note(report.Figure("operator.peak_rss", "operator peak RSS" + at, "MiB", us.peak_rss_mib,
-                       field([](const Phase& p) { return std::optional<double>(p.peak_rss_mib); }), kf,
-                       bj::RatioAtMost(0.25, "<= 0.25x Kubeflow")));
+                       kf, bj::OursAtMost(12, "<= 12 per job")));
+    auto& rss = report.Figure("operator.peak_rss", "operator peak RSS" + at, "MiB", us.peak_rss_mib,
+                              field([](const Phase& p) { return std::optional<double>(p.peak_rss_mib); }), kf,
+                              goal_at_size(bj::OursAtMost(64, "<= 64 MiB at 10,000 jobs")));
+    note(rss);
+    size_note(rss);
     note(report.Figure("operator.cpu_seconds", "operator CPU seconds (start -> done)" + at, "s", us.cpu_seconds,
                        field([](const Phase& p) { return std::optional<double>(p.cpu_seconds); }), kf));
   }
@@ -527,6 +620,9 @@ void Record(Report& report, const Options& o, const std::vector<double>& latenci
                                        {"memberships_s", bj::Optional(p.published)},
                                        {"requests_per_job", bj::Optional(PerJob(p.requests, p.jobs))},
                                        {"peak_rss_mib", p.peak_rss_mib},
+                                       {"peak_rss_before_scrape_mib", p.apply_peak_rss_mib},
+                                       {"request_rate", bj::Optional(p.RequestRate())},
+                                       {"qps_limit", p.qps_limit},
                                        {"reconcile_p99_ms", p.reconcile_p99 * 1e3}});
   }
 }
@@ -534,8 +630,10 @@ void Record(Report& report, const Options& o, const std::vector<double>& latenci
 int Run(const Options& o, Report& report) {
   const std::string dir = "/tmp/ringmaster-operator-bench-" + std::to_string(getpid());
   const std::string script = std::string(RINGMASTER_SOURCE_DIR) + "/tests/harness/cluster/cluster.sh";
-  int max_jobs = *std::max_element(o.jobs.begin(), o.jobs.end());
-  int nodes = o.nodes > 0 ? o.nodes : (max_jobs * o.workers + o.gpus_per_node - 1) / o.gpus_per_node;
+  const int peer_jobs = o.peer_jobs > 0 ? o.peer_jobs : o.jobs[0];
+  int max_jobs = std::max(*std::max_element(o.jobs.begin(), o.jobs.end()), o.no_peer ? 0 : peer_jobs);
+  const int per_node = std::min(o.gpus_per_node, o.pods_per_node);  // the scheduler fills a node to either
+  int nodes = o.nodes > 0 ? o.nodes : (max_jobs * o.workers + per_node - 1) / per_node;
   Say(Format("bench: starting a control plane with %d fake nodes x %d GPUs (audit log on) in %s; load %s", nodes,
              o.gpus_per_node, dir.c_str(), rb::LoadAverage().c_str()));
   auto up = rt::RunCommand({script, "up", "--dir", dir, "--nodes", std::to_string(nodes), "--gpus-per-node",
@@ -573,20 +671,34 @@ int Run(const Options& o, Report& report) {
     return 1;
   }
   Bench bench(o, *cluster, *client, dir);
+  if (o.pods_per_node != 110) {
+    Status sized = bench.SetPodsPerNode(o.pods_per_node);
+    if (!sized.ok()) {
+      std::fprintf(stderr, "bench: cannot give the nodes %d pods each: %s\n", o.pods_per_node,
+                   sized.ToString().c_str());
+      down();
+      return 1;
+    }
+  }
 
   std::optional<Phase> peer;
-  if (!o.no_peer) peer = bench.RunPeer(o.jobs[0]);
+  if (!o.no_peer) peer = bench.RunPeer(peer_jobs);
+  if (peer)
+    Say(Format("bench: kubeflow, %d jobs: pods Running %s, %.1f requests/job, %s, peak RSS %.1f MiB", peer->jobs,
+               Opt(peer->running).c_str(), peer->requests / peer->jobs, RateText(*peer).c_str(), peer->peak_rss_mib));
   std::vector<Phase> ours;
   std::vector<double> latencies;
   std::string where;
   for (size_t i = 0; i < o.jobs.size(); ++i) {
-    auto p = bench.RunOurs(o.jobs[i], i == 0 ? o.failures : 0, &latencies, &where);
+    auto p = bench.RunOurs(o.jobs[i], i == 0 ? o.failures : 0, &latencies, &where, i + 1 == o.jobs.size());
     if (!p) continue;
     ours.push_back(*p);
-    Say(Format(
-        "bench: %d jobs: pods Running %s, memberships %s, %.1f requests/job, peak RSS %.1f MiB, reconcile p99 %.0f ms",
-        p->jobs, Opt(p->running).c_str(), Opt(p->published).c_str(), p->requests / p->jobs, p->peak_rss_mib,
-        p->reconcile_p99 * 1e3));
+    Say(
+        Format("bench: %d jobs: pods Running %s, memberships %s, %.1f requests/job, %s, peak RSS %.1f MiB (%.1f "
+               "before the first /metrics scrape), reconcile p99 %.0f ms",
+               p->jobs, Opt(p->running).c_str(), Opt(p->published).c_str(), p->requests / p->jobs, RateText(*p).c_str(),
+               p->peak_rss_mib, p->apply_peak_rss_mib, p->reconcile_p99 * 1e3));
+    PrintVerbs(*p);
   }
   const std::string load = rb::LoadAverage();
   const std::string setting = Format("ours: --workers %d --kube-api-qps %g --kube-api-burst %d", o.operator_workers,
@@ -599,30 +711,36 @@ int Run(const Options& o, Report& report) {
                "live; %s)",
                latencies.size(), o.back_to_back ? "back to back" : "paced", o.jobs[0], o.workers, setting.c_str()));
     Say(
-        Format("  failure -> watch event with the new generation : p50 %.1f ms, p99 %.1f ms, max %.1f ms  (goal p50 <= "
-               "50, p99 <= 250)",
+        Format("  failure -> watch event with the new generation : p50 %.1f ms, p99 %.1f ms, max %.1f ms  (goal p99 <= "
+               "100 with every job live)",
                rb::Percentile(latencies, 0.5) * 1e3, rb::Percentile(latencies, 0.99) * 1e3,
                rb::Percentile(latencies, 1.0) * 1e3));
     if (!where.empty()) Say(where);
     Say("");
   }
   if (peer && !ours.empty()) {
-    const Phase& us = ours[0];
+    const Phase& us = Counterpart(ours, peer->jobs);
     Say(
-        Format("2. %d jobs x %d workers, side by side on one cluster (%d nodes x %d GPUs); kubeflow: 1 thread, 20 QPS, "
-               "burst 30; %s",
-               o.jobs[0], o.workers, nodes, o.gpus_per_node, setting.c_str()));
+        Format("2. ringmaster at %d jobs, kubeflow at %d jobs, x %d workers, one after the other on one cluster (%d "
+               "nodes x %d GPUs, %d pods each); kubeflow: 1 thread, 20 QPS, burst 30; %s",
+               us.jobs, peer->jobs, o.workers, nodes, o.gpus_per_node, o.pods_per_node, setting.c_str()));
+    if (us.jobs != peer->jobs)
+      Say(Format(
+          "  (ours has %.0fx kubeflow's jobs: the ratios of times, CPU and memory are at these sizes, not per job)",
+          static_cast<double>(us.jobs) / peer->jobs));
     Say(Format("  %-34s %14s %14s %8s", "", "ringmaster", "kubeflow", "ratio"));
     Say(Format("  %-34s %14s %14s %8s", "apply -> all pods created", Opt(us.created).c_str(),
                Opt(peer->created).c_str(), Ratio(us.created, peer->created).c_str()));
-    Say(Format("  %-34s %14s %14s %8s  (goal <= 0.5x)", "apply -> all pods Running", Opt(us.running).c_str(),
+    Say(Format("  %-34s %14s %14s %8s", "apply -> all pods Running", Opt(us.running).c_str(),
                Opt(peer->running).c_str(), Ratio(us.running, peer->running).c_str()));
     Say(Format("  %-34s %14s %14s %8s", "apply -> all memberships published", Opt(us.published).c_str(), "(none)",
                "-"));
     Say(Format("  %-34s %14.1f %14.1f %7.2fx", "API requests per job (audit log)", us.requests / us.jobs,
-               peer->requests / peer->jobs, peer->requests > 0 ? us.requests / peer->requests : 0.0));
-    Say(Format("  %-34s %12.1f M %12.1f M %7.2fx  (goal <= 0.25x)", "peak RSS (MiB)", us.peak_rss_mib,
-               peer->peak_rss_mib, peer->peak_rss_mib > 0 ? us.peak_rss_mib / peer->peak_rss_mib : 0.0));
+               peer->requests / peer->jobs,
+               peer->requests > 0 ? (us.requests / us.jobs) / (peer->requests / peer->jobs) : 0.0));
+    Say(Format("  %-34s %14s %14s", "request rate achieved / limit", RateText(us).c_str(), RateText(*peer).c_str()));
+    Say(Format("  %-34s %12.1f M %12.1f M %7.2fx", "peak RSS (MiB)", us.peak_rss_mib, peer->peak_rss_mib,
+               peer->peak_rss_mib > 0 ? us.peak_rss_mib / peer->peak_rss_mib : 0.0));
     Say(Format("  %-34s %12.1f s %12.1f s %7.2fx", "CPU seconds (start -> done)", us.cpu_seconds, peer->cpu_seconds,
                peer->cpu_seconds > 0 ? us.cpu_seconds / peer->cpu_seconds : 0.0));
     PrintVerbs(us);
@@ -634,11 +752,12 @@ int Run(const Options& o, Report& report) {
   }
   if (!ours.empty()) {
     Say(Format("3. growth, ringmaster-operator alone (%d workers per job; %s)", o.workers, setting.c_str()));
-    Say(Format("  %6s %14s %14s %16s %12s %14s", "jobs", "pods Running", "memberships", "requests/job", "peak RSS",
-               "reconcile p99"));
+    Say(Format("  %6s %14s %14s %14s %28s %12s %16s %14s", "jobs", "pods Running", "memberships", "requests/job",
+               "request rate / limit", "peak RSS", "before scrapes", "reconcile p99"));
     for (const auto& p : ours)
-      Say(Format("  %6d %14s %14s %16.1f %10.1f M %11.1f ms", p.jobs, Opt(p.running).c_str(), Opt(p.published).c_str(),
-                 p.requests / p.jobs, p.peak_rss_mib, p.reconcile_p99 * 1e3));
+      Say(Format("  %6d %14s %14s %14.1f %28s %10.1f M %14.1f M %11.1f ms", p.jobs, Opt(p.running).c_str(),
+                 Opt(p.published).c_str(), p.requests / p.jobs, RateText(p).c_str(), p.peak_rss_mib,
+                 p.apply_peak_rss_mib, p.reconcile_p99 * 1e3));
   }
   Say("load average at the end: " + load + " (2-core machine shared with the control plane and other work)");
   down();

@@ -1,6 +1,11 @@
 #include "operator/controller/cache_transforms.h"
 
 #include <initializer_list>
+#include <string>
+
+#include "api/job_status.h"
+#include "api/names.h"
+#include "base/json_path.h"
 
 namespace ringmaster::controller {
 
@@ -9,18 +14,32 @@ using json = nlohmann::json;
 namespace {
 
 // The members of `from` named in `keys` (those present).
-json Pick(const json& from, std::initializer_list<const char*> keys) {
+json Pick(const json& from, std::initializer_list<std::string_view> keys) {
   json out = json::object();
   if (!from.is_object()) return out;
-  for (const char* k : keys)
-    if (auto it = from.find(k); it != from.end()) out[k] = *it;
+  for (std::string_view k : keys)
+    if (auto it = from.find(k); it != from.end()) out[std::string(k)] = *it;
   return out;
 }
 
-json Conditions(const json& status) {
+// Of a pod's conditions, those the plan reads (job_plan.cc's ViewPod): Ready (status and since when),
+// DisruptionTarget while True (its reason) and PodScheduled while False (the scheduler's reason and message).
+// Initialized, ContainersReady and a PodScheduled=True say nothing the plan uses, at ~80 bytes each per pod.
+json PodConditions(const json& status) {
   json out = json::array();
-  if (auto it = status.find("conditions"); it != status.end() && it->is_array())
-    for (const auto& c : *it) out.push_back(Pick(c, {"type", "status", "reason", "lastTransitionTime"}));
+  auto it = status.find("conditions");
+  if (it == status.end() || !it->is_array()) return out;
+  for (const auto& c : *it) {
+    if (!c.is_object()) continue;
+    const std::string type = c.value("type", ""), st = c.value("status", "");
+    if (type == api::kReadyCondition) {
+      out.push_back(Pick(c, {"type", "status", "lastTransitionTime"}));
+    } else if (type == api::kDisruptionTargetCondition && st == api::condition_status::kTrue) {
+      out.push_back(Pick(c, {"type", "status", "reason", "lastTransitionTime"}));
+    } else if (type == api::kPodScheduledCondition && st == api::condition_status::kFalse) {
+      out.push_back(Pick(c, {"type", "status", "reason", "message"}));
+    }
+  }
   return out;
 }
 
@@ -28,26 +47,33 @@ json Conditions(const json& status) {
 
 void SlimPod(json* pod) {
   if (!pod->is_object()) return;
-  const json& status = pod->value("status", json::object());
+  const json& status = At(*pod, {"status"});
   json slim_status = Pick(status, {"phase", "podIP"});
-  slim_status["conditions"] = Conditions(status);
+  slim_status["conditions"] = PodConditions(status);
   json containers = json::array();
   if (auto it = status.find("containerStatuses"); it != status.end() && it->is_array()) {
     for (const auto& cs : *it) {
+      // Only a container that has ended or cannot start says something to the plan; a running one is
+      // already in the pod's phase and Ready condition.
       json c = Pick(cs, {"name"});
       if (cs.contains("state") && cs["state"].contains("terminated"))
         c["state"]["terminated"] = Pick(cs["state"]["terminated"], {"exitCode", "reason", "startedAt", "finishedAt"});
       if (cs.contains("state") && cs["state"].contains("waiting"))
         c["state"]["waiting"] = Pick(cs["state"]["waiting"], {"reason", "message"});
-      containers.push_back(std::move(c));
+      if (c.contains("state")) containers.push_back(std::move(c));
     }
   }
   slim_status["containerStatuses"] = std::move(containers);
-  json slim = {{"apiVersion", pod->value("apiVersion", "v1")}, {"kind", pod->value("kind", "Pod")}};
-  slim["metadata"] = Pick(pod->value("metadata", json::object()),
-                          {"name", "namespace", "uid", "resourceVersion", "labels", "annotations", "ownerReferences",
-                           "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"});
-  slim["spec"] = Pick(pod->value("spec", json::object()), {"nodeName"});
+  const json& meta = At(*pod, {"metadata"});
+  json slim = json::object();
+  slim["metadata"] =
+      Pick(meta, {"name", "namespace", "uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"});
+  // Of the labels and annotations (the template's are copied onto every pod), only the operator's own.
+  json labels = Pick(At(meta, {"labels"}), {api::kJobNameLabel, api::kWorkerIndexLabel});
+  if (!labels.empty()) slim["metadata"]["labels"] = std::move(labels);
+  json annotations = Pick(At(meta, {"annotations"}), {api::kCreatedForAnnotation});
+  if (!annotations.empty()) slim["metadata"]["annotations"] = std::move(annotations);
+  slim["spec"] = Pick(At(*pod, {"spec"}), {"nodeName"});
   slim["status"] = std::move(slim_status);
   *pod = std::move(slim);
 }
@@ -58,7 +84,13 @@ void SlimNode(json* node) {
   slim["metadata"] = Pick(node->value("metadata", json::object()), {"name", "resourceVersion"});
   // Taints: a configured notice taint (a spot reclaim, a maintenance drain) makes its workers leave early.
   slim["spec"] = Pick(node->value("spec", json::object()), {"taints"});
-  slim["status"]["conditions"] = Conditions(node->value("status", json::object()));
+  json conditions = json::array();
+  const json& status = node->value("status", json::object());
+  if (auto it = status.find("conditions"); it != status.end() && it->is_array())
+    for (const auto& c : *it)
+      if (c.is_object() && c.value("type", "") == api::kReadyCondition)
+        conditions.push_back(Pick(c, {"type", "status", "lastTransitionTime"}));
+  slim["status"]["conditions"] = std::move(conditions);
   *node = std::move(slim);
 }
 

@@ -52,6 +52,7 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   po.indexers = {{kPodsByJobIndex, IndexPodsByJob()}, {kPodsByNodeIndex, IndexPodsByNode()}};
   po.transform = [](json* pod) { SlimPod(pod); };  // only what reconcile reads (cache_transforms.h)
   po.packed_store = true;
+  po.namespace_index = false;  // pods are found by job and by node only
   pods_ = std::make_unique<kube::Informer>(client_, kube::resources::Pods(), po);
 
   kube::InformerOptions no;
@@ -77,8 +78,14 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   metrics_->SetMaxConcurrentReconciles(options_.workers);
 
   auto job_key = [](const json& obj) { return kube::KeyOf(obj); };
+  // A resync (the same version again) is a routine look: it waits behind every real change (EnqueueRoutine).
   jobs_->AddEventHandler({[this, job_key](const json& o) { Enqueue(job_key(o)); },
-                          [this, job_key](const json&, const json& o) { Enqueue(job_key(o)); },
+                          [this, job_key](const json& old_job, const json& o) {
+                            if (kube::ResourceVersionOf(old_job) == kube::ResourceVersionOf(o))
+                              EnqueueRoutine(job_key(o));
+                            else
+                              Enqueue(job_key(o));
+                          },
                           [this, job_key](const json& o) { Enqueue(job_key(o)); }});
   auto pod_job = [this](const json& pod) {
     for (const auto& key : IndexPodsByJob()(pod)) Enqueue(key);
@@ -108,9 +115,17 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
 TrainingJobController::~TrainingJobController() { Stop(); }
 
 void TrainingJobController::Enqueue(const std::string& key) {
+  // What the caches held when they synced (the initial lists) is routine too: an operator starting with
+  // 10,000 jobs serves a failure that happens meanwhile first.
+  if (!synced_.load()) {
+    EnqueueRoutine(key);
+    return;
+  }
   reconciler_->NoteDirty(key);
   queue_->Add(key);
 }
+
+void TrainingJobController::EnqueueRoutine(const std::string& key) { queue_->AddLowPriority(key); }
 
 void TrainingJobController::EnqueueJobsOnNode(const std::string& node) {
   for (const auto& pod : pods_->store().ByIndex(kPodsByNodeIndex, node)) {

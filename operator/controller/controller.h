@@ -1,7 +1,7 @@
 // TrainingJobController: the informers (TrainingJobs, their pods, nodes, their peer reports, and Kueue's Workloads
 // and ResourceFlavors where the cluster serves Kueue's API), the work queue and the
 // worker threads that run TrainingJobReconciler — controller-runtime's Controller for one kind.
-// Event handlers only enqueue job keys; the work loop applies the one retry rule.
+// Event handlers only enqueue job keys (changes ahead of routine resyncs); the work loop applies the one retry rule.
 // Thread-safety: Start/Stop from one thread; Synced() from any. Ownership: shares the client; borrows
 // the recorder and metrics, which must outlive it.
 #pragma once
@@ -53,7 +53,12 @@ class TrainingJobController {
   std::shared_ptr<prometheus::Collectable> StateMetrics() const { return state_metrics_; }
 
  private:
+  // A change to `key`'s job, its pods, reports or nodes: queued ahead of routine keys. Before the caches have
+  // synced, what they deliver is their initial state: routine.
   void Enqueue(const std::string& key);
+  // A routine look at `key` (a resync, the initial lists): behind every change in the queue (WorkQueue's low
+  // priority), so a failure never waits behind thousands of them; not counted for the publish latency.
+  void EnqueueRoutine(const std::string& key);
   void EnqueueJobsOnNode(const std::string& node);
   void Work();
 

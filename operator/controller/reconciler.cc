@@ -76,11 +76,17 @@ std::string DisruptionTaint(const json& node, const std::vector<std::string>& wa
   return "";
 }
 
-std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes,
+// The state of the nodes `pods` are on (the plan looks nodes up only by a pod's spec.nodeName; a node absent from
+// the cache is absent here too, i.e. gone). Only those: a reconcile's cost must not grow with the cluster's nodes.
+std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes, const std::vector<json>& pods,
                                               const std::vector<std::string>& disruption_taints,
                                               std::chrono::system_clock::time_point now) {
   std::map<std::string, NodeState> out;
-  for (const auto& node : nodes.List()) {
+  for (const auto& pod : pods) {
+    const std::string name = StringAt(pod, {"spec", "nodeName"});
+    if (name.empty() || out.count(name)) continue;
+    kube::ObjectPtr node = nodes.Get(name);
+    if (!node) continue;
     NodeState state;
     state.disruption_taint = DisruptionTaint(*node, disruption_taints);
     state.ready = false;  // a node without a Ready condition has never been ready
@@ -90,7 +96,7 @@ std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes,
       state.ready = StringAt(c, {"status"}) == api::condition_status::kTrue;
       state.not_ready_since = ParseRfc3339(StringAt(c, {"lastTransitionTime"})).value_or(now);
     }
-    out[StringAt(*node, {"metadata", "name"})] = state;
+    out[name] = state;
   }
   return out;
 }
@@ -184,7 +190,7 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
   input.job = job;
   for (const auto& pod : pods_->ByIndex(kPodsByJobIndex, key)) input.pods.push_back(*pod);
   input.now = now_();
-  input.nodes = ObserveNodes(*nodes_, options_.disruption_taints, input.now);
+  input.nodes = ObserveNodes(*nodes_, input.pods, options_.disruption_taints, input.now);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = create_errors_.find(key); it != create_errors_.end()) input.create_error = it->second;

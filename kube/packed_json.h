@@ -1,0 +1,61 @@
+// PackedJson: a compact binary form of JSON values for caches that hold many objects of one kind (a packed
+// Store: 80,000 worker pods). Like CBOR, but an object's keys are small numbers into a KeyTable that every
+// object of the cache shares: in a slim pod half the bytes of its CBOR are the same dozen keys ("metadata",
+// "resourceVersion", "lastTransitionTime", ...) repeated, and here each costs one byte.
+//
+// Encoding (each value starts with a tag byte; counts and lengths are LEB128 varints):
+//   null, false, true | unsigned (varint) | signed (zigzag varint) | double (8 bytes, little-endian)
+//   | string (length, bytes) | binary (length, bytes; the subtype is not kept) | array (count, values)
+//   | object (count, then per member: a key reference and the value). A key reference is 1 + the key's id
+//   in the table, or 0 followed by the key as a string (length, bytes) for a key the table did not take.
+// Types round-trip exactly (an unsigned stays unsigned, 2.0 stays a double); object member order is the
+// json's own (sorted).
+//
+// The table takes at most `max_keys` keys of at most `max_key_length` bytes, first come first served, and
+// never forgets one: keys beyond (a ConfigMap's data keyed by pod name, say) are written out in full, so the
+// table's memory stays bounded whatever the objects hold.
+// Thread-safety: thread-safe (Encode and Decode lock the table briefly). Errors: Decode of bytes Encode did
+// not write returns nullopt (never throws).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ringmaster::kube {
+
+class KeyTable {
+ public:
+  explicit KeyTable(size_t max_keys = 4096, size_t max_key_length = 64);
+  KeyTable(const KeyTable&) = delete;
+  KeyTable& operator=(const KeyTable&) = delete;
+
+  // `value` in the packed form, its keys interned into this table.
+  std::vector<std::uint8_t> Encode(const nlohmann::json& value);
+  // The value `Encode` wrote to these bytes; nullopt when they are not such a value (truncated, a bad tag,
+  // a key id this table never gave out).
+  std::optional<nlohmann::json> Decode(const std::uint8_t* data, size_t size) const;
+
+  size_t size() const;
+
+ private:
+  // The id of `key`, interning it when the table has room; -1 when it is written out in full.
+  int64_t IdLocked(const std::string& key);
+  void EncodeLocked(const nlohmann::json& value, std::vector<std::uint8_t>& out);
+
+  // Constant after construction.
+  const size_t max_keys_, max_key_length_;
+  // Guarded by mu_. keys_ is a deque: ids_ points into it, and it only grows.
+  mutable std::mutex mu_;
+  std::deque<std::string> keys_;
+  std::unordered_map<std::string_view, uint32_t> ids_;
+};
+
+}  // namespace ringmaster::kube

@@ -1,0 +1,91 @@
+// KeyTable's packed JSON: exact round trips, shared keys, the table's bounds, and bytes it did not write.
+#include "kube/packed_json.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace ringmaster::kube {
+namespace {
+
+using nlohmann::json;
+
+json Decoded(const KeyTable& t, const std::vector<std::uint8_t>& b) {
+  auto d = t.Decode(b.data(), b.size());
+  EXPECT_TRUE(d.has_value());
+  return d.value_or(json("not decoded"));
+}
+
+TEST(PackedJsonTest, EveryTypeRoundTripsExactly) {
+  KeyTable t;
+  json v = {{"null", nullptr},
+            {"yes", true},
+            {"no", false},
+            {"zero", 0u},
+            {"u", std::numeric_limits<std::uint64_t>::max()},
+            {"neg", -7},
+            {"min", std::numeric_limits<std::int64_t>::min()},
+            {"max", std::numeric_limits<std::int64_t>::max()},
+            {"third", 1.0 / 3},
+            {"whole", 2.0},
+            {"s", "n\u00e9\x01"},
+            {"empty", ""},
+            {"a", json::array({1, json::array(), json::object(), json::array({json::object({{"k", "v"}})})})},
+            {"o", json::object()},
+            {"bin", json::binary({1, 2, 3})}};
+  json got = Decoded(t, t.Encode(v));
+  EXPECT_EQ(got, v);
+  EXPECT_EQ(got.dump(), v.dump());  // the same types: 2.0 stays a double, 0 unsigned, -7 signed
+  EXPECT_EQ(got["neg"].type(), json::value_t::number_integer);
+  EXPECT_EQ(got["zero"].type(), json::value_t::number_unsigned);
+  for (const json& scalar : {json(nullptr), json(5), json(-5), json("x"), json(0.5), json::array()})
+    EXPECT_EQ(Decoded(t, t.Encode(scalar)), scalar);
+}
+
+TEST(PackedJsonTest, KeysAreSharedSoARepeatedShapeCostsItsValuesOnly) {
+  KeyTable t;
+  json pod = json::parse(R"({"metadata": {"name": "job-1-worker-0", "namespace": "bench", "resourceVersion": "12"},
+    "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-28T21:00:00Z"}]}})");
+  const auto first = t.Encode(pod);
+  const size_t keys = t.size();
+  EXPECT_EQ(keys, 8u);  // "status" twice, one key
+  const auto second = t.Encode(pod);
+  EXPECT_EQ(t.size(), keys);  // nothing new to learn
+  EXPECT_EQ(first, second);
+  EXPECT_LT(second.size(), json::to_cbor(pod).size() * 2 / 3);
+  EXPECT_EQ(Decoded(t, second), pod);
+}
+
+TEST(PackedJsonTest, KeysBeyondTheTablesBoundsAreWrittenOutInFull) {
+  KeyTable t(/*max_keys=*/2, /*max_key_length=*/8);
+  json v = {{"a", 1}, {"b", 2}, {"c", 3}, {"a-very-long-key", 4}};
+  json got = Decoded(t, t.Encode(v));
+  EXPECT_EQ(got, v);
+  EXPECT_EQ(t.size(), 2u);
+  // A second table never saw these ids: the bytes are not its.
+  KeyTable other;
+  const auto bytes = t.Encode(v);
+  EXPECT_FALSE(other.Decode(bytes.data(), bytes.size()).has_value());
+}
+
+TEST(PackedJsonTest, BytesItDidNotWriteAreRefusedNotThrown) {
+  KeyTable t;
+  const auto good = t.Encode(json{{"k", json::array({"v", 1, 2.5})}});
+  for (size_t n = 0; n < good.size(); ++n) EXPECT_FALSE(t.Decode(good.data(), n).has_value()) << "truncated to " << n;
+  std::vector<std::uint8_t> trailing = good;
+  trailing.push_back(0);
+  EXPECT_FALSE(t.Decode(trailing.data(), trailing.size()).has_value());
+  const std::vector<std::uint8_t> bad_tag = {0x42};
+  EXPECT_FALSE(t.Decode(bad_tag.data(), bad_tag.size()).has_value());
+  // An array claiming more members than there are bytes.
+  const std::vector<std::uint8_t> huge = {8, 0xff, 0xff, 0xff, 0xff, 0x0f};
+  EXPECT_FALSE(t.Decode(huge.data(), huge.size()).has_value());
+  // A deep nest (100,000 arrays of one, around a null) decodes without recursion.
+  std::vector<std::uint8_t> deep;
+  for (int i = 0; i < 100000; ++i) deep.insert(deep.end(), {8, 1});
+  deep.push_back(0);
+  EXPECT_TRUE(t.Decode(deep.data(), deep.size()).has_value());
+}
+
+}  // namespace
+}  // namespace ringmaster::kube
