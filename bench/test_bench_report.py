@@ -74,11 +74,13 @@ def test_benches_that_did_not_run_have_rows(report):
     rows = table_rows(summary)
     for fid, name, _ in bench_report.CATALOG_BY_FILE["allreduce.json"]:
         assert verdict(rows, "allreduce", name) == "not run (make bench-allreduce)", fid
-    assert verdict(rows, "python-ddp", "DDP step time vs torch Gloo, 4 ranks") == "not run (make bench-python)"
+    assert (
+        verdict(rows, "python-ddp", "DDP step time vs torch Gloo, 4x2048 MLP, 4 ranks") == "not run (make bench-python)"
+    )
     assert verdict(rows, "python-recovery", "kill -9 -> next allreduce vs torchrun") == "not run (make bench-python)"
     # a run that left out a figure it is known for
     assert verdict(rows, "checkpoint", "checkpoint save vs O_DIRECT dd, 1024 MiB").startswith("not measured")
-    assert verdict(rows, "operator", "operator peak RSS vs Kubeflow").startswith("not measured")
+    assert verdict(rows, "operator", "operator peak RSS at 10,000 jobs x 8 workers").startswith("not measured")
     # a JSON that does not parse is named, not skipped
     assert verdict(rows, "python-fsdp", "FSDP2 step time vs torch Gloo").startswith("unreadable: ")
 

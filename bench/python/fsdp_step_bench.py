@@ -200,7 +200,7 @@ def driver(args):
     print()
     print(f"FSDP2 on dp {dp} x tp {args.tp}, step time (slowest rank per step) over {args.rounds} alternating rounds:")
     print(_table(times))
-    print(f"ringmaster/gloo (median): {ratio:.2f}x (issue 17's goal: <= {GOAL}x)")
+    print(f"ringmaster/gloo (median): {ratio:.2f}x (issue 33's goal: <= {GOAL}x)")
     print(f"at the start: {started}; at the end: {loadavg()}; launcher directory {out}")
     report.figure(
         "python.fsdp",
