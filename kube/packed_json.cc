@@ -1,6 +1,9 @@
 #include "kube/packed_json.h"
 
+#include <arpa/inet.h>
+
 #include <cstring>
+#include <ctime>
 
 namespace ringmaster::kube {
 
@@ -19,7 +22,100 @@ enum Tag : std::uint8_t {
   kBinary = 7,
   kArray = 8,
   kObject = 9,
+  // Strings in a shorter form: a lowercase UUID (16 bytes), an RFC 3339 time in whole UTC seconds
+  // (a varint of the seconds since 1970), a dotted-quad IPv4 address (4 bytes). Used only where the string
+  // renders back from that form byte for byte; any other string stays kString.
+  kUuid = 10,
+  kTime = 11,
+  kIPv4 = 12,
+  // The n-th (varint) string of kMinRepeatedString bytes or more written as kString earlier in this value.
+  kRepeat = 13,
 };
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // uppercase too: it would not render back the same
+}
+
+constexpr int kUuidLength = 36;  // 8-4-4-4-12
+bool IsUuidDash(size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
+
+// The 16 bytes of a lowercase UUID; false for any other string.
+bool ParseUuid(const std::string& s, std::uint8_t out[16]) {
+  if (s.size() != kUuidLength) return false;
+  int n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (IsUuidDash(i)) {
+      if (s[i] != '-') return false;
+      continue;
+    }
+    const int d = HexDigit(s[i]);
+    if (d < 0) return false;
+    if (n % 2 == 0) {
+      out[n / 2] = static_cast<std::uint8_t>(d << 4);
+    } else {
+      out[n / 2] |= static_cast<std::uint8_t>(d);
+    }
+    ++n;
+  }
+  return n == 32;
+}
+
+std::string RenderUuid(const std::uint8_t in[16]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(kUuidLength);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
+    s.push_back(kHex[in[i] >> 4]);
+    s.push_back(kHex[in[i] & 15]);
+  }
+  return s;
+}
+
+// "YYYY-MM-DDTHH:MM:SSZ" of `seconds` since 1970 (UTC).
+std::string RenderTime(std::uint64_t seconds) {
+  const auto t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) == nullptr) return {};
+  char buf[32];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf, n);
+}
+
+// The seconds of an RFC 3339 UTC time in whole seconds (the apiserver's metav1.Time), when it renders back
+// exactly; false otherwise.
+bool ParseTime(const std::string& s, std::uint64_t* seconds) {
+  if (s.size() != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z')
+    return false;
+  std::tm tm{};
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec) != 6)
+    return false;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const std::time_t t = timegm(&tm);
+  if (t < 0) return false;
+  *seconds = static_cast<std::uint64_t>(t);
+  return RenderTime(*seconds) == s;
+}
+
+bool ParseIPv4(const std::string& s, std::uint8_t out[4]) {
+  if (s.size() < 7 || s.size() > 15) return false;
+  in_addr addr{};
+  if (inet_pton(AF_INET, s.c_str(), &addr) != 1) return false;
+  std::memcpy(out, &addr, 4);
+  char back[INET_ADDRSTRLEN];
+  return inet_ntop(AF_INET, &addr, back, sizeof back) != nullptr && s == back;
+}
+
+std::string RenderIPv4(const std::uint8_t in[4]) {
+  in_addr addr{};
+  std::memcpy(&addr, in, 4);
+  char buf[INET_ADDRSTRLEN];
+  return inet_ntop(AF_INET, &addr, buf, sizeof buf) ? std::string(buf) : std::string();
+}
 
 void PutVarint(std::uint64_t v, std::vector<std::uint8_t>& out) {
   while (v >= 0x80) {
@@ -82,7 +178,7 @@ int64_t KeyTable::IdLocked(const std::string& key) {
   return id;
 }
 
-void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out) {
+void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out, WrittenStrings& written) {
   switch (value.type()) {
     case json::value_t::null:
     case json::value_t::discarded: out.push_back(kNull); return;
@@ -107,8 +203,27 @@ void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out) {
     }
     case json::value_t::string: {
       const auto& s = value.get_ref<const std::string&>();
-      out.push_back(kString);
-      PutBytes(s.data(), s.size(), out);
+      std::uint8_t raw[16];
+      std::uint64_t seconds = 0;
+      if (ParseUuid(s, raw)) {
+        out.push_back(kUuid);
+        out.insert(out.end(), raw, raw + 16);
+      } else if (ParseTime(s, &seconds)) {
+        out.push_back(kTime);
+        PutVarint(seconds, out);
+      } else if (ParseIPv4(s, raw)) {
+        out.push_back(kIPv4);
+        out.insert(out.end(), raw, raw + 4);
+      } else if (s.size() < kMinRepeatedString) {
+        out.push_back(kString);
+        PutBytes(s.data(), s.size(), out);
+      } else if (auto [it, first] = written.try_emplace(s, static_cast<uint32_t>(written.size())); !first) {
+        out.push_back(kRepeat);
+        PutVarint(it->second, out);
+      } else {
+        out.push_back(kString);
+        PutBytes(s.data(), s.size(), out);
+      }
       return;
     }
     case json::value_t::binary: {
@@ -120,7 +235,7 @@ void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out) {
     case json::value_t::array:
       out.push_back(kArray);
       PutVarint(value.size(), out);
-      for (const auto& e : value) EncodeLocked(e, out);
+      for (const auto& e : value) EncodeLocked(e, out, written);
       return;
     case json::value_t::object:
       out.push_back(kObject);
@@ -133,7 +248,7 @@ void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out) {
           out.push_back(0);
           PutBytes(it.key().data(), it.key().size(), out);
         }
-        EncodeLocked(it.value(), out);
+        EncodeLocked(it.value(), out, written);
       }
       return;
   }
@@ -143,7 +258,8 @@ std::vector<std::uint8_t> KeyTable::Encode(const json& value) {
   std::vector<std::uint8_t> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    EncodeLocked(value, out);
+    WrittenStrings written;  // views into `value`, which outlives them
+    EncodeLocked(value, out, written);
   }
   out.shrink_to_fit();
   return out;
@@ -160,6 +276,8 @@ std::optional<json> KeyTable::Decode(const std::uint8_t* data, size_t size) cons
   };
   json root;
   std::vector<Frame> stack;
+  // The long strings decoded so far, in order, for kRepeat (copies: an array's elements move as it grows).
+  std::vector<std::string> long_strings;
   json* slot = &root;  // where the next decoded value goes
   while (true) {
     std::uint8_t tag = 0;
@@ -190,7 +308,27 @@ std::optional<json> KeyTable::Decode(const std::uint8_t* data, size_t size) cons
       case kString: {
         std::string s;
         if (!r.Bytes(&s)) return std::nullopt;
+        if (s.size() >= kMinRepeatedString) long_strings.push_back(s);
         *slot = std::move(s);
+        break;
+      }
+      case kRepeat:
+        if (!r.Varint(&n) || n >= long_strings.size()) return std::nullopt;
+        *slot = long_strings[n];
+        break;
+      case kUuid:
+      case kIPv4: {
+        const long width = tag == kUuid ? 16 : 4;
+        if (r.end - r.p < width) return std::nullopt;
+        *slot = tag == kUuid ? RenderUuid(r.p) : RenderIPv4(r.p);
+        r.p += width;
+        break;
+      }
+      case kTime: {
+        if (!r.Varint(&n)) return std::nullopt;
+        std::string t = RenderTime(n);
+        if (t.empty()) return std::nullopt;
+        *slot = std::move(t);
         break;
       }
       case kBinary: {

@@ -42,6 +42,51 @@ TEST(PackedJsonTest, EveryTypeRoundTripsExactly) {
     EXPECT_EQ(Decoded(t, t.Encode(scalar)), scalar);
 }
 
+// uids, apiserver timestamps and pod IPs take their short forms, and every string that only looks like one
+// (uppercase, a fraction of a second, an offset, an impossible date, leading zeros) stays itself.
+TEST(PackedJsonTest, UidsTimesAndAddressesAreShorterAndRenderBackExactly) {
+  KeyTable t;
+  const std::string uid = "f0e213bf-c322-41c6-81c9-30ba043ad30a";
+  const std::string time = "2026-11-29T00:32:09Z";
+  const std::string ip = "127.139.0.117";
+  for (const std::string& s :
+       {uid, time, ip, std::string("1970-01-01T00:00:00Z"), std::string("0.0.0.0"), std::string("255.255.255.255")}) {
+    const auto packed = t.Encode(json(s));
+    EXPECT_EQ(Decoded(t, packed), json(s));
+    EXPECT_LT(packed.size(), s.size()) << s << " took no short form";
+  }
+  EXPECT_EQ(t.Encode(json(uid)).size(), 17u);
+  EXPECT_EQ(t.Encode(json(time)).size(), 6u);
+  EXPECT_EQ(t.Encode(json(ip)).size(), 5u);
+  for (const std::string& s :
+       {std::string("F0E213BF-C322-41C6-81C9-30BA043AD30A"), std::string("f0e213bf-c322-41c6-81c9-30ba043ad30"),
+        std::string("f0e213bfxc322-41c6-81c9-30ba043ad30a"), std::string("f0e213bf-c322-41c6-81c9-30ba043ad30g"),
+        std::string("2026-11-29T00:32:09.000Z"), std::string("2026-11-29T00:32:09+01:00"),
+        std::string("2026-02-30T00:00:00Z"), std::string("2026-11-29 00:32:09Z"), std::string("1969-12-31T23:59:59Z"),
+        std::string("127.139.000.117"), std::string("127.139.0"), std::string("1.2.3.4 "), std::string("256.1.1.1")}) {
+    const auto packed = t.Encode(json(s));
+    EXPECT_EQ(Decoded(t, packed), json(s)) << s;
+    EXPECT_EQ(packed.size(), 2 + s.size()) << s << " should have stayed a plain string";
+  }
+}
+
+// A long string the value already holds is written once: a job's membership message sits in its status twice.
+TEST(PackedJsonTest, ARepeatedLongStringIsWrittenOnce) {
+  KeyTable t;
+  const std::string message = "generation 1, world size 8 (joined: job-worker-0, job-worker-1, job-worker-2)";
+  json once = {{"a", message}, {"b", "x"}};
+  json twice = {{"a", message}, {"b", message}, {"c", json::array({message, "node-a-long-name", "node-a-long-name"})}};
+  const auto one = t.Encode(once), two = t.Encode(twice);
+  EXPECT_EQ(Decoded(t, two), twice);
+  EXPECT_LT(two.size(), one.size() + 30) << "the repeats cost a reference each, not the message again";
+  // Short strings are never references; a long one that only starts the same is its own string.
+  json near = {{"a", message}, {"b", message + "!"}, {"c", "short"}, {"d", "short"}};
+  EXPECT_EQ(Decoded(t, t.Encode(near)), near);
+  // A reference past the strings written so far is refused, not followed.
+  std::vector<std::uint8_t> bad = {13, 0};  // kRepeat 0 with nothing before it
+  EXPECT_FALSE(t.Decode(bad.data(), bad.size()).has_value());
+}
+
 TEST(PackedJsonTest, KeysAreSharedSoARepeatedShapeCostsItsValuesOnly) {
   KeyTable t;
   json pod = json::parse(R"({"metadata": {"name": "job-1-worker-0", "namespace": "bench", "resourceVersion": "12"},

@@ -1,5 +1,7 @@
 #include "kube/store.h"
 
+#include <algorithm>
+
 namespace ringmaster::kube {
 
 using nlohmann::json;
@@ -80,6 +82,23 @@ ObjectPtr Store::Load(const Item& item) const {
   if (item.object) return item.object;
   std::optional<json> decoded = keys_->Decode(item.packed.data(), item.packed.size());
   return std::make_shared<const json>(decoded ? std::move(*decoded) : json::object());
+}
+
+namespace {
+bool KeyLess(const std::string* a, const std::string* b) { return *a < *b; }
+}  // namespace
+
+void Store::KeySet::insert(const std::string* key) {
+  auto it = std::lower_bound(keys_.begin(), keys_.end(), key, KeyLess);
+  if (it != keys_.end() && *it == key) return;
+  keys_.insert(it, key);
+}
+
+void Store::KeySet::erase(const std::string* key) {
+  auto it = std::lower_bound(keys_.begin(), keys_.end(), key, KeyLess);
+  if (it != keys_.end() && *it == key) keys_.erase(it);
+  // A vector keeps its capacity; give it back when the set has shrunk well below it (a drained node).
+  if (keys_.capacity() > 16 && keys_.size() < keys_.capacity() / 4) keys_.shrink_to_fit();
 }
 
 void Store::IndexLocked(const std::string* key, const json& obj) {

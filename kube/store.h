@@ -18,7 +18,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -86,11 +85,21 @@ class Store {
     ObjectPtr object;
     std::vector<std::uint8_t> packed;
   };
-  // Index entries: pointers to the keys of items_ (stable until that item is erased), in key order.
-  struct KeyLess {
-    bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
+  // Index entries: pointers to the keys of items_ (stable until that item is erased), in key order. A sorted
+  // vector, not a std::set: a value indexes a handful of keys (a job's pods) to a few hundred (a node's), and a
+  // set node costs 48 bytes per entry where a vector slot costs 8 (80,000 pods in two indexes: 7 MB vs 1.3 MB).
+  class KeySet {
+   public:
+    void insert(const std::string* key);
+    void erase(const std::string* key);
+    bool empty() const { return keys_.empty(); }
+    size_t size() const { return keys_.size(); }
+    std::vector<const std::string*>::const_iterator begin() const { return keys_.begin(); }
+    std::vector<const std::string*>::const_iterator end() const { return keys_.end(); }
+
+   private:
+    std::vector<const std::string*> keys_;
   };
-  using KeySet = std::set<const std::string*, KeyLess>;
   // `object` as held, packed with `table` (null: unpacked).
   Item Hold(ObjectPtr object, KeyTable* table) const;
   std::shared_ptr<KeyTable> Table() const;

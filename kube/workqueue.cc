@@ -46,8 +46,8 @@ void WorkQueue::AddLocked(const std::string& key, Lane lane) {
   if (metrics_) metrics_->QueueAdds(name_).Increment();
   if (auto it = dirty_.find(key); it != dirty_.end()) {
     Pending& pending = it->second;
-    if (lane == kNormal && pending.lane == kLow) {  // raised: its low entry goes stale
-      pending.lane = kNormal;
+    if (lane < pending.lane) {  // raised: its entry in the lower lane goes stale
+      pending.lane = lane;
       if (pending.seq != 0) {
         --queued_;
         EnqueueLocked(key, pending);
@@ -64,6 +64,11 @@ void WorkQueue::AddLocked(const std::string& key, Lane lane) {
 void WorkQueue::Add(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   AddLocked(key, kNormal);
+}
+
+void WorkQueue::AddHighPriority(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(key, kHigh);
 }
 
 void WorkQueue::AddLowPriority(const std::string& key) {

@@ -2,9 +2,11 @@
 //
 // Guarantees: a key is never handed to two workers at once (a key added while it is being processed
 // is queued again when Done() is called); repeated adds of a waiting key collapse into one; keys come
-// out in FIFO order within a priority, and a key added with Add() before every key added with AddLowPriority()
+// out in FIFO order within a priority, in three lanes: AddHighPriority() before Add() before AddLowPriority()
 // (controller-runtime's priority queue: a resync or an initial list must not make a real change wait behind
-// thousands of routine keys; Add() of a key waiting at low priority raises it, keeping one entry).
+// thousands of routine keys, and news about running work -- a pod that failed or became Ready -- must not wait
+// behind thousands of new jobs' first reconciles; adding a waiting key at a higher priority raises it, keeping
+// one entry).
 // AddRateLimited() waits as long as the RateLimiter says (per-item exponential
 // backoff combined with an overall token bucket by default); AddAfter() delays; Forget() resets an
 // item's backoff. After ShutDown() adds are ignored and Get() hands out what is still queued, then
@@ -50,6 +52,8 @@ class WorkQueue {
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   void Add(const std::string& key);
+  // Queues `key` ahead of every key added with Add() or AddLowPriority() (FIFO among high-priority keys).
+  void AddHighPriority(const std::string& key);
   // Queues `key` behind every key added with Add() (FIFO among low-priority keys). A key already waiting, or
   // waiting to be requeued by Done(), keeps its priority.
   void AddLowPriority(const std::string& key);
@@ -70,7 +74,7 @@ class WorkQueue {
   bool ShuttingDown();
 
  private:
-  enum Lane { kNormal = 0, kLow = 1 };
+  enum Lane { kHigh = 0, kNormal = 1, kLow = 2 };  // served in this order
   // A dirty key: its lane, and the sequence number of its live entry in that lane's deque (0 while it is
   // processing and not queued). Entries whose number differs are stale (left behind by a raise) and skipped.
   struct Pending {
@@ -91,7 +95,7 @@ class WorkQueue {
   std::mutex mu_;
   std::condition_variable cv_;                             // items queued, shutdown, processing drained
   std::condition_variable delay_cv_;                       // delayed set changed
-  std::deque<std::pair<std::string, uint64_t>> lanes_[2];  // (key, seq) by Lane, FIFO
+  std::deque<std::pair<std::string, uint64_t>> lanes_[3];  // (key, seq) by Lane, FIFO
   std::unordered_map<std::string, Pending> dirty_;         // keys added and not yet handed out
   size_t queued_ = 0;                                      // live entries in lanes_
   uint64_t next_seq_ = 0;

@@ -96,6 +96,34 @@ TEST(WorkQueueTest, LowPriorityAddNeverLowersAWaitingKey) {
   EXPECT_EQ(*q.Get(), "b");
 }
 
+TEST(WorkQueueTest, HighPriorityKeysGoFirstRaiseWaitingKeysAndAreNeverLowered) {
+  WorkQueue q(NoLimit());
+  q.AddLowPriority("resync");
+  q.Add("new-job-1");
+  q.Add("new-job-2");
+  q.AddHighPriority("pod-failed");
+  q.Add("pod-failed");             // a normal add of a high key does not lower it
+  q.AddHighPriority("new-job-2");  // its pods came up: raised, one entry
+  q.AddHighPriority("resync");     // raised from the low lane
+  EXPECT_EQ(q.Len(), 4u);
+  EXPECT_EQ(*q.Get(), "pod-failed");
+  EXPECT_EQ(*q.Get(), "new-job-2");
+  EXPECT_EQ(*q.Get(), "resync");
+  EXPECT_EQ(*q.Get(), "new-job-1");
+  EXPECT_EQ(q.Len(), 0u);
+  for (const char* k : {"pod-failed", "new-job-2", "resync", "new-job-1"}) q.Done(k);
+  // A key added high while it is processing comes back ahead of normal keys when it is done.
+  q.Add("x");
+  auto y = (q.AddHighPriority("y"), q.Get());
+  ASSERT_EQ(*y, "y");
+  q.AddHighPriority("y");
+  q.Add("z");
+  q.Done("y");
+  EXPECT_EQ(*q.Get(), "y");
+  EXPECT_EQ(*q.Get(), "x");
+  EXPECT_EQ(*q.Get(), "z");
+}
+
 TEST(WorkQueueTest, KeyAddedWhileProcessingIsRequeuedAtItsHighestPriority) {
   WorkQueue q(NoLimit());
   q.Add("a");

@@ -7,6 +7,11 @@
 #include <prometheus/text_serializer.h>
 
 #include <exception>
+#include <ostream>
+#include <sstream>
+#include <streambuf>
+
+#include "metrics/family_stream.h"
 
 namespace ringmaster::metrics {
 
@@ -26,16 +31,37 @@ void Reply(mg_connection* conn, int code, const char* content_type, const std::s
   mg_write(conn, body.data(), body.size());
 }
 
-// /metrics. Nothing may escape into civetweb's thread: a throwing collector is a 500.
+// The body of /metrics goes out in pieces of about this size (see the header: large scrapes).
+constexpr size_t kMetricsChunkBytes = 64 * 1024;
+
+// /metrics. Nothing may escape into civetweb's thread: a collector that throws before the headers went out
+// is a 500; after, the body is cut short.
 class MetricsHandler : public CivetHandler {
  public:
   explicit MetricsHandler(std::vector<std::weak_ptr<prometheus::Collectable>> collectables)
       : collectables_(std::move(collectables)) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
+    std::string pending;
+    bool started = false;
+    auto flush = [&] {
+      if (!started) {
+        mg_printf(conn,
+                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                  "Connection: close\r\n\r\n");
+        started = true;
+      }
+      if (!pending.empty()) mg_write(conn, pending.data(), pending.size());
+      pending.clear();
+    };
     try {
-      Reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8", RenderText(collectables_));
+      WriteText(collectables_, [&](std::string_view piece) {
+        pending.append(piece);
+        if (pending.size() >= kMetricsChunkBytes) flush();
+      });
+      flush();
     } catch (const std::exception& e) {
-      Reply(conn, 500, "text/plain; charset=utf-8", std::string("collecting metrics failed: ") + e.what() + "\n");
+      if (!started)
+        Reply(conn, 500, "text/plain; charset=utf-8", std::string("collecting metrics failed: ") + e.what() + "\n");
     }
     return true;
   }
@@ -85,16 +111,85 @@ struct MetricsServer::Impl {
   std::unique_ptr<CivetServer> server;
 };
 
-std::string RenderText(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables) {
-  std::vector<prometheus::MetricFamily> families;
+namespace {
+
+// An output stream buffer that hands its bytes to `write` in pieces of up to kPieceBytes, so the serializer's
+// text never accumulates in memory.
+class PieceBuffer : public std::streambuf {
+ public:
+  explicit PieceBuffer(const std::function<void(std::string_view)>& write) : write_(write) {
+    setp(buffer_, buffer_ + sizeof buffer_);
+  }
+  ~PieceBuffer() override = default;
+  // Hands over what is buffered.
+  int sync() override {
+    if (pptr() > pbase()) write_(std::string_view(pbase(), static_cast<size_t>(pptr() - pbase())));
+    setp(buffer_, buffer_ + sizeof buffer_);
+    return 0;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    sync();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  static constexpr size_t kPieceBytes = 16 * 1024;
+  const std::function<void(std::string_view)>& write_;
+  char buffer_[kPieceBytes];
+};
+
+// `text` without its leading "# HELP" and "# TYPE" lines: a later batch of a family already written.
+std::string_view WithoutHeader(std::string_view text) {
+  while (text.rfind("# HELP ", 0) == 0 || text.rfind("# TYPE ", 0) == 0) {
+    const auto eol = text.find('\n');
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  }
+  return text;
+}
+
+}  // namespace
+
+void WriteText(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables,
+               const std::function<void(std::string_view)>& write) {
+  const prometheus::TextSerializer serializer;
+  PieceBuffer pieces(write);
+  std::ostream out(&pieces);
   for (const auto& weak : collectables) {
-    if (auto c = weak.lock()) {
-      auto collected = c->Collect();
-      families.insert(families.end(), std::make_move_iterator(collected.begin()),
-                      std::make_move_iterator(collected.end()));
+    auto c = weak.lock();
+    if (!c) continue;
+    if (const auto* stream = dynamic_cast<const FamilyStream*>(c.get())) {
+      std::string last;  // the family the previous batch belonged to
+      stream->CollectEach([&](prometheus::MetricFamily family) {
+        std::vector<prometheus::MetricFamily> one;
+        one.push_back(std::move(family));
+        if (one.front().name != last) {
+          last = one.front().name;
+          serializer.Serialize(out, one);
+          return;
+        }
+        std::ostringstream batch;  // one batch's text, to drop its header
+        serializer.Serialize(batch, one);
+        const std::string_view series = WithoutHeader(batch.view());
+        out.write(series.data(), static_cast<std::streamsize>(series.size()));
+      });
+    } else {
+      const auto families = c->Collect();
+      if (!families.empty()) serializer.Serialize(out, families);
     }
   }
-  return prometheus::TextSerializer().Serialize(families);
+  out.flush();
+}
+
+std::string RenderText(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables) {
+  std::string out;
+  WriteText(collectables, [&](std::string_view piece) { out.append(piece); });
+  return out;
 }
 
 StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options) {

@@ -11,6 +11,12 @@
 //   o.checks = {{"/healthz", [] { return true; }}, {"/readyz", [&] { return ready.load(); }}};
 //   StatusOr<std::unique_ptr<MetricsServer>> server = MetricsServer::Start(std::move(o));
 //
+// Large scrapes: a collectable that is a metrics::FamilyStream (family_stream.h) is collected, serialized and
+// written one family at a time, and the body goes out in pieces as it is produced (no Content-Length: the
+// connection's close ends it), so a scrape's memory is one family's, not every series'. A collectable that
+// throws before anything was sent makes the scrape a 500; one that throws after the first piece went out
+// cuts the body short (Prometheus reports the scrape as failed).
+//
 // Slow clients: requests are served by `threads` threads, each request by one of them, and a connection
 // that sends nothing holds its thread for at most `request_timeout`. So up to threads - 1 stuck clients
 // delay no other request (a probe included); more than that wait for a free thread. Keep-alive is off.
@@ -27,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -66,5 +73,9 @@ class MetricsServer {
 // The text exposition format (0.0.4) of `collectables`' families, as /metrics serves it. For tests and
 // benchmarks that read the text without HTTP. Errors: none (a collectable that is gone is skipped).
 std::string RenderText(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables);
+// The same text handed to `write` in pieces: each plain collectable's families at once, a FamilyStream's one
+// family at a time. Exceptions from a collectable propagate (after the pieces already written).
+void WriteText(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables,
+               const std::function<void(std::string_view)>& write);
 
 }  // namespace ringmaster::metrics

@@ -6,12 +6,15 @@
 #include "api/job_status.h"
 #include "api/names.h"
 #include "base/json_path.h"
+#include "kube/informer.h"
 
 namespace ringmaster::controller {
 
 using json = nlohmann::json;
 
 namespace {
+
+constexpr char kLastAppliedAnnotation[] = "kubectl.kubernetes.io/last-applied-configuration";
 
 // The members of `from` named in `keys` (those present).
 json Pick(const json& from, std::initializer_list<std::string_view> keys) {
@@ -76,6 +79,16 @@ void SlimPod(json* pod) {
   slim["spec"] = Pick(At(*pod, {"spec"}), {"nodeName"});
   slim["status"] = std::move(slim_status);
   *pod = std::move(slim);
+}
+
+void SlimJob(json* job) {
+  kube::StripManagedFields(job);
+  auto meta = job->find("metadata");
+  if (meta == job->end() || !meta->is_object()) return;
+  auto annotations = meta->find("annotations");
+  if (annotations == meta->end() || !annotations->is_object()) return;
+  annotations->erase(kLastAppliedAnnotation);
+  if (annotations->empty()) meta->erase(annotations);
 }
 
 void SlimNode(json* node) {

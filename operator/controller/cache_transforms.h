@@ -17,6 +17,11 @@ namespace ringmaster::controller {
 // labels or annotations, other conditions or running containers: nothing reads them.
 void SlimPod(nlohmann::json* pod);
 
+// A TrainingJob: all of it (reconcile reads its spec and status, and writes the status back whole) but its
+// managedFields and kubectl's last-applied-configuration annotation, a second copy of the spec in every job a
+// person applied. A status write sends the object back without them; the /status subresource ignores metadata.
+void SlimJob(nlohmann::json* job);
+
 // A node: its name, resourceVersion, taints and the Ready condition's type/status/lastTransitionTime.
 void SlimNode(nlohmann::json* node);
 

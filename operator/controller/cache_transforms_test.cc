@@ -89,5 +89,25 @@ TEST(CacheTransformsTest, ANodeKeepsItsNameTaintsAndReadyCondition) {
     "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"}]}})"));
 }
 
+// A job keeps everything reconcile reads and writes back (spec, status, labels, other annotations); only the
+// managedFields and kubectl's copy of the applied spec go.
+TEST(CacheTransformsTest, AJobLosesOnlyItsManagedFieldsAndKubectlsCopy) {
+  json job = json::parse(R"({"apiVersion": "ringmaster.io/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": {"kueue.x-k8s.io/queue-name": "q"},
+      "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"spec\": {}}", "team": "a"},
+      "managedFields": [{"manager": "kubectl"}]},
+    "spec": {"replicas": {"min": 2, "max": 4}}, "status": {"phase": "Running"}})");
+  json expected = job;
+  expected["metadata"].erase("managedFields");
+  expected["metadata"]["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
+  SlimJob(&job);
+  EXPECT_EQ(job, expected);
+
+  json only_kubectl = {
+      {"metadata", {{"name", "j"}, {"annotations", {{"kubectl.kubernetes.io/last-applied-configuration", "{}"}}}}}};
+  SlimJob(&only_kubectl);
+  EXPECT_EQ(only_kubectl, json({{"metadata", {{"name", "j"}}}})) << "no empty annotations left behind";
+}
+
 }  // namespace
 }  // namespace ringmaster::controller

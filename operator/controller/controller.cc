@@ -42,7 +42,7 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   // Caches that grow with the jobs are packed (kube/store.h): a reconcile reads one job and its few pods,
   // so a decode per read costs little, while a parsed object costs 6-9 times its packed bytes. Nothing
   // reads managedFields, which the apiserver keeps when an update leaves them out.
-  jo.transform = kube::StripManagedFields;
+  jo.transform = [](json* job) { SlimJob(job); };  // cache_transforms.h
   jo.packed_store = true;
   jobs_ = std::make_unique<kube::Informer>(client_, TrainingJobs(), jo);
 
@@ -88,18 +88,25 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
                           },
                           [this, job_key](const json& o) { Enqueue(job_key(o)); }});
   auto pod_job = [this](const json& pod) {
-    for (const auto& key : IndexPodsByJob()(pod)) Enqueue(key);
+    for (const auto& key : IndexPodsByJob()(pod)) EnqueueUrgent(key);
   };
   pods_->AddEventHandler({pod_job, [pod_job](const json&, const json& o) { pod_job(o); }, pod_job});
-  auto reports_job = [this](const json& cm) {
-    const std::string job = StringAt(cm, {"metadata", "labels", std::string(api::kJobNameLabel)});
-    if (!job.empty()) Enqueue(kube::NamespaceOf(cm) + "/" + job);
+  // A peer-reports ConfigMap and a Workload carry their job's name in the same label as the pods.
+  auto labelled_job = [](const json& o) {
+    const std::string job = StringAt(o, {"metadata", "labels", std::string(api::kJobNameLabel)});
+    return job.empty() ? job : kube::NamespaceOf(o) + "/" + job;
+  };
+  auto reports_job = [this, labelled_job](const json& cm) {
+    if (std::string key = labelled_job(cm); !key.empty()) EnqueueUrgent(key);
   };
   peer_reports_->AddEventHandler(
       {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
-  // A Workload's admission, eviction or deletion: its job (the same label as the pods').
+  // A Workload's admission, eviction or deletion: a change to its job.
+  auto workload_job = [this, labelled_job](const json& w) {
+    if (std::string key = labelled_job(w); !key.empty()) Enqueue(key);
+  };
   workloads_->AddEventHandler(
-      {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
+      {workload_job, [workload_job](const json&, const json& o) { workload_job(o); }, workload_job});
   // Nodes matter only when their readiness or taints change (a disruption taint announces the node's loss), or
   // they vanish: then the jobs with pods there.
   auto node_name = [](const json& n) { return StringAt(n, {"metadata", "name"}); };
@@ -125,11 +132,20 @@ void TrainingJobController::Enqueue(const std::string& key) {
   queue_->Add(key);
 }
 
+void TrainingJobController::EnqueueUrgent(const std::string& key) {
+  if (!synced_.load()) {
+    EnqueueRoutine(key);
+    return;
+  }
+  reconciler_->NoteDirty(key);
+  queue_->AddHighPriority(key);
+}
+
 void TrainingJobController::EnqueueRoutine(const std::string& key) { queue_->AddLowPriority(key); }
 
 void TrainingJobController::EnqueueJobsOnNode(const std::string& node) {
   for (const auto& pod : pods_->store().ByIndex(kPodsByNodeIndex, node)) {
-    for (const auto& key : IndexPodsByJob()(*pod)) Enqueue(key);
+    for (const auto& key : IndexPodsByJob()(*pod)) EnqueueUrgent(key);
   }
 }
 

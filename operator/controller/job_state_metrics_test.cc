@@ -2,10 +2,13 @@
 #include "operator/controller/job_state_metrics.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
 #include <map>
 #include <memory>
 #include <string>
+
+#include "metrics/metrics_server.h"
 
 namespace ringmaster::controller {
 namespace {
@@ -59,6 +62,35 @@ TEST(JobStateMetricsTest, RestartsAndTheirBudgetPerJob) {
 
   active = false;  // a standby reports nothing
   EXPECT_TRUE(metrics.Collect().empty());
+}
+
+// More jobs than one batch of series: every family still has one series per job under one header, in the
+// text exactly as prometheus-cpp renders the gathered families.
+TEST(JobStateMetricsTest, ManyJobsComeInBatchesThatJoinIntoOneFamilyEach) {
+  auto store = std::make_unique<kube::Store>();
+  for (int i = 0; i < 1234; ++i) {
+    const std::string name = "job-" + std::to_string(i);
+    store->Upsert("ns/" + name, std::make_shared<const json>(Job("ns", name, {{"replicas", {{"min", 1}, {"max", 2}}}},
+                                                                 {{"phase", "Running"}, {"restartCount", i}})));
+  }
+  auto metrics = std::make_shared<JobStateMetrics>(store.get(), [] { return true; });
+  size_t batches = 0;
+  metrics->CollectEach([&](prometheus::MetricFamily f) {
+    ++batches;
+    EXPECT_LE(f.metric.size(), 1234u);
+  });
+  const auto families = metrics->Collect();
+  EXPECT_GT(batches, families.size()) << "per-job families come in more than one batch";
+  auto got = ByJob(families);
+  EXPECT_EQ(got["ringmaster_trainingjob_info"].size(), 1234u);
+  EXPECT_EQ(got["ringmaster_trainingjob_restarts_total"]["ns/job-1000"], 1000);
+  const std::string text = metrics::RenderText({metrics});
+  EXPECT_EQ(text, prometheus::TextSerializer().Serialize(families));
+  size_t info_headers = 0;
+  for (size_t at = text.find("# TYPE ringmaster_trainingjob_info "); at != std::string::npos;
+       at = text.find("# TYPE ringmaster_trainingjob_info ", at + 1))
+    ++info_headers;
+  EXPECT_EQ(info_headers, 1u);
 }
 
 }  // namespace

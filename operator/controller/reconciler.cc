@@ -10,6 +10,7 @@
 #include "base/time_format.h"
 #include "kube/api_error.h"
 #include "kube/informer.h"
+#include "operator/controller/cache_transforms.h"
 #include "operator/controller/goodput.h"
 #include "operator/controller/job_plan.h"
 #include "operator/controller/job_secret.h"
@@ -281,7 +282,7 @@ Status TrainingJobReconciler::WriteStatus(const std::string& key, const json& jo
   updated["status"] = status;
   auto written = client_->UpdateStatus(TrainingJobs(), kube::NamespaceOf(job), updated);
   if (!written.ok()) return written.status();
-  kube::StripManagedFields(&*written);  // as the job cache keeps it (controller.cc)
+  SlimJob(&*written);  // as the job cache keeps it (controller.cc)
   written_.Wrote(key, kube::ResourceVersionOf(job), *written);
   if (auto recovery = CompletedRecovery(At(job, {"status"}), status)) metrics_->RecoveryCompleted(*recovery);
   const json& old_membership = At(job, {"status", "membership"});
