@@ -28,6 +28,9 @@ namespace {
 // Store generations: every build of a membership generation gets its own (a retry of the same
 // membership, after a failure the launcher/operator did not turn into a new record, gets the next).
 constexpr int64_t kAttempts = 1024;
+// How long rank 0's store holds a member's first request of an attempt it has not opened yet, at a time (the
+// rendezvous asks again until its deadline, checking for a newer record in between).
+constexpr auto kRendezvousHold = std::chrono::milliseconds(250);
 uint64_t StoreGeneration(int64_t generation, int64_t attempt) {
   return static_cast<uint64_t>(generation * kAttempts + attempt);
 }
@@ -293,9 +296,20 @@ Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) 
 StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const api::Membership& record, int rank,
                                                                         Clock::time_point deadline) {
   const int64_t gen = record.generation;
-  {
+  if (rank == 0) {
     std::lock_guard lock(mu_);
-    if (rank == 0 && server_->generation() < StoreGeneration(gen, attempt_)) {
+    // A member that gave up an attempt of this generation before rank 0 even began it (rank 0 was late: a
+    // newcomer rebuilt at once while the survivors were still busy with the previous generation) has moved on
+    // to a later attempt and said so (NextRecord). Rank 0 starts there too, not at an attempt that member
+    // will never come back to: else each side kept failing its own attempt and moved one on, never meeting.
+    const uint64_t requested = server_->newest_requested();
+    if (requested > StoreGeneration(gen, attempt_) && requested < StoreGeneration(gen, kAttempts)) {
+      const int64_t skipped_to = static_cast<int64_t>(requested - StoreGeneration(gen, 0));
+      Log("generation " + std::to_string(gen) + ": a member already waits at attempt " + std::to_string(skipped_to) +
+          ": building that attempt instead of attempt " + std::to_string(attempt_));
+      attempt_ = skipped_to;
+    }
+    if (server_->generation() < StoreGeneration(gen, attempt_)) {
       RINGMASTER_RETURN_IF_ERROR(server_->AdvanceGeneration(StoreGeneration(gen, attempt_)));
     }
   }
@@ -304,8 +318,9 @@ StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const ap
   if (coordinator.empty())
     return InvalidArgumentError("generation " + std::to_string(record.generation) + " names no coordinator");
   RINGMASTER_ASSIGN_OR_RETURN(auto hp, SplitHostPort(coordinator));
-  // Rank 0 advances its store when it sees the record, usually within a few ms of the others: retry
-  // soon (a probe is one loopback connection), backing off to 50 ms for a rank 0 that is slow to start.
+  // Rank 0 advances its store when it sees the record, usually within a few ms of the others. Until then the
+  // server holds this member's first request (a store that is not up yet: retry soon, backing off to 50 ms), in
+  // slices, so that a newer record still ends the rendezvous within one.
   auto backoff = 2ms;
   for (;;) {
     if (Superseded(gen)) return AbortedError("generation " + std::to_string(gen) + " superseded during rendezvous");
@@ -319,12 +334,18 @@ StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const ap
     co.io_timeout = options_.rebuild_timeout;
     auto c = store::StoreClient::Connect(co);
     Status probe = c.status();
+    bool held = false;
     if (c.ok()) {
-      // The server answers Unavailable until rank 0 has advanced it to this generation.
-      probe = (*c)->Add("elastic.joined", 1).status();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto hold = std::clamp<std::chrono::milliseconds>(left, 0ms, kRendezvousHold);
+      const auto asked = Clock::now();
+      probe = (*c)->AddOnceReached("elastic.joined", 1, hold).status();
       if (probe.ok()) {
         return std::shared_ptr<store::StoreClient>(std::move(c).value());
       }
+      // An Unavailable sooner than the hold is no wait for rank 0 (a server going away, or one that does not
+      // hold requests): back off as for a store that is not up.
+      held = probe.code() == StatusCode::kUnavailable && hold > 0ms && Clock::now() - asked >= hold;
     }
     if (probe.code() == StatusCode::kUnauthenticated) return probe;
     if (probe.code() == StatusCode::kAborted) {
@@ -334,6 +355,7 @@ StatusOr<std::shared_ptr<store::StoreClient>> ElasticDriver::Rendezvous(const ap
       continue;
     }
     if (Clock::now() > deadline) return probe.WithContext("rendezvous at " + coordinator);
+    if (held) continue;  // the server waited for rank 0 already
     std::this_thread::sleep_for(backoff);
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, 50ms);
   }
@@ -569,6 +591,7 @@ StatusOr<api::Membership> ElasticDriver::NextRecord(const api::Membership& curre
       (void)server_->AdvanceGeneration(failed + 1);
     }
   }
+  AnnounceNextAttempt(current);
   if (source_->Latest().generation <= current.generation) ReportUnreachablePeers(current);
   // Workers report, they never decide membership: wait for the launcher/operator's next record; when
   // none comes (a hung peer that came back, a transient timeout), build the same generation again.
@@ -637,6 +660,26 @@ void ElasticDriver::NoteCommit() {
 
 void ElasticDriver::WaitProgress() {
   if (progress_send_.valid()) progress_send_.wait();
+  if (peer_report_.valid()) peer_report_.wait();
+}
+
+void ElasticDriver::AnnounceNextAttempt(const api::Membership& current) {
+  const api::Member* self = current.Find(options_.worker_id);
+  if (self == nullptr || self->rank == 0 || attempt_generation_ != current.generation || attempt_ + 1 >= kAttempts)
+    return;
+  auto hp = SplitHostPort(current.coordinator);
+  if (!hp.ok()) return;
+  store::StoreClientOptions co;
+  co.host = hp->first;
+  co.port = hp->second;
+  co.secret = options_.secret;
+  co.generation = StoreGeneration(current.generation, attempt_ + 1);
+  co.rank = static_cast<uint32_t>(self->rank);
+  co.connect_timeout = 300ms;
+  co.io_timeout = std::min<std::chrono::milliseconds>(options_.rebuild_timeout, 1000ms);
+  // The handshake is the announcement (StoreServer::newest_requested); the connection is closed at once. A
+  // refusal (rank 0 is past that attempt already) or no answer (rank 0 is gone) leaves nothing to do.
+  (void)store::StoreClient::Connect(co);
 }
 
 void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
@@ -648,10 +691,19 @@ void ElasticDriver::ReportUnreachablePeers(const api::Membership& record) {
   if (unreachable.empty()) return;
   std::string names;
   for (const auto& pod : unreachable) names += (names.empty() ? "" : ", ") + pod;
-  Status reported = source_->ReportUnreachable(record.generation, unreachable);
-  Log("cannot reach " + names + " of generation " + std::to_string(record.generation) + " (no answer within " +
-      std::to_string(options_.peer_probe_timeout.count()) +
-      " ms): " + (reported.ok() ? "reported" : "not reported: " + reported.ToString()));
+  const std::string what = "cannot reach " + names + " of generation " + std::to_string(record.generation) +
+                           " (no answer within " + std::to_string(options_.peer_probe_timeout.count()) + " ms): ";
+  // On a thread of its own, after the previous report: the rebuild goes on at once. Sent inline, a report to an
+  // apiserver that could not write (etcd away) held this worker ~12 s in one e2e run, long enough for a newcomer
+  // that joined meanwhile to give up the rendezvous it was waiting for this worker in.
+  peer_report_ =
+      std::async(std::launch::async, [previous = std::move(peer_report_), source = source_, log = options_.log,
+                                      generation = record.generation, unreachable, what]() mutable {
+        if (previous.valid()) previous.wait();
+        Status reported = source->ReportUnreachable(generation, unreachable);
+        ::ringmaster::Log(log, LogLevel::kInfo,
+                          what + (reported.ok() ? "reported" : "not reported: " + reported.ToString()));
+      });
 }
 
 void ElasticDriver::OpenTimeline(int rank) {

@@ -27,8 +27,13 @@
 // Failures. Every step of a rebuild has a deadline (options.rebuild_timeout), and a newer generation abandons
 // a half-built one. When a build or a collective fails and no newer record comes within rebuild_timeout, the
 // same generation is built again under a new store generation (generation x 1024 + attempt; ranks that find
-// rank 0's store ahead follow it). Before it waits for that record, the worker probes the other members
-// (peer_probe.h) and reports those whose packets vanish to the membership's owner, which may drop them: a
+// rank 0's store ahead follow it, and rank 0's store holds the requests of ranks ahead of it until it gets
+// there). Every member but rank 0 announces the attempt it builds next to rank 0's store as soon as one fails,
+// and rank 0 starts a build at the newest attempt announced: a rank 0 that arrives after a member already gave up
+// an attempt (a newcomer that rebuilt at once while the survivors were still busy) joins it at its next one
+// instead of building the abandoned attempt. Before it waits for that record, the worker probes the other members
+// (peer_probe.h) and reports those whose packets vanish to the membership's owner (on a thread of its own: a slow
+// apiserver never holds up the rebuild), which may drop them: a
 // partition would otherwise fail every rebuild of the same generation. A membership below options.min_size
 // pauses until the next generation. A worker that has joined a generation and is missing from a newer one
 // returns kLeft (its work is committed; the survivors continue); one that never joined waits for a record
@@ -276,14 +281,19 @@ class ElasticDriver {
   void ReportSaves();
   // After a failure: the next record, or `current` again when none came within rebuild_timeout.
   StatusOr<api::Membership> NextRecord(const api::Membership& current);
-  // Probes `record`'s other members and reports the unreachable ones through the source (logged).
+  // After a failed build of `current` by a member other than rank 0: tells rank 0's store that this member will
+  // build the next attempt (a handshake with that attempt's store generation), so that a rank 0 that has not even
+  // begun the failed attempt starts at the next one (Rendezvous). Best effort: never fails, bounded by ~1 s.
+  void AnnounceNextAttempt(const api::Membership& current);
+  // Probes `record`'s other members (bounded by peer_probe_timeout) and reports the unreachable ones through the
+  // source, on a thread of its own (peer_report_; logged there).
   void ReportUnreachablePeers(const api::Membership& record);
   // After a build of record_: arms the progress report (rank 0 only) with what the build measured.
   void PrepareProgress(std::chrono::steady_clock::time_point seen, const RebuildStats& stats);
   // At a commit: the step times of this generation, and the armed progress report once its first step committed
   // (sent on progress_send_, after the previous send finished).
   void NoteCommit();
-  // Waits for the progress report being sent, if any.
+  // Waits for the progress report and the peer report being sent, if any.
   void WaitProgress();
 
   const ElasticOptions options_;
@@ -335,6 +345,7 @@ class ElasticDriver {
   double generation_step_seconds_ = 0;                          // their sum
   double previous_step_seconds_ = 0;                            // the mean of the last generation that had any
   std::future<void> progress_send_;                             // the report being sent
+  std::future<void> peer_report_;  // the unreachable-peers report being sent (ReportUnreachablePeers)
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).

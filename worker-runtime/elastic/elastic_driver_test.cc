@@ -501,6 +501,129 @@ TEST(ElasticDriverTest, RankZeroReportsEachGenerationsProgressOnceAtItsFirstStep
   EXPECT_EQ(state.committed_step(), 5) << "training went on";
 }
 
+// Communicators that meet through the store as Gloo's do (gloo_connect.h): each rank publishes
+// "<prefix>/here/<rank>" and waits, up to the world's timeout, for every other rank's; then it mirrors.
+// Records each build's prefix in `probe`.
+runtime::CommunicatorFactory MeetingFactory(std::shared_ptr<Probe> probe) {
+  return [probe](std::shared_ptr<store::Store> store, int rank, int size,
+                 const runtime::WorldOptions& wo) -> StatusOr<std::unique_ptr<Communicator>> {
+    const std::string here = wo.prefix + "/here/";
+    RINGMASTER_RETURN_IF_ERROR(store->Set(here + std::to_string(rank), "x"));
+    std::vector<std::string> others;
+    for (int r = 0; r < size; ++r)
+      if (r != rank) others.push_back(here + std::to_string(r));
+    if (Status met = store->Wait(others, wo.timeout); !met.ok())
+      return AbortedError("meeting the other ranks under '" + wo.prefix + "': " + met.ToString());
+    {
+      std::lock_guard lock(probe->mu);
+      probe->built.push_back({wo.prefix, wo.local_rank, wo.device});
+    }
+    return std::unique_ptr<Communicator>(new MirrorCommunicator(rank, size, probe));
+  };
+}
+
+// A worker whose communicators meet through the store, with its log lines kept.
+struct MeetingWorker {
+  MeetingWorker(const std::string& id, int port, membership::MembershipSource* source,
+                std::chrono::milliseconds rebuild_timeout)
+      : state([this] { return model; },
+              [this](std::string_view b) {
+                model = std::string(b);
+                return Status::Ok();
+              }),
+        driver(MeetingOptions(id, port, rebuild_timeout), source, &state) {}
+
+  ElasticOptions MeetingOptions(const std::string& id, int port, std::chrono::milliseconds rebuild_timeout) {
+    ElasticOptions o = Options(id, port, probe, rebuild_timeout);
+    o.runtime.communicator_factory = MeetingFactory(probe);
+    o.log = [this](LogLevel, std::string_view line) {
+      std::lock_guard lock(mu);
+      lines.emplace_back(line);
+      cv.notify_all();
+    };
+    return o;
+  }
+  // Whether a log line containing `text` came within `timeout`.
+  bool WaitForLine(const std::string& text, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, timeout, [&] {
+      return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(text) != l.npos; });
+    });
+  }
+  // The prefixes of the communicators built for generation `gen` ("g<gen>.<attempt>/...").
+  std::vector<std::string> Built(int64_t gen) {
+    std::lock_guard lock(probe->mu);
+    std::vector<std::string> out;
+    for (const auto& b : probe->built)
+      if (b.prefix.rfind("g" + std::to_string(gen) + ".", 0) == 0) out.push_back(b.prefix);
+    return out;
+  }
+  std::string Log() {
+    std::lock_guard lock(mu);
+    std::string out;
+    for (const auto& l : lines) out += "  " + l + "\n";
+    return out;
+  }
+
+  std::shared_ptr<Probe> probe = std::make_shared<Probe>();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> lines;  // guarded by mu
+  std::string model = "m";
+  ElasticState state;
+  ElasticDriver driver;
+};
+
+// A newcomer builds its first generation at once while rank 0, a survivor, is busy elsewhere for longer than the
+// rebuild timeout (in the e2e test EtcdDownPastTheRebuildTimeoutWithAWorkerKilledMeanwhile: still on the previous
+// generation when etcd came back). The newcomer gives that attempt up and moves on to the next; rank 0, arriving
+// late, must meet it there. It used to build the abandoned attempt instead (finding the newcomer's stale key
+// there), fail it, and move on -- while the newcomer, now one attempt ahead, was refused "store has not reached
+// generation" until its deadline, failed, and moved one further: the two never met.
+TEST(ElasticDriverTest, ARankZeroThatArrivesAfterANewcomerGaveUpAnAttemptMeetsItAtItsNextOne) {
+  ScriptedSource source;
+  const int port0 = FreePort(), port1 = FreePort();
+  MeetingWorker w0("w0", port0, &source, 1s), w1("w1", port1, &source, 1s);
+  source.Publish(Record(1, port0, {{"w0", "node-a"}}));
+  ASSERT_OK(w0.driver.Start());
+  auto joined0 = w0.driver.Join();
+  ASSERT_OK(joined0) << joined0.status();
+  ASSERT_TRUE(*joined0);
+
+  // Generation 2 adds w1. w0's watcher sees it (its store opens generation 2's first attempt), but w0 does not
+  // rebuild yet: it stands for a survivor still busy elsewhere.
+  source.Publish(Record(2, port0, {{"w0", "node-a"}, {"w1", "node-b"}}));
+  for (int i = 0; i < 500 && !w0.driver.Superseded(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(w0.driver.Superseded());
+  auto newcomer = std::async(std::launch::async, [&]() -> StatusOr<bool> {
+    RINGMASTER_RETURN_IF_ERROR(w1.driver.Start());
+    return w1.driver.Join();
+  });
+  // The newcomer gave up the first attempt (rank 0 never came) and is about to build the next one.
+  ASSERT_TRUE(w1.WaitForLine("building it again", 30s)) << w1.Log();
+  EXPECT_TRUE(w1.Built(2).empty()) << w1.Log();
+
+  // Rank 0 arrives.
+  auto survivor = std::async(std::launch::async, [&] { return w0.driver.Join(); });
+  const bool met =
+      newcomer.wait_for(60s) == std::future_status::ready && survivor.wait_for(60s) == std::future_status::ready;
+  if (!met) source.Stop();  // ends the chase: both Joins return Cancelled
+  joined0 = survivor.get();
+  auto joined1 = newcomer.get();
+  ASSERT_TRUE(met) << "the two never met\nw0:\n" << w0.Log() << "w1:\n" << w1.Log();
+  ASSERT_OK(joined0) << joined0.status() << "\nw0:\n" << w0.Log() << "w1:\n" << w1.Log();
+  ASSERT_OK(joined1) << joined1.status() << "\nw0:\n" << w0.Log() << "w1:\n" << w1.Log();
+  EXPECT_TRUE(*joined0 && *joined1);
+  const std::vector<std::string> built0 = w0.Built(2), built1 = w1.Built(2);
+  ASSERT_FALSE(built0.empty());
+  ASSERT_FALSE(built1.empty());
+  EXPECT_EQ(built0.back(), built1.back()) << "built different attempts\nw0:\n" << w0.Log() << "w1:\n" << w1.Log();
+  EXPECT_EQ(built0.back().rfind("g2.0/", 0), std::string::npos)
+      << "rank 0 built the attempt the newcomer had given up: " << built0.back();
+  w0.driver.Finish();
+  w1.driver.Finish();
+}
+
 // The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
 // engine threads, and only for a local rank on the same GPU.
 TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {

@@ -7,6 +7,9 @@
 //   client -> server  REQUEST    op:u8 key-count:u32 keys... value timeout_ms:u64
 //   server -> client  RESPONSE   code:u8 message value
 //
+// timeout_ms: how long the server may hold the request -- a Get or Wait for its keys, and any request of a
+// connection whose generation the server has not reached yet for that generation (store_server.h).
+//
 // Every message is one frame (see wire.h).
 #pragma once
 

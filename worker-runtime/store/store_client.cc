@@ -88,9 +88,13 @@ Status StoreClient::Wait(const std::vector<std::string>& keys, std::chrono::mill
 }
 
 StatusOr<int64_t> StoreClient::Add(const std::string& key, int64_t delta) {
+  return AddOnceReached(key, delta, std::chrono::milliseconds(0));
+}
+
+StatusOr<int64_t> StoreClient::AddOnceReached(const std::string& key, int64_t delta, std::chrono::milliseconds wait) {
   WireWriter v;
   v.U64(static_cast<uint64_t>(delta));
-  RINGMASTER_ASSIGN_OR_RETURN(std::string out, Call(sp::Op::kAdd, {key}, v.data(), std::chrono::milliseconds(0)));
+  RINGMASTER_ASSIGN_OR_RETURN(std::string out, Call(sp::Op::kAdd, {key}, v.data(), wait));
   WireReader r(out);
   RINGMASTER_ASSIGN_OR_RETURN(uint64_t n, r.U64());
   return static_cast<int64_t>(n);

@@ -37,6 +37,10 @@ class StoreClient : public Store {
   StatusOr<std::string> Get(const std::string& key, std::chrono::milliseconds timeout) override;
   Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
+  // Add, but a server that has not reached this client's generation yet holds it for up to `wait` until it
+  // does (store_server.h) instead of answering Unavailable at once. Errors: as Add; Unavailable when the
+  // server still has not reached the generation after `wait`.
+  StatusOr<int64_t> AddOnceReached(const std::string& key, int64_t delta, std::chrono::milliseconds wait);
 
   uint64_t generation() const { return options_.generation; }
 

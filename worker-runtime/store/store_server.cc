@@ -80,6 +80,14 @@ uint64_t StoreServer::generation() const {
   std::lock_guard<std::mutex> lock(mu_);
   return generation_;
 }
+uint64_t StoreServer::newest_requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return newest_requested_;
+}
+uint64_t StoreServer::held_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_requests_;
+}
 uint64_t StoreServer::rejected_handshakes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return rejected_handshakes_;
@@ -138,7 +146,12 @@ Status StoreServer::Handshake(Socket& socket, uint64_t* generation) {
     (void)WriteFrame(socket, EncodeResponse(refused), deadline);
     return refused;
   }
-  uint64_t current = this->generation();
+  uint64_t current = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current = generation_;
+    if (gen >= current) newest_requested_ = std::max(newest_requested_, gen);
+  }
   if (gen < current) {
     Status refused = AbortedError("store refused rank " + std::to_string(rank) + ": generation " + std::to_string(gen) +
                                   " is stale (current " + std::to_string(current) + ")");
@@ -184,6 +197,13 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
   for (const std::string& key : request->keys) keys.push_back(ScopedKey(conn_generation, key));
   std::string& value = request->value;
 
+  // How long the request may wait: for its keys (Get, Wait), and for every op on a connection whose generation
+  // the server has not reached yet. Capped before it becomes a duration: a timeout near 2^64 ms must not
+  // overflow the clock.
+  const auto wait = std::chrono::milliseconds(
+      std::min<uint64_t>(request->timeout_ms, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_wait.count()))));
+  const Deadline deadline = DeadlineIn(wait);
+
   std::unique_lock<std::mutex> lock(mu_);
   auto generation_status = [&]() -> Status {
     if (stopping_) return UnavailableError("store server is shutting down");
@@ -196,6 +216,17 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
     }
     return Status::Ok();
   };
+  // A connection ahead of the server (a member that starts the next attempt of a generation before rank 0 has
+  // opened it) is held until the server reaches its generation, moves past it or stops, within the request's
+  // timeout; then it is answered as usual (Unavailable when the server still has not reached it). The member
+  // learns the moment rank 0 opens the attempt instead of polling for it (ElasticDriver::Rendezvous).
+  if (!stopping_ && conn_generation > generation_) {
+    ++held_requests_;
+    while (!stopping_ && conn_generation > generation_) {
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    }
+    --held_requests_;
+  }
   if (Status s = generation_status(); !s.ok()) return EncodeResponse(s);
 
   switch (op) {
@@ -226,10 +257,6 @@ std::string StoreServer::HandleRequest(std::string_view payload, uint64_t conn_g
     }
     case sp::Op::kGet:
     case sp::Op::kWait: {
-      // Capped before it becomes a duration: a timeout near 2^64 ms must not overflow the clock.
-      const auto wait = std::chrono::milliseconds(std::min<uint64_t>(
-          request->timeout_ms, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_wait.count()))));
-      Deadline deadline = DeadlineIn(wait);
       auto all_present = [&] {
         return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data_.count(k) > 0; });
       };

@@ -2,9 +2,13 @@
 // behind an authenticated TCP protocol (see protocol.h).
 //
 // Keys live in the namespace of the current membership generation: a client
-// connects with its generation, and while its generation differs from the
-// server's every request is refused (Aborted for an older generation,
-// Unavailable for a newer one the server has not reached yet). Advancing the
+// connects with its generation. A client of an older generation is refused
+// (Aborted). A client of a newer one the server has not reached yet is
+// accepted, and each of its requests is held until the server reaches that
+// generation, within the request's timeout (a Get's or Wait's own timeout; for
+// Set and Add the timeout the request carries, 0 from StoreClient's Set/Add):
+// then it is served, or answered Unavailable when the server still has not
+// reached it, or Aborted when the server moved past it. Advancing the
 // generation drops every key of older generations.
 //
 // Robustness: every frame is length-limited, the handshake and every
@@ -58,8 +62,12 @@ class StoreServer {
   // clients refused. Errors: InvalidArgument when generation is not larger.
   Status AdvanceGeneration(uint64_t generation);
   uint64_t generation() const;
+  // The newest generation a client has authenticated with (0: none yet), the server's own or ahead of it: a
+  // member that has moved on to a later attempt of the generation says so by connecting with it.
+  uint64_t newest_requested() const;
 
-  // Counters for tests and metrics.
+  // Counters for tests and metrics. held_requests: requests waiting now for the server to reach their generation.
+  uint64_t held_requests() const;
   uint64_t rejected_handshakes() const;
   uint64_t dropped_connections() const;
 
@@ -83,6 +91,8 @@ class StoreServer {
   // Guarded by mu_.
   bool stopping_ = false;
   uint64_t generation_;
+  uint64_t newest_requested_ = 0;
+  uint64_t held_requests_ = 0;
   std::map<std::string, std::string> data_;  // keys of the current generation
   std::list<std::unique_ptr<Connection>> connections_;
   uint64_t rejected_handshakes_ = 0;

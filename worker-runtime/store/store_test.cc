@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <future>
 #include <random>
 #include <thread>
 
@@ -175,6 +176,68 @@ TEST_F(StoreTest, FutureGenerationIsUnavailable) {
   auto c = Connect("s3cret", 9);
   ASSERT_OK(c);
   EXPECT_EQ((*c)->Set("k", "v").code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*c)->AddOnceReached("n", 1, 20ms).status().code(), StatusCode::kUnavailable) << "not reached in time";
+}
+
+// Waits (at most 10 s) until `n` requests are held for a generation the server has not reached.
+void WaitUntilHeld(const StoreServer& server, uint64_t n) {
+  for (int i = 0; i < 2000 && server.held_requests() < n; ++i) std::this_thread::sleep_for(5ms);
+}
+
+// A member that starts attempt N+1 of a generation before rank 0 has opened it (rank 0 still inside attempt N)
+// is held, not refused: served once the server reaches N+1 (it used to be answered Unavailable at once and poll).
+TEST_F(StoreTest, ARequestForTheNextGenerationIsServedOnceTheServerReachesIt) {
+  auto ahead = Connect("s3cret", 6);
+  ASSERT_OK(ahead) << ahead.status();
+  auto added = std::async(std::launch::async, [&] { return (*ahead)->AddOnceReached("joined", 1, 10s); });
+  auto got = std::async(std::launch::async, [&] {
+    auto other = Connect("s3cret", 6, 2);
+    return other.ok() ? (*other)->Get("address", 10s) : StatusOr<std::string>(other.status());
+  });
+  WaitUntilHeld(*server_, 2);
+  ASSERT_EQ(server_->held_requests(), 2u) << "not held: " << added.get().status() << " / " << got.get().status();
+  ASSERT_OK(server_->AdvanceGeneration(6));
+  auto joined = added.get();
+  ASSERT_OK(joined) << joined.status();
+  EXPECT_EQ(*joined, 1);
+  ASSERT_OK((*ahead)->Set("address", "here"));  // the held Get now waits for its key, as any Get
+  auto address = got.get();
+  ASSERT_OK(address) << address.status();
+  EXPECT_EQ(*address, "here");
+  EXPECT_EQ(server_->held_requests(), 0u);
+}
+
+// A held request ends as soon as its generation can no longer come: the server moved past it (Aborted, as for
+// any stale client) or stops (Unavailable).
+TEST_F(StoreTest, AHeldRequestEndsWhenTheServerSkipsItsGeneration) {
+  auto ahead = Connect("s3cret", 6);
+  ASSERT_OK(ahead) << ahead.status();
+  auto added = std::async(std::launch::async, [&] { return (*ahead)->AddOnceReached("joined", 1, 10s); });
+  WaitUntilHeld(*server_, 1);
+  ASSERT_EQ(server_->held_requests(), 1u) << added.get().status();
+  ASSERT_OK(server_->AdvanceGeneration(7));
+  EXPECT_EQ(added.get().status().code(), StatusCode::kAborted);
+
+  auto next = Connect("s3cret", 8);
+  ASSERT_OK(next) << next.status();
+  auto held = std::async(std::launch::async, [&] { return (*next)->Get("k", 10s); });
+  WaitUntilHeld(*server_, 1);
+  ASSERT_EQ(server_->held_requests(), 1u) << held.get().status();
+  server_.reset();
+  EXPECT_EQ(held.get().status().code(), StatusCode::kUnavailable);
+}
+
+// The newest generation a client asked for is what a late rank 0 starts at (ElasticDriver::Rendezvous): a stale
+// client does not count.
+TEST_F(StoreTest, NewestRequestedGenerationCountsClientsAheadOnly) {
+  EXPECT_EQ(server_->newest_requested(), 0u);
+  ASSERT_OK(Connect("s3cret", 5));
+  EXPECT_EQ(server_->newest_requested(), 5u);
+  ASSERT_OK(Connect("s3cret", 9));
+  EXPECT_EQ(server_->newest_requested(), 9u);
+  EXPECT_EQ(Connect("s3cret", 4).status().code(), StatusCode::kAborted);
+  ASSERT_OK(Connect("s3cret", 7));
+  EXPECT_EQ(server_->newest_requested(), 9u);
 }
 
 TEST_F(StoreTest, GarbageBeforeHandshakeDoesNotHurtServer) {
