@@ -24,6 +24,24 @@ std::string NodeReady(const json& node) {
   return "";
 }
 
+// Whether a pod's change is bad news for its job (the job may have to publish a generation without it): it
+// ended, is being deleted, lost its readiness or was marked for disruption. A pod that was created or became
+// Ready is routine progress, queued with job changes: hurrying those only writes more intermediate statuses and
+// re-plans creates the cache has not caught up with.
+bool PodInTrouble(const json* old_pod, const json& pod) {
+  const std::string phase = StringAt(pod, {"status", "phase"});
+  if (phase == "Failed" || phase == "Succeeded" || phase == "Unknown") return true;
+  if (At(pod, {"metadata", "deletionTimestamp"}).is_string()) return true;
+  auto condition = [](const json& p, std::string_view type) {
+    for (const auto& c : ArrayAt(p, {"status", "conditions"}))
+      if (StringAt(c, {"type"}) == type) return StringAt(c, {"status"});
+    return std::string();
+  };
+  if (condition(pod, api::kDisruptionTargetCondition) == api::condition_status::kTrue) return true;
+  return old_pod != nullptr && condition(*old_pod, api::kReadyCondition) == api::condition_status::kTrue &&
+         condition(pod, api::kReadyCondition) != api::condition_status::kTrue;
+}
+
 }  // namespace
 
 TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> client, kube::EventRecorder* recorder,
@@ -87,20 +105,29 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
                               Enqueue(job_key(o));
                           },
                           [this, job_key](const json& o) { Enqueue(job_key(o)); }});
-  auto pod_job = [this](const json& pod) {
-    for (const auto& key : IndexPodsByJob()(pod)) EnqueueUrgent(key);
+  // Bad news about a pod jumps the queue (PodInTrouble); a deleted pod always is.
+  auto pod_job = [this](const json* old_pod, const json& pod, bool deleted) {
+    const bool urgent = deleted || PodInTrouble(old_pod, pod);
+    for (const auto& key : IndexPodsByJob()(pod)) urgent ? EnqueueUrgent(key) : Enqueue(key);
   };
-  pods_->AddEventHandler({pod_job, [pod_job](const json&, const json& o) { pod_job(o); }, pod_job});
+  pods_->AddEventHandler({[pod_job](const json& o) { pod_job(nullptr, o, false); },
+                          [pod_job](const json& old_pod, const json& o) { pod_job(&old_pod, o, false); },
+                          [pod_job](const json& o) { pod_job(nullptr, o, true); }});
   // A peer-reports ConfigMap and a Workload carry their job's name in the same label as the pods.
   auto labelled_job = [](const json& o) {
     const std::string job = StringAt(o, {"metadata", "labels", std::string(api::kJobNameLabel)});
     return job.empty() ? job : kube::NamespaceOf(o) + "/" + job;
   };
-  auto reports_job = [this, labelled_job](const json& cm) {
-    if (std::string key = labelled_job(cm); !key.empty()) EnqueueUrgent(key);
+  // A report written into it is news (a peer cannot reach another); its creation is the job's own first
+  // reconcile coming back, and hurrying that would re-plan before the cache has the pods that reconcile created.
+  auto reports_job = [this, labelled_job](const json& cm, bool news) {
+    if (std::string key = labelled_job(cm); !key.empty()) news ? EnqueueUrgent(key) : Enqueue(key);
   };
-  peer_reports_->AddEventHandler(
-      {reports_job, [reports_job](const json&, const json& o) { reports_job(o); }, reports_job});
+  peer_reports_->AddEventHandler({[reports_job](const json& o) { reports_job(o, false); },
+                                  [reports_job](const json& old_cm, const json& o) {
+                                    reports_job(o, kube::ResourceVersionOf(old_cm) != kube::ResourceVersionOf(o));
+                                  },
+                                  [reports_job](const json& o) { reports_job(o, false); }});
   // A Workload's admission, eviction or deletion: a change to its job.
   auto workload_job = [this, labelled_job](const json& w) {
     if (std::string key = labelled_job(w); !key.empty()) Enqueue(key);

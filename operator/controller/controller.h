@@ -56,9 +56,9 @@ class TrainingJobController {
   // A change to `key`'s job (created, edited, its Workload admitted): queued ahead of routine keys. Before the
   // caches have synced, what they deliver is their initial state: routine.
   void Enqueue(const std::string& key);
-  // News about `key`'s running work (a pod that failed or became Ready, a peer's report, a node that went
-  // away): ahead of job changes too (WorkQueue's high priority), so a failure, or a job whose pods are all up
-  // and waiting for their membership, never waits behind thousands of new jobs' first reconciles.
+  // Bad news about `key`'s running work (a pod that failed, is being deleted or lost readiness, a peer's
+  // report, a node that changed): ahead of job changes too (WorkQueue's high priority), so a failure never
+  // waits behind thousands of new jobs' first reconciles.
   void EnqueueUrgent(const std::string& key);
   // A routine look at `key` (a resync, the initial lists): behind every change in the queue (WorkQueue's low
   // priority), so a failure never waits behind thousands of them; not counted for the publish latency.
