@@ -61,6 +61,12 @@ Handle Engine::SubmitTask(std::string name, std::function<Status(comm::Communica
 
 Handle Engine::Enqueue(std::unique_ptr<Item> item) {
   item->request.submitted = Clock::now();
+  if (options_.ordering == Ordering::kNegotiated) {
+    // Weak: a handle may outlive the engine (its request then fails with Aborted and nobody is woken).
+    item->request.completion->OnFirstWait([engine = weak_from_this()] {
+      if (auto e = engine.lock()) e->WakeForWaiter();
+    });
+  }
   Handle handle(item->request.completion);
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_ || !broken_.ok()) {
@@ -106,12 +112,31 @@ std::optional<Engine::Pending> Engine::WaitForCycle() {
   cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
   if (stopping_) return std::nullopt;
   if (options_.ordering == Ordering::kNegotiated) {
-    // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full.
+    // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full or a caller waits
+    // for one of them (it submits nothing more until it has the result).
     auto until = queue_.front()->request.submitted + options_.cycle_time;
-    cv_.wait_until(lock, until, [&] { return stopping_ || queued_bytes_ >= options_.fusion_threshold; });
+    cv_.wait_until(lock, until, [&] {
+      return stopping_ || queued_bytes_ >= options_.fusion_threshold || (waiter_woke_ && AwaitedQueued());
+    });
     if (stopping_) return std::nullopt;
   }
   return Pending{queue_.size(), broken_};
+}
+
+void Engine::WakeForWaiter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiter_woke_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Engine::AwaitedQueued() {
+  for (const auto& item : queue_) {
+    if (item->request.completion->awaited()) return true;
+  }
+  waiter_woke_ = false;  // the awaited request already ran (or ran in the cycle that just ended)
+  return false;
 }
 
 void Engine::NegotiateAndRunCycle(const Pending& pending) {
@@ -123,15 +148,15 @@ void Engine::NegotiateAndRunCycle(const Pending& pending) {
     std::vector<std::unique_ptr<Item>> items = TakeQueued(std::numeric_limits<size_t>::max());
     FailAll(items, aborted);
   };
-  StatusOr<size_t> agreed =
-      pending.broken.ok() ? AgreeOnCount(*control_, pending.count) : StatusOr<size_t>(pending.broken);
+  if (!pending.broken.ok()) return fail_everything(pending.broken);
+  // How many run, and the common case: the first that many queued requests are the same on every rank, in the
+  // same order (one allreduce for a few requests: negotiation.h).
+  StatusOr<Agreement> agreed = Agree(*control_, PeekQueued(pending.count));
   if (!agreed.ok()) return fail_everything(agreed.status());
-  // The common case: the first `agreed` queued requests are the same on every rank, in the same order.
-  StatusOr<bool> same = SameRequests(*control_, PeekQueued(*agreed));
-  if (!same.ok()) return fail_everything(same.status());
+  const bool same = agreed->same;
   std::vector<std::unique_ptr<Item>> items;
-  if (*same) {
-    items = TakeQueued(*agreed);
+  if (same) {
+    items = TakeQueued(agreed->count);
   } else {
     // Submitted in different orders: run what every rank has, matched by name, in rank 0's order.
     std::vector<Request*> queued = PeekQueued(std::numeric_limits<size_t>::max());
@@ -148,7 +173,7 @@ void Engine::NegotiateAndRunCycle(const Pending& pending) {
   std::vector<Request*> requests;
   for (auto& item : items) requests.push_back(&item->request);
   // Matched by name, the same name may still be a different tensor on some rank: an error everywhere.
-  Status verified = *same ? Status::Ok() : VerifySameRequests(*control_, requests, options_.name);
+  Status verified = same ? Status::Ok() : VerifySameRequests(*control_, requests, options_.name);
   RecordNegotiation(requests, negotiate_start, Clock::now());
   if (!verified.ok()) {
     if (verified.code() == StatusCode::kAborted) MarkBroken(verified);

@@ -14,6 +14,14 @@
 // Note: a rank that never submits a collective its peers submitted makes the
 // peers' negotiation time out after the communicator's timeout (Aborted).
 //
+// The cycle: a negotiated engine lets requests accumulate for cycle_time after
+// the first is queued (to fuse them), unless the fusion buffer fills first or a
+// caller starts to Wait() for a queued request: a caller blocked on a result
+// submits nothing more before it returns, so the cycle starts then (a
+// synchronous allreduce, the elastic restore's task). This needs the engine to
+// be owned by a shared_ptr (the runtime's are); otherwise only the timer ends
+// the wait. Completion::OnDone callers (TensorFlow's kernels) never cut it short.
+//
 // Thread-safety: Submit, Abort and Stop are safe from any thread. The
 // destructor fails whatever is still queued and joins the thread (if a
 // collective is in flight it waits for it, at most the communicator's timeout).
@@ -66,7 +74,7 @@ struct EngineStats {
   uint64_t fused_requests = 0;  // requests carried by those
 };
 
-class Engine {
+class Engine : public std::enable_shared_from_this<Engine> {
  public:
   // data runs the collectives; control (host memory) runs the negotiation.
   // They may be the same communicator. Both must outlive nothing: shared.
@@ -125,6 +133,8 @@ class Engine {
   std::vector<std::unique_ptr<Item>> TakeMatched(const std::vector<Request*>& queued,
                                                  const std::vector<size_t>& matched);
   void WaitForMoreThan(size_t queued);  // until more than `queued` are queued, stopping, or a cycle time
+  void WakeForWaiter();                 // a caller waits for a queued request (Completion::OnFirstWait)
+  bool AwaitedQueued();                 // under mu_: whether a queued request is awaited (clears waiter_woke_ if not)
   void RecordNegotiation(const std::vector<Request*>& requests, Clock::time_point start, Clock::time_point end);
   void FailQueuedAndExit();
   void RunCycle(std::vector<std::unique_ptr<Item>> items);
@@ -151,6 +161,7 @@ class Engine {
   bool exited_ = false;  // Loop has returned: no call into the communicators will follow
   std::deque<std::unique_ptr<Item>> queue_;
   size_t queued_bytes_ = 0;
+  bool waiter_woke_ = false;  // WakeForWaiter ran: look for awaited requests (AwaitedQueued clears it when none is)
   Status broken_;
 
   std::condition_variable exited_cv_;  // with mu_: signalled when exited_ becomes true

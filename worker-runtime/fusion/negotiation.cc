@@ -5,12 +5,6 @@
 
 namespace ringmaster::fusion {
 
-StatusOr<size_t> AgreeOnCount(comm::Communicator& control, size_t local_pending) {
-  int64_t n = static_cast<int64_t>(local_pending);
-  RINGMASTER_RETURN_IF_ERROR(control.Allreduce(&n, &n, 1, common::DataType::kInt64, common::ReduceOp::kMin));
-  return static_cast<size_t>(n);
-}
-
 namespace {
 
 // Fingerprints folded to 62 bits, so that h and -h both fit an int64.
@@ -47,6 +41,31 @@ int64_t NameKey(const std::string& name) {
 StatusOr<bool> SameRequests(comm::Communicator& control, const std::vector<Request*>& requests) {
   RINGMASTER_ASSIGN_OR_RETURN(size_t first, FirstDifference(control, requests));
   return first == requests.size();
+}
+
+StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request*>& queued) {
+  // min over ranks of: the count, then h and -h of each of the first kAgreeAtOnce requests (as FirstDifference).
+  // A rank pads past its own queue; those positions are past the agreed count, which is at most its own.
+  constexpr size_t k = kAgreeAtOnce;
+  std::vector<int64_t> v(1 + 2 * k, 0);
+  v[0] = static_cast<int64_t>(queued.size());
+  for (size_t i = 0; i < k && i < queued.size(); ++i) {
+    const int64_t h = Folded(queued[i]->Fingerprint());
+    v[1 + i] = h;
+    v[1 + k + i] = -h;
+  }
+  RINGMASTER_RETURN_IF_ERROR(
+      control.Allreduce(v.data(), v.data(), v.size(), common::DataType::kInt64, common::ReduceOp::kMin));
+  Agreement a;
+  a.count = static_cast<size_t>(v[0]);
+  if (a.count > k) {
+    // Every rank sees the same count, so every rank takes this branch (one more allreduce, as before).
+    RINGMASTER_ASSIGN_OR_RETURN(a.same,
+                                SameRequests(control, std::vector<Request*>(queued.begin(), queued.begin() + a.count)));
+    return a;
+  }
+  for (size_t i = 0; i < a.count; ++i) a.same = a.same && v[1 + i] == -v[1 + k + i];
+  return a;
 }
 
 StatusOr<std::vector<size_t>> MatchByName(comm::Communicator& control, const std::vector<Request*>& queued) {

@@ -1,7 +1,8 @@
 // Negotiation: before running anything, the ranks of a process set agree on
-// which queued requests run next. The common case costs two tiny allreduces
-// on the control communicator per cycle: agree on how many run, and check
-// they are the same requests in the same order. When they are not (ranks
+// which queued requests run next. The common case costs one tiny allreduce
+// on the control communicator per cycle (two when more than kAgreeAtOnce
+// requests run): agree on how many run, and check they are the same requests
+// in the same order. When they are not (ranks
 // submitted in different orders: TensorFlow runs a graph's independent ops in
 // any order), the ranks match requests by name, as Horovod's coordinator
 // does (MatchByName: two allgathers), and run the ones every rank has, in
@@ -18,8 +19,20 @@
 
 namespace ringmaster::fusion {
 
-// The minimum over ranks of local_pending. Errors: as Communicator (Aborted).
-StatusOr<size_t> AgreeOnCount(comm::Communicator& control, size_t local_pending);
+// What a cycle runs: the first `count` queued requests (the minimum over ranks of what each has queued), and
+// whether they are the same on every rank in the same order (SameRequests).
+struct Agreement {
+  size_t count = 0;
+  bool same = true;
+};
+
+// Up to this many requests, Agree settles both in one allreduce (a rebuild's restore, a synchronous step).
+inline constexpr size_t kAgreeAtOnce = 8;
+
+// The count and the sameness of a cycle. `queued`: this rank's queued requests, in order. One allreduce of
+// 1 + 2 x kAgreeAtOnce int64s (the count and the fingerprints of the first kAgreeAtOnce requests); a second
+// one (SameRequests) only when more than kAgreeAtOnce requests run. Errors: as Communicator (Aborted).
+StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request*>& queued);
 
 // OK when every rank holds the same requests (by Fingerprint) in the same
 // order. Errors: FailedPrecondition naming the first position that differs,

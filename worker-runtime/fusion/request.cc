@@ -45,8 +45,23 @@ bool Completion::done() const {
   return done_;
 }
 
+void Completion::OnFirstWait(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_first_wait_ = std::move(wake);
+}
+
 Status Completion::Wait(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!done_ && !awaited_.load(std::memory_order_relaxed)) {
+    awaited_.store(true, std::memory_order_release);
+    std::function<void()> wake = std::move(on_first_wait_);
+    on_first_wait_ = nullptr;
+    if (wake) {
+      lock.unlock();  // the hook takes the engine's lock, which is never held while this one is taken
+      wake();
+      lock.lock();
+    }
+  }
   if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
     return DeadlineExceededError("collective still running after " + std::to_string(timeout.count()) + " ms");
   }

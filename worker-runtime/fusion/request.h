@@ -1,6 +1,7 @@
 // A collective submitted to the runtime, and the handle its caller waits on.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -33,8 +34,15 @@ class Completion {
   void Finish(Status status);
   bool done() const;
   // Waits for completion. Errors: the collective's status; DeadlineExceeded
-  // when it did not finish within timeout (it keeps running).
+  // when it did not finish within timeout (it keeps running). A wait that
+  // finds it unfinished first marks it awaited and runs the OnFirstWait hook.
   Status Wait(std::chrono::milliseconds timeout) const;
+  // Whether a caller has waited for it before it finished.
+  bool awaited() const { return awaited_.load(std::memory_order_acquire); }
+  // `wake` runs once, on the thread of the first Wait that finds the collective unfinished (after awaited()
+  // turns true): the engine that queued it (engine.h) runs it now instead of waiting for more requests to
+  // fuse. Set by that engine before the request is queued; must be quick and must not wait.
+  void OnFirstWait(std::function<void()> wake);
   // Calls `fn(status)` once, when the collective finishes: at once on the calling thread when it already
   // has, else on the thread that finishes it (the process set's engine thread, so `fn` must be quick and
   // must not wait for another collective). For callers that cannot block a thread on Wait: TensorFlow's
@@ -48,6 +56,8 @@ class Completion {
   bool done_ = false;
   Status status_;
   std::vector<std::function<void(const Status&)>> on_done_;
+  mutable std::function<void()> on_first_wait_;  // taken by the first Wait that finds done_ false
+  mutable std::atomic<bool> awaited_{false};     // written under mu_, read without it
 };
 
 // The caller's view of an asynchronous collective. Copyable; cheap.

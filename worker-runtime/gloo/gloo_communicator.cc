@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "worker-runtime/comm/validate.h"
+#include "worker-runtime/common/reduce_kernels.h"
 #include "worker-runtime/gloo/allreduce_algorithm.h"
 #include "worker-runtime/gloo/gloo_abort.h"
 #include "worker-runtime/gloo/gloo_connect.h"
@@ -203,7 +204,14 @@ Status GlooCommunicator::DoAllreduce(const void* in, void* out, size_t count, co
     shared_memory = *ready;
   }
   const GlooAllreduceAlgorithm algorithm = ChooseGlooAllreduce(size_, bytes, options_.allreduce, shared_memory);
+  const bool exchange = algorithm == GlooAllreduceAlgorithm::kRing && size_ >= 3 &&
+                        bytes * static_cast<size_t>(size_ - 1) <= options_.exchange_max_send_bytes;
   Status status = Guard("allreduce", [&] {
+    if (exchange) {
+      Status s = ExchangeAllreduce(in, out, count, type, op);
+      if (!s.ok()) throw ::gloo::Exception(s.ToString());
+      return;
+    }
     if (algorithm == GlooAllreduceAlgorithm::kSharedMemory) {
       // The ring's order of additions without the ring's sockets (shm_allreduce.h).
       Status s = shm_->Run(in, out, count, type, op, options_.timeout, [this] { return health(); });
@@ -267,6 +275,45 @@ Status GlooCommunicator::PairExchangeAllreduce(const void* in, void* out, size_t
     common::ReduceBuffers(type, op, out, out, scratch_.data(), count);
   } else {
     common::ReduceBuffers(type, op, out, scratch_.data(), out, count);
+  }
+  if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
+  return Status::Ok();
+}
+
+// Every rank sends its buffer to every other (one step) into scratch_ (rank r's at r x bytes), then computes
+// the whole result itself: chunk c of Gloo's ring (GlooRingChunkBytes) is x[c] op (x[c+1] op (... x[c-1])),
+// the order ReduceChain folds its inputs in, as the shared-memory path does.
+Status GlooCommunicator::ExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type,
+                                           common::ReduceOp op) {
+  const size_t esize = common::DataTypeSize(type);
+  const size_t bytes = count * esize;
+  if (bytes == 0) return Status::Ok();
+  const size_t n = static_cast<size_t>(size_);
+  if (scratch_.size() < n * bytes) scratch_.resize(n * bytes);
+  uint8_t* all = scratch_.data();
+  std::memcpy(all + static_cast<size_t>(rank_) * bytes, in, bytes);
+  auto buffer = context_->createUnboundBuffer(all, n * bytes);
+  const uint64_t slot = static_cast<uint64_t>(context_->nextSlot());
+  PendingWaits::Scope tracked(&waits_, {buffer.get()});
+  for (size_t d = 1; d < n; ++d) {  // a ring's order: the peers' sends are spread out
+    const int from = static_cast<int>((static_cast<size_t>(rank_) + n - d) % n);
+    const int to = static_cast<int>((static_cast<size_t>(rank_) + d) % n);
+    buffer->recv(from, slot, static_cast<size_t>(from) * bytes, bytes);
+    buffer->send(to, slot, static_cast<size_t>(rank_) * bytes, bytes);
+  }
+  for (size_t d = 1; d < n; ++d) {
+    if (!buffer->waitRecv(options_.timeout)) return AbortedError("allreduce receive aborted");
+  }
+  for (size_t d = 1; d < n; ++d) {
+    if (!buffer->waitSend(options_.timeout)) return AbortedError("allreduce send aborted");
+  }
+  const size_t chunk_bytes = GlooRingChunkBytes(size_, bytes, esize);
+  auto* dst = static_cast<uint8_t*>(out);
+  std::vector<const void*> inputs(n);
+  for (size_t c = 0, at = 0; at < bytes; ++c, at += chunk_bytes) {
+    const size_t len = std::min(chunk_bytes, bytes - at);
+    for (size_t j = 0; j < n; ++j) inputs[j] = all + ((c + j) % n) * bytes + at;
+    common::ReduceChain(type, op, dst + at, inputs.data(), n, len / esize);
   }
   if (op == common::ReduceOp::kAvg) common::FinishAverage(type, out, count, size_);
   return Status::Ok();

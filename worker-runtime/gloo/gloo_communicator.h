@@ -39,6 +39,14 @@ namespace ringmaster::gloo {
 
 class ShmAllreduce;
 
+// Small allreduces over TCP between 3 or more ranks (the engine's negotiation, the restore's, a small step's):
+// Gloo's ring takes 2 x (at least 2n) dependent steps, each waiting for a neighbour to be scheduled, whatever
+// the size -- on a loaded machine that latency is the whole cost. Instead every rank sends its buffer to every
+// other at once (one step) and adds all of them itself, chunk by chunk in the ring's order
+// (GlooRingChunkBytes), so the result stays bit-identical to the ring's (torch's Gloo). Each rank sends
+// (n-1) x the buffer where the ring sends 2(n-1)/n x: only while that stays this small.
+inline constexpr size_t kExchangeMaxSendBytes = 256 * 1024;
+
 struct GlooOptions {
   std::string host = "127.0.0.1";            // address this rank listens on for peers
   std::chrono::milliseconds timeout{30000};  // per collective and for rendezvous
@@ -49,6 +57,10 @@ struct GlooOptions {
   // Ranks on one host allreduce through shared memory (shm_allreduce.h), set up at the first allreduce;
   // false: always TCP. Every rank must pass the same.
   bool shared_memory = true;
+  // Over TCP, 3 or more ranks: an allreduce where every rank sends at most this many bytes in all (its
+  // buffer to each of the others) is one exchange instead of the ring (see kExchangeMaxSendBytes); 0: always
+  // the ring. Every rank must pass the same.
+  size_t exchange_max_send_bytes = kExchangeMaxSendBytes;
 };
 
 class GlooCommunicator : public comm::Communicator {
@@ -93,6 +105,8 @@ class GlooCommunicator : public comm::Communicator {
   Status Guard(const char* what, F&& fn);
   Status RingReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   Status PairExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
+  // kExchangeMaxSendBytes: every rank's buffer to every rank, then each adds them in the ring's order.
+  Status ExchangeAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   // Whether this communicator's ranks share memory: set up once (a collective step through the store).
   StatusOr<bool> SharedMemoryReady();
 
@@ -111,7 +125,8 @@ class GlooCommunicator : public comm::Communicator {
   // mu_; reset (under mu_) on failure, by the calling thread only.
   std::shared_ptr<::gloo::Context> context_;
 
-  // Used only by the calling thread: the peer's buffer in a two-rank allreduce (allreduce_algorithm.h).
+  // Used only by the calling thread: the peer's buffer in a two-rank allreduce (allreduce_algorithm.h), every
+  // rank's in an exchange allreduce.
   std::vector<uint8_t> scratch_;
   // Used only by the calling thread: the same-host allreduce, once set up (null: TCP), and whether it was.
   std::unique_ptr<ShmAllreduce> shm_;

@@ -2,7 +2,8 @@
 // bit, at 2..8 ranks, odd sizes (one element; not a multiple of the ranks; several windows and ring
 // segments), float32/float64/bfloat16, every op. The inputs span many magnitudes, so that another order of
 // additions gives other bits (checked: the rank-order sum differs somewhere at 3+ ranks). Also: the opt-in
-// (AllreducePolicy::kBcube) sums correctly, and the communicator with shared memory off (TCP) still agrees.
+// (AllreducePolicy::kBcube) sums correctly, and the communicator with shared memory off (TCP) still agrees,
+// also where it exchanges small buffers whole instead of running the ring (ExchangeAllreduce...).
 #include "worker-runtime/gloo/shm_allreduce.h"
 
 #include <gloo/allreduce.h>
@@ -214,6 +215,95 @@ TEST(ShmAllreduceTest, CommunicatorPathsAgreeAndBcubeSums) {
     });
     for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << runtime::DescribeFailures(outcomes);
   }
+}
+
+// Small allreduces over TCP at 3+ ranks (GlooOptions::exchange_max_send_bytes): one exchange of whole buffers,
+// then each rank adds them in the ring's order -- bit for bit gloo::allreduce's ring, at every type and op, one
+// element, fewer elements than ranks, sizes that are no multiple of the ranks, and either side of the limit.
+TEST(ShmAllreduceTest, ExchangeAllreduceBitIdenticalToGlooRing) {
+  for (int n : {3, 4, 5, 8}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    const size_t limit = kExchangeMaxSendBytes / sizeof(float) / static_cast<size_t>(n - 1);  // float32 elements
+    const std::vector<Case> cases = {
+        {DataType::kFloat32, ReduceOp::kSum, 1},      {DataType::kFloat32, ReduceOp::kSum, 2},
+        {DataType::kFloat32, ReduceOp::kSum, 1024},   {DataType::kFloat32, ReduceOp::kSum, 4099},
+        {DataType::kFloat32, ReduceOp::kSum, limit},  {DataType::kFloat32, ReduceOp::kSum, limit + 1},
+        {DataType::kFloat32, ReduceOp::kMax, 4099},   {DataType::kFloat32, ReduceOp::kMin, 4099},
+        {DataType::kFloat32, ReduceOp::kProduct, 13}, {DataType::kFloat32, ReduceOp::kAvg, 1001},
+        {DataType::kFloat64, ReduceOp::kSum, 3001},   {DataType::kBFloat16, ReduceOp::kSum, 5003},
+        {DataType::kFloat16, ReduceOp::kSum, 777},
+    };
+    runtime_testing::WorldOptions options;
+    options.size = n;
+    options.deadline = 240s;
+    auto outcomes = runtime_testing::RunWorld(options, [&](runtime::RankContext& ctx) {
+      GlooOptions go;
+      go.timeout = 60s;
+      go.shared_memory = false;  // TCP, as between hosts and before shared memory is set up
+      auto comm = GlooCommunicator::Create(ctx.store, "exchange", ctx.rank, ctx.size, go);
+      ASSERT_OK(comm);
+      auto context = Connect(ctx);
+      bool order_shows = false;
+      for (size_t k = 0; k < cases.size(); ++k) {
+        const Case& c = cases[k];
+        SCOPED_TRACE(std::string(common::DataTypeName(c.type)) + " " + std::string(common::ReduceOpName(c.op)) + " x" +
+                     std::to_string(c.count));
+        std::vector<uint8_t> in = Input(c.type, ctx.rank, c.count, k);
+        std::vector<uint8_t> want = GlooRing(context, c.type, c.op, in);
+        if (c.op == ReduceOp::kAvg) common::FinishAverage(c.type, want.data(), c.count, ctx.size);
+        std::vector<uint8_t> out(in.size(), 0xee), inplace = in;
+        ASSERT_OK((*comm)->Allreduce(in.data(), out.data(), c.count, c.type, c.op));
+        ASSERT_OK((*comm)->Allreduce(inplace.data(), inplace.data(), c.count, c.type, c.op));
+        EXPECT_TRUE(out == want) << "differs from gloo::allreduce (out of place)";
+        EXPECT_TRUE(inplace == want) << "differs from gloo::allreduce (in place)";
+        if (c.op == ReduceOp::kSum && c.type == DataType::kFloat32 && c.count <= limit) {
+          // Sanity of the test itself: the plain rank-order sum differs somewhere (the order matters).
+          std::vector<uint8_t> naive = Input(c.type, 0, c.count, k);
+          for (int r = 1; r < ctx.size; ++r) {
+            auto x = Input(c.type, r, c.count, k);
+            common::ReduceBuffers(c.type, c.op, naive.data(), naive.data(), x.data(), c.count);
+          }
+          order_shows = order_shows || naive != want;
+        }
+      }
+      EXPECT_TRUE(order_shows) << "the inputs do not tell one order of additions from another";
+    });
+    for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << runtime::DescribeFailures(outcomes);
+  }
+}
+
+// An exchange allreduce waiting for a peer that never sends ends at Abort (the membership changed), not at
+// its timeout.
+TEST(ShmAllreduceTest, AbortEndsAnExchangeAllreduce) {
+  constexpr auto kLongTimeout = 60s;
+  runtime_testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = runtime_testing::RunWorld(options, [&](runtime::RankContext& ctx) {
+    GlooOptions go;
+    go.timeout = kLongTimeout;
+    go.shared_memory = false;
+    auto comm = GlooCommunicator::Create(ctx.store, "world", ctx.rank, ctx.size, go);
+    ASSERT_OK(comm);
+    std::vector<float> buf(16, 1.0f);
+    ASSERT_OK((*comm)->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum));
+    EXPECT_EQ(buf[0], 3.0f);
+    if (ctx.rank == 0) {  // never joins the next one (and serves the store)
+      EXPECT_OK(ctx.store->Wait({"survivor/1", "survivor/2"}, 120s));
+      return;
+    }
+    std::thread watcher([&] {
+      std::this_thread::sleep_for(300ms);  // blocked by then
+      (*comm)->Abort("membership generation 2");
+    });
+    auto start = std::chrono::steady_clock::now();
+    Status s = (*comm)->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+    auto took = std::chrono::steady_clock::now() - start;
+    watcher.join();
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+    EXPECT_LT(took, kLongTimeout / 2) << "ended by its timeout, not by the abort";
+    EXPECT_OK(ctx.store->Set("survivor/" + std::to_string(ctx.rank), "done"));
+  });
+  for (const auto& o : outcomes) EXPECT_TRUE(o.ok()) << runtime::DescribeFailures(outcomes);
 }
 
 // Abort from another thread ends an allreduce blocked in shared memory (a peer that never joins), not its

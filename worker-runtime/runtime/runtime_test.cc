@@ -165,6 +165,48 @@ TEST(RuntimeTest, FusionThresholdFromTheEnvironmentChangesTheNumberOfLaunches) {
   EXPECT_LT(on.launches, 8u);
 }
 
+// The cycle lets requests accumulate for fusion, but a caller that waits for one submits nothing more until
+// it has the result: the wait starts the cycle (fusion/engine.h). With a cycle of an hour, a synchronous
+// allreduce and a RunOnHost (the elastic restore) finish at once, and requests queued before the wait still
+// fuse into one launch. (Without the wake every Wait below would end DeadlineExceeded.)
+TEST(RuntimeTest, WaitingForACollectiveStartsTheCycle) {
+  runtime_testing::WorldOptions options;
+  options.size = 3;
+  auto outcomes = runtime_testing::RunWorld(options, [](RankContext& ctx) {
+    RuntimeConfig config = GlooConfig();
+    config.cycle_time = std::chrono::hours(1);
+    auto rt = MakeRuntime(ctx, config);
+    ASSERT_NE(rt, nullptr);
+    std::vector<float> x(64, 1.0f);
+    ASSERT_OK(
+        rt->AllreduceAsync("sync", x.data(), x.data(), x.size(), common::DataType::kFloat32, common::ReduceOp::kSum)
+            .Wait(60s));
+    EXPECT_EQ(x[0], 3.0f);
+    int64_t ranks_seen = 0;
+    ASSERT_OK(rt->RunOnHost("task", [&](comm::Communicator& host) {
+      int64_t one = 1;
+      Status s = host.Allreduce(&one, &ranks_seen, 1, common::DataType::kInt64, common::ReduceOp::kSum);
+      return s;
+    }));
+    EXPECT_EQ(ranks_seen, 3);
+    constexpr int kQueued = 5;
+    std::vector<std::vector<float>> t(kQueued, std::vector<float>(16, 2.0f));
+    std::vector<fusion::Handle> hs;
+    for (int i = 0; i < kQueued; ++i) {
+      hs.push_back(rt->AllreduceAsync("q" + std::to_string(i), t[i].data(), t[i].data(), t[i].size(),
+                                      common::DataType::kFloat32, common::ReduceOp::kSum));
+    }
+    for (auto& h : hs) ASSERT_OK(h.Wait(60s));
+    for (const auto& v : t) EXPECT_EQ(v, std::vector<float>(16, 6.0f));
+    auto stats = rt->Stats();
+    ASSERT_OK(stats);
+    // "sync" alone, then the five queued ones fused into one launch (the task is no launch).
+    EXPECT_EQ(stats->launches, 2u);
+    EXPECT_EQ(stats->fused_requests, static_cast<uint64_t>(kQueued));
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
 // Horovod's negotiation: ranks that submit the same named collectives in different orders (TensorFlow runs
 // a graph's independent ops in any order) get them matched by name, each with the right result.
 TEST(RuntimeTest, DifferentSubmissionOrdersAreMatchedByName) {
