@@ -5,6 +5,7 @@
 #include "kube/api_error.h"
 #include "kube/resource.h"
 #include "operator/controller/cache_transforms.h"
+#include "operator/controller/event_urgency.h"
 #include "operator/controller/queue_admission.h"
 #include "operator/controller/worker_objects.h"
 
@@ -22,24 +23,6 @@ std::string NodeReady(const json& node) {
   for (const auto& c : ArrayAt(node, {"status", "conditions"}))
     if (StringAt(c, {"type"}) == api::kReadyCondition) return StringAt(c, {"status"});
   return "";
-}
-
-// Whether a pod's change is bad news for its job (the job may have to publish a generation without it): it
-// ended, is being deleted, lost its readiness or was marked for disruption. A pod that was created or became
-// Ready is routine progress, queued with job changes: hurrying those only writes more intermediate statuses and
-// re-plans creates the cache has not caught up with.
-bool PodInTrouble(const json* old_pod, const json& pod) {
-  const std::string phase = StringAt(pod, {"status", "phase"});
-  if (phase == "Failed" || phase == "Succeeded" || phase == "Unknown") return true;
-  if (At(pod, {"metadata", "deletionTimestamp"}).is_string()) return true;
-  auto condition = [](const json& p, std::string_view type) {
-    for (const auto& c : ArrayAt(p, {"status", "conditions"}))
-      if (StringAt(c, {"type"}) == type) return StringAt(c, {"status"});
-    return std::string();
-  };
-  if (condition(pod, api::kDisruptionTargetCondition) == api::condition_status::kTrue) return true;
-  return old_pod != nullptr && condition(*old_pod, api::kReadyCondition) == api::condition_status::kTrue &&
-         condition(pod, api::kReadyCondition) != api::condition_status::kTrue;
 }
 
 }  // namespace

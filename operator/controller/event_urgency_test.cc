@@ -1,0 +1,43 @@
+// Which pod changes jump the controller's queue.
+#include "operator/controller/event_urgency.h"
+
+#include <gtest/gtest.h>
+
+namespace ringmaster::controller {
+namespace {
+
+using json = nlohmann::json;
+
+json Pod(const std::string& phase, const std::string& ready, json extra_conditions = json::array()) {
+  json conditions = extra_conditions;
+  if (!ready.empty()) conditions.push_back({{"type", "Ready"}, {"status", ready}});
+  return {{"metadata", {{"name", "j-worker-0"}}}, {"status", {{"phase", phase}, {"conditions", conditions}}}};
+}
+
+TEST(EventUrgencyTest, ProgressIsRoutine) {
+  const json pending = Pod("Pending", "");
+  const json running = Pod("Running", "False");
+  const json ready = Pod("Running", "True");
+  EXPECT_FALSE(PodInTrouble(nullptr, pending)) << "created";
+  EXPECT_FALSE(PodInTrouble(&pending, running)) << "started";
+  EXPECT_FALSE(PodInTrouble(&running, ready)) << "became Ready";
+  EXPECT_FALSE(PodInTrouble(&ready, ready)) << "nothing that matters changed";
+}
+
+TEST(EventUrgencyTest, EndingDeletionDisruptionAndLostReadinessAreNews) {
+  const json ready = Pod("Running", "True");
+  EXPECT_TRUE(PodInTrouble(&ready, Pod("Failed", "False")));
+  EXPECT_TRUE(PodInTrouble(&ready, Pod("Succeeded", "False")));
+  EXPECT_TRUE(PodInTrouble(&ready, Pod("Unknown", "")));
+  EXPECT_TRUE(PodInTrouble(&ready, Pod("Running", "False"))) << "lost readiness";
+  json deleting = ready;
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-29T01:00:00Z";
+  EXPECT_TRUE(PodInTrouble(&ready, deleting));
+  const json disrupted =
+      Pod("Running", "True", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "x"}}}));
+  EXPECT_TRUE(PodInTrouble(&ready, disrupted));
+  EXPECT_TRUE(PodInTrouble(nullptr, Pod("Failed", ""))) << "a relisted pod that already failed";
+}
+
+}  // namespace
+}  // namespace ringmaster::controller
