@@ -38,6 +38,17 @@ std::string UidOf(const json& obj) { return StringAt(obj, {"metadata", "uid"}); 
 std::string ResourceVersionOf(const json& obj) { return StringAt(obj, {"metadata", "resourceVersion"}); }
 std::string KeyOf(const json& obj) { return ObjectKey(NamespaceOf(obj), NameOf(obj)); }
 
+const json* FindCondition(const json& obj, std::string_view type) {
+  for (const auto& c : ArrayAt(obj, {"status", "conditions"}))
+    if (StringAt(c, {"type"}) == type) return &c;
+  return nullptr;
+}
+
+std::string ConditionStatusOf(const json& obj, std::string_view type) {
+  const json* c = FindCondition(obj, type);
+  return c ? StringAt(*c, {"status"}) : "";
+}
+
 Client::Client(std::shared_ptr<RestClient> rest, std::string default_namespace)
     : rest_(std::move(rest)), default_namespace_(std::move(default_namespace)) {}
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -148,5 +149,9 @@ std::string UidOf(const json& obj);
 std::string ResourceVersionOf(const json& obj);
 // ObjectKey(namespace, name) of an object.
 std::string KeyOf(const json& obj);
+// The entry of status.conditions whose type is `type` (a pod's, a node's, a Workload's); null when absent.
+const json* FindCondition(const json& obj, std::string_view type);
+// That condition's status ("True", "False", "Unknown"); "" when absent.
+std::string ConditionStatusOf(const json& obj, std::string_view type);
 
 }  // namespace ringmaster::kube

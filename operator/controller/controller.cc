@@ -19,11 +19,7 @@ namespace {
 const json& Taints(const json& node) { return At(node, {"spec", "taints"}); }
 
 // The Ready condition's status of a node ("" when it has none).
-std::string NodeReady(const json& node) {
-  for (const auto& c : ArrayAt(node, {"status", "conditions"}))
-    if (StringAt(c, {"type"}) == api::kReadyCondition) return StringAt(c, {"status"});
-  return "";
-}
+std::string NodeReady(const json& node) { return kube::ConditionStatusOf(node, api::kReadyCondition); }
 
 }  // namespace
 
@@ -131,7 +127,11 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
 
 TrainingJobController::~TrainingJobController() { Stop(); }
 
-void TrainingJobController::Enqueue(const std::string& key) {
+void TrainingJobController::Enqueue(const std::string& key) { EnqueueChange(key, /*urgent=*/false); }
+
+void TrainingJobController::EnqueueUrgent(const std::string& key) { EnqueueChange(key, /*urgent=*/true); }
+
+void TrainingJobController::EnqueueChange(const std::string& key, bool urgent) {
   // What the caches held when they synced (the initial lists) is routine too: an operator starting with
   // 10,000 jobs serves a failure that happens meanwhile first.
   if (!synced_.load()) {
@@ -139,16 +139,7 @@ void TrainingJobController::Enqueue(const std::string& key) {
     return;
   }
   reconciler_->NoteDirty(key);
-  queue_->Add(key);
-}
-
-void TrainingJobController::EnqueueUrgent(const std::string& key) {
-  if (!synced_.load()) {
-    EnqueueRoutine(key);
-    return;
-  }
-  reconciler_->NoteDirty(key);
-  queue_->AddHighPriority(key);
+  urgent ? queue_->AddHighPriority(key) : queue_->Add(key);
 }
 
 void TrainingJobController::EnqueueRoutine(const std::string& key) { queue_->AddLowPriority(key); }

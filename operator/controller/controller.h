@@ -60,6 +60,8 @@ class TrainingJobController {
   // report, a node that changed): ahead of job changes too (WorkQueue's high priority), so a failure never
   // waits behind thousands of new jobs' first reconciles.
   void EnqueueUrgent(const std::string& key);
+  // Both: routine before the caches have synced, else marked dirty and queued in the lane asked for.
+  void EnqueueChange(const std::string& key, bool urgent);
   // A routine look at `key` (a resync, the initial lists): behind every change in the queue (WorkQueue's low
   // priority), so a failure never waits behind thousands of them; not counted for the publish latency.
   void EnqueueRoutine(const std::string& key);

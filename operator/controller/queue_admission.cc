@@ -6,6 +6,7 @@
 #include "api/job_status.h"
 #include "api/names.h"
 #include "base/json_path.h"
+#include "kube/client.h"
 
 namespace ringmaster::controller {
 
@@ -20,14 +21,8 @@ constexpr std::string_view kEvictedCondition = "Evicted";
 constexpr std::string_view kRequeued = "Requeued";
 constexpr std::string_view kFinished = "Finished";
 
-const json* FindCondition(const json& workload, std::string_view type) {
-  for (const auto& c : ArrayAt(workload, {"status", "conditions"}))
-    if (StringAt(c, {"type"}) == type) return &c;
-  return nullptr;
-}
-
 bool ConditionTrue(const json& workload, std::string_view type) {
-  const json* c = FindCondition(workload, type);
+  const json* c = kube::FindCondition(workload, type);
   return c != nullptr && StringAt(*c, {"status"}) == api::condition_status::kTrue;
 }
 
@@ -102,13 +97,13 @@ QueueAdmission ObserveAdmission(std::string queue, const json* workload, const k
   const json& admission = At(wl, {"status", "admission"});
   a.cluster_queue = StringAt(admission, {"clusterQueue"});
   if (a.evicted) {
-    const json* c = FindCondition(wl, kEvictedCondition);
+    const json* c = kube::FindCondition(wl, kEvictedCondition);
     a.reason = StringAt(*c, {"reason"});
     a.message = StringAt(*c, {"message"});
     return a;
   }
   if (!ConditionTrue(wl, kAdmittedCondition) || !admission.is_object()) {
-    const json* c = FindCondition(wl, kQuotaReserved);
+    const json* c = kube::FindCondition(wl, kQuotaReserved);
     a.reason = c != nullptr ? StringAt(*c, {"reason"}) : "Pending";
     a.message = c != nullptr && !StringAt(*c, {"message"}).empty()
                     ? StringAt(*c, {"message"})
@@ -209,7 +204,7 @@ WorkloadPlan PlanWorkload(const json& job, const JobSpec& spec, const json& work
   // Evicted: once no pod of the job is left, clear the admission so Kueue can queue it again
   // (jobframework's step 6: SetRequeuedCondition + UnsetQuotaReservationWithCondition).
   if (ConditionTrue(workload, kEvictedCondition) && reserved && !pods_left) {
-    const json* evicted = FindCondition(workload, kEvictedCondition);
+    const json* evicted = kube::FindCondition(workload, kEvictedCondition);
     const std::string reason = StringAt(*evicted, {"reason"});
     const std::string message = Truncated(StringAt(*evicted, {"message"}));
     json conditions = ArrayAt(workload, {"status", "conditions"});
