@@ -84,10 +84,17 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
                               Enqueue(job_key(o));
                           },
                           [this, job_key](const json& o) { Enqueue(job_key(o)); }});
-  // Bad news about a pod jumps the queue (PodInTrouble); a deleted pod always is.
+  // Bad news about a pod jumps the queue (PodInTrouble); a deleted pod always is. So does the last worker of a job
+  // becoming Ready once the cache holds all the pods the job was given (PodCompletesJob): the job can start.
   auto pod_job = [this](const json* old_pod, const json& pod, bool deleted) {
-    const bool urgent = deleted || PodInTrouble(old_pod, pod);
-    for (const auto& key : IndexPodsByJob()(pod)) urgent ? EnqueueUrgent(key) : Enqueue(key);
+    for (const auto& key : IndexPodsByJob()(pod)) {
+      if (reconciler_) reconciler_->PodSeen(key, kube::UidOf(pod));  // a create of ours has reached the cache
+      bool urgent = deleted || PodInTrouble(old_pod, pod);
+      if (!urgent && synced_.load() && reconciler_ && !reconciler_->CreatesPending(key)) {
+        urgent = PodCompletesJob(old_pod, pod, pods_->store().ByIndex(kPodsByJobIndex, key));
+      }
+      urgent ? EnqueueUrgent(key) : Enqueue(key);
+    }
   };
   pods_->AddEventHandler({[pod_job](const json& o) { pod_job(nullptr, o, false); },
                           [pod_job](const json& old_pod, const json& o) { pod_job(&old_pod, o, false); },

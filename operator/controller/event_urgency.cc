@@ -1,5 +1,6 @@
 #include "operator/controller/event_urgency.h"
 
+#include <algorithm>
 #include <string>
 
 #include "api/job_status.h"
@@ -18,6 +19,26 @@ bool PodInTrouble(const json* old_pod, const json& pod) {
   return old_pod != nullptr &&
          kube::ConditionStatusOf(*old_pod, api::kReadyCondition) == api::condition_status::kTrue &&
          kube::ConditionStatusOf(pod, api::kReadyCondition) != api::condition_status::kTrue;
+}
+
+namespace {
+
+bool Ready(const json& pod) {
+  return kube::ConditionStatusOf(pod, api::kReadyCondition) == api::condition_status::kTrue;
+}
+
+// Terminating or finished: no longer a member-to-be.
+bool Leaving(const json& pod) {
+  const std::string phase = StringAt(pod, {"status", "phase"});
+  return phase == "Failed" || phase == "Succeeded" || At(pod, {"metadata", "deletionTimestamp"}).is_string();
+}
+
+}  // namespace
+
+bool PodCompletesJob(const json* old_pod, const json& pod, const std::vector<kube::ObjectPtr>& job_pods) {
+  if (old_pod == nullptr || Ready(*old_pod) || !Ready(pod) || Leaving(pod)) return false;
+  return std::all_of(job_pods.begin(), job_pods.end(),
+                     [](const kube::ObjectPtr& p) { return p == nullptr || Leaving(*p) || Ready(*p); });
 }
 
 }  // namespace ringmaster::controller

@@ -168,11 +168,14 @@ const char* TrainingJobReconciler::ReconcileJob(const std::string& key, Reconcil
     std::lock_guard<std::mutex> lock(mu_);
     dirty_since_.erase(key);
     create_errors_.erase(key);
+    created_pods_.Forget(key);
     deleted_pods_.Forget(key);
     return "success";
   }
   PlanInput input = Observe(key, *job);
-  // Our own deletions the watch has not brought back yet (deleted_pods.h).
+  // Our own creates and deletions the watch has not brought back yet (created_pods.h, deleted_pods.h); creates
+  // first, so a pod created and then deleted before the watch caught up shows as deleting.
+  created_pods_.Overlay(key, &input.pods, input.now);
   deleted_pods_.Overlay(key, &input.pods);
   StatusOr<JobPlan> planned = PlanJob(input);
   if (!planned.ok()) {
@@ -305,8 +308,14 @@ Status TrainingJobReconciler::ApplyPods(const std::string& key, const json& job,
   for (const auto& pod : plan.creates) {
     // Strict: a template field the apiserver does not know refuses the pod (FailedCreate names it), never dropped.
     auto created = client_->Create(kube::resources::Pods(), ns, pod, kube::WriteOptions::Strict());
-    // AlreadyExists: our cache lags a create we made earlier; the stable name keeps it single.
-    if (created.ok() || kube::IsAlreadyExists(created.status())) continue;
+    if (created.ok()) {
+      SlimPod(&*created);  // as the pod cache keeps it (controller.cc)
+      created_pods_.Created(key, *created, now_());
+      continue;
+    }
+    // AlreadyExists: our cache lags a create made before CreatedPods could know (another operator process, a
+    // record that timed out); the stable name keeps it single.
+    if (kube::IsAlreadyExists(created.status())) continue;
     if (first_error.ok()) first_error = created.status().WithContext("creating pod " + kube::NameOf(pod));
     if (refused.empty()) {
       refused = "cannot create worker pod " + kube::NameOf(pod) + ": " + created.status().message();

@@ -24,6 +24,7 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/store.h"
+#include "operator/controller/created_pods.h"
 #include "operator/controller/deleted_pods.h"
 #include "operator/controller/job_plan.h"
 #include "operator/controller/operator_metrics.h"
@@ -77,6 +78,11 @@ class TrainingJobReconciler {
   // Called by event handlers when `key` is enqueued: remembers the first time since its last
   // reconcile, for the publish-latency histogram.
   void NoteDirty(const std::string& key);
+  // Called by the pod informer's handlers for every event about pod `uid` of job `key`: the cache has caught up
+  // with this operator's create of it, if it made one (CreatedPods::Seen).
+  void PodSeen(const std::string& key, const std::string& uid) { created_pods_.Seen(key, uid); }
+  // Whether pods this operator created for job `key` have not reached the cache yet.
+  bool CreatesPending(const std::string& key) const { return created_pods_.Pending(key); }
 
  private:
   // Reconcile without the metrics: observe, plan, apply. Fills `result`; returns the outcome label
@@ -94,11 +100,11 @@ class TrainingJobReconciler {
   // new membership generation records the metrics and a log line. Errors: the client's, unwrapped
   // (Conflict when the job changed since the cache saw it).
   Status WriteStatus(const std::string& key, const nlohmann::json& job, const nlohmann::json& status);
-  // Creates and deletes the plan's pods, all of them even after an error; a successful delete is recorded in
-  // deleted_pods_ until the cache shows it. A create the apiserver refuses (quota, PodSecurity, an invalid
-  // template) is a Warning Event FailedCreate on the job and is remembered in create_errors_ for the next
-  // plan's Running condition, until a reconcile creates all the pods it planned. Errors: the first one;
-  // AlreadyExists on create and NotFound/Conflict on delete are not errors.
+  // Creates and deletes the plan's pods, all of them even after an error; a successful create is recorded in
+  // created_pods_ and a successful delete in deleted_pods_, each until the cache shows it. A create the apiserver
+  // refuses (quota, PodSecurity, an invalid template) is a Warning Event FailedCreate on the job and is remembered in
+  // create_errors_ for the next plan's Running condition, until a reconcile creates all the pods it planned. Errors:
+  // the first one; AlreadyExists on create and NotFound/Conflict on delete are not errors.
   Status ApplyPods(const std::string& key, const nlohmann::json& job, const JobPlan& plan);
   // A gang-scheduled job's PodGroup (BuildPodGroup), server-side applied when this process has not applied that
   // intent for this job yet. Errors: the client's; NotFound (the PodGroup CRD is not installed) says what to do.
@@ -132,7 +138,8 @@ class TrainingJobReconciler {
 
   // The jobs as this operator last wrote them, until the cache has them (thread-safe itself).
   WrittenObjects written_;
-  // The pods this operator deleted, until the cache shows it (thread-safe itself).
+  // The pods this operator created, and those it deleted, until the cache shows it (thread-safe themselves).
+  CreatedPods created_pods_;
   DeletedPods deleted_pods_;
 
   mutable std::mutex mu_;
