@@ -39,5 +39,25 @@ TEST(EventUrgencyTest, EndingDeletionDisruptionAndLostReadinessAreNews) {
   EXPECT_TRUE(PodInTrouble(nullptr, Pod("Failed", ""))) << "a relisted pod that already failed";
 }
 
+std::vector<kube::ObjectPtr> Pods(const std::vector<json>& pods) {
+  std::vector<kube::ObjectPtr> out;
+  for (const auto& p : pods) out.push_back(std::make_shared<const json>(p));
+  return out;
+}
+
+TEST(EventUrgencyTest, TheLastWorkerTurningReadyCompletesItsJob) {
+  const json running = Pod("Running", "False");
+  const json ready = Pod("Running", "True");
+  EXPECT_TRUE(PodCompletesJob(&running, ready, Pods({ready, ready, ready})));
+  EXPECT_FALSE(PodCompletesJob(&running, ready, Pods({ready, running, ready}))) << "a sibling is not Ready yet";
+  EXPECT_FALSE(PodCompletesJob(&ready, ready, Pods({ready, ready}))) << "no turn: already Ready";
+  EXPECT_FALSE(PodCompletesJob(nullptr, ready, Pods({ready, ready}))) << "an add (a relist) is not a turn";
+  EXPECT_FALSE(PodCompletesJob(&running, running, Pods({running}))) << "not Ready";
+  json deleting = running;
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-29T01:00:00Z";
+  EXPECT_TRUE(PodCompletesJob(&running, ready, Pods({ready, deleting, Pod("Failed", "False")})))
+      << "terminating and finished pods are not waited for";
+}
+
 }  // namespace
 }  // namespace ringmaster::controller
