@@ -106,10 +106,7 @@ std::map<std::string, NodeState> ObserveNodes(const kube::Store& nodes, const st
 
 Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
   const std::string uid = kube::UidOf(job);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ensured_uids_.count(uid)) return Status::Ok();
-  }
+  if (applied_.OwnedObjectsEnsured(kube::KeyOf(job), uid)) return Status::Ok();
   const std::string ns = kube::NamespaceOf(job);
   struct Owned {
     kube::GroupVersionResource gvr;
@@ -144,8 +141,7 @@ Status TrainingJobReconciler::EnsureOwnedObjects(const json& job) {
       return created.status().WithContext(what);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ensured_uids_.insert(uid);
+  applied_.MarkOwnedObjectsEnsured(kube::KeyOf(job), uid);
   return Status::Ok();
 }
 
@@ -168,6 +164,7 @@ const char* TrainingJobReconciler::ReconcileJob(const std::string& key, Reconcil
     std::lock_guard<std::mutex> lock(mu_);
     dirty_since_.erase(key);
     create_errors_.erase(key);
+    applied_.Forget(key);
     created_pods_.Forget(key);
     deleted_pods_.Forget(key);
     return "success";
@@ -347,11 +344,7 @@ Status TrainingJobReconciler::ApplyPods(const std::string& key, const json& job,
 Status TrainingJobReconciler::EnsurePodGroup(const json& job) {
   RINGMASTER_ASSIGN_OR_RETURN(json group, BuildPodGroup(job));
   const std::string uid = kube::UidOf(job);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = applied_pod_groups_.find(uid); it != applied_pod_groups_.end() && it->second == group)
-      return Status::Ok();
-  }
+  if (applied_.PodGroupApplied(kube::KeyOf(job), uid, group)) return Status::Ok();
   const kube::GroupVersionResource pod_groups{"scheduling.x-k8s.io", "v1alpha1", "podgroups", true};
   auto applied = client_->Apply(pod_groups, kube::NamespaceOf(job), group, "ringmaster-operator", /*force=*/true);
   if (!applied.ok()) {
@@ -364,8 +357,7 @@ Status TrainingJobReconciler::EnsurePodGroup(const json& job) {
                      what + ": " + applied.status().message());
     return applied.status().WithContext(what);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  applied_pod_groups_[uid] = std::move(group);
+  applied_.MarkPodGroupApplied(kube::KeyOf(job), uid, std::move(group));
   return Status::Ok();
 }
 

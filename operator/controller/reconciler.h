@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -24,6 +23,7 @@
 #include "kube/client.h"
 #include "kube/event_recorder.h"
 #include "kube/store.h"
+#include "operator/controller/applied_intents.h"
 #include "operator/controller/created_pods.h"
 #include "operator/controller/deleted_pods.h"
 #include "operator/controller/job_plan.h"
@@ -140,12 +140,12 @@ class TrainingJobReconciler {
   WrittenObjects written_;
   // The pods this operator created, and those it deleted, until the cache shows it (thread-safe themselves).
   CreatedPods created_pods_;
+  // Which jobs' owned objects exist and the PodGroup last applied to each (thread-safe itself).
+  AppliedIntents applied_;
   DeletedPods deleted_pods_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.
-  std::set<std::string> ensured_uids_;  // jobs whose owned objects (EnsureOwnedObjects) exist
-  std::unordered_map<std::string, nlohmann::json> applied_pod_groups_;  // job uid -> the PodGroup last applied
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> dirty_since_;
   // job key -> why the apiserver last refused one of its pods (PlanInput::create_error)
   std::unordered_map<std::string, std::string> create_errors_;
