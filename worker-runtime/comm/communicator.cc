@@ -112,6 +112,11 @@ Status Communicator::Barrier() {
   return DoBarrier();
 }
 
+Status Communicator::OrderAfter(ReadyFence& fence) {
+  RINGMASTER_RETURN_IF_ERROR(health());
+  return DoOrderAfter(fence);
+}
+
 StatusOr<std::unique_ptr<Communicator>> Communicator::Split(const std::vector<int>& ranks, const std::string& name) {
   RINGMASTER_RETURN_IF_ERROR(CheckSubset(ranks, size()));
   RINGMASTER_RETURN_IF_ERROR(health());

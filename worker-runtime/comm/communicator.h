@@ -44,6 +44,22 @@ class Transfer {
   virtual Status Wait() = 0;
 };
 
+// A point in another stream of device work that a collective's input depends on: a CUDA event the framework
+// recorded on its current stream after the kernels that produce the input (fusion::Request::ready). A
+// communicator whose collectives run on a stream of their own (NCCL) makes that stream wait for it on the device,
+// so the framework's thread never blocks for its own kernels (DDP's bucket hooks would otherwise stall the
+// backward pass at every bucket); any other waits on the host.
+// Thread-safety: safe from any thread; the device work it names must not be recorded again.
+class ReadyFence {
+ public:
+  virtual ~ReadyFence() = default;
+  // Blocks the calling thread until the work before the fence has finished. Errors: Unavailable (the device's).
+  virtual Status Wait() = 0;
+  // Makes `stream` (a cudaStream_t) wait on the device for the work before the fence, without blocking the host.
+  // Errors: Unavailable (the device's).
+  virtual Status OrderStream(void* stream) = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -118,6 +134,11 @@ class Communicator {
   // already released: build a new one), Aborted (the shrink failed or timed out).
   StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, const std::string& name);
 
+  // Orders this communicator's next collective after `fence` (ReadyFence): on the device where its collectives
+  // run on a stream of their own (NCCL), else by waiting on this thread. Called by the collectives' one calling
+  // thread, right before the collective. Errors: the fence's (the collective must then not run), Aborted.
+  Status OrderAfter(ReadyFence& fence);
+
   // Makes the communicator unusable and unblocks nothing-in-flight; every later
   // call returns Aborted. Idempotent. Safe from any thread.
   virtual void Abort(const std::string& reason) = 0;
@@ -140,6 +161,8 @@ class Communicator {
   // Checked arguments, bytes > 0; may run on any thread. Default: Unimplemented.
   virtual StatusOr<std::unique_ptr<Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag);
   virtual StatusOr<std::unique_ptr<Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag);
+  // Default: fence.Wait() (the host waits).
+  virtual Status DoOrderAfter(ReadyFence& fence) { return fence.Wait(); }
   // Default: Unimplemented.
   virtual StatusOr<std::unique_ptr<Communicator>> DoShrink(const std::vector<int>& excluded, const std::string& name);
 };

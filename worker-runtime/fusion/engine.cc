@@ -301,6 +301,10 @@ Status Engine::RunBatch(const Batch& batch) {
     }
   }
   if (batch.fused()) {
+    // Fused batches are host memory (can_fuse_): a fence is waited for on this thread before packing.
+    for (Request* r : batch.requests) {
+      if (r->ready) RINGMASTER_RETURN_IF_ERROR(data_->OrderAfter(*r->ready));
+    }
     auto t0 = Clock::now();
     PackBatch(batch, fusion_buffer_);
     auto t1 = Clock::now();
@@ -324,6 +328,7 @@ Status Engine::RunBatch(const Batch& batch) {
   Status s;
   // Host memory beside a GPU data communicator runs on the host one (the negotiation's), on this thread.
   comm::Communicator& comm = first.host ? *control_ : *data_;
+  if (first.ready) RINGMASTER_RETURN_IF_ERROR(comm.OrderAfter(*first.ready));
   switch (first.kind) {
     case CollectiveKind::kAllreduce: s = comm.Allreduce(first.in, first.out, first.count, first.type, first.op); break;
     case CollectiveKind::kAllgather: s = comm.Allgather(first.in, first.out, first.count, first.type); break;

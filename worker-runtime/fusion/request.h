@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "worker-runtime/comm/communicator.h"
 #include "worker-runtime/common/dtype.h"
 
 namespace ringmaster::fusion {
@@ -100,6 +101,10 @@ struct Request {
   // runs it on the set's host communicator, ordered with the GPU collectives (Horovod's CPU ops on Gloo
   // beside NCCL). Part of the fingerprint: every rank must pass the same kind of memory.
   bool host = false;
+  // Where the input is produced by device work the caller queued on a stream of its own (torch's current CUDA
+  // stream): the collective runs after it (Communicator::OrderAfter: on the device under NCCL), and the caller
+  // never waits for its own kernels. Null: the input is ready when submitted. Not part of the fingerprint.
+  std::shared_ptr<comm::ReadyFence> ready;
   std::chrono::steady_clock::time_point submitted;
   std::shared_ptr<Completion> completion = std::make_shared<Completion>();
 

@@ -144,6 +144,12 @@ auto NcclCommunicator::OnDevice(Fn call) -> decltype(call()) {
   return call();
 }
 
+Status NcclCommunicator::DoOrderAfter(comm::ReadyFence& fence) {
+  nccl::DeviceGuard device(cuda_, options_.device);
+  if (!device.status().ok()) return device.status();
+  return fence.OrderStream(stream_);
+}
+
 void NcclCommunicator::Abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -99,6 +99,8 @@ class NcclCommunicator : public comm::Communicator {
   // In place (in == out): `in` is first copied to a scratch buffer on the stream.
   Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override;
   Status DoBarrier() override;
+  // The stream of the collectives waits for the fence on the device (cudaStreamWaitEvent): the host does not.
+  Status DoOrderAfter(comm::ReadyFence& fence) override;
   StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks,
                                                         const std::string& name) override;
   StatusOr<std::unique_ptr<comm::Communicator>> DoShrink(const std::vector<int>& excluded,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -22,6 +23,7 @@
 #include "base/status_test_macros.h"
 #include "worker-runtime/common/pattern.h"
 #include "worker-runtime/memory/buffer_memory.h"
+#include "worker-runtime/nccl/cuda_fence.h"
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/nccl/gpu_probe.h"
 #include "worker-runtime/testing/gpu_test_env.h"
@@ -323,6 +325,72 @@ TEST_F(NcclTest, CallsFromAnotherThreadUseTheCommunicatorsDevice) {
       ASSERT_OK((*child)->Barrier());
       ExpectAllreduceWorks(**child, device);
     }).join();
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
+}
+
+// Counts how a fence was used, passing the calls on.
+class CountingFence : public comm::ReadyFence {
+ public:
+  explicit CountingFence(std::shared_ptr<comm::ReadyFence> fence) : fence_(std::move(fence)) {}
+  Status Wait() override {
+    ++waits;
+    return fence_->Wait();
+  }
+  Status OrderStream(void* stream) override {
+    ++stream_orders;
+    EXPECT_NE(stream, nullptr) << "the communicator's own stream, never the legacy default one";
+    return fence_->OrderStream(stream);
+  }
+  std::atomic<int> waits{0}, stream_orders{0};
+
+ private:
+  std::shared_ptr<comm::ReadyFence> fence_;
+};
+
+// torch's pattern: the input is produced on the caller's stream (here a 64 MiB copy, then the input's), the
+// caller records a fence there and goes on without waiting; the collective's stream waits for it on the device.
+// The host never waits for the fence, and the allreduce sums the inputs the producer stream wrote.
+TEST_F(NcclTest, ACollectiveWaitsOnTheDeviceForItsInputsStreamAndTheHostDoesNot) {
+  runtime_testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
+    const int device = ctx.rank % std::max(1, Gpus());
+    auto made = MakeWorld(ctx, "fenced", ctx.rank, ctx.size, 20s);
+    ASSERT_OK(made);
+    comm::Communicator& comm = **made;
+    auto cuda = nccl::Cuda();
+    ASSERT_OK(cuda);
+    const CudaApi& api = **cuda;
+    DeviceGuard guard(api, device);
+    ASSERT_OK(guard.status());
+    cudaStream_t producer;
+    ASSERT_EQ(api.cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+    const size_t count = 1 << 16;
+    auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, device);
+    auto in = common::MakeInput(common::DataType::kFloat32, common::ReduceOp::kSum, comm.rank(), count);
+    std::vector<uint8_t> pad(64 << 20, 1);
+    auto dev = memory->Allocate(in.size());
+    auto pad_dev = memory->Allocate(pad.size());
+    ASSERT_OK(dev);
+    ASSERT_OK(pad_dev);
+    ASSERT_EQ(api.cudaMemcpyAsync(*pad_dev, pad.data(), pad.size(), cudaMemcpyHostToDevice, producer), cudaSuccess);
+    ASSERT_EQ(api.cudaMemcpyAsync(*dev, in.data(), in.size(), cudaMemcpyHostToDevice, producer), cudaSuccess);
+    auto fence = CudaEventFence::Record(api, device, producer);
+    ASSERT_OK(fence);
+    CountingFence counting(*fence);
+    ASSERT_OK(comm.OrderAfter(counting));
+    ASSERT_OK(comm.Allreduce(*dev, *dev, count, common::DataType::kFloat32, common::ReduceOp::kSum));
+    EXPECT_EQ(counting.stream_orders.load(), 1);
+    EXPECT_EQ(counting.waits.load(), 0) << "the host waited for the input's stream";
+    std::vector<uint8_t> got(in.size());
+    ASSERT_OK(memory->Download(got.data(), *dev, got.size()));
+    auto want = common::ReferenceReduce(common::DataType::kFloat32, common::ReduceOp::kSum, comm.size(), count);
+    EXPECT_EQ(common::CountMismatches(common::DataType::kFloat32, got.data(), want.data(), count), 0u);
+    ASSERT_EQ(api.cudaStreamSynchronize(producer), cudaSuccess);
+    memory->Free(*dev);
+    memory->Free(*pad_dev);
+    api.cudaStreamDestroy(producer);
   });
   for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }

@@ -200,9 +200,10 @@ fusion::Request DataRequest(std::string name, fusion::CollectiveKind kind, const
 }  // namespace
 
 fusion::Handle Runtime::AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                       common::ReduceOp op, int set) {
+                                       common::ReduceOp op, int set, std::shared_ptr<comm::ReadyFence> ready) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAllreduce, in, out, count, type);
   r.op = op;
+  r.ready = std::move(ready);
   return Submit(set, std::move(r));
 }
 
@@ -212,29 +213,35 @@ fusion::Handle Runtime::AllgatherAsync(std::string name, const void* in, void* o
 }
 
 fusion::Handle Runtime::AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
-                                        common::DataType type, int set) {
+                                        common::DataType type, int set, std::shared_ptr<comm::ReadyFence> ready) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAllgatherv, in, out, 0, type);
   r.counts = std::move(counts);
+  r.ready = std::move(ready);
   return Submit(set, std::move(r));
 }
 
 fusion::Handle Runtime::BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                       int root, int set) {
+                                       int root, int set, std::shared_ptr<comm::ReadyFence> ready) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kBroadcast, in, out, count, type);
   r.root = root;
+  r.ready = std::move(ready);
   return Submit(set, std::move(r));
 }
 
 fusion::Handle Runtime::ReduceScatterAsync(std::string name, const void* in, void* out, size_t count,
-                                           common::DataType type, common::ReduceOp op, int set) {
+                                           common::DataType type, common::ReduceOp op, int set,
+                                           std::shared_ptr<comm::ReadyFence> ready) {
   fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kReduceScatter, in, out, count, type);
   r.op = op;
+  r.ready = std::move(ready);
   return Submit(set, std::move(r));
 }
 
 fusion::Handle Runtime::AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                      int set) {
-  return Submit(set, DataRequest(std::move(name), fusion::CollectiveKind::kAlltoall, in, out, count, type));
+                                      int set, std::shared_ptr<comm::ReadyFence> ready) {
+  fusion::Request r = DataRequest(std::move(name), fusion::CollectiveKind::kAlltoall, in, out, count, type);
+  r.ready = std::move(ready);
+  return Submit(set, std::move(r));
 }
 
 fusion::Handle Runtime::BarrierAsync(int set) {

@@ -78,18 +78,21 @@ class Runtime {
   int device() const { return device_; }
 
   fusion::Handle AllreduceAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                common::ReduceOp op, int set = kWorldSet);
+                                common::ReduceOp op, int set = kWorldSet,
+                                std::shared_ptr<comm::ReadyFence> ready = nullptr);
   fusion::Handle AllgatherAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
                                 int set = kWorldSet);
   // counts: elements contributed by each rank of the set (in set-rank order); in holds counts[my set rank].
   fusion::Handle AllgathervAsync(std::string name, const void* in, void* out, std::vector<size_t> counts,
-                                 common::DataType type, int set = kWorldSet);
+                                 common::DataType type, int set = kWorldSet,
+                                 std::shared_ptr<comm::ReadyFence> ready = nullptr);
   fusion::Handle BroadcastAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                int root, int set = kWorldSet);
+                                int root, int set = kWorldSet, std::shared_ptr<comm::ReadyFence> ready = nullptr);
   fusion::Handle ReduceScatterAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                                    common::ReduceOp op, int set = kWorldSet);
+                                    common::ReduceOp op, int set = kWorldSet,
+                                    std::shared_ptr<comm::ReadyFence> ready = nullptr);
   fusion::Handle AlltoallAsync(std::string name, const void* in, void* out, size_t count, common::DataType type,
-                               int set = kWorldSet);
+                               int set = kWorldSet, std::shared_ptr<comm::ReadyFence> ready = nullptr);
   fusion::Handle BarrierAsync(int set = kWorldSet);
 
   // Blocking forms: submit and wait.

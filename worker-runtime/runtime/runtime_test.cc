@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -203,6 +205,66 @@ TEST(RuntimeTest, WaitingForACollectiveStartsTheCycle) {
     // "sync" alone, then the five queued ones fused into one launch (the task is no launch).
     EXPECT_EQ(stats->launches, 2u);
     EXPECT_EQ(stats->fused_requests, static_cast<uint64_t>(kQueued));
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
+// A fence whose work "finishes" when the test opens it; counts how it was waited for.
+class GateFence : public comm::ReadyFence {
+ public:
+  Status Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waits_;
+    cv_.wait(lock, [this] { return open_; });
+    return Status::Ok();
+  }
+  Status OrderStream(void*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stream_orders_;
+    return Status::Ok();
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  int waits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waits_;
+  }
+  int stream_orders() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stream_orders_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int waits_ = 0, stream_orders_ = 0;
+};
+
+// A collective whose input a device stream produces (Request::ready) runs after it: on a host communicator the
+// engine's thread waits for the fence, never the submitting thread, and the result holds the input written
+// before the fence opened.
+TEST(RuntimeTest, ACollectiveRunsAfterTheFenceOfItsInputNotBeforeAndTheCallerNeverWaitsForIt) {
+  runtime_testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = runtime_testing::RunWorld(options, [](RankContext& ctx) {
+    auto rt = MakeRuntime(ctx, GlooConfig());
+    ASSERT_NE(rt, nullptr);
+    std::vector<float> x(256, 0.0f);
+    auto fence = std::make_shared<GateFence>();
+    fusion::Handle h = rt->AllreduceAsync("fenced", x.data(), x.data(), x.size(), common::DataType::kFloat32,
+                                          common::ReduceOp::kSum, kWorldSet, fence);
+    // Submitting returned with the fence shut; the collective cannot have run.
+    EXPECT_EQ(h.Wait(300ms).code(), StatusCode::kDeadlineExceeded) << "ran before its input was ready";
+    std::fill(x.begin(), x.end(), static_cast<float>(ctx.rank + 1));  // the "kernel" that produces the input
+    fence->Open();
+    ASSERT_OK(h.Wait(60s));
+    EXPECT_EQ(x, std::vector<float>(256, 3.0f));
+    EXPECT_EQ(fence->waits(), 1) << "Gloo has no stream: the engine's thread waits";
+    EXPECT_EQ(fence->stream_orders(), 0);
   });
   ExpectAllRanksOk(outcomes);
 }

@@ -20,6 +20,7 @@
 #include "api/worker_env.h"
 #include "worker-runtime/data/elastic_sampler.h"
 #include "worker-runtime/elastic/worker_session.h"
+#include "worker-runtime/nccl/cuda_fence.h"
 #include "worker-runtime/nccl/gpu_api.h"
 #include "worker-runtime/python/native/gpu_info.h"
 #include "worker-runtime/python/native/tensor.h"
@@ -77,27 +78,14 @@ const nccl::CudaApi& CudaOrRaise() {
   return **cuda;
 }
 
-// Orders a collective after the work torch queued on its current stream for a CUDA tensor: an event
-// recorded on that stream, waited for before the collective is handed to NCCL (whose Wait() in turn
-// returns only when NCCL's stream has finished, so torch's later work sees the result). The event is
-// made on the tensor's device, and the caller's current device is restored afterwards.
-void OrderAfterStream(const TensorArg& t, uintptr_t stream) {
-  if (!t.cuda) return;
-  const nccl::CudaApi& cuda = CudaOrRaise();
-  nccl::DeviceGuard device(cuda, t.device);
-  if (!device.status().ok()) Raise(device.status());
-  cudaEvent_t event;
-  if (cudaError_t e = cuda.cudaEventCreateWithFlags(&event, cudaEventDisableTiming); e != cudaSuccess) {
-    Raise(UnavailableError("CUDA: cannot create an event to order the collective after torch's stream: " +
-                           cuda.ErrorText(e)));
-  }
-  cudaError_t err = cuda.cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream));
-  if (err == cudaSuccess) {
-    nb::gil_scoped_release release;
-    err = cuda.cudaEventSynchronize(event);
-  }
-  cuda.cudaEventDestroy(event);
-  if (err != cudaSuccess) Raise(UnavailableError("CUDA: " + cuda.ErrorText(err)));
+// Orders a collective after the work torch queued on its current stream for a CUDA tensor: a fence (an event
+// recorded on that stream) that the NCCL communicator's stream waits for on the device, so this thread returns
+// to torch at once -- a DDP bucket's hook must not stall the backward pass until the bucket's gradients exist.
+// The runtime's Wait() returns only when NCCL's stream has finished, so torch's later work sees the result.
+// Null for a CPU tensor.
+std::shared_ptr<comm::ReadyFence> FenceAfterStream(const TensorArg& t, uintptr_t stream) {
+  if (!t.cuda) return nullptr;
+  return Value(nccl::CudaEventFence::Record(CudaOrRaise(), t.device, reinterpret_cast<cudaStream_t>(stream)));
 }
 
 // A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes.
@@ -230,45 +218,46 @@ class PySession {
   uintptr_t TfBridge() const { return reinterpret_cast<uintptr_t>(&tf_bridge_); }
 
   PyHandle Allreduce(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set, uintptr_t stream) {
-    auto [i, o] = Pair(in, out, stream);
+    auto [i, o, ready] = Pair(in, out, stream);
     if (i.count != o.count)
       Raise(InvalidArgumentError("allreduce: the output must have as many elements as the input"));
-    return Submit(Rt().AllreduceAsync(name, i.data, o.data, i.count, i.type, static_cast<ReduceOp>(op), set), in, out);
+    return Submit(Rt().AllreduceAsync(name, i.data, o.data, i.count, i.type, static_cast<ReduceOp>(op), set, ready), in,
+                  out);
   }
   PyHandle Allgather(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, std::vector<size_t> counts, int set,
                      uintptr_t stream) {
-    auto [i, o] = Pair(in, out, stream);
+    auto [i, o, ready] = Pair(in, out, stream);
     size_t total = 0;
     for (size_t c : counts) total += c;
     if (total != o.count) Raise(InvalidArgumentError("allgather: the output must hold every rank's elements"));
-    return Submit(Rt().AllgathervAsync(name, i.data, o.data, std::move(counts), i.type, set), in, out);
+    return Submit(Rt().AllgathervAsync(name, i.data, o.data, std::move(counts), i.type, set, ready), in, out);
   }
   PyHandle Broadcast(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int root, int set,
                      uintptr_t stream) {
-    auto [i, o] = Pair(in, out, stream);
+    auto [i, o, ready] = Pair(in, out, stream);
     if (i.count != o.count)
       Raise(InvalidArgumentError("broadcast: the output must have as many elements as the input"));
-    return Submit(Rt().BroadcastAsync(name, i.data, o.data, i.count, i.type, root, set), in, out);
+    return Submit(Rt().BroadcastAsync(name, i.data, o.data, i.count, i.type, root, set, ready), in, out);
   }
   PyHandle ReduceScatter(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int op, int set,
                          uintptr_t stream) {
-    auto [i, o] = Pair(in, out, stream);
+    auto [i, o, ready] = Pair(in, out, stream);
     const int n = SetSize(set);
     if (i.count != o.count * static_cast<size_t>(n)) {
       Raise(InvalidArgumentError("reducescatter: the input must hold the output's element count times the set size (" +
                                  std::to_string(n) + ")"));
     }
-    return Submit(Rt().ReduceScatterAsync(name, i.data, o.data, o.count, i.type, static_cast<ReduceOp>(op), set), in,
-                  out);
+    return Submit(Rt().ReduceScatterAsync(name, i.data, o.data, o.count, i.type, static_cast<ReduceOp>(op), set, ready),
+                  in, out);
   }
   PyHandle Alltoall(const std::string& name, nb::ndarray<> in, nb::ndarray<> out, int set, uintptr_t stream) {
-    auto [i, o] = Pair(in, out, stream);
+    auto [i, o, ready] = Pair(in, out, stream);
     const size_t n = static_cast<size_t>(SetSize(set));
     if (i.count != o.count || i.count % n != 0) {
       Raise(InvalidArgumentError(
           "alltoall: input and output must have the same element count, divisible by the set size"));
     }
-    return Submit(Rt().AlltoallAsync(name, i.data, o.data, i.count / n, i.type, set), in, out);
+    return Submit(Rt().AlltoallAsync(name, i.data, o.data, i.count / n, i.type, set, ready), in, out);
   }
   PyHandle Barrier(int set) { return PyHandle(Rt().BarrierAsync(set), {}); }
   // Point-to-point on set `set` with its rank `peer`: host memory only (the Python side stages CUDA tensors).
@@ -321,7 +310,12 @@ class PySession {
     return t;
   }
   int SetSize(int set) const { return static_cast<int>(Value(Rt().ProcessSetRanks(set)).size()); }
-  std::pair<TensorArg, TensorArg> Pair(const nb::ndarray<>& in, const nb::ndarray<>& out, uintptr_t stream) {
+  // A collective's operands: its input, its output, and the fence its input's stream sets (FenceAfterStream).
+  struct Operands {
+    TensorArg in, out;
+    std::shared_ptr<comm::ReadyFence> ready;
+  };
+  Operands Pair(const nb::ndarray<>& in, const nb::ndarray<>& out, uintptr_t stream) {
     TensorArg i = Value(DescribeTensor(in, "input"));
     TensorArg o = Value(DescribeTensor(out, "output"));
     Check(CheckSameKind(i, o));
@@ -332,8 +326,7 @@ class PySession {
           InvalidArgumentError("a CUDA tensor, but this generation runs Gloo (CPU): set RINGMASTER_BACKEND=nccl "
                                "(or auto) on a GPU worker, or move the tensor to the CPU"));
     }
-    OrderAfterStream(i, stream);
-    return {i, o};
+    return {i, o, FenceAfterStream(i, stream)};
   }
   static PyHandle Submit(fusion::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
     return PyHandle(h, {nb::cast(in), nb::cast(out)});
