@@ -149,11 +149,14 @@ class CppRestTransport : public Transport {
   }
 
   StatusOr<HttpResponse> Send(const HttpRequest& request) override {
+    pplx::cancellation_token_source cts;
+    Cancellation::Registration registration = CancelOnTrip(request, cts);
     try {
       RINGMASTER_ASSIGN_OR_RETURN(http::http_request req, Build(request));
       std::shared_ptr<http::client::http_client> client = client_;
       if (request.timeout.count() > 0 && request.timeout != config_.timeout) client = NewClient(request.timeout);
-      http::http_response resp = client->request(req).get();
+      // The token closes the connection when tripped, also while the body is read (extract_vector below).
+      http::http_response resp = client->request(req, cts.get_token()).get();
       HttpResponse out;
       out.code = resp.status_code();
       out.headers = Headers(resp.headers());
@@ -161,31 +164,54 @@ class CppRestTransport : public Transport {
       out.body.assign(body.begin(), body.end());
       return out;
     } catch (const std::exception& e) {
-      return UnavailableError(request.method + " " + config_.server + request.path + ": " + e.what());
+      return Failed(request, e.what());
     } catch (...) {
-      return UnavailableError(request.method + " " + config_.server + request.path + ": unknown error");
+      return Failed(request, "unknown error");
     }
   }
 
   StatusOr<StreamedResponse> Open(const HttpRequest& request) override {
+    pplx::cancellation_token_source cts;
+    // Only while the headers are awaited: the stream is then cancelled by its reader (BodyStream::Cancel).
+    Cancellation::Registration registration = CancelOnTrip(request, cts);
     try {
       RINGMASTER_ASSIGN_OR_RETURN(http::http_request req, Build(request));
       auto client = NewClient(request.timeout.count() > 0 ? request.timeout : config_.timeout);
-      pplx::cancellation_token_source cts;
       http::http_response resp = client->request(req, cts.get_token()).get();
       StreamedResponse out;
       out.code = resp.status_code();
       out.headers = Headers(resp.headers());
-      out.body = std::make_unique<CppRestBodyStream>(std::move(client), std::move(resp), std::move(cts));
+      out.body = std::make_unique<CppRestBodyStream>(std::move(client), std::move(resp), cts);
       return out;
     } catch (const std::exception& e) {
-      return UnavailableError(request.method + " " + config_.server + request.path + ": " + e.what());
+      return Failed(request, e.what());
     } catch (...) {
-      return UnavailableError(request.method + " " + config_.server + request.path + ": unknown error");
+      return Failed(request, "unknown error");
     }
   }
 
  private:
+  // Cancels `cts` (cpprestsdk then closes the request's connection, failing its connect, handshake or read) when
+  // the request's cancellation trips, for as long as the returned registration lives; at once when it already has.
+  static Cancellation::Registration CancelOnTrip(const HttpRequest& request, pplx::cancellation_token_source& cts) {
+    if (request.cancellation == nullptr) return {};
+    // A copy of the source: it is a handle on shared state, and the callback may run on another thread.
+    return request.cancellation->OnCancel([cts]() mutable {
+      try {
+        cts.cancel();
+      } catch (...) {}
+    });
+  }
+
+  // kCancelled when the request's cancellation tripped (whatever cpprestsdk threw for the closed connection:
+  // task_canceled, a socket error), else kUnavailable: no HTTP answer.
+  Status Failed(const HttpRequest& request, const std::string& what) const {
+    const std::string where = request.method + " " + config_.server + request.path;
+    if (request.cancellation != nullptr && request.cancellation->cancelled())
+      return CancelledError(where + ": cancelled");
+    return UnavailableError(where + ": " + what);
+  }
+
   std::shared_ptr<http::client::http_client> NewClient(std::chrono::milliseconds timeout) {
     http::client::http_client_config cc;
     cc.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));

@@ -44,6 +44,11 @@ void TokenBucket::Accept() {
   if (d > Duration::zero()) std::this_thread::sleep_for(d);
 }
 
+bool TokenBucket::Accept(const Cancellation& cancel) {
+  if (cancel.cancelled()) return false;
+  return cancel.SleepFor(Reserve());
+}
+
 ItemExponentialFailureRateLimiter::ItemExponentialFailureRateLimiter(Duration base_delay, Duration max_delay)
     : base_(base_delay), max_(max_delay) {}
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "kube/cancellation.h"
+
 namespace ringmaster::kube {
 
 using Duration = std::chrono::nanoseconds;
@@ -34,6 +36,9 @@ class TokenBucket {
   bool TryAccept();
   // Reserve() then sleep.
   void Accept();
+  // Reserve() then sleep, less when `cancel` is tripped meanwhile. False when cancelled (before or during the
+  // wait); the token stays taken.
+  [[nodiscard]] bool Accept(const Cancellation& cancel);
 
  private:
   void RefillLocked(TimePoint now);

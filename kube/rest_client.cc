@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <random>
-#include <thread>
 
 #include "kube/api_error.h"
 #include "kube/client_metrics.h"
@@ -50,31 +49,40 @@ bool RestClient::ShouldRetry(const HttpRequest& request, int code, const std::ma
 template <typename Response, typename Send>
 StatusOr<Response> RestClient::SendRetrying(const HttpRequest& request, const Send& send) {
   static const std::map<std::string, std::string> kNoHeaders;
+  auto cancelled = [&] { return CancelledError(request.method + " " + request.path + ": the client was cancelled"); };
+  HttpRequest sent = request;  // a copy to carry the cancellation: the transport borrows it for the call
+  sent.cancellation = &cancellation_;
   for (int attempt = 0;; ++attempt) {
-    bucket_.Accept();
+    if (!bucket_.Accept(cancellation_)) return cancelled();
     const auto start = std::chrono::steady_clock::now();
-    StatusOr<Response> resp = send();
+    StatusOr<Response> resp = send(sent);
     const int code = resp.ok() ? resp->code : 0;
+    const bool succeeded = resp.ok() && code >= 200 && code < 300;
+    // Whatever the transport made of a request cut short (a closed connection), it ends here, unretried and
+    // uncounted. A success that raced the cancellation stands: what it wrote was written.
+    if (!succeeded && cancellation_.cancelled()) return cancelled();
     if (auto* m = metrics())
       m->ObserveRequest(options_.host, request.method, code, std::chrono::steady_clock::now() - start);
-    if (resp.ok() && code >= 200 && code < 300) return resp;
+    if (succeeded) return resp;
     Duration wait{};
     if (!ShouldRetry(request, code, resp.ok() ? resp->headers : kNoHeaders, attempt, &wait)) return resp;
     if (auto* m = metrics()) m->ObserveRetry(options_.host, request.method, code);
-    std::this_thread::sleep_for(wait);
+    if (!cancellation_.SleepFor(wait)) return cancelled();
   }
 }
 
 StatusOr<HttpResponse> RestClient::Do(const HttpRequest& request) {
-  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp,
-                              SendRetrying<HttpResponse>(request, [&] { return transport_->Send(request); }));
+  RINGMASTER_ASSIGN_OR_RETURN(HttpResponse resp, SendRetrying<HttpResponse>(request, [&](const HttpRequest& r) {
+                                return transport_->Send(r);
+                              }));
   if (resp.code >= 200 && resp.code < 300) return resp;
   return StatusFromHttpResponse(resp.code, resp.body);
 }
 
 StatusOr<StreamedResponse> RestClient::Stream(const HttpRequest& request) {
-  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp,
-                              SendRetrying<StreamedResponse>(request, [&] { return transport_->Open(request); }));
+  RINGMASTER_ASSIGN_OR_RETURN(StreamedResponse resp, SendRetrying<StreamedResponse>(request, [&](const HttpRequest& r) {
+                                return transport_->Open(r);
+                              }));
   if (resp.code >= 200 && resp.code < 300) return resp;
   // Read the (small) error body.
   std::string body;

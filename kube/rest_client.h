@@ -5,6 +5,8 @@
 // (honoured, capped at RetryPolicy::max_retry_after) and, without Retry-After, when it is 429/503/504
 // or the request is a GET; a request that got no HTTP answer is retried only when it is a GET.
 // Waits between attempts back off exponentially with jitter. After max_retries the last error is returned.
+// Cancel() ends it all (a process shutting down): a request waiting for a token, sleeping out a backoff or
+// blocked in the transport returns kCancelled at once, and later requests return kCancelled unsent.
 // Thread-safety: thread-safe. Ownership: owns its Transport.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "kube/cancellation.h"
 #include "kube/rate_limiter.h"
 #include "kube/transport.h"
 
@@ -47,6 +50,10 @@ class RestClient {
   // is read and returned as a Status.
   StatusOr<StreamedResponse> Stream(const HttpRequest& request);
 
+  // Cancels every request in flight and every later one (kCancelled); never undone. Idempotent.
+  void Cancel() { cancellation_.Cancel(); }
+  bool cancelled() const { return cancellation_.cancelled(); }
+
   ClientMetrics* metrics() const { return options_.metrics.get(); }
 
  private:
@@ -55,14 +62,16 @@ class RestClient {
   bool ShouldRetry(const HttpRequest& request, int code, const std::map<std::string, std::string>& headers, int attempt,
                    Duration* wait) const;
   // The one retry loop of Do and Stream: flow control, metrics, retries by ShouldRetry. Returns the
-  // last response (2xx, or an error answer the caller turns into a Status) or the transport error.
+  // last response (2xx, or an error answer the caller turns into a Status) or the transport error;
+  // kCancelled once Cancel() was called. `send` gets the request with this client's cancellation set.
   template <typename Response, typename Send>
   StatusOr<Response> SendRetrying(const HttpRequest& request, const Send& send);
 
   // Constant after construction.
   const std::unique_ptr<Transport> transport_;
   const RestClientOptions options_;
-  TokenBucket bucket_;  // thread-safe
+  TokenBucket bucket_;         // thread-safe
+  Cancellation cancellation_;  // thread-safe
 };
 
 // Builds a RestClient for `config` with the cpprestsdk transport (qps/burst taken from the config).

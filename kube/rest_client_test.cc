@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <deque>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status_test_macros.h"
@@ -155,6 +159,107 @@ TEST(RestClientTest, QpsLimitSpacesRequests) {
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 6; ++i) ASSERT_OK(rc.Do(Req("GET", "/x")));
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(95));  // 5 waits of 20 ms
+}
+
+// Cancel(): whatever a request is waiting on -- a retry's backoff, a token, the transport -- it ends with
+// kCancelled, and nothing is sent afterwards. Each wait below is an hour long, so an ignored cancel hangs the test
+// (ctest's timeout ends it) instead of passing.
+
+// A transport whose every answer is `answer(request)`.
+class FuncTransport : public Transport {
+ public:
+  explicit FuncTransport(std::function<StatusOr<HttpResponse>(const HttpRequest&)> answer)
+      : answer_(std::move(answer)) {}
+  StatusOr<HttpResponse> Send(const HttpRequest& req) override {
+    calls_++;
+    return answer_(req);
+  }
+  StatusOr<StreamedResponse> Open(const HttpRequest&) override {
+    calls_++;
+    return UnimplementedError("no streams");
+  }
+  int calls() const { return calls_.load(); }
+
+ private:
+  const std::function<StatusOr<HttpResponse>(const HttpRequest&)> answer_;
+  std::atomic<int> calls_{0};
+};
+
+RestClientOptions HourLongWaits() {
+  RestClientOptions o;
+  o.qps = 0;
+  o.retry.max_retries = 5;
+  o.retry.initial_backoff = std::chrono::hours(1);
+  o.retry.max_backoff = std::chrono::hours(1);
+  return o;
+}
+
+TEST(RestClientCancelTest, ARetrysBackoffEndsWhenCancelled) {
+  auto* fake = new FakeTransport({{503, "", {}}, {200, "{}", {}}});
+  RestClient rc{std::unique_ptr<Transport>(fake), HourLongWaits()};
+  auto done = std::async(std::launch::async, [&] { return rc.Do(Req("GET", "/api/v1/pods")); });
+  while (fake->calls() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  rc.Cancel();  // the GET is in (or about to start) its hour of backoff after the 503
+  auto r = done.get();
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status();
+  EXPECT_EQ(fake->calls(), 1);
+  EXPECT_TRUE(rc.cancelled());
+}
+
+TEST(RestClientCancelTest, AWaitForTheRateLimitersTokenEndsWhenCancelled) {
+  auto* fake = new FakeTransport({});
+  auto options = HourLongWaits();
+  options.qps = 0.001;  // the next token in 1000 s
+  options.burst = 1;
+  RestClient rc{std::unique_ptr<Transport>(fake), options};
+  ASSERT_OK(rc.Do(Req("GET", "/x")));
+  auto done = std::async(std::launch::async, [&] { return rc.Do(Req("POST", "/x", true)); });
+  rc.Cancel();
+  auto r = done.get();
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status();
+  EXPECT_EQ(fake->calls(), 1) << "the POST was sent";
+}
+
+TEST(RestClientCancelTest, ARequestBlockedInTheTransportEndsWhenCancelled) {
+  std::promise<void> entered;
+  auto* fake = new FuncTransport([&](const HttpRequest& req) -> StatusOr<HttpResponse> {
+    if (req.cancellation == nullptr) return InternalError("the request carries no cancellation");
+    entered.set_value();
+    req.cancellation->SleepFor(std::chrono::hours(1));  // as a read on a silent connection, until cancelled
+    return UnavailableError("connection closed");
+  });
+  RestClient rc{std::unique_ptr<Transport>(fake), HourLongWaits()};
+  auto done = std::async(std::launch::async, [&] { return rc.Do(Req("GET", "/api/v1/pods")); });
+  entered.get_future().wait();
+  rc.Cancel();
+  auto r = done.get();
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status();
+  EXPECT_EQ(fake->calls(), 1) << "a cancelled request was retried";
+}
+
+TEST(RestClientCancelTest, NothingIsSentAfterTheCancel) {
+  auto* fake = new FakeTransport({});
+  RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
+  rc.Cancel();
+  EXPECT_EQ(rc.Do(Req("GET", "/x")).status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(rc.Stream(Req("GET", "/x?watch=1")).status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(fake->calls(), 0);
+}
+
+TEST(RestClientCancelTest, ASuccessThatRacedTheCancelStands) {
+  RestClient* client = nullptr;
+  auto* fake = new FuncTransport([&](const HttpRequest&) -> StatusOr<HttpResponse> {
+    client->Cancel();  // while the apiserver was answering
+    HttpResponse created;
+    created.code = 201;
+    created.body = "{}";
+    return created;
+  });
+  RestClient rc{std::unique_ptr<Transport>(fake), FastOptions()};
+  client = &rc;
+  auto r = rc.Do(Req("POST", "/api/v1/namespaces/x/pods", true));
+  EXPECT_OK(r) << r.status();  // the pod was created: saying otherwise would hide it from the caller
+  EXPECT_EQ(rc.Do(Req("POST", "/api/v1/namespaces/x/pods", true)).status().code(), StatusCode::kCancelled);
 }
 
 // The recorder's own retries (event_recorder.h), over a RestClient that does not retry a POST it could not send:

@@ -4,7 +4,8 @@
 // and adds authentication; tests substitute a fake to inject failures. A transport applies no
 // retries and no rate limits (RestClient does, in one place).
 // Errors: kUnavailable when no HTTP answer arrived (connection refused/reset, TLS failure, timeout),
-// kCancelled when a stream was cancelled. A non-2xx answer is NOT an error at this layer.
+// kCancelled when a stream was cancelled or the request's cancellation tripped (before or while it waited for its
+// connection, its answer or its body). A non-2xx answer is NOT an error at this layer.
 // Thread-safety: Transport is thread-safe; a BodyStream is read by one thread, Cancel() from any.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "base/log.h"
 #include "base/status.h"
+#include "kube/cancellation.h"
 #include "kube/config.h"
 
 namespace ringmaster::kube {
@@ -26,6 +28,9 @@ struct HttpRequest {
   std::string content_type;  // "" when there is no body
   std::string accept = "application/json";
   std::chrono::milliseconds timeout{0};  // 0: the transport's default
+  // When tripped, ends the request (Send) or its opening (Open) with kCancelled. Borrowed for the call; null:
+  // none. RestClient sets its own.
+  const Cancellation* cancellation = nullptr;
 };
 
 struct HttpResponse {

@@ -170,6 +170,22 @@ void WorkQueue::ShutDownWithDrain() {
   cv_.wait(lock, [this] { return processing_.empty(); });
 }
 
+size_t WorkQueue::ShutDownWithDrain(Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  drain_ = true;
+  cv_.notify_all();
+  delay_cv_.notify_all();
+  if (cv_.wait_for(lock, timeout, [this] { return processing_.empty(); })) return 0;
+  // Abandoned: nothing more is handed out (the workers still holding keys will find Get() empty).
+  for (auto& lane : lanes_) lane.clear();
+  dirty_.clear();
+  added_at_.clear();
+  queued_ = 0;
+  UpdateDepthLocked();
+  return processing_.size();
+}
+
 bool WorkQueue::ShuttingDown() {
   std::lock_guard<std::mutex> lock(mu_);
   return shutting_down_;

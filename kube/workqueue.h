@@ -10,7 +10,10 @@
 // AddRateLimited() waits as long as the RateLimiter says (per-item exponential
 // backoff combined with an overall token bucket by default); AddAfter() delays; Forget() resets an
 // item's backoff. After ShutDown() adds are ignored and Get() hands out what is still queued, then
-// returns nullopt; ShutDownWithDrain() additionally waits until every handed-out key is Done().
+// returns nullopt; ShutDownWithDrain() additionally waits until every handed-out key is Done() -- for at most a
+// deadline when given one (controller-runtime's graceful shutdown timeout), after which the keys still waiting
+// are dropped and Get() returns nullopt, so that a process shutting down ends whatever it was doing instead of
+// starting more.
 //
 // Usage (a worker):
 //   while (auto key = queue.Get()) { Status s = Reconcile(*key);
@@ -70,7 +73,12 @@ class WorkQueue {
   // Keys waiting (not processing, not delayed).
   size_t Len();
   void ShutDown();
+  // ShutDown(), then waits until every key handed out is Done(), however long that takes.
   void ShutDownWithDrain();
+  // ShutDown(), then waits until every key handed out is Done() or `timeout` has passed. Returns how many keys
+  // were still being processed then (0: drained). On a timeout the keys still waiting are dropped: Get() returns
+  // nullopt from then on, and the keys still processing may still be Done().
+  size_t ShutDownWithDrain(Duration timeout);
   bool ShuttingDown();
 
  private:

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,10 +50,17 @@ int WaitForSignal() {
 
 using rm::operator_cmd::OperatorOptions;
 
-// The leader election, when --leader-elect: the elector and the thread running it.
+// The leader election, when --leader-elect: the elector, the thread running it, and that thread's end.
 struct Election {
   std::unique_ptr<rm::kube::LeaderElector> elector;
   std::thread thread;
+  std::future<void> ended;  // ready once elector->Run() has returned
+};
+
+// The clients WaitThenStop cancels when their step of the shutdown overruns (Run says why the controller, its
+// Events and its lease have a client each; the controller's is cancelled by TrainingJobController::Stop).
+struct Clients {
+  std::shared_ptr<rm::kube::Client> events, election;
 };
 
 // Client: the Kubernetes client from the kubeconfig (or in-cluster config) with the flags' rate limits.
@@ -188,26 +196,45 @@ rm::Status StartLeading(const OperatorOptions& opts, const std::string& identity
   log(LogLevel::kInfo,
       identity + " is a candidate for lease " + opts.leader_election_namespace + "/" + opts.leader_election_id);
   rm::kube::LeaderElector* elector = election.elector.get();
-  election.thread = std::thread([elector] { elector->Run(); });
+  std::packaged_task<void()> run([elector] { elector->Run(); });
+  election.ended = run.get_future();
+  election.thread = std::thread(std::move(run));
   return rm::Status::Ok();
 }
 
-// Wait: until SIGTERM or SIGINT (or our SIGUSR1), then stop in order: the controller (in-flight
-// reconciles finish first), the election (releases the Lease so a standby takes over at once), the
-// pending events, the servers.
-void WaitThenStop(rm::controller::TrainingJobController& controller, std::atomic<bool>& leading, Election& election,
+// How long the lease's release and the events' flush may each take once the controller has stopped: past it,
+// their client's requests are cancelled. With --shutdown-timeout they bound the whole shutdown, which must end
+// within the pod's grace period (30 s by default) for the lease to be released and the last lines logged.
+constexpr std::chrono::seconds kShutdownStepTimeout{5};
+
+// Wait: until SIGTERM or SIGINT (or our SIGUSR1), then stop in order, each step bounded (a stopped or unreachable
+// apiserver must not hold the exit; client-go's and controller-runtime's shutdown is bounded the same way): the
+// controller (in-flight reconciles may finish within --shutdown-timeout, then what is left is cancelled), the
+// election (releases the Lease so a standby takes over at once), the pending events, the servers.
+void WaitThenStop(const OperatorOptions& opts, rm::controller::TrainingJobController& controller,
+                  std::atomic<bool>& leading, Election& election, const Clients& clients,
                   rm::kube::EventRecorder& recorder, std::unique_ptr<rm::metrics::MetricsServer>& metrics_server,
                   std::unique_ptr<rm::metrics::MetricsServer>& health_server, const rm::LogSink& log) {
   int sig = WaitForSignal();
   if (sig != SIGUSR1)
     log(LogLevel::kInfo, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; shutting down");
   leading = false;
-  controller.Stop();
+  controller.Stop(opts.shutdown_timeout);
   if (election.elector) {
     election.elector->Stop();
+    // Best effort: an apiserver that does not answer must not keep the process; the lease then expires by itself.
+    if (election.ended.wait_for(kShutdownStepTimeout) != std::future_status::ready) {
+      log(LogLevel::kWarning, "shutdown: the leader election did not end within " +
+                                  std::to_string(kShutdownStepTimeout.count()) + " s (the lease's release); cancelled");
+      clients.election->rest().Cancel();
+    }
     election.thread.join();
   }
-  recorder.Flush(std::chrono::seconds(5));
+  if (!recorder.Flush(kShutdownStepTimeout))
+    log(LogLevel::kWarning,
+        "shutdown: events not written within " + std::to_string(kShutdownStepTimeout.count()) + " s; dropped");
+  // Whatever the recorder is still sending ends now, so that destroying it does not wait for the apiserver.
+  clients.events->rest().Cancel();
   metrics_server.reset();
   health_server.reset();
   log(LogLevel::kInfo, "stopped");
@@ -231,6 +258,7 @@ int Run(const OperatorOptions& opts) {
   auto events_client = NewKubeClient(*config, client_metrics, log);
   auto election_client = NewKubeClient(*config, client_metrics, log);
   if (!client.ok() || !events_client.ok() || !election_client.ok()) return 1;
+  const Clients clients{*events_client, *election_client};
 
   rm::kube::EventRecorderOptions ro;
   ro.host = identity;
@@ -249,7 +277,7 @@ int Run(const OperatorOptions& opts) {
            .ok())
     return 1;
 
-  WaitThenStop(controller, leading, election, recorder, metrics_server, health_server, log);
+  WaitThenStop(opts, controller, leading, election, clients, recorder, metrics_server, health_server, log);
   return exit_code;
 }
 

@@ -79,6 +79,13 @@ std::unique_ptr<CLI::App> NewOperatorApp(OperatorOptions& o) {
       ->check(CLI::Range(1, 10000));
   cli::AddParsed<std::chrono::seconds>(*app, "--resync-period", &o.resync_period, ParseSeconds,
                                        "How often every job is reconciled even without events (seconds).", "300s");
+  cli::AddParsed<std::chrono::seconds>(
+      *app, "--shutdown-timeout", &o.shutdown_timeout, ParseSeconds,
+      "On SIGTERM, how long reconciles in flight may finish before they and their API requests are cancelled "
+      "(seconds); then the lease is released and events flushed, 5 s at most each. Keep it 10 s or more under the "
+      "pod's terminationGracePeriodSeconds (30 s by default), or the kubelet kills the operator before it has "
+      "released its lease.",
+      "10s");
   app->add_option(
          "--kube-api-qps", o.kube_api_qps,
          "Client-side limit on API requests per second, of each of the operator's three clients (the "

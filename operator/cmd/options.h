@@ -25,6 +25,10 @@ struct OperatorOptions {
   std::chrono::seconds retry_period{2};
   int workers = 4;                          // --workers: concurrent reconciles (never two for one job)
   std::chrono::seconds resync_period{300};  // --resync-period
+  // --shutdown-timeout: how long SIGTERM waits for reconciles in flight before cancelling them (their API
+  // requests end at once). With the lease's release and the events' flush (5 s at most each) the exit stays within
+  // a pod's default 30 s grace period.
+  std::chrono::seconds shutdown_timeout{10};
   double kube_api_qps = 50;                 // --kube-api-qps
   int kube_api_burst = 100;                 // --kube-api-burst
   LogFormat log_format = LogFormat::kText;  // --log-format text|json

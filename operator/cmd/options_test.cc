@@ -22,6 +22,7 @@ TEST(OperatorFlagsTest, DefaultsAndTheNamesChecksRelyOn) {
   EXPECT_TRUE(o->leader_elect);
   EXPECT_EQ(o->workers, 4);
   EXPECT_EQ(o->lease_duration, std::chrono::seconds(15));
+  EXPECT_EQ(o->shutdown_timeout, std::chrono::seconds(10));
   EXPECT_EQ(o->log_format, LogFormat::kText);
   EXPECT_TRUE(o->worker_network_policy);
 }
@@ -53,9 +54,11 @@ TEST(OperatorFlagsTest, DisruptionTaintsHaveTheCloudNoticesByDefaultAndCanBeRepl
 }
 
 TEST(OperatorFlagsTest, ValuesOfEveryKind) {
-  auto o = ParseOperatorFlags({"--workers=3", "--lease-duration", "30s", "--renew-deadline", "20", "--log-format",
-                               "json", "--kube-api-qps", "200", "--leader-elect=false", "--workers", "8"});
+  auto o =
+      ParseOperatorFlags({"--workers=3", "--lease-duration", "30s", "--renew-deadline", "20", "--log-format", "json",
+                          "--kube-api-qps", "200", "--leader-elect=false", "--workers", "8", "--shutdown-timeout=3s"});
   ASSERT_OK(o);
+  EXPECT_EQ(o->shutdown_timeout, std::chrono::seconds(3));
   EXPECT_EQ(o->workers, 8);
   EXPECT_EQ(o->lease_duration, std::chrono::seconds(30));
   EXPECT_EQ(o->renew_deadline, std::chrono::seconds(20));
@@ -72,6 +75,8 @@ TEST(OperatorFlagsTest, BadInputNamesTheFlag) {
   EXPECT_NE(ParseOperatorFlags({"--kubeconfig"}).status().message().find("--kubeconfig"), std::string::npos);
   EXPECT_NE(ParseOperatorFlags({"--log-format", "xml"}).status().message().find("text or json"), std::string::npos);
   EXPECT_NE(ParseOperatorFlags({"--lease-duration", "15x"}).status().message().find("--lease-duration"),
+            std::string::npos);
+  EXPECT_NE(ParseOperatorFlags({"--shutdown-timeout", "0s"}).status().message().find("--shutdown-timeout"),
             std::string::npos);
   EXPECT_NE(
       ParseOperatorFlags({"--lease-duration", "5s", "--renew-deadline", "10s"}).status().message().find("shorter"),

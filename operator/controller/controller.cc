@@ -212,9 +212,20 @@ void TrainingJobController::Work() {
   }
 }
 
-void TrainingJobController::Stop() {
+void TrainingJobController::Stop(std::chrono::milliseconds drain_timeout) {
   if (stopped_.exchange(true)) return;
-  queue_->ShutDownWithDrain();
+  const size_t abandoned = queue_->ShutDownWithDrain(drain_timeout);
+  // From here nothing of this controller needs the API: whatever still waits on it -- an abandoned reconcile's
+  // request retrying against an apiserver that is gone, an informer's relist -- returns kCancelled at once, so the
+  // workers and informers below are joined promptly (client-go: the manager's context, cancelled).
+  client_->rest().Cancel();
+  if (abandoned > 0) {
+    const auto ms = drain_timeout.count();
+    const std::string waited = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+    options_.log(LogLevel::kWarning, "shutdown: " + std::to_string(abandoned) +
+                                         (abandoned == 1 ? " reconcile" : " reconciles") + " still in flight after " +
+                                         waited + "; cancelled");
+  }
   for (auto& t : workers_) t.join();
   workers_.clear();
   jobs_->Stop();

@@ -45,8 +45,11 @@ class TrainingJobController {
   // later needs an operator restart), starts the informers, waits for their caches, then starts the workers.
   // Errors: DeadlineExceeded when the caches do not sync within `sync_timeout` (e.g. the CRD is not installed).
   Status Start(std::chrono::seconds sync_timeout = std::chrono::seconds(60));
-  // Drains the queue (work in progress finishes), stops the workers and informers. Idempotent.
-  void Stop();
+  // Drains the queue -- work in progress may finish, for at most `drain_timeout` -- then cancels the client's
+  // requests (RestClient::Cancel: what is still in flight returns kCancelled at once; the client serves no one
+  // afterwards, so it must be this controller's own), logs how many reconciles it abandoned, and stops the workers
+  // and informers. Idempotent.
+  void Stop(std::chrono::milliseconds drain_timeout = std::chrono::seconds(10));
   bool Synced() const { return synced_.load(); }
   // The jobs' state (JobStateMetrics) from this controller's cache, reported while it is synced. Register
   // it with the metrics server; it borrows the controller, so stop serving it before the controller goes.
