@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 namespace ringmaster::kube {
 namespace {
@@ -39,6 +40,20 @@ TEST(TokenBucketTest, BurstThenQps) {
 TEST(TokenBucketTest, ZeroQpsMeansUnlimited) {
   TokenBucket b(0, 1);
   for (int i = 0; i < 1000; ++i) EXPECT_EQ(b.Reserve(), Duration::zero());
+}
+
+// A caller waiting for a token (1000 s away) returns false as soon as its cancellation trips; one that comes
+// after the cancel does not wait at all.
+TEST(TokenBucketTest, AWaitForATokenEndsWhenCancelled) {
+  TokenBucket b(0.001, 1);
+  Cancellation cancel;
+  ASSERT_TRUE(b.Accept(cancel));  // the burst
+  std::atomic<bool> got{true};
+  std::thread waiter([&] { got = b.Accept(cancel); });
+  cancel.Cancel();
+  waiter.join();  // 1000 s if the wait ignored the cancel
+  EXPECT_FALSE(got);
+  EXPECT_FALSE(b.Accept(cancel));
 }
 
 TEST(ItemExponentialFailureRateLimiterTest, DoublesPerItemUpToMax) {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -224,6 +226,43 @@ TEST(WorkQueueTest, ShutDownWithDrainWaitsForInFlightKeys) {
   q.ShutDownWithDrain();
   EXPECT_TRUE(done);  // returned only after Done()
   worker.join();
+}
+
+// A worker that never finishes (until the test lets it go, after the drain gave up): a drain with a deadline
+// returns anyway, counts the key still processing, and drops the keys still waiting instead of handing them out.
+TEST(WorkQueueTest, ShutDownWithDrainGivesUpAtItsDeadlineAndDropsTheKeysWaiting) {
+  WorkQueue q(NoLimit());
+  q.Add("stuck");
+  q.Add("waiting");
+  std::promise<void> release;
+  std::promise<std::string> started;
+  std::thread worker([&] {
+    auto k = q.Get();
+    started.set_value(*k);
+    release.get_future().wait();  // stuck until the drain has returned
+    q.Done(*k);
+  });
+  EXPECT_EQ(started.get_future().get(), "stuck");
+  EXPECT_EQ(q.ShutDownWithDrain(milliseconds(50)), 1u);
+  EXPECT_EQ(q.Len(), 0u);
+  EXPECT_FALSE(q.Get().has_value()) << "a key still waiting was handed out after the drain gave up";
+  release.set_value();
+  worker.join();
+  q.Add("after");
+  EXPECT_FALSE(q.Get().has_value());
+}
+
+TEST(WorkQueueTest, ShutDownWithDrainWithADeadlineReturnsZeroOnceDrained) {
+  WorkQueue q(NoLimit());
+  q.Add("a");
+  q.Add("b");
+  std::thread worker([&] {
+    while (auto k = q.Get()) q.Done(*k);
+  });
+  // An hour: the worker drains long before (were the wait not woken by the last Done, the test would hang).
+  EXPECT_EQ(q.ShutDownWithDrain(std::chrono::hours(1)), 0u);
+  worker.join();
+  EXPECT_EQ(q.Len(), 0u);
 }
 
 // Many producers, many workers: a key is never processed by two workers at once, every add made
