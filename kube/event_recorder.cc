@@ -7,6 +7,16 @@
 
 namespace ringmaster::kube {
 
+namespace {
+
+// An Event lost to the client's cancellation (a process shutting down, RestClient::Cancel) is expected there, and
+// the shutdown says so itself; any other loss is a warning.
+LogLevel Severity(const Status& lost) {
+  return lost.code() == StatusCode::kCancelled ? LogLevel::kInfo : LogLevel::kWarning;
+}
+
+}  // namespace
+
 EventRecorder::EventRecorder(std::shared_ptr<Client> client, EventRecorderOptions options)
     : client_(std::move(client)), options_(std::move(options)) {
   thread_ = std::thread([this] { Loop(); });
@@ -101,7 +111,7 @@ void EventRecorder::Write(const Pending& e) {
       return;
     }
     if (!IsNotFound(patched.status())) {
-      options_.log(LogLevel::kWarning,
+      options_.log(Severity(patched.status()),
                    "event recorder: updating event " + agg.name + ": " + patched.status().ToString());
       return;
     }
@@ -131,7 +141,7 @@ void EventRecorder::Write(const Pending& e) {
     return c;
   });
   if (!created.ok()) {
-    options_.log(LogLevel::kWarning, "event recorder: creating event: " + created.status().ToString());
+    options_.log(Severity(created.status()), "event recorder: creating event: " + created.status().ToString());
     return;
   }
   written_++;

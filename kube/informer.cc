@@ -36,7 +36,7 @@ void Informer::AddEventHandler(EventHandler handler) { handlers_.push_back(std::
 
 void Informer::Start() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (started_) return;
+  if (started_ || stopping_) return;  // a Stop() first: nothing to start (nor to join later)
   started_ = true;
   run_thread_ = std::thread([this] { Run(); });
   if (options_.resync_period > Duration::zero()) resync_thread_ = std::thread([this] { ResyncLoop(); });

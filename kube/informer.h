@@ -71,6 +71,7 @@ class Informer {
   Informer& operator=(const Informer&) = delete;
 
   void AddEventHandler(EventHandler handler);
+  // Starts listing and watching. Idempotent; a no-op after Stop() (a Stop on another thread may come first).
   void Start();
   // Cancels the watch and joins the threads. Idempotent; handlers are not called after it returns.
   void Stop();

@@ -179,6 +179,7 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
   for (kube::Informer* informer : informers) informer->Start();
   for (kube::Informer* informer : informers) {
     if (!informer->WaitForSync(sync_timeout)) {
+      if (stopped_.load()) return CancelledError("the controller was stopped while its caches synced");
       return DeadlineExceededError(
           "informer caches did not sync within " + std::to_string(sync_timeout.count()) +
           " s; is the TrainingJob CRD installed (kubectl apply --server-side -f crds/) and may this "
@@ -191,6 +192,10 @@ Status TrainingJobController::Start(std::chrono::seconds sync_timeout) {
                                     std::to_string(pods_->store().Size()) + " worker pods, " +
                                     std::to_string(nodes_->store().Size()) + " nodes; starting " +
                                     std::to_string(options_.workers) + " workers");
+  // Under the lifecycle lock: a Stop() on another thread (SIGTERM while a leader-elected Start waits for the caches)
+  // either comes first, and no worker starts, or after, and joins them all.
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (stopped_.load()) return CancelledError("the controller was stopped while it started");
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Work(); });
   return Status::Ok();
 }
@@ -199,7 +204,9 @@ void TrainingJobController::Work() {
   while (auto key = queue_->Get()) {
     metrics_->WorkerBusy();
     ReconcileResult r = reconciler_->Reconcile(*key);
-    if (!r.status.ok()) {
+    if (r.status.code() == StatusCode::kCancelled && stopped_.load()) {
+      // Abandoned by Stop() (its deadline passed): nothing to retry in a process that is going.
+    } else if (!r.status.ok()) {
       // The one retry rule: an error requeues with per-key exponential backoff under a global bucket.
       options_.log(LogLevel::kWarning, "reconcile " + *key + " failed (will retry): " + r.status.ToString());
       queue_->AddRateLimited(*key);
@@ -213,7 +220,10 @@ void TrainingJobController::Work() {
 }
 
 void TrainingJobController::Stop(std::chrono::milliseconds drain_timeout) {
-  if (stopped_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(lifecycle_mu_);
+    if (stopped_.exchange(true)) return;
+  }
   const size_t abandoned = queue_->ShutDownWithDrain(drain_timeout);
   // From here nothing of this controller needs the API: whatever still waits on it -- an abandoned reconcile's
   // request retrying against an apiserver that is gone, an informer's relist -- returns kCancelled at once, so the

@@ -2,12 +2,14 @@
 // and ResourceFlavors where the cluster serves Kueue's API), the work queue and the
 // worker threads that run TrainingJobReconciler — controller-runtime's Controller for one kind.
 // Event handlers only enqueue job keys (changes ahead of routine resyncs); the work loop applies the one retry rule.
-// Thread-safety: Start/Stop from one thread; Synced() from any. Ownership: shares the client; borrows
+// Thread-safety: Start and Stop may run on different threads (Stop ends a Start still waiting for its caches);
+// Synced() from any. Ownership: shares the client; borrows
 // the recorder and metrics, which must outlive it.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,8 +87,10 @@ class TrainingJobController {
   std::shared_ptr<JobStateMetrics> state_metrics_;
 
   std::atomic<bool> synced_{false};
-  std::atomic<bool> stopped_{false};
-  std::vector<std::thread> workers_;
+  std::atomic<bool> stopped_{false};  // written under lifecycle_mu_
+  // Orders Start's launch of the workers with Stop, which may run on another thread (leader election's).
+  std::mutex lifecycle_mu_;
+  std::vector<std::thread> workers_;  // written by Start under lifecycle_mu_ before stopped_, read by Stop after
 };
 
 }  // namespace ringmaster::controller
