@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -30,6 +31,8 @@ enum Tag : std::uint8_t {
   kIPv4 = 12,
   // The n-th (varint) string of kMinRepeatedString bytes or more written as kString earlier in this value.
   kRepeat = 13,
+  // A string the KeyTable holds: its id (varint).
+  kInterned = 14,
 };
 
 int HexDigit(char c) {
@@ -178,7 +181,23 @@ int64_t KeyTable::IdLocked(const std::string& key) {
   return id;
 }
 
-void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out, WrittenStrings& written) {
+int64_t KeyTable::ValueIdLocked(const std::string& value, int64_t key_id) {
+  auto it = ids_.find(value);
+  const int64_t held = it == ids_.end() ? int64_t{-1} : int64_t{it->second};
+  if (key_id < 0) return held;
+  if (member_values_.size() <= static_cast<size_t>(key_id)) member_values_.resize(static_cast<size_t>(key_id) + 1);
+  MemberValues& member = member_values_[static_cast<size_t>(key_id)];
+  if (member.closed) return held;
+  const int64_t id = held >= 0 ? held : IdLocked(value);
+  if (id < 0) return -1;  // the table is full, or the string too long for it
+  if (std::find(member.ids.begin(), member.ids.end(), id) != member.ids.end()) return id;
+  member.ids.push_back(static_cast<uint32_t>(id));
+  if (member.ids.size() >= kMaxValuesPerKey) member = MemberValues{{}, true};  // many values: a name, a uid
+  return id;
+}
+
+void KeyTable::EncodeLocked(const json& value, int64_t key_id, std::vector<std::uint8_t>& out,
+                            WrittenStrings& written) {
   switch (value.type()) {
     case json::value_t::null:
     case json::value_t::discarded: out.push_back(kNull); return;
@@ -214,6 +233,9 @@ void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out, W
       } else if (ParseIPv4(s, raw)) {
         out.push_back(kIPv4);
         out.insert(out.end(), raw, raw + 4);
+      } else if (const int64_t id = ValueIdLocked(s, key_id); id >= 0) {
+        out.push_back(kInterned);
+        PutVarint(static_cast<std::uint64_t>(id), out);
       } else if (s.size() < kMinRepeatedString) {
         out.push_back(kString);
         PutBytes(s.data(), s.size(), out);
@@ -235,7 +257,7 @@ void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out, W
     case json::value_t::array:
       out.push_back(kArray);
       PutVarint(value.size(), out);
-      for (const auto& e : value) EncodeLocked(e, out, written);
+      for (const auto& e : value) EncodeLocked(e, key_id, out, written);
       return;
     case json::value_t::object:
       out.push_back(kObject);
@@ -248,7 +270,7 @@ void KeyTable::EncodeLocked(const json& value, std::vector<std::uint8_t>& out, W
           out.push_back(0);
           PutBytes(it.key().data(), it.key().size(), out);
         }
-        EncodeLocked(it.value(), out, written);
+        EncodeLocked(it.value(), id, out, written);
       }
       return;
   }
@@ -259,7 +281,7 @@ std::vector<std::uint8_t> KeyTable::Encode(const json& value) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     WrittenStrings written;  // views into `value`, which outlives them
-    EncodeLocked(value, out, written);
+    EncodeLocked(value, /*key_id=*/-1, out, written);
   }
   out.shrink_to_fit();
   return out;
@@ -315,6 +337,10 @@ std::optional<json> KeyTable::Decode(const std::uint8_t* data, size_t size) cons
       case kRepeat:
         if (!r.Varint(&n) || n >= long_strings.size()) return std::nullopt;
         *slot = long_strings[n];
+        break;
+      case kInterned:
+        if (!r.Varint(&n) || n >= keys_.size()) return std::nullopt;
+        *slot = keys_[n];
         break;
       case kUuid:
       case kIPv4: {

@@ -93,12 +93,38 @@ TEST(PackedJsonTest, KeysAreSharedSoARepeatedShapeCostsItsValuesOnly) {
     "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-28T21:00:00Z"}]}})");
   const auto first = t.Encode(pod);
   const size_t keys = t.size();
-  EXPECT_EQ(keys, 8u);  // "status" twice, one key
+  EXPECT_EQ(keys, 8u + 5u);  // "status" twice, one key; and the five string values (kMaxValuesPerKey)
   const auto second = t.Encode(pod);
   EXPECT_EQ(t.size(), keys);  // nothing new to learn
   EXPECT_EQ(first, second);
   EXPECT_LT(second.size(), json::to_cbor(pod).size() * 2 / 3);
   EXPECT_EQ(Decoded(t, second), pod);
+}
+
+// A member of few values ("phase") has them in the table like keys: a byte each. One of many ("name") takes
+// kMaxValuesPerKey and then no more; the ones taken stay references, and what a value holds comes back exactly.
+TEST(PackedJsonTest, AMembersFewValuesAreSharedAndItsManyAreNot) {
+  KeyTable t;
+  const std::vector<std::string> phases = {"Pending", "Running", "Succeeded", "Failed"};
+  auto pod = [&](int i) { return json{{"name", "worker-" + std::to_string(i)}, {"phase", phases[i % 4]}}; };
+  const size_t first = t.Encode(pod(0)).size();
+  for (int i = 1; i < 100; ++i) ASSERT_EQ(Decoded(t, t.Encode(pod(i))), pod(i));
+  EXPECT_EQ(t.size(), 2 + kMaxValuesPerKey + 4) << "the keys, the first names and the phases";
+  // "worker-500" costs its bytes; "Running" costs a reference (one tag, one id byte).
+  const auto late = t.Encode(pod(501));
+  EXPECT_EQ(Decoded(t, late), pod(501));
+  EXPECT_EQ(late.size(), 1 + 1 + 1 + (2 + 10) + 1 + 2) << "object, count, name: key, string; phase: key, reference";
+  EXPECT_EQ(t.Encode(pod(0)).size(), first) << "a name taken early stays a reference";
+  EXPECT_LT(first, late.size());
+  // The same string as another member's value, or inside an array, is the same reference; a top-level
+  // string the table does not hold stays a string.
+  json mixed = {{"phase", "Running"}, {"previous", json::array({"Running", "Gone"})}};
+  EXPECT_EQ(Decoded(t, t.Encode(mixed)), mixed);
+  EXPECT_EQ(t.Encode(json("Running")).size(), 2u);
+  EXPECT_EQ(t.Encode(json("Elsewhere")).size(), 2u + 9u);
+  // An id the table never gave out is refused, not followed.
+  std::vector<std::uint8_t> bad = {14, 0x7f};  // kInterned 127
+  EXPECT_FALSE(t.Decode(bad.data(), bad.size()).has_value());
 }
 
 TEST(PackedJsonTest, KeysBeyondTheTablesBoundsAreWrittenOutInFull) {

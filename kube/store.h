@@ -8,8 +8,9 @@
 // into one KeyTable per Store) and decodes it at every read: a parsed nlohmann::json spends a tree node, a key
 // string and an allocation on every field, so a pod of 1 KB of CBOR takes 6-9 KB parsed, and in CBOR half a
 // slim pod's bytes are its keys. A read then costs a decode (microseconds for a slim pod) and every reader
-// gets its own snapshot; an unpacked Store hands out the one it holds. Index entries point at the Store's own
-// copy of each key (a cache of 80,000 pods with three indexes held a quarter of a million key copies).
+// gets its own snapshot; an unpacked Store hands out the one it holds. Each object is one heap block holding its
+// key and its packed bytes (or its ObjectPtr), found by key in an open-addressing table of pointers, and index
+// entries point at those blocks: a slim pod costs its packed bytes plus about 90 bytes (Store's memory test prints it).
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +61,9 @@ struct StoreOptions {
 class Store {
  public:
   explicit Store(std::map<std::string, IndexFunc> indexers = {}, StoreOptions options = {});
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
 
   // Inserts or replaces; returns the previous object (nullptr when new).
   ObjectPtr Upsert(const std::string& key, ObjectPtr object);
@@ -80,35 +85,69 @@ class Store {
   std::vector<std::string> IndexKeys(const std::string& index, const std::string& value) const;
 
  private:
-  // An object as held: parsed (unpacked Store) or packed bytes (keys_'s encoding).
-  struct Item {
-    ObjectPtr object;
-    std::vector<std::uint8_t> packed;
+  // One object as held, in one heap block with its key: the packed bytes (packed Store) or its ObjectPtr.
+  // Defined in store.cc. Owned by the EntrySet that holds it; immutable once made (an update makes a new one).
+  class Entry;
+  struct EntryDelete {
+    void operator()(Entry* e) const;
   };
-  // Index entries: pointers to the keys of items_ (stable until that item is erased), in key order. A sorted
-  // vector, not a std::set: a value indexes a handful of keys (a job's pods) to a few hundred (a node's), and a
-  // set node costs 48 bytes per entry where a vector slot costs 8 (80,000 pods in two indexes: 7 MB vs 1.3 MB).
-  class KeySet {
+  using EntryPtr = std::unique_ptr<Entry, EntryDelete>;
+  // The entries by key: open addressing (linear probing) over a power-of-two array of pointers, at most
+  // three quarters full. A node-based hash map would spend a node (next pointer, cached hash, the key object)
+  // and a bucket slot on each object: 40-100 bytes where a slot here costs 8-21.
+  class EntrySet {
    public:
-    void insert(const std::string* key);
-    void erase(const std::string* key);
-    bool empty() const { return keys_.empty(); }
-    size_t size() const { return keys_.size(); }
-    std::vector<const std::string*>::const_iterator begin() const { return keys_.begin(); }
-    std::vector<const std::string*>::const_iterator end() const { return keys_.end(); }
+    EntrySet() = default;
+    EntrySet(const EntrySet&) = delete;
+    EntrySet& operator=(const EntrySet&) = delete;
+    ~EntrySet();  // deletes the entries
+
+    Entry* Find(std::string_view key) const;
+    // Holds `e`; returns the entry of the same key it replaces (nullptr when new): the caller's to delete.
+    EntryPtr Put(EntryPtr e);
+    // Stops holding the entry of `key` and hands it over (nullptr when absent).
+    EntryPtr Take(std::string_view key);
+    size_t size() const { return size_; }
+    void swap(EntrySet& other) noexcept;
+    template <typename F>
+    void ForEach(F f) const {
+      for (const Entry* e : slots_)
+        if (e) f(*e);
+    }
 
    private:
-    std::vector<const std::string*> keys_;
+    size_t Home(std::string_view key) const;    // the slot a key hashes to
+    size_t SlotOf(std::string_view key) const;  // its slot, or the empty one where it would go
+    void Rehash(size_t capacity);
+
+    std::vector<Entry*> slots_;  // nullptr: empty; size a power of two (or 0)
+    size_t size_ = 0;
   };
-  // `object` as held, packed with `table` (null: unpacked).
-  Item Hold(ObjectPtr object, KeyTable* table) const;
+  // Index entries: pointers to the entries of items_ (valid until that entry is replaced or erased, when it is
+  // unindexed first), in key order. A sorted vector, not a std::set: a value indexes a handful of keys (a job's
+  // pods) to a few hundred (a node's), and a set node costs 48 bytes per entry where a vector slot costs 8.
+  class KeySet {
+   public:
+    void insert(const Entry* e);
+    void erase(const Entry* e);
+    bool empty() const { return entries_.empty(); }
+    size_t size() const { return entries_.size(); }
+    std::vector<const Entry*>::const_iterator begin() const { return entries_.begin(); }
+    std::vector<const Entry*>::const_iterator end() const { return entries_.end(); }
+
+   private:
+    static bool KeyLess(const Entry* a, const Entry* b);
+    std::vector<const Entry*> entries_;
+  };
+  // `object` under `key` as held: packed with `table`, or as is when `table` is null (unpacked Store).
+  static EntryPtr Hold(const std::string& key, ObjectPtr object, KeyTable* table);
   std::shared_ptr<KeyTable> Table() const;
-  // The object of `item`. Cannot fail: the bytes are this Store's own encoding (an empty object if they were
+  // The object of `e`. Cannot fail: the bytes are this Store's own encoding (an empty object if they were
   // not, never an exception).
-  ObjectPtr Load(const Item& item) const;
-  // `key` must point at the key of an element of items_.
-  void IndexLocked(const std::string* key, const nlohmann::json& obj);
-  void UnindexLocked(const std::string* key, const nlohmann::json& obj);
+  ObjectPtr Load(const Entry& e) const;
+  // `e` must be an entry of items_.
+  void IndexLocked(const Entry* e, const nlohmann::json& obj);
+  void UnindexLocked(const Entry* e, const nlohmann::json& obj);
 
   // Constant after construction.
   const std::map<std::string, IndexFunc> indexers_;
@@ -118,7 +157,7 @@ class Store {
   std::shared_ptr<KeyTable> keys_;
   // Guarded by mu_.
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Item> items_;
+  EntrySet items_;
   std::map<std::string, std::unordered_map<std::string, KeySet>> indices_;  // index → value → keys
 };
 
