@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <optional>
 
 namespace ringmaster::kube {
 
@@ -51,18 +52,16 @@ std::map<std::string, IndexFunc> WithNamespace(std::map<std::string, IndexFunc> 
 }
 }  // namespace
 
-PackedObject PackedObject::Pack(const json& object) {
-  PackedObject packed{json::to_cbor(object)};
-  packed.cbor.shrink_to_fit();
+PackedObject PackedObject::Pack(const json& object, KeyTable& table) {
+  PackedObject packed{table.Encode(object)};
+  packed.bytes.shrink_to_fit();
   return packed;
 }
 
-ObjectPtr PackedObject::Unpack() const {
-  // strict, no exceptions: a decode error (impossible for bytes to_cbor wrote) yields a discarded value,
-  // handed out as an empty object rather than thrown through the callers.
-  json decoded = json::from_cbor(cbor, /*strict=*/true, /*allow_exceptions=*/false);
-  if (decoded.is_discarded()) decoded = json::object();
-  return std::make_shared<const json>(std::move(decoded));
+ObjectPtr PackedObject::Unpack(const KeyTable& table) const {
+  // Bytes Pack wrote with this table always decode; anything else is handed out as an empty object, never thrown.
+  std::optional<json> decoded = table.Decode(bytes.data(), bytes.size());
+  return std::make_shared<const json>(decoded ? std::move(*decoded) : json::object());
 }
 
 // Layout: Header, then the payload (packed bytes, or an ObjectPtr constructed in place: offset 8 keeps it

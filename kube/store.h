@@ -42,14 +42,16 @@ IndexFunc IndexByOwnerUid();
 // The value of one label ("" values are not indexed).
 IndexFunc IndexByLabel(std::string label);
 
-// An object kept as CBOR bytes (what a packed Store holds; see above): Pack encodes, Unpack decodes a
-// fresh snapshot. Unpack cannot fail on bytes Pack wrote (it would hand out an empty object, not throw).
+// An object kept packed outside a Store (records a controller keeps beside its caches until a watch catches up):
+// Pack encodes with `table` (packed_json.h; the keeper's own, shared by all its records: plain CBOR would spell
+// out every key of every record, 2.4 times the bytes for a job), Unpack decodes a fresh snapshot with the same
+// table. Unpack cannot fail on bytes Pack wrote with that table (it would hand out an empty object, not throw).
 struct PackedObject {
-  std::vector<std::uint8_t> cbor;
+  std::vector<std::uint8_t> bytes;
 
-  static PackedObject Pack(const nlohmann::json& object);
-  ObjectPtr Unpack() const;
-  bool empty() const { return cbor.empty(); }
+  static PackedObject Pack(const nlohmann::json& object, KeyTable& table);
+  ObjectPtr Unpack(const KeyTable& table) const;
+  bool empty() const { return bytes.empty(); }
 };
 
 struct StoreOptions {

@@ -15,7 +15,7 @@ void CreatedPods::Created(const std::string& job_key, const nlohmann::json& pod,
   std::lock_guard lock(mu_);
   auto& records = created_[job_key];
   if (std::any_of(records.begin(), records.end(), [&uid](const Record& r) { return r.uid == uid; })) return;
-  records.push_back({uid, kube::NameOf(pod), when, kube::PackedObject::Pack(pod)});
+  records.push_back({uid, kube::NameOf(pod), when, kube::PackedObject::Pack(pod, table_)});
 }
 
 void CreatedPods::Seen(const std::string& job_key, const std::string& uid) {
@@ -38,7 +38,7 @@ void CreatedPods::Overlay(const std::string& job_key, std::vector<nlohmann::json
   }
   std::erase_if(job->second, [&](const Record& r) { return cached_uids.count(r.uid) > 0 || now - r.when > kTimeout; });
   for (const auto& r : job->second) {
-    if (cached_names.count(r.name) == 0) pods->push_back(*r.pod.Unpack());
+    if (cached_names.count(r.name) == 0) pods->push_back(*r.pod.Unpack(table_));
   }
   if (job->second.empty()) created_.erase(job);
 }

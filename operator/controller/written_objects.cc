@@ -6,7 +6,7 @@ namespace ringmaster::controller {
 
 void WrittenObjects::Wrote(const std::string& key, const std::string& replaced_resource_version,
                            const nlohmann::json& written) {
-  kube::PackedObject packed = kube::PackedObject::Pack(written);  // encoded outside the lock
+  kube::PackedObject packed = kube::PackedObject::Pack(written, table_);  // encoded outside the lock
   std::string resource_version = kube::ResourceVersionOf(written);
   std::lock_guard<std::mutex> lock(mu_);
   Write& w = writes_[key];
@@ -23,7 +23,7 @@ kube::ObjectPtr WrittenObjects::Freshest(const std::string& key, kube::ObjectPtr
   if (cached) {
     const std::string rv = kube::ResourceVersionOf(*cached);
     for (const auto& replaced : it->second.replaced)
-      if (rv == replaced) return it->second.written.Unpack();
+      if (rv == replaced) return it->second.written.Unpack(table_);
   }
   writes_.erase(it);
   return cached;

@@ -5,8 +5,8 @@
 // with this it plans from the object as written. Level-based still: it reads the freshest known state
 // of the job, never an intention. The cache has caught up once it holds any version but the replaced one
 // (a watch delivers versions in order, and a write by anyone else after ours comes after it).
-// Records are kept packed (kube::PackedObject): under a backlog every job can hold one, and a parsed job
-// with its membership costs several times its CBOR bytes.
+// Records are kept packed (kube::PackedObject, with this keeper's own KeyTable): under a backlog every job can
+// hold one, and a parsed job with its membership costs several times its packed bytes.
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -37,6 +37,7 @@ class WrittenObjects {
     std::string resource_version;  // the written object's
     kube::PackedObject written;
   };
+  kube::KeyTable table_;  // the records' encoding (thread-safe itself)
   mutable std::mutex mu_;
   std::unordered_map<std::string, Write> writes_;  // guarded by mu_
 };
