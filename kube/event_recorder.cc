@@ -15,6 +15,16 @@ LogLevel Severity(const Status& lost) {
   return lost.code() == StatusCode::kCancelled ? LogLevel::kInfo : LogLevel::kWarning;
 }
 
+// FNV-1a, 64 bits: the aggregation cache's second hash, independent of std::hash.
+uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 }  // namespace
 
 EventRecorder::EventRecorder(std::shared_ptr<Client> client, EventRecorderOptions options)
@@ -96,10 +106,16 @@ auto EventRecorder::WithRetries(Fn write) -> decltype(write()) {
 }
 
 void EventRecorder::Write(const Pending& e) {
-  const std::string key = e.involved.dump() + "\x1f" + e.type + "\x1f" + e.reason + "\x1f" + e.message;
+  const std::string text = e.involved.dump() + "\x1f" + e.type + "\x1f" + e.reason + "\x1f" + e.message;
+  const uint64_t key = std::hash<std::string>{}(text), check = Fnv1a64(text);
   const std::string now = FormatRfc3339(std::chrono::system_clock::now());  // metav1.Time: seconds
   auto events = resources::Events();
   auto it = aggregates_.find(key);
+  if (it != aggregates_.end() && it->second.check != check) {  // another event with the same first hash
+    lru_.erase(it->second.lru);
+    aggregates_.erase(it);
+    it = aggregates_.end();
+  }
   if (it != aggregates_.end()) {
     Aggregate& agg = it->second;
     json patch = {{"count", agg.count + 1}, {"lastTimestamp", now}};
@@ -146,7 +162,7 @@ void EventRecorder::Write(const Pending& e) {
   }
   written_++;
   lru_.push_front(key);
-  aggregates_[key] = Aggregate{NameOf(*created), 1, lru_.begin()};
+  aggregates_[key] = Aggregate{NameOf(*created), 1, check, lru_.begin()};
   while (aggregates_.size() > options_.cache_size) {
     aggregates_.erase(lru_.back());
     lru_.pop_back();

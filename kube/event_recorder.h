@@ -61,10 +61,14 @@ class EventRecorder {
     json involved;  // ObjectReference
     std::string ns, type, reason, message;
   };
+  // Aggregates are found by two independent 64-bit hashes of what makes events the same (involved object, type,
+  // reason, message), not by that text: at 4,096 entries the text (an ObjectReference and a message, twice:
+  // map and LRU) held about 4 MB. `id` is the map's key; `check` must match too, or it is a different event.
   struct Aggregate {
     std::string name;  // the Event object's name
     int64_t count = 0;
-    std::list<std::string>::iterator lru;
+    uint64_t check = 0;
+    std::list<uint64_t>::iterator lru;
   };
   void Loop();
   void Write(const Pending& e);
@@ -86,8 +90,8 @@ class EventRecorder {
   bool stopping_ = false;
   std::unordered_map<std::string, std::unique_ptr<TokenBucket>> limiters_;  // per involved object
   // Used only by the writer thread.
-  std::unordered_map<std::string, Aggregate> aggregates_;
-  std::list<std::string> lru_;
+  std::unordered_map<uint64_t, Aggregate> aggregates_;  // by the first hash (see Aggregate)
+  std::list<uint64_t> lru_;
   std::thread thread_;
 };
 
