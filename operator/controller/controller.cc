@@ -88,9 +88,9 @@ TrainingJobController::TrainingJobController(std::shared_ptr<kube::Client> clien
   // becoming Ready once the cache holds all the pods the job was given (PodCompletesJob): the job can start.
   auto pod_job = [this](const json* old_pod, const json& pod, bool deleted) {
     for (const auto& key : IndexPodsByJob()(pod)) {
-      if (reconciler_) reconciler_->PodSeen(key, kube::UidOf(pod));  // a create of ours has reached the cache
+      reconciler_->PodSeen(key, kube::UidOf(pod));  // a create of ours has reached the cache (Start made it first)
       bool urgent = deleted || PodInTrouble(old_pod, pod);
-      if (!urgent && synced_.load() && reconciler_ && !reconciler_->CreatesPending(key)) {
+      if (!urgent && synced_.load() && PodTurnedReady(old_pod, pod) && !reconciler_->CreatesPending(key)) {
         urgent = PodCompletesJob(old_pod, pod, pods_->store().ByIndex(kPodsByJobIndex, key));
       }
       urgent ? EnqueueUrgent(key) : Enqueue(key);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 
-#include "base/json_path.h"
 #include "kube/client.h"
 
 namespace ringmaster::controller {

@@ -35,8 +35,12 @@ bool Leaving(const json& pod) {
 
 }  // namespace
 
+bool PodTurnedReady(const json* old_pod, const json& pod) {
+  return old_pod != nullptr && !Ready(*old_pod) && Ready(pod) && !Leaving(pod);
+}
+
 bool PodCompletesJob(const json* old_pod, const json& pod, const std::vector<kube::ObjectPtr>& job_pods) {
-  if (old_pod == nullptr || Ready(*old_pod) || !Ready(pod) || Leaving(pod)) return false;
+  if (!PodTurnedReady(old_pod, pod)) return false;
   return std::all_of(job_pods.begin(), job_pods.end(),
                      [](const kube::ObjectPtr& p) { return p == nullptr || Leaving(*p) || Ready(*p); });
 }

@@ -26,6 +26,10 @@ bool PodInTrouble(const nlohmann::json* old_pod, const nlohmann::json& pod);
 // progress: in a burst of new jobs a job whose workers are all up must not wait behind the others' first
 // reconciles for its membership, and hurrying it writes no extra status (the next status it writes is the one
 // that starts it).
+// The first half of PodCompletesJob, which needs the pod alone: the update turned it Ready (and it is not leaving).
+// Callers check it before reading the job's other pods from the cache (a decode each), which most pod events --
+// every status change of a pod already Ready, every add -- then never do.
+bool PodTurnedReady(const nlohmann::json* old_pod, const nlohmann::json& pod);
 bool PodCompletesJob(const nlohmann::json* old_pod, const nlohmann::json& pod,
                      const std::vector<kube::ObjectPtr>& job_pods);
 
