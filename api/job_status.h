@@ -63,6 +63,10 @@ inline constexpr std::string_view kFailedCreate = "FailedCreate";
 inline constexpr std::string_view kGangSchedulingUnavailable = "GangSchedulingUnavailable";
 // An Event only: the job's spec or status cannot be read or acted on as written.
 inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
+// A membership change's reason and its Warning Event (operator/controller/membership.h's ChangeReason::kHung, and
+// ringmaster-run's): a member reported no step progress in the current generation (api/hang_report.h), so the
+// same members rebuild in a new generation; counted in status.hangs and status.goodput.
+inline constexpr std::string_view kHung = "Hung";
 }  // namespace reason
 
 // Kubernetes' own words (core/v1).

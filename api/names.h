@@ -80,6 +80,10 @@ inline constexpr std::string_view kProcessSets = "RINGMASTER_PROCESS_SETS";
 // The CUDA device (an index among the visible GPUs) a worker process runs NCCL on, for its whole life:
 // set by whatever starts several ranks on one host (ringmaster-run, a pod's entrypoint).
 inline constexpr std::string_view kDevice = "RINGMASTER_DEVICE";
+// The hang watchdog (worker-runtime/elastic/hang_watchdog.h): a member that commits no step for FACTOR x the recent
+// median step (0 turns it off; default 10), and for at least MIN_SECONDS (default 30), revokes its generation.
+inline constexpr std::string_view kHangFactor = "RINGMASTER_HANG_FACTOR";
+inline constexpr std::string_view kHangMinSeconds = "RINGMASTER_HANG_MIN_SECONDS";
 }  // namespace env
 
 }  // namespace ringmaster::api

@@ -137,6 +137,7 @@ StatusOr<std::optional<Goodput>> DecodeGoodput(const json& status) {
     RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "rebuild", &out.lost_seconds.rebuild));
     RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "restore", &out.lost_seconds.restore));
     RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "replay", &out.lost_seconds.replay));
+    RINGMASTER_RETURN_IF_ERROR(ReadNumber(*lost, l, "hung", &out.lost_seconds.hung));
   }
   RINGMASTER_RETURN_IF_ERROR(ReadInt(*g, p, "failures", &out.failures));
   if (g->contains("lastRecoverySeconds") && !(*g)["lastRecoverySeconds"].is_null()) {
@@ -222,6 +223,7 @@ StatusOr<TrainingJobStatus> DecodeTrainingJobStatus(const json& status) {
     RINGMASTER_ASSIGN_OR_RETURN(out.membership, MembershipFromJson(status["membership"], "status.membership"));
   }
   RINGMASTER_ASSIGN_OR_RETURN(out.goodput, DecodeGoodput(status));
+  RINGMASTER_RETURN_IF_ERROR(ReadInt(status, s, "hangs", &out.hangs));
   return out;
 }
 
@@ -297,7 +299,8 @@ json GoodputToJson(const Goodput& g) {
               {"reschedule", l.reschedule},
               {"rebuild", l.rebuild},
               {"restore", l.restore},
-              {"replay", l.replay}}},
+              {"replay", l.replay},
+              {"hung", l.hung}}},
             {"failures", g.failures}};
   if (g.last_recovery_seconds) j["lastRecoverySeconds"] = *g.last_recovery_seconds;
   SetIfNotEmpty(j, "recoveringSince", g.recovering_since);
@@ -339,6 +342,7 @@ json TrainingJobStatusToJson(const TrainingJobStatus& s) {
   SetIfNotEmpty(j, "completionTime", s.completion_time);
   if (s.membership) j["membership"] = MembershipToJson(*s.membership);
   if (s.goodput) j["goodput"] = GoodputToJson(*s.goodput);
+  if (s.hangs > 0) j["hangs"] = s.hangs;
   return j;
 }
 

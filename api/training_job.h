@@ -155,6 +155,7 @@ struct LeavingWorker {
 // every figure and how it is accounted). Seconds are wall-clock seconds of the full desired world.
 struct LostSeconds {
   double detect = 0, reschedule = 0, rebuild = 0, restore = 0, replay = 0;
+  double hung = 0;  // generations that hung (reason Hung): from their last step progress to the next generation
   bool operator==(const LostSeconds&) const = default;
 };
 
@@ -182,6 +183,8 @@ struct TrainingJobStatus {
   std::string start_time, completion_time;  // RFC 3339; empty when not yet
   std::optional<Membership> membership;     // set once a generation was published
   std::optional<Goodput> goodput;           // set once a generation was published (goodput.h)
+  // Generations published because a member reported its generation hung (reason Hung, api/hang_report.h).
+  int32_t hangs = 0;
   bool operator==(const TrainingJobStatus&) const = default;
 };
 

@@ -100,6 +100,23 @@ TEST(TrainingJobTest, GoodputUsesTheContractsNamesAndReadsWholeNumbersAsSeconds)
   EXPECT_TRUE(status->goodput->recovering_since.empty());
 }
 
+// status.hangs and status.goodput.lostSeconds.hung (api/hang_report.h) round trip; no hangs is no field.
+TEST(TrainingJobTest, HangsRoundTripAndAreAbsentWhenNone) {
+  TrainingJobStatus s;
+  s.hangs = 3;
+  s.goodput = Goodput{};
+  s.goodput->lost_seconds.hung = 12.5;
+  const json j = TrainingJobStatusToJson(s);
+  EXPECT_EQ(j["hangs"], 3);
+  EXPECT_EQ(j["goodput"]["lostSeconds"]["hung"], 12.5);
+  auto back = DecodeTrainingJobStatus(j);
+  ASSERT_OK(back);
+  EXPECT_EQ(back->hangs, 3);
+  EXPECT_EQ(back->goodput->lost_seconds.hung, 12.5);
+  EXPECT_FALSE(TrainingJobStatusToJson(TrainingJobStatus{}).contains("hangs"));
+  EXPECT_EQ(DecodeTrainingJobStatus(json{{"hangs", "x"}}).status().code(), StatusCode::kInvalidArgument);
+}
+
 // "/spec/replicas/min" -> "spec.replicas.min", "/status/conditions/0/type" -> "status.conditions[0].type".
 std::string PathOf(const json::json_pointer& pointer) {
   std::string out;

@@ -53,6 +53,8 @@ std::vector<Var> Vars(WorkerEnv& e) {
       {env::kTimeline, Kind::kVerbatim, nullptr, nullptr, &e.timeline},
       {env::kProcessSets, Kind::kVerbatim, nullptr, nullptr, &e.process_sets},
       {env::kDevice, Kind::kVerbatim, nullptr, nullptr, &e.device},
+      {env::kHangFactor, Kind::kVerbatim, nullptr, nullptr, &e.hang_factor},
+      {env::kHangMinSeconds, Kind::kVerbatim, nullptr, nullptr, &e.hang_min_seconds},
   };
 }
 

@@ -51,6 +51,9 @@ struct WorkerEnv {
   std::optional<std::string> timeline;
   std::optional<std::string> process_sets;
   std::optional<std::string> device;
+  // The hang watchdog's factor and floor (ElasticOptions::hang_factor, hang_floor), verbatim.
+  std::optional<std::string> hang_factor;
+  std::optional<std::string> hang_min_seconds;
 
   bool operator==(const WorkerEnv&) const = default;
 
