@@ -84,6 +84,9 @@ inline constexpr std::string_view kDevice = "RINGMASTER_DEVICE";
 // median step (0 turns it off; default 10), and for at least MIN_SECONDS (default 30), revokes its generation.
 inline constexpr std::string_view kHangFactor = "RINGMASTER_HANG_FACTOR";
 inline constexpr std::string_view kHangMinSeconds = "RINGMASTER_HANG_MIN_SECONDS";
+// Where a worker that cannot go on writes its termination message (worker_termination.h); unset: the
+// container's kDefaultTerminationLogPath. ringmaster-run gives each worker a file of its own; tests set it.
+inline constexpr std::string_view kTerminationLog = "RINGMASTER_TERMINATION_LOG";
 }  // namespace env
 
 }  // namespace ringmaster::api

@@ -85,6 +85,9 @@ StatusOr<FailureRecord> DecodeFailure(const json& j, const std::string& path) {
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "reason", &f.reason));
   RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "time", &f.time));
   RINGMASTER_RETURN_IF_ERROR(ReadInt(j, path, "ranSeconds", &f.ran_seconds));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "node", &f.node));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "gpu", &f.gpu));
+  RINGMASTER_RETURN_IF_ERROR(ReadString(j, path, "message", &f.message));
   return f;
 }
 
@@ -321,6 +324,9 @@ json TrainingJobStatusToJson(const TrainingJobStatus& s) {
   for (const auto& f : s.recent_failures) {
     json failure = {{"pod", f.pod}, {"uid", f.uid}, {"exitCode", f.exit_code}, {"reason", f.reason}, {"time", f.time}};
     if (f.ran_seconds >= 0) failure["ranSeconds"] = f.ran_seconds;
+    if (!f.node.empty()) failure["node"] = f.node;
+    if (!f.gpu.empty()) failure["gpu"] = f.gpu;
+    if (!f.message.empty()) failure["message"] = f.message;
     failures.push_back(std::move(failure));
   }
   json j = {{"observedGeneration", s.observed_generation},

@@ -132,6 +132,9 @@ struct ReplicaCounts {
   bool operator==(const ReplicaCounts&) const = default;
 };
 
+// How much of a failed worker's termination message status.recentFailures[].message keeps.
+inline constexpr size_t kFailureMessageKept = 1024;
+
 // A worker failure already counted toward restartCount (remembered by pod uid).
 struct FailureRecord {
   std::string pod, uid;
@@ -141,6 +144,10 @@ struct FailureRecord {
   // How long its container ran before it failed, in whole seconds; -1 when the kubelet did not say. A worker
   // that ran for minutes before it failed is no crash loop: only short runs lengthen the replacement backoff.
   int64_t ran_seconds = -1;
+  // Where it failed and why, from its termination message (api/worker_termination.h): its node (the pod's),
+  // the GPU it named ("2 (GPU-...)"; empty: none named) and the message (empty: none; cut to
+  // kFailureMessageKept bytes).
+  std::string node{}, gpu{}, message{};  // (initialized: a brace list may leave them out)
   bool operator==(const FailureRecord&) const = default;
 };
 

@@ -30,7 +30,9 @@ TrainingJob FullJob() {
   status.conditions = {{"Running", "True", "WorkersRunning", "4 workers", "2027-01-15T08:00:00Z", 4}};
   status.replicas = ReplicaCounts{4, 5, 5, 0, 1, 1};
   status.restart_count = 1;
-  status.recent_failures = {{"bert-worker-3", "u3", 137, "OOMKilled", "2027-01-15T08:01:00Z", 312}};
+  status.recent_failures = {{"bert-worker-3", "u3", 137, "OOMKilled", "2027-01-15T08:01:00Z", 312},
+                            {"bert-worker-6", "u6", 3, "Error", "2027-01-15T08:03:00Z", 4, "gpu-node-7", "2 (GPU-89)",
+                             "worker bert-worker-6 on node gpu-node-7, GPU 2 (GPU-89): DataLoss: GPU 2: ECC"}};
   status.leaving = {{"bert-worker-5", "u5", "2027-01-15T08:02:00Z"}};
   status.start_time = "2027-01-15T07:00:00Z";
   status.completion_time = "2027-01-15T10:00:00Z";
