@@ -5,6 +5,8 @@
 
 #include "api/job_status.h"
 #include "api/names.h"
+#include "api/training_job.h"
+#include "api/worker_termination.h"
 #include "base/json_path.h"
 #include "kube/informer.h"
 
@@ -59,8 +61,13 @@ void SlimPod(json* pod) {
       // Only a container that has ended or cannot start says something to the plan; a running one is
       // already in the pod's phase and Ready condition.
       json c = Pick(cs, {"name"});
-      if (cs.contains("state") && cs["state"].contains("terminated"))
-        c["state"]["terminated"] = Pick(cs["state"]["terminated"], {"exitCode", "reason", "startedAt", "finishedAt"});
+      if (cs.contains("state") && cs["state"].contains("terminated")) {
+        c["state"]["terminated"] =
+            Pick(cs["state"]["terminated"], {"exitCode", "reason", "startedAt", "finishedAt", "message"});
+        // A termination message is up to 4 KiB; the plan keeps api::kFailureMessageKept bytes of it.
+        if (json& m = c["state"]["terminated"]; m.contains("message") && m["message"].is_string())
+          m["message"] = api::TruncateUtf8(m["message"].get_ref<const std::string&>(), api::kFailureMessageKept);
+      }
       if (cs.contains("state") && cs["state"].contains("waiting"))
         c["state"]["waiting"] = Pick(cs["state"]["waiting"], {"reason", "message"});
       if (c.contains("state")) containers.push_back(std::move(c));

@@ -6,6 +6,7 @@
 #include "api/job_status.h"
 #include "api/names.h"
 #include "api/training_job.h"
+#include "api/worker_termination.h"
 #include "base/json_path.h"
 #include "base/time_format.h"
 #include "operator/controller/goodput.h"
@@ -58,6 +59,9 @@ struct PodView {
   std::string exit_reason;
   Clock::time_point finished_at{};  // when its container terminated (valid when phase is Succeeded/Failed)
   int64_t ran_seconds = -1;         // how long the terminated container ran; -1 unknown
+  // What its terminated container left in its termination message (api/worker_termination.h: a worker that
+  // cannot go on names its node, GPU and error there), or the kubelet's log tail (FallbackToLogsOnError).
+  std::string termination_message;
   // A container that will not start until someone acts (api::container_waiting::kStuck), and the kubelet's words.
   std::string stuck_reason, stuck_message;
   std::string unschedulable;  // the scheduler's message while it cannot place the pod (PodScheduled=False)
@@ -134,6 +138,7 @@ PodView ViewPod(const json& pod, Clock::time_point now) {
       if (exit_code != 0 || v.exit_reason.empty()) {
         v.exit_code = exit_code;
         v.exit_reason = StringAt(t, {"reason"});
+        v.termination_message = StringAt(t, {"message"});
         v.finished_at = TimeOr(StringAt(t, {"finishedAt"}), now);
         const auto started = ParseRfc3339(StringAt(t, {"startedAt"}));
         const auto finished = ParseRfc3339(StringAt(t, {"finishedAt"}));
@@ -464,13 +469,19 @@ void PlanExitedWorkers(Planning& st) {
         st.last_failure = st.in.now;
         std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
                               (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
+        // Where it failed and what it said, when it said anything (a worker no rebuild could repair).
+        const api::WorkerTermination said = api::ParseTerminationMessage(p.termination_message);
         if (st.spec.keep_failed_pods > 0)
           message += "; its pod is kept for its logs: kubectl logs -n " +
+        if (!said.error.empty())  // its first line: a log tail (FallbackToLogsOnError) may have many
+          message += ": " + api::TruncateUtf8(said.error.substr(0, said.error.find('\n')), 256);
                      StringAt(st.in.job, {"metadata", "namespace"}) + " " + p.name;
         // To the millisecond: the replacement backoff counts from this time, and whole seconds could cut
         // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
         st.status.recent_failures.push_back({p.name, p.uid, p.exit_code, p.exit_reason,
-                                             FormatRfc3339(st.in.now, TimePrecision::kMillis), p.ran_seconds});
+                                             FormatRfc3339(st.in.now, TimePrecision::kMillis), p.ran_seconds,
+                                             p.node.empty() ? said.node : p.node, said.gpu,
+                                             api::TruncateUtf8(p.termination_message, api::kFailureMessageKept)});
         AddEvent(st, api::event_type::kWarning, ReasonName(ChangeReason::kWorkerFailed), message);
       }
       failed_pods.push_back(&p);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "api/names.h"
+#include "api/training_job.h"
 #include "base/status_test_macros.h"
 #include "base/time_format.h"
 #include "operator/controller/job_spec.h"
@@ -126,6 +127,75 @@ TEST(PlanJobTest, FailedWorkerIsCountedOnceDeletedAndReplacedAfterBackoff) {
 }
 
 json ConditionOf(const json& status, const std::string& type);  // below
+
+// A worker that cannot go on (a sticky CUDA error) exits with a termination message naming its node, GPU and
+// error (api/worker_termination.h): recentFailures records where and what, the Event says it, and the pod is
+// replaced as any failed worker's. A failure without a message records the pod's node alone.
+TEST(PlanJobTest, AFailedWorkersTerminationMessageNamesItsNodeAndGpuInRecentFailures) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true, "n1")};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+
+  const std::string said =
+      "worker j-worker-1 on node n1, GPU 1 (GPU-8932f937): DataLoss: GPU 1: cudaErrorIllegalAddress: an illegal "
+      "memory access was encountered";
+  pods[1] = FailedPod(1, 3);
+  pods[1]["spec"]["nodeName"] = "n1";
+  pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = said;
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(600)));
+  ASSERT_OK(plan) << plan.status();
+  ASSERT_EQ((*plan->status)["recentFailures"].size(), 1u);
+  const json& f = (*plan->status)["recentFailures"][0];
+  EXPECT_EQ(f["pod"], "j-worker-1");
+  EXPECT_EQ(f["exitCode"], 3);
+  EXPECT_EQ(f["node"], "n1");
+  EXPECT_EQ(f["gpu"], "1 (GPU-8932f937)");
+  EXPECT_EQ(f["message"], said);
+  bool told = false;
+  for (const auto& e : plan->events)
+    told |= e.reason == "WorkerFailed" && e.message.find("cudaErrorIllegalAddress") != std::string::npos;
+  EXPECT_TRUE(told) << "no WorkerFailed event says what the worker said";
+  // The status reads back as the API's type (the CRD's fields).
+  job = WithStatus(job, *plan);
+  auto decoded = api::DecodeTrainingJob(job);
+  ASSERT_OK(decoded) << decoded.status();
+  ASSERT_EQ(decoded->status.recent_failures.size(), 1u);
+  EXPECT_EQ(decoded->status.recent_failures[0].gpu, "1 (GPU-8932f937)");
+
+  // Replaced as any failed worker.
+  pods.pop_back();
+  auto later = PlanJob(Input(job, pods, kT0 + seconds(700)));
+  ASSERT_OK(later);
+  EXPECT_EQ(later->creates.size(), 1u) << "the failed worker was not replaced";
+
+  // No message (killed, say): the node is the pod's, no GPU, no message.
+  pods.push_back(FailedPod(1, 137));
+  pods.back()["metadata"]["uid"] = "pod-uid-1b";
+  auto killed = PlanJob(Input(job, pods, kT0 + seconds(800)));
+  ASSERT_OK(killed);
+  const json& k = (*killed->status)["recentFailures"].back();
+  EXPECT_EQ(k["uid"], "pod-uid-1b");
+  EXPECT_EQ(k["node"], "n0");
+  EXPECT_FALSE(k.contains("gpu"));
+  EXPECT_FALSE(k.contains("message"));
+}
+
+// A log tail (FallbackToLogsOnError) is no message of ours: kept (cut to 1,024 bytes), naming no GPU.
+TEST(PlanJobTest, ALogTailIsKeptAsTheMessageCutAndNamesNoGpu) {
+  json job = Job(1, 2);
+  std::vector<json> pods = {Pod(0, "Running", true), Pod(1, "Running", true)};
+  job = WithStatus(job, *PlanJob(Input(job, pods)));
+  pods[1] = FailedPod(1, 1);
+  pods[1]["status"]["containerStatuses"][0]["state"]["terminated"]["message"] =
+      "Traceback (most recent call last):\n" + std::string(3000, 'x');
+  auto plan = PlanJob(Input(job, pods, kT0 + seconds(600)));
+  ASSERT_OK(plan) << plan.status();
+  const json& f = (*plan->status)["recentFailures"][0];
+  EXPECT_EQ(f["node"], "n0");
+  EXPECT_FALSE(f.contains("gpu"));
+  EXPECT_EQ(f["message"].get<std::string>().size(), api::kFailureMessageKept);
+  EXPECT_EQ(f["message"].get<std::string>().rfind("Traceback", 0), 0u);
+}
 
 // By default a failed worker's pod stays, so `kubectl logs` reads what it printed: its failure is counted once,
 // the Event says where its logs are, its replacement takes the next free index (a new name), and only the newest
