@@ -144,8 +144,48 @@ void ElasticDriver::Watch() {
       return;
     }
     if (switch_.pending()) CheckPendingSwitch();
+    CheckHang();
     CheckTermination();
   }
+}
+
+void ElasticDriver::CheckHang() {
+  // An orderly switch has a wait of its own (CheckPendingSwitch), and a newer generation aborts the step anyway.
+  if (switch_.pending() || Superseded()) return;
+  std::lock_guard lock(mu_);
+  // Only the runtime of the generation armed at its join: not while it is quiesced or the next one is built.
+  if (!runtime_ || hang_armed_.lock() != runtime_) return;
+  const std::optional<HangVerdict> verdict = hang_.Check();
+  if (!verdict) return;
+  const int64_t generation = built_record_.generation;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "generation %lld: no step committed for %.1f s (%.1f x the median step %.3f s): the generation is "
+                "hung; revoking and rebuilding",
+                static_cast<long long>(generation), verdict->stalled_seconds,
+                verdict->median_seconds > 0 ? verdict->stalled_seconds / verdict->median_seconds : 0.0,
+                verdict->median_seconds);
+  ::ringmaster::Log(options_.log, LogLevel::kWarning, line);
+  if (options_.metrics) options_.metrics->Hung();
+  // As a newer generation would: the collective in flight returns Aborted and the training thread rebuilds.
+  runtime_->Abort(line);
+  const api::Member* self = built_record_.Find(options_.worker_id);
+  api::HangReport report{self != nullptr ? self->pod : options_.worker_id,
+                         generation,
+                         verdict->stalled_seconds,
+                         verdict->median_seconds,
+                         verdict->step,
+                         FormatRfc3339(std::chrono::system_clock::now(), TimePrecision::kMillis)};
+  // The owner publishes the next generation for every member (one stuck where its own watchdog cannot see it, too).
+  // On a thread of its own, after the previous report: a slow apiserver never holds up the watcher.
+  hang_report_ = std::async(std::launch::async, [previous = std::move(hang_report_), source = source_,
+                                                 log = options_.log, report = std::move(report)]() mutable {
+    if (previous.valid()) previous.wait();
+    Status reported = source->ReportHang(report);
+    ::ringmaster::Log(log, reported.ok() ? LogLevel::kInfo : LogLevel::kWarning,
+                      "the hang of generation " + std::to_string(report.generation) +
+                          (reported.ok() ? " was reported" : " was not reported: " + reported.ToString()));
+  });
 }
 
 void ElasticDriver::CheckTermination() {
@@ -613,6 +653,11 @@ void ElasticDriver::PrepareProgress(Clock::time_point seen, const RebuildStats& 
   generation_started_ = Clock::now();
   generation_committed_ = false;
   progress_.reset();
+  hang_.Reset(state_->committed_step());  // the joined generation's steps only
+  {
+    std::lock_guard lock(mu_);
+    hang_armed_ = runtime_;
+  }
   const api::Member* me = record_.Find(options_.worker_id);
   if (me == nullptr || me->rank != 0) return;
   api::ProgressReport r;
@@ -631,6 +676,7 @@ void ElasticDriver::PrepareProgress(Clock::time_point seen, const RebuildStats& 
 
 void ElasticDriver::NoteCommit() {
   if (generation_started_ == Clock::time_point{}) return;  // no generation joined
+  hang_.Committed(state_->committed_step());
   const auto now = Clock::now();
   const double step = std::chrono::duration<double>(now - generation_started_).count();
   generation_started_ = now;

@@ -94,6 +94,7 @@
 #include "worker-runtime/checkpoint/checkpoint_store.h"
 #include "worker-runtime/elastic/boundary_switch.h"
 #include "worker-runtime/elastic/elastic_state.h"
+#include "worker-runtime/elastic/hang_watchdog.h"
 #include "worker-runtime/elastic/process_set_rules.h"
 #include "worker-runtime/membership/membership_source.h"
 #include "worker-runtime/runtime/runtime.h"
@@ -130,6 +131,12 @@ struct ElasticOptions {
   // meanwhile (a peer died after all) aborts its step as on a failure. Twice the last step's duration when
   // that is longer.
   std::chrono::milliseconds boundary_wait{10000};
+  // The hang watchdog (hang_watchdog.h): a member that has committed no step of its generation for hang_factor x
+  // the median of its recent steps, and for at least hang_floor, aborts its step, reports the hang to the
+  // membership's owner (MembershipSource::ReportHang) and rebuilds, long before the collective timeout. No verdict
+  // before a few steps of a generation; hang_factor <= 0 turns it off.
+  double hang_factor = 10;
+  std::chrono::milliseconds hang_floor{30000};
 };
 
 // What the program sees in a step.
@@ -244,6 +251,10 @@ class ElasticDriver {
   // While an orderly switch is pending: abort instead when this member ran past the boundary, or has not
   // committed for boundary_wait (a peer died after all).
   void CheckPendingSwitch();
+  // The watcher's hang check (hang_watchdog.h): while the generation armed in PrepareProgress trains, a verdict
+  // aborts its runtime (the step fails Aborted and the training thread rebuilds), counts it in the metrics and
+  // reports it to the membership's owner on a thread of its own (hang_report_).
+  void CheckHang();
   // After a SIGTERM (termination_notice.h): ends the process when this worker never joined, or is still a
   // member TerminationNotice::kOperatorWait later; otherwise it is leaving at a boundary.
   void CheckTermination();
@@ -346,6 +357,10 @@ class ElasticDriver {
   double previous_step_seconds_ = 0;                            // the mean of the last generation that had any
   std::future<void> progress_send_;                             // the report being sent
   std::future<void> peer_report_;  // the unreachable-peers report being sent (ReportUnreachablePeers)
+  // The hang watchdog: fed by NoteCommit, reset by PrepareProgress, checked by the watcher (CheckHang), which alone
+  // sends the hang report (hang_report_).
+  HangWatchdog hang_{HangWatchdogOptions{.factor = options_.hang_factor, .floor = options_.hang_floor}};
+  std::future<void> hang_report_;
 
   mutable std::mutex mu_;
   // Guarded by mu_ (the watcher aborts them when a newer generation appears).
@@ -355,6 +370,7 @@ class ElasticDriver {
   RebuildStats last_rebuild_;
   int64_t seen_generation_ = 0;                      // the newest generation the watcher saw ...
   std::chrono::steady_clock::time_point seen_at_{};  // ... and when
+  std::weak_ptr<runtime::Runtime> hang_armed_;       // the runtime hang_ watches (armed by PrepareProgress)
 };
 
 }  // namespace ringmaster::elastic

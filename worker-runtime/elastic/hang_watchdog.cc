@@ -8,16 +8,17 @@ namespace ringmaster::elastic {
 HangWatchdog::HangWatchdog(HangWatchdogOptions options, std::function<Clock::time_point()> now)
     : options_(options), now_(std::move(now)) {}
 
-void HangWatchdog::Reset() {
+void HangWatchdog::Reset(int64_t step) {
   std::lock_guard lock(mu_);
   started_ = true;
   tripped_ = false;
   committed_ = false;
   last_ = now_();
+  step_ = step;
   durations_.clear();
 }
 
-void HangWatchdog::Committed() {
+void HangWatchdog::Committed(int64_t step) {
   std::lock_guard lock(mu_);
   const Clock::time_point now = now_();
   if (started_ && committed_) {  // the first commit after a Reset ends the warm-up step: not a duration
@@ -26,6 +27,7 @@ void HangWatchdog::Committed() {
   }
   committed_ = true;
   last_ = now;
+  step_ = step;
 }
 
 double HangWatchdog::MedianLocked() const {
@@ -43,6 +45,7 @@ std::optional<HangVerdict> HangWatchdog::Check() {
   }
   HangVerdict v;
   v.steps = static_cast<int>(durations_.size());
+  v.step = step_;
   v.median_seconds = MedianLocked();
   v.limit_seconds = std::max(options_.factor * v.median_seconds, std::chrono::duration<double>(options_.floor).count());
   v.stalled_seconds = std::chrono::duration<double>(now_() - last_).count();

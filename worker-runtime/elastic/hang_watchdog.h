@@ -37,6 +37,7 @@ struct HangVerdict {
   double median_seconds = 0;   // the median step duration
   double limit_seconds = 0;    // max(factor x median, floor): what stalled_seconds passed
   int steps = 0;               // step durations the median is of
+  int64_t step = 0;            // the last step committed (or resumed from, before any commit)
 };
 
 class HangWatchdog {
@@ -45,10 +46,11 @@ class HangWatchdog {
   // `now` is the clock (tests inject a fake one); it must stay valid for the watchdog's lifetime.
   explicit HangWatchdog(HangWatchdogOptions options, std::function<Clock::time_point()> now = &Clock::now);
 
-  // A generation was joined now: forgets every step duration and arms the watchdog again.
-  void Reset();
-  // A step committed now.
-  void Committed();
+  // A generation was joined now, resuming after step `step`: forgets every step duration and arms the watchdog
+  // again.
+  void Reset(int64_t step);
+  // Step `step` committed now.
+  void Committed(int64_t step);
   // The verdict when the member is hung now (see the top of this file), at most once per Reset; nullopt
   // otherwise. Never blocks beyond the lock.
   std::optional<HangVerdict> Check();
@@ -68,6 +70,7 @@ class HangWatchdog {
   bool tripped_ = false;          // a verdict was given since the last Reset
   bool committed_ = false;        // a step committed since the last Reset
   Clock::time_point last_{};      // the last commit, or the Reset before any
+  int64_t step_ = 0;              // the step of last_
   std::deque<double> durations_;  // the last `window` step durations, oldest first
 };
 

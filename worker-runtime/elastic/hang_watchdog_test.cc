@@ -23,20 +23,23 @@ HangWatchdogOptions Options(double factor, std::chrono::milliseconds floor, int 
   return o;
 }
 
-// Reset, the warm-up step, then one commit every `step` for `steps` durations.
-void Train(HangWatchdog& w, FakeClock& clock, Clock::duration step, int steps, Clock::duration warmup = 1s) {
+// The committed step numbers, as the driver counts them.
+int64_t step = 0;
+
+// After a Reset: the warm-up step, then one commit every `every` for `steps` durations.
+void Train(HangWatchdog& w, FakeClock& clock, Clock::duration every, int steps, Clock::duration warmup = 1s) {
   clock.Advance(warmup);
-  w.Committed();
+  w.Committed(++step);
   for (int i = 0; i < steps; ++i) {
-    clock.Advance(step);
-    w.Committed();
+    clock.Advance(every);
+    w.Committed(++step);
   }
 }
 
 TEST(HangWatchdogTest, HungAfterFactorTimesTheMedianStep) {
   FakeClock clock;
   HangWatchdog w(Options(10, 1s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(step = 40);
   Train(w, clock, 500ms, 5);
   clock.Advance(4900ms);
   EXPECT_FALSE(w.Check());  // 4.9 s < 10 x 0.5 s
@@ -47,17 +50,18 @@ TEST(HangWatchdogTest, HungAfterFactorTimesTheMedianStep) {
   EXPECT_DOUBLE_EQ(v->limit_seconds, 5.0);
   EXPECT_DOUBLE_EQ(v->stalled_seconds, 5.0);
   EXPECT_EQ(v->steps, 5);
+  EXPECT_EQ(v->step, 46);  // resumed after 40: the warm-up step and 5 more
 }
 
 TEST(HangWatchdogTest, TheMedianIgnoresAnOddSlowStep) {
   FakeClock clock;
   HangWatchdog w(Options(10, 1s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 1s, 4);
   clock.Advance(60s);  // an evaluation pause, once
-  w.Committed();
+  w.Committed(++step);
   clock.Advance(1s);
-  w.Committed();
+  w.Committed(++step);
   // Durations 1,1,1,1,60,1: the median is 1 s (a mean would be ~10.8 s).
   clock.Advance(9s);
   EXPECT_FALSE(w.Check());
@@ -70,7 +74,7 @@ TEST(HangWatchdogTest, TheMedianIgnoresAnOddSlowStep) {
 TEST(HangWatchdogTest, NeverSoonerThanTheFloor) {
   FakeClock clock;
   HangWatchdog w(Options(10, 30s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 100ms, 10);
   clock.Advance(29s);  // 290 x the median, but below the floor
   EXPECT_FALSE(w.Check());
@@ -86,17 +90,17 @@ TEST(HangWatchdogTest, NoVerdictBeforeEnoughStepsOfTheGeneration) {
   EXPECT_FALSE(w.Check());  // never reset: no generation joined
   clock.Advance(1h);
   EXPECT_FALSE(w.Check());
-  w.Reset();
+  w.Reset(0);
   clock.Advance(1h);  // a long first step (warm-up, a restore): no verdict
   EXPECT_FALSE(w.Check());
-  w.Committed();
+  w.Committed(++step);
   clock.Advance(1s);
-  w.Committed();
+  w.Committed(++step);
   clock.Advance(1s);
-  w.Committed();  // two durations
+  w.Committed(++step);  // two durations
   clock.Advance(1h);
   EXPECT_FALSE(w.Check());
-  w.Committed();  // the third
+  w.Committed(++step);  // the third
   clock.Advance(10s);
   EXPECT_TRUE(w.Check());
 }
@@ -104,7 +108,7 @@ TEST(HangWatchdogTest, NoVerdictBeforeEnoughStepsOfTheGeneration) {
 TEST(HangWatchdogTest, TheWarmUpStepIsNoDuration) {
   FakeClock clock;
   HangWatchdog w(Options(10, 1s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 200ms, 3, /*warmup=*/100s);
   clock.Advance(2s);
   auto v = w.Check();
@@ -115,11 +119,11 @@ TEST(HangWatchdogTest, TheWarmUpStepIsNoDuration) {
 TEST(HangWatchdogTest, OnlyTheLastWindowOfStepsCounts) {
   FakeClock clock;
   HangWatchdog w(Options(10, 1s, /*window=*/4), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 10s, 4);
   for (int i = 0; i < 4; ++i) {
     clock.Advance(200ms);
-    w.Committed();
+    w.Committed(++step);
   }
   clock.Advance(2s);  // 10 x 0.2 s: the 10 s steps are out of the window
   EXPECT_TRUE(w.Check());
@@ -128,14 +132,14 @@ TEST(HangWatchdogTest, OnlyTheLastWindowOfStepsCounts) {
 TEST(HangWatchdogTest, OneVerdictPerResetAndResetForgetsTheSteps) {
   FakeClock clock;
   HangWatchdog w(Options(10, 1s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 100ms, 5);
   clock.Advance(5s);
   EXPECT_TRUE(w.Check());
   EXPECT_FALSE(w.Check());  // the rebuild that follows is not judged again
   clock.Advance(1h);
   EXPECT_FALSE(w.Check());
-  w.Reset();  // the next generation: its own steps, none yet
+  w.Reset(0);  // the next generation: its own steps, none yet
   clock.Advance(1h);
   EXPECT_FALSE(w.Check());
   Train(w, clock, 2s, 3);
@@ -151,10 +155,10 @@ TEST(HangWatchdogTest, OneVerdictPerResetAndResetForgetsTheSteps) {
 TEST(HangWatchdogTest, ACommitEndsTheStall) {
   FakeClock clock;
   HangWatchdog w(Options(10, 1s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 100ms, 5);
   clock.Advance(900ms);
-  w.Committed();  // a slow step, but it committed
+  w.Committed(++step);  // a slow step, but it committed
   clock.Advance(900ms);
   EXPECT_FALSE(w.Check());
 }
@@ -162,7 +166,7 @@ TEST(HangWatchdogTest, ACommitEndsTheStall) {
 TEST(HangWatchdogTest, AFactorOfZeroTurnsItOff) {
   FakeClock clock;
   HangWatchdog w(Options(0, 1s), [&] { return clock.t; });
-  w.Reset();
+  w.Reset(0);
   Train(w, clock, 100ms, 10);
   clock.Advance(24h);
   EXPECT_FALSE(w.Check());

@@ -94,6 +94,11 @@ WorkerMetrics::WorkerMetrics(std::shared_ptr<gpu::GpuTelemetry> gpus, std::map<s
                                  "Builds of a generation abandoned (rendezvous or communicator failed).", *registry_,
                                  job_labels_)
                             .Add({})),
+      hangs_(Register(prometheus::BuildCounter(), "ringmaster_worker_hangs_total",
+                      "Generations this worker's hang watchdog revoked (no step committed for a multiple of the "
+                      "median step).",
+                      *registry_, job_labels_)
+                 .Add({})),
       steps_lost_(Register(prometheus::BuildCounter(), "ringmaster_worker_steps_lost_total",
                            "Computed steps rolled back by restores (not committed).", *registry_, job_labels_)
                       .Add({})),
@@ -174,6 +179,8 @@ void WorkerMetrics::Rebuilt(const RebuildStats& s) {
 }
 
 void WorkerMetrics::RebuildFailed() { rebuild_failures_.Increment(); }
+
+void WorkerMetrics::Hung() { hangs_.Increment(); }
 
 void WorkerMetrics::CheckpointSaved(double seconds, uint64_t bytes) {
   checkpoint_seconds_.Add({{"op", "save"}}, PhaseBuckets()).Observe(seconds);

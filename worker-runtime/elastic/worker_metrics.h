@@ -19,6 +19,7 @@
 //   ringmaster_worker_rebuild_phase_seconds{phase}      histogram: detect, rendezvous, communicator, restore
 //   ringmaster_worker_rebuilds_total                    counter: generations joined
 //   ringmaster_worker_rebuild_failures_total            counter: builds of a generation abandoned
+//   ringmaster_worker_hangs_total                       counter: generations this worker's hang watchdog revoked
 //   ringmaster_worker_steps_lost_total                  counter: computed steps rolled back by restores
 //   ringmaster_worker_checkpoint_seconds{op}            histogram: save, restore
 //   ringmaster_worker_checkpoint_bytes_total{op}        counter
@@ -81,6 +82,8 @@ class WorkerMetrics {
   void Samples(uint64_t n);
   void Rebuilt(const RebuildStats& stats);
   void RebuildFailed();
+  // The hang watchdog (hang_watchdog.h) revoked the generation: no step progress for a multiple of the median step.
+  void Hung();
   // A successful save: its duration and size, and now as ringmaster_worker_last_checkpoint_timestamp_seconds.
   void CheckpointSaved(double seconds, uint64_t bytes);
   void CheckpointRestored(double seconds, uint64_t bytes);
@@ -111,6 +114,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Histogram>& rebuild_phase_seconds_;
   prometheus::Counter& rebuilds_;
   prometheus::Counter& rebuild_failures_;
+  prometheus::Counter& hangs_;
   prometheus::Counter& steps_lost_;
   prometheus::Family<prometheus::Histogram>& checkpoint_seconds_;
   prometheus::Family<prometheus::Counter>& checkpoint_bytes_;

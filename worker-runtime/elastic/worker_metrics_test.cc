@@ -34,6 +34,14 @@ TEST(WorkerMetricsTest, EverySeriesCarriesTheJobsLabels) {
 
 // A port that cannot be served (another process holds it: two hostNetwork jobs on one node) is one warning naming
 // the setting that chose it, and the worker goes on: telemetry never stops training.
+TEST(WorkerMetricsTest, HangsAreCounted) {
+  WorkerMetrics m(nullptr, {});
+  EXPECT_NE(m.Render().find("ringmaster_worker_hangs_total 0"), std::string::npos);
+  m.Hung();
+  m.Hung();
+  EXPECT_NE(m.Render().find("ringmaster_worker_hangs_total 2"), std::string::npos) << m.Render();
+}
+
 TEST(WorkerMetricsTest, APortInUseIsAWarningNamingTheSettingNotAnError) {
   WorkerMetrics first(nullptr);
   ASSERT_TRUE(first.Serve("127.0.0.1:0").ok());

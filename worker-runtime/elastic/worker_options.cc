@@ -1,10 +1,29 @@
 #include "worker-runtime/elastic/worker_options.h"
 
+#include <charconv>
+#include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include "api/worker_env.h"
 
 namespace ringmaster::elastic {
+
+namespace {
+
+// A plain decimal number in [min, max] (a factor, or seconds). Errors: InvalidArgument naming the variable.
+StatusOr<double> ParseSeconds(std::string_view name, const std::string& text, double min, double max) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v >= min && v <= max)) {
+    char range[96];
+    std::snprintf(range, sizeof range, "': expected a number from %g to %g", min, max);
+    return InvalidArgumentError(std::string(name) + "='" + text + range);
+  }
+  return v;
+}
+
+}  // namespace
 
 Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, WorkerOptions* o) {
   RINGMASTER_ASSIGN_OR_RETURN(api::WorkerEnv w, api::WorkerEnv::FromEnvironment(env));
@@ -32,6 +51,13 @@ Status ApplyWorkerEnvironment(const std::map<std::string, std::string>& env, Wor
   set_int(w.checkpoint_keep, &o->checkpoint_keep);
   set(w.out, &o->out);
   set(w.heartbeat_file, &o->heartbeat_file);
+  if (w.hang_factor && !w.hang_factor->empty()) {
+    RINGMASTER_ASSIGN_OR_RETURN(o->hang_factor, ParseSeconds(api::env::kHangFactor, *w.hang_factor, 0, 1e6));
+  }
+  if (w.hang_min_seconds && !w.hang_min_seconds->empty()) {
+    RINGMASTER_ASSIGN_OR_RETURN(o->hang_min_seconds,
+                                ParseSeconds(api::env::kHangMinSeconds, *w.hang_min_seconds, 0.001, 1e6));
+  }
   o->gpus = gpu::GpuVisibility::FromEnvironment(env);
   return Status::Ok();
 }

@@ -37,6 +37,11 @@ struct WorkerOptions {
   int health_port = api::kWorkerHealthPort;
   int min_size = 1;
   int timeout_ms = 10000;
+  // The hang watchdog (hang_watchdog.h, ElasticOptions::hang_factor and hang_floor): a member that commits no step
+  // for hang_factor x the recent median step, and for at least hang_min_seconds, revokes its generation.
+  // RINGMASTER_HANG_FACTOR (0: off), RINGMASTER_HANG_MIN_SECONDS.
+  double hang_factor = 10;
+  double hang_min_seconds = 30;
   // The GPUs it uses (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES), for its GPU telemetry.
   gpu::GpuVisibility gpus;
 

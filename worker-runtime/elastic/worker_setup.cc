@@ -53,6 +53,8 @@ ElasticOptions DriverOptions(const WorkerOptions& o, const runtime::RuntimeConfi
   eo.store_port = static_cast<uint16_t>(o.store_port);
   eo.min_size = o.min_size;
   eo.rebuild_timeout = std::chrono::milliseconds(o.timeout_ms);
+  eo.hang_factor = o.hang_factor;
+  eo.hang_floor = std::chrono::milliseconds(static_cast<int64_t>(o.hang_min_seconds * 1000));
   eo.runtime = config;
   eo.runtime.backend = o.backend;
   eo.runtime.host = o.host;

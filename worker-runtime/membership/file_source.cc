@@ -134,10 +134,9 @@ namespace {
 Status Errno(const std::string& what, const std::string& path) {
   return UnavailableError(what + " " + path + ": " + std::strerror(errno));
 }
-}  // namespace
 
-Status WriteMembershipFile(const std::string& path, const api::Membership& record) {
-  const std::string text = api::MembershipToJson(record).dump(2) + "\n";
+// Writes `text` to `path` atomically: a temp file in the same directory, fsync, rename, fsync of the directory.
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("open", tmp);
@@ -173,6 +172,19 @@ Status WriteMembershipFile(const std::string& path, const api::Membership& recor
     ::close(dfd);
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteMembershipFile(const std::string& path, const api::Membership& record) {
+  return WriteFileAtomically(path, api::MembershipToJson(record).dump(2) + "\n");
+}
+
+Status FileMembershipSource::ReportHang(const api::HangReport& report) {
+  if (report.reporter.empty()) return InvalidArgumentError("a hang report without a reporter");
+  const std::filesystem::path dir = std::filesystem::path(options_.path).parent_path();
+  return WriteFileAtomically((dir / api::HangReportFileName(report.reporter)).string(),
+                             api::EncodeHangReport(report) + "\n");
 }
 
 }  // namespace ringmaster::membership

@@ -45,6 +45,10 @@ class FileMembershipSource : public MembershipSource {
   StatusOr<api::Membership> WaitNewer(int64_t after, std::chrono::milliseconds timeout) override;
   api::Membership Latest() const override;
   void Stop() override;
+  // Writes the report to api::HangReportFileName(report.reporter) in the membership file's directory, atomically
+  // (as WriteMembershipFile), for the launcher to read. Errors: InvalidArgument without a reporter, Unavailable
+  // naming the path and errno.
+  Status ReportHang(const api::HangReport& report) override;
 
  private:
   explicit FileMembershipSource(FileSourceOptions options) : options_(std::move(options)) {}

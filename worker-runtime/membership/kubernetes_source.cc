@@ -86,6 +86,17 @@ Status KubernetesMembershipSource::ReportProgress(const api::ProgressReport& rep
                    options_.job_namespace + "/" + name);
 }
 
+Status KubernetesMembershipSource::ReportHang(const api::HangReport& report) {
+  const std::string reporter = report.reporter.empty() ? options_.reporter : report.reporter;
+  if (reporter.empty()) return FailedPreconditionError("no reporter name: this worker's pod name is unknown");
+  const std::string name = api::PeerReportsName(options_.job_name);
+  const json patch = {{"data", {{api::HangReportKey(reporter), api::EncodeHangReport(report)}}}};
+  return client_->Patch(kube::resources::ConfigMaps(), options_.job_namespace, name, kube::PatchType::kMerge, patch)
+      .status()
+      .WithContext("reporting the hang of generation " + std::to_string(report.generation) + " to ConfigMap " +
+                   options_.job_namespace + "/" + name);
+}
+
 void KubernetesMembershipSource::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);

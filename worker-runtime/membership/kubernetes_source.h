@@ -5,7 +5,8 @@
 //
 // Peer reports (ReportUnreachable) go to the job's peer-reports ConfigMap (api/peer_report.h) as a merge
 // patch of this worker's own entry (options.reporter), which the per-job Role allows on that one object.
-// Progress reports (ReportProgress) go to the same ConfigMap under api::kProgressReportKey, the same way.
+// Progress reports (ReportProgress) go to the same ConfigMap under api::kProgressReportKey, the same way, and hang
+// reports (ReportHang) under api::HangReportKey(reporter).
 //
 // Errors: Start fails with InvalidArgument for an empty job name. The informer underneath retries
 // failures (apiserver restarts, dropped watches, 410 Gone) forever, logging each; a record that does
@@ -42,6 +43,7 @@ class KubernetesMembershipSource : public MembershipSource {
   void Stop() override;
   Status ReportUnreachable(int64_t generation, const std::vector<std::string>& pods) override;
   Status ReportProgress(const api::ProgressReport& report) override;
+  Status ReportHang(const api::HangReport& report) override;
 
  private:
   explicit KubernetesMembershipSource(KubernetesSourceOptions options) : options_(std::move(options)) {}

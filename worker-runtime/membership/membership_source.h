@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/hang_report.h"
 #include "api/membership.h"
 #include "api/progress_report.h"
 #include "base/status.h"
@@ -44,6 +45,15 @@ class MembershipSource {
   virtual Status ReportProgress(const api::ProgressReport& report) {
     (void)report;
     return Status::Ok();
+  }
+  // Tells the membership's owner that generation `report.generation` is hung (api/hang_report.h): this worker's
+  // hang watchdog saw no step progress and aborted its step. The owner decides; the operator and ringmaster-run
+  // publish the next generation with reason Hung. A report replaces this worker's (report.reporter's) previous one.
+  // Unimplemented where the source has no way back (the default: the static source); otherwise the error of the
+  // write, which the caller may retry.
+  virtual Status ReportHang(const api::HangReport& report) {
+    (void)report;
+    return UnimplementedError("this membership source takes no hang reports");
   }
 };
 

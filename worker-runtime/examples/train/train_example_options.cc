@@ -18,7 +18,7 @@ constexpr char kFooter[] =
     "  RINGMASTER_WORKER_ID (else RINGMASTER_POD_NAME), RINGMASTER_SECRET, RINGMASTER_POD_IP (--host),\n"
     "  RINGMASTER_STORE_PORT (else RINGMASTER_COORDINATOR_PORT), RINGMASTER_HEALTH_PORT (29600; 0 = any),\n"
     "  RINGMASTER_MIN_WORKERS, RINGMASTER_BACKEND, RINGMASTER_CHECKPOINT_DIR, RINGMASTER_OUT,\n"
-    "  RINGMASTER_HEARTBEAT_FILE.";
+    "  RINGMASTER_HEARTBEAT_FILE, RINGMASTER_HANG_FACTOR, RINGMASTER_HANG_MIN_SECONDS.";
 
 StatusOr<bool> ParseTrueFalse(const std::string& text) {
   if (text == "true") return true;
@@ -67,6 +67,11 @@ void AddWorkerFlags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--min", o.min_size, "fewest workers to train with")->check(CLI::Range(1, 1 << 20));
   app.add_option("--timeout-ms", o.timeout_ms, "rebuild and collective timeout")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--hang-factor", o.hang_factor,
+                 "hang watchdog: revoke the generation after this many median steps without a commit (0: off)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--hang-min-seconds", o.hang_min_seconds, "hang watchdog: never after fewer seconds than this")
+      ->check(CLI::Range(0.001, 1e6));
   app.add_option("--step-delay-ms", o.step_delay_ms, "sleep per step (tests)")->check(CLI::Range(0, 1 << 30));
 }
 

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "api/hang_report.h"
+#include "api/job_status.h"
 #include "api/membership.h"
 #include "api/worker_env.h"
 #include "worker-runtime/data/splitmix64.h"
@@ -59,7 +61,7 @@ void CleanOutputDirectory(const std::string& out) {
   for (const auto& e : std::filesystem::directory_iterator(out)) {
     auto name = e.path().filename().string();
     if (name.rfind("journal.", 0) == 0 || name.rfind("weights", 0) == 0 || name.rfind("hb.", 0) == 0 ||
-        name == "samples.log" || name == "membership.json") {
+        name == "samples.log" || name == "membership.json" || api::HangReporterOfFileName(name)) {
       std::filesystem::remove(e.path());
     }
   }
@@ -95,6 +97,7 @@ class Launcher {
     RemoveFinishedLaggards(why);
     RemoveUnresponsive(why);
     if (!why.empty() && !table_.members().empty() && !Publish(why)) return Finish(1);
+    if (!PublishHang()) return Finish(1);
     ResumePaused();
     if (!FireDueChaos()) return Finish(1);
     if (std::optional<int> code = CheckBelowMin()) return code;
@@ -163,6 +166,29 @@ class Launcher {
       (void)w->process.Signal(SIGKILL);
       AddReason(why, w->id + " unresponsive");
     }
+  }
+
+  // A member's hang report about the published generation (api/hang_report.h, a file its membership source writes
+  // beside the membership file): the next generation, reason Hung, with the same members, so that every member
+  // aborts its stuck step and rebuilds. A report about an older generation is stale (its generation was replaced,
+  // maybe by this very one): the same report counts once. False when the record cannot be written.
+  bool PublishHang() {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(o_.out, ec)) {
+      const std::optional<std::string> reporter = api::HangReporterOfFileName(e.path().filename().string());
+      if (!reporter || published_.Find(*reporter) == nullptr) continue;
+      std::ifstream in(e.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      auto report = api::DecodeHangReport(*reporter, text.str());
+      if (!report.ok() || report->generation != published_.generation) continue;
+      char why[160];
+      std::snprintf(why, sizeof why, "%s committed no step for %.1f s (median step %.3f s)", reporter->c_str(),
+                    report->stalled_seconds, report->median_step_seconds);
+      ++hangs_;
+      return Publish(std::string(api::reason::kHung), why);
+    }
+    return true;
   }
 
   // Below --min: done when a worker finished (the rest cannot finish below --min), failed when no
@@ -411,6 +437,7 @@ class Launcher {
   int Finish(int code) {
     if (!WriteSamplesLog()) code = 1;
     WriteWeights();
+    if (hangs_ > 0) Print("generations rebuilt for a hang: " + std::to_string(hangs_));
     Print(code == 0 ? "training finished" : "training FAILED");
     return code;
   }
@@ -424,6 +451,7 @@ class Launcher {
   ExitWaiter exits_;             // the running workers, to wake the supervision loop when one exits
   api::Membership published_;    // the last record written
   bool rank0_finished_ = false;  // a worker exited 0 while it was rank 0 of the published record
+  int hangs_ = 0;                // generations published for a member's hang report
   int next_slot_ = 0;
   size_t next_event_ = 0;
   Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;     // the first event fires on its step
