@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "base/log.h"
+#include "worker-runtime/nccl/gpu_errors.h"
 
 namespace ringmaster::nccl {
 namespace {
@@ -149,7 +150,9 @@ DeviceGuard::DeviceGuard(const CudaApi& cuda, int device) : cuda_(cuda) {
   if (previous_ == device) return;
   if (cudaError_t e = cuda_.cudaSetDevice(device); e != cudaSuccess) {
     (void)cuda_.cudaGetLastError();
-    status_ = UnavailableError("cudaSetDevice(" + std::to_string(device) + "): " + cuda_.ErrorText(e));
+    // A device that does not exist, no driver, a lost context: no rebuild repairs them (gpu_errors.h).
+    status_ = Status(CudaFailureCode(e, StatusCode::kUnavailable),
+                     "cudaSetDevice(" + std::to_string(device) + "): " + cuda_.ErrorText(e) + StickyNote(e, device));
   }
 }
 

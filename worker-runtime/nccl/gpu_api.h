@@ -100,8 +100,9 @@ StatusOr<const NcclApi*> Nccl();
 StatusOr<bool> IsHostMemory(const void* ptr);
 
 // Makes `device` the calling thread's current CUDA device for the guard's life, then restores the
-// previous one (CUDA's current device is per thread; NCCL and cudaMalloc act on it). ok() is false,
-// with the CUDA error in status(), when the device could not be set.
+// previous one (CUDA's current device is per thread; NCCL and cudaMalloc act on it). status() is the
+// error when the device could not be set: InvalidArgument (no such device), FailedPrecondition (no usable
+// driver), DataLoss (a sticky error), else Unavailable (gpu_errors.h).
 class DeviceGuard {
  public:
   DeviceGuard(const CudaApi& cuda, int device);

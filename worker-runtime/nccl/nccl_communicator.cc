@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "worker-runtime/comm/validate.h"
+#include "worker-runtime/nccl/gpu_errors.h"
 
 namespace ringmaster::nccl {
 namespace {
@@ -94,7 +95,8 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Create(std::shar
   RINGMASTER_ASSIGN_OR_RETURN(ncclUniqueId id, ExchangeUniqueId(*nccl, *store, prefix, rank, options.timeout));
   cudaStream_t stream = nullptr;
   if (cudaError_t e = cuda->cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
-    return UnavailableError("cudaStreamCreate: " + cuda->ErrorText(e));
+    return Status(CudaFailureCode(e, StatusCode::kUnavailable),
+                  "cudaStreamCreate: " + cuda->ErrorText(e) + StickyNote(e, options.device));
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
@@ -106,8 +108,11 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::Create(std::shar
   if (r != ncclSuccess) {
     if (comm) nccl->ncclCommAbort(comm);
     cuda->cudaStreamDestroy(stream);
-    return AbortedError("NCCL init of '" + prefix + "' (rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                        ") " + Outcome(*nccl, r));
+    // A refusal (ncclInvalidUsage: two ranks on one GPU), or NCCL's CUDA failing, ends the worker; a peer
+    // that died or never came is Aborted (gpu_errors.h).
+    return Status(NcclFailureCode(r, /*at_init=*/true), "NCCL init of '" + prefix + "' (rank " + std::to_string(rank) +
+                                                            " of " + std::to_string(size) + ", GPU " +
+                                                            std::to_string(options.device) + ") " + Outcome(*nccl, r));
   }
   return std::unique_ptr<comm::Communicator>(
       new NcclCommunicator(*cuda, *nccl, std::move(prefix), rank, size, options, comm, stream));
@@ -140,7 +145,10 @@ NcclCommunicator::~NcclCommunicator() {
 template <typename Fn>
 auto NcclCommunicator::OnDevice(Fn call) -> decltype(call()) {
   nccl::DeviceGuard device(cuda_, options_.device);
-  if (!device.status().ok()) return Fail(device.status().message());
+  if (const Status& set = device.status(); !set.ok()) {
+    // A lost context or a missing device ends the worker (gpu_errors.h); a passing CUDA error is a broken communicator.
+    return Fail(set.message(), set.code() == StatusCode::kUnavailable ? StatusCode::kAborted : set.code());
+  }
   return call();
 }
 
@@ -163,9 +171,14 @@ Status NcclCommunicator::health() const {
   return broken_;
 }
 
-Status NcclCommunicator::Fail(const std::string& why) {
+Status NcclCommunicator::Fail(const std::string& why, StatusCode code) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (broken_.ok()) broken_ = AbortedError("communicator '" + prefix_ + "' rank " + std::to_string(rank_) + ": " + why);
+  // What no rebuild repairs (DataLoss: the GPU's context is lost) outranks an abort already recorded.
+  if (broken_.ok() || (code != StatusCode::kAborted && broken_.code() == StatusCode::kAborted)) {
+    broken_ = Status(code, "communicator '" + prefix_ + "' rank " + std::to_string(rank_) +
+                               (code == StatusCode::kAborted ? "" : " on GPU " + std::to_string(options_.device)) +
+                               ": " + why);
+  }
   if (nccl_aborted_ || revoked_) return broken_;
   if (nccl_.ncclCommRevoke) {
     // Revoke stops the in-flight work like an abort but keeps the communicator, so the survivors can shrink
@@ -185,7 +198,7 @@ Status NcclCommunicator::Fail(const std::string& why) {
 Status NcclCommunicator::Check(int result, const char* what) {
   auto r = static_cast<ncclResult_t>(result);
   if (r == ncclSuccess || r == ncclInProgress) return Status::Ok();
-  return Fail(std::string(what) + ": " + nccl_.ncclGetErrorString(r));
+  return Fail(std::string(what) + ": " + nccl_.ncclGetErrorString(r), NcclFailureCode(r, /*at_init=*/false));
 }
 
 Status NcclCommunicator::Grouped(
@@ -219,11 +232,15 @@ Status NcclCommunicator::WaitStream(const char* what) {
   for (;;) {
     cudaError_t e = cuda_.cudaStreamQuery(stream_);
     if (e == cudaSuccess) return Status::Ok();
-    if (e != cudaErrorNotReady) return Fail(std::string(what) + ": " + cuda_.ErrorText(e));
+    if (e != cudaErrorNotReady) {
+      return Fail(std::string(what) + ": " + cuda_.ErrorText(e) + StickyNote(e, options_.device),
+                  CudaFailureCode(e, StatusCode::kAborted));
+    }
     ncclResult_t async = ncclSuccess;
     nccl_.ncclCommGetAsyncError(comm_, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
-      return Fail(std::string(what) + ": " + nccl_.ncclGetErrorString(async));
+      return Fail(std::string(what) + ": " + nccl_.ncclGetErrorString(async),
+                  NcclFailureCode(async, /*at_init=*/false));
     }
     if (abort_requested_) return Fail(std::string(what) + ": aborted on request");
     if (Clock::now() > deadline) {
@@ -329,7 +346,8 @@ Status NcclCommunicator::DoReduceScatter(const void* in, void* out, size_t count
       if (cudaError_t e =
               cuda_.cudaMemcpyAsync(out, recv, count * common::DataTypeSize(type), cudaMemcpyDeviceToDevice, stream_);
           e != cudaSuccess) {
-        return Fail("cudaMemcpyAsync: " + cuda_.ErrorText(e));
+        return Fail("cudaMemcpyAsync: " + cuda_.ErrorText(e) + StickyNote(e, options_.device),
+                    CudaFailureCode(e, StatusCode::kAborted));
       }
     }
     return Counted(WaitStream("reduce-scatter"), count * common::DataTypeSize(type) * static_cast<size_t>(size_));
@@ -359,7 +377,8 @@ Status NcclCommunicator::DoAlltoall(const void* in, void* out, size_t count, com
       const size_t bytes = count * common::DataTypeSize(type) * static_cast<size_t>(size_);
       RINGMASTER_ASSIGN_OR_RETURN(void* copy, Scratch(bytes));
       if (cudaError_t e = cuda_.cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, stream_); e != cudaSuccess) {
-        return Fail("cudaMemcpyAsync: " + cuda_.ErrorText(e));
+        return Fail("cudaMemcpyAsync: " + cuda_.ErrorText(e) + StickyNote(e, options_.device),
+                    CudaFailureCode(e, StatusCode::kAborted));
       }
       in = copy;
     }
@@ -546,7 +565,8 @@ StatusOr<std::unique_ptr<comm::Communicator>> NcclCommunicator::JoinGrown(std::s
   std::memcpy(id.internal, v.data(), sizeof id.internal);
   cudaStream_t stream = nullptr;
   if (cudaError_t e = cuda->cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
-    return UnavailableError("cudaStreamCreate: " + cuda->ErrorText(e));
+    return Status(CudaFailureCode(e, StatusCode::kUnavailable),
+                  "cudaStreamCreate: " + cuda->ErrorText(e) + StickyNote(e, options.device));
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;

@@ -62,7 +62,11 @@ struct NcclOptions {
 class NcclCommunicator : public comm::Communicator {
  public:
   // Errors: Aborted (init failed or timed out; the half-built communicator
-  // is aborted), Unavailable (no GPU / CUDA error), as Store::Get.
+  // is aborted), Unavailable (no GPU / CUDA error), as Store::Get; and what no rebuild repairs (gpu_errors.h):
+  // FailedPrecondition (NCCL refused the configuration: ncclInvalidUsage, e.g. two ranks on one GPU),
+  // InvalidArgument (ncclInvalidArgument, cudaErrorInvalidDevice), DataLoss (ncclUnhandledCudaError, a sticky
+  // CUDA error). After init, a sticky CUDA error or ncclUnhandledCudaError in any call is DataLoss naming the
+  // GPU (and health() says so from then on); every other failure is Aborted.
   static StatusOr<std::unique_ptr<comm::Communicator>> Create(std::shared_ptr<store::Store> store, std::string prefix,
                                                               int rank, int size, NcclOptions options);
   ~NcclCommunicator() override;
@@ -137,8 +141,9 @@ class NcclCommunicator : public comm::Communicator {
   // Runs `enqueue` (ncclSend/ncclRecv/... calls that report through `check`) inside one NCCL group,
   // always closes the group, and only then fails on the first error.
   Status Grouped(const std::function<void(const std::function<void(int, const char*)>& check)>& enqueue);
-  // Marks the communicator broken and revokes (or aborts) it. Never call it inside an open group.
-  Status Fail(const std::string& why);
+  // Marks the communicator broken with `code` (gpu_errors.h: Aborted, or DataLoss for a sticky CUDA error,
+  // which also replaces an earlier Aborted) and revokes (or aborts) it. Never call it inside an open group.
+  Status Fail(const std::string& why, StatusCode code = StatusCode::kAborted);
   // Device memory of at least `bytes`, kept and grown for later calls. Errors: Unavailable.
   StatusOr<void*> Scratch(size_t bytes);
 

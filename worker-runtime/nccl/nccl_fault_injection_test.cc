@@ -89,5 +89,55 @@ TEST_F(NcclFaultInjectionTest, AFailedEnqueueInsideAGroupClosesTheGroupBeforeRev
   for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
 }
 
+// What no rebuild repairs is told apart from a lost peer (gpu_errors.h): NCCL refusing the configuration at
+// init (two ranks on one GPU: ncclInvalidUsage) is FailedPrecondition naming the GPU, not Aborted -- else the
+// elastic driver rebuilt the same refused world every few seconds, forever.
+TEST_F(NcclFaultInjectionTest, TwoRanksOnOneGpuAreARefusedConfigurationNotALostPeer) {
+  runtime_testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
+    NcclOptions no;
+    no.device = 0;  // both ranks
+    no.timeout = 10s;
+    auto made = NcclCommunicator::Create(ctx.store, "one-gpu", ctx.rank, ctx.size, no);
+    ASSERT_FALSE(made.ok()) << "two ranks were put on one emulated GPU";
+    EXPECT_EQ(made.status().code(), StatusCode::kFailedPrecondition) << made.status();
+    EXPECT_NE(made.status().message().find("GPU 0"), std::string::npos) << made.status();
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
+}
+
+// A kernel that faults (cudaErrorIllegalAddress: sticky, the GPU's context is lost) fails the collective with
+// DataLoss naming the GPU, and the communicator says so from then on; its peer sees a lost peer (Aborted).
+TEST_F(NcclFaultInjectionTest, AStickyCudaErrorIsDataLossNamingTheGpu) {
+  runtime_testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = runtime_testing::RunWorld(options, [](runtime::RankContext& ctx) {
+    NcclOptions no;
+    no.device = ctx.rank;
+    no.timeout = 5s;
+    auto made = NcclCommunicator::Create(ctx.store, "sticky", ctx.rank, ctx.size, no);
+    ASSERT_OK(made);
+    comm::Communicator& comm = **made;
+    if (ctx.rank == 1) ::setenv("RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS", "1", 1);  // its next kernel faults
+    const size_t count = 64;
+    auto memory = memory::NewMemoryFor(comm::MemoryKind::kCuda, no.device);
+    auto buf = memory->Allocate(count * sizeof(float));
+    ASSERT_OK(buf);
+    Status s = comm.Allreduce(*buf, *buf, count, common::DataType::kFloat32, common::ReduceOp::kSum);
+    ::unsetenv("RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS");
+    ASSERT_FALSE(s.ok());
+    if (ctx.rank == 1) {
+      EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s;
+      EXPECT_NE(s.message().find("GPU 1"), std::string::npos) << s;
+      EXPECT_NE(s.message().find("cudaErrorIllegalAddress"), std::string::npos) << s;
+      EXPECT_EQ(comm.health().code(), StatusCode::kDataLoss) << comm.health();
+    } else {
+      EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+    }
+  });
+  for (const auto& o : outcomes) EXPECT_OK(o) << runtime::DescribeFailures(outcomes);
+}
+
 }  // namespace
 }  // namespace ringmaster::nccl
