@@ -96,6 +96,14 @@ std::optional<Clock::time_point> LossTime(const GoodputInput& in) {
   return earliest;
 }
 
+// For a Hung generation: the earliest stall among its reporters (observed_failures); nullopt when none is known.
+std::optional<Clock::time_point> StallTime(const GoodputInput& in) {
+  std::optional<Clock::time_point> earliest;
+  for (const auto& f : in.observed_failures)
+    if (!earliest || f.at < *earliest) earliest = f.at;
+  return earliest;
+}
+
 }  // namespace
 
 std::optional<api::Goodput> AccountGoodput(const GoodputInput& in) {
@@ -136,7 +144,10 @@ std::optional<api::Goodput> AccountGoodput(const GoodputInput& in) {
   if (in.membership.generation > before.generation) {
     const Clock::time_point changed = ParseRfc3339(in.membership.changed_at).value_or(in.now);
     const bool loss = IsLossReason(in.membership.reason);
-    const Clock::time_point failed = loss ? std::min(LossTime(in).value_or(changed), changed) : changed;
+    const bool hung = in.membership.reason == api::reason::kHung;  // every member stays; its step was lost
+    const Clock::time_point failed = loss   ? std::min(LossTime(in).value_or(changed), changed)
+                                     : hung ? std::min(StallTime(in).value_or(changed), changed)
+                                            : changed;
     if (IsSuspension(before)) {
       // Resumed: the suspension is no wall time; the resumption (startTime) is where time counts again.
       l.Advance(std::max(ParseRfc3339(in.start_time).value_or(changed), l.as_of), /*suspended=*/true);
@@ -144,9 +155,9 @@ std::optional<api::Goodput> AccountGoodput(const GoodputInput& in) {
       l.Stepped(std::max(failed, l.as_of), before.world_size(), in.desired_world,
                 Rescheduling(before, l.g.failures) && in.membership.reason != ReasonName(ChangeReason::kScaledUp));
     }
-    if (loss) {
+    if (loss || hung) {
       ++l.g.failures;
-      l.g.lost_seconds.detect += Seconds(changed - failed);
+      (hung ? l.g.lost_seconds.hung : l.g.lost_seconds.detect) += Seconds(changed - failed);
       if (l.g.recovering_since.empty()) l.g.recovering_since = FormatRfc3339(failed, TimePrecision::kMillis);
     }
     if (IsSuspension(in.membership)) l.g.recovering_since.clear();  // it resumes later, if ever: no recovery
@@ -165,7 +176,7 @@ std::optional<api::Goodput> AccountGoodput(const GoodputInput& in) {
   g.productive_seconds = Round(g.productive_seconds);
   g.wall_seconds = Round(g.wall_seconds);
   for (double* v : {&g.lost_seconds.detect, &g.lost_seconds.reschedule, &g.lost_seconds.rebuild,
-                    &g.lost_seconds.restore, &g.lost_seconds.replay}) {
+                    &g.lost_seconds.restore, &g.lost_seconds.replay, &g.lost_seconds.hung}) {
     *v = Round(*v);
   }
   g.ratio = g.wall_seconds > 0 ? Round(std::min(1.0, g.productive_seconds / g.wall_seconds), 1e4) : 0;

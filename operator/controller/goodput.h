@@ -12,8 +12,9 @@
 //                      job is not losing goodput: it is not running).
 //   ratio              productiveSeconds / wallSeconds (0 while wallSeconds is 0).
 //   asOf               both are accounted up to this time: the moment the job last started or stopped stepping.
-//   failures           generations published for a loss (WorkerFailed, WorkerRemoved, NodeLost, PeerUnreachable:
-//                      controller::IsLoss), one per generation however many members it dropped.
+//   failures           generations published for a failure (controller::IsFailure): a loss (WorkerFailed,
+//                      WorkerRemoved, NodeLost, PeerUnreachable: controller::IsLoss), one per generation however many
+//                      members it dropped, or a hang (Hung: a member reported no step progress).
 //   lostSeconds        by phase:
 //     detect           per failure: from the failure (a failed container's finishedAt, a deleted pod's deletion, its
 //                      node's NotReady transition, else its recentFailures time) to the changedAt of the generation
@@ -27,6 +28,9 @@
 //                      ready): a join or a scale-up stops the world too, so every change counts, not only failures.
 //     restore          likewise restoreSeconds.
 //     replay           likewise replayedSteps x stepSeconds (steps done again after restoring an older state).
+//     hung             per hang: from the hung generation's last step progress (the earliest reporter's reportedAt
+//                      less its stalledSeconds, api/hang_report.h) to the changedAt of the Hung generation; the
+//                      generation before stepped until then. Not in detect.
 //   lastRecoverySeconds  the newest failure's recovery: the failure -> the first step committed after it (the
 //                      firstStepAt of the next generation that stepped; a second failure during a recovery extends
 //                      the first). recoveringSince holds the failure's time while a recovery is under way.
@@ -67,11 +71,13 @@ struct GoodputInput {
   // The desired world before this reconcile when it changed now (a scale; status.replicas.desired as read), else 0.
   int32_t desired_world_before = 0;
   std::vector<api::FailureRecord> recent_failures;  // status.recentFailures
-  std::vector<FailureTime> observed_failures;       // members dropped now, as their pods and nodes say
-  std::optional<api::ProgressReport> report;        // the job's newest progress report, if any
-  std::string start_time;                           // status.startTime (reset when a suspended job resumes)
-  std::string completion_time;                      // status.completionTime: closes the last generation's stepping
-  std::chrono::system_clock::time_point now;        // only where a time above is missing or malformed
+  // Members dropped now, as their pods and nodes say; for a Hung generation published now, each member that reported
+  // the hang, at the time its stall began.
+  std::vector<FailureTime> observed_failures;
+  std::optional<api::ProgressReport> report;  // the job's newest progress report, if any
+  std::string start_time;                     // status.startTime (reset when a suspended job resumes)
+  std::string completion_time;                // status.completionTime: closes the last generation's stepping
+  std::chrono::system_clock::time_point now;  // only where a time above is missing or malformed
 };
 
 // The new status.goodput from the previous one and what happened since (see the top of this file); nullopt while

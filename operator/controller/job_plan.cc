@@ -230,7 +230,9 @@ struct Planning {
   std::string phase;
   api::Membership membership;        // generation 0 until one is published (status.membership stays unset then)
   Clock::time_point last_failure{};  // the newest counted failure (set by PlanExitedWorkers)
-  int32_t spares = 0;                // Ready workers kept out of the membership (set by PlanWorkers)
+  // A Hung generation published now: its reporters and when each one's stall began (set by PublishMembership).
+  std::vector<FailureTime> stalls;
+  int32_t spares = 0;  // Ready workers kept out of the membership (set by PlanWorkers)
   // Workers dropped from membership by a scale-down that have not exited yet: pod name -> {uid, since}.
   std::map<std::string, std::pair<std::string, Clock::time_point>> leaving;
   JobPlan plan;
@@ -574,6 +576,11 @@ Workers ObserveWorkers(Planning& st) {
                 "its peers cannot reach it (reported by " + by + " in generation " +
                     std::to_string(st.membership.generation) + ")");
     }
+    if (const api::Member* m = st.membership.Find(p.name); m && m->uid == p.uid) {
+      for (const auto& r : st.in.hang_reports)  // only about the current generation: a stale one counted already
+        if (r.reporter == p.name && r.generation == st.membership.generation)
+          w.hung_seconds = std::max(r.stalled_seconds, 0.001);
+    }
     w.disrupted = !w.failed && !w.node_lost && !w.unreachable && !p.disruption.empty();
     if (!w.failed && !w.node_lost && !w.unreachable && !p.deleting && !w.beyond_desired && !w.disrupted)
       workers.live.push_back(&p);
@@ -606,6 +613,20 @@ void MarkSurplus(const Planning& st, Workers& workers) {
   }
 }
 
+// A Hung generation was published over `hung`: counted once (its reports are about `hung`, stale from now on), with
+// when each reporter's stall began for goodput (reportedAt less stalledSeconds; now when it gave no time).
+void NoteHang(Planning& st, const api::Membership& hung) {
+  ++st.status.hangs;
+  for (const auto& r : st.in.hang_reports) {
+    const api::Member* m = hung.Find(r.reporter);
+    if (m == nullptr || r.generation != hung.generation) continue;
+    const Clock::time_point reported = std::min(TimeOr(r.reported_at, st.in.now), st.in.now);
+    st.stalls.push_back(
+        {r.reporter, m->uid,
+         reported - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.stalled_seconds))});
+  }
+}
+
 // Membership: the next generation, when DecideMembership publishes one, with its event, the
 // MembershipPublished condition and the job's start time.
 MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
@@ -619,10 +640,12 @@ MembershipDecision PublishMembership(Planning& st, const Workers& workers) {
   MembershipDecision decision = DecideMembership(st.membership, workers.observed, policy, st.in.now);
   if (decision.recheck_at) EarliestRequeue(st.plan, *decision.recheck_at);
   if (decision.next) {
+    const api::Membership hung = st.membership;
     st.membership = *decision.next;
     const std::string& reason = st.membership.reason;  // ReasonName(*decision.reason)
-    const bool loss = decision.reason && IsLoss(*decision.reason);
-    AddEvent(st, loss ? api::event_type::kWarning : api::event_type::kNormal, reason, st.membership.message);
+    const bool failure = decision.reason && IsFailure(*decision.reason);
+    AddEvent(st, failure ? api::event_type::kWarning : api::event_type::kNormal, reason, st.membership.message);
+    if (decision.reason == ChangeReason::kHung) NoteHang(st, hung);
     SetJobCondition(st, api::condition::kMembershipPublished, api::condition_status::kTrue, reason,
                     st.membership.message, /*touch=*/true);
   }
@@ -816,7 +839,7 @@ std::optional<api::Goodput> AccountedGoodput(const Planning& st) {
                   st.spec.desired_workers * st.spec.processes_per_pod,
                   desired_before != st.requested_desired ? desired_before * st.spec.processes_per_pod : 0,
                   st.status.recent_failures,
-                  {},
+                  st.stalls,
                   st.in.progress,
                   st.status.start_time,
                   st.status.completion_time,

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/hang_report.h"
 #include "api/peer_report.h"
 #include "api/progress_report.h"
 #include "base/status.h"
@@ -70,6 +71,9 @@ struct PlanInput {
   std::string create_error;
   // The job's newest progress report (api/progress_report.h), folded into status.goodput (goodput.h).
   std::optional<api::ProgressReport> progress = std::nullopt;
+  // The job's hang reports (api/hang_report.h): one about the current generation from one of its members publishes
+  // the next generation with reason Hung (counted in status.hangs and status.goodput); others are stale.
+  std::vector<api::HangReport> hang_reports = {};
 };
 
 // Errors: InvalidArgument when the job's spec or status cannot be read (not retryable; the reconciler

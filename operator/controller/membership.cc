@@ -1,9 +1,11 @@
 #include "operator/controller/membership.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
+#include "api/job_status.h"
 #include "base/json_path.h"
 #include "base/time_format.h"
 
@@ -22,6 +24,7 @@ std::string ReasonName(ChangeReason reason) {
     case ChangeReason::kPeerUnreachable: return "PeerUnreachable";
     case ChangeReason::kScaledDown: return "ScaledDown";
     case ChangeReason::kDisrupted: return "Disrupted";
+    case ChangeReason::kHung: return std::string(api::reason::kHung);
   }
   return "Unknown";
 }
@@ -36,10 +39,13 @@ bool IsLoss(ChangeReason reason) {
     case ChangeReason::kWorkerJoined:
     case ChangeReason::kScaledUp:
     case ChangeReason::kScaledDown:
-    case ChangeReason::kDisrupted: return false;
+    case ChangeReason::kDisrupted:
+    case ChangeReason::kHung: return false;
   }
   return false;
 }
+
+bool IsFailure(ChangeReason reason) { return IsLoss(reason) || reason == ChangeReason::kHung; }
 
 namespace {
 
@@ -104,6 +110,7 @@ struct Deciding {
   std::vector<const WorkerObservation*> joiners;             // eligible workers not in the record, by worker index
   bool someone_still_starting = false;  // a worker that may still become Ready is neither member nor joiner
   bool admit_joiners = false;           // joiners join now, room permitting (their batch window is over)
+  std::vector<std::string> hung;        // surviving members that reported the generation hung, as "pod (N s)"
   size_t admitted = 0;                  // how many joiners (the first ones) join
   MembershipDecision decision;
 };
@@ -123,6 +130,8 @@ void FindSurvivors(Deciding& d) {
       d.survivors.push_back(kept);
       if (std::find(d.survivor_pods.begin(), d.survivor_pods.end(), m.pod) == d.survivor_pods.end()) {
         d.survivor_pods.push_back(m.pod);
+        if (w->hung_seconds > 0 && d.started)
+          d.hung.push_back(m.pod + " (no step for " + std::to_string(std::lround(w->hung_seconds)) + " s)");
       }
     } else {
       std::vector<std::string>& names = d.removed[RemovalReason(w)];
@@ -173,7 +182,7 @@ void KeepSpares(Deciding& d) {
 void BatchJoins(Deciding& d) {
   // No wait when members leave now or nobody else is coming. Else the window counts from when the earliest
   // joiner became Ready (for the first generation: from when the gang minimum was reached).
-  if (!d.admit_joiners || !d.removed.empty() || !d.someone_still_starting) return;
+  if (!d.admit_joiners || !d.removed.empty() || !d.hung.empty() || !d.someone_still_starting) return;
   std::vector<Clock::time_point> since;
   for (auto* j : d.joiners) since.push_back(j->ready_since);
   std::sort(since.begin(), since.end());
@@ -212,8 +221,10 @@ void KeepWholeGroups(Deciding& d) {
                               " to complete a group of " + std::to_string(d.group) + " (spec.replicas.multipleOf)";
 }
 
-// Whether a new generation is due: a member leaves or a joiner joins.
-bool Changed(const Deciding& d) { return !d.removed.empty() || !d.decision.dropped.empty() || d.admitted > 0; }
+// Whether a new generation is due: a member leaves, a joiner joins, or a member reported the generation hung.
+bool Changed(const Deciding& d) {
+  return !d.removed.empty() || !d.decision.dropped.empty() || d.admitted > 0 || !d.hung.empty();
+}
 
 // The next record: the survivors in their order, then each admitted pod as `processes` consecutive ranks.
 api::Membership NextRecord(const Deciding& d) {
@@ -243,6 +254,7 @@ ChangeReason NameReason(const Deciding& d) {
   }
   if (!d.decision.dropped.empty()) return ChangeReason::kScaledDown;  // a world not in whole groups
   if (!d.started) return ChangeReason::kJobStarted;
+  if (!d.hung.empty()) return ChangeReason::kHung;
   bool scale_up = false;
   for (size_t i = 0; i < d.admitted; ++i) scale_up |= d.joiners[i]->for_scale_up;
   return scale_up ? ChangeReason::kScaledUp : ChangeReason::kWorkerJoined;
@@ -258,6 +270,7 @@ std::string DescribeChange(const Deciding& d, const api::Membership& next) {
   if (!d.decision.dropped.empty()) {
     parts.push_back("left to keep whole groups of " + std::to_string(d.group) + ": " + JoinNames(d.decision.dropped));
   }
+  if (!d.hung.empty()) parts.push_back(ReasonName(ChangeReason::kHung) + ": " + JoinNames(d.hung));
   std::vector<std::string> joined;
   for (size_t i = 0; i < d.admitted; ++i) joined.push_back(d.joiners[i]->pod);
   if (!joined.empty()) parts.push_back("joined: " + JoinNames(joined));

@@ -31,11 +31,16 @@ enum class ChangeReason {
   // A worker is about to be taken (preempted, evicted, deleted, or its node announced its loss by a taint):
   // it leaves alive, at a step boundary, like a scale-down; not a failure.
   kDisrupted,
+  // A member reported the generation hung (api/hang_report.h: no step committed for a multiple of the median
+  // step): the same members rebuild in a new generation. No worker is lost, but the stuck step is.
+  kHung,
 };
 std::string ReasonName(ChangeReason reason);
 // Whether the change lost a worker the job did not mean to let go (failed, removed, its node lost, cut
-// off from its peers): its Event is a Warning. A disruption is not a loss: the worker leaves alive.
+// off from its peers). A disruption is not a loss: the worker leaves alive; nor is a hang: every member stays.
 bool IsLoss(ChangeReason reason);
+// Whether the change is a failure, its Event a Warning: a loss, or a hang.
+bool IsFailure(ChangeReason reason);
 
 // What the reconciler observed about one worker pod.
 struct WorkerObservation {
@@ -54,6 +59,9 @@ struct WorkerObservation {
   bool beyond_desired = false;  // its index is not wanted any more (scale down)
   bool for_scale_up = false;    // created because the desired count rose (joins as ScaledUp)
   bool finishing = false;       // a member that exited 0 moments ago (the job is about to complete): it stays
+  // A member whose hang report is about the current generation (api/hang_report.h): the seconds it saw no step
+  // commit; 0 when it reported none.
+  double hung_seconds = 0;
   // When it became Ready (for batching joins); ignored unless ready.
   std::chrono::system_clock::time_point ready_since{};
 };
@@ -104,6 +112,10 @@ struct MembershipDecision {
 // removals leave the survivors short of a multiple, the highest-ranked survivors are dropped down to the
 // next lower multiple (the rest keep their order), first filled up from waiting joiners. Below one
 // group the world is empty, and the job starts again under the gang rule.
+//
+// A member that reported the current generation hung (hung_seconds > 0) makes a new generation at once, even with
+// nobody leaving or joining (reason Hung, unless a removal names the change): every member aborts its stuck step
+// and rebuilds. Joiners waiting for their batch window join it (the world rebuilds anyway).
 MembershipDecision DecideMembership(const api::Membership& current, const std::vector<WorkerObservation>& workers,
                                     const MembershipPolicy& policy, std::chrono::system_clock::time_point now);
 

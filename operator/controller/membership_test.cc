@@ -71,6 +71,49 @@ TEST(DecideMembershipTest, GangWithStragglersStartsWhenTheWindowEnds) {
   EXPECT_EQ(late.next->world_size(), 2);
 }
 
+// A member that reported the generation hung (api/hang_report.h): the same members in the next generation, at once,
+// reason Hung, a failure (a Warning Event) though nobody is lost.
+TEST(DecideMembershipTest, AHungMemberRebuildsTheSameMembersInANewGeneration) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  WorkerObservation hung = Ready(1);
+  hung.hung_seconds = 42.4;
+  MembershipDecision d = DecideMembership(current, {Ready(0), hung}, Policy(), kT0 + seconds(100));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->generation, current.generation + 1);
+  EXPECT_EQ(d.next->reason, "Hung");
+  EXPECT_EQ(d.reason, ChangeReason::kHung);
+  EXPECT_EQ(Pods(*d.next), Pods(current));
+  EXPECT_EQ(d.next->coordinator, current.coordinator);
+  EXPECT_EQ(d.next->message, "generation 2, world size 2 (Hung: job-worker-1 (no step for 42 s))");
+  EXPECT_TRUE(IsFailure(ChangeReason::kHung));
+  EXPECT_FALSE(IsLoss(ChangeReason::kHung)) << "every member stays";
+}
+
+// A removal names the change when a member also reported a hang: the loss explains it.
+TEST(DecideMembershipTest, ARemovalNamesAChangeThatAlsoHasAHang) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1), Ready(2)}, Policy(), kT0).next;
+  WorkerObservation hung = Ready(0), failed = Ready(2);
+  hung.hung_seconds = 30;
+  failed.failed = true;
+  failed.ready = false;
+  MembershipDecision d = DecideMembership(current, {hung, Ready(1), failed}, Policy(), kT0 + seconds(100));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "WorkerFailed");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1"}));
+}
+
+// Joiners waiting for their batch window join the Hung generation: the world rebuilds anyway.
+TEST(DecideMembershipTest, JoinersWaitingForTheirWindowJoinAHungGeneration) {
+  api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
+  WorkerObservation hung = Ready(0);
+  hung.hung_seconds = 30;
+  MembershipDecision d = DecideMembership(current, {hung, Ready(1), Ready(2, kT0 + seconds(99)), Starting(3)},
+                                          Policy(2, 10), kT0 + seconds(100));
+  ASSERT_TRUE(d.next.has_value());
+  EXPECT_EQ(d.next->reason, "Hung");
+  EXPECT_EQ(Pods(*d.next), (std::vector<std::string>{"job-worker-0", "job-worker-1", "job-worker-2"}));
+}
+
 TEST(DecideMembershipTest, NothingChangesWhenEveryMemberIsStillReady) {
   api::Membership current = *DecideMembership({}, {Ready(0), Ready(1)}, Policy(), kT0).next;
   MembershipDecision d = DecideMembership(current, {Ready(0), Ready(1)}, Policy(), kT0 + seconds(100));

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "api/hang_report.h"
 #include "api/job_status.h"
 #include "api/names.h"
 #include "api/peer_report.h"
@@ -220,6 +221,14 @@ PlanInput TrainingJobReconciler::Observe(const std::string& key, const json& job
           input.progress = std::move(progress).value();
         else
           log_(LogLevel::kWarning, "job " + key + ": ignoring " + progress.status().ToString());
+        continue;
+      }
+      if (std::optional<std::string> reporter = api::HangReporterOfKey(it.key())) {  // a member's hang report
+        auto hang = api::DecodeHangReport(*reporter, it->get<std::string>());
+        if (hang.ok())
+          input.hang_reports.push_back(std::move(hang).value());
+        else
+          log_(LogLevel::kWarning, "job " + key + ": ignoring " + hang.status().ToString());
         continue;
       }
       auto report = api::DecodePeerReport(it.key(), it->get<std::string>());
