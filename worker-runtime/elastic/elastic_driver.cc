@@ -9,6 +9,7 @@
 
 #include "api/job_status.h"
 #include "base/time_format.h"
+#include "worker-runtime/elastic/failure_class.h"
 #include "worker-runtime/elastic/peer_probe.h"
 #include "worker-runtime/elastic/rebuild_plan.h"
 #include "worker-runtime/elastic/termination_notice.h"
@@ -37,11 +38,8 @@ uint64_t StoreGeneration(int64_t generation, int64_t attempt) {
 
 double Seconds(Clock::time_point from) { return std::chrono::duration<double>(Clock::now() - from).count(); }
 
-// A collective or rendezvous failure that a rebuild repairs.
-bool IsMembershipFailure(StatusCode code) {
-  return code == StatusCode::kAborted || code == StatusCode::kDeadlineExceeded || code == StatusCode::kUnavailable ||
-         code == StatusCode::kCancelled;
-}
+// A collective or rendezvous failure that a rebuild repairs (failure_class.h): anything else ends the worker.
+bool IsMembershipFailure(StatusCode code) { return RebuildRepairs(code); }
 
 StatusOr<std::pair<std::string, uint16_t>> SplitHostPort(const std::string& address) {
   auto colon = address.rfind(':');
@@ -974,10 +972,11 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
     Status built = Build(record_, &stats);
     if (!built.ok()) {
       if (options_.metrics) options_.metrics->RebuildFailed();
-      Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());
-      const StatusCode code = built.code();
-      if (code == StatusCode::kInternal || code == StatusCode::kUnauthenticated ||
-          code == StatusCode::kInvalidArgument) {
+      // Only a membership failure is worth another build: a sticky CUDA error, a GPU library that cannot be
+      // loaded or a refused configuration fails every build the same way (failure_class.h).
+      if (!IsMembershipFailure(built.code())) {
+        Log("generation " + std::to_string(record_.generation) + " failed: " + built.ToString() + ": " +
+            std::string(Describe(ClassifyFailure(built))) + "; this worker stops");
         return built;
       }
       RINGMASTER_ASSIGN_OR_RETURN(record_, NextRecord(record_));
@@ -1011,3 +1010,4 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
 }
 
 }  // namespace ringmaster::elastic
+      Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());

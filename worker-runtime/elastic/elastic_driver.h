@@ -192,7 +192,8 @@ class ElasticDriver {
   // waits for the record that follows the failed one). Returns false when this worker is no longer a
   // member (it has left the job). Errors: Internal (state, or the previous runtime's engine did not
   // leave its communicator within 2 x rebuild_timeout after the abort), Unauthenticated,
-  // InvalidArgument, Cancelled.
+  // InvalidArgument, Cancelled; a build's failure that no rebuild repairs (failure_class.h: a sticky CUDA error,
+  // a GPU library that cannot be loaded, a refused configuration) at once, never built again.
   StatusOr<bool> Join(const RestoreFn& on_restore = {});
   // The joined generation's step context (valid until the next Join).
   StepContext Context() const;

@@ -20,6 +20,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/status_test_macros.h"
@@ -627,6 +628,71 @@ TEST(ElasticDriverTest, ARankZeroThatArrivesAfterANewcomerGaveUpAnAttemptMeetsIt
 // The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
 // engine threads, and only for a local rank on the same GPU.
 TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {
+// A communicator factory whose first `failures` builds fail with `error`, then builds mirrors; counts its calls.
+runtime::CommunicatorFactory FailingFactory(std::shared_ptr<Probe> probe, Status error, int failures,
+                                            std::shared_ptr<std::atomic<int>> calls) {
+  return [probe, error, failures, calls](std::shared_ptr<store::Store>, int rank, int size,
+                                         const runtime::WorldOptions&) -> StatusOr<std::unique_ptr<Communicator>> {
+    if (calls->fetch_add(1) < failures) return error;
+    return std::unique_ptr<Communicator>(new MirrorCommunicator(rank, size, probe));
+  };
+}
+
+// Join over a factory that fails as `error`: returns Join's result, or nullopt when it had not returned after
+// `patience` (then a record without the worker releases it: it leaves).
+std::optional<StatusOr<bool>> JoinWithFactoryFailing(Status error, int failures,
+                                                     std::shared_ptr<std::atomic<int>> calls,
+                                                     std::chrono::milliseconds patience) {
+  auto probe = std::make_shared<Probe>();
+  ScriptedSource source;
+  const int port = FreePort();
+  ElasticOptions o = Options("w0", port, probe, 500ms);  // a retry waits 250 ms for a newer record
+  o.runtime.communicator_factory = FailingFactory(probe, std::move(error), failures, std::move(calls));
+  ElasticState state([] { return std::string("m"); }, [](std::string_view) { return Status::Ok(); });
+  ElasticDriver driver(std::move(o), &source, &state);
+  source.Publish(Record(1, port, {{"w0", "node-a"}}));
+  EXPECT_OK(driver.Start());
+  auto joined = std::async(std::launch::async, [&] { return driver.Join(); });
+  std::optional<StatusOr<bool>> result;
+  if (joined.wait_for(patience) == std::future_status::ready) {
+    result = joined.get();
+  } else {
+    source.Publish(Record(2, port, {{"other", "node-b"}}));  // w0 is no longer a member: Join returns
+    (void)joined.get();
+  }
+  driver.Finish();
+  return result;
+}
+
+// What no rebuild repairs (a GPU library that cannot be loaded, a refused configuration: failure_class.h) ends
+// Join at once with the build's error: every build of the generation would fail the same way. A membership
+// failure (Unavailable: a peer's store went away) is built again.
+TEST(ElasticDriverTest, ABuildThatFailsWithWhatNoRebuildRepairsEndsJoinAtOnce) {
+  for (Status error : {FailedPreconditionError("no NCCL library could be loaded"),
+                       NotFoundError("no CUDA runtime library could be loaded"),
+                       DataLossError("GPU 0: cudaErrorIllegalAddress (a sticky CUDA error)")}) {
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    const auto t = std::chrono::steady_clock::now();
+    auto joined = JoinWithFactoryFailing(error, 1000, calls, 3s);
+    ASSERT_TRUE(joined.has_value()) << error << ": Join was still building again after 3 s (" << calls->load()
+                                    << " builds)";
+    ASSERT_FALSE(joined->ok()) << error;
+    EXPECT_EQ(joined->status().code(), error.code()) << joined->status();
+    EXPECT_NE(joined->status().message().find(error.message()), std::string::npos) << joined->status();
+    EXPECT_EQ(calls->load(), 1) << "built " << calls->load() << " times";
+    EXPECT_LT(std::chrono::steady_clock::now() - t, 2s);
+  }
+}
+
+TEST(ElasticDriverTest, ABuildThatFailsWithAMembershipFailureIsBuiltAgain) {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto joined = JoinWithFactoryFailing(UnavailableError("a peer's store went away"), 1, calls, 10s);
+  ASSERT_TRUE(joined.has_value());
+  ASSERT_OK(*joined) << joined->status();
+  EXPECT_TRUE(**joined);
+  EXPECT_EQ(calls->load(), 2) << "the failed build was not built again";
+}
+
   auto probe = std::make_shared<Probe>();
   runtime::RuntimeConfig config;
   config.communicator_factory = MirrorFactory(probe);
