@@ -469,14 +469,14 @@ void PlanExitedWorkers(Planning& st) {
       if (!counted.count(p.uid)) {
         ++st.status.restart_count;
         st.last_failure = st.in.now;
-        std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
-                              (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
         // Where it failed and what it said, when it said anything (a worker no rebuild could repair).
         const api::WorkerTermination said = api::ParseTerminationMessage(p.termination_message);
-        if (st.spec.keep_failed_pods > 0)
-          message += "; its pod is kept for its logs: kubectl logs -n " +
+        std::string message = "worker " + p.name + " failed (exit code " + std::to_string(p.exit_code) +
+                              (p.exit_reason.empty() ? "" : ", " + p.exit_reason) + ")";
         if (!said.error.empty())  // its first line: a log tail (FallbackToLogsOnError) may have many
           message += ": " + api::TruncateUtf8(said.error.substr(0, said.error.find('\n')), 256);
+        if (st.spec.keep_failed_pods > 0)
+          message += "; its pod is kept for its logs: kubectl logs -n " +
                      StringAt(st.in.job, {"metadata", "namespace"}) + " " + p.name;
         // To the millisecond: the replacement backoff counts from this time, and whole seconds could cut
         // a 1 s backoff to nothing (the replacement then races the failed pod's deletion for its index).
