@@ -979,6 +979,7 @@ StatusOr<bool> ElasticDriver::Join(const RestoreFn& on_restore) {
             std::string(Describe(ClassifyFailure(built))) + "; this worker stops");
         return built;
       }
+      Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());
       RINGMASTER_ASSIGN_OR_RETURN(record_, NextRecord(record_));
       continue;
     }
@@ -1010,4 +1011,3 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
 }
 
 }  // namespace ringmaster::elastic
-      Log("generation " + std::to_string(record_.generation) + " abandoned: " + built.ToString());

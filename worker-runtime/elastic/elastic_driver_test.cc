@@ -625,9 +625,6 @@ TEST(ElasticDriverTest, ARankZeroThatArrivesAfterANewcomerGaveUpAnAttemptMeetsIt
   w1.driver.Finish();
 }
 
-// The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
-// engine threads, and only for a local rank on the same GPU.
-TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {
 // A communicator factory whose first `failures` builds fail with `error`, then builds mirrors; counts its calls.
 runtime::CommunicatorFactory FailingFactory(std::shared_ptr<Probe> probe, Status error, int failures,
                                             std::shared_ptr<std::atomic<int>> calls) {
@@ -693,6 +690,9 @@ TEST(ElasticDriverTest, ABuildThatFailsWithAMembershipFailureIsBuiltAgain) {
   EXPECT_EQ(calls->load(), 2) << "the failed build was not built again";
 }
 
+// The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
+// engine threads, and only for a local rank on the same GPU.
+TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {
   auto probe = std::make_shared<Probe>();
   runtime::RuntimeConfig config;
   config.communicator_factory = MirrorFactory(probe);
