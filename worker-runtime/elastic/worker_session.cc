@@ -8,6 +8,7 @@
 #include <random>
 
 #include "worker-runtime/elastic/process_set_rules.h"
+#include "worker-runtime/elastic/termination_report.h"
 #include "worker-runtime/membership/static_source.h"
 
 namespace ringmaster::elastic {
@@ -80,6 +81,8 @@ StatusOr<std::unique_ptr<WorkerSession>> WorkerSession::Create(const std::map<st
   std::unique_ptr<WorkerSession> session(
       new WorkerSession(std::move(o), std::move(config), standalone, journal, std::move(log)));
   if (standalone) RINGMASTER_RETURN_IF_ERROR(session->MakeStandalone());
+  session->termination_log_ = TerminationLogPath(env);
+  session->node_ = NodeFromEnvironment(env);
   return session;
 }
 
@@ -173,6 +176,21 @@ int WorkerSession::min_size() const {
 
 void WorkerSession::Interrupted(const Status& why) {
   if (driver_) driver_->Interrupted(why);
+}
+
+Status WorkerSession::EndWorker(const Status& why) {
+  // The GPU: the joined runtime's, else the launcher's choice; none on the host.
+  const runtime::Runtime* rt = runtime();
+  const int device = rt != nullptr ? rt->device() : config_.backend == comm::Backend::kGloo ? -1 : config_.device;
+  auto written = WriteTerminationMessage(
+      termination_log_, {options_.worker_id, node_, DescribeGpu(device, options_.gpus), why.ToString()});
+  Log(log_, LogLevel::kError, "this worker cannot go on: " + why.ToString());
+  if (written.ok()) {
+    Log(log_, LogLevel::kInfo, "termination message written to " + termination_log_);
+  } else {
+    Log(log_, LogLevel::kWarning, written.status().ToString());
+  }
+  return why;
 }
 
 void WorkerSession::Commit(std::string bytes, const data::SampleCursor& next) {

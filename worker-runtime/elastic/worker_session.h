@@ -67,6 +67,12 @@ class WorkerSession {
   StatusOr<bool> Join();
   // A collective failed, or the program stopped at Superseded(): the next Join() rebuilds.
   void Interrupted(const Status& why);
+  // This worker cannot go on: `why` is a failure no rebuild repairs (failure_class.h), e.g. Start's or Join's
+  // (a GPU library that cannot be loaded, a refused configuration) or a collective's sticky CUDA error.
+  // Writes the termination message naming the worker, its node, its GPU and `why` (termination_report.h:
+  // RINGMASTER_TERMINATION_LOG, else /dev/termination-log), logs it, and returns `why`, for the program to
+  // exit non-zero with (the Python package raises WorkerFailed). Never retries anything.
+  Status EndWorker(const Status& why);
   // A newer membership generation than the joined one is known.
   // At a commit (the training thread): whether to stop here for a newer generation -- at once after a
   // failure, at the boundary every member agreed on after an orderly change (ElasticDriver::SwitchDue).
@@ -122,6 +128,9 @@ class WorkerSession {
   const runtime::RuntimeConfig config_;
   const bool standalone_;
   const bool journal_wanted_;  // RINGMASTER_OUT was given: journal every step's samples there
+  // Set by Create, from the environment: where EndWorker writes, and this worker's node (empty: unknown).
+  std::string termination_log_;
+  std::string node_;
   const LogSink log_;
 
   // Declared first, destroyed last: /readyz answers while the rest shuts down (stopping the membership

@@ -5,6 +5,10 @@
 //   Aborted, DeadlineExceeded, Unavailable, Cancelled -> CollectiveAborted (a peer died, the membership
 //     changed, a timeout fired: the elastic loop rebuilds and restores; Horovod's HorovodInternalError)
 //   InvalidArgument, NotFound -> ValueError;  FailedPrecondition -> PreconditionError;  others -> RuntimeError
+// except that a Session's start() or join() that fails with what no rebuild repairs (elastic/failure_class.h: a
+// GPU library that cannot be loaded, a refused configuration, a sticky CUDA error) first writes the worker's
+// termination message (WorkerSession::EndWorker) and raises WorkerFailed (a RuntimeError): the script ends
+// non-zero instead of building the same generation again.
 #include <cuda_runtime_api.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -19,6 +23,7 @@
 
 #include "api/worker_env.h"
 #include "worker-runtime/data/elastic_sampler.h"
+#include "worker-runtime/elastic/failure_class.h"
 #include "worker-runtime/elastic/worker_session.h"
 #include "worker-runtime/nccl/cuda_fence.h"
 #include "worker-runtime/nccl/gpu_api.h"
@@ -39,6 +44,9 @@ struct CollectiveAborted : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 struct PreconditionFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct WorkerFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -151,16 +159,20 @@ class PySession {
     {
       nb::gil_scoped_release release;
       s = session_->Start();
+      if (!s.ok() && elastic::ClassifyFailure(s) == elastic::FailureClass::kEndsWorker) s = session_->EndWorker(s);
     }
-    Check(s);
+    CheckJoined(s);
   }
   bool Join() {
     StatusOr<bool> r = false;
     {
       nb::gil_scoped_release release;
       r = session_->Join();
+      if (!r.ok() && elastic::ClassifyFailure(r.status()) == elastic::FailureClass::kEndsWorker)
+        r = session_->EndWorker(r.status());
     }
-    return Value(std::move(r));
+    CheckJoined(r.status());
+    return *r;
   }
   void Interrupted(const std::string& why) { session_->Interrupted(AbortedError(why)); }
   bool Superseded() const { return session_->Superseded(); }
@@ -298,6 +310,13 @@ class PySession {
   }
 
  private:
+  // Start's and Join's errors: what ended the worker (EndWorker wrote its termination message) is WorkerFailed.
+  static void CheckJoined(const Status& s) {
+    if (s.ok()) return;
+    if (elastic::ClassifyFailure(s) == elastic::FailureClass::kEndsWorker)
+      throw WorkerFailed("this worker cannot go on (no rebuild repairs it): " + s.ToString());
+    Raise(s);
+  }
   runtime::Runtime& Rt() const {
     runtime::Runtime* rt = session_->runtime();
     if (rt == nullptr) Raise(FailedPreconditionError("ringmaster is not initialized: call init() first"));
@@ -359,6 +378,7 @@ NB_MODULE(_native, m) {
   m.doc() = "Ringmaster's worker runtime (see ringmaster.torch for the Horovod-style API)";
   nb::exception<CollectiveAborted>(m, "CollectiveAborted", PyExc_RuntimeError);
   nb::exception<PreconditionFailed>(m, "PreconditionError", PyExc_RuntimeError);
+  nb::exception<WorkerFailed>(m, "WorkerFailed", PyExc_RuntimeError);
 
   m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAvg);

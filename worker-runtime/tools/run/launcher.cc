@@ -22,6 +22,7 @@
 #include "api/hang_report.h"
 #include "api/job_status.h"
 #include "api/membership.h"
+#include "api/names.h"
 #include "api/worker_env.h"
 #include "worker-runtime/data/splitmix64.h"
 #include "worker-runtime/elastic/sample_journal.h"
@@ -61,7 +62,8 @@ void CleanOutputDirectory(const std::string& out) {
   for (const auto& e : std::filesystem::directory_iterator(out)) {
     auto name = e.path().filename().string();
     if (name.rfind("journal.", 0) == 0 || name.rfind("weights", 0) == 0 || name.rfind("hb.", 0) == 0 ||
-        name == "samples.log" || name == "membership.json" || api::HangReporterOfFileName(name)) {
+        name == "samples.log" || name == "membership.json" || api::HangReporterOfFileName(name) ||
+        name.rfind("termination.", 0) == 0) {
       std::filesystem::remove(e.path());
     }
   }
@@ -94,6 +96,13 @@ class Launcher {
   std::optional<int> Tick(Clock::time_point deadline) {
     std::string why;
     ReapExited(why);
+    if (!cannot_go_on_.empty()) {
+      // A worker ended by what no rebuild repairs (a sticky CUDA error, a refused configuration): a replacement
+      // here would fail the same way, so the run ends, saying what it said.
+      Print(cannot_go_on_ + "; stopping the run");
+      table_.KillAll();
+      return Finish(1);
+    }
     RemoveFinishedLaggards(why);
     RemoveUnresponsive(why);
     if (!why.empty() && !table_.members().empty() && !Publish(why)) return Finish(1);
@@ -130,6 +139,12 @@ class Launcher {
       Print(w->id + (exit->exited() ? " exited with status " + std::to_string(exit->code)
                                     : " killed by signal " + std::to_string(exit->signal)));
       if (table_.Remove(w->id)) AddReason(why, w->id + " gone");
+      // Its termination message (elastic/termination_report.h) says it cannot go on.
+      std::ifstream said(TerminationPath(w->id));
+      std::stringstream text;
+      text << said.rdbuf();
+      if (exit->exited() && !text.str().empty() && cannot_go_on_.empty())
+        cannot_go_on_ = w->id + " cannot go on: " + text.str();
     }
   }
 
@@ -235,7 +250,9 @@ class Launcher {
     env.health_port = 0;  // many workers on one host: any free port
     env.checkpoint_dir = o_.checkpoint_dir;
     env.device = std::to_string(w.device);
-    const std::map<std::string, std::string> vars = env.ToEnvironment();
+    env.node_name = w.node;  // named in its termination message
+    std::map<std::string, std::string> vars = env.ToEnvironment();
+    vars[std::string(api::env::kTerminationLog)] = TerminationPath(w.id);
     return EnvironmentList(vars.begin(), vars.end());
   }
 
@@ -271,6 +288,9 @@ class Launcher {
     table_.Add(std::move(w));
     return true;
   }
+
+  // Where worker `id` writes its termination message (RINGMASTER_TERMINATION_LOG).
+  std::string TerminationPath(const std::string& id) const { return o_.out + "/termination." + id; }
 
   // Writes the next generation of the membership file.
   // `reason` is the record's (a name the runtime may act on, e.g. WorkerJoined); `why` is printed, and kept as the
@@ -452,6 +472,7 @@ class Launcher {
   api::Membership published_;    // the last record written
   bool rank0_finished_ = false;  // a worker exited 0 while it was rank 0 of the published record
   int hangs_ = 0;                // generations published for a member's hang report
+  std::string cannot_go_on_;     // the first worker that exited with a termination message, and what it said
   int next_slot_ = 0;
   size_t next_event_ = 0;
   Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;     // the first event fires on its step
