@@ -252,6 +252,7 @@ bench-checkpoint: build
 # the NCCL path (revoke, shrink) beside Gloo at 4 and 8 ranks on the CPU emulation of NCCL and CUDA.
 bench-runtime: build
 	$(BUILD_DIR)/bin/ringmaster-elastic-bench --trials 20 --json $(BENCH_DIR)/runtime.json
+	$(BUILD_DIR)/bin/ringmaster-agreement-bench --sizes 2,4,8 --json $(BENCH_DIR)/agreement.json
 	RINGMASTER_EMULATED_GPUS=8 RINGMASTER_GPU_EMULATION_LIBRARY=$(abspath $(BUILD_DIR))/lib/libringmaster_emulated_gpu.so \
 	  NCCL_DEBUG=NONE $(BUILD_DIR)/bin/ringmaster-elastic-bench --sizes 4,8 --trials 20 --backends gloo,nccl \
 	  --json $(BENCH_DIR)/runtime-nccl-emulated.json

@@ -12,6 +12,8 @@
 #include "worker-runtime/elastic/failure_class.h"
 #include "worker-runtime/elastic/peer_probe.h"
 #include "worker-runtime/elastic/rebuild_plan.h"
+#include "worker-runtime/elastic/restore_choice.h"
+#include "worker-runtime/checkpoint/crc32c.h"
 #include "worker-runtime/elastic/termination_notice.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/store/store_client.h"
@@ -272,7 +274,12 @@ bool ElasticDriver::SwitchDue() {
   if (!Superseded()) return false;
   if (!switch_.pending()) return true;  // the runtime is being aborted: stop now
   const int64_t boundary = switch_.Step();
-  return boundary > 0 && state_->committed_step() >= boundary;
+  if (boundary <= 0 || state_->committed_step() < boundary) return false;
+  // Every member stops at this boundary, alive: agree on the last step, so that the next generation resumes
+  // from it rather than from the step before. A failure here rolls it back, as any unconfirmed step.
+  Status agreed = AgreeOnLast();
+  if (!agreed.ok()) Log("the boundary step " + std::to_string(boundary) + " was not agreed: " + agreed.ToString());
+  return true;
 }
 
 Status ElasticDriver::Build(const api::Membership& record, RebuildStats* stats) {
@@ -492,44 +499,65 @@ Status ElasticDriver::CreateProcessSets(runtime::Runtime& rt, const api::Members
 }
 
 Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
-  // One engine cycle on the host communicator: an allgather (all at once, AllgatherAtOnce) of every rank's
-  // (committed step, state size), from which each rank picks the same root (the lowest rank holding the newest commit),
-  // then the root's state broadcast. (Was four negotiated collectives: step MAX, root MIN, length, state.)
-  const int64_t committed = state_->committed_step();
-  std::string blob = state_->Encode();
+  // One engine cycle on the host communicator: an allgather (all at once, AllgatherAtOnce) of what every rank
+  // holds (its agreed and tentative steps with their checksums and sizes), from which each rank makes the same
+  // choice (restore_choice.h: the newest agreed step whose holders' checksums are equal), then the root's
+  // state of that step is broadcast.
+  constexpr size_t kFields = 8;
   // Where this rank's state comes from (api::restored_from): kept through an earlier generation it trained in, a
   // checkpoint loaded at start, or the program's initial bytes.
   constexpr const char* kOrigins[] = {"peer", "checkpoint", "initial"};
   const int64_t origin = joined_generation_.load() != 0 ? 0 : loaded_checkpoint_step_ >= 0 ? 1 : 2;
-  int64_t newest = 0;
-  int root = 0;
-  int64_t root_origin = origin;
+  const bool tentative = state_->tentative();
+  const int64_t mine[kFields] = {state_->agreed_step(),
+                                 static_cast<int64_t>(state_->AgreedChecksum()),
+                                 static_cast<int64_t>(state_->EncodedSize(false)),
+                                 tentative ? state_->tentative_step() : -1,
+                                 tentative ? static_cast<int64_t>(state_->TentativeChecksum()) : 0,
+                                 tentative ? static_cast<int64_t>(state_->EncodedSize(true)) : 0,
+                                 origin,
+                                 0};
+  RestoreChoice choice;
+  std::string blob;
   Status synced = rt.RunOnHost("elastic.restore", [&](comm::Communicator& host) -> Status {
-    const int64_t mine[3] = {committed, static_cast<int64_t>(blob.size()), origin};
-    std::vector<int64_t> all(3 * static_cast<size_t>(host.size()));
-    RINGMASTER_RETURN_IF_ERROR(AllgatherAtOnce(host, mine, 3, all.data()));
-    newest = committed;
-    for (int r = 0; r < host.size(); ++r) newest = std::max(newest, all[3 * r]);
-    while (all[3 * root] != newest) ++root;
-    root_origin = std::clamp<int64_t>(all[3 * root + 2], 0, 2);
-    const int64_t length = all[3 * root + 1];
-    if (length < 0)
-      return InternalError("rank " + std::to_string(root) + " reported a state of " + std::to_string(length) +
-                           " bytes");
-    blob.resize(static_cast<size_t>(length));
-    if (length == 0) return Status::Ok();
-    return host.Broadcast(blob.data(), blob.data(), blob.size(), DataType::kUInt8, root);
+    std::vector<int64_t> all(kFields * static_cast<size_t>(host.size()));
+    RINGMASTER_RETURN_IF_ERROR(AllgatherAtOnce(host, mine, kFields, all.data()));
+    std::vector<HeldState> held(host.size());
+    for (int r = 0; r < host.size(); ++r) {
+      const int64_t* f = &all[kFields * r];
+      held[r] = HeldState{f[0], static_cast<uint32_t>(f[1]), f[2], f[3], static_cast<uint32_t>(f[4]), f[5], f[6]};
+    }
+    RINGMASTER_ASSIGN_OR_RETURN(choice, ChooseRestore(held));
+    if (choice.size < 0)
+      return InternalError("rank " + std::to_string(choice.root) + " reported a state of " +
+                           std::to_string(choice.size) + " bytes");
+    if (host.rank() == choice.root) {
+      blob = choice.tentative ? state_->EncodeTentative() : state_->Encode();
+    } else {
+      blob.resize(static_cast<size_t>(choice.size));
+    }
+    if (blob.empty()) return Status::Ok();
+    return host.Broadcast(blob.data(), blob.data(), blob.size(), DataType::kUInt8, choice.root);
   });
   RINGMASTER_RETURN_IF_ERROR(synced);
-  restored_from_ = kOrigins[root_origin];
-  if (rt.rank() != root) {
+  for (const auto& line : choice.rejected) {
+    ::ringmaster::Log(options_.log, LogLevel::kWarning, "restore: " + line + "; trying an older agreed step");
+  }
+  restored_from_ = kOrigins[std::clamp<int64_t>(choice.origin, 0, 2)];
+  if (rt.rank() == choice.root) {
+    if (choice.tentative) state_->Agree(choice.step);
+  } else {
+    if (checkpoint::Crc32c(blob.data(), blob.size()) != choice.crc)
+      return DataLossError("the state of step " + std::to_string(choice.step) + " from rank " +
+                           std::to_string(choice.root) + " arrived with another checksum than it sent");
     Status s = state_->Adopt(blob);
-    if (!s.ok()) return InternalError("state from rank " + std::to_string(root) + ": " + s.ToString());
+    if (!s.ok()) return InternalError("state from rank " + std::to_string(choice.root) + ": " + s.ToString());
   }
   Status s = state_->Restore();
   if (!s.ok()) return InternalError("restoring the committed state: " + s.ToString());
-  Log("restored step " + std::to_string(newest) + " (cursor " + data::CursorToString(state_->cursor()) +
-      ") from rank " + std::to_string(root) + ", " + std::to_string(blob.size()) + " bytes");
+  Log("restored step " + std::to_string(choice.step) + " (cursor " + data::CursorToString(state_->cursor()) +
+      ") from rank " + std::to_string(choice.root) + ", " + std::to_string(blob.size()) + " bytes, crc32c " +
+      std::to_string(choice.crc));
   (void)stats;
   return Status::Ok();
 }
@@ -537,16 +565,16 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
 void ElasticDriver::MaybeCheckpoint(const runtime::Runtime& rt) {
   if (!writer_ || options_.checkpoint_every <= 0 || rt.rank() != 0) return;
   ReportSaves();
-  if (state_->committed_step() % options_.checkpoint_every != 0) return;
+  if (state_->agreed_step() % options_.checkpoint_every != 0) return;
   Status queued = QueueCheckpoint(rt.size());
   if (!queued.ok())
-    Log("checkpoint at step " + std::to_string(state_->committed_step()) + " refused: " + queued.ToString());
+    Log("checkpoint at step " + std::to_string(state_->agreed_step()) + " refused: " + queued.ToString());
 }
 
 Status ElasticDriver::QueueCheckpoint(int world_size) {
   std::string blob = state_->Encode();
   checkpoint::BlobRef ref{"state", std::as_bytes(std::span(blob.data(), blob.size()))};
-  const int64_t step = state_->committed_step();
+  const int64_t step = state_->agreed_step();
   RINGMASTER_RETURN_IF_ERROR(writer_->Save(step, static_cast<uint32_t>(std::max(1, world_size)), std::span(&ref, 1)));
   queued_checkpoint_step_ = step;
   return Status::Ok();
@@ -559,7 +587,7 @@ void ElasticDriver::SaveFinalCheckpoint(const api::Membership& next) {
   if (built_record_.generation == 0 || me == nullptr || me->rank != 0) return;
   for (const auto& m : built_record_.members)
     if (next.Find(m.id()) != nullptr) return;
-  const int64_t step = state_->committed_step();
+  const int64_t step = state_->agreed_step();
   const std::string at = (next.reason == api::reason::kSuspended
                               ? "suspended at step "
                               : "generation " + std::to_string(next.generation) + " keeps no member of generation " +
@@ -681,14 +709,19 @@ void ElasticDriver::NoteCommit() {
   if (generation_committed_) {  // the first step after a build (its warm-up) is not in the mean
     ++generation_steps_;
     generation_step_seconds_ += step;
+  } else {
+    first_step_seconds_ = step;
   }
   generation_committed_ = true;
+}
+
+void ElasticDriver::SendProgress() {
   if (!progress_) return;
   api::ProgressReport r = std::move(*progress_);
   progress_.reset();
-  r.first_step = state_->committed_step();
+  r.first_step = state_->agreed_step();
   r.first_step_at = FormatRfc3339(std::chrono::system_clock::now(), TimePrecision::kMillis);
-  r.step_seconds = previous_step_seconds_ > 0 ? previous_step_seconds_ : step;
+  r.step_seconds = previous_step_seconds_ > 0 ? previous_step_seconds_ : first_step_seconds_;
   // After the previous report, on a thread of its own: the step goes on at once.
   progress_send_ = std::async(std::launch::async, [previous = std::move(progress_send_), source = source_,
                                                    log = options_.log, r = std::move(r)]() mutable {
@@ -816,7 +849,7 @@ StatusOr<bool> ElasticDriver::ChooseRecord(api::Membership& record) {
     // disruption right after the join that listed it): it is not wanted any more.
     if (!member && (joined_generation_.load() != 0 || listed_)) {
       Log("not in generation " + std::to_string(record.generation) + ": leaving with step " +
-          std::to_string(state_->committed_step()) + " committed");
+          std::to_string(state_->agreed_step()) + " committed");
       SaveFinalCheckpoint(record);  // before Join returns false: the program exits once it has
       return false;
     }
@@ -869,8 +902,25 @@ StepContext ElasticDriver::Context() const {
                      &process_sets_};
 }
 
-void ElasticDriver::Commit(const data::SampleCursor& next) {
-  state_->Commit(state_->committed_step() + 1, next);
+Status ElasticDriver::Commit(const data::SampleCursor& next) {
+  std::shared_ptr<runtime::Runtime> rt;
+  {
+    std::lock_guard lock(mu_);
+    rt = runtime_;
+  }
+  if (!rt) return AbortedError("no runtime: the generation is being rebuilt");
+  const int64_t step = state_->committed_step() + 1;
+  // 1. The step before this one must be agreed before its snapshot is replaced. Its vote was negotiated while
+  //    this step ran (usually fused with this step's first collectives), so this rarely waits.
+  RINGMASTER_RETURN_IF_ERROR(AwaitAgreement(*rt, step - 1));
+  // 2. This step: its work has drained (the program's collectives returned, its snapshot waited for the device),
+  //    so a communicator aborted or failed meanwhile means its results cannot be trusted: no vote.
+  Status healthy = rt->Health();
+  if (!healthy.ok()) return healthy.WithContext("step " + std::to_string(step) + " cannot be confirmed");
+  state_->Commit(step, next);
+  rt->Vote(step);
+  vote_ = rt->AgreeAsync(step);  // every rank, at the same position: the contract of a collective
+  vote_step_ = step;
   NoteCommit();
   std::shared_ptr<runtime::Runtime> retired;
   {
@@ -881,12 +931,43 @@ void ElasticDriver::Commit(const data::SampleCursor& next) {
   const auto now = Clock::now().time_since_epoch().count();
   const auto before = last_commit_.exchange(now);
   if (before != 0) last_step_time_.store(now - before);
+  return Status::Ok();
+}
+
+Status ElasticDriver::AwaitAgreement(runtime::Runtime& rt, int64_t step) {
+  if (!state_->tentative() || state_->agreed_step() >= step) return Status::Ok();
+  if (rt.Agreed() < step) {
+    if (vote_step_ != step) {
+      return InternalError("no vote in flight for step " + std::to_string(step) + " (the newest is for step " +
+                           std::to_string(vote_step_) + ")");
+    }
+    Status voted = vote_.Wait();
+    if (!voted.ok()) return voted.WithContext("agreeing on step " + std::to_string(step));
+    if (rt.Agreed() < step) {
+      return InternalError("step " + std::to_string(step) + "'s vote finished below it (" +
+                           std::to_string(rt.Agreed()) + ")");
+    }
+  }
+  state_->Agree(step);
+  OnAgreed(rt);
+  return Status::Ok();
+}
+
+void ElasticDriver::OnAgreed(const runtime::Runtime& rt) {
+  if (options_.on_agreed) options_.on_agreed(state_->agreed_step(), state_->AgreedChecksum());
+  SendProgress();
+  MaybeCheckpoint(rt);
+}
+
+Status ElasticDriver::AgreeOnLast() {
   std::shared_ptr<runtime::Runtime> rt;
   {
     std::lock_guard lock(mu_);
     rt = runtime_;
   }
-  if (rt) MaybeCheckpoint(*rt);
+  if (!state_->tentative()) return Status::Ok();
+  if (!rt) return AbortedError("no runtime to agree on step " + std::to_string(state_->committed_step()) + " with");
+  return AwaitAgreement(*rt, state_->committed_step());
 }
 
 Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step) {
@@ -898,7 +979,7 @@ Status ElasticDriver::TrainUntil(int64_t total_steps, const StepFn& step) {
     auto next = step(ctx);
     if (!next.ok()) return next.status();
     if (options_.metrics) options_.metrics->Step(Seconds(step_start));
-    Commit(*next);
+    RINGMASTER_RETURN_IF_ERROR(Commit(*next));
   }
   return Status::Ok();
 }
@@ -1001,6 +1082,7 @@ StatusOr<ElasticResult> ElasticDriver::Run(int64_t total_steps, const StepFn& st
     RINGMASTER_ASSIGN_OR_RETURN(bool member, Join(on_restore));
     if (!member) return ElasticResult::kLeft;
     Status failed = TrainUntil(total_steps, step);
+    if (failed.ok()) failed = AgreeOnLast();  // the last step counts once every member confirmed it
     if (failed.ok()) {
       Finish();
       return ElasticResult::kFinished;

@@ -137,6 +137,10 @@ struct ElasticOptions {
   // before a few steps of a generation; hang_factor <= 0 turns it off.
   double hang_factor = 10;
   std::chrono::milliseconds hang_floor{30000};
+  // Called on the training thread each time a step becomes agreed (every member confirmed it), with the step and
+  // the CRC32C of its encoded state (ElasticState::AgreedChecksum): a test's or an audit's record that every
+  // rank committed the same state at each step. May be empty; must be quick.
+  std::function<void(int64_t step, uint32_t crc)> on_agreed;
 };
 
 // What the program sees in a step.
@@ -199,8 +203,19 @@ class ElasticDriver {
   StepContext Context() const;
   // The joined generation's record (the calling thread of Join only).
   const api::Membership& record() const { return record_; }
-  // Commits the step that Context() described, with the cursor after it; rank 0 may queue a checkpoint.
-  void Commit(const data::SampleCursor& next);
+  // Commits the step that Context() described, with the cursor after it, once the step's work has drained.
+  // The step is tentative until every member confirmed it (worker-runtime/README.md, "Commit agreement"): its
+  // vote rides on the negotiation of the next step's collectives, and Commit first waits for the previous
+  // step's agreement (rarely: it was negotiated while this step ran). An agreed step is what a rebuild restores,
+  // rank 0 checkpoints and the progress report counts. Collective: every member calls it once per step.
+  // Errors: a membership failure (Aborted, DeadlineExceeded, Unavailable: a peer failed, or this runtime's
+  // communicators report an error, so the step's results cannot be trusted): call Interrupted(), then Join()
+  // (the unconfirmed steps are rolled back).
+  Status Commit(const data::SampleCursor& next);
+  // Agrees on the last committed step now, rather than with the next step's negotiation: at the end of
+  // training (Run does it) and at an orderly switch's boundary (SwitchDue does it). Collective. Errors: as
+  // Commit's.
+  Status AgreeOnLast();
   // A newer generation than the joined one is known: the runtime is being aborted, or it is an orderly change
   // that waits for a step boundary (boundary_switch.h). Any thread.
   bool Superseded() const { return Superseded(joined_generation_.load()); }
@@ -302,9 +317,17 @@ class ElasticDriver {
   void ReportUnreachablePeers(const api::Membership& record);
   // After a build of record_: arms the progress report (rank 0 only) with what the build measured.
   void PrepareProgress(std::chrono::steady_clock::time_point seen, const RebuildStats& stats);
-  // At a commit: the step times of this generation, and the armed progress report once its first step committed
-  // (sent on progress_send_, after the previous send finished).
+  // At a commit: the step times of this generation.
   void NoteCommit();
+  // The armed progress report, once the generation's first step is agreed (sent on progress_send_, after the
+  // previous send finished).
+  void SendProgress();
+  // Waits until every member confirmed `step` (rt's agreement, or the vote Commit submitted for it), then makes
+  // it the agreed state and runs OnAgreed. Errors: the vote's (Aborted: a member failed), Internal when no vote
+  // was submitted for `step`.
+  Status AwaitAgreement(runtime::Runtime& rt, int64_t step);
+  // What waits for a step's agreement: the progress report and rank 0's checkpoint.
+  void OnAgreed(const runtime::Runtime& rt);
   // Waits for the progress report and the peer report being sent, if any.
   void WaitProgress();
 
@@ -356,6 +379,9 @@ class ElasticDriver {
   int64_t generation_steps_ = 0;                                // commit-to-commit intervals in this generation
   double generation_step_seconds_ = 0;                          // their sum
   double previous_step_seconds_ = 0;                            // the mean of the last generation that had any
+  double first_step_seconds_ = 0;                               // the generation's first step (its warm-up)
+  fusion::Handle vote_;                                         // the agreement Commit submitted last ...
+  int64_t vote_step_ = -1;                                      // ... for this step
   std::future<void> progress_send_;                             // the report being sent
   std::future<void> peer_report_;  // the unreachable-peers report being sent (ReportUnreachablePeers)
   // The hang watchdog: fed by NoteCommit, reset by PrepareProgress, checked by the watcher (CheckHang), which alone

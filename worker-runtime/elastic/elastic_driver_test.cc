@@ -452,7 +452,7 @@ TEST(ElasticDriverTest, RankZeroReportsEachGenerationsProgressOnceAtItsFirstStep
   ASSERT_TRUE(*joined);
   for (int i = 0; i < 3; ++i) {
     std::this_thread::sleep_for(20ms);
-    driver.Commit(driver.Context().cursor);
+    ASSERT_OK(driver.Commit(driver.Context().cursor));
   }
   auto reports = source.WaitFor(1);
   ASSERT_EQ(reports.size(), 1u);
@@ -478,11 +478,12 @@ TEST(ElasticDriverTest, RankZeroReportsEachGenerationsProgressOnceAtItsFirstStep
   source.Publish(Record(2, port, {{"w0", "node-a"}, {"mirror", "node-b"}}));
   for (int i = 0; i < 500 && !driver.Superseded(); ++i) std::this_thread::sleep_for(10ms);
   ASSERT_TRUE(driver.Superseded());
+  ASSERT_OK(driver.AgreeOnLast());  // what SwitchDue does at the boundary: step 3 counts
   joined = driver.Join();
   ASSERT_OK(joined) << joined.status();
   ASSERT_TRUE(*joined);
-  driver.Commit(driver.Context().cursor);
-  driver.Commit(driver.Context().cursor);
+  ASSERT_OK(driver.Commit(driver.Context().cursor));
+  ASSERT_OK(driver.Commit(driver.Context().cursor));
   reports = source.WaitFor(2);
   ASSERT_EQ(reports.size(), 2u) << "one report per generation";
   const api::ProgressReport second = reports[1];
@@ -625,6 +626,8 @@ TEST(ElasticDriverTest, ARankZeroThatArrivesAfterANewcomerGaveUpAnAttemptMeetsIt
   w1.driver.Finish();
 }
 
+// The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
+// engine threads, and only for a local rank on the same GPU.
 // A communicator factory whose first `failures` builds fail with `error`, then builds mirrors; counts its calls.
 runtime::CommunicatorFactory FailingFactory(std::shared_ptr<Probe> probe, Status error, int failures,
                                             std::shared_ptr<std::atomic<int>> calls) {
@@ -690,8 +693,6 @@ TEST(ElasticDriverTest, ABuildThatFailsWithAMembershipFailureIsBuiltAgain) {
   EXPECT_EQ(calls->load(), 2) << "the failed build was not built again";
 }
 
-// The runtime's own guard: its world communicator is shrunk only after Quiesce() has joined its
-// engine threads, and only for a local rank on the same GPU.
 TEST(RuntimeQuiesceTest, ShrinkingNeedsAQuiescedParent) {
   auto probe = std::make_shared<Probe>();
   runtime::RuntimeConfig config;

@@ -12,6 +12,7 @@
 #include "base/status_test_macros.h"
 #include "metrics/loopback_http_get.h"
 #include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/checkpoint/crc32c.h"
 #include "worker-runtime/elastic/elastic_state.h"
 #include "worker-runtime/elastic/sample_journal.h"
 #include "worker-runtime/elastic/worker_metrics.h"
@@ -35,6 +36,48 @@ TEST(ElasticStateTest, CommitRestoreRollsBackUncommittedWork) {
   EXPECT_EQ(model, "v1");
   EXPECT_EQ(state.committed_step(), 3);
   EXPECT_EQ(state.cursor(), (data::SampleCursor{1, 16}));
+}
+
+// A snapshot after the first is tentative: Restore rolls it back until Agree promotes it (the commit agreement).
+TEST(ElasticStateTest, ATentativeStepIsRolledBackUnlessAgreed) {
+  std::string model = "v0";
+  ElasticState state([&] { return model; },
+                     [&](std::string_view b) {
+                       model = std::string(b);
+                       return Status::Ok();
+                     });
+  state.Commit(0, {});
+  model = "v1";
+  state.Commit(1, {0, 4});
+  EXPECT_TRUE(state.tentative());
+  EXPECT_EQ(state.committed_step(), 1);
+  EXPECT_EQ(state.agreed_step(), 0);
+  const std::string agreed_wire = state.Encode();
+  EXPECT_EQ(state.AgreedChecksum(), checkpoint::Crc32c(agreed_wire.data(), agreed_wire.size()));
+  const std::string tentative_wire = state.EncodeTentative();
+  EXPECT_EQ(state.TentativeChecksum(), checkpoint::Crc32c(tentative_wire.data(), tentative_wire.size()));
+  EXPECT_NE(state.AgreedChecksum(), state.TentativeChecksum());
+  model = "v2-garbage";
+  ASSERT_OK(state.Restore());  // nobody confirmed step 1: back to step 0
+  EXPECT_EQ(model, "v0");
+  EXPECT_EQ(state.committed_step(), 0);
+  EXPECT_FALSE(state.tentative());
+
+  model = "v1";
+  state.Commit(1, {0, 4});
+  state.Agree(0);  // an older step: nothing to promote
+  EXPECT_TRUE(state.tentative());
+  state.Agree(1);
+  EXPECT_FALSE(state.tentative());
+  EXPECT_EQ(state.agreed_step(), 1);
+  EXPECT_EQ(state.Encode(), tentative_wire);
+  model = "v2";
+  state.Commit(2, {0, 8});
+  model = "v3-garbage";
+  ASSERT_OK(state.Restore());
+  EXPECT_EQ(model, "v1");
+  EXPECT_EQ(state.committed_step(), 1);
+  EXPECT_EQ(state.cursor(), (data::SampleCursor{0, 4}));
 }
 
 TEST(ElasticStateTest, EncodeAdoptRoundTripAndCorruptionIsDataLoss) {

@@ -193,15 +193,17 @@ Status WorkerSession::EndWorker(const Status& why) {
   return why;
 }
 
-void WorkerSession::Commit(std::string bytes, const data::SampleCursor& next) {
+Status WorkerSession::Commit(std::string bytes, const data::SampleCursor& next) {
   pending_ = std::move(bytes);
+  Status committed;
   if (driver_) {
-    driver_->Commit(next);
+    committed = driver_->Commit(next);
   } else {
     state_.Commit(state_.committed_step() + 1, next);
   }
   pending_.clear();
-  if (heartbeat_) heartbeat_->Set(state_.committed_step());
+  if (committed.ok() && heartbeat_) heartbeat_->Set(state_.committed_step());
+  return committed;
 }
 
 void WorkerSession::Finish() {

@@ -77,8 +77,12 @@ class WorkerSession {
   // At a commit (the training thread): whether to stop here for a newer generation -- at once after a
   // failure, at the boundary every member agreed on after an orderly change (ElasticDriver::SwitchDue).
   bool Superseded() const { return driver_ && driver_->SwitchDue(); }
-  // Commits one step: `bytes` is the program's state after it, `next` the data cursor after it.
-  void Commit(std::string bytes, const data::SampleCursor& next);
+  // Commits one step: `bytes` is the program's state after it, `next` the data cursor after it. Errors:
+  // ElasticDriver::Commit's (a membership failure: the step cannot be confirmed; call Interrupted and Join).
+  Status Commit(std::string bytes, const data::SampleCursor& next);
+  // Every member confirms the last committed step (ElasticDriver::AgreeOnLast): call it after the last step,
+  // before Finish. Errors: as Commit's.
+  Status AgreeOnLast() { return driver_ ? driver_->AgreeOnLast() : Status::Ok(); }
   // Waits for the last checkpoint and stops watching. Idempotent.
   void Finish();
 

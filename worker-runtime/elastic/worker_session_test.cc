@@ -39,7 +39,7 @@ TEST(WorkerSessionTest, WithoutALauncherItIsAWorldOfOne) {
   EXPECT_EQ((*session)->JournalAttempt(0, 0, {1}).code(), StatusCode::kFailedPrecondition);
 
   const int64_t before = (*session)->committed_step();
-  (*session)->Commit("model bytes", {2, 40});
+  ASSERT_OK((*session)->Commit("model bytes", {2, 40}));
   EXPECT_EQ((*session)->committed_step(), before + 1);
   EXPECT_EQ((*session)->committed_bytes(), "model bytes");
   EXPECT_EQ((*session)->cursor(), (data::SampleCursor{2, 40}));
@@ -58,9 +58,10 @@ TEST(WorkerSessionTest, CommitsReachTheCheckpointAndAFreshSessionResumesFromIt) 
     ASSERT_OK((*session)->Start());
     EXPECT_TRUE((*session)->journaling());
     ASSERT_OK((*session)->JournalAttempt((*session)->committed_step(), 0, {4, 5}));
-    (*session)->Commit("step one", {0, 2});
-    (*session)->Commit("step two", {0, 4});
-    (*session)->Finish();  // waits for the last checkpoint
+    ASSERT_OK((*session)->Commit("step one", {0, 2}));
+    ASSERT_OK((*session)->Commit("step two", {0, 4}));
+    ASSERT_OK((*session)->AgreeOnLast());  // the last step counts (and is checkpointed) once agreed
+    (*session)->Finish();                  // waits for the last checkpoint
   }
   auto resumed = WorkerSession::Create(env, {});
   ASSERT_OK(resumed) << resumed.status();
@@ -120,10 +121,10 @@ struct PythonLikeWorker {
         bool rejoin = !reduced.ok();
         if (reduced.ok()) {
           model += sum;
-          session->Commit(std::to_string(model),
-                          {0, static_cast<uint64_t>(session->committed_step() + 1)});  // state.commit()
+          reduced = session->Commit(std::to_string(model),
+                                    {0, static_cast<uint64_t>(session->committed_step() + 1)});  // state.commit()
           committed.store(session->committed_step());
-          rejoin = session->Superseded();
+          rejoin = !reduced.ok() || session->Superseded();
         }
         if (!rejoin) continue;
         session->Interrupted(reduced.ok() ? AbortedError("membership changed") : reduced);

@@ -82,6 +82,32 @@ Handle Engine::Enqueue(std::unique_ptr<Item> item) {
   return handle;
 }
 
+void Engine::Vote(int64_t mark) {
+  int64_t current = vote_.load();
+  while (mark > current && !vote_.compare_exchange_weak(current, mark)) {}
+}
+
+void Engine::RecordAgreed(int64_t mark) {
+  int64_t current = agreed_.load();
+  while (mark > current && !agreed_.compare_exchange_weak(current, mark)) {}
+}
+
+Handle Engine::SubmitVote(int64_t want) {
+  return SubmitTask("engine.vote." + std::to_string(want), [this, want](comm::Communicator&, comm::Communicator& control) -> Status {
+    // Run in a cycle every rank negotiated with this task queued (the common case), that negotiation carried
+    // every rank's vote >= want. Matched by name, the task may have been queued after it: then ask again. The
+    // cycle's minimum is the same on every rank, so every rank makes the same choice.
+    int64_t mark = cycle_vote_;
+    if (mark < want) {
+      mark = vote_.load();
+      RINGMASTER_RETURN_IF_ERROR(
+          control.Allreduce(&mark, &mark, 1, common::DataType::kInt64, common::ReduceOp::kMin));
+    }
+    RecordAgreed(mark);
+    return Status::Ok();
+  });
+}
+
 void Engine::Abort(const std::string& reason) {
   data_->Abort(reason);
   if (control_ != data_) control_->Abort(reason);
@@ -151,8 +177,10 @@ void Engine::NegotiateAndRunCycle(const Pending& pending) {
   if (!pending.broken.ok()) return fail_everything(pending.broken);
   // How many run, and the common case: the first that many queued requests are the same on every rank, in the
   // same order (one allreduce for a few requests: negotiation.h).
-  StatusOr<Agreement> agreed = Agree(*control_, PeekQueued(pending.count));
+  StatusOr<Agreement> agreed = Agree(*control_, PeekQueued(pending.count), vote_.load());
   if (!agreed.ok()) return fail_everything(agreed.status());
+  cycle_vote_ = agreed->vote;
+  RecordAgreed(agreed->vote);
   const bool same = agreed->same;
   std::vector<std::unique_ptr<Item>> items;
   if (same) {
@@ -266,7 +294,15 @@ void Engine::RunCycle(std::vector<std::unique_ptr<Item>> items) {
     for (const Batch& batch : PlanBatches(run, can_fuse_ ? options_.fusion_threshold : 0)) {
       Status s = Broken();
       if (s.ok()) s = RunBatch(batch);
-      if (s.code() == StatusCode::kAborted) MarkBroken(s);
+      if (s.code() == StatusCode::kAborted) {
+        MarkBroken(s);
+      } else if (!s.ok()) {
+        // A failure of this rank alone (a buffer on the wrong device, a sticky CUDA error) after every rank
+        // agreed to run the batch: the peers are inside it or past it, and their next collective would pair
+        // with a different one of ours. Abort, so that every rank fails out and the generation rebuilds; the
+        // batch's callers see this rank's own error.
+        Abort("rank " + std::to_string(data_->rank()) + " failed a collective its peers ran: " + s.ToString());
+      }
       for (Request* r : batch.requests) r->completion->Finish(s);
     }
     run.clear();

@@ -27,6 +27,7 @@
 // collective is in flight it waits for it, at most the communicator's timeout).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -91,6 +92,18 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // process-set creation, which must not race the world's collectives.
   Handle SubmitTask(std::string name, std::function<Status(comm::Communicator& data, comm::Communicator& control)> fn);
 
+  // The commit agreement (worker-runtime/README.md, "Commit agreement"): Vote records the newest step whose
+  // collectives completed without error on this rank (monotone: a smaller mark is ignored); every negotiation
+  // carries it, and agreed() is the smallest vote of all ranks at the newest negotiation that succeeded (-1
+  // before any). SubmitVote(want) is a negotiated task (every rank submits it at the same position, after
+  // voting at least `want`): it rides on the negotiation of whatever cycle runs it, fused with the requests
+  // queued beside it, and once its handle is OK, agreed() >= want. Only when that cycle's negotiation could not
+  // carry the votes (requests matched by name) does it allreduce them itself: the same choice on every rank.
+  // Thread-safe.
+  void Vote(int64_t mark);
+  int64_t agreed() const { return agreed_.load(); }
+  Handle SubmitVote(int64_t want);
+
   // Aborts both communicators (a flag for some backends: the engine thread, if inside a call, fails
   // out of it and may still act on the communicator on its way out). Later requests fail with Aborted.
   void Abort(const std::string& reason);
@@ -143,6 +156,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status Broken() const;
   Status RunBatch(const Batch& batch);
   void FailAll(std::vector<std::unique_ptr<Item>>& items, const Status& status);
+  void RecordAgreed(int64_t mark);  // agreed_ = max(agreed_, mark)
 
   // Constant after construction.
   const std::shared_ptr<comm::Communicator> data_;
@@ -152,6 +166,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   // Used only by the engine thread.
   std::vector<uint8_t> fusion_buffer_;
+
+  int64_t cycle_vote_ = -1;          // the votes' minimum at the running cycle's negotiation
+  std::atomic<int64_t> vote_{-1};    // Vote's newest mark
+  std::atomic<int64_t> agreed_{-1};  // agreed()
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -43,12 +43,14 @@ StatusOr<bool> SameRequests(comm::Communicator& control, const std::vector<Reque
   return first == requests.size();
 }
 
-StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request*>& queued) {
-  // min over ranks of: the count, then h and -h of each of the first kAgreeAtOnce requests (as FirstDifference).
-  // A rank pads past its own queue; those positions are past the agreed count, which is at most its own.
+StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request*>& queued, int64_t vote) {
+  // min over ranks of: the count, then h and -h of each of the first kAgreeAtOnce requests (as FirstDifference),
+  // then the vote. A rank pads past its own queue; those positions are past the agreed count, which is at most
+  // its own.
   constexpr size_t k = kAgreeAtOnce;
-  std::vector<int64_t> v(1 + 2 * k, 0);
+  std::vector<int64_t> v(2 + 2 * k, 0);
   v[0] = static_cast<int64_t>(queued.size());
+  v[1 + 2 * k] = vote;
   for (size_t i = 0; i < k && i < queued.size(); ++i) {
     const int64_t h = Folded(queued[i]->Fingerprint());
     v[1 + i] = h;
@@ -58,6 +60,7 @@ StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request
       control.Allreduce(v.data(), v.data(), v.size(), common::DataType::kInt64, common::ReduceOp::kMin));
   Agreement a;
   a.count = static_cast<size_t>(v[0]);
+  a.vote = v[1 + 2 * k];
   if (a.count > k) {
     // Every rank sees the same count, so every rank takes this branch (one more allreduce, as before).
     RINGMASTER_ASSIGN_OR_RETURN(a.same,

@@ -24,15 +24,18 @@ namespace ringmaster::fusion {
 struct Agreement {
   size_t count = 0;
   bool same = true;
+  int64_t vote = 0;  // the smallest of the ranks' votes (Agree's `vote`)
 };
 
 // Up to this many requests, Agree settles both in one allreduce (a rebuild's restore, a synchronous step).
 inline constexpr size_t kAgreeAtOnce = 8;
 
 // The count and the sameness of a cycle. `queued`: this rank's queued requests, in order. One allreduce of
-// 1 + 2 x kAgreeAtOnce int64s (the count and the fingerprints of the first kAgreeAtOnce requests); a second
-// one (SameRequests) only when more than kAgreeAtOnce requests run. Errors: as Communicator (Aborted).
-StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request*>& queued);
+// 2 + 2 x kAgreeAtOnce int64s (the count, the fingerprints of the first kAgreeAtOnce requests and `vote`); a
+// second one (SameRequests) only when more than kAgreeAtOnce requests run. `vote` rides along for free: the
+// elastic driver's commit agreement (the newest step this rank confirmed; Agreement::vote is every rank's
+// smallest). Errors: as Communicator (Aborted).
+StatusOr<Agreement> Agree(comm::Communicator& control, const std::vector<Request*>& queued, int64_t vote = 0);
 
 // OK when every rank holds the same requests (by Fingerprint) in the same
 // order. Errors: FailedPrecondition naming the first position that differs,

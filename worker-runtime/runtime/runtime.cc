@@ -306,6 +306,39 @@ Status Runtime::RunOnHost(std::string name, const std::function<Status(comm::Com
       .Wait();
 }
 
+void Runtime::Vote(int64_t step) {
+  auto world = sets_.EngineFor(kWorldSet);
+  if (world.ok()) (*world)->Vote(step);
+}
+
+int64_t Runtime::Agreed() const {
+  auto world = sets_.EngineFor(kWorldSet);
+  return world.ok() ? (*world)->agreed() : -1;
+}
+
+fusion::Handle Runtime::AgreeAsync(int64_t step) {
+  auto world = sets_.EngineFor(kWorldSet);
+  if (!world.ok()) {
+    auto failed = std::make_shared<fusion::Completion>();
+    failed->Finish(world.status());
+    return fusion::Handle(std::move(failed));
+  }
+  return (*world)->SubmitVote(step);
+}
+
+Status Runtime::Health() const {
+  for (int id : sets_.Ids()) {
+    auto engine = sets_.EngineFor(id);
+    if (!engine.ok()) continue;  // not a member of that set, or removed meanwhile
+    for (const auto* comm : {(*engine)->data().get(), (*engine)->control().get()}) {
+      if (comm == nullptr) continue;
+      Status health = comm->health();
+      if (!health.ok()) return health;
+    }
+  }
+  return Status::Ok();
+}
+
 void Runtime::Abort(const std::string& reason) {
   for (int id : sets_.Ids()) {
     auto engine = sets_.EngineFor(id);

@@ -143,6 +143,20 @@ class Runtime {
   // returned. Errors: also Aborted (the runtime was aborted), FailedPrecondition (order mismatch).
   Status RunOnHost(std::string name, const std::function<Status(comm::Communicator& host)>& fn);
 
+  // The commit agreement (worker-runtime/README.md, "Commit agreement"), carried by the world's negotiation
+  // (fusion::Engine::Vote): Vote(step) says this rank's collectives up to `step` completed without error;
+  // Agreed() is the smallest step every rank had voted at the newest world negotiation (-1 before any).
+  // AgreeAsync(step), submitted by every rank at the same position after Vote(step), is a negotiated task on
+  // the world engine that fuses with the requests queued beside it: when its handle is OK, Agreed() >= step.
+  void Vote(int64_t step);
+  int64_t Agreed() const;
+  fusion::Handle AgreeAsync(int64_t step);
+  // OK while every communicator of this runtime (the world's, the control channel, every process set's) is
+  // usable and reports no asynchronous error; otherwise the first error. Called after a step's work drained, it
+  // says whether that work may be trusted: a collective that returned OK on a communicator aborted meanwhile may
+  // hold partial results (NCCL). Safe from any thread.
+  Status Health() const;
+
   // What the engine of a set has run so far. Errors: InvalidArgument, FailedPrecondition.
   StatusOr<fusion::EngineStats> Stats(int set = kWorldSet) const;
 

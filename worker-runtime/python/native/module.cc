@@ -175,9 +175,28 @@ class PySession {
     return *r;
   }
   void Interrupted(const std::string& why) { session_->Interrupted(AbortedError(why)); }
-  bool Superseded() const { return session_->Superseded(); }
+  bool Superseded() const {
+    nb::gil_scoped_release release;  // at an orderly switch's boundary it agrees on the last step first
+    return session_->Superseded();
+  }
+  // A step whose collectives cannot be confirmed on every member raises CollectiveAborted (HorovodInternalError):
+  // elastic.run rejoins and rolls back to the last agreed step.
   void Commit(nb::bytes state, uint64_t epoch, uint64_t committed) {
-    session_->Commit(std::string(state.c_str(), state.size()), {epoch, committed});
+    std::string bytes(state.c_str(), state.size());
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = session_->Commit(std::move(bytes), {epoch, committed});
+    }
+    Check(s);
+  }
+  void Agree() {
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = session_->AgreeOnLast();
+    }
+    Check(s);
   }
   nb::tuple Committed() const {
     const auto& c = session_->cursor();
@@ -403,6 +422,7 @@ NB_MODULE(_native, m) {
       .def("interrupted", &PySession::Interrupted, nb::arg("why"))
       .def("superseded", &PySession::Superseded)
       .def("commit", &PySession::Commit, nb::arg("state"), nb::arg("epoch"), nb::arg("committed"))
+      .def("agree", &PySession::Agree, "every member confirms the last committed step (before finish)")
       .def("committed", &PySession::Committed, "(step, epoch, committed, state bytes)")
       .def("committed_step", &PySession::CommittedStep)
       .def("count_samples", &PySession::CountSamples, nb::arg("n"),

@@ -145,7 +145,10 @@ def run_fn(func, init, is_failure, describe=None):
                 if reset:
                     state.on_reset()
                 result = func(state, *args, **kwargs)
-                ctx.session.finish()  # the last checkpoint is on disk before the job reports success
+                # The last step counts once every member confirmed it (a failure here rolls it back and the
+                # rejoined world runs it again); then its checkpoint is on disk before the job reports success.
+                ctx.session.agree()
+                ctx.session.finish()
                 return result
             except HostsUpdatedInterrupt:
                 rejoin(ctx, "membership changed")

@@ -358,6 +358,7 @@ def run_mesh(rule, parallelize):
                             broadcast_object(
                                 ("done", result), root_rank=0, name=f"mesh.commit.{ctx.session.committed_step() + 1}"
                             )
+                    ctx.session.agree()  # the last step counts once every member (standbys too) confirmed it
                     ctx.session.finish()  # the last checkpoint is on disk before the job reports success
                     return result
                 except HorovodInternalError as e:
