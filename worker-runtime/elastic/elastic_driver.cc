@@ -451,6 +451,12 @@ Status ElasticDriver::Quiesce(const std::string& why) {
     runtime_.reset();
   }
   if (!rt) return Status::Ok();
+  // A step whose agreement the runtime already recorded (every rank's vote reached this rank) but that no commit
+  // promoted yet is agreed: keep it rather than roll it back.
+  if (state_->tentative() && rt->Agreed() >= state_->tentative_step()) {
+    state_->Agree(state_->tentative_step());
+    OnAgreed(*rt);
+  }
   // Abort alone only raises a flag: an engine thread inside a collective fails out of it and may still
   // revoke or abort the communicator on its way (NCCL). Only once every engine thread is out is
   // CanShrink() final, and Shrink alone on the communicator.
@@ -531,8 +537,13 @@ Status ElasticDriver::Sync(runtime::Runtime& rt, RebuildStats* stats) {
     if (choice.size < 0)
       return InternalError("rank " + std::to_string(choice.root) + " reported a state of " +
                            std::to_string(choice.size) + " bytes");
-    if (host.rank() == choice.root) {
-      blob = choice.tentative ? state_->EncodeTentative() : state_->Encode();
+    // The root sends the chosen step; a holder of the same step starts from its own copy (the broadcast
+    // overwrites it with the same bytes); anyone else receives into a buffer of the announced size.
+    const HeldState& me = held[host.rank()];
+    if (me.agreed_step == choice.step && me.agreed_crc == choice.crc) {
+      blob = state_->Encode();
+    } else if (me.tentative_step == choice.step && me.tentative_crc == choice.crc) {
+      blob = state_->EncodeTentative();
     } else {
       blob.resize(static_cast<size_t>(choice.size));
     }
