@@ -16,7 +16,7 @@ CTEST := ctest --test-dir $(BUILD_DIR) --output-on-failure --no-tests=error -j $
 
 .PHONY: help deps build configure wheel format gpu-kit fuzz-build fuzz-smoke fuzz test test-unit test-integration test-e2e test-gpu test-gpu-emulated gpu-carry \
         cluster-up cluster-down cluster-status demo images push bench bench-operator bench-python bench-runtime bench-checkpoint bench-allreduce \
-        bench-report soak bench-goodput \
+        bench-report soak soak-collective-kills bench-goodput \
         test-sanitize clean
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make fuzz          run every libFuzzer target for FUZZ_SECONDS (600) each; prints executions and crashes"
 	@echo "make test-sanitize unit + integration tiers under ASan+UBSan (build-asan/), the concurrency tests under TSan (build-tsan/)"
 	@echo "make soak          random faults against one elastic job training SOAK_MINUTES (30); the exact result, a table of faults"
+	@echo "make soak-collective-kills  4 NCCL ranks (CPU emulation), a rank killed inside a collective 200 times: every agreed step checked"
 	@echo "make bench-goodput a job killed every 2 minutes for 10, without and with a warm spare: its goodput and lost seconds by phase"
 	@echo "make bench         run the benchmarks: bench-operator (OPERATOR_BENCH_ARGS), bench-python (PyTorch recovery, DDP and FSDP2 step, TensorFlow step vs MultiWorkerMirroredStrategy),"
 	@echo "                   bench-runtime (worker death -> next allreduce vs bare Gloo; NCCL revoke+shrink emulated), bench-checkpoint (save/restore vs O_DIRECT dd),"
@@ -182,6 +183,16 @@ soak: deps build images
 	  { $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit 1; }
 	@RINGMASTER_TEST_CLUSTER_DIR=$(abspath $(BUILD_DIR))/soak-cluster RINGMASTER_SOAK_MINUTES=$(SOAK_MINUTES) \
 	  $(BUILD_DIR)/bin/elastic_soak_test; rc=$$?; $(CLUSTER) down --dir $(BUILD_DIR)/soak-cluster; exit $$rc
+
+# Kills inside collectives, at soak length: the gpu-emulated test elastic_collective_kill_test.cc (20 kills in make
+# test) with COLLECTIVE_KILLS (200) workers SIGKILLed inside their gradient's allreduce on the CPU emulation of NCCL and
+# CUDA; then the same check (every rank's agreed state at every step is the one-process run's, exact weights, every
+# sample once). Not part of make test.
+COLLECTIVE_KILLS ?= 200
+soak-collective-kills: build
+	RINGMASTER_KILLS=$(COLLECTIVE_KILLS) RINGMASTER_EMULATED_GPUS=4 \
+	  RINGMASTER_GPU_EMULATION_LIBRARY=$(abspath $(BUILD_DIR))/lib/libringmaster_emulated_gpu.so \
+	  $(BUILD_DIR)/bin/runtime_elastic_collective_kill_test
 
 # Goodput as the operator accounts it (status.goodput): a job killed every GOODPUT_KILL_SECONDS for GOODPUT_MINUTES of
 # training, without and with a warm spare, on a cluster of its own (tests/soak/goodput_bench.cc). Not part of make test.

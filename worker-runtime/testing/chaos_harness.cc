@@ -127,14 +127,39 @@ std::vector<double> ReadWeights(const std::string& path) {
   return w;
 }
 
-const std::vector<double>& Reference() {
-  static const std::vector<double> weights = [] {
-    std::string out = (Root() / "reference").string();
-    EXPECT_EQ(Launch(out, "--np 1"), 0);
-    return ReadWeights(out + "/weights.txt");
-  }();
-  return weights;
+namespace {
+
+struct ReferenceResult {
+  std::string out;
+  std::vector<double> weights;
+};
+
+// The one-process run for `worker_flags`, run on first use (a test thread's: GoogleTest assertions).
+const ReferenceResult& ReferenceFor(const std::string& worker_flags) {
+  static std::map<std::string, ReferenceResult> runs;
+  auto it = runs.find(worker_flags);
+  if (it != runs.end()) return it->second;
+  ReferenceResult run;
+  run.out = (Root() / ("reference" + (runs.empty() ? "" : "." + std::to_string(runs.size())))).string();
+  EXPECT_EQ(Launch(run.out, "--np 1", worker_flags), 0) << "the one-process reference run failed";
+  run.weights = ReadWeights(run.out + "/weights.txt");
+  return runs.emplace(worker_flags, std::move(run)).first->second;
 }
+
+// OUT/samples.log: epoch -> its sample ids.
+std::map<uint64_t, std::multiset<uint64_t>> SamplesByEpoch(const std::string& out) {
+  std::ifstream in(out + "/samples.log");
+  std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
+  uint64_t epoch, id;
+  while (in >> epoch >> id) by_epoch[epoch].insert(id);
+  return by_epoch;
+}
+
+}  // namespace
+
+std::string ReferenceRun(const std::string& worker_flags) { return ReferenceFor(worker_flags).out; }
+
+const std::vector<double>& Reference(const std::string& worker_flags) { return ReferenceFor(worker_flags).weights; }
 
 // The last generation the launcher published (the chaos really happened when > 1).
 int64_t LastGeneration(const std::string& out) {
@@ -147,9 +172,9 @@ int64_t LastGeneration(const std::string& out) {
   return std::atoll(doc.c_str() + doc.find(':', at) + 1);
 }
 
-void ExpectMatchesReference(const std::string& out, int64_t min_generation) {
+void ExpectMatchesReference(const std::string& out, int64_t min_generation, const std::string& reference_flags) {
   EXPECT_GE(LastGeneration(out), min_generation) << "the chaos did not change the membership";
-  const auto& ref = Reference();
+  const auto& ref = Reference(reference_flags);
   ASSERT_EQ(ref.size(), 8u);
   auto got = ReadWeights(out + "/weights.txt");
   ASSERT_EQ(got.size(), ref.size()) << "no weights.txt from a finisher in " << out;
@@ -157,15 +182,25 @@ void ExpectMatchesReference(const std::string& out, int64_t min_generation) {
     EXPECT_LE(std::abs(got[i] - ref[i]), 1e-9 * std::abs(ref[i]))
         << "weight " << i << ": " << got[i] << " vs " << ref[i];
   }
-  std::ifstream in(out + "/samples.log");
-  std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
-  uint64_t epoch, id;
-  while (in >> epoch >> id) by_epoch[epoch].insert(id);
-  ASSERT_EQ(by_epoch.size(), static_cast<size_t>(kSteps * kBatch / kSamples));
-  for (const auto& [e, ids] : by_epoch) {
-    ASSERT_EQ(ids.size(), static_cast<size_t>(kSamples)) << "epoch " << e;
-    uint64_t expect = 0;
-    for (uint64_t s : ids) EXPECT_EQ(s, expect++) << "epoch " << e << ": a sample missing or repeated";
+  const auto by_epoch = SamplesByEpoch(out);
+  if (reference_flags.empty()) {
+    ASSERT_EQ(by_epoch.size(), static_cast<size_t>(kSteps * kBatch / kSamples));
+    for (const auto& [e, ids] : by_epoch) {
+      ASSERT_EQ(ids.size(), static_cast<size_t>(kSamples)) << "epoch " << e;
+      uint64_t expect = 0;
+      for (uint64_t s : ids) EXPECT_EQ(s, expect++) << "epoch " << e << ": a sample missing or repeated";
+    }
+    return;
+  }
+  // Other flags may change the steps or the data: the reference's samples are the truth (a one-process run
+  // takes each id once per epoch), and each must be there once.
+  const auto want = SamplesByEpoch(ReferenceRun(reference_flags));
+  ASSERT_FALSE(want.empty()) << "the reference run committed no samples";
+  ASSERT_EQ(by_epoch.size(), want.size()) << "epochs with committed samples";
+  for (const auto& [e, ids] : want) {
+    auto got = by_epoch.find(e);
+    ASSERT_NE(got, by_epoch.end()) << "epoch " << e << " has no samples";
+    EXPECT_EQ(got->second, ids) << "epoch " << e << ": a sample missing, repeated, or one the reference never took";
   }
 }
 

@@ -33,13 +33,21 @@ int LaunchCommand(const std::string& out, const std::string& launcher_flags, con
 std::vector<std::string> TrainerCommand(const std::string& worker_flags = "");
 
 std::vector<double> ReadWeights(const std::string& path);
-// The weights of a one-process CPU run (computed once per process).
-const std::vector<double>& Reference();
+// The one-process CPU run of the trainer with the standard data flags, then `worker_flags` (as a chaos run's
+// worker flags that change the result: --steps, --integer-grads, ...): its output directory (weights.txt,
+// samples.log, commits.w0.log). Run once per distinct `worker_flags` in this process; a failed run is a
+// test failure.
+std::string ReferenceRun(const std::string& worker_flags = "");
+// The weights of ReferenceRun(worker_flags).
+const std::vector<double>& Reference(const std::string& worker_flags = "");
 // The last generation the launcher published.
 int64_t LastGeneration(const std::string& out);
-// Weights and exactly-once samples of `out` against Reference(); the membership
-// must have reached `min_generation` (the chaos really happened).
-void ExpectMatchesReference(const std::string& out, int64_t min_generation = 1);
+// Weights and exactly-once samples of `out` against ReferenceRun(reference_flags): the weights within 1e-9
+// relative, each epoch's sample ids those of the reference, each once (with the default flags: kSteps x kBatch
+// / kSamples whole epochs of every id); the membership must have reached `min_generation` (the chaos really
+// happened).
+void ExpectMatchesReference(const std::string& out, int64_t min_generation = 1,
+                            const std::string& reference_flags = "");
 // How many lines of OUT.log contain `text`.
 int CountInLog(const std::string& out, const std::string& text);
 

@@ -10,10 +10,15 @@
 // Membership: a file (ringmaster-run) or, in the operator's pods, the job's own
 // TrainingJob watched with the pod's service-account token.
 //
-// Outputs in --out DIR: weights.<worker>.txt (%.17g per line) and
-// journal.<worker>.log (sample_journal.h); ringmaster-run resolves the journals
-// into samples.log. Flags fall back to RINGMASTER_* environment variables
-// (train_example_options.h).
+// Outputs in --out DIR: weights.<worker>.txt (%.17g per line),
+// journal.<worker>.log (sample_journal.h; ringmaster-run resolves the journals
+// into samples.log) and commits.<worker>.log ("<step> <crc>" of each agreed step,
+// commit_log.h). With RINGMASTER_PHASE_FILE (or --phase-file) the training thread
+// marks the gradient's collective in that file (tools/run/phase_file.h: "C <step>"
+// right before the allreduce is submitted, "- <step>" once it returned), for
+// ringmaster-run's killcoll. --integer-grads rounds each sample's gradient to whole
+// 2^-10s, so the sums, and the weights, are exact whatever the world. Flags fall
+// back to RINGMASTER_* environment variables (train_example_options.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,9 +43,11 @@
 #include "worker-runtime/elastic/termination_report.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/elastic/worker_setup.h"
+#include "worker-runtime/examples/train/commit_log.h"
 #include "worker-runtime/examples/train/train_example_options.h"
 #include "worker-runtime/memory/buffer_memory.h"
 #include "worker-runtime/runtime/config.h"
+#include "worker-runtime/tools/run/phase_file.h"
 
 namespace ringmaster::examples {
 namespace {
@@ -136,12 +143,13 @@ template <typename T>
 class LinearRegression {
  public:
   LinearRegression(const TrainOptions& o, data::ElasticSampler* sampler, elastic::SampleJournal* journal,
-                   membership::MembershipSource* source, elastic::Heartbeat* heartbeat)
+                   membership::MembershipSource* source, elastic::Heartbeat* heartbeat, run::PhaseFile* phase)
       : o_(o),
         sampler_(sampler),
         journal_(journal),
         source_(source),
         heartbeat_(heartbeat),
+        phase_(phase),
         weights_(o.features, T(0)) {}
 
   elastic::ElasticState MakeState() {
@@ -168,15 +176,22 @@ class LinearRegression {
     if (o_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
     const auto t0 = std::chrono::steady_clock::now();
     const common::DataType type = sizeof(T) == 8 ? common::DataType::kFloat64 : common::DataType::kFloat32;
-    RINGMASTER_RETURN_IF_ERROR(buffer_->Run(
-        grad.data(), [&](void* dev) { return SumGradient(ctx, o_.hierarchical, node_, dev, grad.size(), type); }));
+    RINGMASTER_RETURN_IF_ERROR(buffer_->Run(grad.data(), [&](void* dev) {
+      // The phase file brackets the collective (numbered as the commits: step 1 is the first), whatever it returns.
+      phase_->Enter(ctx.step + 1);
+      Status summed = SumGradient(ctx, o_.hierarchical, node_, dev, grad.size(), type);
+      phase_->Leave(ctx.step + 1);
+      return summed;
+    }));
     const std::vector<T>& sum = grad;  // now the world's sum
     if (ctx.metrics) {
       ctx.metrics->Samples(plan.indices.size());
       ctx.metrics->Collective(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                               grad.size() * sizeof(T));
     }
-    const T scale = static_cast<T>(o_.lr / static_cast<double>(plan.global_size));
+    // Integer gradients are counts of kIntegerGradUnit: the unit is applied after the sum.
+    const double unit = o_.integer_grads ? kIntegerGradUnit : 1.0;
+    const T scale = static_cast<T>(o_.lr * unit / static_cast<double>(plan.global_size));
     for (int j = 0; j < o_.features; ++j) weights_[j] -= scale * sum[j];
     heartbeat_->Set(ctx.step + 1);
     return plan.next;
@@ -187,7 +202,8 @@ class LinearRegression {
   int device() const { return buffer_ ? buffer_->device() : -1; }
 
  private:
-  // This rank's share of the gradient: the sum over its samples.
+  // This rank's share of the gradient: the sum over its samples (with --integer-grads each sample's part in
+  // whole kIntegerGradUnits, so the sum is an exact integer in any order).
   std::vector<T> Gradient(const std::vector<uint64_t>& indices) {
     std::vector<T> grad(o_.features, T(0));
     for (uint64_t id : indices) {
@@ -195,7 +211,10 @@ class LinearRegression {
       Sample(o_.seed, id, o_.features, x_, y);
       double err = -y;
       for (int j = 0; j < o_.features; ++j) err += static_cast<double>(weights_[j]) * x_[j];
-      for (int j = 0; j < o_.features; ++j) grad[j] += static_cast<T>(err * x_[j]);
+      for (int j = 0; j < o_.features; ++j) {
+        const double g = err * x_[j];
+        grad[j] += static_cast<T>(o_.integer_grads ? std::round(g / kIntegerGradUnit) : g);
+      }
     }
     return grad;
   }
@@ -205,6 +224,7 @@ class LinearRegression {
   elastic::SampleJournal* const journal_;
   membership::MembershipSource* const source_;
   elastic::Heartbeat* const heartbeat_;
+  run::PhaseFile* const phase_;  // writes nothing without RINGMASTER_PHASE_FILE
   std::vector<T> weights_;
   std::vector<double> x_;                   // a sample's features (reused)
   std::unique_ptr<GradientBuffer> buffer_;  // made on the first step, once the backend and GPU are known
@@ -241,8 +261,17 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config, const std
   auto checkpoints = elastic::OpenCheckpoints(o, sink);
   if (!checkpoints.ok()) return log(checkpoints.status().ToString()), 2;
 
+  auto commits = CommitLog::Open(o.out + "/commits." + o.worker_id + ".log");
+  if (!commits.ok()) return log(commits.status().ToString()), 2;
+  run::PhaseFile phase;
+  if (!o.phase_file.empty()) {
+    auto opened = run::PhaseFile::Open(o.phase_file);
+    if (!opened.ok()) return log(opened.status().ToString()), 2;
+    phase = std::move(opened).value();
+  }
+
   elastic::Heartbeat heartbeat(o.heartbeat_file);
-  LinearRegression<T> model(o, &*sampler, &*journal, source->get(), &heartbeat);
+  LinearRegression<T> model(o, &*sampler, &*journal, source->get(), &heartbeat, &phase);
   elastic::ElasticState state = model.MakeState();
   // Prometheus /metrics and the readiness probe's /readyz (ready once the driver can take part).
   elastic::WorkerMetrics metrics(elastic::OpenGpuTelemetry(o, sink));
@@ -250,6 +279,7 @@ int Train(const TrainOptions& o, const runtime::RuntimeConfig& config, const std
   log(metrics.ServeOutcome(served, o.health_port));
   elastic::ElasticOptions driver_options = elastic::DriverOptions(o, config, &metrics, checkpoints->get(), sink);
   if (o.hierarchical) driver_options.process_sets.push_back(elastic::SetsPerNode());
+  driver_options.on_agreed = [&](int64_t step, uint32_t crc) { commits->Append(step, crc); };
   elastic::ElasticDriver driver(std::move(driver_options), source->get(), &state);
   auto restored = [&](int64_t incarnation, int64_t at) {
     heartbeat.Set(at);

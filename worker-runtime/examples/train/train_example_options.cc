@@ -5,6 +5,7 @@
 
 #include "api/names.h"
 #include "base/cli.h"
+#include "worker-runtime/tools/run/phase_file.h"
 
 namespace ringmaster::examples {
 namespace {
@@ -18,7 +19,10 @@ constexpr char kFooter[] =
     "  RINGMASTER_WORKER_ID (else RINGMASTER_POD_NAME), RINGMASTER_SECRET, RINGMASTER_POD_IP (--host),\n"
     "  RINGMASTER_STORE_PORT (else RINGMASTER_COORDINATOR_PORT), RINGMASTER_HEALTH_PORT (29600; 0 = any),\n"
     "  RINGMASTER_MIN_WORKERS, RINGMASTER_BACKEND, RINGMASTER_CHECKPOINT_DIR, RINGMASTER_OUT,\n"
-    "  RINGMASTER_HEARTBEAT_FILE, RINGMASTER_HANG_FACTOR, RINGMASTER_HANG_MIN_SECONDS.";
+    "  RINGMASTER_HEARTBEAT_FILE, RINGMASTER_HANG_FACTOR, RINGMASTER_HANG_MIN_SECONDS,\n"
+    "  RINGMASTER_PHASE_FILE (--phase-file).\n"
+    "Outputs in --out: weights.<worker>.txt, journal.<worker>.log and commits.<worker>.log (\"<step> <crc>\" for\n"
+    "  each step every member confirmed: the CRC32C of its agreed state).";
 
 StatusOr<bool> ParseTrueFalse(const std::string& text) {
   if (text == "true") return true;
@@ -46,12 +50,19 @@ void AddModelFlags(CLI::App& app, TrainOptions& o) {
   app.add_option("--lr", o.lr, "learning rate");
   cli::AddParsed<bool>(app, "--hierarchical", &o.hierarchical, ParseTrueFalse,
                        "true: reduce per node, then across node leaders, then broadcast per node", "false");
+  cli::AddParsed<bool>(app, "--integer-grads", &o.integer_grads, ParseTrueFalse,
+                       "true: each sample's gradient rounded to whole 2^-10s, so sums are exact in any order (the "
+                       "weights of any world equal a one-process run's bit for bit)",
+                       "false");
   cli::AddParsed<comm::Backend>(app, "--backend", &o.backend, BackendParser(), "gloo, nccl or auto", "gloo");
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints are saved (none when empty)");
   app.add_option("--checkpoint-every", o.checkpoint_every, "save every K steps (0: never)")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--out", o.out, "directory for weights.<worker>.txt and journal.<worker>.log (created)");
   app.add_option("--heartbeat-file", o.heartbeat_file, "file rewritten with the committed step every 100 ms");
+  app.add_option("--phase-file", o.phase_file,
+                 "file rewritten with 'C <step>' while the step's gradient allreduce runs, '- <step>' after it "
+                 "(ringmaster-run's killcoll reads it; empty: none)");
 }
 
 void AddWorkerFlags(CLI::App& app, TrainOptions& o) {
@@ -92,6 +103,7 @@ std::string TrainUsage() {
 StatusOr<TrainOptions> ParseTrainOptions(int argc, char** argv, const std::map<std::string, std::string>& env) {
   TrainOptions o;
   const Status from_env = elastic::ApplyWorkerEnvironment(env, &o);
+  if (auto phase = env.find(run::kPhaseFileEnv); phase != env.end()) o.phase_file = phase->second;
   auto app = NewTrainApp(o);  // flags override what the environment set
   RINGMASTER_ASSIGN_OR_RETURN(cli::Parsed parsed, cli::Parse(*app, cli::Args(argc, argv)));
   if (parsed == cli::Parsed::kHelp) {

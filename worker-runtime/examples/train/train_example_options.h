@@ -13,6 +13,8 @@
 
 namespace ringmaster::examples {
 
+inline constexpr double kIntegerGradUnit = 0x1.0p-10;  // --integer-grads: the gradient's resolution
+
 // The worker's part (membership, identity, checkpoints, outputs) is elastic::WorkerOptions, shared with
 // every worker program; the model's part is this program's own.
 struct TrainOptions : elastic::WorkerOptions {
@@ -25,6 +27,13 @@ struct TrainOptions : elastic::WorkerOptions {
   uint64_t batch = 16;
   double lr = 0.1;
   bool hierarchical = false;  // reduce per node, then across node leaders, then broadcast per node
+  // Each sample's gradient rounded to a whole number of kIntegerGradUnit (the allreduced values are integers,
+  // the unit applied after the sum): sums are exact in any order, so any world's weights equal a one-process
+  // run's bit for bit, and every rank's agreed state at a step has the same checksum as that run's.
+  bool integer_grads = false;
+  // Where the training thread says whether it is inside the gradient's collective (tools/run/phase_file.h;
+  // ringmaster-run's killcoll reads it). Empty: nothing written.
+  std::string phase_file;
   int step_delay_ms = 0;
   bool help = false;  // --help: print TrainUsage() and exit 0
 };

@@ -7,8 +7,11 @@ namespace ringmaster::run {
 namespace {
 
 bool KnownAction(const std::string& a) {
-  return a == "kill" || a == "stop" || a == "add" || a == "killadd" || a == "pause" || a == "random" || a == "killsave";
+  return a == "kill" || a == "stop" || a == "add" || a == "killadd" || a == "pause" || a == "random" ||
+         a == "killsave" || a == "killcoll" || a == "killcolls";
 }
+
+constexpr int kMaxRepeats = 100000;  // events one random@ or killcolls@ item may expand to
 
 // A whole number filling all of `text`.
 template <typename T>
@@ -31,7 +34,7 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
     e.action = item.substr(0, at);
     if (!KnownAction(e.action)) {
       return InvalidArgumentError("--chaos: unknown action '" + e.action +
-                                  "' (kill, killsave, stop, pause, add, killadd, random)");
+                                  "' (kill, killsave, killcoll, killcolls, stop, pause, add, killadd, random)");
     }
     std::string rest = item.substr(at + 1);
     auto colon = rest.find(':');
@@ -40,9 +43,15 @@ StatusOr<std::vector<ChaosEvent>> ParseChaos(const std::string& spec) {
         (colon != std::string::npos && !ParseWhole(rest.substr(colon + 1), &e.arg))) {
       return InvalidArgumentError("--chaos: '" + item + "' has a bad number");
     }
-    if (e.action == "random") {
+    if (e.action == "random" || e.action == "killcolls") {
       const int n = colon == std::string::npos ? 1 : e.arg;
-      for (int k = 0; k < n; ++k) events.push_back({"random", e.step + 4 * k, 0});
+      if (n > kMaxRepeats) {
+        return InvalidArgumentError("--chaos: '" + item + "' asks for more than " + std::to_string(kMaxRepeats) +
+                                    " events");
+      }
+      const bool random = e.action == "random";
+      const int64_t every = random ? kRandomEverySteps : kKillCollsEverySteps;
+      for (int k = 0; k < n; ++k) events.push_back({random ? "random" : "killcoll", e.step + every * k, 0, !random});
       continue;
     }
     events.push_back(e);

@@ -27,8 +27,10 @@
 #include "worker-runtime/data/splitmix64.h"
 #include "worker-runtime/elastic/sample_journal.h"
 #include "worker-runtime/membership/file_source.h"
+#include "worker-runtime/tools/run/collective_killer.h"
 #include "worker-runtime/tools/run/exit_waiter.h"
 #include "worker-runtime/tools/run/launcher_membership.h"
+#include "worker-runtime/tools/run/phase_file.h"
 #include "worker-runtime/tools/run/save_killer.h"
 #include "worker-runtime/tools/run/worker_table.h"
 
@@ -63,7 +65,7 @@ void CleanOutputDirectory(const std::string& out) {
     auto name = e.path().filename().string();
     if (name.rfind("journal.", 0) == 0 || name.rfind("weights", 0) == 0 || name.rfind("hb.", 0) == 0 ||
         name == "samples.log" || name == "membership.json" || api::HangReporterOfFileName(name) ||
-        name.rfind("termination.", 0) == 0) {
+        name.rfind("termination.", 0) == 0 || name.rfind("commits.", 0) == 0 || name.rfind("phase.", 0) == 0) {
       std::filesystem::remove(e.path());
     }
   }
@@ -213,7 +215,7 @@ class Launcher {
     bool will_add = false;
     for (size_t i = next_event_; i < o_.chaos.size(); ++i) {
       const std::string& a = o_.chaos[i].action;
-      will_add |= a == "add" || a == "killadd" || a == "random";
+      will_add |= a == "add" || a == "killadd" || a == "killcoll" || a == "random";
     }
     if (table_.AnyFinished()) {
       // Rank 0 still running is finishing too (its heartbeat check removes it if it hangs): wait for it.
@@ -253,6 +255,7 @@ class Launcher {
     env.node_name = w.node;  // named in its termination message
     std::map<std::string, std::string> vars = env.ToEnvironment();
     vars[std::string(api::env::kTerminationLog)] = TerminationPath(w.id);
+    vars[kPhaseFileEnv] = PhasePath(w.id);  // killcoll reads it
     return EnvironmentList(vars.begin(), vars.end());
   }
 
@@ -291,6 +294,8 @@ class Launcher {
 
   // Where worker `id` writes its termination message (RINGMASTER_TERMINATION_LOG).
   std::string TerminationPath(const std::string& id) const { return o_.out + "/termination." + id; }
+  // Where worker `id` says whether it is inside a collective (RINGMASTER_PHASE_FILE, phase_file.h).
+  std::string PhasePath(const std::string& id) const { return o_.out + "/phase." + id; }
 
   // Writes the next generation of the membership file.
   // `reason` is the record's (a name the runtime may act on, e.g. WorkerJoined); `why` is printed, and kept as the
@@ -376,7 +381,8 @@ class Launcher {
   }
 
   bool Inject(const ChaosEvent& planned) {
-    const ChaosEvent e = planned.action == "random" ? DrawRandom() : planned;
+    ChaosEvent e = planned.action == "random" ? DrawRandom() : planned;
+    if (e.any_rank) e.arg = static_cast<int>(rng_.Below(table_.members().size()));
     if (e.action == "add") return InjectAdd(e.arg);
     Worker* w = table_.AtRank(e.arg);
     if (w == nullptr) {
@@ -406,14 +412,30 @@ class Launcher {
       killed_.insert(w->id);
       return true;  // reaped on the next pass
     }
-    Print("chaos: SIGKILL " + who);
-    (void)w->process.Signal(SIGKILL);
-    if (e.action != "killadd") {
+    if (e.action == "killcoll") {
+      // The worker is frozen and read many times a second until it is caught inside a collective: up to 10 s.
+      auto step = KillInsideCollective(w->process, PhasePath(w->id), 10s);
+      if (!step.ok()) {
+        ++collective_kills_missed_;
+        Print("chaos: killcoll " + who + " skipped: " + step.status().ToString());
+        return true;
+      }
+      ++collective_kills_;
+      Print("chaos: SIGKILL " + who + " inside the collective of step " + std::to_string(*step));
+    } else {
+      Print("chaos: SIGKILL " + who);
+      (void)w->process.Signal(SIGKILL);
+    }
+    if (e.action == "kill") {
       killed_.insert(w->id);
       return true;  // reaped on the next pass
     }
-    // Two changes back to back: the removal, then at once an add.
+    // killadd, killcoll: two changes back to back, the removal, then at once an add. The killed worker is reaped
+    // first: until then it counts as holding its GPU, and its replacement must take that GPU (FreeDevice).
     table_.Remove(w->id);
+    (void)w->process.Wait(2s);
+    std::string reaped;  // it is no member any more: no reason to publish
+    ReapExited(reaped);
     if (!Publish("chaos: " + w->id + " killed")) return false;
     if (!Spawn()) return false;
     return Publish("chaos: replacement added");
@@ -458,6 +480,10 @@ class Launcher {
     if (!WriteSamplesLog()) code = 1;
     WriteWeights();
     if (hangs_ > 0) Print("generations rebuilt for a hang: " + std::to_string(hangs_));
+    if (collective_kills_ + collective_kills_missed_ > 0) {
+      Print("chaos: workers killed inside a collective: " + std::to_string(collective_kills_) + " (" +
+            std::to_string(collective_kills_missed_) + " killcoll skipped)");
+    }
     Print(code == 0 ? "training finished" : "training FAILED");
     return code;
   }
@@ -468,11 +494,13 @@ class Launcher {
   const std::string membership_path_;
 
   WorkerTable table_;
-  ExitWaiter exits_;             // the running workers, to wake the supervision loop when one exits
-  api::Membership published_;    // the last record written
-  bool rank0_finished_ = false;  // a worker exited 0 while it was rank 0 of the published record
-  int hangs_ = 0;                // generations published for a member's hang report
-  std::string cannot_go_on_;     // the first worker that exited with a termination message, and what it said
+  ExitWaiter exits_;                 // the running workers, to wake the supervision loop when one exits
+  api::Membership published_;        // the last record written
+  bool rank0_finished_ = false;      // a worker exited 0 while it was rank 0 of the published record
+  int hangs_ = 0;                    // generations published for a member's hang report
+  int collective_kills_ = 0;         // killcoll events that killed their worker inside a collective
+  int collective_kills_missed_ = 0;  // killcoll events that caught no collective (their worker lives on)
+  std::string cannot_go_on_;         // the first worker that exited with a termination message, and what it said
   int next_slot_ = 0;
   size_t next_event_ = 0;
   Clock::time_point last_event_ = Clock::now() - o_.chaos_gap;     // the first event fires on its step

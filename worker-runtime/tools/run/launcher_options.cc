@@ -21,8 +21,11 @@ constexpr char kDescription[] =
 
 constexpr char kFooter[] =
     "Chaos SPEC: comma-separated ACTION@STEP[:ARG], fired once the workers' committed step reaches STEP:\n"
-    "  kill@S:R  killsave@S:R  stop@S:R  pause@S:R  add@S:N  killadd@S:R  random@S:N\n"
-    "(R: a rank; N: a count; see worker-runtime/tools/run/launcher.h).";
+    "  kill@S:R  killsave@S:R  killcoll@S:R  killcolls@S:N  stop@S:R  pause@S:R  add@S:N  killadd@S:R\n"
+    "  random@S:N\n"
+    "(R: a rank; N: a count; see worker-runtime/tools/run/launcher.h). killcoll SIGKILLs rank R while it is inside\n"
+    "a collective (as its phase file OUT/phase.<worker>, RINGMASTER_PHASE_FILE, says) and adds a replacement;\n"
+    "killcolls@S:N is N of them, of ranks drawn from --chaos-seed, one every 2 steps from S.";
 
 // Binds --flag, a whole number >= least of Unit, to *out.
 template <typename Unit, typename Duration>

@@ -4,9 +4,9 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <thread>
+
+#include "worker-runtime/tools/run/process_state.h"
 
 namespace ringmaster::run {
 namespace {
@@ -27,14 +27,6 @@ std::string SaveInProgress(const std::string& dir, pid_t pid) {
   return found;
 }
 
-// Whether `pid` is stopped (state T in /proc/PID/stat).
-bool Stopped(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
-}
-
 }  // namespace
 
 StatusOr<std::string> KillDuringSave(Subprocess& worker, const std::string& checkpoint_dir,
@@ -48,7 +40,7 @@ StatusOr<std::string> KillDuringSave(Subprocess& worker, const std::string& chec
       continue;
     }
     RINGMASTER_RETURN_IF_ERROR(worker.Signal(SIGSTOP));
-    for (int i = 0; i < 10000 && !Stopped(pid); ++i) std::this_thread::sleep_for(100us);
+    (void)WaitUntilStopped(pid, 1s);
     std::string save = SaveInProgress(checkpoint_dir, pid);
     if (!save.empty()) {
       RINGMASTER_RETURN_IF_ERROR(worker.Signal(SIGKILL));
