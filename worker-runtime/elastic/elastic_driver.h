@@ -386,7 +386,8 @@ class ElasticDriver {
   std::future<void> peer_report_;  // the unreachable-peers report being sent (ReportUnreachablePeers)
   // The hang watchdog: fed by NoteCommit, reset by PrepareProgress, checked by the watcher (CheckHang), which alone
   // sends the hang report (hang_report_).
-  HangWatchdog hang_{HangWatchdogOptions{.factor = options_.hang_factor, .floor = options_.hang_floor}};
+  HangWatchdog hang_{HangWatchdogOptions{
+      .factor = options_.hang_factor, .floor = options_.hang_floor, .check_gap = std::chrono::milliseconds(1000)}};
   std::future<void> hang_report_;
 
   mutable std::mutex mu_;

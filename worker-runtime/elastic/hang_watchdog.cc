@@ -14,6 +14,7 @@ void HangWatchdog::Reset(int64_t step) {
   tripped_ = false;
   committed_ = false;
   last_ = now_();
+  checked_ = Clock::time_point{};
   step_ = step;
   durations_.clear();
 }
@@ -39,6 +40,14 @@ double HangWatchdog::MedianLocked() const {
 
 std::optional<HangVerdict> HangWatchdog::Check() {
   std::lock_guard lock(mu_);
+  const Clock::time_point now = now_();
+  const Clock::time_point checked = checked_;
+  checked_ = now;
+  // The checker did not run for a while: that time is this process's own pause, not the generation's stall.
+  if (started_ && options_.check_gap.count() > 0 && checked != Clock::time_point{} &&
+      now - checked > options_.check_gap && last_ < now) {
+    last_ = std::min(now, last_ + (now - checked));
+  }
   if (options_.factor <= 0 || !started_ || tripped_ || durations_.empty() ||
       static_cast<int>(durations_.size()) < options_.min_steps) {
     return std::nullopt;
@@ -48,7 +57,7 @@ std::optional<HangVerdict> HangWatchdog::Check() {
   v.step = step_;
   v.median_seconds = MedianLocked();
   v.limit_seconds = std::max(options_.factor * v.median_seconds, std::chrono::duration<double>(options_.floor).count());
-  v.stalled_seconds = std::chrono::duration<double>(now_() - last_).count();
+  v.stalled_seconds = std::chrono::duration<double>(now - last_).count();
   if (v.stalled_seconds < v.limit_seconds) return std::nullopt;
   tripped_ = true;
   return v;

@@ -8,7 +8,8 @@
 // committed for `factor` x the median of those durations and for at least `floor` (a checkpoint, an evaluation or
 // a slow step that a program takes now and then must not trip it), once at least `min_steps` durations were
 // seen since the last Reset (no verdict while a generation warms up). The driver resets it whenever a generation
-// is joined, and a verdict is given once per Reset (the rebuild that follows must not see it again).
+// is joined, and a verdict is given once per Reset (the rebuild that follows must not see it again). A process that
+// was itself stopped (SIGSTOP, a paused VM) does not judge its peers by the time it did not run (check_gap).
 //
 // Errors: none; a factor <= 0 turns the watchdog off (Check never answers).
 // Thread-safety: thread-safe (the training thread commits, the driver's watcher checks). The clock is called
@@ -29,6 +30,10 @@ struct HangWatchdogOptions {
   std::chrono::milliseconds floor{30000};  // ... and never sooner than this
   int window = 32;                         // the median is of the last `window` step durations
   int min_steps = 3;                       // no verdict before this many step durations since the last Reset
+  // A gap longer than this between two Checks means the checker itself did not run (the process was stopped, its
+  // VM paused, its threads starved): the gap is no stall of the generation's, and is not counted. 0: every gap
+  // counts. The driver checks every 100 ms and sets 1 s.
+  std::chrono::milliseconds check_gap{0};
 };
 
 // Why the watchdog says hung.
@@ -69,7 +74,8 @@ class HangWatchdog {
   bool started_ = false;          // Reset was called (nothing is judged before)
   bool tripped_ = false;          // a verdict was given since the last Reset
   bool committed_ = false;        // a step committed since the last Reset
-  Clock::time_point last_{};      // the last commit, or the Reset before any
+  Clock::time_point last_{};      // the last commit, or the Reset before any (moved on by excused gaps)
+  Clock::time_point checked_{};   // the last Check since the last Reset; none before the first
   int64_t step_ = 0;              // the step of last_
   std::deque<double> durations_;  // the last `window` step durations, oldest first
 };

@@ -163,6 +163,28 @@ TEST(HangWatchdogTest, ACommitEndsTheStall) {
   EXPECT_FALSE(w.Check());
 }
 
+// The checker stopped with its process (SIGSTOP, a paused VM): the time it did not run is no stall of the
+// generation's. A stall it watches throughout still is.
+TEST(HangWatchdogTest, TimeTheCheckerDidNotRunIsNoStall) {
+  FakeClock clock;
+  HangWatchdogOptions o = Options(10, 1s);
+  o.check_gap = 1s;
+  HangWatchdog w(o, [&] { return clock.t; });
+  w.Reset(0);
+  Train(w, clock, 100ms, 5);
+  EXPECT_FALSE(w.Check());
+  clock.Advance(4s);  // stopped: no Check for 4 s
+  EXPECT_FALSE(w.Check());
+  for (int i = 0; i < 9; ++i) {
+    clock.Advance(100ms);
+    EXPECT_FALSE(w.Check()) << i;  // 0.9 s of stall watched: below the floor
+  }
+  clock.Advance(100ms);
+  auto v = w.Check();
+  ASSERT_TRUE(v);
+  EXPECT_NEAR(v->stalled_seconds, 1.0, 1e-9);
+}
+
 TEST(HangWatchdogTest, AFactorOfZeroTurnsItOff) {
   FakeClock clock;
   HangWatchdog w(Options(0, 1s), [&] { return clock.t; });
