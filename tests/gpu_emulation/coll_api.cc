@@ -97,7 +97,10 @@ ncclResult_t EnqueueCheck(const Task& t, ncclComm_t comm) {
     ret = ncclSystemError;
   }
   if (ret == ncclSuccess) {
-    GroupAppendTask(comm->core, t);
+    Task task = t;
+    task.async_error = InjectedAt("RINGMASTER_EMULATED_NCCL_ASYNC_ERROR", t.op_name);
+    task.vanish = InjectedAt("RINGMASTER_EMULATED_NCCL_VANISH", t.op_name);
+    GroupAppendTask(comm->core, task);
   } else if (!c.blocking) {
     SetAsyncError(c, ret);
   }

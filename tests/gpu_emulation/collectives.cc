@@ -5,10 +5,13 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "tests/gpu_emulation/communicator.h"
+#include "tests/gpu_emulation/device_memory.h"
 #include "tests/gpu_emulation/log.h"
 #include "tests/gpu_emulation/reduce.h"
+#include "tests/gpu_emulation/settings.h"
 #include "tests/gpu_emulation/streams.h"
 #include "tests/gpu_emulation/tags.h"
 
@@ -30,7 +33,13 @@ class Batch {
         tasks_(std::move(tasks)),
         epoch_(epoch),
         abort_(comm_->abort_flag),
-        waiting_for_(other_streams) {}
+        waiting_for_(other_streams),
+        fault_(InjectedIllegalAddress()) {
+    for (const Task& t : tasks_) {
+      async_error_ |= t.async_error;
+      vanish_ |= t.vanish;
+    }
+  }
 
   // On each other stream of the group: its earlier work is done; hold it until the batch ends.
   void Arrive() {
@@ -49,7 +58,24 @@ class Batch {
       ready = waiting_for_ == 0;
     }
     const bool ran = ready && comm_->BeginOp(epoch_);
-    if (ran) Execute();
+    if (ran) {
+      if (vanish_) comm_->vanished.store(true);
+      if (fault_) {
+        Fault();
+      } else if (comm_->vanished.load()) {
+        while (!abort_.Aborted()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      } else {
+        Execute();
+      }
+      if (async_error_ && !abort_.Aborted()) {
+        // RINGMASTER_EMULATED_NCCL_ASYNC_ERROR: the data moved, then the proxy's connection failed (as
+        // ncclProxyProgress publishes a network error in the communicator's async state)
+        Warn(comm_->cuda_dev,
+             "NET/Socket : peer connection closed after the operation completed (injected: "
+             "RINGMASTER_EMULATED_NCCL_ASYNC_ERROR)");
+        SetAsyncError(*comm_, ncclRemoteError);
+      }
+    }
     comm_->EndOp(ran);
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
@@ -58,6 +84,15 @@ class Batch {
 
  private:
   size_t Bytes(const Task& t) const { return t.count * TypeSize(t.type); }
+
+  // RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS: the kernel faults; CUDA's error is sticky on the device.
+  void Fault() {
+    Warn(comm_->cuda_dev,
+         "Cuda failure 'an illegal memory access was encountered' (injected: "
+         "RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS)");
+    SetStickyError(comm_->cuda_dev, cudaErrorIllegalAddress);
+    SetAsyncError(*comm_, ncclUnhandledCudaError);
+  }
 
   bool Receive(int peer, uint64_t tag, Message* m, size_t expected, const Task& t) {
     if (!mesh_->Recv(peer, tag, m, abort_)) return false;
@@ -112,9 +147,11 @@ class Batch {
   }
 
   // Folds the n contributions in rank order into acc: mine from `own`, the others' from the mesh.
-  bool FoldInOrder(const Task& t, uint64_t tag, const char* own, size_t count, char* acc) {
+  // `folded` (if given): how many contributions acc holds, also when it returns false (aborted).
+  bool FoldInOrder(const Task& t, uint64_t tag, const char* own, size_t count, char* acc, int* folded = nullptr) {
     const int n = mesh_->size(), me = comm_->rank;
     const size_t bytes = count * TypeSize(t.type);
+    if (folded) *folded = 0;
     for (int r = 0; r < n; ++r) {
       Message m;
       const char* in = own;
@@ -124,6 +161,7 @@ class Batch {
         in = m.data.get();
       }
       Fold(acc, in, count, t.type, t.op, n, r == 0);
+      if (folded) ++*folded;
     }
     if (t.op == ncclAvg) FinishAvg(acc, count, t.type, n);
     return true;
@@ -141,7 +179,12 @@ class Batch {
       if (p != me && len(p) > 0) mesh_->Send(p, scatter, send + off(p) * es, len(p) * es, abort_);
     }
     std::unique_ptr<char[]> acc(new char[len(me) * es + 1]);
-    if (len(me) > 0 && !FoldInOrder(t, scatter, send + off(me) * es, len(me), acc.get())) return false;
+    int folded = 0;
+    if (len(me) > 0 && !FoldInOrder(t, scatter, send + off(me) * es, len(me), acc.get(), &folded)) {
+      // aborted half way: the partial reduction stays in this rank's chunk of the output (see collectives.h)
+      if (folded > 0) std::memcpy(recv + off(me) * es, acc.get(), len(me) * es);
+      return false;
+    }
     for (int p = 0; p < n; ++p) {
       if (p != me && len(me) > 0) mesh_->Send(p, gather, acc.get(), len(me) * es, abort_);
     }
@@ -227,6 +270,9 @@ class Batch {
   std::condition_variable cv_;
   int waiting_for_;
   bool done_ = false;
+  const bool fault_;
+  bool async_error_ = false;
+  bool vanish_ = false;
 };
 
 }  // namespace

@@ -13,7 +13,16 @@
 //
 // Each item waits for its peers' messages polling the communicator's abort flag: a dead peer makes
 // it wait (a hang, as on NVLink/IB) until ncclCommAbort, ncclCommRevoke or an NCCL_SHRINK_ABORT
-// raises the flag; then it ends at once (the kernel exits) and its messages are discarded.
+// raises the flag; then it ends at once (the kernel exits, the stream drains with cudaSuccess) and its
+// messages are discarded. Whatever it wrote stays: an AllReduce aborted half way holds, in its own chunk of
+// the output, the reduction of the contributions it had folded (NCCL's ring kernels write each step's partial
+// sums into the output), so a drained stream proves nothing about the result. The communicator's async
+// state is not touched: after a revoke it reads ncclSuccess (init.cc, commRevokeAsync).
+//
+// Failure knobs: a launch that RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS names faults -- its device's sticky
+// error becomes cudaErrorIllegalAddress and the communicator's async state ncclUnhandledCudaError, as NCCL
+// reports a CUDA error it finds (checks.h CUDACHECK) -- and moves nothing; a vanished rank's kernels send
+// nothing and wait for the abort flag (a peer that stops without a word, as on NVLink/NVLS: no error anywhere).
 //
 // Thread-safety: LaunchTasks is called by the group's launching thread; the item runs on the stream.
 #pragma once
@@ -42,6 +51,10 @@ struct Task {
   int root = 0;
   cudaStream_t stream = nullptr;
   uint64_t seq = 0;  // numbered at launch
+  // Failure knobs (settings.h), decided at the enqueue: the comm's async state turns ncclRemoteError as
+  // the kernel ends (RINGMASTER_EMULATED_NCCL_ASYNC_ERROR); this rank vanishes (RINGMASTER_EMULATED_NCCL_VANISH).
+  bool async_error = false;
+  bool vanish = false;
 };
 
 // Enqueues a communicator's tasks of one group as one item. ncclUnhandledCudaError when a task's

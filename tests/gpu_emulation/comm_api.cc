@@ -427,7 +427,10 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   c->destroy_flag.store(true);
   ncclResult_t res = EnsureReady(*c);  // the init (or the last group) must be done
   if (res == ncclSuccess) res = AsyncLaunch([comm]() { return ReclaimJob(comm); }, c);
-  return EndGroup(res);
+  res = EndGroup(res);
+  Info(c->cuda_dev, "comm %p rank %d nranks %d cudaDev %d - Destroy COMPLETE", static_cast<void*>(comm), c->rank,
+       c->nranks, c->cuda_dev);
+  return res;
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
@@ -440,7 +443,10 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   c->destroy_flag.store(true);
   (void)EnsureReady(*c);  // joins the init or group job still running (it sees the flags)
   ncclResult_t res = AsyncLaunch([comm]() { return ReclaimJob(comm); }, c);
-  return EndGroup(res);
+  res = EndGroup(res);
+  Info(c->cuda_dev, "comm %p rank %d nranks %d cudaDev %d - Abort COMPLETE", static_cast<void*>(comm), c->rank,
+       c->nranks, c->cuda_dev);
+  return res;
 }
 
 }  // extern "C"

@@ -1,5 +1,6 @@
 #include "tests/gpu_emulation/communicator.h"
 
+#include "tests/gpu_emulation/device_memory.h"
 #include "tests/gpu_emulation/group.h"
 #include "tests/gpu_emulation/log.h"
 
@@ -60,6 +61,11 @@ void CommCore::WaitPending() {
 void SetAsyncError(CommCore& comm, ncclResult_t state) { comm.async_result.store(state); }
 
 ncclResult_t GetAsyncError(CommCore& comm) {
+  if (StickyError(comm.cuda_dev) != cudaSuccess) {
+    // as NCCL's CUDACHECK on a call that meets the device's sticky error: ncclUnhandledCudaError
+    int expected = ncclSuccess;
+    comm.async_result.compare_exchange_strong(expected, ncclUnhandledCudaError);
+  }
   auto state = static_cast<ncclResult_t>(comm.async_result.load());
   if (state == ncclSuccess) {
     // as ncclCommGetAsyncError: the group job linked to the communicator is completed (joined: its

@@ -42,6 +42,7 @@ struct CommCore {
   std::atomic<bool> revoked{false};
   std::atomic<bool> destroy_flag{false};
   std::atomic<bool> finalize_called{false};
+  std::atomic<bool> vanished{false};  // RINGMASTER_EMULATED_NCCL_VANISH: its kernels wait, moving nothing
 
   std::mutex mu;
   std::shared_ptr<Mesh> mesh;                         // set by the init job

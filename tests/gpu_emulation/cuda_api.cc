@@ -5,13 +5,16 @@
 // cuda_runtime_api.h renames the stream-ordered calls to *_ptds / *_ptsz when a program is built
 // with CUDA_API_PER_THREAD_DEFAULT_STREAM; those names are exported too (at the end), with the
 // per-thread default stream emulated by the device's legacy default stream (see README.md).
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "tests/gpu_emulation/api_headers.h"
 #include "tests/gpu_emulation/cuda_errors.h"
 #include "tests/gpu_emulation/device_memory.h"
+#include "tests/gpu_emulation/settings.h"
 #include "tests/gpu_emulation/streams.h"
 
 using namespace gpuemu;
@@ -49,17 +52,32 @@ cudaError_t CheckSet(void* ptr, size_t count) {
 }
 
 cudaError_t MemcpyOn(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t handle, bool wait) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   if (cudaError_t e = CheckCopy(dst, src, count, kind); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Stream> stream;
   if (cudaError_t e = ResolveStream(handle, CurrentDevice(), &stream); e != cudaSuccess) return Fail(e);
+  Allocation a;
+  const bool pageable_to_device = count > 0 && !Lookup(src, &a) && Lookup(dst, &a);
+  const int late_ms = GetSettings().async_pageable_ms;
+  if (pageable_to_device && late_ms > 0) {
+    // RINGMASTER_EMULATED_CUDA_ASYNC_PAGEABLE: as the runtime's copies from pageable memory (CUDA's "API
+    // synchronization behavior"): the source is staged at the call, so the caller may reuse it at once, but
+    // the DMA to the destination may land after the call returns -- cudaMemcpy included.
+    auto staged = std::shared_ptr<char[]>(new char[count]);
+    std::memcpy(staged.get(), src, count);
+    stream->Enqueue([dst, staged, count, late_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+      std::memcpy(dst, staged.get(), count);
+    });
+    return cudaSuccess;
+  }
   if (count > 0) stream->Enqueue([dst, src, count] { std::memmove(dst, src, count); });
   if (wait) stream->Synchronize();  // cudaMemcpy: ordered on the legacy stream, returns when done
   return cudaSuccess;
 }
 
 cudaError_t MemsetOn(void* ptr, int value, size_t count, cudaStream_t handle, bool wait) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   if (cudaError_t e = CheckSet(ptr, count); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Stream> stream;
   if (cudaError_t e = ResolveStream(handle, CurrentDevice(), &stream); e != cudaSuccess) return Fail(e);
@@ -69,22 +87,23 @@ cudaError_t MemsetOn(void* ptr, int value, size_t count, cudaStream_t handle, bo
 }
 
 cudaError_t StreamQuery(cudaStream_t handle) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Stream> stream;
   if (cudaError_t e = ResolveStream(handle, CurrentDevice(), &stream); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = StickyError(stream->device()); e != cudaSuccess) return Fail(e);
   return stream->Idle() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t StreamSynchronize(cudaStream_t handle) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Stream> stream;
   if (cudaError_t e = ResolveStream(handle, CurrentDevice(), &stream); e != cudaSuccess) return Fail(e);
   stream->Synchronize();
-  return cudaSuccess;
+  return Fail(StickyError(stream->device()));
 }
 
 cudaError_t StreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned flags) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   if (flags != cudaEventWaitDefault && flags != cudaEventWaitExternal) return Fail(cudaErrorInvalidValue);
   std::shared_ptr<Stream> stream;
   if (cudaError_t e = ResolveStream(handle, CurrentDevice(), &stream); e != cudaSuccess) return Fail(e);
@@ -96,7 +115,7 @@ cudaError_t StreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned fla
 }
 
 cudaError_t EventRecord(cudaEvent_t event, cudaStream_t handle) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Stream> stream;
   if (cudaError_t e = ResolveStream(handle, CurrentDevice(), &stream); e != cudaSuccess) return Fail(e);
   cudaError_t mismatch = cudaSuccess;
@@ -137,8 +156,15 @@ cudaError_t cudaGetDevice(int* device) {
 
 const char* cudaGetErrorName(cudaError_t error) { return CudaErrorName(error); }
 const char* cudaGetErrorString(cudaError_t error) { return CudaErrorString(error); }
-cudaError_t cudaGetLastError(void) { return TakeLastCudaError(); }
-cudaError_t cudaPeekAtLastError(void) { return PeekLastCudaError(); }
+// A sticky error is never reset (cudaGetLastError keeps answering it).
+cudaError_t cudaGetLastError(void) {
+  if (cudaError_t e = StickyError(CurrentDevice()); e != cudaSuccess) return e;
+  return TakeLastCudaError();
+}
+cudaError_t cudaPeekAtLastError(void) {
+  if (cudaError_t e = StickyError(CurrentDevice()); e != cudaSuccess) return e;
+  return PeekLastCudaError();
+}
 
 cudaError_t cudaDriverGetVersion(int* driverVersion) {
   if (driverVersion == nullptr) return Fail(cudaErrorInvalidValue);
@@ -153,13 +179,13 @@ cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
 }
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   if (devPtr == nullptr) return Fail(cudaErrorInvalidValue);
   return Fail(Allocate(size, CurrentDevice(), devPtr));
 }
 
 cudaError_t cudaFree(void* devPtr) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   if (devPtr == nullptr) return cudaSuccess;  // (NCCL calls cudaFree(NULL) to initialise the runtime)
   return Fail(Release(devPtr));
 }
@@ -181,7 +207,7 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   if (pStream == nullptr || (flags != cudaStreamDefault && flags != cudaStreamNonBlocking)) {
     return Fail(cudaErrorInvalidValue);
   }
@@ -191,7 +217,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags)
 cudaError_t cudaStreamCreate(cudaStream_t* pStream) { return cudaStreamCreateWithFlags(pStream, cudaStreamDefault); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   return Fail(DestroyStream(stream));
 }
 
@@ -202,7 +228,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   const unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
   if (event == nullptr || (flags & ~known) != 0 ||
       ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))) {
@@ -216,14 +242,14 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlag
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return EventRecord(event, stream); }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Completion> point;
   if (cudaError_t e = WithEvent(event, [&](EventState& ev) { point = ev.last; }); e != cudaSuccess) return Fail(e);
   return !point || point->IsSet() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   std::shared_ptr<Completion> point;
   if (cudaError_t e = WithEvent(event, [&](EventState& ev) { point = ev.last; }); e != cudaSuccess) return Fail(e);
   if (point) point->Wait();
@@ -231,12 +257,12 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   return Fail(DestroyEvent(event));
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return Fail(e);
+  if (cudaError_t e = CheckCurrentDevice(); e != cudaSuccess) return Fail(e);
   std::vector<std::shared_ptr<Stream>> streams;
   StreamsOfDevice(CurrentDevice(), &streams);
   for (auto& s : streams) s->Synchronize();

@@ -1,5 +1,6 @@
 #include "tests/gpu_emulation/device_memory.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -23,6 +24,12 @@ Registry& Memory() {
 
 constexpr size_t kAlignment = 256;  // cudaMalloc's alignment
 
+constexpr int kMaxDevices = 64;
+std::atomic<int>* Sticky() {
+  static auto* sticky = new std::atomic<int>[kMaxDevices]();  // never freed, as the registry
+  return sticky;
+}
+
 }  // namespace
 
 int DeviceCount() { return static_cast<int>(GetSettings().visible.size()); }
@@ -33,6 +40,20 @@ int PhysicalDevice(int device) {
 }
 
 cudaError_t CheckDevices() { return DeviceCount() > 0 ? cudaSuccess : cudaErrorNoDevice; }
+
+cudaError_t StickyError(int device) {
+  if (device < 0 || device >= kMaxDevices) return cudaSuccess;
+  return static_cast<cudaError_t>(Sticky()[device].load());
+}
+
+void SetStickyError(int device, cudaError_t e) {
+  if (device >= 0 && device < kMaxDevices) Sticky()[device].store(e);
+}
+
+cudaError_t CheckCurrentDevice() {
+  if (cudaError_t e = CheckDevices(); e != cudaSuccess) return e;
+  return StickyError(CurrentDevice());
+}
 
 int CurrentDevice() { return current_device; }
 void SetCurrentDevice(int device) { current_device = device; }

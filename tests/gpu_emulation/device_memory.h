@@ -29,6 +29,14 @@ cudaError_t CheckDevices();
 int CurrentDevice();
 void SetCurrentDevice(int device);
 
+// A device's sticky error (a kernel's fault: cudaErrorIllegalAddress): once set, every CUDA call on that
+// device in this process returns it, as the CUDA context is unusable until the process exits.
+// cudaSuccess while none. Per visible device index; out-of-range devices have none.
+cudaError_t StickyError(int device);
+void SetStickyError(int device, cudaError_t e);
+// CheckDevices(), then the current device's sticky error.
+cudaError_t CheckCurrentDevice();
+
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;    // as requested: the bounds of copies and collectives

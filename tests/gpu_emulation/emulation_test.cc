@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -1182,6 +1183,144 @@ TEST(GpuEmulation, EveryDataTypeAndOperator) {
     CHILD_EQ(h, 0x7c00);
     Barrier(board, 2);
     CHILD_EQ(api.ncclCommDestroy(comm), ncclSuccess);
+  });
+  ExpectAllOk(w);
+}
+
+// ---- failure knobs: the emulation fails the way NCCL and CUDA fail ----
+
+// A revoke while an allreduce waits for a peer (one that never comes): the kernel exits, the stream drains
+// with cudaSuccess, the output holds a partial result, and the async state reads ncclSuccess -- nothing but
+// the revoke itself says the result is not one (collectives.h; init.cc commRevokeAsync).
+TEST(GpuEmulation, ARevokedAllReduceLeavesAnIdleStreamAndAPartialResult) {
+  World w = RunRanks(Options{3, {}, 20000, nullptr}, [](int rank, Board& board) {
+    const Api& api = LoadApi();
+    ncclComm_t comm = InitComm(api, board, rank, 3, rank);
+    cudaStream_t stream = nullptr;
+    CUDA_OK(api.cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const size_t n = 30;  // 10 per chunk
+    int64_t* buf = DeviceCopy(api, std::vector<int64_t>(n, 1 + rank));
+    if (rank == 2) {  // never joins the allreduce
+      Barrier(board, 3);
+      return;
+    }
+    NCCL_STARTED(api.ncclAllReduce(buf, buf, n, ncclInt64, ncclSum, comm, stream));
+    CHILD_EQ(WaitComm(api, comm), ncclSuccess);
+    std::this_thread::sleep_for(milliseconds(300));  // ranks 0 and 1 fold what they have, then wait for rank 2
+    CHILD_EQ(api.cudaStreamQuery(stream), cudaErrorNotReady);
+    NCCL_STARTED(api.ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
+    WaitStream(api, stream, 2000);  // idle: "success"
+    CHILD_EQ(WaitComm(api, comm), ncclSuccess);
+    std::vector<int64_t> out = HostCopy(api, buf, n);
+    // each rank's own chunk: ranks 0 and 1 folded (1 + 2), rank 2's part never came -- neither the sum (6)
+    // nor the input; the rest of the output is the untouched input
+    for (size_t i = 0; i < n; ++i) CHILD_EQ(out[i], i / 10 == static_cast<size_t>(rank) ? 3 : 1 + rank);
+    Barrier(board, 3);
+  });
+  ExpectAllOk(w);
+}
+
+// RINGMASTER_EMULATED_NCCL_ASYNC_ERROR: the data moves, the stream drains, and the async state says
+// ncclRemoteError.
+TEST(GpuEmulation, AsyncErrorKnobFailsACompletedAllReduce) {
+  World w = RunRanks(Options{2, {{"RINGMASTER_EMULATED_NCCL_ASYNC_ERROR", "AllReduce:2"}}, 20000, nullptr},
+                     [](int rank, Board& board) {
+                       const Api& api = LoadApi();
+                       ncclComm_t comm = InitComm(api, board, rank, 2, rank);
+                       cudaStream_t stream = nullptr;
+                       CUDA_OK(api.cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+                       CHILD_EQ(SumInts(api, comm, stream, 1), 2);  // the first is fine
+                       int64_t* buf = DeviceCopy(api, std::vector<int64_t>(17, 1));
+                       NCCL_STARTED(api.ncclAllReduce(buf, buf, 17, ncclInt64, ncclSum, comm, stream));
+                       const ncclResult_t launched = WaitComm(api, comm);  // (the kernel may have ended already)
+                       CHILD_CHECK(launched == ncclSuccess || launched == ncclRemoteError);
+                       WaitStream(api, stream);
+                       CHILD_EQ(HostCopy(api, buf, 17)[16], 2);  // the data moved
+                       ncclResult_t state = ncclSuccess;
+                       CHILD_EQ(api.ncclCommGetAsyncError(comm, &state), ncclSuccess);
+                       CHILD_EQ(state, ncclRemoteError);
+                       Barrier(board, 2);
+                       CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
+                     });
+  ExpectAllOk(w);
+}
+
+// RINGMASTER_EMULATED_NCCL_VANISH: rank 1 stops at its second allreduce without a word; rank 0's hangs --
+// no completion, no async error -- until rank 0 aborts.
+TEST(GpuEmulation, AVanishedPeerProducesNoErrorOnlyAHang) {
+  World w = RunRanks(Options{2, {}, 20000, nullptr}, [](int rank, Board& board) {
+    const Api& api = LoadApi();
+    if (rank == 1) ::setenv("RINGMASTER_EMULATED_NCCL_VANISH", "AllReduce:2", 1);
+    ncclComm_t comm = InitComm(api, board, rank, 2, rank);
+    cudaStream_t stream = nullptr;
+    CUDA_OK(api.cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CHILD_EQ(SumInts(api, comm, stream, 1), 2);
+    int64_t* buf = DeviceCopy(api, std::vector<int64_t>(17, 1));
+    NCCL_STARTED(api.ncclAllReduce(buf, buf, 17, ncclInt64, ncclSum, comm, stream));
+    CHILD_EQ(WaitComm(api, comm), ncclSuccess);  // launched
+    const auto until = Clock::now() + milliseconds(500);
+    while (Clock::now() < until) {
+      CHILD_EQ(api.cudaStreamQuery(stream), cudaErrorNotReady);
+      ncclResult_t state = ncclInProgress;
+      CHILD_EQ(api.ncclCommGetAsyncError(comm, &state), ncclSuccess);
+      CHILD_EQ(state, ncclSuccess);
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
+    WaitStream(api, stream, 2000);
+  });
+  ExpectAllOk(w);
+}
+
+// RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS: the second kernel faults; from then on every CUDA call on that
+// device returns cudaErrorIllegalAddress (sticky: cudaGetLastError does not clear it), another device is
+// fine, and NCCL reports ncclUnhandledCudaError.
+TEST(GpuEmulation, AnIllegalAddressIsStickyOnItsDevice) {
+  World w =
+      RunRanks(Options{2, {{"RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS", "2"}, {"NCCL_DEBUG", "NONE"}}, 20000, nullptr},
+               [](int rank, Board& board) {
+                 const Api& api = LoadApi();
+                 ncclComm_t comm = InitComm(api, board, rank, 2, rank);
+                 cudaStream_t stream = nullptr;
+                 CUDA_OK(api.cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+                 CHILD_EQ(SumInts(api, comm, stream, 1), 2);
+                 int64_t* buf = DeviceCopy(api, std::vector<int64_t>(17, 1));
+                 NCCL_STARTED(api.ncclAllReduce(buf, buf, 17, ncclInt64, ncclSum, comm, stream));
+                 const ncclResult_t launched = WaitComm(api, comm);  // (the kernel may have faulted already)
+                 CHILD_CHECK(launched == ncclSuccess || launched == ncclUnhandledCudaError);
+                 const auto deadline = Clock::now() + milliseconds(3000);
+                 cudaError_t e = cudaErrorNotReady;
+                 while (e == cudaErrorNotReady && Clock::now() < deadline) e = api.cudaStreamQuery(stream);
+                 CHILD_EQ(e, cudaErrorIllegalAddress);
+                 void* p = nullptr;
+                 CHILD_EQ(api.cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+                 CHILD_EQ(api.cudaGetLastError(), cudaErrorIllegalAddress);
+                 CHILD_EQ(api.cudaGetLastError(), cudaErrorIllegalAddress);
+                 ncclResult_t state = ncclSuccess;
+                 CHILD_EQ(api.ncclCommGetAsyncError(comm, &state), ncclSuccess);
+                 CHILD_EQ(state, ncclUnhandledCudaError);
+                 CUDA_OK(api.cudaSetDevice(3));
+                 CUDA_OK(api.cudaMalloc(&p, 16));  // another device is fine
+                 CHILD_EQ(api.ncclCommAbort(comm), ncclSuccess);
+               });
+  ExpectAllOk(w);
+}
+
+// RINGMASTER_EMULATED_CUDA_ASYNC_PAGEABLE: a copy from pageable memory returns before its destination is
+// written (cudaMemcpy too); the source was staged, so reusing it at once is safe; a sync shows the data.
+TEST(GpuEmulation, APageableCopyLandsAfterTheCallReturns) {
+  World w = RunRanks(Options{1, {{"RINGMASTER_EMULATED_CUDA_ASYNC_PAGEABLE", "200"}}, 10000, nullptr}, [](int, Board&) {
+    const Api& api = LoadApi();
+    std::vector<int32_t> host(64, 7);
+    int32_t* dev = nullptr;
+    CUDA_OK(api.cudaMalloc(reinterpret_cast<void**>(&dev), 64 * sizeof(int32_t)));
+    CUDA_OK(api.cudaMemset(dev, 0, 64 * sizeof(int32_t)));
+    CUDA_OK(api.cudaMemcpy(dev, host.data(), 64 * sizeof(int32_t), cudaMemcpyHostToDevice));
+    std::fill(host.begin(), host.end(), 9);  // reused at once: the copy staged it
+    CHILD_EQ(dev[0], 0);                     // (emulated device memory is host memory)
+    CHILD_EQ(api.cudaStreamQuery(nullptr), cudaErrorNotReady);
+    CUDA_OK(api.cudaDeviceSynchronize());
+    CHILD_EQ(dev[63], 7);
   });
   ExpectAllOk(w);
 }

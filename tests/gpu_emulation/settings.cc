@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -81,6 +82,7 @@ Settings Load() {
   std::string debug = Env("NCCL_DEBUG");
   for (auto& ch : debug) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   s.quiet = debug == "NONE" || debug == "VERSION";
+  s.async_pageable_ms = std::max(0, EnvInt("RINGMASTER_EMULATED_CUDA_ASYNC_PAGEABLE", 0));
   return s;
 }
 
@@ -91,17 +93,29 @@ const Settings& GetSettings() {
   return *settings;
 }
 
-bool InjectedFault(const char* op_name) {
-  const std::string spec = Env("RINGMASTER_EMULATED_NCCL_FAIL");
+// Counts calls per (knob, key) for the process, under a lock; true on the n-th.
+static bool CountedCall(const std::string& knob, const std::string& key, long nth) {
+  static std::mutex mu;
+  static auto* calls = new std::map<std::string, long>;  // never freed, as GetSettings' object
+  std::lock_guard<std::mutex> lock(mu);
+  return ++(*calls)[knob + "/" + key] == nth;
+}
+
+bool InjectedAt(const char* knob, const char* op_name) {
+  const std::string spec = Env(knob);
   const size_t colon = spec.rfind(':');
   if (colon == std::string::npos || spec.compare(0, colon, op_name) != 0) return false;
   char* end = nullptr;
   const long nth = std::strtol(spec.c_str() + colon + 1, &end, 10);
   if (end == nullptr || *end != '\0' || nth < 1) return false;
-  static std::mutex mu;
-  static auto* calls = new std::map<std::string, long>;  // never freed, as GetSettings' object
-  std::lock_guard<std::mutex> lock(mu);
-  return ++(*calls)[op_name] == nth;
+  return CountedCall(knob, op_name, nth);
+}
+
+bool InjectedFault(const char* op_name) { return InjectedAt("RINGMASTER_EMULATED_NCCL_FAIL", op_name); }
+
+bool InjectedIllegalAddress() {
+  const long nth = EnvInt("RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS", 0);
+  return nth >= 1 && CountedCall("RINGMASTER_EMULATED_CUDA_ILLEGAL_ADDRESS", "kernel", nth);
 }
 
 uint64_t HashBytes(const void* data, size_t bytes, uint64_t seed) {
