@@ -82,6 +82,8 @@ StatusOr<std::unique_ptr<NcclApi>> ResolveNcclApi(LoadedLibrary library) {
   RINGMASTER_RESOLVE(api, ncclCommInitRankConfig);
   RINGMASTER_RESOLVE(api, ncclCommGetAsyncError);
   RINGMASTER_RESOLVE(api, ncclCommAbort);
+  RINGMASTER_RESOLVE(api, ncclCommFinalize);
+  RINGMASTER_RESOLVE(api, ncclCommDestroy);
   RINGMASTER_RESOLVE(api, ncclCommSplit);
   RINGMASTER_RESOLVE(api, ncclGroupStart);
   RINGMASTER_RESOLVE(api, ncclGroupEnd);

@@ -63,6 +63,8 @@ struct NcclApi {
   decltype(&::ncclCommInitRankConfig) ncclCommInitRankConfig;
   decltype(&::ncclCommGetAsyncError) ncclCommGetAsyncError;
   decltype(&::ncclCommAbort) ncclCommAbort;
+  decltype(&::ncclCommFinalize) ncclCommFinalize;  // (2.14) an orderly teardown: Finalize, then Destroy
+  decltype(&::ncclCommDestroy) ncclCommDestroy;
   decltype(&::ncclCommSplit) ncclCommSplit;
   decltype(&::ncclGroupStart) ncclGroupStart;
   decltype(&::ncclGroupEnd) ncclGroupEnd;

@@ -51,4 +51,27 @@ int VisibleGpuCount() {
   return n.ok() ? *n : 0;
 }
 
+StatusOr<int> DeviceIndex(int device, int local_rank, int gpus, bool multi_rank_gpu) {
+  const bool assigned = device >= 0;
+  const int index = assigned ? device : local_rank;
+  if (index < 0) return InvalidArgumentError("no GPU index for local rank " + std::to_string(local_rank));
+  if (index < gpus) return index;
+  if (multi_rank_gpu && gpus > 0) return index % gpus;  // ranks share GPUs on purpose (NCCL >= 2.30)
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string n = std::to_string(gpus);
+  return InvalidArgumentError(
+      (assigned ? "RINGMASTER_DEVICE=" + std::to_string(device) + " (local rank " + std::to_string(local_rank) + ")"
+                : "local rank " + std::to_string(local_rank)) +
+      " needs GPU " + std::to_string(index) + " but only " + n + " GPU" + (gpus == 1 ? " is" : "s are") +
+      " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "<unset>") + "): start at most " + n +
+      " workers per node or give each pod nvidia.com/gpu: N (NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share a GPU)");
+}
+
+StatusOr<int> DeviceIndex(int device, int local_rank) {
+  RINGMASTER_ASSIGN_OR_RETURN(int gpus, VisibleGpus());
+  if (gpus == 0) return UnavailableError("no GPU is visible to this process");
+  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return DeviceIndex(device, local_rank, gpus, multi != nullptr && std::string(multi) == "1");
+}
+
 }  // namespace ringmaster::nccl

@@ -32,4 +32,14 @@ inline StatusOr<int> VisibleGpus() { return VisibleGpus(GpuEvidence::OfThisProce
 // VisibleGpus(), with any error counted as no GPU. For places that only report.
 int VisibleGpuCount();
 
+// The CUDA device a rank's NCCL communicator runs on: `device` when >= 0 (RINGMASTER_DEVICE, the launcher's
+// assignment), else `local_rank`. An index beyond the `gpus` visible ones is refused (InvalidArgument, saying
+// how many workers a node can take) instead of wrapping onto a GPU another rank uses, unless
+// `multi_rank_gpu` (NCCL_MULTI_RANK_GPU_ENABLE=1: NCCL >= 2.30 lets ranks share a GPU), which wraps it
+// (index % gpus). `gpus` must be > 0.
+StatusOr<int> DeviceIndex(int device, int local_rank, int gpus, bool multi_rank_gpu);
+// The same with this process's visible GPUs (VisibleGpus()) and NCCL_MULTI_RANK_GPU_ENABLE. Errors: also
+// VisibleGpus'; Unavailable when there is no GPU.
+StatusOr<int> DeviceIndex(int device, int local_rank);
+
 }  // namespace ringmaster::nccl

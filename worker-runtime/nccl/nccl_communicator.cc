@@ -131,10 +131,12 @@ NcclCommunicator::NcclCommunicator(const nccl::CudaApi& cuda, const nccl::NcclAp
 
 NcclCommunicator::~NcclCommunicator() {
   nccl::DeviceGuard device(cuda_, options_.device);
-  // Abort rather than Destroy: Destroy runs Finalize, a collective that hangs if a peer is gone. Aborting
-  // the parent also stops any child init it still runs, so NCCL is done with the abandoned slots after it.
   std::lock_guard<std::mutex> lock(mu_);
-  if (!nccl_aborted_) nccl_.ncclCommAbort(comm_);
+  // An orderly end (healthy, never revoked, aborted or asked to abort, no async error): finalize, then destroy,
+  // as NCCL's documented teardown. Anything else is aborted: Destroy runs Finalize, which waits on the peers and
+  // hangs if one is gone. Aborting the parent also stops any child init it still runs, so NCCL is done with the
+  // abandoned slots after it.
+  if (!nccl_aborted_ && !(Orderly() && Finalized())) nccl_.ncclCommAbort(comm_);
   for (auto& slot : abandoned_children_) {
     if (ncclComm* late = __atomic_load_n(slot.get(), __ATOMIC_ACQUIRE)) nccl_.ncclCommAbort(late);
   }
@@ -142,8 +144,27 @@ NcclCommunicator::~NcclCommunicator() {
   cuda_.cudaStreamDestroy(stream_);
 }
 
+bool NcclCommunicator::Orderly() const {
+  if (!broken_.ok() || revoked_ || nccl_aborted_ || abort_requested_ || !abandoned_children_.empty()) return false;
+  ncclResult_t async = ncclInProgress;
+  return nccl_.ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async == ncclSuccess;
+}
+
+bool NcclCommunicator::Finalized() {
+  ncclResult_t r = nccl_.ncclCommFinalize(comm_);
+  // Non-blocking: ncclInProgress until every queued operation is done and the peers have finalized too.
+  if (r == ncclSuccess || r == ncclInProgress) r = PollComm(nccl_, comm_, Clock::now() + options_.timeout, nullptr);
+  if (r != ncclSuccess) return false;  // the caller aborts it
+  if (ncclResult_t d = nccl_.ncclCommDestroy(comm_); d != ncclSuccess && d != ncclInProgress) {
+    nccl_.ncclCommAbort(comm_);  // Destroy refused it: its resources must still be released
+  }
+  nccl_aborted_ = true;  // (released either way: nothing may touch comm_ now)
+  return true;
+}
+
 template <typename Fn>
 auto NcclCommunicator::OnDevice(Fn call) -> decltype(call()) {
+  std::lock_guard<std::mutex> inside(call_mu_);
   nccl::DeviceGuard device(cuda_, options_.device);
   if (const Status& set = device.status(); !set.ok()) {
     // A lost context or a missing device ends the worker (gpu_errors.h); a passing CUDA error is a broken communicator.
@@ -167,7 +188,18 @@ void NcclCommunicator::Abort(const std::string& reason) {
 }
 
 Status NcclCommunicator::health() const {
+  // A collective that returned OK may still be followed by an asynchronous error (a proxy's connection
+  // failing later): ask NCCL, unless another thread is inside the communicator (it will see the error
+  // itself) or the communicator is already broken, revoked or aborted.
+  std::unique_lock<std::mutex> inside(call_mu_, std::try_to_lock);
   std::lock_guard<std::mutex> lock(mu_);
+  if (!inside.owns_lock() || !broken_.ok() || nccl_aborted_ || revoked_) return broken_;
+  ncclResult_t async = ncclSuccess;
+  if (nccl_.ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
+    broken_ = Status(NcclFailureCode(async, /*at_init=*/false), "communicator '" + prefix_ + "' rank " +
+                                                                    std::to_string(rank_) +
+                                                                    ": asynchronous NCCL error: " + NcclError(async));
+  }
   return broken_;
 }
 
@@ -223,7 +255,9 @@ Status NcclCommunicator::WaitComm(const char* what) {
   ncclResult_t r = PollComm(nccl_, comm_, Clock::now() + options_.timeout, &abort_requested_);
   if (r == ncclSuccess) return Status::Ok();
   if (abort_requested_) return Fail(std::string(what) + ": aborted on request");
-  return Fail(std::string(what) + ": " + Outcome(nccl_, r));
+  if (r == ncclInProgress) return Fail(std::string(what) + ": timed out");
+  // (a kernel's fault may show here first, as ncclUnhandledCudaError: NcclError names the CUDA error)
+  return Fail(std::string(what) + ": failed: " + NcclError(r), NcclFailureCode(r, /*at_init=*/false));
 }
 
 Status NcclCommunicator::WaitStream(const char* what) {
@@ -231,7 +265,7 @@ Status NcclCommunicator::WaitStream(const char* what) {
   const auto deadline = Clock::now() + options_.timeout;
   for (;;) {
     cudaError_t e = cuda_.cudaStreamQuery(stream_);
-    if (e == cudaSuccess) return Status::Ok();
+    if (e == cudaSuccess) return Drained(what);
     if (e != cudaErrorNotReady) {
       return Fail(std::string(what) + ": " + cuda_.ErrorText(e) + StickyNote(e, options_.device),
                   CudaFailureCode(e, StatusCode::kAborted));
@@ -248,6 +282,35 @@ Status NcclCommunicator::WaitStream(const char* what) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+}
+
+std::string NcclCommunicator::NcclError(int result) const {
+  auto r = static_cast<ncclResult_t>(result);
+  std::string text = nccl_.ncclGetErrorString(r);
+  if (r != ncclUnhandledCudaError) return text;
+  // Name the CUDA error behind it: the stream's (a kernel's fault is sticky), else the thread's last one.
+  cudaError_t e = cuda_.cudaStreamQuery(stream_);
+  if (e == cudaSuccess || e == cudaErrorNotReady) e = cuda_.cudaGetLastError();
+  return e == cudaSuccess || e == cudaErrorNotReady ? text : text + " (" + cuda_.ErrorText(e) + ")";
+}
+
+Status NcclCommunicator::Drained(const char* what) {
+  // NCCL 2.30.7's kernels end either complete or early, when the communicator's abort flag rises (abort,
+  // revoke, shrink-abort): both leave the stream idle. Only a communicator with no async error, not being
+  // revoked (ncclInProgress) and never asked to abort vouches for the result.
+  ncclResult_t async = ncclSuccess;
+  if (ncclResult_t r = nccl_.ncclCommGetAsyncError(comm_, &async); r != ncclSuccess) {
+    return Fail(std::string(what) + ": ncclCommGetAsyncError: " + nccl_.ncclGetErrorString(r));
+  }
+  if (async == ncclInProgress) return Fail(std::string(what) + ": the communicator is being revoked or aborted");
+  if (async != ncclSuccess) {
+    return Fail(std::string(what) + ": " + NcclError(async), NcclFailureCode(async, /*at_init=*/false));
+  }
+  if (abort_requested_) return Fail(std::string(what) + ": aborted on request (its result may be partial)");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!broken_.ok()) return broken_;
+  if (revoked_ || nccl_aborted_) return AbortedError("communicator '" + prefix_ + "' was revoked or aborted");
+  return Status::Ok();
 }
 
 Status NcclCommunicator::CheckBuffers(std::initializer_list<std::pair<const void*, const char*>> buffers) const {

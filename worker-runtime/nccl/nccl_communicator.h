@@ -26,9 +26,19 @@
 // device for its duration (and restores the caller's), so a collective, a
 // split or a scratch allocation on another thread acts on the right GPU.
 //
+// A collective returns OK only when its work is complete: a drained stream is
+// not enough (an aborted kernel leaves it idle with partial results), so the
+// async error, a revoke and an Abort() request are checked after it drains.
+// health() also reports an async error that arrives after a collective.
+//
+// Teardown: a communicator whose generation ended in order (healthy, never
+// revoked or aborted) is finalized (ncclCommFinalize, polled for at most the
+// timeout) and destroyed; any other, or one whose finalize fails or times out,
+// is aborted (Destroy runs Finalize, which hangs when a peer is gone).
+//
 // Thread-safety: as Communicator. Abort() only sets a flag; the thread inside
 // the communicator revokes or aborts it, so NCCL is never entered by two
-// threads at once.
+// threads at once (health() asks NCCL only while no thread is inside).
 #pragma once
 
 #include <atomic>
@@ -127,8 +137,19 @@ class NcclCommunicator : public comm::Communicator {
   auto OnDevice(Fn call) -> decltype(call());
   // Polls until the communicator is idle (init/split done) or the deadline.
   Status WaitComm(const char* what);
-  // Polls until the stream has drained every enqueued operation.
+  // Polls until the stream has drained every enqueued operation, then Drained().
   Status WaitStream(const char* what);
+  // "Complete means complete": OK only when the drained stream's work really completed -- no async error, no
+  // revoke in progress, no Abort() request, never revoked or aborted (an aborted kernel leaves the stream
+  // idle with partial results). Errors: Aborted (the communicator is failed).
+  Status Drained(const char* what);
+  // ncclGetErrorString's text; for ncclUnhandledCudaError also the CUDA error behind it, by name.
+  std::string NcclError(int result) const;
+  // The destructor's choice. Orderly: healthy, never revoked/aborted/asked to abort, no async error (mu_ held).
+  bool Orderly() const;
+  // ncclCommFinalize polled to completion (at most options_.timeout), then ncclCommDestroy; false (nothing
+  // released: the caller aborts) when Finalize fails or times out (mu_ held).
+  bool Finalized();
   // The allreduce itself, not counted (DoBarrier's word is no payload).
   Status AllreduceOnStream(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op);
   // InvalidArgument (the communicator stays usable) when a buffer is host memory or another GPU's: NCCL
@@ -158,9 +179,12 @@ class NcclCommunicator : public comm::Communicator {
   CUstream_st* const stream_;
 
   std::atomic<bool> abort_requested_{false};
+  // Held by the thread inside NCCL (OnDevice) and tried by health(), so that health() asks NCCL for an
+  // async error only while no other thread is inside the communicator. Taken before mu_.
+  mutable std::mutex call_mu_;
   mutable std::mutex mu_;
-  // Guarded by mu_.
-  Status broken_;
+  // Guarded by mu_. Mutable: health() records an async error it finds.
+  mutable Status broken_;
   bool nccl_aborted_ = false;  // ncclCommAbort done: the resources are gone
   bool revoked_ = false;       // ncclCommRevoke done: quiescing or quiescent, shrinkable
 

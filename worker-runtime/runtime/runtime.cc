@@ -13,10 +13,13 @@ namespace ringmaster::runtime {
 
 namespace {
 
-// The CUDA device an NCCL communicator built with `config` runs on: CreateWorldCommunicator's choice.
+// The CUDA device an NCCL communicator built with `config` runs on: CreateWorldCommunicator's choice
+// (nccl::DeviceIndex), which refuses an index beyond the visible GPUs before any Runtime exists (-1 then);
+// 0 without GPUs.
 int DeviceOf(const RuntimeConfig& config) {
-  const int gpus = nccl::VisibleGpuCount();
-  return gpus > 0 ? (config.device >= 0 ? config.device : config.local_rank) % gpus : 0;
+  if (nccl::VisibleGpuCount() == 0) return 0;
+  StatusOr<int> device = nccl::DeviceIndex(config.device, config.local_rank);
+  return device.ok() ? *device : -1;
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ StatusOr<std::unique_ptr<comm::Communicator>> CreateWorldCommunicator(std::share
             "on purpose");
       }
       nccl::NcclOptions no;
-      no.device = (options.device >= 0 ? options.device : options.local_rank) % gpus;
+      RINGMASTER_ASSIGN_OR_RETURN(no.device, nccl::DeviceIndex(options.device, options.local_rank));
       no.timeout = options.timeout;
       no.traffic = options.gpu_traffic;
       return nccl::NcclCommunicator::Create(std::move(store), options.prefix, rank, size, no);

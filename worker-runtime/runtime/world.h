@@ -17,8 +17,8 @@ namespace ringmaster::runtime {
 struct WorldOptions {
   comm::Backend backend = comm::Backend::kAuto;
   std::chrono::milliseconds timeout{60000};          // rendezvous and per collective
-  int local_rank = 0;                                // NCCL: CUDA device = local_rank % visible GPUs ...
-  int device = -1;                                   // ... unless this is >= 0: then device % visible GPUs
+  int local_rank = 0;                                // NCCL: CUDA device = local_rank ...
+  int device = -1;                                   // ... unless this is >= 0 (nccl::DeviceIndex: no wrapping)
   std::string host = "127.0.0.1";                    // Gloo: address peers reach this rank on
   std::string prefix = "world";                      // store key prefix, unique per communicator in a generation
   std::shared_ptr<comm::DeviceTraffic> gpu_traffic;  // NCCL: where collective bytes are counted (may be null)
