@@ -5,6 +5,7 @@
 // go to the test log.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -119,6 +120,25 @@ TEST_F(ElasticChaosTest, PausedWorkerComesBackAndTheSameGenerationIsRebuilt) {
   text << log.rdbuf();
   EXPECT_NE(text.str().find("building it again"), std::string::npos);
   EXPECT_EQ(text.str().find("unresponsive"), std::string::npos) << "the paused worker was removed";
+}
+
+// Rank 1 stopped inside a step (SIGSTOP for 4 s) under a 60 s collective timeout and a heartbeat timeout longer
+// still: rank 0's hang watchdog (RINGMASTER_HANG_MIN_SECONDS 1) revokes generation 1 and reports the hang, and
+// ringmaster-run publishes generation 2, reason Hung, with the same workers; the run goes on as soon as rank 1
+// does, not after the timeout. The stopped worker does not judge its own pause a hang (one generation, one hang).
+TEST_F(ElasticChaosTest, AHungGenerationIsRebuiltAsHungLongBeforeTheCollectiveTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  int rc = Launch(Out(), "--np 2 --heartbeat-timeout-ms 60000 --pause-ms 4000 --chaos pause@5:1",
+                  "--step-delay-ms 30 --timeout-ms 60000", "RINGMASTER_HANG_MIN_SECONDS=1");
+  ASSERT_EQ(rc, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(45)) << "waited out the 60 s timeout";
+  ExpectMatchesReference(Out(), 2);
+  EXPECT_EQ(CountInLog(Out(), "(Hung: w0 committed no step for"), 1);
+  EXPECT_EQ(CountInLog(Out(), "[w0] generation 1: no step committed for"), 1);
+  EXPECT_EQ(CountInLog(Out(), "[w1] generation 1: no step committed for"), 0) << "w1 judged its own pause a hang";
+  EXPECT_EQ(CountInLog(Out(), "generations rebuilt for a hang: 1"), 1);
+  EXPECT_EQ(LastGeneration(Out()), 2);
+  EXPECT_EQ(CountInLog(Out(), "unresponsive"), 0) << "the paused worker was removed";
 }
 
 TEST_F(ElasticChaosTest, RandomChaosSeeded) {
