@@ -96,16 +96,26 @@ std::shared_ptr<comm::ReadyFence> FenceAfterStream(const TensorArg& t, uintptr_t
   return Value(nccl::CudaEventFence::Record(CudaOrRaise(), t.device, reinterpret_cast<cudaStream_t>(stream)));
 }
 
-// A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes.
+// Arrays of failed CUDA collectives: a revoked or aborted NCCL kernel may still write them until its
+// communicator is finished, which only the destruction of the runtime that ran it guarantees. The session
+// clears it after a Join() or Finish() (the old runtime is gone) and at its end. Touched with the GIL held.
+using Parked = std::shared_ptr<std::vector<nb::object>>;
+
+// A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes --
+// after a failure on CUDA tensors, until its runtime is gone (Parked).
 class PyHandle {
  public:
-  PyHandle(fusion::Handle handle, std::vector<nb::object> keep) : handle_(handle), keep_(std::move(keep)) {}
+  PyHandle(fusion::Handle handle, std::vector<nb::object> keep, bool cuda = false, Parked parked = nullptr)
+      : handle_(handle), keep_(std::move(keep)), cuda_(cuda), parked_(std::move(parked)) {}
   bool Poll() const { return handle_.Poll(); }
   void Wait() {
     Status s;
     {
       nb::gil_scoped_release release;
       s = handle_.Wait();
+    }
+    if (!s.ok() && cuda_ && parked_) {
+      for (auto& o : keep_) parked_->push_back(std::move(o));
     }
     keep_.clear();
     Check(s);
@@ -114,6 +124,8 @@ class PyHandle {
  private:
   fusion::Handle handle_;
   std::vector<nb::object> keep_;
+  bool cuda_ = false;
+  Parked parked_;
 };
 
 // A point-to-point send or receive in flight and the array it borrows, kept alive until it completes.
@@ -171,6 +183,7 @@ class PySession {
       if (!r.ok() && elastic::ClassifyFailure(r.status()) == elastic::FailureClass::kEndsWorker)
         r = session_->EndWorker(r.status());
     }
+    if (r.ok()) parked_->clear();  // the generation that failed them was torn down (its runtime destroyed)
     CheckJoined(r.status());
     return *r;
   }
@@ -207,8 +220,15 @@ class PySession {
   bool Journaling() const { return session_->journaling(); }
   void CountSamples(uint64_t n) { session_->CountSamples(n); }
   void Finish() {
-    nb::gil_scoped_release release;
-    session_->Finish();
+    {
+      nb::gil_scoped_release release;
+      session_->Finish();
+    }
+    if (session_->runtime() == nullptr) parked_->clear();
+  }
+  ~PySession() {
+    session_.reset();  // the runtimes first: their NCCL work is finished (aborted or destroyed) after this
+    parked_->clear();
   }
   nb::dict Topology() const {
     auto t = session_->topology();
@@ -366,11 +386,13 @@ class PySession {
     }
     return {i, o, FenceAfterStream(i, stream)};
   }
-  static PyHandle Submit(fusion::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
-    return PyHandle(h, {nb::cast(in), nb::cast(out)});
+  PyHandle Submit(fusion::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
+    const bool cuda = in.device_type() == nb::device::cuda::value || out.device_type() == nb::device::cuda::value;
+    return PyHandle(h, {nb::cast(in), nb::cast(out)}, cuda, parked_);
   }
 
   std::unique_ptr<elastic::WorkerSession> session_;
+  Parked parked_ = std::make_shared<std::vector<nb::object>>();
   RingmasterTfBridge tf_bridge_{};
 };
 
