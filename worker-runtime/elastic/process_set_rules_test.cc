@@ -7,6 +7,7 @@
 #include "api/names.h"
 #include "base/status_test_macros.h"
 #include "worker-runtime/elastic/elastic_driver.h"
+#include "worker-runtime/elastic/worker_setup.h"
 #include "worker-runtime/examples/train/train_example_options.h"
 
 namespace ringmaster::elastic {
@@ -135,6 +136,42 @@ TEST(TrainOptionsTest, FlagsWinAndTheLaunchersVariablesComeFirst) {
   EXPECT_EQ(o->store_port, 4000);
   EXPECT_TRUE(o->hierarchical);
   EXPECT_EQ(o->backend, comm::Backend::kGloo);
+}
+
+// The hang watchdog's settings: defaults, the environment (RINGMASTER_HANG_*), flags on top, and a bad value named.
+TEST(TrainOptionsTest, TheHangWatchdogComesFromTheEnvironmentAndFlags) {
+  std::map<std::string, std::string> env = {{std::string(api::env::kMembershipFile), "/m"},
+                                            {std::string(api::env::kWorkerId), "w"},
+                                            {std::string(api::env::kSecret), "s"},
+                                            {std::string(api::env::kStorePort), "1"}};
+  auto o = Parse({}, env);
+  ASSERT_OK(o) << o.status().ToString();
+  EXPECT_EQ(o->hang_factor, 10);
+  EXPECT_EQ(o->hang_min_seconds, 30);
+  env[std::string(api::env::kHangFactor)] = "0";
+  env[std::string(api::env::kHangMinSeconds)] = "2.5";
+  o = Parse({}, env);
+  ASSERT_OK(o) << o.status().ToString();
+  EXPECT_EQ(o->hang_factor, 0) << "0 turns it off";
+  EXPECT_EQ(o->hang_min_seconds, 2.5);
+  o = Parse({"--hang-factor", "4", "--hang-min-seconds", "9"}, env);
+  ASSERT_OK(o) << o.status().ToString();
+  EXPECT_EQ(o->hang_factor, 4);
+  EXPECT_EQ(o->hang_min_seconds, 9);
+  const ElasticOptions eo = DriverOptions(*o, runtime::RuntimeConfig{}, nullptr, nullptr, {});
+  EXPECT_EQ(eo.hang_factor, 4);
+  EXPECT_EQ(eo.hang_floor, std::chrono::milliseconds(9000));
+  for (const char* bad : {"ten", "-1", "1e9", "3x"}) {
+    env[std::string(api::env::kHangFactor)] = bad;
+    o = Parse({}, env);
+    ASSERT_FALSE(o.ok()) << bad;
+    EXPECT_NE(o.status().message().find(std::string(api::env::kHangFactor)), std::string::npos) << o.status();
+  }
+  env[std::string(api::env::kHangFactor)] = "10";
+  env[std::string(api::env::kHangMinSeconds)] = "0";
+  o = Parse({}, env);
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find(std::string(api::env::kHangMinSeconds)), std::string::npos) << o.status();
 }
 
 TEST(TrainOptionsTest, BadInputNamesTheProblem) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "base/status_test_macros.h"
@@ -157,6 +158,24 @@ TEST_F(FileSourceTest, ConcurrentRewritesNeverShowAMixedRecord) {
   writer.join();
   std::lock_guard lock(mu_);
   EXPECT_TRUE(logs_.empty()) << logs_.front();
+}
+
+// A hang report lands beside the membership file, where ringmaster-run reads it (api/hang_report.h); a newer one
+// replaces it.
+TEST_F(FileSourceTest, AHangReportIsAFileBesideTheMembership) {
+  auto source = Start();
+  api::HangReport r{"w1", 3, 31.5, 0.2, 77, "2026-12-06T10:00:00.000Z"};
+  ASSERT_OK(source->ReportHang(r));
+  r.generation = 4;
+  ASSERT_OK(source->ReportHang(r));
+  std::ifstream in(dir_ / api::HangReportFileName("w1"));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto back = api::DecodeHangReport("w1", text.str());
+  ASSERT_OK(back) << back.status() << ": " << text.str();
+  EXPECT_EQ(*back, r);
+  r.reporter.clear();
+  EXPECT_EQ(source->ReportHang(r).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(WriteMembershipFileTest, UnwritableDirectoryIsUnavailable) {
