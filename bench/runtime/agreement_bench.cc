@@ -118,9 +118,10 @@ int Main(int argc, char** argv) {
   auto flags = cli::ParseInto<Flags>(NewApp, cli::Args(argc, argv));
   if (auto exit_code = cli::ExitEarly<Flags>("ringmaster-agreement-bench", flags, NewApp)) return *exit_code;
   Report report("agreement", argc, argv);
-  std::printf("step: %d ms compute + one allreduce of %d float32 (Gloo, loopback); %d rounds x %d steps of each "
-              "kind, alternating\n",
-              flags->step_ms, flags->grad_floats, flags->rounds, flags->steps);
+  std::printf(
+      "step: %d ms compute + one allreduce of %d float32 (Gloo, loopback); %d rounds x %d steps of each "
+      "kind, alternating\n",
+      flags->step_ms, flags->grad_floats, flags->rounds, flags->steps);
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   std::printf("%-6s %-14s %-14s %-12s %-8s\n", "ranks", "plain us/step", "agree us/step", "cost us", "cost %");
   int rc = 0;
@@ -133,8 +134,7 @@ int Main(int argc, char** argv) {
     auto outcomes = runtime::RunLocalRanks(lo, [&](runtime::RankContext& ctx) { return RunRank(ctx, *flags, out); });
     if (!outcomes.ok() || runtime::FirstFailureCode(*outcomes) != 0) {
       std::fprintf(stderr, "ringmaster-agreement-bench: %d ranks: %s\n", n,
-                   outcomes.ok() ? runtime::DescribeFailures(*outcomes).c_str()
-                                 : outcomes.status().ToString().c_str());
+                   outcomes.ok() ? runtime::DescribeFailures(*outcomes).c_str() : outcomes.status().ToString().c_str());
       rc = 1;
       continue;
     }
@@ -149,8 +149,9 @@ int Main(int argc, char** argv) {
     const double p = Median(plain), a = Median(agree), c = Median(cost);
     const double share = p > 0 ? 100.0 * c / p : 0;
     std::printf("%-6d %-14.1f %-14.1f %-12.1f %-8.2f\n", n, p, a, c, share);
-    report.Figure("agreement.cost." + std::to_string(n), "commit agreement's cost per step, " + std::to_string(n) +
-                      " ranks, " + std::to_string(flags->step_ms) + " ms step",
+    report.Figure("agreement.cost." + std::to_string(n),
+                  "commit agreement's cost per step, " + std::to_string(n) + " ranks, " +
+                      std::to_string(flags->step_ms) + " ms step",
                   "%", share, std::nullopt, "", OursAtMost(1.0, "<= 1 % of the step"))["load"] = LoadAverage();
   }
   std::printf("load average at end: %s\n", LoadAverage().c_str());

@@ -147,7 +147,7 @@ struct Worker {
   Lines log;
   int64_t model = 0;
   std::atomic<int64_t> started{0};  // steps begun in this process (committed or not)
-  int64_t last_restore_step = -1;    // the step the last generation joined resumed from
+  int64_t last_restore_step = -1;   // the step the last generation joined resumed from
   // What the first restore (the first generation joined) found: the step, the program's model and the cursor.
   struct Restore {
     int64_t step = -1, model = -1;

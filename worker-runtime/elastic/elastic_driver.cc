@@ -9,11 +9,11 @@
 
 #include "api/job_status.h"
 #include "base/time_format.h"
+#include "worker-runtime/checkpoint/crc32c.h"
 #include "worker-runtime/elastic/failure_class.h"
 #include "worker-runtime/elastic/peer_probe.h"
 #include "worker-runtime/elastic/rebuild_plan.h"
 #include "worker-runtime/elastic/restore_choice.h"
-#include "worker-runtime/checkpoint/crc32c.h"
 #include "worker-runtime/elastic/termination_notice.h"
 #include "worker-runtime/elastic/worker_metrics.h"
 #include "worker-runtime/store/store_client.h"

@@ -11,8 +11,8 @@
 
 #include "base/status_test_macros.h"
 #include "metrics/loopback_http_get.h"
-#include "worker-runtime/elastic/elastic_driver.h"
 #include "worker-runtime/checkpoint/crc32c.h"
+#include "worker-runtime/elastic/elastic_driver.h"
 #include "worker-runtime/elastic/elastic_state.h"
 #include "worker-runtime/elastic/sample_journal.h"
 #include "worker-runtime/elastic/worker_metrics.h"

@@ -33,8 +33,8 @@ StatusOr<RestoreChoice> ChooseRestore(const std::vector<HeldState>& ranks) {
       const bool in_agreed = h.agreed_step == step, in_tentative = h.tentative_step == step;
       if (!in_agreed && !in_tentative) continue;
       const uint32_t crc = in_agreed ? h.agreed_crc : h.tentative_crc;
-      held += (held.empty() ? "rank " : ", rank ") + std::to_string(r) + (in_agreed ? "" : " (tentative)") + " " +
-              Hex(crc);
+      held +=
+          (held.empty() ? "rank " : ", rank ") + std::to_string(r) + (in_agreed ? "" : " (tentative)") + " " + Hex(crc);
       if (choice.root < 0) {
         choice.root = r;
         choice.tentative = !in_agreed;

@@ -93,19 +93,19 @@ void Engine::RecordAgreed(int64_t mark) {
 }
 
 Handle Engine::SubmitVote(int64_t want) {
-  return SubmitTask("engine.vote." + std::to_string(want), [this, want](comm::Communicator&, comm::Communicator& control) -> Status {
-    // Run in a cycle every rank negotiated with this task queued (the common case), that negotiation carried
-    // every rank's vote >= want. Matched by name, the task may have been queued after it: then ask again. The
-    // cycle's minimum is the same on every rank, so every rank makes the same choice.
+  // Run in a cycle every rank negotiated with this task queued (the common case), that negotiation carried every
+  // rank's vote >= want. Matched by name, the task may have been queued after it: then ask again. The cycle's
+  // minimum is the same on every rank, so every rank makes the same choice.
+  auto vote = [this, want](comm::Communicator&, comm::Communicator& control) -> Status {
     int64_t mark = cycle_vote_;
     if (mark < want) {
       mark = vote_.load();
-      RINGMASTER_RETURN_IF_ERROR(
-          control.Allreduce(&mark, &mark, 1, common::DataType::kInt64, common::ReduceOp::kMin));
+      RINGMASTER_RETURN_IF_ERROR(control.Allreduce(&mark, &mark, 1, common::DataType::kInt64, common::ReduceOp::kMin));
     }
     RecordAgreed(mark);
     return Status::Ok();
-  });
+  };
+  return SubmitTask("engine.vote." + std::to_string(want), std::move(vote));
 }
 
 void Engine::Abort(const std::string& reason) {

@@ -19,6 +19,7 @@
 #include "api/names.h"
 #include "base/status_test_macros.h"
 #include "worker-runtime/common/pattern.h"
+#include "worker-runtime/runtime/world.h"
 #include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime {
@@ -479,6 +480,84 @@ TEST(RuntimeTest, GroupsOfTheirMembersAloneAndPointToPoint) {
     ASSERT_OK((*s)->Wait());
     EXPECT_EQ(from, (ctx.rank + 3) % 4);
     EXPECT_EQ(rt->SendAsync(&token, 8, ctx.rank, 0).status().code(), StatusCode::kInvalidArgument);
+  });
+  ExpectAllRanksOk(outcomes);
+}
+
+// A Gloo world communicator whose `fail_at`-th float32 allreduce (the data's: negotiations are int64) fails on this
+// rank alone, after every rank agreed to run it (what a buffer on the wrong device or a sticky CUDA error does on
+// one NCCL rank).
+class FailsOneAllreduce : public comm::Communicator {
+ public:
+  FailsOneAllreduce(std::unique_ptr<comm::Communicator> inner, int fail_at)
+      : inner_(std::move(inner)), fail_at_(fail_at) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  comm::Backend backend() const override { return inner_->backend(); }
+  comm::MemoryKind memory() const override { return inner_->memory(); }
+  void Abort(const std::string& reason) override { inner_->Abort(reason); }
+  Status health() const override { return inner_->health(); }
+
+ protected:
+  Status DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override {
+    if (type == common::DataType::kFloat32 && ++allreduces_ == fail_at_) {
+      return InvalidArgumentError("this rank's own failure");
+    }
+    return inner_->Allreduce(in, out, count, type, op);
+  }
+  Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) override {
+    return inner_->Allgather(in, out, count, type);
+  }
+  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) override {
+    return inner_->Allgatherv(in, out, counts, type);
+  }
+  Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) override {
+    return inner_->Broadcast(in, out, count, type, root);
+  }
+  Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override {
+    return inner_->ReduceScatter(in, out, count, type, op);
+  }
+  Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override {
+    return inner_->Alltoall(in, out, count, type);
+  }
+  Status DoBarrier() override { return inner_->Barrier(); }
+  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks,
+                                                        const std::string& name) override {
+    return inner_->Split(ranks, name);
+  }
+
+ private:
+  std::unique_ptr<comm::Communicator> inner_;
+  const int fail_at_;
+  int allreduces_ = 0;  // the engine thread's only (data and control are this one communicator under Gloo)
+};
+
+// One rank's own failure of a collective its peers ran breaks the world on every rank: the peer's collective
+// fails at once (not after the timeout) and neither rank's next collective pairs with the other's previous one.
+TEST(RuntimeTest, ARanksOwnFailureOfANegotiatedCollectiveAbortsItOnEveryRank) {
+  runtime_testing::WorldOptions options;
+  options.size = 2;
+  auto outcomes = runtime_testing::RunWorld(options, [](RankContext& ctx) {
+    RuntimeConfig config = GlooConfig();
+    config.timeout = 30s;
+    if (ctx.rank == 1) {
+      // "b" is its second float32 allreduce.
+      config.communicator_factory = [](std::shared_ptr<store::Store> store, int rank, int size,
+                                       const WorldOptions& wo) -> StatusOr<std::unique_ptr<comm::Communicator>> {
+        RINGMASTER_ASSIGN_OR_RETURN(auto inner, CreateWorldCommunicator(std::move(store), rank, size, wo));
+        return std::unique_ptr<comm::Communicator>(new FailsOneAllreduce(std::move(inner), 2));
+      };
+    }
+    auto rt = MakeRuntime(ctx, config);
+    ASSERT_NE(rt, nullptr);
+    std::vector<float> x(1024, 1.0f);
+    ASSERT_OK(rt->Allreduce("a", x.data(), x.data(), x.size(), common::DataType::kFloat32, common::ReduceOp::kSum));
+    const auto start = std::chrono::steady_clock::now();
+    Status b = rt->Allreduce("b", x.data(), x.data(), x.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
+    EXPECT_EQ(b.code(), ctx.rank == 1 ? StatusCode::kInvalidArgument : StatusCode::kAborted) << b;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the peer waited for the collective timeout";
+    Status c = rt->Allreduce("c", x.data(), x.data(), x.size(), common::DataType::kFloat32, common::ReduceOp::kSum);
+    EXPECT_EQ(c.code(), StatusCode::kAborted) << "the next collective ran after a one-sided failure: " << c;
   });
   ExpectAllRanksOk(outcomes);
 }
