@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "api/hang_report.h"
 #include "api/peer_report.h"
 #include "base/status_test_macros.h"
 #include "kube/client.h"
@@ -106,6 +107,17 @@ TEST_F(MembershipWatchTest, WorkerTokenWatchesItsOwnJobsMembership) {
   EXPECT_EQ(mine->generation, 3);
   EXPECT_EQ(mine->unreachable, std::vector<std::string>{"someone-else"});
   EXPECT_TRUE((*cm)["data"].contains("mine-worker-0"));
+
+  // A hang report goes to the same ConfigMap under "_hung.<pod>" (api/hang_report.h), with the same token; the
+  // peer report beside it stays.
+  const api::HangReport hang{"mine-worker-1", 3, 31.5, 0.25, 40, "2026-12-06T10:00:00.000Z"};
+  ASSERT_OK((*source)->ReportHang(hang));
+  cm = cluster_.KubectlJson({"get", "configmap", api::PeerReportsName("mine"), "-n", ns_});
+  ASSERT_OK(cm) << cm.status();
+  auto hung = api::DecodeHangReport("mine-worker-1", (*cm)["data"].value(api::HangReportKey("mine-worker-1"), ""));
+  ASSERT_OK(hung) << hung.status() << "\n" << cm->dump(2);
+  EXPECT_EQ(*hung, hang);
+  EXPECT_TRUE((*cm)["data"].contains("mine-worker-1"));
 
   // Stop wakes a waiter with Cancelled.
   std::thread stopper([&] {
