@@ -147,11 +147,12 @@ class Batch {
   }
 
   // Folds the n contributions in rank order into acc: mine from `own`, the others' from the mesh.
-  // `folded` (if given): how many contributions acc holds, also when it returns false (aborted).
-  bool FoldInOrder(const Task& t, uint64_t tag, const char* own, size_t count, char* acc, int* folded = nullptr) {
+  // `progress` (if given): where the partial reduction is written after each step once this rank's own
+  // contribution is in (before, it may still be the in-place input), as NCCL's ring kernels write partial
+  // sums into the output -- so an abort leaves them there. Nothing is written once the abort flag is up.
+  bool FoldInOrder(const Task& t, uint64_t tag, const char* own, size_t count, char* acc, char* progress = nullptr) {
     const int n = mesh_->size(), me = comm_->rank;
     const size_t bytes = count * TypeSize(t.type);
-    if (folded) *folded = 0;
     for (int r = 0; r < n; ++r) {
       Message m;
       const char* in = own;
@@ -161,7 +162,7 @@ class Batch {
         in = m.data.get();
       }
       Fold(acc, in, count, t.type, t.op, n, r == 0);
-      if (folded) ++*folded;
+      if (progress != nullptr && r >= me && r < n - 1 && !abort_.Aborted()) std::memcpy(progress, acc, bytes);
     }
     if (t.op == ncclAvg) FinishAvg(acc, count, t.type, n);
     return true;
@@ -179,10 +180,8 @@ class Batch {
       if (p != me && len(p) > 0) mesh_->Send(p, scatter, send + off(p) * es, len(p) * es, abort_);
     }
     std::unique_ptr<char[]> acc(new char[len(me) * es + 1]);
-    int folded = 0;
-    if (len(me) > 0 && !FoldInOrder(t, scatter, send + off(me) * es, len(me), acc.get(), &folded)) {
-      // aborted half way: the partial reduction stays in this rank's chunk of the output (see collectives.h)
-      if (folded > 0) std::memcpy(recv + off(me) * es, acc.get(), len(me) * es);
+    // (aborted half way: the partial reduction stays in this rank's chunk of the output, see collectives.h)
+    if (len(me) > 0 && !FoldInOrder(t, scatter, send + off(me) * es, len(me), acc.get(), recv + off(me) * es)) {
       return false;
     }
     for (int p = 0; p < n; ++p) {
