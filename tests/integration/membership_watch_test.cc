@@ -141,6 +141,38 @@ TEST_F(MembershipWatchTest, WorkerSeesEachGenerationTheOperatorPublishes) {
   EXPECT_GE(started->world_size(), 2);
   EXPECT_EQ(started->coordinator, started->members[0].address + ":" + kPort);
 
+  // A member reports its generation hung (api/hang_report.h): the operator publishes the next one, reason Hung, with
+  // the same members, and counts it once (status.hangs, a Warning Event Hung). A report about a generation that a
+  // join replaced meanwhile is stale: it is made again about the newest.
+  api::Membership hung;
+  Status rebuilt = WaitFor("a Hung generation", seconds(60), [&](std::string* last) {
+    const api::Membership latest = (*source)->Latest();
+    if (latest.reason == "Hung") {
+      hung = latest;
+      return true;
+    }
+    EXPECT_OK((*source)->ReportHang({latest.members[0].pod, latest.generation, 31, 0.2, 10, ""}));
+    *last = "generation " + std::to_string(latest.generation) + " (" + latest.reason + ")";
+    (void)(*source)->WaitNewer(latest.generation, seconds(2));
+    return false;
+  });
+  ASSERT_OK(rebuilt) << rebuilt << "\n" << op.Log();
+  Status counted = WaitFor("status.hangs 1", seconds(30), [&](std::string* last) {
+    auto tj = cluster_.KubectlJson({"get", "tj", "watched", "-n", ns_});
+    if (!tj.ok()) return false;
+    *last = (*tj)["status"].dump();
+    return (*tj)["status"].value("hangs", 0) == 1 &&
+           (*tj)["status"]["membership"].value("generation", int64_t{0}) >= hung.generation;
+  });
+  EXPECT_OK(counted) << counted;
+  Status told = WaitFor("a Hung Event", seconds(30), [&](std::string* last) {
+    auto events = cluster_.KubectlJson({"get", "events", "-n", ns_, "--field-selector", "reason=Hung"});
+    if (!events.ok()) return false;
+    *last = events->dump();
+    return !(*events)["items"].empty() && (*events)["items"][0].value("type", "") == "Warning";
+  });
+  EXPECT_OK(told) << told;
+
   // A worker fails: the source delivers the operator's next generation, without that worker.
   api::Membership now = (*source)->Latest();
   std::string victim = now.members.back().pod;
