@@ -8,10 +8,14 @@
 //     is the CRC the one-process run logged at S: nothing half-reduced was ever agreed, anywhere;
 //   - no step is missing between the first and the last, and the last is the run's last step on every finisher;
 //   - the final weights equal the one-process run's bit for bit, and every sample was taken once per epoch.
-// RINGMASTER_KILLS=N asks for N kills instead of 20 (make soak-collective-kills: 200); fewer caught fails.
+// RINGMASTER_KILLS=N asks for N kills instead of 20 (make soak-collective-kills: 200); fewer caught fails. A few
+// more killcoll events than that are fired (Spare): one finds no collective to kill in when its worker spends its
+// 10 s in a rebuild that stalls (an ncclCommShrink of a generation already superseded runs to its timeout, and the
+// others' NCCL init times out waiting for it), which is the runtime's liveness, not what this test checks.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -29,6 +33,9 @@ using namespace ringmaster::runtime_testing;
 
 constexpr int kDefaultKills = 20;
 constexpr int kFirstKillStep = 3, kKillEvery = 2;  // killcolls@3:N: one every 2 steps (chaos_spec.h)
+
+// The killcoll events beyond the kills wanted.
+int Spare(int kills) { return std::max(2, kills / 10); }
 
 int KillsWanted() {
   const char* n = ::getenv("RINGMASTER_KILLS");
@@ -70,12 +77,13 @@ TEST(ElasticCollectiveKillTest, KillsInsideCollectivesNeverCommitAHalfReducedSte
   ASSERT_TRUE(why.empty()) << why;
   const bool emulated = EmulatedGpus();
   const int kills = KillsWanted();
-  const int64_t steps = StepsFor(kills);
+  const int events = kills + Spare(kills);
+  const int64_t steps = StepsFor(events);
   // What changes the result, shared with the one-process reference run.
   const std::string result_flags = "--integer-grads true --steps " + std::to_string(steps);
   std::string launcher_flags = "--np 4 --min 2 --max 4 --chaos killcolls@" + std::to_string(kFirstKillStep) + ":" +
-                               std::to_string(kills) + " --chaos-seed 5 --chaos-gap-ms 50 --deadline-s " +
-                               std::to_string(60 + 6 * kills);
+                               std::to_string(events) + " --chaos-seed 5 --chaos-gap-ms 50 --deadline-s " +
+                               std::to_string(60 + 6 * events);
   if (!emulated) {
     // Real GPUs: every rank on GPU 0 (each on a simulated node of its own), as many ranks as NCCL >= 2.30 lets
     // share a GPU; the emulation gives each rank its own emulated GPU.
@@ -84,13 +92,14 @@ TEST(ElasticCollectiveKillTest, KillsInsideCollectivesNeverCommitAHalfReducedSte
   }
   const std::string out = (Root() / "collective-kills").string();
   const auto t0 = std::chrono::steady_clock::now();
-  const int code = Launch(out, launcher_flags, "--backend nccl --step-delay-ms 20 --timeout-ms 20000 " + result_flags);
+  // A short rebuild timeout: a stalled rebuild (above) costs seconds, not tens of them.
+  const int code = Launch(out, launcher_flags, "--backend nccl --step-delay-ms 20 --timeout-ms 4000 " + result_flags);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(code, 0) << "ringmaster-run failed (its log is above)";
 
   const int caught = CountInLog(out, "inside the collective of step");
-  std::fprintf(stderr, "%d of %d kills inside a collective, %d steps, %.1f s\n", caught, kills, static_cast<int>(steps),
-               seconds);
+  std::fprintf(stderr, "%d kills inside a collective (%d wanted, %d fired), %d steps, %.1f s\n", caught, kills, events,
+               static_cast<int>(steps), seconds);
   ASSERT_GE(caught, kills) << "fewer workers were killed inside a collective than asked ("
                            << CountInLog(out, "skipped: ") << " 'killcoll ... skipped' lines say why)";
 
