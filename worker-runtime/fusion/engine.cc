@@ -76,6 +76,14 @@ Handle Engine::Enqueue(std::unique_ptr<Item> item) {
     return handle;
   }
   queued_bytes_ += item->request.bytes();
+  if (item->vote) {
+    // Rides along only where something else will start the cycle it needs: the next step's own negotiation.
+    item->rides_along = eager_since_vote_;
+    eager_since_vote_ = false;
+  } else {
+    eager_since_vote_ = true;
+  }
+  if (!item->rides_along || options_.ordering != Ordering::kNegotiated) ++eager_;
   queue_.push_back(std::move(item));
   lock.unlock();
   cv_.notify_all();
@@ -105,7 +113,13 @@ Handle Engine::SubmitVote(int64_t want) {
     RecordAgreed(mark);
     return Status::Ok();
   };
-  return SubmitTask("engine.vote." + std::to_string(want), std::move(vote));
+  auto item = std::make_unique<Item>();
+  item->request.name = "engine.vote." + std::to_string(want);
+  item->request.kind = CollectiveKind::kBarrier;  // counts as a control step in the fingerprint
+  item->request.count = 0;
+  item->task = std::move(vote);
+  item->vote = true;
+  return Enqueue(std::move(item));
 }
 
 void Engine::Abort(const std::string& reason) {
@@ -133,14 +147,21 @@ void Engine::Loop() {
   FailQueuedAndExit();
 }
 
+void Engine::Dequeued(const Item& item) {
+  queued_bytes_ -= item.request.bytes();
+  if (!item.rides_along || options_.ordering != Ordering::kNegotiated) --eager_;
+}
+
 std::optional<Engine::Pending> Engine::WaitForCycle() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  // Items that ride along (votes) wait for something else to start a cycle, or for a caller to wait for them.
+  cv_.wait(lock, [&] { return stopping_ || eager_ > 0 || (!queue_.empty() && waiter_woke_ && AwaitedQueued()); });
   if (stopping_) return std::nullopt;
-  if (options_.ordering == Ordering::kNegotiated) {
+  if (options_.ordering == Ordering::kNegotiated && eager_ > 0) {
     // Let a cycle's worth of requests accumulate, unless the fusion buffer is already full or a caller waits
     // for one of them (it submits nothing more until it has the result).
-    auto until = queue_.front()->request.submitted + options_.cycle_time;
+    auto first = std::find_if(queue_.begin(), queue_.end(), [](const auto& item) { return !item->rides_along; });
+    auto until = (first != queue_.end() ? *first : queue_.front())->request.submitted + options_.cycle_time;
     cv_.wait_until(lock, until, [&] {
       return stopping_ || queued_bytes_ >= options_.fusion_threshold || (waiter_woke_ && AwaitedQueued());
     });
@@ -228,7 +249,7 @@ std::vector<std::unique_ptr<Engine::Item>> Engine::TakeMatched(const std::vector
     auto it = std::find_if(queue_.begin(), queue_.end(),
                            [&](const std::unique_ptr<Item>& item) { return &item->request == queued[index]; });
     if (it == queue_.end()) continue;  // cannot happen: only this thread removes items
-    queued_bytes_ -= (*it)->request.bytes();
+    Dequeued(**it);
     items.push_back(std::move(*it));
     queue_.erase(it);
   }
@@ -244,7 +265,7 @@ std::vector<std::unique_ptr<Engine::Item>> Engine::TakeQueued(size_t count) {
   std::vector<std::unique_ptr<Item>> items;
   std::lock_guard<std::mutex> lock(mu_);
   while (items.size() < count && !queue_.empty()) {
-    queued_bytes_ -= queue_.front()->request.bytes();
+    Dequeued(*queue_.front());
     items.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -278,6 +299,8 @@ void Engine::FailQueuedAndExit() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(queue_);
+    queued_bytes_ = 0;
+    eager_ = 0;
   }
   for (auto& item : left) {
     item->request.completion->Finish(AbortedError("process set '" + options_.name + "' was shut down"));

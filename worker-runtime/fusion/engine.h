@@ -96,9 +96,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // collectives completed without error on this rank (monotone: a smaller mark is ignored); every negotiation
   // carries it, and agreed() is the smallest vote of all ranks at the newest negotiation that succeeded (-1
   // before any). SubmitVote(want) is a negotiated task (every rank submits it at the same position, after
-  // voting at least `want`): it rides on the negotiation of whatever cycle runs it, fused with the requests
-  // queued beside it, and once its handle is OK, agreed() >= want. Only when that cycle's negotiation could not
-  // carry the votes (requests matched by name) does it allreduce them itself: the same choice on every rank.
+  // voting at least `want`). When other requests were queued since the last vote (a program whose steps
+  // negotiate collectives on this engine: Horovod's), it starts no cycle of its own but rides on the negotiation
+  // of the next cycle anything else starts (the next step's first collective) or a caller's Wait for it starts;
+  // otherwise (DDP's steps run on a set in submission order) its cycle starts as any request's, behind the next
+  // step's compute. Once its handle is OK, agreed() >= want. Only when that cycle's negotiation could not carry
+  // the votes (requests matched by name) does it allreduce them itself: the same choice on every rank.
   // Thread-safe.
   void Vote(int64_t mark);
   int64_t agreed() const { return agreed_.load(); }
@@ -125,9 +128,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   struct Item {
     Request request;
     std::function<Status(comm::Communicator&, comm::Communicator&)> task;  // set for SubmitTask
+    bool vote = false;                                                     // SubmitVote's
+    // Rides along: starts no cycle of its own, but runs in the next cycle something else starts -- another
+    // request's, or a caller's waiting for it. Negotiated engines only.
+    bool rides_along = false;
   };
   // Stamps, queues and wakes the loop; fails the item at once when the engine is stopping or broken.
   Handle Enqueue(std::unique_ptr<Item> item);
+  // Under mu_: the bookkeeping of an item leaving the queue.
+  void Dequeued(const Item& item);
   // What a cycle starts from: how many requests this rank has queued, and whether the engine is broken.
   struct Pending {
     size_t count = 0;
@@ -179,7 +188,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool exited_ = false;  // Loop has returned: no call into the communicators will follow
   std::deque<std::unique_ptr<Item>> queue_;
   size_t queued_bytes_ = 0;
-  bool waiter_woke_ = false;  // WakeForWaiter ran: look for awaited requests (AwaitedQueued clears it when none is)
+  size_t eager_ = 0;              // queued items that start a cycle (not Item::rides_along)
+  bool eager_since_vote_ = true;  // an item other than a vote was queued since the last vote
+  bool waiter_woke_ = false;      // WakeForWaiter ran: look for awaited requests (AwaitedQueued clears it when none is)
   Status broken_;
 
   std::condition_variable exited_cv_;  // with mu_: signalled when exited_ becomes true

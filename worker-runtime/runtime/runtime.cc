@@ -326,12 +326,7 @@ fusion::Handle Runtime::AgreeAsync(int64_t step) {
     failed->Finish(world.status());
     return fusion::Handle(std::move(failed));
   }
-  fusion::Handle vote = (*world)->SubmitVote(step);
-  // Negotiated at once rather than after the cycle time: every rank submits it right after the same collective,
-  // so the agreement lands while the next step computes, and a failure soon after rolls back as little as before.
-  // (A wait that finds it queued starts the engine's cycle: Completion::OnFirstWait.)
-  (void)vote.Wait(std::chrono::milliseconds(0));
-  return vote;
+  return (*world)->SubmitVote(step);
 }
 
 Status Runtime::Health() const {

@@ -147,8 +147,8 @@ class Runtime {
   // (fusion::Engine::Vote): Vote(step) says this rank's collectives up to `step` completed without error;
   // Agreed() is the smallest step every rank had voted at the newest world negotiation (-1 before any).
   // AgreeAsync(step), submitted by every rank at the same position after Vote(step), is a negotiated task on
-  // the world engine, negotiated at once with whatever is queued beside it (not after the cycle time): when its
-  // handle is OK, Agreed() >= step.
+  // the world engine that rides along with the next cycle something else starts (the next step's first world
+  // collective: no extra message) or a Wait for it starts: when its handle is OK, Agreed() >= step.
   void Vote(int64_t step);
   int64_t Agreed() const;
   fusion::Handle AgreeAsync(int64_t step);
