@@ -50,7 +50,8 @@ struct RuntimeConfig {
   // program sets it (the elastic driver from each generation's membership: it can change after a
   // rebuild; ringmaster-perf from its local ranks).
   int local_rank = 0;
-  // Under NCCL, the CUDA device: device % visible GPUs; -1: local_rank % visible GPUs (DeviceIndex).
+  // Under NCCL, the CUDA device: `device`, or -1: local_rank (nccl::DeviceIndex); an index beyond the visible
+  // GPUs is refused (InvalidArgument) unless NCCL_MULTI_RANK_GPU_ENABLE=1 lets several ranks share one GPU.
   // From RINGMASTER_DEVICE (the launcher's per-process assignment). The elastic driver pins the device of
   // its first generation when none is given: a process's tensors stay on one GPU while ranks move.
   int device = -1;
