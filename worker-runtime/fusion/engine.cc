@@ -85,8 +85,10 @@ Handle Engine::Enqueue(std::unique_ptr<Item> item) {
   }
   if (!item->rides_along || options_.ordering != Ordering::kNegotiated) ++eager_;
   queue_.push_back(std::move(item));
+  // An item that rides along cannot end the engine's wait: no wakeup (a context switch per commit otherwise).
+  const bool wake = !queue_.back()->rides_along || options_.ordering != Ordering::kNegotiated;
   lock.unlock();
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
   return handle;
 }
 
