@@ -12,10 +12,17 @@
 //      this generation's local rank picks. Otherwise Runtime::Create builds a fresh one, with "g<generation>"
 //      as its key prefix. Either way every process set of options.process_sets is then split again from the
 //      new world (process_set_rules.h: sets by worker id or placement, never by stale ranks).
-//   3. Restore, in one engine cycle on the host communicator. An allgather of every rank's committed step and
-//      state size; the lowest rank holding the newest commit broadcasts its state; everyone Restore()s (work
-//      since the last commit is rolled back). The data cursor comes with the state, so the sampler strides the
+//   3. Restore, in one engine cycle on the host communicator. An allgather of what every rank holds (its agreed
+//      and tentative steps, each with its CRC32C); the newest agreed step whose holders' checksums agree is
+//      chosen (restore_choice.h), the lowest rank holding it broadcasts it, and everyone Restore()s (work since
+//      the last agreed step is rolled back). The data cursor comes with the state, so the sampler strides the
 //      rest of the epoch over the new world.
+//
+// Commit agreement (worker-runtime/README.md): Commit snapshots a step as tentative only after its work drained and
+// every communicator of the runtime is healthy, and votes it; the vote rides on the world engine's negotiations, and
+// the step becomes the agreed one -- restored, checkpointed, reported -- once every member's vote has arrived
+// (usually by the next commit). One rank's OK never commits a step: after a peer's failure NCCL promises nothing
+// about a collective's result.
 //
 // What holds across generations: the runtime configuration (options.runtime, parsed once at start from
 // RINGMASTER_*: backend, fusion threshold, cycle time) and one timeline file for the whole run
