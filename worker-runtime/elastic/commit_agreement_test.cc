@@ -13,6 +13,7 @@
 #include "base/status_test_macros.h"
 #include "worker-runtime/elastic/elastic_driver.h"
 #include "worker-runtime/runtime/world.h"
+#include "worker-runtime/testing/forwarding_communicator.h"
 #include "worker-runtime/testing/scripted_source.h"
 
 namespace ringmaster::elastic {
@@ -36,23 +37,18 @@ api::Membership Record(int64_t gen, const std::vector<std::pair<std::string, int
 // with a wrong sum while the communicator reports itself broken (health()): NCCL's kernel stopped by the abort
 // flag, its stream idle. Its calls go on working, as the NCCL path's Gloo control channel does: only the health
 // check can tell.
-class PartialResultOnce : public comm::Communicator {
+class PartialResultOnce : public runtime_testing::ForwardingCommunicator {
  public:
   PartialResultOnce(std::unique_ptr<comm::Communicator> inner, int garbage_at, std::atomic<int>* seen)
-      : inner_(std::move(inner)), garbage_at_(garbage_at), seen_(seen) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  comm::Backend backend() const override { return inner_->backend(); }
-  comm::MemoryKind memory() const override { return inner_->memory(); }
-  void Abort(const std::string& reason) override { inner_->Abort(reason); }
+      : ForwardingCommunicator(std::move(inner)), garbage_at_(garbage_at), seen_(seen) {}
   Status health() const override {
     if (broken_.load()) return AbortedError("the kernel stopped on the abort flag; its stream is idle");
-    return inner_->health();
+    return ForwardingCommunicator::health();
   }
 
  protected:
   Status DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override {
-    Status s = inner_->Allreduce(in, out, count, type, op);
+    Status s = ForwardingCommunicator::DoAllreduce(in, out, count, type, op);
     if (s.ok() && count == 1 && type == common::DataType::kInt32 && ++steps_ == garbage_at_) {
       *static_cast<int32_t*>(out) += 1000;  // partial results, and yet OK
       broken_.store(true);
@@ -60,35 +56,8 @@ class PartialResultOnce : public comm::Communicator {
     }
     return s;
   }
-  Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) override {
-    return inner_->Allgather(in, out, count, type);
-  }
-  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) override {
-    return inner_->Allgatherv(in, out, counts, type);
-  }
-  Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) override {
-    return inner_->Broadcast(in, out, count, type, root);
-  }
-  Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override {
-    return inner_->ReduceScatter(in, out, count, type, op);
-  }
-  Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override {
-    return inner_->Alltoall(in, out, count, type);
-  }
-  Status DoBarrier() override { return inner_->Barrier(); }
-  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks,
-                                                        const std::string& name) override {
-    return inner_->Split(ranks, name);
-  }
-  StatusOr<std::unique_ptr<comm::Transfer>> DoPostSend(const void* buf, size_t bytes, int peer, uint32_t tag) override {
-    return inner_->PostSend(buf, bytes, peer, tag);
-  }
-  StatusOr<std::unique_ptr<comm::Transfer>> DoPostRecv(void* buf, size_t bytes, int peer, uint32_t tag) override {
-    return inner_->PostRecv(buf, bytes, peer, tag);
-  }
 
  private:
-  std::unique_ptr<comm::Communicator> inner_;
   const int garbage_at_;
   std::atomic<int>* const seen_;
   std::atomic<bool> broken_{false};

@@ -20,6 +20,7 @@
 #include "base/status_test_macros.h"
 #include "worker-runtime/common/pattern.h"
 #include "worker-runtime/runtime/world.h"
+#include "worker-runtime/testing/forwarding_communicator.h"
 #include "worker-runtime/testing/multiprocess.h"
 
 namespace ringmaster::runtime {
@@ -487,47 +488,20 @@ TEST(RuntimeTest, GroupsOfTheirMembersAloneAndPointToPoint) {
 // A Gloo world communicator whose `fail_at`-th float32 allreduce (the data's: negotiations are int64) fails on this
 // rank alone, after every rank agreed to run it (what a buffer on the wrong device or a sticky CUDA error does on
 // one NCCL rank).
-class FailsOneAllreduce : public comm::Communicator {
+class FailsOneAllreduce : public runtime_testing::ForwardingCommunicator {
  public:
   FailsOneAllreduce(std::unique_ptr<comm::Communicator> inner, int fail_at)
-      : inner_(std::move(inner)), fail_at_(fail_at) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  comm::Backend backend() const override { return inner_->backend(); }
-  comm::MemoryKind memory() const override { return inner_->memory(); }
-  void Abort(const std::string& reason) override { inner_->Abort(reason); }
-  Status health() const override { return inner_->health(); }
+      : ForwardingCommunicator(std::move(inner)), fail_at_(fail_at) {}
 
  protected:
   Status DoAllreduce(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override {
     if (type == common::DataType::kFloat32 && ++allreduces_ == fail_at_) {
       return InvalidArgumentError("this rank's own failure");
     }
-    return inner_->Allreduce(in, out, count, type, op);
-  }
-  Status DoAllgather(const void* in, void* out, size_t count, common::DataType type) override {
-    return inner_->Allgather(in, out, count, type);
-  }
-  Status DoAllgatherv(const void* in, void* out, const std::vector<size_t>& counts, common::DataType type) override {
-    return inner_->Allgatherv(in, out, counts, type);
-  }
-  Status DoBroadcast(const void* in, void* out, size_t count, common::DataType type, int root) override {
-    return inner_->Broadcast(in, out, count, type, root);
-  }
-  Status DoReduceScatter(const void* in, void* out, size_t count, common::DataType type, common::ReduceOp op) override {
-    return inner_->ReduceScatter(in, out, count, type, op);
-  }
-  Status DoAlltoall(const void* in, void* out, size_t count, common::DataType type) override {
-    return inner_->Alltoall(in, out, count, type);
-  }
-  Status DoBarrier() override { return inner_->Barrier(); }
-  StatusOr<std::unique_ptr<comm::Communicator>> DoSplit(const std::vector<int>& ranks,
-                                                        const std::string& name) override {
-    return inner_->Split(ranks, name);
+    return ForwardingCommunicator::DoAllreduce(in, out, count, type, op);
   }
 
  private:
-  std::unique_ptr<comm::Communicator> inner_;
   const int fail_at_;
   int allreduces_ = 0;  // the engine thread's only (data and control are this one communicator under Gloo)
 };
