@@ -96,17 +96,19 @@ std::shared_ptr<comm::ReadyFence> FenceAfterStream(const TensorArg& t, uintptr_t
   return Value(nccl::CudaEventFence::Record(CudaOrRaise(), t.device, reinterpret_cast<cudaStream_t>(stream)));
 }
 
-// Arrays of failed CUDA collectives: a revoked or aborted NCCL kernel may still write them until its
-// communicator is finished, which only the destruction of the runtime that ran it guarantees. The session
-// clears it after a Join() or Finish() (the old runtime is gone) and at its end. Touched with the GIL held.
+// Arrays of failed collectives: a revoked or aborted NCCL kernel, or a late peer's write into an aborted Gloo
+// pair's buffer, may still land in them until their communicator is finished, which only the destruction of the
+// runtime that ran it guarantees. The driver keeps an aborted runtime until the next generation's first commit
+// (its peers may still write to it), so the session clears them after a successful Commit(), after a Finish()
+// that left no runtime, and at its end. Touched with the GIL held.
 using Parked = std::shared_ptr<std::vector<nb::object>>;
 
 // A submitted collective: the runtime's handle and the arrays it borrows, kept alive until it completes --
-// after a failure on CUDA tensors, until its runtime is gone (Parked).
+// after a failure, until its runtime is gone (Parked).
 class PyHandle {
  public:
-  PyHandle(fusion::Handle handle, std::vector<nb::object> keep, bool cuda = false, Parked parked = nullptr)
-      : handle_(handle), keep_(std::move(keep)), cuda_(cuda), parked_(std::move(parked)) {}
+  PyHandle(fusion::Handle handle, std::vector<nb::object> keep, Parked parked = nullptr)
+      : handle_(handle), keep_(std::move(keep)), parked_(std::move(parked)) {}
   bool Poll() const { return handle_.Poll(); }
   void Wait() {
     Status s;
@@ -114,7 +116,7 @@ class PyHandle {
       nb::gil_scoped_release release;
       s = handle_.Wait();
     }
-    if (!s.ok() && cuda_ && parked_) {
+    if (!s.ok() && parked_) {
       for (auto& o : keep_) parked_->push_back(std::move(o));
     }
     keep_.clear();
@@ -124,7 +126,6 @@ class PyHandle {
  private:
   fusion::Handle handle_;
   std::vector<nb::object> keep_;
-  bool cuda_ = false;
   Parked parked_;
 };
 
@@ -183,7 +184,6 @@ class PySession {
       if (!r.ok() && elastic::ClassifyFailure(r.status()) == elastic::FailureClass::kEndsWorker)
         r = session_->EndWorker(r.status());
     }
-    if (r.ok()) parked_->clear();  // the generation that failed them was torn down (its runtime destroyed)
     CheckJoined(r.status());
     return *r;
   }
@@ -201,6 +201,7 @@ class PySession {
       nb::gil_scoped_release release;
       s = session_->Commit(std::move(bytes), {epoch, committed});
     }
+    if (s.ok()) parked_->clear();  // a generation's first commit destroys the one before (ElasticDriver::Commit)
     Check(s);
   }
   void Agree() {
@@ -387,8 +388,7 @@ class PySession {
     return {i, o, FenceAfterStream(i, stream)};
   }
   PyHandle Submit(fusion::Handle h, const nb::ndarray<>& in, const nb::ndarray<>& out) {
-    const bool cuda = in.device_type() == nb::device::cuda::value || out.device_type() == nb::device::cuda::value;
-    return PyHandle(h, {nb::cast(in), nb::cast(out)}, cuda, parked_);
+    return PyHandle(h, {nb::cast(in), nb::cast(out)}, parked_);
   }
 
   std::unique_ptr<elastic::WorkerSession> session_;
