@@ -1,4 +1,4 @@
-// Hang reports: how a worker tells the membership's owner that its generation is hung (issue 48). Its hang
+// Hang reports: how a worker tells the membership's owner that its generation is hung. Its hang
 // watchdog (worker-runtime/elastic/hang_watchdog.h) saw no step commit for a multiple of the recent median step:
 // a collective that neither fails nor completes (a dead NVLink peer gives no asynchronous error). The worker has
 // already aborted its own step; the owner decides for every member: the operator (and ringmaster-run) publishes

@@ -1,5 +1,5 @@
 // Progress reports: how a job's workers tell the operator what each membership generation cost and when it
-// started to train (issue 31, goodput). Rank 0 of a generation writes one report, once, when that generation's
+// started to train (for goodput). Rank 0 of a generation writes one report, once, when that generation's
 // first step commits. It lives in the job's peer-reports ConfigMap (api/peer_report.h, PeerReportsName(job)) under
 // the key kProgressReportKey, "_progress": an underscore cannot appear in a pod name, so the key never collides
 // with a worker's peer report. A newer generation's report replaces the older one (a JSON merge patch of that one

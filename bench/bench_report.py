@@ -24,7 +24,7 @@ CATALOG = [
         "operator.json",
         "make bench-operator",
         [
-            # issue 33: 10,000 jobs x 8 workers, Kubeflow at 1,000 in the same run
+            # 10,000 jobs x 8 workers, Kubeflow at 1,000 in the same run
             ("operator.failure_generation.p99", "pod failure -> new generation, p99", "p99 <= 100 ms, every job live"),
             ("operator.requests_per_job", "API requests per job", "<= 12 per job"),
             ("operator.peak_rss", "operator peak RSS at 10,000 jobs x 8 workers", "<= 64 MiB at 10,000 jobs"),

@@ -1,4 +1,4 @@
-// What a collective's OK means on NCCL, and how a communicator ends (issue 48), on the CPU emulation of
+// What a collective's OK means on NCCL, and how a communicator ends, on the CPU emulation of
 // NCCL and CUDA under its failure knobs (tests/gpu_emulation): only the emulation fails on demand, so this
 // runs under the `gpu-emulated` label alone -- evidence about our use of NCCL's API, not about NCCL.
 //
